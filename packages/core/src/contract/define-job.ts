@@ -1,0 +1,84 @@
+import type { z } from 'zod';
+import { WorkqError } from '../errors.ts';
+import type { JobDefaults, JobDefinition, PreviousVersion } from './types.ts';
+
+// biome-ignore format: a lookup table reads best on one line.
+type Next = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33];
+
+/** The input an upgrade from version K must produce: the next older version's input, or the current payload's. */
+type UpgradeTarget<K, Prev, P extends z.ZodType> = K extends keyof Next
+  ? Next[K] extends keyof Prev
+    ? Prev[Next[K]] extends z.ZodType
+      ? z.input<Prev[Next[K]]>
+      : never
+    : z.input<P>
+  : z.input<P>;
+
+export interface JobSpec<V extends number, P extends z.ZodType, R extends z.ZodType | undefined, Prev> {
+  /** The current version, an integer >= 1. */
+  version: V;
+  /** The schema of the current payload. */
+  payload: P;
+  /** The schema of the handler's result. @defaultValue no result */
+  result?: R;
+  /** Older versions, each with its upgrade to the next version. */
+  previous?: {
+    [K in keyof Prev]: {
+      payload: Prev[K];
+      upgrade: (payload: Prev[K] extends z.ZodType ? z.output<Prev[K]> : never) => UpgradeTarget<K, Prev, P>;
+    };
+  };
+  defaults?: JobDefaults;
+}
+
+/**
+ * Declares a job type. Fails with a `VALIDATION` error when the versions are
+ * not consecutive integers ending at `version`, or an older version lacks its upgrade.
+ */
+export function defineJob<
+  const V extends number,
+  P extends z.ZodType,
+  R extends z.ZodType | undefined = undefined,
+  const Prev extends Record<number, z.ZodType> = Record<never, z.ZodType>,
+>(spec: JobSpec<V, P, R, Prev>): JobDefinition<NoInfer<V>, NoInfer<P>, NoInfer<R>, NoInfer<Prev>> {
+  const previous = (spec.previous ?? {}) as Record<string, PreviousVersion>;
+  const versions = checkVersions(spec.version, previous);
+  return Object.freeze({
+    kind: 'workq.job',
+    version: spec.version,
+    payload: spec.payload,
+    result: spec.result as R,
+    previous: previous as JobDefinition<V, P, R, Prev>['previous'],
+    defaults: Object.freeze({ ...spec.defaults }),
+    versions,
+  });
+}
+
+function checkVersions(version: number, previous: Record<string, PreviousVersion>): number[] {
+  if (!Number.isInteger(version) || version < 1) {
+    throw new WorkqError('VALIDATION', `A job's version must be an integer >= 1; got ${String(version)}.`);
+  }
+  const older = Object.keys(previous)
+    .map(Number)
+    .sort((a, b) => a - b);
+  for (const [index, v] of older.entries()) {
+    if (!Number.isInteger(v) || v < 1 || v >= version) {
+      throw new WorkqError(
+        'VALIDATION',
+        `previous[${v}] is not an older version: keys of "previous" must be integers from 1 to ${version - 1}.`,
+      );
+    }
+    const expected = version - older.length + index;
+    if (v !== expected) {
+      throw new WorkqError(
+        'VALIDATION',
+        `Versions must be consecutive up to the current version ${version}: "previous" has ${older.join(', ')}, so version ${expected} is missing.`,
+      );
+    }
+    const entry = previous[String(v)];
+    if (typeof entry?.upgrade !== 'function' || entry.payload === undefined) {
+      throw new WorkqError('VALIDATION', `previous[${v}] needs both a "payload" schema and an "upgrade" function.`);
+    }
+  }
+  return [...older, version];
+}

@@ -1,0 +1,76 @@
+import type { z } from 'zod';
+
+/** How long to wait before the next attempt of a failed job. */
+export interface Backoff {
+  /** `fixed`: always `delayMs`; `exponential`: `delayMs * 2^(attempt-1)`, with jitter. */
+  type: 'fixed' | 'exponential';
+  /** Base delay in milliseconds. */
+  delayMs: number;
+  /** Upper bound of any single delay. @defaultValue 3_600_000 (one hour) */
+  maxDelayMs?: number;
+}
+
+/** Which of two ready jobs of equal priority runs first. */
+export type JobOrder = 'fifo' | 'lifo';
+
+/** Per-job-type defaults; every field is optional and falls back to the engine's defaults. */
+export interface JobDefaults {
+  /** Higher runs first. @defaultValue 0 */
+  priority?: number;
+  /** Attempts before the job goes dead. @defaultValue 5 */
+  maxAttempts?: number;
+  /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
+  backoff?: Backoff;
+  /** How long a claim holds a job before it is delivered again. @defaultValue 30_000 */
+  leaseMs?: number;
+  /** @defaultValue 'fifo' */
+  order?: JobOrder;
+}
+
+/** An older payload version, with its upgrade to the next version. */
+export interface PreviousVersion<P extends z.ZodType = z.ZodType, Next = unknown> {
+  payload: P;
+  upgrade: (payload: z.output<P>) => Next;
+}
+
+/** A declared job type: its current version, schemas, older versions and defaults. */
+export interface JobDefinition<
+  V extends number = number,
+  P extends z.ZodType = z.ZodType,
+  R extends z.ZodType | undefined = z.ZodType | undefined,
+  Prev extends Record<number, z.ZodType> = Record<number, z.ZodType>,
+> {
+  readonly kind: 'workq.job';
+  readonly version: V;
+  readonly payload: P;
+  readonly result: R;
+  readonly previous: { readonly [K in keyof Prev]: PreviousVersion<Prev[K] & z.ZodType> };
+  readonly defaults: JobDefaults;
+  /** Versions this definition can read, oldest first; the last is `version`. */
+  readonly versions: readonly number[];
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the widest job definition, used only as a constraint.
+export type AnyJobDefinition = JobDefinition<number, z.ZodType, any, any>;
+
+/** A deployment's job types, by name. */
+export type Catalog = Record<string, AnyJobDefinition>;
+
+export type JobName<C extends Catalog> = Extract<keyof C, string>;
+
+/** What a producer passes for the current version (defaults may be omitted). */
+export type PayloadInput<C extends Catalog, N extends JobName<C>> = z.input<C[N]['payload']>;
+
+/** What a handler receives: the parsed, current-version payload. */
+export type PayloadOutput<C extends Catalog, N extends JobName<C>> = z.output<C[N]['payload']>;
+
+/** What a handler returns; `void` for a job without a `result` schema. */
+export type ResultInput<C extends Catalog, N extends JobName<C>> = C[N]['result'] extends z.ZodType
+  ? z.input<C[N]['result']>
+  : // biome-ignore lint/suspicious/noConfusingVoidType: a handler of a job without a result returns nothing.
+    void;
+
+/** What `handle.result()` resolves to; `undefined` for a job without a `result` schema. */
+export type ResultOutput<C extends Catalog, N extends JobName<C>> = C[N]['result'] extends z.ZodType
+  ? z.output<C[N]['result']>
+  : undefined;

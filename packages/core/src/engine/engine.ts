@@ -1,0 +1,395 @@
+import { isValidJobName } from '../contract/define-catalog.ts';
+import { WorkqError } from '../errors.ts';
+import { JOB_STATES, type JobError, type JobState, type JobStatus } from '../jobs.ts';
+import { backoffDelayMs } from './backoff.ts';
+import { type Clock, systemClock } from './clock.ts';
+import { newJobId, newLeaseToken } from './ids.ts';
+import {
+  checkIdempotencyKey,
+  type EnqueueOptions,
+  type ResolvedJobOptions,
+  resolveJobOptions,
+  resolveRunAt,
+} from './options.ts';
+import { toJobStatus } from './status.ts';
+import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
+
+/** One job to enqueue. The payload must already be valid for `name` at `version`. */
+export interface EnqueueInput {
+  name: string;
+  version: number;
+  payload: unknown;
+  options?: EnqueueOptions;
+}
+
+export interface EnqueueResult {
+  id: string;
+  /** `false` when an idempotency key returned an existing job. */
+  created: boolean;
+  state: JobStatus['state'];
+}
+
+export interface ClaimInput {
+  name: string;
+  /** Oldest version the consumer reads. @defaultValue 1 */
+  minVersion?: number;
+  /** Newest version the consumer reads; newer jobs wait for another consumer. */
+  maxVersion: number;
+  limit: number;
+  workerId: string;
+  /** Overrides each job's own `leaseMs`. */
+  leaseMs?: number;
+}
+
+/** A leased job, as handed to a consumer. */
+export interface ClaimedJob {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  maxAttempts: number;
+  leaseToken: string;
+  leaseExpiresAt: Date;
+  leaseMs: number;
+  progress: number;
+}
+
+export interface ListQuery {
+  name?: string;
+  state?: JobState;
+  /** Page size, 1-1000. @defaultValue 100 */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface CompleteOutcome {
+  id: string;
+  ok: boolean;
+}
+
+export interface EngineOptions {
+  store: Store;
+  /** @defaultValue the system clock */
+  clock?: Clock;
+  /** Engine-wide job defaults, below each job type's own. */
+  defaults?: Partial<ResolvedJobOptions>;
+  /** How long finished jobs are kept as history. @defaultValue 7 days */
+  historyRetentionMs?: number;
+  /** How often claims sweep expired leases back to the queue. @defaultValue 1000 */
+  leaseSweepIntervalMs?: number;
+}
+
+export type ReadyListener = (name: string) => void;
+export type FinishedListener = (id: string, state: StoredState) => void;
+
+const MAX_BATCH = 1000;
+
+function leaseLost(id: string): WorkqError {
+  return new WorkqError(
+    'LEASE_LOST',
+    `Job ${id} is not held by this lease any more (it expired, the job was cancelled, or another worker claimed it); nothing was changed.`,
+  );
+}
+
+function checkBatch(size: number, what: string): void {
+  if (size > MAX_BATCH) throw new WorkqError('VALIDATION', `${what} takes at most ${MAX_BATCH} items; got ${size}.`);
+}
+
+/**
+ * The queue engine: every queue operation, written once over a `Store`.
+ * It owns policy (defaults, retries, backoff, lease sweeps, retention); the
+ * store owns atomicity.
+ */
+export class Engine {
+  readonly store: Store;
+  readonly clock: Clock;
+  private readonly defaults: Partial<ResolvedJobOptions> | undefined;
+  private readonly historyRetentionMs: number;
+  private readonly leaseSweepIntervalMs: number;
+  private lastSweepMs = Number.NEGATIVE_INFINITY;
+  private readonly readyListeners = new Set<ReadyListener>();
+  private readonly finishedListeners = new Set<FinishedListener>();
+
+  constructor(options: EngineOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.defaults = options.defaults;
+    this.historyRetentionMs = options.historyRetentionMs ?? 7 * 86_400_000;
+    this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
+  }
+
+  /** Called with a job name whenever jobs of it may have become ready in this process. */
+  onReady(listener: ReadyListener): () => void {
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
+  }
+
+  /** Called when a job finishes (completed, dead, cancelled) in this process. */
+  onFinished(listener: FinishedListener): () => void {
+    this.finishedListeners.add(listener);
+    return () => this.finishedListeners.delete(listener);
+  }
+
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    const [result] = await this.enqueueMany([input]);
+    return result as EnqueueResult;
+  }
+
+  /** Enqueues a batch in one store round trip; results are in input order. */
+  async enqueueMany(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
+    checkBatch(inputs.length, 'enqueueMany');
+    if (inputs.length === 0) return [];
+    const now = this.clock.now();
+    const jobs = inputs.map((input) => this.newJob(input, now, null));
+    const outcomes = await this.store.insertJobs(jobs);
+    this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
+    return outcomes.map(({ job, created }) => ({ id: job.id, created, state: toJobStatus(job, now).state }));
+  }
+
+  /** Leases up to `limit` ready jobs of one type; see `Store.claimJobs`. */
+  async claim(input: ClaimInput): Promise<ClaimedJob[]> {
+    const limit = Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH);
+    const now = this.clock.now();
+    await this.sweepExpiredLeases(now);
+    const jobs = await this.store.claimJobs({
+      name: input.name,
+      minVersion: input.minVersion ?? 1,
+      maxVersion: input.maxVersion,
+      limit,
+      leaseToken: newLeaseToken(),
+      workerId: input.workerId,
+      leaseMs: input.leaseMs ?? null,
+      now,
+    });
+    return jobs.map(toClaimedJob);
+  }
+
+  async complete(lease: LeaseRef, result?: unknown): Promise<void> {
+    const [outcome] = await this.completeMany([{ ...lease, result }]);
+    if (!outcome?.ok) throw leaseLost(lease.id);
+  }
+
+  /** Completes a batch in one store round trip; a lost lease fails only its own item. */
+  async completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
+    checkBatch(items.length, 'completeMany');
+    if (items.length === 0) return [];
+    const done = new Set(
+      await this.store.completeJobs(
+        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: result ?? null })),
+        this.clock.now(),
+      ),
+    );
+    for (const id of done) this.emitFinished(id, 'completed');
+    return items.map(({ id }) => ({ id, ok: done.has(id) }));
+  }
+
+  /**
+   * Records a failed attempt: retried after its backoff while attempts remain
+   * and the failure is not permanent, otherwise dead. Resolves to the new status.
+   */
+  async fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
+    const now = this.clock.now();
+    const job = await this.store.getJob(lease.id);
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const error: JobError = { message: String(failure.message).slice(0, 4000), attempt: job.attempts, at: now };
+    if (failure.permanent) error.permanent = true;
+    const retry = !failure.permanent && job.attempts < job.maxAttempts;
+    const retryAt = retry ? new Date(now.getTime() + backoffDelayMs(job.backoff, job.attempts)) : null;
+    const updated = await this.store.failJob(lease, { error, retryAt }, now);
+    if (!updated) throw leaseLost(lease.id);
+    if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
+    return toJobStatus(updated, now);
+  }
+
+  /** Extends a held lease by `leaseMs` (default: the job's own) from now. */
+  async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
+    const now = this.clock.now();
+    const job = await this.store.getJob(lease.id);
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const expiresAt = new Date(now.getTime() + (leaseMs ?? job.leaseMs));
+    const updated = await this.store.extendLease(lease, expiresAt, now);
+    if (!updated) throw leaseLost(lease.id);
+    return { leaseExpiresAt: expiresAt };
+  }
+
+  async progress(lease: LeaseRef, progress: number): Promise<void> {
+    if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0 || progress > 100) {
+      throw new WorkqError('VALIDATION', `progress must be a number from 0 to 100; got ${String(progress)}.`);
+    }
+    const updated = await this.store.recordProgress(lease, progress, this.clock.now());
+    if (!updated) throw leaseLost(lease.id);
+  }
+
+  /** Atomically completes the held job and enqueues `next` in its place. Resolves to the new job's id. */
+  async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
+    const now = this.clock.now();
+    const moved = await this.store.moveJob(lease, this.newJob(next, now, null), now);
+    if (!moved) throw leaseLost(lease.id);
+    this.emitFinished(moved.from.id, 'completed');
+    this.announce([moved.to]);
+    return { id: moved.to.id, created: true, state: toJobStatus(moved.to, now).state };
+  }
+
+  /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */
+  async cancel(id: string): Promise<boolean> {
+    const cancelled = await this.store.cancelJob(id, this.clock.now());
+    if (cancelled) this.emitFinished(id, 'cancelled');
+    return cancelled !== null;
+  }
+
+  /** The job's status, or a `NOT_FOUND` error. */
+  async get(id: string): Promise<JobStatus> {
+    const job = await this.store.getJob(id);
+    if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
+    return toJobStatus(job, this.clock.now());
+  }
+
+  /** A page of jobs by name and state, ordered by id (creation time); pass `nextCursor` back for the next page. */
+  async list(query: ListQuery = {}): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
+    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 100)), MAX_BATCH);
+    const now = this.clock.now();
+    const filter: ListFilter = { limit: limit + 1 };
+    if (query.name !== undefined) filter.name = query.name;
+    if (query.cursor !== undefined) filter.afterId = query.cursor;
+    if (query.state === 'scheduled' || query.state === 'ready') {
+      filter.states = ['waiting'];
+      filter.due = { now, ready: query.state === 'ready' };
+    } else if (query.state !== undefined) {
+      if (!(JOB_STATES as readonly string[]).includes(query.state)) {
+        throw new WorkqError(
+          'VALIDATION',
+          `state must be one of ${JOB_STATES.join(', ')}; got ${String(query.state)}.`,
+        );
+      }
+      filter.states = [query.state];
+    }
+    const rows = await this.store.listJobs(filter);
+    const page = rows.slice(0, limit);
+    return {
+      jobs: page.map((job) => toJobStatus(job, now)),
+      nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null,
+    };
+  }
+
+  /** Job counts by name, version and state. */
+  async counts(): Promise<JobCount[]> {
+    return this.store.countJobs(this.clock.now());
+  }
+
+  /** Re-enqueues dead jobs (by id, or all of one type) with fresh attempts. Resolves to how many. */
+  async retryDead(target: { name?: string; ids?: readonly string[] }): Promise<number> {
+    if (target.ids) checkBatch(target.ids.length, 'retryDead');
+    if (!target.name && !target.ids) throw new WorkqError('VALIDATION', 'retryDead needs a job name or ids.');
+    const count = await this.store.retryDeadJobs(target, this.clock.now());
+    if (count > 0 && target.name) this.emitReady(target.name);
+    if (count > 0 && target.ids) for (const listener of this.readyListeners) listener('*');
+    return count;
+  }
+
+  /** Enqueues a finished job again, as a new job with the same payload. Resolves to the new job's id. */
+  async replay(id: string): Promise<EnqueueResult> {
+    const job = await this.store.getJob(id);
+    if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} to replay.`);
+    if (job.state === 'waiting' || job.state === 'active') {
+      throw new WorkqError(
+        'CONFLICT',
+        `Job ${id} has not finished (state ${job.state}); only finished jobs can be replayed.`,
+      );
+    }
+    const now = this.clock.now();
+    const { priority, maxAttempts, backoff, leaseMs, order } = job;
+    const input = { name: job.name, version: job.version, payload: job.payload };
+    const replay = this.newJob({ ...input, options: { priority, maxAttempts, backoff, leaseMs, order } }, now, id);
+    const [outcome] = await this.store.insertJobs([replay]);
+    if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
+    this.announce([outcome.job]);
+    return { id: outcome.job.id, created: true, state: toJobStatus(outcome.job, now).state };
+  }
+
+  /** Deletes up to `limit` finished jobs older than the history retention. Resolves to how many. */
+  async prune(limit = 10_000): Promise<number> {
+    const now = this.clock.now();
+    return this.store.pruneJobs(new Date(now.getTime() - this.historyRetentionMs), limit);
+  }
+
+  /** Returns jobs whose lease expired to the queue (or dead, with attempts used up). */
+  async sweepExpiredLeases(now = this.clock.now()): Promise<{ requeued: number; dead: number }> {
+    if (now.getTime() - this.lastSweepMs < this.leaseSweepIntervalMs) return { requeued: 0, dead: 0 };
+    this.lastSweepMs = now.getTime();
+    return this.store.requeueExpiredLeases(now, {
+      message: 'The lease expired before the worker finished (worker died, stalled or lost its connection).',
+      code: 'LEASE_EXPIRED',
+      at: now,
+    });
+  }
+
+  async close(): Promise<void> {
+    this.readyListeners.clear();
+    this.finishedListeners.clear();
+    await this.store.close();
+  }
+
+  private newJob(input: EnqueueInput, now: Date, replayOf: string | null): NewJob {
+    if (typeof input.name !== 'string' || !isValidJobName(input.name)) {
+      throw new WorkqError('UNKNOWN_JOB', `"${String(input.name)}" is not a valid job name.`);
+    }
+    if (!Number.isInteger(input.version) || input.version < 1) {
+      throw new WorkqError('UNSUPPORTED_VERSION', `Job version must be an integer >= 1; got ${String(input.version)}.`);
+    }
+    const options = resolveJobOptions(input.options, this.defaults);
+    return {
+      id: newJobId(),
+      name: input.name,
+      version: input.version,
+      payload: input.payload,
+      ...options,
+      runAt: resolveRunAt(input.options, now),
+      createdAt: now,
+      idempotencyKey: checkIdempotencyKey(input.options?.idempotencyKey),
+      replayOf,
+    };
+  }
+
+  private announce(jobs: readonly JobRecord[]): void {
+    for (const name of new Set(jobs.map((job) => job.name))) this.emitReady(name);
+  }
+
+  private emitReady(name: string): void {
+    for (const listener of this.readyListeners) listener(name);
+  }
+
+  private emitFinished(id: string, state: StoredState): void {
+    for (const listener of this.finishedListeners) listener(id, state);
+  }
+}
+
+function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
+  return (
+    job.state === 'active' &&
+    job.leaseToken === lease.leaseToken &&
+    job.leaseExpiresAt !== null &&
+    job.leaseExpiresAt.getTime() > now.getTime()
+  );
+}
+
+function toClaimedJob(job: JobRecord): ClaimedJob {
+  return {
+    id: job.id,
+    name: job.name,
+    version: job.version,
+    payload: job.payload,
+    attempt: job.attempts,
+    maxAttempts: job.maxAttempts,
+    leaseToken: job.leaseToken as string,
+    leaseExpiresAt: job.leaseExpiresAt as Date,
+    leaseMs: job.leaseMs,
+    progress: job.progress,
+  };
+}
+
+export function createEngine(options: EngineOptions): Engine {
+  return new Engine(options);
+}

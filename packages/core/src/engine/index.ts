@@ -1,0 +1,41 @@
+/**
+ * `@workq/core/engine`: the queue engine, the store contract and `openStore`.
+ * Server-side; drivers load only when `openStore` picks their store.
+ */
+export { backoffDelayMs } from './backoff.ts';
+export type { Clock } from './clock.ts';
+export { systemClock } from './clock.ts';
+export type {
+  ClaimedJob,
+  ClaimInput,
+  CompleteOutcome,
+  EngineOptions,
+  EnqueueInput,
+  EnqueueResult,
+  FinishedListener,
+  ListQuery,
+  ReadyListener,
+} from './engine.ts';
+export { createEngine, Engine } from './engine.ts';
+export { newJobId, newLeaseToken } from './ids.ts';
+export type { OpenStoreOptions } from './open-store.ts';
+export { openStore, redactUrl } from './open-store.ts';
+export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
+export { ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
+export { toJobStatus, visibleState } from './status.ts';
+export type {
+  ClaimRequest,
+  InsertOutcome,
+  JobCount,
+  JobRecord,
+  LeaseRef,
+  ListFilter,
+  NewJob,
+  SchemaEntry,
+  Store,
+  StoreCapabilities,
+  StoredState,
+  StoreNotifier,
+  WorkerPresence,
+} from './store.ts';
+export { FINISHED_STATES } from './store.ts';

@@ -1,0 +1,49 @@
+import { WorkqError } from '../errors.ts';
+import type { Store } from './store.ts';
+
+export interface OpenStoreOptions {
+  /** How long finished jobs are kept (MongoDB applies it as a TTL index). @defaultValue 7 days */
+  historyRetentionMs?: number;
+}
+
+/**
+ * Opens the store a URL names, loading only that store's driver:
+ * `postgres://` / `postgresql://`, `pglite://memory` / `pglite://<dir>`,
+ * `mongodb://` / `mongodb+srv://`, `mysql://` / `mariadb://`.
+ * Fails with `VALIDATION` on an unknown scheme and `UNAVAILABLE` when the server cannot be reached.
+ */
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  switch (scheme) {
+    case 'postgres':
+    case 'postgresql': {
+      const { createPostgresStore } = await import('../stores/postgres/index.ts');
+      return createPostgresStore({ connectionString: url });
+    }
+    case 'pglite': {
+      const { createPgliteStore } = await import('../stores/postgres/index.ts');
+      const location = url.slice('pglite://'.length);
+      return createPgliteStore({ dataDir: location === '' || location === 'memory' ? undefined : location });
+    }
+    case 'mongodb':
+    case 'mongodb+srv': {
+      const { createMongoStore } = await import('../stores/mongodb/index.ts');
+      return createMongoStore({ url, ...options });
+    }
+    case 'mysql':
+    case 'mariadb': {
+      const { createMysqlStore } = await import('../stores/mysql/index.ts');
+      return createMysqlStore({ url: url.replace(/^mariadb:/i, 'mysql:') });
+    }
+    default:
+      throw new WorkqError(
+        'VALIDATION',
+        `Unknown store URL "${redactUrl(url)}": use postgres://, mongodb://, mysql://, pglite://memory or pglite://<dir>.`,
+      );
+  }
+}
+
+/** The URL with any password replaced, safe for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}

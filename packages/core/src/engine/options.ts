@@ -1,0 +1,104 @@
+import type { Backoff, JobOrder } from '../contract/types.ts';
+import { WorkqError } from '../errors.ts';
+
+/** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
+export interface EnqueueOptions {
+  /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
+  priority?: number;
+  /** Do not deliver before this many milliseconds from now. Ignored when `runAt` is given. */
+  delayMs?: number;
+  /** Do not deliver before this time. */
+  runAt?: Date;
+  /** A retained job of this type with the same key is returned instead of a new one. 1-255 characters. */
+  idempotencyKey?: string;
+  /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
+  maxAttempts?: number;
+  /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
+  backoff?: Backoff;
+  /** Lease length in milliseconds, 1 ms to 24 h. @defaultValue 30_000 */
+  leaseMs?: number;
+  /** @defaultValue 'fifo' */
+  order?: JobOrder;
+}
+
+export interface ResolvedJobOptions {
+  priority: number;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  order: JobOrder;
+}
+
+export const ENGINE_JOB_DEFAULTS: ResolvedJobOptions = Object.freeze({
+  priority: 0,
+  maxAttempts: 5,
+  backoff: Object.freeze({ type: 'exponential', delayMs: 1000 }) as Backoff,
+  leaseMs: 30_000,
+  order: 'fifo',
+});
+
+const DAY_MS = 86_400_000;
+
+function checkInteger(value: number, what: string, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new WorkqError('VALIDATION', `${what} must be an integer from ${min} to ${max}; got ${String(value)}.`);
+  }
+  return value;
+}
+
+function checkBackoff(backoff: Backoff): Backoff {
+  if (backoff.type !== 'fixed' && backoff.type !== 'exponential') {
+    throw new WorkqError('VALIDATION', `backoff.type must be "fixed" or "exponential"; got ${String(backoff.type)}.`);
+  }
+  const resolved: Backoff = {
+    type: backoff.type,
+    delayMs: checkInteger(backoff.delayMs, 'backoff.delayMs', 0, 7 * DAY_MS),
+  };
+  if (backoff.maxDelayMs !== undefined) {
+    resolved.maxDelayMs = checkInteger(backoff.maxDelayMs, 'backoff.maxDelayMs', 0, 30 * DAY_MS);
+  }
+  return resolved;
+}
+
+/** Resolves options once: explicit value, then job-type default, then engine default; each checked. */
+export function resolveJobOptions(
+  options: EnqueueOptions | undefined,
+  defaults: Partial<ResolvedJobOptions> | undefined,
+): ResolvedJobOptions {
+  const order = options?.order ?? defaults?.order ?? ENGINE_JOB_DEFAULTS.order;
+  if (order !== 'fifo' && order !== 'lifo') {
+    throw new WorkqError('VALIDATION', `order must be "fifo" or "lifo"; got ${String(order)}.`);
+  }
+  return {
+    priority: checkInteger(options?.priority ?? defaults?.priority ?? 0, 'priority', -1_000_000, 1_000_000),
+    maxAttempts: checkInteger(
+      options?.maxAttempts ?? defaults?.maxAttempts ?? ENGINE_JOB_DEFAULTS.maxAttempts,
+      'maxAttempts',
+      1,
+      1000,
+    ),
+    backoff: checkBackoff(options?.backoff ?? defaults?.backoff ?? ENGINE_JOB_DEFAULTS.backoff),
+    leaseMs: checkInteger(options?.leaseMs ?? defaults?.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs, 'leaseMs', 1, DAY_MS),
+    order,
+  };
+}
+
+/** When a job may first run: `runAt`, else now + `delayMs`, else now. */
+export function resolveRunAt(options: EnqueueOptions | undefined, now: Date): Date {
+  if (options?.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+      throw new WorkqError('VALIDATION', 'runAt must be a valid Date.');
+    }
+    return options.runAt;
+  }
+  const delayMs = checkInteger(options?.delayMs ?? 0, 'delayMs', 0, 365 * DAY_MS);
+  return new Date(now.getTime() + delayMs);
+}
+
+export function checkIdempotencyKey(key: string | undefined): string | null {
+  if (key === undefined) return null;
+  if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
+    throw new WorkqError('VALIDATION', 'idempotencyKey must be a string of 1 to 255 characters.');
+  }
+  return key;
+}

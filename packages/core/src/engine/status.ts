@@ -1,0 +1,32 @@
+import type { JobState, JobStatus } from '../jobs.ts';
+import type { JobRecord } from './store.ts';
+
+/** The user-visible state: `waiting` splits into `scheduled` and `ready` by the clock. */
+export function visibleState(job: Pick<JobRecord, 'state' | 'runAt'>, now: Date): JobState {
+  if (job.state !== 'waiting') return job.state;
+  return job.runAt.getTime() > now.getTime() ? 'scheduled' : 'ready';
+}
+
+export function toJobStatus(job: JobRecord, now: Date): JobStatus {
+  const status: JobStatus = {
+    id: job.id,
+    name: job.name,
+    version: job.version,
+    state: visibleState(job, now),
+    priority: job.priority,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    progress: job.progress,
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+    runAt: job.runAt,
+  };
+  if (job.state === 'completed' && job.result !== null && job.result !== undefined) status.result = job.result;
+  if (job.error) status.error = job.error;
+  if (job.idempotencyKey) status.idempotencyKey = job.idempotencyKey;
+  if (job.finishedAt) status.finishedAt = job.finishedAt;
+  if (job.state === 'active' && job.leaseExpiresAt) status.leaseExpiresAt = job.leaseExpiresAt;
+  if (job.movedTo) status.movedTo = job.movedTo;
+  if (job.replayOf) status.replayOf = job.replayOf;
+  return status;
+}

@@ -1,0 +1,230 @@
+import type { Backoff, JobOrder } from '../contract/types.ts';
+import type { JobError, JobState } from '../jobs.ts';
+
+/**
+ * The state a store keeps. `waiting` covers both `scheduled` and `ready`:
+ * which one a job is in follows from `runAt` and the clock, so time passing
+ * never needs a write.
+ */
+export type StoredState = 'waiting' | 'active' | 'completed' | 'dead' | 'cancelled';
+
+export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const satisfies readonly StoredState[];
+
+/** A job as every store keeps it. Dates are `Date`s; payload, result and error are JSON values. */
+export interface JobRecord {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  state: StoredState;
+  priority: number;
+  order: JobOrder;
+  runAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Attempts started: incremented by each claim. */
+  attempts: number;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  /** The fencing token of the current lease; `null` when not active. */
+  leaseToken: string | null;
+  leaseExpiresAt: Date | null;
+  workerId: string | null;
+  progress: number;
+  result: unknown;
+  error: JobError | null;
+  idempotencyKey: string | null;
+  finishedAt: Date | null;
+  movedTo: string | null;
+  replayOf: string | null;
+}
+
+/** A job to insert. The engine resolves every option before it reaches a store. */
+export interface NewJob {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  priority: number;
+  order: JobOrder;
+  runAt: Date;
+  createdAt: Date;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  idempotencyKey: string | null;
+  replayOf: string | null;
+}
+
+export interface InsertOutcome {
+  job: JobRecord;
+  /** `false` when an idempotency key matched a retained job, which is returned instead. */
+  created: boolean;
+}
+
+export interface ClaimRequest {
+  name: string;
+  /** Only jobs enqueued with a version in [minVersion, maxVersion] are claimed. */
+  minVersion: number;
+  maxVersion: number;
+  limit: number;
+  /** The fencing token of this claim; the pair (job id, token) names one lease. */
+  leaseToken: string;
+  workerId: string;
+  /** Lease length; `null` uses each job's own `leaseMs`. */
+  leaseMs: number | null;
+  now: Date;
+}
+
+/** A fenced operation: it applies only while `leaseToken` holds an unexpired lease on job `id`. */
+export interface LeaseRef {
+  id: string;
+  leaseToken: string;
+}
+
+export interface ListFilter {
+  name?: string;
+  /** Stored states to include; all when omitted. */
+  states?: readonly StoredState[];
+  /** With `waiting`: `true` only `runAt <= now` (ready), `false` only `runAt > now` (scheduled). */
+  due?: { now: Date; ready: boolean };
+  /** Keyset paging: ids strictly greater than this one. */
+  afterId?: string;
+  limit: number;
+}
+
+export interface JobCount {
+  name: string;
+  version: number;
+  state: JobState;
+  count: number;
+}
+
+/** What a store can do beyond the required operations; the engine and server fall back explicitly. */
+export interface StoreCapabilities {
+  /** Cross-process wake-ups (PostgreSQL LISTEN/NOTIFY, MongoDB change streams). */
+  notify: boolean;
+}
+
+/** Cross-process wake-up channel, when a store has `capabilities.notify`. */
+export interface StoreNotifier {
+  /** Tells every listener on this store that jobs of `name` became ready. */
+  publish(name: string): Promise<void>;
+  /** Calls `listener` with job names as other processes publish them; resolves to an unsubscribe function. */
+  subscribe(listener: (name: string) => void): Promise<() => Promise<void>>;
+}
+
+/**
+ * The storage contract. Each operation is one atomic semantic step; stores
+ * never read the clock (every time comes in as `now`) and never decide
+ * policy (retries, backoff, retention are the engine's).
+ */
+export interface Store {
+  /** A short name for logs and test titles, e.g. `postgres`. */
+  readonly kind: string;
+  readonly capabilities: StoreCapabilities;
+  readonly notifier?: StoreNotifier;
+
+  /**
+   * Inserts jobs in one round trip where the store allows. A job whose
+   * `(name, idempotencyKey)` matches a retained job is not inserted; that job
+   * is returned with `created: false`. Durable before it resolves. Outcomes
+   * are in input order.
+   */
+  insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]>;
+
+  /**
+   * Atomically leases up to `limit` ready jobs (state `waiting`, `runAt <= now`)
+   * of `name` within the version range: highest priority first, then by
+   * `runAt` (oldest first for `fifo`, newest first for `lifo`). Sets state
+   * `active`, the lease token and expiry, the worker id, and increments
+   * `attempts`. Never returns a job to two claims.
+   */
+  claimJobs(request: ClaimRequest): Promise<JobRecord[]>;
+
+  /** Fenced: `active` → `completed` with `result`. Resolves to the ids that were completed. */
+  completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
+
+  /**
+   * Fenced: records `error` and either returns the job to `waiting` at
+   * `retryAt`, or, when `retryAt` is `null`, makes it `dead`.
+   */
+  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<JobRecord | null>;
+
+  /** Fenced: moves the lease expiry to `leaseExpiresAt`. */
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null>;
+
+  /** Fenced: records progress (0-100). */
+  recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null>;
+
+  /**
+   * Fenced and atomic: completes the job (recording `movedTo`) and inserts
+   * `next`, or does neither.
+   */
+  moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null>;
+
+  /** `waiting` or `active` → `cancelled` (clearing any lease). `null` when the job is unknown or finished. */
+  cancelJob(id: string, now: Date): Promise<JobRecord | null>;
+
+  getJob(id: string): Promise<JobRecord | null>;
+
+  /** Jobs matching `filter`, ordered by id. */
+  listJobs(filter: ListFilter): Promise<JobRecord[]>;
+
+  /** Job counts by name, version and user-visible state (`scheduled`/`ready` split by `now`). */
+  countJobs(now: Date): Promise<JobCount[]>;
+
+  /** `dead` → `waiting` at `now` with attempts reset, for the given ids or all dead jobs of `name`. Resolves to how many. */
+  retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number>;
+
+  /**
+   * `active` jobs whose lease expired before `now` lose it: back to `waiting`
+   * at `now`, or `dead` when `attempts >= maxAttempts`. The lost lease is
+   * recorded as the error `error` (its `attempt` set from the job).
+   */
+  requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }>;
+
+  /** Deletes up to `limit` finished jobs with `finishedAt < finishedBefore`. Resolves to how many. */
+  pruneJobs(finishedBefore: Date, limit: number): Promise<number>;
+
+  /**
+   * Registers the JSON Schema of one (job name, version) if none is
+   * registered; resolves to the entry now stored, which is the earlier one
+   * when it already existed (the caller compares fingerprints).
+   */
+  registerSchema(entry: SchemaEntry): Promise<SchemaEntry>;
+
+  /** Registered schemas, optionally of one job name, ordered by name then version. */
+  listSchemas(name?: string): Promise<SchemaEntry[]>;
+
+  /** Upserts a consumer's presence (who reads what, from which host, last seen). */
+  recordWorker(worker: WorkerPresence): Promise<void>;
+
+  /** Consumers seen at or after `seenSince`. */
+  listWorkers(seenSince: Date): Promise<WorkerPresence[]>;
+
+  /** Releases connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** One registered payload schema. */
+export interface SchemaEntry {
+  name: string;
+  version: number;
+  /** A stable hash of the canonical JSON Schema. */
+  fingerprint: string;
+  jsonSchema: unknown;
+  registeredAt: Date;
+}
+
+/** A consumer, as last reported by its server. */
+export interface WorkerPresence {
+  /** Unique per consumer (worker) instance. */
+  id: string;
+  host: string;
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+  seenAt: Date;
+}

@@ -1,0 +1,26 @@
+/**
+ * The browser-safe root entry of workq's core: the job contract DSL, its
+ * helper types and the error type. No database driver is imported from here.
+ */
+export { defineCatalog, isValidJobName } from './contract/define-catalog.ts';
+export type { JobSpec } from './contract/define-job.ts';
+export { defineJob } from './contract/define-job.ts';
+export { parseWith, payloadSchemaOf, upgradePayload } from './contract/payload.ts';
+export type {
+  AnyJobDefinition,
+  Backoff,
+  Catalog,
+  JobDefaults,
+  JobDefinition,
+  JobName,
+  JobOrder,
+  PayloadInput,
+  PayloadOutput,
+  PreviousVersion,
+  ResultInput,
+  ResultOutput,
+} from './contract/types.ts';
+export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
+export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
+export type { JobError, JobState, JobStatus } from './jobs.ts';
+export { JOB_STATES } from './jobs.ts';

@@ -1,0 +1,47 @@
+/** A job's state as users see it. */
+export const JOB_STATES = ['scheduled', 'ready', 'active', 'completed', 'dead', 'cancelled'] as const;
+
+/**
+ * - `scheduled`: `runAt` is in the future (delayed, or waiting out a retry backoff)
+ * - `ready`: may be claimed now
+ * - `active`: held by an unexpired lease
+ * - `completed`, `dead` (attempts used up, or a permanent failure), `cancelled`: finished; never delivered again
+ */
+export type JobState = (typeof JOB_STATES)[number];
+
+/** The last error of a job, as recorded by the engine. */
+export interface JobError {
+  message: string;
+  /** Set when a handler threw a permanent error, which skips the remaining attempts. */
+  permanent?: boolean;
+  /** Set when the error was recorded by the engine rather than a handler, e.g. `LEASE_EXPIRED`. */
+  code?: string;
+  attempt: number;
+  at: Date;
+}
+
+/** What `handle.status()` shows of a job. */
+export interface JobStatus<Result = unknown> {
+  id: string;
+  name: string;
+  /** The version the job was enqueued with. */
+  version: number;
+  state: JobState;
+  priority: number;
+  /** Attempts started so far. */
+  attempts: number;
+  maxAttempts: number;
+  progress: number;
+  result?: Result;
+  error?: JobError;
+  idempotencyKey?: string;
+  createdAt: Date;
+  updatedAt: Date;
+  runAt: Date;
+  finishedAt?: Date;
+  leaseExpiresAt?: Date;
+  /** For a job ended by `moveTo`: the id of the job it became. */
+  movedTo?: string;
+  /** For a replayed job: the id of the job it replays. */
+  replayOf?: string;
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['packages/*/{src,test}/**/*.test.ts', 'apps/*/{src,test}/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', 'bench/**'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    teardownTimeout: 30_000,
+    typecheck: {
+      enabled: true,
+      include: ['packages/*/{src,test}/**/*.test-d.ts', 'apps/*/{src,test}/**/*.test-d.ts', 'test/**/*.test-d.ts'],
+      tsconfig: './tsconfig.typetests.json',
+    },
+  },
+});
