@@ -5,6 +5,8 @@
 export { defineCatalog, isValidJobName } from './contract/define-catalog.ts';
 export type { JobSpec } from './contract/define-job.ts';
 export { defineJob } from './contract/define-job.ts';
+export type { JobJsonSchema, SchemaChange } from './contract/json-schema.ts';
+export { canonicalJson, catalogJsonSchemas, diffJsonSchemas, toPayloadJsonSchema } from './contract/json-schema.ts';
 export { parseWith, payloadSchemaOf, upgradePayload } from './contract/payload.ts';
 export type {
   AnyJobDefinition,

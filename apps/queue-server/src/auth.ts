@@ -1,0 +1,95 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import { WorkqError } from '@workq/core';
+import type { TokenGrant } from './options.ts';
+
+/** Who is calling, as far as the server can tell. */
+export interface Principal {
+  /** `null` when the server runs open (no tokens configured, loopback only). */
+  scopes: ReadonlySet<string> | null;
+}
+
+export type ScopeKind = 'produce' | 'consume';
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/** Matches bearer tokens in constant time; never logs or returns a token. */
+export class TokenAuthority {
+  private readonly grants: { digest: Buffer; scopes: ReadonlySet<string> }[];
+
+  constructor(grants: readonly TokenGrant[]) {
+    this.grants = grants.map((grant) => ({ digest: digest(grant.token), scopes: new Set(grant.scopes) }));
+  }
+
+  get open(): boolean {
+    return this.grants.length === 0;
+  }
+
+  /** The principal for an `Authorization` header value; `UNAUTHORIZED` when a token is required and missing or wrong. */
+  authenticate(header: string | undefined): Principal {
+    if (this.open) return { scopes: null };
+    const token = /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1]?.trim();
+    if (!token) {
+      throw new WorkqError('UNAUTHORIZED', 'Missing bearer token: send "Authorization: Bearer <token>".');
+    }
+    const presented = digest(token);
+    let match: ReadonlySet<string> | undefined;
+    for (const grant of this.grants) {
+      if (timingSafeEqual(grant.digest, presented)) match = grant.scopes;
+    }
+    if (!match) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
+    return { scopes: match };
+  }
+}
+
+export function hasScope(principal: Principal, kind: ScopeKind | 'admin', name?: string): boolean {
+  const scopes = principal.scopes;
+  if (scopes === null || scopes.has('admin')) return true;
+  if (kind === 'admin') return false;
+  return scopes.has(`${kind}:*`) || (name !== undefined && scopes.has(`${kind}:${name}`));
+}
+
+export function requireScope(principal: Principal, kind: ScopeKind | 'admin', name?: string): void {
+  if (hasScope(principal, kind, name)) return;
+  const needed = kind === 'admin' ? 'admin' : `${kind}:${name ?? '*'}`;
+  throw new WorkqError(
+    'FORBIDDEN',
+    `This token lacks the scope "${needed}" (or "${kind === 'admin' ? 'admin' : `${kind}:*`}").`,
+  );
+}
+
+/** Whether the principal holds any consume scope at all (lease operations are authorized by the lease token itself). */
+export function requireSomeConsumeScope(principal: Principal): void {
+  const scopes = principal.scopes;
+  if (scopes === null || scopes.has('admin') || [...scopes].some((s) => s.startsWith('consume:'))) return;
+  throw new WorkqError('FORBIDDEN', 'This token has no "consume:<job>" scope, so it cannot hold leases.');
+}
+
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || host === '[::1]';
+}
+
+/** Parses `token=scope,scope; token2=scope` (the `WORKQ_TOKENS` format). */
+export function parseTokenList(text: string): TokenGrant[] {
+  return text
+    .split(/[;\n]/)
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const at = part.indexOf('=');
+      if (at <= 0) {
+        throw new WorkqError(
+          'VALIDATION',
+          'Each token entry must look like "<token>=<scope>,<scope>", e.g. "s3cret=produce:*,consume:*".',
+        );
+      }
+      const scopes = part
+        .slice(at + 1)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      return { token: part.slice(0, at).trim(), scopes };
+    });
+}

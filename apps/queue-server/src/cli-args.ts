@@ -1,0 +1,66 @@
+import { parseArgs } from 'node:util';
+import { parseTokenList } from './auth.ts';
+import { DEFAULT_LIMITS, type ServerOptions } from './options.ts';
+
+export const HELP = `workq-server: the workq queue server
+
+Usage: workq-server [options]
+
+Every option can also be set as an environment variable (shown in brackets); flags win.
+  --store <url>             postgres://…, mongodb://…, mysql://…, pglite://memory, pglite://<dir>
+                            [WORKQ_STORE] (default: embedded, data under --data-dir)
+  --host <address>          [WORKQ_HOST] (default 127.0.0.1)
+  --port <n>                [WORKQ_PORT] (default 4000)
+  --token <t=scope,…>       a bearer token and its scopes; repeatable   [WORKQ_TOKENS, ";"-separated]
+                            scopes: produce:<job|*>, consume:<job|*>, admin
+  --data-dir <dir>          where the embedded store keeps data [WORKQ_DATA_DIR] (default .workq)
+  --max-payload-bytes <n>   [WORKQ_MAX_PAYLOAD_BYTES] (default ${DEFAULT_LIMITS.maxPayloadBytes})
+  --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
+  --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
+  --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
+  --help
+`;
+
+const intOption = (value: string | undefined, name: string): number | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new Error(`${name} must be a non-negative integer; got "${value}".`);
+  return parsed;
+};
+
+/** Reads flags, then `WORKQ_*` environment variables, into server options. */
+export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerOptions | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      store: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      token: { type: 'string', multiple: true },
+      'data-dir': { type: 'string' },
+      'max-payload-bytes': { type: 'string' },
+      'max-batch-size': { type: 'string' },
+      'max-trpc-batch-size': { type: 'string' },
+      'max-long-poll-ms': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (values.help) return 'help';
+  const tokens = values.token ? parseTokenList(values.token.join(';')) : parseTokenList(env.WORKQ_TOKENS ?? '');
+  const limits = {
+    maxPayloadBytes: intOption(values['max-payload-bytes'] ?? env.WORKQ_MAX_PAYLOAD_BYTES, 'max-payload-bytes'),
+    maxBatchSize: intOption(values['max-batch-size'] ?? env.WORKQ_MAX_BATCH_SIZE, 'max-batch-size'),
+    maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
+    maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
+  };
+  return {
+    store: values.store ?? env.WORKQ_STORE,
+    host: values.host ?? env.WORKQ_HOST,
+    port: intOption(values.port ?? env.WORKQ_PORT, 'port'),
+    tokens,
+    dataDir: values['data-dir'] ?? env.WORKQ_DATA_DIR,
+    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+  };
+}

@@ -1,0 +1,58 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Store } from '@workq/core/engine';
+import type { Logger } from './options.ts';
+
+/** A store the server owns, with whatever must stop alongside it. */
+export interface EmbeddedStore {
+  store: Store;
+  url: string;
+  stop(): Promise<void>;
+}
+
+const MONGOD_START_TIMEOUT_MS = 20_000;
+
+/**
+ * The embedded default: MongoDB through mongodb-memory-server with its data
+ * under `dataDir`; where no mongod binary can be had (offline machines),
+ * PGlite under `dataDir`, said in one log line.
+ */
+export async function openEmbeddedStore(
+  dataDir: string,
+  logger: Logger,
+  historyRetentionMs: number,
+): Promise<EmbeddedStore> {
+  const root = resolve(dataDir);
+  await mkdir(root, { recursive: true });
+  const mongo = await startEmbeddedMongo(join(root, 'mongodb')).catch((error: unknown) => error as Error);
+  if (!(mongo instanceof Error)) {
+    const { createMongoStore } = await import('@workq/core/mongodb');
+    const store = await createMongoStore({ url: mongo.url, dbName: 'workq', historyRetentionMs });
+    logger.info('embedded MongoDB store', { dataDir: join(root, 'mongodb') });
+    return { store, url: mongo.url, stop: mongo.stop };
+  }
+  const pgliteDir = join(root, 'pglite');
+  logger.warn(
+    `no MongoDB binary available (${mongo.message.split('\n')[0]}); using embedded PostgreSQL (PGlite) under ${pgliteDir}`,
+  );
+  const { createPgliteStore } = await import('@workq/core/postgres');
+  const store = await createPgliteStore({ dataDir: pgliteDir });
+  return { store, url: `pglite://${pgliteDir}`, stop: async () => undefined };
+}
+
+async function startEmbeddedMongo(dbPath: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  await mkdir(dbPath, { recursive: true });
+  const { MongoBinary, MongoMemoryReplSet } = await import('mongodb-memory-server');
+  // Resolving the binary first fails quietly offline, before the server would log a download stack trace.
+  const systemBinary = await MongoBinary.getPath();
+  const started = MongoMemoryReplSet.create({
+    binary: { systemBinary },
+    replSet: { count: 1, storageEngine: 'wiredTiger' },
+    instanceOpts: [{ dbPath }],
+  });
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error('mongod did not start in time')), MONGOD_START_TIMEOUT_MS).unref(),
+  );
+  const replSet = await Promise.race([started, timeout]);
+  return { url: replSet.getUri('workq'), stop: async () => void (await replSet.stop({ doCleanup: false })) };
+}

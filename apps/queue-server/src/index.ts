@@ -1,0 +1,7 @@
+/** `@workq/queue-server`: start a queue server in-process, or run `workq-server`. */
+
+export type { Logger, ServerLimits, ServerOptions, TokenGrant } from './options.ts';
+export { DEFAULT_LIMITS, resolveServerOptions } from './options.ts';
+export type { AppRouter } from './router/index.ts';
+export type { QueueServer } from './start-server.ts';
+export { startServer } from './start-server.ts';

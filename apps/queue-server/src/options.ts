@@ -1,0 +1,92 @@
+/** A bearer token and what it may do. */
+export interface TokenGrant {
+  token: string;
+  /** `produce:<job|*>`, `consume:<job|*>`, `admin` (admin implies every other scope). */
+  scopes: readonly string[];
+}
+
+/** Request limits; each has a default. */
+export interface ServerLimits {
+  /** Largest JSON payload of one job, in bytes. @defaultValue 262_144 (256 KiB) */
+  maxPayloadBytes?: number;
+  /** Most jobs in one enqueueMany, claim or ack batch. @defaultValue 1000 */
+  maxBatchSize?: number;
+  /** Most calls in one tRPC HTTP batch. @defaultValue 50 */
+  maxTrpcBatchSize?: number;
+  /** Largest request body, in bytes. @defaultValue 16_777_216 (16 MiB) */
+  maxRequestBytes?: number;
+  /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
+  maxLongPollMs?: number;
+}
+
+export interface ServerOptions {
+  /**
+   * Store URL: `postgres://`, `mongodb://`, `mysql://`, `pglite://memory`, `pglite://<dir>`.
+   * @defaultValue the embedded default: MongoDB via mongodb-memory-server under `.workq/`,
+   * else PGlite under `.workq/` where no MongoDB binary can be had
+   */
+  store?: string;
+  /** @defaultValue 4000 (0 picks a free port) */
+  port?: number;
+  /** @defaultValue '127.0.0.1' */
+  host?: string;
+  /** Accepted bearer tokens. With none, the server serves only on a loopback address. @defaultValue [] */
+  tokens?: readonly TokenGrant[];
+  limits?: ServerLimits;
+  /** Where the embedded default keeps its data. @defaultValue '.workq' */
+  dataDir?: string;
+  /** How often waiting claims re-check the store when no wake-up arrives (delayed jobs, other instances without notify). @defaultValue 1000 */
+  pollIntervalMs?: number;
+  /** How long finished jobs are kept as history. @defaultValue 7 days */
+  historyRetentionMs?: number;
+  /** Where log lines go. @defaultValue JSON lines on stderr */
+  logger?: Logger;
+}
+
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface ResolvedServerOptions {
+  store: string | undefined;
+  port: number;
+  host: string;
+  tokens: readonly TokenGrant[];
+  limits: Required<ServerLimits>;
+  dataDir: string;
+  pollIntervalMs: number;
+  historyRetentionMs: number;
+  logger: Logger;
+}
+
+export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
+  maxPayloadBytes: 256 * 1024,
+  maxBatchSize: 1000,
+  maxTrpcBatchSize: 50,
+  maxRequestBytes: 16 * 1024 * 1024,
+  maxLongPollMs: 30_000,
+});
+
+function jsonLineLogger(): Logger {
+  const write = (level: string) => (message: string, fields?: Record<string, unknown>) => {
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })}\n`);
+  };
+  return { info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+/** Resolves options once, from one set of defaults; never mutates the caller's object. */
+export function resolveServerOptions(options: ServerOptions = {}): ResolvedServerOptions {
+  return {
+    store: options.store,
+    port: options.port ?? 4000,
+    host: options.host ?? '127.0.0.1',
+    tokens: [...(options.tokens ?? [])],
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    dataDir: options.dataDir ?? '.workq',
+    pollIntervalMs: options.pollIntervalMs ?? 1000,
+    historyRetentionMs: options.historyRetentionMs ?? 7 * 86_400_000,
+    logger: options.logger ?? jsonLineLogger(),
+  };
+}

@@ -1,0 +1,54 @@
+import { JOB_STATES } from '@workq/core';
+import { z } from 'zod';
+import { requireScope } from '../auth.ts';
+import { jobId, jobName } from './inputs.ts';
+import { authedProcedure, router } from './trpc.ts';
+
+const CONSUMER_SEEN_WITHIN_MS = 60_000;
+
+export const adminRouter = router({
+  list: authedProcedure
+    .input(
+      z.object({
+        name: jobName.optional(),
+        state: z.enum(JOB_STATES).optional(),
+        limit: z.number().int().min(1).max(1000).optional(),
+        cursor: z.string().max(64).optional(),
+      }),
+    )
+    .query(({ ctx, input }) => {
+      requireScope(ctx.principal, 'admin');
+      const { name, state, limit, cursor } = input;
+      return ctx.services.engine.list({ name, state, limit, cursor });
+    }),
+
+  /**
+   * Counts per job type, version and state, and which versions connected
+   * consumers read: what a rolling deploy needs to see.
+   */
+  stats: authedProcedure.query(async ({ ctx }) => {
+    requireScope(ctx.principal, 'admin');
+    const { engine } = ctx.services;
+    const since = new Date(engine.clock.now().getTime() - CONSUMER_SEEN_WITHIN_MS);
+    const [counts, consumers] = await Promise.all([engine.counts(), engine.store.listWorkers(since)]);
+    return { counts, consumers };
+  }),
+
+  retryDead: authedProcedure
+    .input(z.object({ name: jobName.optional(), ids: z.array(jobId).max(1000).optional() }))
+    .mutation(({ ctx, input }) => {
+      requireScope(ctx.principal, 'admin');
+      const target = input.ids ? { ids: input.ids } : { name: input.name };
+      return ctx.services.engine.retryDead(target);
+    }),
+
+  replay: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
+    requireScope(ctx.principal, 'admin');
+    return ctx.services.engine.replay(input.id);
+  }),
+
+  prune: authedProcedure.mutation(({ ctx }) => {
+    requireScope(ctx.principal, 'admin');
+    return ctx.services.engine.prune();
+  }),
+});

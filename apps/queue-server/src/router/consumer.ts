@@ -1,0 +1,119 @@
+import { isWorkqError, WorkqError } from '@workq/core';
+import type { ClaimedJob } from '@workq/core/engine';
+import { z } from 'zod';
+import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
+import { checkBatchSize, checkPayloadSize, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
+import { authedProcedure, router } from './trpc.ts';
+
+export const consumerRouter = router({
+  /**
+   * Leases up to `limit` jobs of one type within the consumer's versions.
+   * When none is ready, waits up to `waitMs` for a wake-up instead of returning at once.
+   */
+  claim: authedProcedure
+    .input(
+      z.object({
+        name: jobName,
+        minVersion: version.default(1),
+        maxVersion: version,
+        limit: z.number().int().min(1),
+        workerId: z.string().min(1).max(64),
+        host: z.string().max(255).optional(),
+        waitMs: z.number().int().min(0).default(0),
+        leaseMs: z.number().int().min(1).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input, signal }): Promise<ClaimedJob[]> => {
+      requireScope(ctx.principal, 'consume', input.name);
+      const { engine, wakeups, presence, options } = ctx.services;
+      checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
+      const host = input.host ?? ctx.remoteAddress;
+      const { name, minVersion, maxVersion, workerId } = input;
+      await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
+      const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
+      const aborted = signal ?? new AbortController().signal;
+      for (;;) {
+        const seen = wakeups.generation(name);
+        const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
+        const jobs = await engine.claim(claimInput);
+        const remainingMs = deadline - Date.now();
+        if (jobs.length > 0 || remainingMs <= 0) return jobs;
+        if (aborted.aborted || wakeups.isClosed) return [];
+        await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
+        if (aborted.aborted) return [];
+      }
+    }),
+
+  /** Completes a batch of held jobs; a lost lease fails only its own item. */
+  complete: authedProcedure
+    .input(z.object({ items: z.array(lease.extend({ result: z.unknown() })).min(1) }))
+    .mutation(({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'complete');
+      return ctx.services.engine.completeMany(
+        input.items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
+      );
+    }),
+
+  fail: authedProcedure
+    .input(lease.extend({ message: z.string().max(10_000), permanent: z.boolean().default(false) }))
+    .mutation(async ({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      const status = await ctx.services.engine.fail(
+        { id: input.id, leaseToken: input.leaseToken },
+        { message: input.message, permanent: input.permanent },
+      );
+      return { state: status.state, runAt: status.runAt, attempts: status.attempts };
+    }),
+
+  /** Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`. */
+  extend: authedProcedure
+    .input(z.object({ items: z.array(lease.extend({ leaseMs: z.number().int().min(1).optional() })).min(1) }))
+    .mutation(async ({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'extend');
+      return Promise.all(
+        input.items.map(async ({ id, leaseToken, leaseMs }) => {
+          try {
+            const { leaseExpiresAt } = await ctx.services.engine.extend({ id, leaseToken }, leaseMs);
+            return { id, ok: true as const, leaseExpiresAt };
+          } catch (error) {
+            if (isWorkqError(error, 'LEASE_LOST')) return { id, ok: false as const };
+            throw error;
+          }
+        }),
+      );
+    }),
+
+  progress: authedProcedure
+    .input(lease.extend({ progress: z.number().min(0).max(100) }))
+    .mutation(async ({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      await ctx.services.engine.progress({ id: input.id, leaseToken: input.leaseToken }, input.progress);
+      return true;
+    }),
+
+  /** Atomically ends the held job and enqueues `next` in its place (pipelines). */
+  moveTo: authedProcedure
+    .input(
+      lease.extend({
+        next: z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      const { next } = input;
+      if (!hasScope(ctx.principal, 'produce', next.name) && !hasScope(ctx.principal, 'consume', next.name)) {
+        throw new WorkqError(
+          'FORBIDDEN',
+          `This token may not move jobs to "${next.name}": it needs produce:${next.name} or consume:${next.name}.`,
+        );
+      }
+      checkPayloadSize(next.payload, ctx.services.options.limits.maxPayloadBytes, next.name);
+      await ctx.services.registry.validate(next.name, next.version, next.payload);
+      return ctx.services.engine.moveTo(
+        { id: input.id, leaseToken: input.leaseToken },
+        toEnqueueInput(next.name, next.version, next.payload, next.options),
+      );
+    }),
+});

@@ -1,0 +1,15 @@
+import { adminRouter } from './admin.ts';
+import { consumerRouter } from './consumer.ts';
+import { producerRouter } from './producer.ts';
+import { schemasRouter } from './schemas.ts';
+import { router } from './trpc.ts';
+
+/** The queue server's tRPC API. */
+export const appRouter = router({
+  jobs: producerRouter,
+  consumer: consumerRouter,
+  schemas: schemasRouter,
+  admin: adminRouter,
+});
+
+export type AppRouter = typeof appRouter;

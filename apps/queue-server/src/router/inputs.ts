@@ -1,0 +1,71 @@
+import { WorkqError } from '@workq/core';
+import type { EnqueueInput } from '@workq/core/engine';
+import { z } from 'zod';
+
+/** Envelope schemas of the router's inputs. Payloads are checked separately, against the registered schema. */
+export const jobName = z.string().min(1).max(100);
+export const jobId = z.string().min(1).max(64);
+export const leaseToken = z.string().min(1).max(64);
+export const version = z.number().int().min(1).max(1_000_000);
+
+export const enqueueOptions = z
+  .object({
+    priority: z.number().int().optional(),
+    delayMs: z.number().int().nonnegative().optional(),
+    runAt: z.date().optional(),
+    idempotencyKey: z.string().min(1).max(255).optional(),
+    maxAttempts: z.number().int().optional(),
+    backoff: z
+      .object({
+        type: z.enum(['fixed', 'exponential']),
+        delayMs: z.number().int().nonnegative(),
+        maxDelayMs: z.number().int().nonnegative().optional(),
+      })
+      .optional(),
+    leaseMs: z.number().int().optional(),
+    order: z.enum(['fifo', 'lifo']).optional(),
+  })
+  .optional();
+
+export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
+
+export const lease = z.object({ id: jobId, leaseToken });
+
+/** Builds the engine's input field by field, so nothing a client adds reaches a store. */
+export function toEnqueueInput(
+  name: string,
+  jobVersion: number,
+  payload: unknown,
+  options: EnqueueOptionsInput,
+): EnqueueInput {
+  if (!options) return { name, version: jobVersion, payload };
+  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order } = options;
+  return {
+    name,
+    version: jobVersion,
+    payload,
+    options: { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order },
+  };
+}
+
+/** Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE` before anything is stored. */
+export function checkPayloadSize(payload: unknown, maxBytes: number, name: string): void {
+  const text = JSON.stringify(payload);
+  if (text === undefined) throw new WorkqError('VALIDATION', `Payload of "${name}" must be a JSON value.`);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) {
+    throw new WorkqError(
+      'PAYLOAD_TOO_LARGE',
+      `Payload of "${name}" is ${bytes} bytes; the limit is ${maxBytes}. Store large data elsewhere and enqueue a reference to it.`,
+    );
+  }
+}
+
+export function checkBatchSize(size: number, maxBatchSize: number, what: string): void {
+  if (size > maxBatchSize) {
+    throw new WorkqError(
+      'PAYLOAD_TOO_LARGE',
+      `${what} has ${size} items; the limit is ${maxBatchSize}. Split it into smaller batches.`,
+    );
+  }
+}

@@ -1,0 +1,81 @@
+import { WorkqError } from '@workq/core';
+import type { EnqueueResult } from '@workq/core/engine';
+import { z } from 'zod';
+import { hasScope, type Principal, requireScope } from '../auth.ts';
+import { checkBatchSize, checkPayloadSize, enqueueOptions, jobId, jobName, toEnqueueInput, version } from './inputs.ts';
+import { authedProcedure, router, type ServerServices } from './trpc.ts';
+
+const FINISHED = new Set(['completed', 'dead', 'cancelled']);
+
+/** Validates size and schema of each payload, then enqueues them in one store round trip. */
+async function enqueueValidated(
+  services: ServerServices,
+  name: string,
+  jobVersion: number,
+  items: readonly { payload: unknown; options?: z.infer<typeof enqueueOptions> }[],
+): Promise<EnqueueResult[]> {
+  const { limits } = services.options;
+  checkBatchSize(items.length, limits.maxBatchSize, 'enqueueMany');
+  for (const item of items) {
+    checkPayloadSize(item.payload, limits.maxPayloadBytes, name);
+    await services.registry.validate(name, jobVersion, item.payload);
+  }
+  return services.engine.enqueueMany(items.map((item) => toEnqueueInput(name, jobVersion, item.payload, item.options)));
+}
+
+/** A job's status, visible to tokens that may produce or consume its type. */
+async function readableStatus(services: ServerServices, principal: Principal, id: string) {
+  const status = await services.engine.get(id);
+  if (!hasScope(principal, 'produce', status.name) && !hasScope(principal, 'consume', status.name)) {
+    throw new WorkqError('FORBIDDEN', `This token may not read jobs of type "${status.name}".`);
+  }
+  return status;
+}
+
+export const producerRouter = router({
+  enqueue: authedProcedure
+    .input(z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }))
+    .mutation(async ({ ctx, input }) => {
+      requireScope(ctx.principal, 'produce', input.name);
+      const [result] = await enqueueValidated(ctx.services, input.name, input.version, [input]);
+      return result as EnqueueResult;
+    }),
+
+  enqueueMany: authedProcedure
+    .input(
+      z.object({
+        name: jobName,
+        version,
+        items: z.array(z.object({ payload: z.unknown(), options: enqueueOptions })).min(1),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      requireScope(ctx.principal, 'produce', input.name);
+      return enqueueValidated(ctx.services, input.name, input.version, input.items);
+    }),
+
+  get: authedProcedure
+    .input(z.object({ id: jobId }))
+    .query(({ ctx, input }) => readableStatus(ctx.services, ctx.principal, input.id)),
+
+  cancel: authedProcedure.input(z.object({ id: jobId })).mutation(async ({ ctx, input }) => {
+    const status = await readableStatus(ctx.services, ctx.principal, input.id);
+    requireScope(ctx.principal, 'produce', status.name);
+    return ctx.services.engine.cancel(input.id);
+  }),
+
+  /** Long-polls until the job finishes or `timeoutMs` passes; resolves to its status either way. */
+  wait: authedProcedure
+    .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
+    .query(async ({ ctx, input, signal }) => {
+      const { wakeups, options } = ctx.services;
+      const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
+      const aborted = signal ?? new AbortController().signal;
+      for (;;) {
+        const status = await readableStatus(ctx.services, ctx.principal, input.id);
+        const remainingMs = deadline - Date.now();
+        if (FINISHED.has(status.state) || remainingMs <= 0 || aborted.aborted || wakeups.isClosed) return status;
+        await wakeups.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
+      }
+    }),
+});

@@ -1,0 +1,66 @@
+import { initTRPC, TRPCError } from '@trpc/server';
+import { WorkqError } from '@workq/core';
+import type { Engine } from '@workq/core/engine';
+import superjson from 'superjson';
+import type { Principal, TokenAuthority } from '../auth.ts';
+import { TRPC_CODE_OF, toClientError } from '../errors.ts';
+import type { ResolvedServerOptions } from '../options.ts';
+import type { PresenceTracker } from '../presence.ts';
+import type { SchemaRegistry } from '../schema-registry.ts';
+import type { Wakeups } from '../wakeups.ts';
+
+/** What every procedure can reach: built once per server. */
+export interface ServerServices {
+  engine: Engine;
+  registry: SchemaRegistry;
+  wakeups: Wakeups;
+  presence: PresenceTracker;
+  authority: TokenAuthority;
+  options: ResolvedServerOptions;
+}
+
+export interface RequestContext {
+  services: ServerServices;
+  authorization: string | undefined;
+  /** The caller's address, for the worker registry. */
+  remoteAddress: string;
+}
+
+const t = initTRPC.context<RequestContext>().create({
+  transformer: superjson,
+  isDev: false,
+  errorFormatter({ shape, error }) {
+    const clientError = toClientError(error);
+    return {
+      code: shape.code,
+      message: clientError.message,
+      data: {
+        code: shape.data.code,
+        httpStatus: shape.data.httpStatus,
+        path: shape.data.path,
+        workqCode: clientError.code,
+        retryable: clientError.retryable,
+        details: clientError.details,
+      },
+    };
+  },
+});
+
+/** Turns a thrown `WorkqError` into the tRPC error of its code, so the HTTP status matches. */
+const mapErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof WorkqError && result.error.code === 'INTERNAL_SERVER_ERROR') {
+    const cause = result.error.cause;
+    throw new TRPCError({ code: TRPC_CODE_OF[cause.code], message: cause.message, cause });
+  }
+  return result;
+});
+
+const authenticate = t.middleware(({ ctx, next }) => {
+  const principal: Principal = ctx.services.authority.authenticate(ctx.authorization);
+  return next({ ctx: { ...ctx, principal } });
+});
+
+export const router = t.router;
+export const publicProcedure = t.procedure.use(mapErrors);
+export const authedProcedure = publicProcedure.use(authenticate);

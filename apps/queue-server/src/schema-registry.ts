@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson, diffJsonSchemas, isValidJobName, WorkqError } from '@workq/core';
+import type { Clock, SchemaEntry, Store } from '@workq/core/engine';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+
+/** What a client registers: one version of one job's payload schema. */
+export interface SchemaRegistration {
+  name: string;
+  version: number;
+  jsonSchema: Record<string, unknown>;
+}
+
+export function fingerprintOf(jsonSchema: unknown): string {
+  return createHash('sha256').update(canonicalJson(jsonSchema)).digest('hex');
+}
+
+const keyOf = (name: string, version: number): string => `${name}@${version}`;
+
+/**
+ * The payload schemas clients registered, kept in the store so every server
+ * instance validates against the same contract without a redeploy.
+ */
+export class SchemaRegistry {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  private readonly entries = new Map<string, SchemaEntry>();
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {
+    (addFormats as unknown as (ajv: Ajv2020) => void)(this.ajv);
+  }
+
+  /**
+   * Registers each schema unless an equal one is registered. A different
+   * schema under a registered (name, version) is refused with `CONFLICT`,
+   * naming the job, the version and what differs.
+   */
+  async register(registrations: readonly SchemaRegistration[]): Promise<SchemaEntry[]> {
+    const stored: SchemaEntry[] = [];
+    for (const registration of registrations) {
+      const { name, version, jsonSchema } = registration;
+      if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
+      this.compile(name, version, jsonSchema);
+      const fingerprint = fingerprintOf(jsonSchema);
+      const known = this.entries.get(keyOf(name, version));
+      const entry =
+        known?.fingerprint === fingerprint
+          ? known
+          : await this.store.registerSchema({ name, version, fingerprint, jsonSchema, registeredAt: this.clock.now() });
+      if (entry.fingerprint !== fingerprint) throw conflict(entry, jsonSchema, fingerprint);
+      this.entries.set(keyOf(name, version), entry);
+      stored.push(entry);
+    }
+    return stored;
+  }
+
+  /** Checks a payload against the registered schema of its exact (name, version). */
+  async validate(name: string, version: number, payload: unknown): Promise<void> {
+    const entry = await this.lookup(name, version);
+    let validator = this.validators.get(`${keyOf(name, version)}#${entry.fingerprint}`);
+    if (!validator) validator = this.compile(name, version, entry.jsonSchema);
+    if (validator(payload)) return;
+    const issues = (validator.errors ?? []).slice(0, 10).map((e) => ({
+      path: e.instancePath.split('/').filter(Boolean),
+      message: e.message ?? 'is invalid',
+    }));
+    const text = issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ');
+    throw new WorkqError('VALIDATION', `Payload of "${name}" v${version} is invalid: ${text}`, { details: issues });
+  }
+
+  async list(name?: string): Promise<SchemaEntry[]> {
+    return this.store.listSchemas(name);
+  }
+
+  private async lookup(name: string, version: number): Promise<SchemaEntry> {
+    const cached = this.entries.get(keyOf(name, version));
+    if (cached) return cached;
+    const registered = await this.store.listSchemas(name);
+    for (const entry of registered) this.entries.set(keyOf(entry.name, entry.version), entry);
+    const entry = this.entries.get(keyOf(name, version));
+    if (entry) return entry;
+    if (registered.length === 0) {
+      throw new WorkqError(
+        'UNKNOWN_JOB',
+        `No job type "${name}" is registered with this server: connect a producer or consumer whose catalog declares it (it registers its schemas), or check the name.`,
+      );
+    }
+    throw new WorkqError(
+      'UNSUPPORTED_VERSION',
+      `Job "${name}" has no registered version ${version} (registered: ${registered.map((e) => e.version).join(', ')}): deploy a catalog that declares it first.`,
+    );
+  }
+
+  private compile(name: string, version: number, jsonSchema: unknown): ValidateFunction {
+    try {
+      const { $schema: _ignored, ...schema } = jsonSchema as Record<string, unknown>;
+      const validator = this.ajv.compile(schema);
+      this.validators.set(`${keyOf(name, version)}#${fingerprintOf(jsonSchema)}`, validator);
+      return validator;
+    } catch (error) {
+      throw new WorkqError('VALIDATION', `The JSON Schema for "${name}" v${version} is not a valid schema.`, {
+        cause: error,
+      });
+    }
+  }
+}
+
+function conflict(existing: SchemaEntry, jsonSchema: unknown, fingerprint: string): WorkqError {
+  const changes = diffJsonSchemas(existing.jsonSchema, jsonSchema).map((c) => `${c.path}: ${c.detail}`);
+  return new WorkqError(
+    'CONFLICT',
+    `Job "${existing.name}" version ${existing.version} is already registered with a different payload schema ` +
+      `(${existing.fingerprint.slice(0, 12)} vs ${fingerprint.slice(0, 12)}): ${changes.slice(0, 5).join('; ') || 'constraints differ'}. ` +
+      'A changed payload needs a new version with an upgrade.',
+    { details: { name: existing.name, version: existing.version, changes } },
+  );
+}

@@ -1,0 +1,154 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHTTPHandler } from '@trpc/server/adapters/standalone';
+import { WorkqError } from '@workq/core';
+import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
+import { isLoopbackHost, TokenAuthority } from './auth.ts';
+import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
+import { handleRest, sendJson } from './http/rest.ts';
+import { resolveServerOptions, type ServerOptions } from './options.ts';
+import { PresenceTracker } from './presence.ts';
+import { appRouter } from './router/index.ts';
+import type { RequestContext, ServerServices } from './router/trpc.ts';
+import { SchemaRegistry } from './schema-registry.ts';
+import { Wakeups } from './wakeups.ts';
+
+export interface QueueServer {
+  /** Base URL clients connect to, e.g. `http://127.0.0.1:4000`. */
+  url: string;
+  port: number;
+  /** The store URL in use (password redacted). */
+  storeUrl: string;
+  /** Stops accepting, lets in-flight requests finish (waiting claims return at once), then closes the store. */
+  close(): Promise<void>;
+}
+
+const MAINTENANCE_EVERY_MS = 5_000;
+const PRUNE_EVERY_MS = 60_000;
+
+/** Starts a queue server; resolves once it listens and its store is ready. */
+export async function startServer(options: ServerOptions = {}): Promise<QueueServer> {
+  const resolved = resolveServerOptions(options);
+  const { logger, host } = resolved;
+  const authority = new TokenAuthority(resolved.tokens);
+  if (authority.open && !isLoopbackHost(host)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `Refusing to serve ${host} without tokens: anyone who can reach it could enqueue and consume jobs. Configure tokens (WORKQ_TOKENS / --token) or bind a loopback address such as 127.0.0.1.`,
+    );
+  }
+  const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
+  const engine = createEngine({ store: opened.store, historyRetentionMs: resolved.historyRetentionMs });
+  const wakeups = new Wakeups(engine, opened.store.capabilities.notify ? opened.store.notifier : undefined);
+  await wakeups.start();
+  const services: ServerServices = {
+    engine,
+    registry: new SchemaRegistry(opened.store, engine.clock),
+    wakeups,
+    presence: new PresenceTracker(opened.store, engine.clock),
+    authority,
+    options: resolved,
+  };
+
+  const trpcHandler = createHTTPHandler({
+    router: appRouter,
+    basePath: '/trpc/',
+    maxBatchSize: resolved.limits.maxTrpcBatchSize,
+    maxBodySize: resolved.limits.maxRequestBytes,
+    createContext: ({ req }): RequestContext => ({
+      services,
+      authorization: req.headers.authorization,
+      remoteAddress: req.socket.remoteAddress ?? 'unknown',
+    }),
+    onError: ({ error, path }) => {
+      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof WorkqError)) {
+        logger.error('request failed', { path, error: String(error.cause ?? error) });
+      }
+    },
+  });
+
+  let inFlight = 0;
+  let closing = false;
+  let drained: (() => void) | undefined;
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') return sendJson(res, 200, { ok: true });
+    if (path === '/readyz') {
+      const ready =
+        !closing &&
+        (await opened.store.getJob('00000000-0000-0000-0000-000000000000').then(
+          () => true,
+          () => false,
+        ));
+      return sendJson(res, ready ? 200 : 503, { ready });
+    }
+    if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
+    if (path?.startsWith('/v1/')) return handleRest(req, res, services);
+    return trpcHandler(req, res);
+  };
+  const server = createServer((req, res) => {
+    inFlight++;
+    res.on('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+    handle(req, res).catch((error: unknown) => {
+      logger.error('unhandled request error', { error: String(error) });
+      if (!res.headersSent) sendJson(res, 500, { error: { code: 'UNAVAILABLE', message: 'Internal error.' } });
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+
+  const maintenance = setInterval(() => {
+    engine.sweepExpiredLeases().catch((error: unknown) => logger.warn('lease sweep failed', { error: String(error) }));
+  }, MAINTENANCE_EVERY_MS);
+  const pruner = setInterval(() => {
+    engine.prune().catch((error: unknown) => logger.warn('prune failed', { error: String(error) }));
+  }, PRUNE_EVERY_MS);
+  maintenance.unref();
+  pruner.unref();
+
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(resolved.port, host, () => resolveListen());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const storeUrl = redactUrl(opened.url);
+  logger.info('workq queue server listening', {
+    url: `http://${urlHost}:${port}`,
+    store: storeUrl,
+    auth: authority.open ? 'open (loopback only, no tokens configured)' : `${resolved.tokens.length} token(s)`,
+  });
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      closing = true;
+      clearInterval(maintenance);
+      clearInterval(pruner);
+      const stopped = new Promise<void>((r) => server.close(() => r()));
+      await wakeups.close();
+      server.closeIdleConnections();
+      if (inFlight > 0) await new Promise<void>((r) => (drained = r));
+      server.closeAllConnections();
+      await stopped;
+      await engine.close();
+      await opened.stop();
+      logger.info('workq queue server stopped');
+    })();
+    return closed;
+  };
+  return { url: `http://${urlHost}:${port}`, port, storeUrl, close };
+}
+
+async function openConfiguredStore(
+  url: string | undefined,
+  dataDir: string,
+  logger: ServerOptions['logger'] & object,
+  historyRetentionMs: number,
+): Promise<EmbeddedStore> {
+  if (url === undefined || url === '') return openEmbeddedStore(dataDir, logger, historyRetentionMs);
+  const store: Store = await openStore(url, { historyRetentionMs });
+  return { store, url, stop: async () => undefined };
+}

@@ -1,0 +1,84 @@
+import { type Catalog, catalogJsonSchemas, type JobName, WorkqError } from '@workq/core';
+import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
+import { startWorker } from './consumer/worker.ts';
+import {
+  createEnqueue,
+  createEnqueueMany,
+  createHandle,
+  type EnqueueFns,
+  type EnqueueManyFns,
+  type JobHandle,
+} from './producer.ts';
+import { createTransport } from './transport.ts';
+
+export interface ClientOptions<C extends Catalog> {
+  /** The queue server's base URL, e.g. `http://127.0.0.1:4000`. */
+  url: string;
+  /** The shared job catalog (`defineCatalog`). */
+  jobs: C;
+  /** Bearer token. @defaultValue none (for a server running open on loopback) */
+  token?: string;
+  /** A fetch implementation. @defaultValue `globalThis.fetch` */
+  fetch?: typeof fetch;
+}
+
+export interface WorkqClient<C extends Catalog> {
+  /** `sdk.enqueue.<job>(payload, options)`: one job, typed by the catalog. */
+  enqueue: EnqueueFns<C>;
+  /** `sdk.enqueueMany.<job>([payload, …], options)`: many jobs in one round trip. */
+  enqueueMany: EnqueueManyFns<C>;
+  /** Starts a worker for one job type. */
+  consume<N extends JobName<C>>(name: N, handler: Handler<C, N>, options?: ConsumeOptions): Worker;
+  /** A handle to a job by id. */
+  job<N extends JobName<C>>(name: N, id: string): JobHandle;
+  /** Closes every worker this client started. */
+  close(): Promise<void>;
+}
+
+/** A typed producer and consumer for one catalog, talking tRPC to a queue server. */
+export function createClient<const C extends Catalog>(options: ClientOptions<C>): WorkqClient<C> {
+  const { jobs } = options;
+  const transport = createTransport({ url: options.url, token: options.token, fetch: options.fetch });
+  const { call } = transport;
+  let registered: Promise<void> | undefined;
+  /** Registers this catalog's payload schemas once, before the first call that needs them; retried after a failure. */
+  const ready = (): Promise<void> => {
+    registered ??= call((api) => api.schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) })).then(
+      () => undefined,
+      (error: unknown) => {
+        registered = undefined;
+        throw error;
+      },
+    );
+    return registered;
+  };
+  const definitionOf = (name: string) => {
+    const definition = Object.hasOwn(jobs, name) ? jobs[name] : undefined;
+    if (!definition) throw new WorkqError('UNKNOWN_JOB', `"${name}" is not in this client's catalog.`);
+    return definition;
+  };
+  const producerDeps = { jobs, call, ready };
+  const workers = new Set<Worker>();
+  return {
+    enqueue: createEnqueue<C>(producerDeps),
+    enqueueMany: createEnqueueMany<C>(producerDeps),
+    consume(name, handler, consumeOptions = {}) {
+      const worker = startWorker({
+        name,
+        definition: definitionOf(name),
+        definitionOf,
+        call,
+        ready,
+        handler: handler as never,
+        options: consumeOptions,
+      });
+      workers.add(worker);
+      worker.closed.finally(() => workers.delete(worker));
+      return worker;
+    },
+    job: (name, id) => createHandle(producerDeps, name, id, false),
+    close: async () => {
+      await Promise.all([...workers].map((worker) => worker.close()));
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import type { Catalog, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
+import type { EnqueueOptions } from '../producer.ts';
+
+/** A job as a handler receives it: the payload parsed and upgraded to the current version. */
+export interface ConsumedJob<Payload> {
+  id: string;
+  name: string;
+  payload: Payload;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  maxAttempts: number;
+  /** The version the job was enqueued with. */
+  version: number;
+}
+
+export interface JobContext<C extends Catalog> {
+  /** Aborts when the lease is lost, the job is cancelled, or the worker's close grace runs out. */
+  signal: AbortSignal;
+  /** Records progress (0-100), visible in `handle.status()`. */
+  progress(percent: number): Promise<void>;
+  /** Atomically ends this job and enqueues `payload` as a job of `name` in its place; the handler's return value is then ignored. */
+  moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: EnqueueOptions): Promise<void>;
+}
+
+export type Handler<C extends Catalog, N extends JobName<C>> = (
+  job: ConsumedJob<PayloadOutput<C, N>>,
+  ctx: JobContext<C>,
+) => Promise<ResultInput<C, N>> | ResultInput<C, N>;
+
+export interface ConsumeOptions {
+  /** Jobs run at once. @defaultValue 1 */
+  concurrency?: number;
+  /** How long one claim request waits on the server for work. @defaultValue 25_000 */
+  pollWaitMs?: number;
+  /** How long `close()` lets running jobs finish before aborting their signals. @defaultValue 30_000 */
+  closeGraceMs?: number;
+  /** Called with errors the worker handles itself (a lost ack, a failed report); never with handler errors. @defaultValue none */
+  onError?: (error: unknown) => void;
+  /** Reported to the server's worker registry. @defaultValue the caller's address, as the server sees it */
+  host?: string;
+}
+
+export interface Worker {
+  /** Stops claiming, lets running jobs finish (up to `closeGraceMs`), sends their outcomes, then resolves. */
+  close(): Promise<void>;
+  /** Resolves when the worker has stopped. */
+  readonly closed: Promise<void>;
+}

@@ -1,0 +1,150 @@
+import { type AnyJobDefinition, parseWith, upgradePayload, WorkqError } from '@workq/core';
+import type { ClaimedJob } from '@workq/core/engine';
+import { PermanentError } from '../errors.ts';
+import type { QueueApi } from '../transport.ts';
+import { AckBatcher } from './ack-batcher.ts';
+import { LeaseKeeper } from './lease-keeper.ts';
+import { runConsumerLoop } from './loop.ts';
+import { reconnectDelayMs, retrying, sleep } from './retry.ts';
+import type { ConsumeOptions, JobContext, Worker } from './types.ts';
+
+export interface WorkerDeps {
+  name: string;
+  definition: AnyJobDefinition;
+  /** Resolves a `moveTo` target to its definition (or fails with UNKNOWN_JOB). */
+  definitionOf: (name: string) => AnyJobDefinition;
+  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
+  ready: () => Promise<void>;
+  handler: (job: unknown, ctx: JobContext<never>) => unknown;
+  options: ConsumeOptions;
+}
+
+const MAX_ERROR_MESSAGE = 4000;
+
+/** Wires the consumer loop to the server: claims, runs handlers, extends leases, acks in batches. */
+export function startWorker(deps: WorkerDeps): Worker {
+  const { name, definition, call, options } = deps;
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+  const pollWaitMs = options.pollWaitMs ?? 25_000;
+  const onError = options.onError ?? (() => undefined);
+  const workerId = globalThis.crypto.randomUUID();
+  const leases = new LeaseKeeper(call);
+  const acks = new AckBatcher(call, 1000);
+  const stopClaiming = new AbortController();
+
+  const claim = async (limit: number, signal: AbortSignal): Promise<ClaimedJob[]> => {
+    await deps.ready();
+    const input = {
+      name,
+      minVersion: definition.versions[0] ?? definition.version,
+      maxVersion: definition.version,
+      limit,
+      workerId,
+      waitMs: pollWaitMs,
+      ...(options.host ? { host: options.host } : {}),
+    };
+    return call((api) => api.consumer.claim.mutate(input, { signal }));
+  };
+
+  /** A `PermanentError`, or a payload this consumer can never read, ends the job at once; anything else retries. */
+  const settleFailure = async (
+    job: ClaimedJob,
+    error: unknown,
+    giveUpAt: number,
+    unreadable = false,
+  ): Promise<void> => {
+    const permanent = unreadable || error instanceof PermanentError;
+    const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
+    const lease = { id: job.id, leaseToken: job.leaseToken };
+    await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAt);
+  };
+
+  const handle = async (job: ClaimedJob): Promise<void> => {
+    const lease = { id: job.id, leaseToken: job.leaseToken };
+    const controller = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAt.getTime() });
+    const giveUpAt = () => job.leaseExpiresAt.getTime() + job.leaseMs * 10;
+    let moved = false;
+    const ctx: JobContext<never> = {
+      signal: controller.signal,
+      progress: (percent) =>
+        call((api) => api.consumer.progress.mutate({ ...lease, progress: percent })).then(() => undefined),
+      moveTo: async (nextName: string, payload: unknown, nextOptions?: object) => {
+        const next = deps.definitionOf(nextName);
+        parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
+        const nextJob = {
+          name: nextName,
+          version: next.version,
+          payload,
+          options: { ...next.defaults, ...nextOptions },
+        };
+        await call((api) => api.consumer.moveTo.mutate({ ...lease, next: nextJob }));
+        moved = true;
+      },
+    } as JobContext<never>;
+    try {
+      let payload: unknown;
+      try {
+        payload = upgradePayload(name, definition, job.version, job.payload);
+      } catch (error) {
+        await settleFailure(job, error, giveUpAt(), true);
+        return;
+      }
+      let outcome: unknown;
+      try {
+        const consumed = {
+          id: job.id,
+          name,
+          payload,
+          attempt: job.attempt,
+          maxAttempts: job.maxAttempts,
+          version: job.version,
+        };
+        const returned = await deps.handler(consumed, ctx);
+        if (moved) return;
+        outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
+      } catch (error) {
+        if (moved || controller.signal.reason instanceof WorkqError) return;
+        await settleFailure(job, error, giveUpAt());
+        return;
+      }
+      if (controller.signal.aborted) return;
+      const completed = await acks.complete(job.id, job.leaseToken, outcome, giveUpAt());
+      if (!completed)
+        onError(
+          new WorkqError('LEASE_LOST', `Job ${job.id} finished after its lease was lost; its result was not recorded.`),
+        );
+    } catch (error) {
+      onError(error);
+    } finally {
+      leases.release(job.id);
+    }
+  };
+
+  const closed = runConsumerLoop(
+    {
+      concurrency,
+      claim,
+      handle,
+      backoff: (failures, error, signal) => {
+        onError(error);
+        return sleep(reconnectDelayMs(failures), signal);
+      },
+    },
+    stopClaiming.signal,
+  ).finally(() => leases.stop());
+
+  let closing: Promise<void> | undefined;
+  return {
+    closed,
+    close: () => {
+      closing ??= (async () => {
+        stopClaiming.abort();
+        const graceMs = options.closeGraceMs ?? 30_000;
+        const grace = setTimeout(() => leases.abortAll(new WorkqError('TIMEOUT', 'The worker is closing.')), graceMs);
+        await closed;
+        clearTimeout(grace);
+      })();
+      return closing;
+    },
+  };
+}
