@@ -10,6 +10,7 @@ export interface OpenStoreOptions {
  * Opens the store a URL names, loading only that store's driver:
  * `postgres://` / `postgresql://`, `pglite://memory` / `pglite://<dir>`,
  * `mongodb://` / `mongodb+srv://`, `mysql://` / `mariadb://`.
+ * A PostgreSQL URL may name the schema to use with `?schema=<name>` (default `workq`).
  * Fails with `VALIDATION` on an unknown scheme and `UNAVAILABLE` when the server cannot be reached.
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
@@ -18,7 +19,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     case 'postgres':
     case 'postgresql': {
       const { createPostgresStore } = await import('../stores/postgres/index.ts');
-      return createPostgresStore({ connectionString: url });
+      const { connectionString, schema } = takeSchemaParam(url);
+      return createPostgresStore({ connectionString, ...(schema ? { schema } : {}) });
     }
     case 'pglite': {
       const { createPgliteStore } = await import('../stores/postgres/index.ts');
@@ -41,6 +43,17 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         `Unknown store URL "${redactUrl(url)}": use postgres://, mongodb://, mysql://, pglite://memory or pglite://<dir>.`,
       );
   }
+}
+
+/** Splits workq's own `schema` query parameter off a PostgreSQL URL; the driver never sees it. */
+function takeSchemaParam(url: string): { connectionString: string; schema: string | undefined } {
+  const match = /[?&]schema=([^&]*)/.exec(url);
+  if (!match) return { connectionString: url, schema: undefined };
+  const connectionString = url
+    .replace(match[0], match[0].startsWith('?') ? '?' : '')
+    .replace(/\?&/, '?')
+    .replace(/[?&]$/, '');
+  return { connectionString, schema: decodeURIComponent(match[1] ?? '') };
 }
 
 /** The URL with any password replaced, safe for messages and logs. */

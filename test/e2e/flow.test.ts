@@ -1,0 +1,175 @@
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { createClient, PermanentError, type Worker, WorkqError } from '@workq/sdk';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { collectingLogger } from '../support/quiet-logger.ts';
+import { E2E_STORES } from '../support/stores.ts';
+
+describe.each(E2E_STORES)('enqueue → consume → result over $label', ({ open }) => {
+  const target = open();
+  let server: QueueServer;
+  let sdk: ReturnType<typeof createClient<typeof jobs>>;
+  const workers: Worker[] = [];
+
+  beforeAll(async () => {
+    server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
+    sdk = createClient({ url: server.url, jobs });
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.close()));
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await target.drop();
+  });
+
+  it('delivers the parsed payload and returns the typed result', async () => {
+    const seen: unknown[] = [];
+    workers.push(
+      sdk.consume('imageConvert', async (job) => {
+        seen.push(job.payload);
+        return { bytes: job.payload.quality * 10 };
+      }),
+    );
+    const handle = await sdk.enqueue.imageConvert({ source: 'a.png', output: 'a.webp', quality: 42 });
+    expect(handle.id).toMatch(/^[0-9a-f-]{36}$/);
+    await expect(handle.result({ timeoutMs: 20_000 })).resolves.toEqual({ bytes: 420 });
+    expect(seen).toEqual([{ source: 'a.png', output: 'a.webp', quality: 42, format: 'webp' }]);
+    const status = await handle.status();
+    expect(status).toMatchObject({
+      state: 'completed',
+      attempts: 1,
+      name: 'imageConvert',
+      version: 2,
+      result: { bytes: 420 },
+    });
+  });
+
+  it('enqueues a batch in one call and completes every job', async () => {
+    workers.push(
+      sdk.consume('sendEmail', async (job) => ({ messageId: `m-${job.payload.subject}` }), { concurrency: 8 }),
+    );
+    const payloads = Array.from({ length: 40 }, (_, i) => ({ to: `u${i}@example.com`, subject: `s${i}`, body: 'hi' }));
+    const handles = await sdk.enqueueMany.sendEmail(payloads);
+    expect(new Set(handles.map((h) => h.id)).size).toBe(40);
+    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
+    expect(results.map((r) => r.messageId).sort()).toEqual(payloads.map((p) => `m-${p.subject}`).sort());
+  });
+
+  it('runs higher priority first and holds delayed jobs until due', async () => {
+    const order: string[] = [];
+    const low = await sdk.enqueue.generateReport(
+      { accountId: 'low', kind: 'usage', from: '2026-01-01', to: '2026-01-31' },
+      { priority: 1 },
+    );
+    const high = await sdk.enqueue.generateReport(
+      { accountId: 'high', kind: 'usage', from: '2026-01-01', to: '2026-01-31' },
+      { priority: 5 },
+    );
+    const delayed = await sdk.enqueue.generateReport(
+      { accountId: 'delayed', kind: 'audit', from: '2026-01-01', to: '2026-01-31' },
+      { priority: 100, delayMs: 1500 },
+    );
+    const enqueuedAt = Date.now();
+    expect((await delayed.status()).state).toBe('scheduled');
+    let ranDelayedAt = 0;
+    workers.push(
+      sdk.consume('generateReport', async (job) => {
+        order.push(job.payload.accountId);
+        if (job.payload.accountId === 'delayed') ranDelayedAt = Date.now();
+        return { url: `https://reports/${job.id}`, rows: 1 };
+      }),
+    );
+    await Promise.all([low, high, delayed].map((h) => h.result({ timeoutMs: 20_000 })));
+    expect(order).toEqual(['high', 'low', 'delayed']);
+    expect(ranDelayedAt - enqueuedAt).toBeGreaterThanOrEqual(1400);
+  });
+
+  it('sends a job dead on PermanentError and rejects its result with the error', async () => {
+    const local = createClient({ url: server.url, jobs });
+    const worker = local.consume('sendEmail', async (job) => {
+      if (job.payload.subject === 'bounce') throw new PermanentError('mailbox does not exist');
+      return { messageId: 'ok' };
+    });
+    workers.push(worker);
+    const handle = await local.enqueue.sendEmail({ to: 'x@example.com', subject: 'bounce', body: '' });
+    const failure = await handle.result({ timeoutMs: 20_000 }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(WorkqError);
+    expect((failure as WorkqError).message).toContain('mailbox does not exist');
+    const status = await handle.status();
+    expect(status.state).toBe('dead');
+    expect(status.attempts).toBe(1);
+    expect(status.error).toMatchObject({ message: 'mailbox does not exist', permanent: true });
+  });
+
+  it('retries a throwing handler with backoff until it succeeds', async () => {
+    const attempts: number[] = [];
+    const handle = await sdk.enqueue.imageConvert(
+      { source: 'flaky.png', output: 'flaky.webp' },
+      { backoff: { type: 'fixed', delayMs: 100 }, maxAttempts: 3 },
+    );
+    const worker = createClient({ url: server.url, jobs }).consume('imageConvert', async (job) => {
+      if (job.payload.source !== 'flaky.png') return { bytes: 0 };
+      attempts.push(job.attempt);
+      if (job.attempt < 3) throw new Error(`transient ${job.attempt}`);
+      return { bytes: 3 };
+    });
+    workers.push(worker);
+    await expect(handle.result({ timeoutMs: 20_000 })).resolves.toEqual({ bytes: 3 });
+    expect(attempts).toEqual([1, 2, 3]);
+  });
+
+  it('shows progress, and moveTo turns a job into the next one atomically', async () => {
+    const client = createClient({ url: server.url, jobs });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const worker = client.consume('generateReport', async (job, ctx) => {
+      if (job.payload.accountId !== 'pipeline') return { url: '', rows: 0 };
+      await ctx.progress(40);
+      await gate;
+      await ctx.moveTo('sendEmail', { to: 'owner@example.com', subject: 'report ready', body: job.id });
+      return { url: 'unused', rows: 0 };
+    });
+    workers.push(worker);
+    const emails: string[] = [];
+    workers.push(
+      client.consume('sendEmail', async (job) => {
+        emails.push(job.payload.subject);
+        return { messageId: 'sent' };
+      }),
+    );
+    const handle = await client.enqueue.generateReport({
+      accountId: 'pipeline',
+      kind: 'billing',
+      from: '2026-02-01',
+      to: '2026-02-28',
+    });
+    await expect.poll(async () => (await handle.status()).progress, { timeout: 10_000 }).toBe(40);
+    release();
+    await expect.poll(async () => (await handle.status()).state, { timeout: 10_000 }).toBe('completed');
+    const status = await handle.status();
+    expect(status.movedTo).toBeDefined();
+    await expect.poll(() => emails.includes('report ready'), { timeout: 10_000 }).toBe(true);
+    const next = client.job('sendEmail', status.movedTo as string);
+    await expect(next.result({ timeoutMs: 10_000 })).resolves.toEqual({ messageId: 'sent' });
+  });
+
+  it('cancels a waiting job, which then never runs', async () => {
+    const handle = await sdk.enqueue.imageConvert({ source: 'never.png', output: 'never.webp' }, { delayMs: 60_000 });
+    await expect(handle.cancel()).resolves.toBe(true);
+    await expect(handle.cancel()).resolves.toBe(false);
+    expect((await handle.status()).state).toBe('cancelled');
+    const failure = await handle.result({ timeoutMs: 5_000 }).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: 'CONFLICT' });
+  });
+
+  it('returns the existing job for a repeated idempotency key', async () => {
+    const payload = { source: 'same.png', output: 'same.webp' };
+    const first = await sdk.enqueue.imageConvert(payload, { idempotencyKey: 'order-7', delayMs: 60_000 });
+    const second = await sdk.enqueue.imageConvert(payload, { idempotencyKey: 'order-7', delayMs: 60_000 });
+    expect(second.id).toBe(first.id);
+    expect([first.created, second.created]).toEqual([true, false]);
+  });
+});
