@@ -26,3 +26,5 @@ export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type { JobError, JobState, JobStatus } from './jobs.ts';
 export { JOB_STATES } from './jobs.ts';
+export { checkCompatibility, snapshotCatalog } from './contract/compatibility.ts';
+export type { CompatibilityProblem, SchemaSnapshot } from './contract/compatibility.ts';

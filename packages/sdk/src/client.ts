@@ -1,4 +1,5 @@
 import { type Catalog, catalogJsonSchemas, type JobName, WorkqError } from '@workq/core';
+import { type AdminApi, createAdminApi } from './admin.ts';
 import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
 import {
@@ -29,6 +30,8 @@ export interface WorkqClient<C extends Catalog> {
   enqueueMany: EnqueueManyFns<C>;
   /** Starts a worker for one job type. */
   consume<N extends JobName<C>>(name: N, handler: Handler<C, N>, options?: ConsumeOptions): Worker;
+  /** Inspection and dead-letter operations (`admin` scope). */
+  admin: AdminApi;
   /** A handle to a job by id. */
   job<N extends JobName<C>>(name: N, id: string): JobHandle;
   /** Closes every worker this client started. */
@@ -76,6 +79,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
       worker.closed.finally(() => workers.delete(worker));
       return worker;
     },
+    admin: createAdminApi(call),
     job: (name, id) => createHandle(producerDeps, name, id, false),
     close: async () => {
       await Promise.all([...workers].map((worker) => worker.close()));

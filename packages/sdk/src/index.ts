@@ -2,6 +2,7 @@
 
 export type { JobState, JobStatus, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
+export type { AdminApi } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from './consumer/types.ts';

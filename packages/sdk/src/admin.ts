@@ -1,0 +1,29 @@
+import type { JobState, JobStatus } from '@workq/core';
+import type { QueueApi } from './transport.ts';
+
+/** Operations that need the `admin` scope. */
+export interface AdminApi {
+  /** Counts by job type, version and state, and the consumers seen in the last minute with the versions they read. */
+  stats(): Promise<{
+    counts: { name: string; version: number; state: JobState; count: number }[];
+    consumers: { id: string; host: string; name: string; minVersion: number; maxVersion: number; seenAt: Date }[];
+  }>;
+  /** A page of jobs, by type and state; pass `nextCursor` back for the next page. */
+  list(query?: { name?: string; state?: JobState; limit?: number; cursor?: string }): Promise<{
+    jobs: JobStatus[];
+    nextCursor: string | null;
+  }>;
+  /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
+  retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
+  /** Enqueues a finished job again as a new job. */
+  replay(id: string): Promise<{ id: string }>;
+}
+
+export function createAdminApi(call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>): AdminApi {
+  return {
+    stats: () => call((api) => api.admin.stats.query()),
+    list: (query = {}) => call((api) => api.admin.list.query(query)),
+    retryDead: (target) => call((api) => api.admin.retryDead.mutate(target)),
+    replay: (id) => call((api) => api.admin.replay.mutate({ id })),
+  };
+}
