@@ -204,12 +204,16 @@ export class Engine {
     return toJobStatus(updated, now);
   }
 
-  /** Extends a held lease by `leaseMs` (default: the job's own) from now. */
+  /** Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now. */
   async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
     const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
-    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-    const expiresAt = new Date(now.getTime() + (leaseMs ?? job.leaseMs));
+    let lengthMs = leaseMs;
+    if (lengthMs === undefined) {
+      const job = await this.store.getJob(lease.id);
+      if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+      lengthMs = job.leaseMs;
+    }
+    const expiresAt = new Date(now.getTime() + lengthMs);
     const updated = await this.store.extendLease(lease, expiresAt, now);
     if (!updated) throw leaseLost(lease.id);
     return { leaseExpiresAt: expiresAt };

@@ -54,7 +54,9 @@ export class LeaseKeeper {
     if (leases.length === 0 || this.stopped) return;
     try {
       const outcomes = await this.call((api) =>
-        api.consumer.extend.mutate({ items: leases.map(({ id, leaseToken }) => ({ id, leaseToken })) }),
+        api.consumer.extend.mutate({
+          items: leases.map(({ id, leaseToken, leaseMs }) => ({ id, leaseToken, leaseMs })),
+        }),
       );
       for (const outcome of outcomes) {
         const lease = this.held.get(outcome.id);
