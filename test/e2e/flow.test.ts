@@ -172,4 +172,14 @@ describe.each(E2E_STORES)('enqueue → consume → result over $label', ({ open 
     expect(second.id).toBe(first.id);
     expect([first.created, second.created]).toEqual([true, false]);
   });
+
+  it('exposes Prometheus metrics of what it did and what the store holds', async () => {
+    const response = await fetch(`${server.url}/metrics`);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const completed = Number(/^workq_jobs_completed_total (\d+)/m.exec(text)?.[1]);
+    expect(completed).toBeGreaterThan(40);
+    expect(text).toMatch(/^workq_jobs_enqueued_total\{name="sendEmail"\} \d+/m);
+    expect(text).toMatch(/^workq_jobs\{name="imageConvert",version="2",state="completed"\} \d+/m);
+  });
 });

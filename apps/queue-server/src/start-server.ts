@@ -5,7 +5,8 @@ import { WorkqError } from '@workq/core';
 import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
-import { handleRest, sendJson } from './http/rest.ts';
+import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
+import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { PresenceTracker } from './presence.ts';
 import { appRouter } from './router/index.ts';
@@ -47,6 +48,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     wakeups,
     presence: new PresenceTracker(opened.store, engine.clock),
     authority,
+    metrics: new ServerMetrics(engine),
     options: resolved,
   };
 
@@ -82,6 +84,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
         ));
       return sendJson(res, ready ? 200 : 503, { ready });
     }
+    if (path === '/metrics') return serveMetrics(req, res, services);
     if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
     return trpcHandler(req, res);

@@ -79,3 +79,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
+
+/** `GET /metrics` in Prometheus text format; needs an `admin` token when the server has tokens. */
+export async function serveMetrics(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
+  try {
+    requireScope(services.authority.authenticate(req.headers.authorization), 'admin');
+    const { contentType, body } = await services.metrics.render();
+    res.writeHead(200, { 'content-type': contentType });
+    res.end(body);
+  } catch (error) {
+    const clientError = toClientError(error);
+    sendJson(res, HTTP_STATUS[clientError.code], { error: { code: clientError.code, message: clientError.message } });
+  }
+}

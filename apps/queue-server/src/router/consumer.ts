@@ -37,6 +37,7 @@ export const consumerRouter = router({
         const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
         const jobs = await engine.claim(claimInput);
         const remainingMs = deadline - Date.now();
+        if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
         if (jobs.length > 0 || remainingMs <= 0) return jobs;
         if (aborted.aborted || wakeups.isClosed) return [];
         await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
@@ -47,12 +48,14 @@ export const consumerRouter = router({
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
   complete: authedProcedure
     .input(z.object({ items: z.array(lease.extend({ result: z.unknown() })).min(1) }))
-    .mutation(({ ctx, input }) => {
+    .mutation(async ({ ctx, input }) => {
       requireSomeConsumeScope(ctx.principal);
       checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'complete');
-      return ctx.services.engine.completeMany(
+      const outcomes = await ctx.services.engine.completeMany(
         input.items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
       );
+      ctx.services.metrics.completed.inc(outcomes.filter((o) => o.ok).length);
+      return outcomes;
     }),
 
   fail: authedProcedure
@@ -63,6 +66,7 @@ export const consumerRouter = router({
         { id: input.id, leaseToken: input.leaseToken },
         { message: input.message, permanent: input.permanent },
       );
+      ctx.services.metrics.failed.inc({ outcome: status.state === 'dead' ? 'dead' : 'retry' });
       return { state: status.state, runAt: status.runAt, attempts: status.attempts };
     }),
 

@@ -20,7 +20,11 @@ async function enqueueValidated(
     checkPayloadSize(item.payload, limits.maxPayloadBytes, name);
     await services.registry.validate(name, jobVersion, item.payload);
   }
-  return services.engine.enqueueMany(items.map((item) => toEnqueueInput(name, jobVersion, item.payload, item.options)));
+  const results = await services.engine.enqueueMany(
+    items.map((item) => toEnqueueInput(name, jobVersion, item.payload, item.options)),
+  );
+  services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
+  return results;
 }
 
 /** A job's status, visible to tokens that may produce or consume its type. */

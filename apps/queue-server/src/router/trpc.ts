@@ -4,6 +4,7 @@ import type { Engine } from '@workq/core/engine';
 import superjson from 'superjson';
 import type { Principal, TokenAuthority } from '../auth.ts';
 import { TRPC_CODE_OF, toClientError } from '../errors.ts';
+import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { PresenceTracker } from '../presence.ts';
 import type { SchemaRegistry } from '../schema-registry.ts';
@@ -16,6 +17,7 @@ export interface ServerServices {
   wakeups: Wakeups;
   presence: PresenceTracker;
   authority: TokenAuthority;
+  metrics: ServerMetrics;
   options: ResolvedServerOptions;
 }
 

@@ -1,0 +1,55 @@
+import type { Engine } from '@workq/core/engine';
+import { Counter, Gauge, Registry } from 'prom-client';
+
+const COUNTS_CACHE_MS = 5_000;
+
+/** The server's Prometheus metrics: operation counters, and job counts read from the store at most every few seconds. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly enqueued = new Counter({
+    name: 'workq_jobs_enqueued_total',
+    help: 'Jobs enqueued',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
+  readonly claimed = new Counter({
+    name: 'workq_jobs_claimed_total',
+    help: 'Jobs leased to consumers',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
+  readonly completed = new Counter({
+    name: 'workq_jobs_completed_total',
+    help: 'Jobs completed',
+    registers: [this.registry],
+  });
+  readonly failed = new Counter({
+    name: 'workq_job_failures_total',
+    help: 'Failed attempts, by outcome (retry or dead)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  private countsReadAt = 0;
+
+  constructor(engine: Engine) {
+    const metrics = this;
+    new Gauge({
+      name: 'workq_jobs',
+      help: 'Jobs in the store by type, version and state',
+      labelNames: ['name', 'version', 'state'],
+      registers: [this.registry],
+      async collect() {
+        if (Date.now() - metrics.countsReadAt < COUNTS_CACHE_MS) return;
+        metrics.countsReadAt = Date.now();
+        this.reset();
+        for (const row of await engine.counts()) {
+          this.set({ name: row.name, version: String(row.version), state: row.state }, row.count);
+        }
+      },
+    });
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
