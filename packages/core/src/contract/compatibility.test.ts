@@ -62,6 +62,8 @@ describe('checkCompatibility', () => {
 
   it('catches a removed job type and names it', () => {
     const problems = checkCompatibility(defineCatalog({}), committed);
-    expect(problems).toEqual([expect.objectContaining({ job: 'convert', message: expect.stringContaining('was removed') })]);
+    expect(problems).toEqual([
+      expect.objectContaining({ job: 'convert', message: expect.stringContaining('was removed') }),
+    ]);
   });
 });

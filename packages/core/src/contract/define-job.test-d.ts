@@ -51,4 +51,24 @@ describe('job contract types', () => {
       },
     });
   });
+
+  it('chains upgrades through every older version', () => {
+    defineJob({
+      version: 3,
+      payload: z.object({ a: z.string(), b: z.number(), c: z.boolean() }),
+      previous: {
+        1: { payload: z.object({ a: z.string() }), upgrade: (p) => ({ a: p.a, b: 1 }) },
+        2: { payload: z.object({ a: z.string(), b: z.number() }), upgrade: (p) => ({ ...p, c: true }) },
+      },
+    });
+    defineJob({
+      version: 3,
+      payload: z.object({ a: z.string(), b: z.number(), c: z.boolean() }),
+      // @ts-expect-error v1's upgrade must produce v2's shape, which needs `b`
+      previous: {
+        1: { payload: z.object({ a: z.string() }), upgrade: (p) => ({ a: p.a, c: true }) },
+        2: { payload: z.object({ a: z.string(), b: z.number() }), upgrade: (p) => ({ ...p, c: true }) },
+      },
+    });
+  });
 });

@@ -5,14 +5,23 @@ import type { JobDefaults, JobDefinition, PreviousVersion } from './types.ts';
 // biome-ignore format: a lookup table reads best on one line.
 type Next = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33];
 
-/** The input an upgrade from version K must produce: the next older version's input, or the current payload's. */
-type UpgradeTarget<K, Prev, P extends z.ZodType> = K extends keyof Next
-  ? Next[K] extends keyof Prev
-    ? Prev[Next[K]] extends z.ZodType
-      ? z.input<Prev[Next[K]]>
+/** The version after K, as `previous` keys it: inferred object keys may be numbers or numeric strings. */
+type NextKey<K, Prev> = K extends keyof Next
+  ? `${Next[K]}` extends keyof Prev
+    ? `${Next[K]}`
+    : Next[K] extends keyof Prev
+      ? Next[K]
       : never
-    : z.input<P>
-  : z.input<P>;
+  : K extends `${infer N extends number}`
+    ? NextKey<N, Prev>
+    : never;
+
+/** The input an upgrade from version K must produce: the next older version's input, or the current payload's. */
+type UpgradeTarget<K, Prev, P extends z.ZodType> = [NextKey<K, Prev>] extends [never]
+  ? z.input<P>
+  : Prev[NextKey<K, Prev>] extends z.ZodType
+    ? z.input<Prev[NextKey<K, Prev>]>
+    : never;
 
 export interface JobSpec<V extends number, P extends z.ZodType, R extends z.ZodType | undefined, Prev> {
   /** The current version, an integer >= 1. */

@@ -1,1 +1,4 @@
-export {};
+/**
+ * `@workq/core/mongodb`: the MongoDB store, over the official `mongodb` driver.
+ */
+export { createMongoStore, type MongoStoreOptions } from './create-mongo-store.ts';

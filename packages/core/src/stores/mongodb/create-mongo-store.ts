@@ -1,0 +1,118 @@
+import { MongoClient } from 'mongodb';
+import type { Store } from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import type { WakeupDocument } from './documents.ts';
+import { toWorkqError } from './errors.ts';
+import { collectionNames, ensureIndexes } from './indexes.ts';
+import { DURABLE_WRITES, MongoStore } from './mongo-store.ts';
+import { ChangeStreamNotifier, ensureWakeupCollection, supportsChangeStreams } from './notifier.ts';
+
+/** How to reach MongoDB and how the store lays out its data. */
+export interface MongoStoreOptions {
+  /**
+   * A `mongodb://` or `mongodb+srv://` connection string. Required unless `client` is given.
+   * @defaultValue none
+   */
+  url?: string;
+  /**
+   * A connected (or connectable) client to use instead of `url`. The store does not close it.
+   * @defaultValue none: the store creates and owns a client for `url`
+   */
+  client?: MongoClient;
+  /**
+   * The database to keep jobs in.
+   * @defaultValue the database named in `url`, else `'workq'`
+   */
+  dbName?: string;
+  /**
+   * Prefix of the store's collections (`jobs`, `schemas`, `workers`, `wakeups`).
+   * @defaultValue 'workq_'
+   */
+  collectionPrefix?: string;
+  /**
+   * How long finished jobs are kept; applied as the TTL of the history index.
+   * @defaultValue 604_800_000 (7 days)
+   */
+  historyRetentionMs?: number;
+  /**
+   * Cross-process wake-ups through change streams. Needs a replica set or
+   * mongos; on a standalone server the store declares `notify: false`.
+   * @defaultValue true
+   */
+  notify?: boolean;
+  /**
+   * How long to wait for a reachable server before an operation fails (for a client the store creates).
+   * @defaultValue 3000
+   */
+  serverSelectionTimeoutMS?: number;
+}
+
+const DEFAULTS = {
+  dbName: 'workq',
+  collectionPrefix: 'workq_',
+  historyRetentionMs: 7 * 86_400_000,
+  notify: true,
+  serverSelectionTimeoutMS: 3000,
+} as const;
+
+const invalidUrlMessage =
+  'The MongoDB connection string is not valid: expected mongodb://[user:password@]host[:port][,host…]/[database][?options].';
+
+/** The database named in a connection string's path, if any. */
+function databaseOfUrl(url: string): string | undefined {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/i.exec(url)?.[1];
+  return path ? decodeURIComponent(path) : undefined;
+}
+
+/** The host list of a connection string, without credentials. */
+function hostsOfUrl(url: string): string {
+  const authority = /^[a-z+]+:\/\/([^/?]*)/i.exec(url)?.[1] ?? '';
+  return authority.slice(authority.lastIndexOf('@') + 1) || 'the configured address';
+}
+
+function hostsOfClient(client: MongoClient): string {
+  const hosts = client.options?.hosts?.map((host) => String(host)) ?? [];
+  return hosts.length > 0 ? hosts.join(',') : 'the given client';
+}
+
+/**
+ * Opens the MongoDB store: connects (failing fast with `UNAVAILABLE` when no
+ * server answers), creates the indexes, and, with `notify`, the wake-up
+ * collection. Writes use majority, journaled write concern.
+ */
+export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
+  const url = options.url;
+  if (!options.client && typeof url !== 'string') {
+    throw new WorkqError('VALIDATION', 'createMongoStore needs a `url` (mongodb://…) or a `client`.');
+  }
+  const hosts = options.client ? hostsOfClient(options.client) : hostsOfUrl(url as string);
+  const dbName = options.dbName ?? (url === undefined ? undefined : databaseOfUrl(url)) ?? DEFAULTS.dbName;
+  const names = collectionNames(options.collectionPrefix ?? DEFAULTS.collectionPrefix);
+  const historyRetentionMs = options.historyRetentionMs ?? DEFAULTS.historyRetentionMs;
+  const notify = options.notify ?? DEFAULTS.notify;
+  const serverSelectionTimeoutMS = options.serverSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
+
+  let client: MongoClient;
+  try {
+    client = options.client ?? new MongoClient(url as string, { serverSelectionTimeoutMS });
+  } catch (error) {
+    // Constructing a client only parses its options: whatever fails here is the caller's URL.
+    throw new WorkqError('VALIDATION', invalidUrlMessage, { cause: error });
+  }
+  const ownsClient = options.client === undefined;
+  try {
+    if (ownsClient) await client.connect();
+    const db = client.db(dbName, { writeConcern: DURABLE_WRITES });
+    await ensureIndexes(db, names, historyRetentionMs);
+    let notifier: ChangeStreamNotifier | undefined;
+    if (notify && (await supportsChangeStreams(db))) {
+      await ensureWakeupCollection(db, names.wakeups);
+      const wakeups = db.collection<WakeupDocument>(names.wakeups);
+      notifier = new ChangeStreamNotifier(wakeups, serverSelectionTimeoutMS, hosts);
+    }
+    return new MongoStore({ client, db, names, hosts, ownsClient, notifier });
+  } catch (error) {
+    if (ownsClient) await client.close().catch(() => undefined);
+    throw toWorkqError(error, hosts, 'connect');
+  }
+}

@@ -1,0 +1,200 @@
+import type { Backoff, JobOrder } from '../../contract/types.ts';
+import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import type { JobError } from '../../jobs.ts';
+
+/**
+ * A job as the MongoDB store keeps it. `_id` is the job id (UUIDv7, so `_id`
+ * order is creation order). `payload` and `result` are kept as JSON text, so
+ * any JSON value round-trips exactly (keys such as `$ref` or `a.b` included)
+ * and no user value is ever read as an operator. `orderKey` encodes the run
+ * time for fifo and lifo alike (see `orderKeyOf`), so one ascending index key
+ * serves both orders.
+ */
+export interface JobDocument {
+  _id: string;
+  name: string;
+  version: number;
+  payload: string | null;
+  state: StoredState;
+  priority: number;
+  order: JobOrder;
+  orderKey: string;
+  runAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  attempts: number;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  leaseToken: string | null;
+  leaseExpiresAt: Date | null;
+  workerId: string | null;
+  progress: number;
+  result: string | null;
+  error: JobError | null;
+  idempotencyKey: string | null;
+  finishedAt: Date | null;
+  movedTo: string | null;
+  replayOf: string | null;
+}
+
+/** The claim order: higher priority first, then `orderKey` (run time per fifo/lifo), then id. */
+export const CLAIM_SORT = { priority: -1, orderKey: 1, _id: 1 } as const;
+
+const TIME_WIDTH = 15;
+const MAX_TIME_MS = 10 ** TIME_WIDTH - 1;
+
+function timeText(ms: number): string {
+  return String(Math.min(Math.max(Math.trunc(ms), 0), MAX_TIME_MS)).padStart(TIME_WIDTH, '0');
+}
+
+/** Each hex digit replaced by 15 minus it, so ascending text order of the result is descending id order. */
+function invertedId(id: string): string {
+  return id.toLowerCase().replace(/[0-9a-f]/g, (digit) => (15 - Number.parseInt(digit, 16)).toString(16));
+}
+
+/**
+ * The ascending claim key after priority. fifo: the run time as fixed-width
+ * text, ties falling to `_id` (creation order). lifo: the inverted run time
+ * followed by the inverted id, so newer run times and, among equal ones,
+ * newer jobs come first.
+ */
+export function orderKeyOf(order: JobOrder, runAt: Date, id: string): string {
+  const ms = runAt.getTime();
+  return order === 'lifo' ? `${timeText(MAX_TIME_MS - ms)}|${invertedId(id)}` : timeText(ms);
+}
+
+/**
+ * An update-pipeline expression of the `orderKey` of a job moved to `runAt`,
+ * by the job's own `order`; a lifo key keeps its inverted-id suffix.
+ */
+export function orderKeyExpression(runAt: Date): Record<string, unknown> {
+  const ms = runAt.getTime();
+  return {
+    $cond: [
+      { $eq: ['$order', 'lifo'] },
+      { $concat: [timeText(MAX_TIME_MS - ms), { $substrCP: ['$orderKey', TIME_WIDTH, 64] }] },
+      timeText(ms),
+    ],
+  };
+}
+
+/** A string from a typed field, or `null` when a caller passed anything else (which never reaches a query). */
+export function stringOrNull(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/** Wraps a value for an update pipeline, so it is stored as given and never evaluated. */
+export function literal(value: unknown): { $literal: unknown } {
+  return { $literal: value };
+}
+
+/** JSON text of a value; `null` for `undefined`. */
+export function toJson(value: unknown): string | null {
+  return value === undefined ? null : (JSON.stringify(value) ?? null);
+}
+
+/** The value of JSON text; `null` for a missing value. */
+export function fromJson(text: string | null | undefined): unknown {
+  return typeof text === 'string' ? JSON.parse(text) : null;
+}
+
+/** A backoff with only its defined fields, so no `undefined` is stored as `null`. */
+export function cleanBackoff(backoff: Backoff): Backoff {
+  const clean: Backoff = { type: backoff.type, delayMs: backoff.delayMs };
+  if (typeof backoff.maxDelayMs === 'number') clean.maxDelayMs = backoff.maxDelayMs;
+  return clean;
+}
+
+/** A job error with only its defined fields. */
+export function cleanError(error: JobError): JobError {
+  const clean: JobError = { message: String(error.message), attempt: error.attempt, at: error.at };
+  if (error.permanent === true) clean.permanent = true;
+  if (typeof error.code === 'string') clean.code = error.code;
+  return clean;
+}
+
+/** The document a new job is inserted as. */
+export function toJobDocument(job: NewJob): JobDocument {
+  return {
+    _id: job.id,
+    name: job.name,
+    version: job.version,
+    payload: toJson(job.payload),
+    state: 'waiting',
+    priority: job.priority,
+    order: job.order,
+    orderKey: orderKeyOf(job.order, job.runAt, job.id),
+    runAt: job.runAt,
+    createdAt: job.createdAt,
+    updatedAt: job.createdAt,
+    attempts: 0,
+    maxAttempts: job.maxAttempts,
+    backoff: cleanBackoff(job.backoff),
+    leaseMs: job.leaseMs,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    workerId: null,
+    progress: 0,
+    result: null,
+    error: null,
+    idempotencyKey: job.idempotencyKey,
+    finishedAt: null,
+    movedTo: null,
+    replayOf: job.replayOf,
+  };
+}
+
+/** The store-neutral record of a stored document. */
+export function toJobRecord(doc: JobDocument): JobRecord {
+  return {
+    id: doc._id,
+    name: doc.name,
+    version: doc.version,
+    payload: fromJson(doc.payload),
+    state: doc.state,
+    priority: doc.priority,
+    order: doc.order,
+    runAt: doc.runAt,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+    attempts: doc.attempts,
+    maxAttempts: doc.maxAttempts,
+    backoff: cleanBackoff(doc.backoff),
+    leaseMs: doc.leaseMs,
+    leaseToken: doc.leaseToken ?? null,
+    leaseExpiresAt: doc.leaseExpiresAt ?? null,
+    workerId: doc.workerId ?? null,
+    progress: doc.progress,
+    result: fromJson(doc.result),
+    error: doc.error ? cleanError(doc.error) : null,
+    idempotencyKey: doc.idempotencyKey ?? null,
+    finishedAt: doc.finishedAt ?? null,
+    movedTo: doc.movedTo ?? null,
+    replayOf: doc.replayOf ?? null,
+  };
+}
+
+/** A registered schema as stored; the JSON Schema is JSON text (it has `$`-prefixed keys). */
+export interface SchemaDocument {
+  name: string;
+  version: number;
+  fingerprint: string;
+  jsonSchema: string | null;
+  registeredAt: Date;
+}
+
+/** A consumer's presence; `_id` is the worker id. */
+export interface WorkerDocument {
+  _id: string;
+  host: string;
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+  seenAt: Date;
+}
+
+/** One cross-process wake-up. */
+export interface WakeupDocument {
+  name: string;
+}

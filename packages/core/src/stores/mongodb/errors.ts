@@ -1,0 +1,80 @@
+import {
+  MongoBulkWriteError,
+  MongoClientClosedError,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoParseError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type WriteError,
+} from 'mongodb';
+import { WorkqError } from '../../errors.ts';
+
+/** The server's duplicate-key error code. */
+export const DUPLICATE_KEY = 11000;
+const ILLEGAL_OPERATION = 20;
+const INDEX_OPTIONS_CONFLICT = 85;
+
+/** The one place the MongoDB store turns driver errors into `WorkqError`s. */
+export function toWorkqError(error: unknown, hosts: string, operation: string): WorkqError {
+  if (error instanceof WorkqError) return error;
+  if (
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNetworkError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoNotConnectedError ||
+    error instanceof MongoClientClosedError
+  ) {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `Cannot reach MongoDB at ${hosts} (${operation}): check that the server is running and reachable from here.`,
+      { retryable: true, cause: error },
+    );
+  }
+  // The connection-string parser has a `MongoParseError` class of its own, so match the name as well.
+  if (error instanceof MongoParseError || (error instanceof Error && error.name === 'MongoParseError')) {
+    return new WorkqError('VALIDATION', 'The MongoDB connection string is not valid; check its format and options.', {
+      cause: error,
+    });
+  }
+  if (error instanceof MongoServerError && (error.code === 13 || error.code === 18)) {
+    return new WorkqError('UNAVAILABLE', `MongoDB at ${hosts} refused the credentials or permissions (${operation}).`, {
+      retryable: false,
+      cause: error,
+    });
+  }
+  const retryable =
+    error instanceof MongoError &&
+    (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError'));
+  return new WorkqError('UNAVAILABLE', `MongoDB at ${hosts} failed the ${operation} operation.`, {
+    retryable,
+    cause: error,
+  });
+}
+
+/** Whether a single write failed on a unique index. */
+export function isDuplicateKeyError(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+/** The per-document errors of a failed bulk insert, or `null` when the error is not one. */
+export function bulkWriteErrors(error: unknown): WriteError[] | null {
+  if (!(error instanceof MongoBulkWriteError)) return null;
+  const errors: readonly WriteError[] | WriteError = error.writeErrors;
+  return Array.isArray(errors) ? [...errors] : [errors as WriteError];
+}
+
+/** Whether the server refused a transaction because it is not a replica set member or mongos. */
+export function isTransactionUnsupportedError(error: unknown): boolean {
+  return (
+    error instanceof MongoServerError &&
+    (error.code === ILLEGAL_OPERATION || /Transaction numbers are only allowed/i.test(error.message))
+  );
+}
+
+/** Whether an index exists under the same name with other options (e.g. a changed TTL). */
+export function isIndexOptionsConflict(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT;
+}

@@ -1,0 +1,74 @@
+import type { Db, IndexDescription } from 'mongodb';
+import { isIndexOptionsConflict } from './errors.ts';
+
+/** The collections of one store, by role. */
+export interface CollectionNames {
+  jobs: string;
+  schemas: string;
+  workers: string;
+  wakeups: string;
+}
+
+export function collectionNames(prefix: string): CollectionNames {
+  return {
+    jobs: `${prefix}jobs`,
+    schemas: `${prefix}schemas`,
+    workers: `${prefix}workers`,
+    wakeups: `${prefix}wakeups`,
+  };
+}
+
+/** The name of the claim index, which claims name explicitly (it is partial, and no other index gives the claim order). */
+export const CLAIM_INDEX = 'claim';
+
+/** The name of the TTL index that expires finished jobs. */
+export const HISTORY_TTL_INDEX = 'history_ttl';
+
+/**
+ * The indexes of the jobs collection. The claim index is partial on
+ * `state: 'waiting'`: it holds live jobs only, so finished history never
+ * lengthens a claim, and its key order is the claim sort.
+ */
+export function jobIndexes(historyRetentionMs: number): IndexDescription[] {
+  return [
+    {
+      name: CLAIM_INDEX,
+      key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
+      partialFilterExpression: { state: 'waiting' },
+    },
+    {
+      name: 'idempotency',
+      key: { name: 1, idempotencyKey: 1 },
+      unique: true,
+      partialFilterExpression: { idempotencyKey: { $type: 'string' } },
+    },
+    { name: 'lease_expiry', key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
+    // Only finished jobs carry a `finishedAt` date, so only they expire.
+    { name: HISTORY_TTL_INDEX, key: { finishedAt: 1 }, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
+    { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },
+    { name: 'list_by_state', key: { state: 1, _id: 1 } },
+  ];
+}
+
+function ttlSeconds(historyRetentionMs: number): number {
+  return Math.max(1, Math.ceil(historyRetentionMs / 1000));
+}
+
+/** Creates every index the store relies on; a changed history retention updates the TTL in place. */
+export async function ensureIndexes(db: Db, names: CollectionNames, historyRetentionMs: number): Promise<void> {
+  const jobs = db.collection(names.jobs);
+  try {
+    await jobs.createIndexes(jobIndexes(historyRetentionMs));
+  } catch (error) {
+    if (!isIndexOptionsConflict(error)) throw error;
+    await db.command({
+      collMod: names.jobs,
+      index: { name: HISTORY_TTL_INDEX, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
+    });
+    await jobs.createIndexes(jobIndexes(historyRetentionMs));
+  }
+  await db
+    .collection(names.schemas)
+    .createIndexes([{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }]);
+  await db.collection(names.workers).createIndexes([{ name: 'seen_at', key: { seenAt: 1 } }]);
+}

@@ -1,0 +1,365 @@
+import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
+import {
+  type ClaimRequest,
+  FINISHED_STATES,
+  type JobCount,
+  type LeaseRef,
+  type ListFilter,
+  type NewJob,
+  type SchemaEntry,
+  type Store,
+  type StoreCapabilities,
+  type StoredState,
+  type WorkerPresence,
+} from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import { JOB_STATES, type JobError } from '../../jobs.ts';
+import { claimJobs } from './claim-jobs.ts';
+import {
+  cleanError,
+  type JobDocument,
+  literal,
+  orderKeyExpression,
+  type SchemaDocument,
+  stringOrNull,
+  toJobDocument,
+  toJobRecord,
+  toJson,
+  type WorkerDocument,
+} from './documents.ts';
+import { isDuplicateKeyError, isTransactionUnsupportedError, toWorkqError } from './errors.ts';
+import type { CollectionNames } from './indexes.ts';
+import { insertJobs } from './insert-jobs.ts';
+import type { ChangeStreamNotifier } from './notifier.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
+
+/** Every write is acknowledged by a majority of the replica set and journaled (DESIGN guarantee 3). */
+export const DURABLE_WRITES: WriteConcernSettings = { w: 'majority', journal: true };
+
+const STORED_STATES: readonly StoredState[] = ['waiting', 'active', 'completed', 'dead', 'cancelled'];
+const LIVE_STATES: StoredState[] = ['waiting', 'active'];
+const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
+
+/** What a `MongoStore` runs on; built by `createMongoStore`. */
+export interface MongoStoreParts {
+  client: MongoClient;
+  db: Db;
+  names: CollectionNames;
+  /** Host list for error messages (never credentials). */
+  hosts: string;
+  ownsClient: boolean;
+  notifier: ChangeStreamNotifier | undefined;
+}
+
+/** The filter of a fenced operation: the job is held by this unexpired lease. */
+function heldBy(lease: LeaseRef, now: Date): Filter<JobDocument> | null {
+  const id = stringOrNull(lease.id);
+  const token = stringOrNull(lease.leaseToken);
+  if (id === null || token === null) return null;
+  return { _id: id, leaseToken: token, state: 'active', leaseExpiresAt: { $gt: now } };
+}
+
+/** The MongoDB store; see `createMongoStore`. */
+export class MongoStore implements Store {
+  readonly kind = 'mongodb';
+  readonly capabilities: StoreCapabilities;
+  readonly notifier?: ChangeStreamNotifier;
+  private readonly jobs: Collection<JobDocument>;
+  private readonly schemas: Collection<SchemaDocument>;
+  private readonly workers: Collection<WorkerDocument>;
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly parts: MongoStoreParts) {
+    this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
+    this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
+    this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
+    this.capabilities = { notify: parts.notifier !== undefined };
+    if (parts.notifier) this.notifier = parts.notifier;
+  }
+
+  insertJobs(jobs: readonly NewJob[]) {
+    return this.run('insert', () => (jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs)));
+  }
+
+  claimJobs(request: ClaimRequest) {
+    return this.run('claim', () => claimJobs(this.jobs, request));
+  }
+
+  completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
+    return this.run('complete', async () => {
+      const done = await Promise.all(
+        items.map(async (item) => {
+          const filter = heldBy(item, now);
+          if (!filter) return null;
+          const update = { ...ENDED_LEASE, state: 'completed' as const, result: toJson(item.result) };
+          const { modifiedCount } = await this.jobs.updateOne(filter, {
+            $set: { ...update, finishedAt: now, updatedAt: now },
+          });
+          return modifiedCount === 1 ? item.id : null;
+        }),
+      );
+      return done.filter((id): id is string => id !== null);
+    });
+  }
+
+  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date) {
+    return this.run('fail', async () => {
+      const filter = heldBy(lease, now);
+      if (!filter) return null;
+      const error = cleanError(outcome.error);
+      const doc =
+        outcome.retryAt === null
+          ? await this.jobs.findOneAndUpdate(
+              filter,
+              { $set: { ...ENDED_LEASE, state: 'dead', error, finishedAt: now, updatedAt: now } },
+              { returnDocument: 'after' },
+            )
+          : await this.jobs.findOneAndUpdate(
+              filter,
+              [
+                {
+                  $set: {
+                    ...ENDED_LEASE,
+                    state: 'waiting',
+                    error: literal(error),
+                    runAt: outcome.retryAt,
+                    orderKey: orderKeyExpression(outcome.retryAt),
+                    workerId: null,
+                    updatedAt: now,
+                  },
+                },
+              ],
+              { returnDocument: 'after' },
+            );
+      return doc ? toJobRecord(doc) : null;
+    });
+  }
+
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date) {
+    return this.updateHeld('extend', lease, now, { leaseExpiresAt });
+  }
+
+  recordProgress(lease: LeaseRef, progress: number, now: Date) {
+    return this.updateHeld('progress', lease, now, { progress: Number(progress) });
+  }
+
+  moveJob(lease: LeaseRef, next: NewJob, now: Date) {
+    return this.run('moveTo', async () => {
+      const filter = heldBy(lease, now);
+      if (!filter) return null;
+      const session = this.parts.client.startSession();
+      try {
+        return await session.withTransaction(
+          async () => {
+            const from = await this.jobs.findOneAndUpdate(
+              filter,
+              { $set: { ...ENDED_LEASE, state: 'completed', movedTo: next.id, finishedAt: now, updatedAt: now } },
+              { returnDocument: 'after', session },
+            );
+            if (!from) return null;
+            const doc = toJobDocument(next);
+            await this.jobs.insertOne(doc, { session });
+            return { from: toJobRecord(from), to: toJobRecord(doc) };
+          },
+          { writeConcern: DURABLE_WRITES, readConcern: { level: 'majority' } },
+        );
+      } catch (error) {
+        if (isTransactionUnsupportedError(error)) {
+          throw new WorkqError(
+            'UNAVAILABLE',
+            `moveTo needs a MongoDB replica set (or sharded cluster) for its transaction; the server at ${this.parts.hosts} is a standalone. Run mongod with --replSet (a one-member replica set is enough).`,
+            { retryable: false, cause: error },
+          );
+        }
+        if (isDuplicateKeyError(error)) {
+          throw new WorkqError(
+            'CONFLICT',
+            `moveTo could not enqueue the next ${next.name} job: its idempotency key is already used; nothing was changed.`,
+            { cause: error },
+          );
+        }
+        throw error;
+      } finally {
+        await session.endSession();
+      }
+    });
+  }
+
+  cancelJob(id: string, now: Date) {
+    return this.run('cancel', async () => {
+      const jobId = stringOrNull(id);
+      if (jobId === null) return null;
+      const doc = await this.jobs.findOneAndUpdate(
+        { _id: jobId, state: { $in: LIVE_STATES } },
+        { $set: { ...ENDED_LEASE, state: 'cancelled', finishedAt: now, updatedAt: now } },
+        { returnDocument: 'after' },
+      );
+      return doc ? toJobRecord(doc) : null;
+    });
+  }
+
+  getJob(id: string) {
+    return this.run('get', async () => {
+      const jobId = stringOrNull(id);
+      const doc = jobId === null ? null : await this.jobs.findOne({ _id: jobId });
+      return doc ? toJobRecord(doc) : null;
+    });
+  }
+
+  listJobs(filter: ListFilter) {
+    return this.run('list', async () => {
+      const limit = Math.floor(filter.limit);
+      if (!(limit > 0)) return [];
+      const query: Filter<JobDocument> = {};
+      const name = stringOrNull(filter.name);
+      if (filter.name !== undefined) query.name = name ?? { $in: [] };
+      if (filter.states !== undefined) query.state = { $in: STORED_STATES.filter((s) => filter.states?.includes(s)) };
+      if (filter.afterId !== undefined) query._id = { $gt: String(filter.afterId) };
+      if (filter.due) {
+        const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
+        const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';
+        if (waitingOnly) query.runAt = due;
+        else query.$or = [{ state: { $ne: 'waiting' } }, { runAt: due }];
+      }
+      const docs = await this.jobs.find(query, { sort: { _id: 1 }, limit }).toArray();
+      return docs.map((doc) => toJobRecord(doc as JobDocument));
+    });
+  }
+
+  countJobs(now: Date): Promise<JobCount[]> {
+    return this.run('count', async () => {
+      const groups = await this.jobs
+        .aggregate<{ _id: { name: string; version: number; state: StoredState; scheduled: boolean }; count: number }>([
+          {
+            $group: {
+              _id: {
+                name: '$name',
+                version: '$version',
+                state: '$state',
+                scheduled: { $and: [{ $eq: ['$state', 'waiting'] }, { $gt: ['$runAt', now] }] },
+              },
+              count: { $sum: 1 },
+            },
+          },
+        ])
+        .toArray();
+      const counts = groups.map(
+        ({ _id, count }): JobCount => ({
+          name: _id.name,
+          version: _id.version,
+          state: _id.state === 'waiting' ? (_id.scheduled ? 'scheduled' : 'ready') : _id.state,
+          count,
+        }),
+      );
+      const rank = (state: string) => (JOB_STATES as readonly string[]).indexOf(state);
+      return counts.sort(
+        (a, b) => a.name.localeCompare(b.name) || a.version - b.version || rank(a.state) - rank(b.state),
+      );
+    });
+  }
+
+  retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date) {
+    return this.run('retryDead', async () => {
+      const filter: Filter<JobDocument> = { state: 'dead' };
+      if (target.name !== undefined) filter.name = stringOrNull(target.name) ?? { $in: [] };
+      if (target.ids !== undefined) filter._id = { $in: target.ids.filter((id) => typeof id === 'string') };
+      const { modifiedCount } = await this.jobs.updateMany(filter, [
+        {
+          $set: {
+            ...ENDED_LEASE,
+            state: 'waiting',
+            runAt: now,
+            orderKey: orderKeyExpression(now),
+            attempts: 0,
+            workerId: null,
+            finishedAt: null,
+            updatedAt: now,
+          },
+        },
+      ]);
+      return modifiedCount;
+    });
+  }
+
+  requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
+    return this.run('requeueExpired', async () => {
+      const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
+      const lostLease = cleanError({ ...error, attempt: 0 });
+      const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
+      const dead = await this.jobs.updateMany({ ...expired, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, [
+        { $set: { ...ENDED_LEASE, state: 'dead', error: recorded, finishedAt: now, updatedAt: now } },
+      ]);
+      const requeued = await this.jobs.updateMany({ ...expired, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, [
+        {
+          $set: {
+            ...ENDED_LEASE,
+            state: 'waiting',
+            error: recorded,
+            runAt: now,
+            orderKey: orderKeyExpression(now),
+            workerId: null,
+            updatedAt: now,
+          },
+        },
+      ]);
+      return { requeued: requeued.modifiedCount, dead: dead.modifiedCount };
+    });
+  }
+
+  pruneJobs(finishedBefore: Date, limit: number) {
+    return this.run('prune', async () => {
+      const max = Math.floor(limit);
+      if (!(max > 0)) return 0;
+      const old = { state: { $in: [...FINISHED_STATES] }, finishedAt: { $lt: finishedBefore } };
+      const ids = await this.jobs.find(old, { limit: max, projection: { _id: 1 } }).toArray();
+      if (ids.length === 0) return 0;
+      const { deletedCount } = await this.jobs.deleteMany({ ...old, _id: { $in: ids.map((doc) => doc._id) } });
+      return deletedCount;
+    });
+  }
+
+  registerSchema(entry: SchemaEntry) {
+    return this.run('registerSchema', () => registerSchema(this.schemas, entry));
+  }
+
+  listSchemas(name?: string) {
+    return this.run('listSchemas', () => listSchemas(this.schemas, name));
+  }
+
+  recordWorker(worker: WorkerPresence) {
+    return this.run('recordWorker', () => recordWorker(this.workers, worker));
+  }
+
+  listWorkers(seenSince: Date) {
+    return this.run('listWorkers', () => listWorkers(this.workers, seenSince));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.notifier?.close();
+      if (this.parts.ownsClient) await this.parts.client.close();
+    })();
+    return this.closing;
+  }
+
+  private updateHeld(operation: string, lease: LeaseRef, now: Date, fields: Partial<JobDocument>) {
+    return this.run(operation, async () => {
+      const filter = heldBy(lease, now);
+      if (!filter) return null;
+      const doc = await this.jobs.findOneAndUpdate(
+        filter,
+        { $set: { ...fields, updatedAt: now } },
+        { returnDocument: 'after' },
+      );
+      return doc ? toJobRecord(doc) : null;
+    });
+  }
+
+  private async run<T>(operation: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw toWorkqError(error, this.parts.hosts, operation);
+    }
+  }
+}

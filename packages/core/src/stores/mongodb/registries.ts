@@ -1,0 +1,60 @@
+import type { Collection } from 'mongodb';
+import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import { fromJson, type SchemaDocument, stringOrNull, toJson, type WorkerDocument } from './documents.ts';
+import { isDuplicateKeyError } from './errors.ts';
+
+/** Inserts the schema unless `(name, version)` is taken (unique index), then resolves to the stored entry. */
+export async function registerSchema(schemas: Collection<SchemaDocument>, entry: SchemaEntry): Promise<SchemaEntry> {
+  const key = { name: String(entry.name), version: Number(entry.version) };
+  try {
+    await schemas.insertOne({
+      ...key,
+      fingerprint: String(entry.fingerprint),
+      jsonSchema: toJson(entry.jsonSchema),
+      registeredAt: entry.registeredAt,
+    });
+  } catch (error) {
+    if (!isDuplicateKeyError(error)) throw error;
+  }
+  const stored = await schemas.findOne(key);
+  if (!stored) throw new WorkqError('UNAVAILABLE', `The schema of ${key.name} v${key.version} could not be read back.`);
+  return toSchemaEntry(stored);
+}
+
+/** Registered schemas, of one job name or all, by name then version. */
+export async function listSchemas(schemas: Collection<SchemaDocument>, name?: string): Promise<SchemaEntry[]> {
+  const filter = name === undefined ? {} : { name: stringOrNull(name) ?? { $in: [] } };
+  const docs = await schemas.find(filter, { sort: { name: 1, version: 1 } }).toArray();
+  return docs.map(toSchemaEntry);
+}
+
+/** Upserts one consumer's presence by its id. */
+export async function recordWorker(workers: Collection<WorkerDocument>, worker: WorkerPresence): Promise<void> {
+  const id = stringOrNull(worker.id);
+  if (id === null) throw new WorkqError('VALIDATION', 'A worker id must be a string.');
+  const { minVersion, maxVersion, seenAt } = worker;
+  await workers.updateOne(
+    { _id: id },
+    { $set: { host: String(worker.host), name: String(worker.name), minVersion, maxVersion, seenAt } },
+    { upsert: true },
+  );
+}
+
+/** Consumers seen at or after `seenSince`, by id. */
+export async function listWorkers(workers: Collection<WorkerDocument>, seenSince: Date): Promise<WorkerPresence[]> {
+  const docs = await workers.find({ seenAt: { $gte: seenSince } }, { sort: { _id: 1 } }).toArray();
+  return docs.map(({ _id, host, name, minVersion, maxVersion, seenAt }) => ({
+    id: _id,
+    host,
+    name,
+    minVersion,
+    maxVersion,
+    seenAt,
+  }));
+}
+
+function toSchemaEntry(doc: SchemaDocument): SchemaEntry {
+  const { name, version, fingerprint, jsonSchema, registeredAt } = doc;
+  return { name, version, fingerprint, jsonSchema: fromJson(jsonSchema), registeredAt };
+}

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe } from 'vitest';
+import { registerClaimingTests } from './claiming.ts';
+import { SuiteState } from './context.ts';
+import { registerDurabilityTests } from './durability.ts';
+import { registerFencingTests } from './fencing.ts';
+import { registerFinishedTests } from './finished.ts';
+import type { StoreHarness } from './harness.ts';
+import { registerIdempotencyTests } from './idempotency.ts';
+import { registerLifecycleTests } from './lifecycle.ts';
+import { registerOrderingTests } from './ordering.ts';
+import { registerRegistryTests } from './registries.ts';
+import { registerRetryTests } from './retries.ts';
+import { registerScaleTests } from './scale.ts';
+import { registerTimeTests } from './time.ts';
+import { registerVersionTests } from './versions.ts';
+
+export type { StoreHarness } from './harness.ts';
+
+export interface DescribeStoreOptions {
+  /** Set when the store cannot be reached here; every test is registered as skipped, with this reason. */
+  skipReason?: string;
+}
+
+/**
+ * The conformance suite: every store runs these tests, which prove the
+ * guarantees of DESIGN.md through the engine (and through the store
+ * interface where that is the clearest proof). A store's test file is one
+ * call, e.g. `describeStore('postgres', () => makePostgresHarness())`.
+ */
+export function describeStore(
+  label: string,
+  makeHarness: () => Promise<StoreHarness>,
+  options: DescribeStoreOptions = {},
+): void {
+  const state = new SuiteState(label);
+  const register = (): void => {
+    describe('1. one holder', () => registerClaimingTests(state));
+    describe('2. fencing', () => registerFencingTests(state));
+    describe('3. nothing lost', () => registerDurabilityTests(state));
+    describe('4. done is done', () => registerFinishedTests(state));
+    describe('5. order', () => registerOrderingTests(state));
+    describe('6. retries', () => registerRetryTests(state));
+    describe('7. time', () => registerTimeTests(state));
+    describe('8. idempotency', () => registerIdempotencyTests(state));
+    describe('9. versions', () => registerVersionTests(state));
+    describe('job lifecycle', () => registerLifecycleTests(state));
+    describe('registries', () => registerRegistryTests(state));
+    describe('10. scale', () => registerScaleTests(state));
+  };
+
+  if (options.skipReason !== undefined) {
+    console.log(`${label}: skipped — ${options.skipReason}`);
+    describe.skip(`${label}: skipped — ${options.skipReason}`, register);
+    return;
+  }
+
+  describe(label, () => {
+    beforeAll(() => state.start(makeHarness));
+    afterAll(() => state.stop());
+    register();
+  });
+}

@@ -1,0 +1,177 @@
+import { expect, it } from 'vitest';
+import type { ClaimedJob, Engine } from '../../src/engine/engine.ts';
+import { newJobId } from '../../src/engine/ids.ts';
+import type { Store } from '../../src/engine/store.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+import { claimOne, enqueueJobs, expectWorkqError, type SuiteContext } from './context.ts';
+
+/**
+ * Every fenced operation with `lease`, each expected to fail with
+ * `LEASE_LOST` and leave the job record exactly as it was.
+ */
+async function expectAllFenced(engine: Engine, store: Store, lease: ClaimedJob, nextName: string): Promise<void> {
+  const ref = { id: lease.id, leaseToken: lease.leaseToken };
+  const before = await store.getJob(lease.id);
+  const attempts: [string, () => Promise<unknown>][] = [
+    ['complete', () => engine.complete(ref, { stale: true })],
+    ['fail', () => engine.fail(ref, { message: 'stale failure' })],
+    ['fail (permanent)', () => engine.fail(ref, { message: 'stale failure', permanent: true })],
+    ['extend', () => engine.extend(ref, 60_000)],
+    ['moveTo', () => engine.moveTo(ref, { name: nextName, version: 1, payload: { stale: true } })],
+    ['progress', () => engine.progress(ref, 42)],
+  ];
+  for (const [what, attempt] of attempts) {
+    await expectWorkqError(attempt(), 'LEASE_LOST');
+    expect(await store.getJob(lease.id), `${what} with a stale token changed the job`).toEqual(before);
+  }
+  expect((await engine.list({ name: nextName })).jobs, 'a stale moveTo created a job').toEqual([]);
+}
+
+/** The store's own fenced operations with `lease`: each changes nothing and reports it. */
+async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nextName: string): Promise<void> {
+  const ref = { id: lease.id, leaseToken: lease.leaseToken };
+  const before = await store.getJob(lease.id);
+  expect(await store.completeJobs([{ ...ref, result: 1 }], now)).toEqual([]);
+  const error = { message: 'stale', attempt: lease.attempt, at: now };
+  expect(await store.failJob(ref, { error, retryAt: now }, now)).toBeNull();
+  expect(await store.failJob(ref, { error, retryAt: null }, now)).toBeNull();
+  expect(await store.extendLease(ref, new Date(now.getTime() + 60_000), now)).toBeNull();
+  expect(await store.recordProgress(ref, 7, now)).toBeNull();
+  const next = {
+    id: newJobId(),
+    name: nextName,
+    version: 1,
+    payload: {},
+    priority: 0,
+    order: 'fifo' as const,
+    runAt: now,
+    createdAt: now,
+    maxAttempts: 1,
+    backoff: { type: 'fixed' as const, delayMs: 0 },
+    leaseMs: 1000,
+    idempotencyKey: null,
+    replayOf: null,
+  };
+  expect(await store.moveJob(ref, next, now)).toBeNull();
+  expect(await store.getJob(next.id)).toBeNull();
+  expect(await store.getJob(lease.id)).toEqual(before);
+}
+
+/** Guarantee 2: every lease has a unique token; a stale token fails with LEASE_LOST and changes nothing. */
+export function registerFencingTests(ctx: SuiteContext): void {
+  it('an expired lease is delivered again; the stale token’s complete, fail, extend, moveTo and progress are LEASE_LOST and change nothing', async () => {
+    const name = ctx.jobName('fencing');
+    const { engine, store, clock } = ctx.engine();
+    await engine.enqueue({ name, version: 1, payload: { a: 1 }, options: { leaseMs: 1_000, maxAttempts: 5 } });
+    const stale = await claimOne(engine, name);
+    clock.advance(1_001);
+
+    const fresh = await claimOne(engine, name);
+    expect(fresh.id).toBe(stale.id);
+    expect(fresh.attempt).toBe(2);
+    expect(fresh.leaseToken).not.toBe(stale.leaseToken);
+
+    await expectAllFenced(engine, store, stale, ctx.jobName('fencing-next'));
+    await expectStoreFenced(store, stale, clock.now(), ctx.jobName('fencing-next'));
+
+    await engine.progress(fresh, 50);
+    await engine.complete(fresh, { ok: true });
+    const status = await engine.get(fresh.id);
+    expect(status).toMatchObject({ state: 'completed', attempts: 2, progress: 50, result: { ok: true } });
+  });
+
+  it('an expired lease fences its holder even before anyone claims the job again', async () => {
+    const name = ctx.jobName('expired-unclaimed');
+    const { engine, store, clock } = ctx.engine();
+    await engine.enqueue({ name, version: 1, payload: {}, options: { leaseMs: 1_000 } });
+    const lease = await claimOne(engine, name);
+    clock.advance(1_000);
+    await expectStoreFenced(store, lease, clock.now(), ctx.jobName('expired-next'));
+    await expectWorkqError(engine.complete(lease), 'LEASE_LOST');
+    await expectWorkqError(engine.progress(lease, 10), 'LEASE_LOST');
+    expect((await store.getJob(lease.id))?.state).toBe('active');
+  });
+
+  it('a token only fences its own job: a valid token with another job’s id is LEASE_LOST', async () => {
+    const name = ctx.jobName('cross-token');
+    const { engine, store } = ctx.engine();
+    await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 } },
+      { name, version: 1, payload: { n: 2 } },
+    ]);
+    const a = await claimOne(engine, name);
+    const b = await claimOne(engine, name);
+    const forged = { ...b, leaseToken: a.leaseToken };
+    await expectAllFenced(engine, store, forged, ctx.jobName('cross-next'));
+    await engine.complete(b);
+    await engine.complete(a);
+  });
+
+  it('a cancelled active job’s token gets LEASE_LOST and the job stays cancelled', async () => {
+    const name = ctx.jobName('cancel-active');
+    const { engine, store } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: {} });
+    const lease = await claimOne(engine, name);
+    expect(await engine.cancel(id)).toBe(true);
+    const cancelled = await store.getJob(id);
+    expect(cancelled).toMatchObject({ state: 'cancelled', leaseToken: null });
+
+    await expectAllFenced(engine, store, lease, ctx.jobName('cancel-next'));
+    expect((await engine.get(id)).state).toBe('cancelled');
+  });
+
+  it('completeMany fails only the items whose lease was lost', async () => {
+    const name = ctx.jobName('complete-many');
+    const { engine, clock } = ctx.engine();
+    await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options: { leaseMs: 1_000 } },
+      { name, version: 1, payload: { n: 2 }, options: { leaseMs: 10_000 } },
+    ]);
+    const jobs = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'w1' });
+    expect(jobs).toHaveLength(2);
+    clock.advance(5_000);
+    const short = jobs.find((j) => j.leaseMs === 1_000)!;
+    const long = jobs.find((j) => j.leaseMs === 10_000)!;
+    const outcomes = await engine.completeMany(jobs);
+    expect(outcomes).toEqual(jobs.map((j) => ({ id: j.id, ok: j.id === long.id })));
+    expect((await engine.get(long.id)).state).toBe('completed');
+    expect((await engine.get(short.id)).state).toBe('active');
+  });
+
+  it('an expired lease raced by concurrent claimers on separate stores is delivered to exactly one', async () => {
+    const name = ctx.jobName('expired-race');
+    const clock = new ManualClock();
+    const engines = (await ctx.clientStores(8)).map((store) => ctx.engine({ store, clock }).engine);
+    const { id } = await engines[0]!.enqueue({ name, version: 1, payload: {}, options: { leaseMs: 1_000 } });
+    await claimOne(engines[0]!, name);
+    clock.advance(1_000);
+    const claims = await Promise.all(
+      engines.map((engine, i) => engine.claim({ name, maxVersion: 1, limit: 5, workerId: `racer-${i}` })),
+    );
+    const winners = claims.flat();
+    expect(winners).toHaveLength(1);
+    expect(winners[0]).toMatchObject({ id, attempt: 2 });
+    expect(await engines[0]!.get(id)).toMatchObject({ state: 'active', attempts: 2 });
+  });
+
+  it('racing complete and cancel on one active job: exactly one of them wins, and the state shows which', async () => {
+    const name = ctx.jobName('complete-cancel-race');
+    const clock = new ManualClock();
+    const [a, b] = (await ctx.clientStores(2)).map((store) => ctx.engine({ store, clock }).engine);
+    await enqueueJobs(a!, name, 20);
+    const leases = await a!.claim({ name, maxVersion: 1, limit: 20, workerId: 'w1' });
+    expect(leases).toHaveLength(20);
+    const races = await Promise.all(
+      leases.map((lease) => Promise.allSettled([a!.complete(lease, 'done'), b!.cancel(lease.id)])),
+    );
+    for (const [index, [completed, cancelled]] of races.entries()) {
+      const completedOk = completed.status === 'fulfilled';
+      if (!completedOk) expect((completed.reason as { code?: string }).code).toBe('LEASE_LOST');
+      expect(cancelled.status).toBe('fulfilled');
+      const cancelledOk = (cancelled as PromiseFulfilledResult<boolean>).value;
+      expect(completedOk !== cancelledOk, 'exactly one of complete and cancel wins').toBe(true);
+      const status = await a!.get(leases[index]!.id);
+      expect(status.state).toBe(completedOk ? 'completed' : 'cancelled');
+    }
+  });
+}

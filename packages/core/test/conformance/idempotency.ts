@@ -1,0 +1,105 @@
+import { expect, it } from 'vitest';
+import { ManualClock } from '../support/manual-clock.ts';
+import { claimOne, type SuiteContext } from './context.ts';
+
+const CONCURRENT = 200;
+const CLIENTS = 8;
+
+/** Guarantee 8: an idempotency key used by a retained job of that type returns that job, even under concurrency. */
+export function registerIdempotencyTests(ctx: SuiteContext): void {
+  it(`${CONCURRENT} concurrent enqueues with one idempotency key create exactly one job`, async () => {
+    const name = ctx.jobName('idem-race');
+    const clock = new ManualClock();
+    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const results = await Promise.all(
+      Array.from({ length: CONCURRENT }, (_, n) =>
+        engines[n % CLIENTS]!.enqueue({ name, version: 1, payload: { n }, options: { idempotencyKey: 'same-key' } }),
+      ),
+    );
+    const ids = new Set(results.map((r) => r.id));
+    expect(ids.size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect((await engines[0]!.list({ name })).jobs).toHaveLength(1);
+    const [id] = ids;
+    const winner = results.find((r) => r.created)!;
+    expect(winner.id).toBe(id);
+    expect((await engines[0]!.get(id!)).idempotencyKey).toBe('same-key');
+  });
+
+  it('concurrent enqueueMany batches over the same keys create one job per key', async () => {
+    const name = ctx.jobName('idem-batches');
+    const clock = new ManualClock();
+    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const keys = Array.from({ length: 20 }, (_, k) => `key-${k}`);
+    const batches = await Promise.all(
+      engines.map((engine, e) =>
+        engine.enqueueMany(
+          // each client sends the keys in its own order, so no two batches lock them alike
+          keys
+            .map((_, i) => keys[(i + e * 3) % keys.length]!)
+            .map((key) => ({
+              name,
+              version: 1,
+              payload: { key, e },
+              options: { idempotencyKey: key },
+            })),
+        ),
+      ),
+    );
+    const byKey = new Map<string, Set<string>>();
+    let created = 0;
+    for (const [e, batch] of batches.entries()) {
+      for (const [i, result] of batch.entries()) {
+        const key = keys[(i + e * 3) % keys.length]!;
+        byKey.set(key, (byKey.get(key) ?? new Set()).add(result.id));
+        if (result.created) created += 1;
+      }
+    }
+    expect([...byKey.values()].every((set) => set.size === 1)).toBe(true);
+    expect(created).toBe(keys.length);
+    const jobs = (await engines[0]!.list({ name, limit: 1000 })).jobs;
+    expect(jobs).toHaveLength(keys.length);
+    expect(new Set(jobs.map((j) => j.idempotencyKey))).toEqual(new Set(keys));
+  });
+
+  it('the same key for another job type is a different job', async () => {
+    const name = ctx.jobName('idem-a');
+    const otherName = ctx.jobName('idem-b');
+    const { engine } = ctx.engine();
+    const options = { idempotencyKey: 'shared' };
+    const a = await engine.enqueue({ name, version: 1, payload: { a: 1 }, options });
+    const b = await engine.enqueue({ name: otherName, version: 1, payload: { b: 1 }, options });
+    expect(a.created).toBe(true);
+    expect(b.created).toBe(true);
+    expect(b.id).not.toBe(a.id);
+    expect((await engine.get(b.id)).name).toBe(otherName);
+  });
+
+  it('enqueueMany with a repeated key in one batch yields one job for it, first one wins', async () => {
+    const name = ctx.jobName('idem-batch');
+    const { engine, store } = ctx.engine();
+    const results = await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options: { idempotencyKey: 'k1' } },
+      { name, version: 1, payload: { n: 2 }, options: { idempotencyKey: 'k2' } },
+      { name, version: 1, payload: { n: 3 }, options: { idempotencyKey: 'k1' } },
+      { name, version: 1, payload: { n: 4 } },
+    ]);
+    expect(results.map((r) => r.created)).toEqual([true, true, false, true]);
+    expect(results[2]!.id).toBe(results[0]!.id);
+    expect(new Set(results.map((r) => r.id)).size).toBe(3);
+    expect(await store.listJobs({ name, limit: 10 })).toHaveLength(3);
+    expect((await store.getJob(results[0]!.id))?.payload).toEqual({ n: 1 });
+  });
+
+  it('a key still matches its job after the job finished, and does not change it', async () => {
+    const name = ctx.jobName('idem-finished');
+    const { engine, store } = ctx.engine();
+    const first = await engine.enqueue({ name, version: 1, payload: { n: 1 }, options: { idempotencyKey: 'done' } });
+    await engine.complete(await claimOne(engine, name), { r: 1 });
+    const before = await store.getJob(first.id);
+    const again = await engine.enqueue({ name, version: 1, payload: { n: 2 }, options: { idempotencyKey: 'done' } });
+    expect(again).toEqual({ id: first.id, created: false, state: 'completed' });
+    expect(await store.getJob(first.id)).toEqual(before);
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
+  });
+}

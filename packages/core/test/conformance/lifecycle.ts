@@ -1,0 +1,174 @@
+import { expect, it } from 'vitest';
+import { ManualClock } from '../support/manual-clock.ts';
+import { claimOne, enqueueJobs, expectWorkqError, type SuiteContext } from './context.ts';
+
+const DAY_MS = 86_400_000;
+
+/** Progress, extend, moveTo, cancel, list, counts and prune: the rest of a job's life, on every store. */
+export function registerLifecycleTests(ctx: SuiteContext): void {
+  it('progress is recorded and visible in get; extend moves the lease expiry', async () => {
+    const name = ctx.jobName('progress');
+    const { engine, clock } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: { leaseMs: 1_000 } });
+    const lease = await claimOne(engine, name);
+    await engine.progress(lease, 25);
+    expect((await engine.get(id)).progress).toBe(25);
+    await engine.progress(lease, 100);
+    expect((await engine.get(id)).progress).toBe(100);
+    await expectWorkqError(engine.progress(lease, 101), 'VALIDATION');
+
+    clock.advance(900);
+    const { leaseExpiresAt } = await engine.extend(lease, 5_000);
+    expect(leaseExpiresAt.getTime()).toBe(clock.now().getTime() + 5_000);
+    expect((await engine.get(id)).leaseExpiresAt).toEqual(leaseExpiresAt);
+    clock.advance(4_000);
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w2' })).toEqual([]);
+    await engine.complete(lease);
+    expect(await engine.get(id)).toMatchObject({ state: 'completed', progress: 100 });
+  });
+
+  it('moveTo completes the job and creates the next job of another type, claimable, in one step', async () => {
+    const name = ctx.jobName('move-from');
+    const nextName = ctx.jobName('move-to');
+    const { engine, store } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: { step: 1 } });
+    const lease = await claimOne(engine, name);
+
+    const next = await engine.moveTo(lease, {
+      name: nextName,
+      version: 2,
+      payload: { step: 2 },
+      options: { priority: 4, idempotencyKey: 'next-key' },
+    });
+    expect(next).toMatchObject({ created: true, state: 'ready' });
+    const from = await store.getJob(id);
+    expect(from).toMatchObject({ state: 'completed', movedTo: next.id, leaseToken: null });
+    expect(from?.finishedAt).toBeInstanceOf(Date);
+    expect((await engine.get(id)).movedTo).toBe(next.id);
+    expect(await store.getJob(next.id)).toMatchObject({
+      name: nextName,
+      version: 2,
+      payload: { step: 2 },
+      state: 'waiting',
+      priority: 4,
+      attempts: 0,
+      idempotencyKey: 'next-key',
+    });
+
+    const claimed = await engine.claim({ name: nextName, maxVersion: 2, limit: 5, workerId: 'w2' });
+    expect(claimed.map((j) => j.id)).toEqual([next.id]);
+    expect(claimed[0]?.payload).toEqual({ step: 2 });
+    await expectWorkqError(engine.moveTo(lease, { name: nextName, version: 1, payload: {} }), 'LEASE_LOST');
+    expect(await store.listJobs({ name: nextName, limit: 10 })).toHaveLength(1);
+  });
+
+  it('cancel of a waiting job is true and leaves it cancelled; cancel of a finished or unknown job is false', async () => {
+    const name = ctx.jobName('cancel');
+    const { engine } = ctx.engine();
+    const [scheduled, ready, done] = await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options: { delayMs: 60_000 } },
+      { name, version: 1, payload: { n: 2 } },
+      { name, version: 1, payload: { n: 3 }, options: { priority: 1 } },
+    ]);
+    await engine.complete(await claimOne(engine, name));
+
+    expect(await engine.cancel(scheduled!.id)).toBe(true);
+    expect(await engine.cancel(ready!.id)).toBe(true);
+    expect(await engine.cancel(ready!.id)).toBe(false);
+    expect(await engine.cancel(done!.id)).toBe(false);
+    expect(await engine.cancel('00000000-0000-7000-8000-000000000001')).toBe(false);
+    const cancelled = await engine.get(ready!.id);
+    expect(cancelled.state).toBe('cancelled');
+    expect(cancelled.finishedAt).toBeInstanceOf(Date);
+    expect((await engine.get(scheduled!.id)).state).toBe('cancelled');
+    expect((await engine.get(done!.id)).state).toBe('completed');
+    expect(await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' })).toEqual([]);
+  });
+
+  it('list pages with a cursor return each job once, in id order, filtered by name and state', async () => {
+    const name = ctx.jobName('list');
+    const { engine } = ctx.engine();
+    const ids = await enqueueJobs(engine, name, 23);
+    await engine.enqueue({ name: ctx.jobName('list-other'), version: 1, payload: {} });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await engine.list({ name, limit: 5, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.jobs.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+      pages += 1;
+      expect(pages).toBeLessThanOrEqual(5);
+    } while (cursor);
+    expect(pages).toBe(5);
+    expect(seen).toEqual([...ids].sort());
+    expect(new Set(seen).size).toBe(23);
+
+    const claimed = await engine.claim({ name, maxVersion: 1, limit: 3, workerId: 'w1' });
+    const active = await engine.list({ name, state: 'active' });
+    expect(active.jobs.map((j) => j.id)).toEqual(claimed.map((j) => j.id).sort());
+    expect(active.nextCursor).toBeNull();
+    expect((await engine.list({ name, state: 'ready', limit: 100 })).jobs).toHaveLength(20);
+    await expectWorkqError(engine.list({ name, state: 'bogus' as 'ready' }), 'VALIDATION');
+  });
+
+  it('counts report jobs by name, version and state', async () => {
+    const name = ctx.jobName('counts');
+    const { engine } = ctx.engine();
+    await engine.enqueueMany([
+      ...Array.from({ length: 4 }, () => ({ name, version: 1, payload: {} })),
+      ...Array.from({ length: 2 }, () => ({ name, version: 2, payload: {} })),
+      { name, version: 2, payload: {}, options: { delayMs: 60_000 } },
+    ]);
+    const [a, b, c] = await engine.claim({ name, maxVersion: 1, limit: 3, workerId: 'w1' });
+    await engine.complete(a!);
+    await engine.fail(b!, { message: 'x', permanent: true });
+    expect(c).toBeDefined();
+
+    const counts = (await engine.counts()).filter((row) => row.name === name);
+    const byKey = Object.fromEntries(counts.map((row) => [`v${row.version}.${row.state}`, row.count]));
+    expect(byKey).toEqual({
+      'v1.completed': 1,
+      'v1.dead': 1,
+      'v1.active': 1,
+      'v1.ready': 1,
+      'v2.ready': 2,
+      'v2.scheduled': 1,
+    });
+  });
+
+  it('prune deletes finished jobs older than the retention and keeps live and recent ones', async () => {
+    const name = ctx.jobName('prune');
+    // A clock years before the other tests' jobs, so this prune cannot reach them.
+    const clock = new ManualClock(new Date('2020-01-01T00:00:00.000Z'));
+    const { engine, store } = ctx.engine({ clock, historyRetentionMs: 3_600_000 });
+    const [done, cancelledWaiting, cancelledActive, active, dead, ready] = await engine.enqueueMany(
+      [1, 2, 3, 4, 5, 6].map((n) => ({
+        name,
+        version: 1,
+        payload: { n },
+        options: { priority: 10 - n, leaseMs: DAY_MS },
+      })),
+    );
+    await engine.complete(await claimOne(engine, name));
+    await engine.cancel(cancelledWaiting!.id);
+    expect((await claimOne(engine, name)).id).toBe(cancelledActive!.id);
+    await engine.cancel(cancelledActive!.id);
+    expect((await claimOne(engine, name)).id).toBe(active!.id);
+    const deadLease = await claimOne(engine, name);
+    expect(deadLease.id).toBe(dead!.id);
+    await engine.fail(deadLease, { message: 'x', permanent: true });
+    clock.advance(3_000_000);
+    const recent = await engine.enqueue({ name, version: 1, payload: { n: 7 }, options: { priority: 100 } });
+    await engine.complete(await claimOne(engine, name));
+    clock.advance(1_000_000);
+
+    expect(await engine.prune(3)).toBe(3);
+    expect(await engine.prune()).toBe(1);
+    for (const gone of [done, cancelledWaiting, cancelledActive, dead]) expect(await store.getJob(gone!.id)).toBeNull();
+    expect(await store.getJob(active!.id)).toMatchObject({ state: 'active' });
+    expect(await store.getJob(ready!.id)).toMatchObject({ state: 'waiting' });
+    expect(await store.getJob(recent.id)).toMatchObject({ state: 'completed' });
+    expect(await engine.prune()).toBe(0);
+  });
+}

@@ -1,0 +1,88 @@
+import { expect, it } from 'vitest';
+import type { Engine } from '../../src/engine/engine.ts';
+import type { JobOrder } from '../../src/index.ts';
+import type { ManualClock } from '../support/manual-clock.ts';
+import type { SuiteContext } from './context.ts';
+
+/** label, priority, runAt in seconds before now; enqueued in this (deliberately unsorted) order. */
+const MIXED: [string, number, number][] = [
+  ['a', 0, 5],
+  ['b', 0, 10],
+  ['c', 5, 1],
+  ['d', 5, 3],
+  ['e', -1, 20],
+  ['f', 0, 7],
+  ['g', 5, 2],
+];
+
+async function enqueueMixed(engine: Engine, clock: ManualClock, name: string, order: JobOrder): Promise<void> {
+  const now = clock.now().getTime();
+  await engine.enqueueMany(
+    MIXED.map(([label, priority, agoS]) => ({
+      name,
+      version: 1,
+      payload: { label },
+      options: { priority, order, runAt: new Date(now - agoS * 1000) },
+    })),
+  );
+}
+
+/** Claims one job at a time until none is ready; resolves to their labels in claim order. */
+async function claimLabels(engine: Engine, name: string): Promise<string[]> {
+  const labels: string[] = [];
+  for (;;) {
+    const [job] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
+    if (!job) return labels;
+    labels.push((job.payload as { label: string }).label);
+  }
+}
+
+/** Guarantee 5: higher priority first, then by run time, oldest first (fifo) or newest first (lifo). */
+export function registerOrderingTests(ctx: SuiteContext): void {
+  it('fifo: priority first, then the oldest runAt', async () => {
+    const name = ctx.jobName('fifo');
+    const { engine, clock } = ctx.engine();
+    await enqueueMixed(engine, clock, name, 'fifo');
+    expect(await claimLabels(engine, name)).toEqual(['d', 'g', 'c', 'b', 'f', 'a', 'e']);
+  });
+
+  it('lifo: priority first, then the newest runAt', async () => {
+    const name = ctx.jobName('lifo');
+    const { engine, clock } = ctx.engine();
+    await enqueueMixed(engine, clock, name, 'lifo');
+    expect(await claimLabels(engine, name)).toEqual(['c', 'g', 'd', 'a', 'f', 'b', 'e']);
+  });
+
+  it('a batch claim takes the jobs that come first in order', async () => {
+    const name = ctx.jobName('batch-order');
+    const { engine, clock } = ctx.engine();
+    await enqueueMixed(engine, clock, name, 'fifo');
+    const batch = await engine.claim({ name, maxVersion: 1, limit: 4, workerId: 'w1' });
+    expect(batch.map((j) => (j.payload as { label: string }).label).sort()).toEqual(['b', 'c', 'd', 'g']);
+    expect(await claimLabels(engine, name)).toEqual(['f', 'a', 'e']);
+  });
+
+  it('a newer job of higher priority runs before an older one of lower priority', async () => {
+    const name = ctx.jobName('priority');
+    const { engine, clock } = ctx.engine();
+    await engine.enqueue({ name, version: 1, payload: { label: 'old-low' }, options: { priority: -5 } });
+    clock.advance(60_000);
+    await engine.enqueue({ name, version: 1, payload: { label: 'new-high' }, options: { priority: 1_000_000 } });
+    await engine.enqueue({ name, version: 1, payload: { label: 'new-default' } });
+    expect(await claimLabels(engine, name)).toEqual(['new-high', 'new-default', 'old-low']);
+  });
+
+  for (const order of ['fifo', 'lifo'] as const) {
+    it(`${order}: ties of priority and runAt are broken by creation order (${order === 'fifo' ? 'oldest' : 'newest'} first), the same way every time`, async () => {
+      const name = ctx.jobName(`ties-${order}`);
+      const { engine, clock } = ctx.engine();
+      const runAt = clock.now();
+      const labels = ['t1', 't2', 't3', 't4', 't5'];
+      for (const label of labels) {
+        await engine.enqueue({ name, version: 1, payload: { label }, options: { order, runAt, priority: 3 } });
+      }
+      const expected = order === 'fifo' ? labels : [...labels].reverse();
+      expect(await claimLabels(engine, name)).toEqual(expected);
+    });
+  }
+}

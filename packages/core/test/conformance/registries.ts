@@ -1,0 +1,72 @@
+import { expect, it } from 'vitest';
+import type { SchemaEntry, WorkerPresence } from '../../src/engine/store.ts';
+import type { SuiteContext } from './context.ts';
+
+/** The schema registry and the worker registry, through the store interface. */
+export function registerRegistryTests(ctx: SuiteContext): void {
+  it('registerSchema keeps the first entry per (name, version); listSchemas orders by name then version', async () => {
+    const name = ctx.jobName('schema-b');
+    const firstName = ctx.jobName('schema-a').replace(/^t/, 'a');
+    const at = new Date('2026-01-01T00:00:00.000Z');
+    const jsonSchema = { type: 'object', properties: { source: { type: 'string' } }, required: ['source'] };
+    const entry: SchemaEntry = { name, version: 2, fingerprint: 'fp-v2', jsonSchema, registeredAt: at };
+    const { store } = ctx.engine();
+
+    expect(await store.registerSchema(entry)).toEqual(entry);
+    const changed = { ...entry, fingerprint: 'fp-other', jsonSchema: { type: 'string' }, registeredAt: new Date() };
+    expect(await store.registerSchema(changed)).toEqual(entry);
+    const v1: SchemaEntry = {
+      name,
+      version: 1,
+      fingerprint: 'fp-v1',
+      jsonSchema: { type: 'object' },
+      registeredAt: at,
+    };
+    await store.registerSchema(v1);
+    const other: SchemaEntry = { ...v1, name: firstName, fingerprint: 'fp-a' };
+    await store.registerSchema(other);
+
+    expect(await store.listSchemas(name)).toEqual([v1, entry]);
+    const all = (await store.listSchemas()).filter((s) => s.name === name || s.name === firstName);
+    expect(all).toEqual([other, v1, entry]);
+  });
+
+  it('concurrent registrations of one schema keep exactly one entry', async () => {
+    const name = ctx.jobName('schema-race');
+    const stores = await ctx.clientStores(4);
+    const entries = stores.map((store, i): [typeof store, SchemaEntry] => [
+      store,
+      {
+        name,
+        version: 1,
+        fingerprint: `fp-${i}`,
+        jsonSchema: { i },
+        registeredAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+      },
+    ]);
+    const stored = await Promise.all(entries.map(([store, entry]) => store.registerSchema(entry)));
+    const winner = (await stores[0]!.listSchemas(name))[0];
+    expect(await stores[0]!.listSchemas(name)).toHaveLength(1);
+    expect(stored.every((s) => s.fingerprint === winner?.fingerprint)).toBe(true);
+  });
+
+  it('recordWorker upserts a consumer’s presence; listWorkers returns those seen since a time', async () => {
+    const { store } = ctx.engine();
+    const id = ctx.jobName('worker');
+    const name = ctx.jobName('worker-job');
+    const base = Date.UTC(2026, 0, 1);
+    const first: WorkerPresence = { id, host: 'host-a', name, minVersion: 1, maxVersion: 2, seenAt: new Date(base) };
+    await store.recordWorker(first);
+    const stale: WorkerPresence = { ...first, id: ctx.jobName('worker-stale'), seenAt: new Date(base - 60_000) };
+    await store.recordWorker(stale);
+    const again: WorkerPresence = { ...first, host: 'host-b', maxVersion: 3, seenAt: new Date(base + 5_000) };
+    await store.recordWorker(again);
+
+    const mine = (seen: WorkerPresence[]) => seen.filter((w) => w.id === id || w.id === stale.id);
+    expect(mine(await store.listWorkers(new Date(base - 1_000)))).toEqual([again]);
+    expect(mine(await store.listWorkers(new Date(base + 5_000)))).toEqual([again]);
+    expect(mine(await store.listWorkers(new Date(base + 5_001)))).toEqual([]);
+    const withStale = mine(await store.listWorkers(new Date(base - 60_000)));
+    expect(withStale.sort((a, b) => a.seenAt.getTime() - b.seenAt.getTime())).toEqual([stale, again]);
+  });
+}

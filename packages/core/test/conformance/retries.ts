@@ -1,0 +1,122 @@
+import { expect, it } from 'vitest';
+import { claimOne, type SuiteContext } from './context.ts';
+
+/** Guarantee 6: failed attempts retry after their backoff until maxAttempts; then dead, listable and retryable. */
+export function registerRetryTests(ctx: SuiteContext): void {
+  it('fixed backoff: the job is scheduled exactly delayMs later, not claimable before, claimable at runAt', async () => {
+    const name = ctx.jobName('fixed');
+    const { engine, clock } = ctx.engine();
+    const backoff = { type: 'fixed', delayMs: 5_000 } as const;
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 3 } });
+    const lease = await claimOne(engine, name);
+    const failedAt = clock.now().getTime();
+
+    const status = await engine.fail(lease, { message: 'try again' });
+    expect(status).toMatchObject({ id, state: 'scheduled', attempts: 1 });
+    expect(status.runAt.getTime()).toBe(failedAt + 5_000);
+    expect(status.error).toMatchObject({ message: 'try again', attempt: 1 });
+    expect((await engine.get(id)).state).toBe('scheduled');
+
+    clock.advance(4_999);
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
+    clock.advance(1);
+    expect((await engine.get(id)).state).toBe('ready');
+    expect(await claimOne(engine, name)).toMatchObject({ id, attempt: 2 });
+  });
+
+  it('exponential backoff doubles per attempt within [d/2, d], capped by maxDelayMs', async () => {
+    const name = ctx.jobName('exponential');
+    const { engine, clock } = ctx.engine();
+    const backoff = { type: 'exponential', delayMs: 1_000, maxDelayMs: 6_000 } as const;
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 6 } });
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const lease = await claimOne(engine, name);
+      expect(lease.attempt).toBe(attempt);
+      const failedAt = clock.now().getTime();
+      const status = await engine.fail(lease, { message: `failure ${attempt}` });
+      const full = Math.min(6_000, 1_000 * 2 ** (attempt - 1));
+      const delay = status.runAt.getTime() - failedAt;
+      expect(status.state).toBe('scheduled');
+      expect(delay).toBeGreaterThanOrEqual(full / 2);
+      expect(delay).toBeLessThanOrEqual(full);
+      const stored = await engine.get(id);
+      expect(stored.runAt.getTime()).toBe(status.runAt.getTime());
+      if (delay > 0) {
+        clock.advance(delay - 1);
+        expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
+      }
+      clock.set(status.runAt);
+    }
+  });
+
+  it('after maxAttempts failures the job is dead with its last error, and listable as dead', async () => {
+    const name = ctx.jobName('exhausted');
+    const { engine, clock } = ctx.engine();
+    const backoff = { type: 'fixed', delayMs: 100 } as const;
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 3 } });
+    await engine.enqueue({ name, version: 1, payload: { other: true }, options: { runAt: new Date(2100, 0, 1) } });
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const status = await engine.fail(await claimOne(engine, name), { message: `boom ${attempt}` });
+      expect(status.state).toBe(attempt < 3 ? 'scheduled' : 'dead');
+      clock.advance(100);
+    }
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
+    const dead = await engine.get(id);
+    expect(dead).toMatchObject({ state: 'dead', attempts: 3 });
+    expect(dead.error).toMatchObject({ message: 'boom 3', attempt: 3 });
+    expect(dead.error?.permanent).toBeUndefined();
+    expect(dead.finishedAt).toBeInstanceOf(Date);
+
+    const listed = await engine.list({ name, state: 'dead' });
+    expect(listed.jobs.map((j) => j.id)).toEqual([id]);
+    expect(listed.jobs[0]?.error).toMatchObject({ message: 'boom 3', attempt: 3 });
+  });
+
+  it('a permanent failure goes dead at once, whatever attempts remain', async () => {
+    const name = ctx.jobName('permanent');
+    const { engine } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: { maxAttempts: 10 } });
+    const status = await engine.fail(await claimOne(engine, name), { message: 'bad input', permanent: true });
+    expect(status).toMatchObject({ state: 'dead', attempts: 1 });
+    expect(await engine.get(id)).toMatchObject({
+      state: 'dead',
+      error: { message: 'bad input', permanent: true, attempt: 1 },
+    });
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
+  });
+
+  it('retryDead by ids and by name makes dead jobs claimable again with attempts reset', async () => {
+    const name = ctx.jobName('retry-dead');
+    const { engine, clock } = ctx.engine();
+    const results = await engine.enqueueMany([1, 2, 3].map((n) => ({ name, version: 1, payload: { n } })));
+    const ids = results.map((r) => r.id);
+    for (let i = 0; i < 3; i++) await engine.fail(await claimOne(engine, name), { message: 'x', permanent: true });
+    const untouched = await engine.enqueue({ name, version: 1, payload: { n: 4 }, options: { maxAttempts: 1 } });
+    await engine.complete(await claimOne(engine, name));
+
+    clock.advance(1_000);
+    expect(await engine.retryDead({ ids: [ids[0]!] })).toBe(1);
+    const revived = await engine.get(ids[0]!);
+    expect(revived).toMatchObject({ state: 'ready', attempts: 0 });
+    expect(revived.runAt).toEqual(clock.now());
+    expect((await engine.get(ids[1]!)).state).toBe('dead');
+    expect(await claimOne(engine, name)).toMatchObject({ id: ids[0], attempt: 1, payload: { n: 1 } });
+
+    expect(await engine.retryDead({ name })).toBe(2);
+    expect(await engine.retryDead({ name })).toBe(0);
+    const claimed = await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' });
+    expect(claimed.map((j) => j.id).sort()).toEqual([ids[1], ids[2]].sort());
+    expect(claimed.every((j) => j.attempt === 1)).toBe(true);
+    expect((await engine.get(untouched.id)).state).toBe('completed');
+  });
+
+  it('retryDead by name touches only that job type', async () => {
+    const name = ctx.jobName('retry-scope');
+    const otherName = ctx.jobName('retry-scope-other');
+    const { engine } = ctx.engine();
+    const { id } = await engine.enqueue({ name: otherName, version: 1, payload: {} });
+    await engine.fail(await claimOne(engine, otherName), { message: 'x', permanent: true });
+    expect(await engine.retryDead({ name })).toBe(0);
+    expect((await engine.get(id)).state).toBe('dead');
+  });
+}

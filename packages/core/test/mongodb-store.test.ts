@@ -1,0 +1,239 @@
+import type { MongoClient } from 'mongodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
+import type { Store } from '../src/engine/store.ts';
+import { WorkqError } from '../src/errors.ts';
+import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
+import { ManualClock } from './support/manual-clock.ts';
+import {
+  createMongoDriverDouble,
+  type MongoDriverDouble,
+  type MongoDriverDoubleOptions,
+} from './support/mongodb-double.ts';
+
+const DB = 'workq_store_test';
+const opened: Store[] = [];
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+});
+
+async function openOnDouble(
+  options: Partial<MongoStoreOptions> = {},
+  doubleOptions: MongoDriverDoubleOptions = {},
+  double: MongoDriverDouble = createMongoDriverDouble(doubleOptions),
+) {
+  const client = double.client as unknown as MongoClient;
+  const store = await createMongoStore({ client, dbName: DB, notify: false, ...options });
+  opened.push(store);
+  const clock = new ManualClock();
+  return { double, store, clock, engine: createEngine({ store, clock, leaseSweepIntervalMs: 0 }) };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<WorkqError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(WorkqError);
+  return error as WorkqError;
+}
+
+describe('mongodb store: indexes', () => {
+  it('creates the claim, idempotency, lease, TTL, listing and registry indexes as specified', async () => {
+    const { double } = await openOnDouble({ historyRetentionMs: 3 * 86_400_000 });
+    const jobs = Object.fromEntries(double.indexes(DB, 'workq_jobs').map((index) => [index.name, index]));
+    expect(jobs.claim).toMatchObject({
+      key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
+      partialFilterExpression: { state: 'waiting' },
+    });
+    expect(Object.keys(jobs.claim?.key ?? {})).toEqual(['name', 'priority', 'orderKey', '_id']);
+    expect(jobs.idempotency).toMatchObject({
+      key: { name: 1, idempotencyKey: 1 },
+      unique: true,
+      partialFilterExpression: { idempotencyKey: { $type: 'string' } },
+    });
+    expect(jobs.lease_expiry).toMatchObject({
+      key: { leaseExpiresAt: 1 },
+      partialFilterExpression: { state: 'active' },
+    });
+    expect(jobs.history_ttl).toMatchObject({ key: { finishedAt: 1 }, expireAfterSeconds: 3 * 86_400 });
+    expect(jobs.list_by_name?.key).toEqual({ name: 1, state: 1, _id: 1 });
+    const schemas = double.indexes(DB, 'workq_schemas');
+    expect(schemas).toContainEqual(expect.objectContaining({ key: { name: 1, version: 1 }, unique: true }));
+  });
+
+  it('defaults the TTL to 7 days, and a changed retention updates it in place', async () => {
+    const double = createMongoDriverDouble();
+    await openOnDouble({}, {}, double);
+    const ttl = () => double.indexes(DB, 'workq_jobs').find((index) => index.name === 'history_ttl');
+    expect(ttl()?.expireAfterSeconds).toBe(7 * 86_400);
+    await openOnDouble({ historyRetentionMs: 60_000 }, {}, double);
+    expect(ttl()?.expireAfterSeconds).toBe(60);
+  });
+
+  it('uses the collection prefix', async () => {
+    const { double } = await openOnDouble({ collectionPrefix: 'q1_' });
+    expect(double.indexes(DB, 'q1_jobs').length).toBeGreaterThan(0);
+    expect(double.indexes(DB, 'workq_jobs')).toEqual([]);
+  });
+});
+
+describe('mongodb store: durability', () => {
+  it('sends every write with majority, journaled write concern, transactions included', async () => {
+    const { double, engine, store } = await openOnDouble();
+    await engine.enqueueMany([
+      { name: 'wc.a', version: 1, payload: { n: 1 } },
+      { name: 'wc.a', version: 1, payload: { n: 2 } },
+      { name: 'wc.a', version: 1, payload: { n: 3 } },
+    ]);
+    const [first, second, third] = await engine.claim({ name: 'wc.a', maxVersion: 1, limit: 3, workerId: 'w' });
+    await engine.complete(first!, { ok: true });
+    await engine.fail(second!, { message: 'boom' });
+    await engine.moveTo(third!, { name: 'wc.b', version: 1, payload: {} });
+    await engine.cancel(third!.id);
+    await store.registerSchema({
+      name: 'wc.a',
+      version: 1,
+      fingerprint: 'f',
+      jsonSchema: {},
+      registeredAt: new Date(),
+    });
+    await store.recordWorker({ id: 'w', host: 'h', name: 'wc.a', minVersion: 1, maxVersion: 1, seenAt: new Date() });
+    await engine.prune();
+
+    const methods = new Set(double.writes.map((write) => write.method));
+    expect(methods).toEqual(new Set(['insertMany', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']));
+    for (const write of double.writes) expect(write.writeConcern).toEqual({ w: 'majority', journal: true });
+    expect(double.transactions).toEqual([expect.objectContaining({ writeConcern: { w: 'majority', journal: true } })]);
+    expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
+      'findOneAndUpdate',
+      'insertOne',
+    ]);
+  });
+
+  it('keeps a job id as _id and payloads as exact JSON, including $-prefixed and dotted keys', async () => {
+    const { double, engine, store } = await openOnDouble();
+    const payload = { $where: 'x', 'a.b': [1, { $ne: null }], nested: { $ref: '#/x' }, text: '$name' };
+    const { id } = await engine.enqueue({ name: 'json.a', version: 1, payload });
+    const stored = double.collection(DB, 'workq_jobs')?.docs.get(`s:${id}`);
+    expect(stored?._id).toBe(id);
+    expect(typeof stored?.payload).toBe('string');
+    expect((await store.getJob(id))?.payload).toEqual(payload);
+  });
+});
+
+describe('mongodb store: duplicate keys', () => {
+  it('the double rejects a duplicate idempotency key with the driver’s duplicate-key error', async () => {
+    const { double, engine } = await openOnDouble();
+    await engine.enqueue({ name: 'dup.a', version: 1, payload: {}, options: { idempotencyKey: 'k' } });
+    const data = double.collection(DB, 'workq_jobs');
+    const existing = [...(data?.docs.values() ?? [])][0];
+    const copy = { ...existing, _id: 'another-id' };
+    expect(() => data?.insert(copy)).toThrow(expect.objectContaining({ code: 11000 }));
+    expect(() => data?.insert({ ...copy, idempotencyKey: null })).not.toThrow();
+    expect(() => data?.insert({ ...copy, _id: 'third', idempotencyKey: null })).not.toThrow();
+  });
+
+  it('returns the job holding a key with created: false, across batches and within one', async () => {
+    const { engine, store } = await openOnDouble();
+    const first = await engine.enqueue({
+      name: 'dup.b',
+      version: 1,
+      payload: { n: 1 },
+      options: { idempotencyKey: 'k1' },
+    });
+    const results = await engine.enqueueMany([
+      { name: 'dup.b', version: 1, payload: { n: 2 }, options: { idempotencyKey: 'k1' } },
+      { name: 'dup.b', version: 1, payload: { n: 3 }, options: { idempotencyKey: 'k2' } },
+      { name: 'dup.b', version: 1, payload: { n: 4 }, options: { idempotencyKey: 'k2' } },
+      { name: 'dup.b', version: 1, payload: { n: 5 } },
+    ]);
+    expect(results.map((r) => r.created)).toEqual([false, true, false, true]);
+    expect(results[0]?.id).toBe(first.id);
+    expect(results[2]?.id).toBe(results[1]?.id);
+    expect((await store.getJob(first.id))?.payload).toEqual({ n: 1 });
+    expect(await store.listJobs({ name: 'dup.b', limit: 10 })).toHaveLength(3);
+  });
+
+  it('a moveTo whose next job hits a used key is CONFLICT and rolls back: the job stays held', async () => {
+    const { engine, store } = await openOnDouble();
+    await engine.enqueue({ name: 'dup.next', version: 1, payload: {}, options: { idempotencyKey: 'taken' } });
+    await engine.enqueue({ name: 'dup.c', version: 1, payload: {} });
+    const [job] = await engine.claim({ name: 'dup.c', maxVersion: 1, limit: 1, workerId: 'w' });
+    const next = { name: 'dup.next', version: 1, payload: {}, options: { idempotencyKey: 'taken' } };
+    expect((await rejection(engine.moveTo(job!, next))).code).toBe('CONFLICT');
+    expect((await store.getJob(job!.id))?.state).toBe('active');
+    await engine.complete(job!);
+  });
+});
+
+describe('mongodb store: connections and capabilities', () => {
+  it('moveTo on a server without transactions is UNAVAILABLE and names the replica set requirement', async () => {
+    const { engine, store } = await openOnDouble({}, { transactions: false });
+    await engine.enqueue({ name: 'tx.a', version: 1, payload: {} });
+    const [job] = await engine.claim({ name: 'tx.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    const error = await rejection(engine.moveTo(job!, { name: 'tx.b', version: 1, payload: {} }));
+    expect(error.code).toBe('UNAVAILABLE');
+    expect(error.message).toMatch(/replica set/);
+    expect((await store.getJob(job!.id))?.state).toBe('active');
+  });
+
+  it('declares notify only when asked and the server can run change streams', async () => {
+    expect((await openOnDouble({ notify: false }, { replicaSet: 'rs0' })).store.capabilities.notify).toBe(false);
+    expect((await openOnDouble({ notify: true })).store.notifier).toBeUndefined();
+    const { store, double } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
+    expect(store.capabilities.notify).toBe(true);
+    expect(store.notifier).toBeDefined();
+    expect(double.collection(DB, 'workq_wakeups')?.options).toMatchObject({ capped: true });
+  });
+
+  it('the notifier delivers published job names to subscribers until they unsubscribe', async () => {
+    const { store } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
+    const notifier = store.notifier!;
+    const heard: string[] = [];
+    const unsubscribe = await notifier.subscribe((name) => heard.push(name));
+    await notifier.publish('wake.a');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard).toEqual(['wake.a']);
+    await unsubscribe();
+    await notifier.publish('wake.b');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard).toEqual(['wake.a']);
+    await notifier.subscribe(() => {});
+    await store.close();
+  });
+
+  it('close is idempotent and leaves a given client open', async () => {
+    const { store, double } = await openOnDouble();
+    await store.close();
+    await store.close();
+    expect((double.client as unknown as { closed: boolean }).closed).toBe(false);
+  });
+
+  it('never puts a non-string id into a query', async () => {
+    const { engine, store } = await openOnDouble();
+    await engine.enqueue({ name: 'inj.a', version: 1, payload: {} });
+    const probe = { $ne: null } as unknown as string;
+    expect(await store.getJob(probe)).toBeNull();
+    expect(await store.cancelJob(probe, new Date())).toBeNull();
+    expect(await store.completeJobs([{ id: probe, leaseToken: probe, result: null }], new Date())).toEqual([]);
+  });
+
+  it('fails fast with UNAVAILABLE, without credentials in the message, when no server answers', async () => {
+    const started = Date.now();
+    const error = await rejection(
+      createMongoStore({ url: 'mongodb://user:s3cret@127.0.0.1:9/workq', serverSelectionTimeoutMS: 500 }),
+    );
+    expect(error.code).toBe('UNAVAILABLE');
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain('127.0.0.1:9');
+    expect(error.message).not.toContain('s3cret');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('rejects a missing url and client, and an invalid url, as VALIDATION', async () => {
+    expect((await rejection(createMongoStore({}))).code).toBe('VALIDATION');
+    expect((await rejection(createMongoStore({ url: 'mongodb://a:b@/??' }))).code).toBe('VALIDATION');
+  });
+});
