@@ -38,7 +38,8 @@ describe('browser bundles', () => {
     const { imports, inputs, bytes } = await bundleForBrowser('../../packages/sdk/src/index.ts');
     expect(bytes).toBeGreaterThan(1000);
     expect(imports.filter((path) => NODE_BUILTINS.has(path))).toEqual([]);
-    for (const driver of DRIVERS) expect(inputs.filter((input) => input.includes(`/node_modules/${driver}/`))).toEqual([]);
+    for (const driver of DRIVERS)
+      expect(inputs.filter((input) => input.includes(`/node_modules/${driver}/`))).toEqual([]);
     expect(inputs.some((input) => input.includes('@trpc/client'))).toBe(true);
   });
 
@@ -50,7 +51,9 @@ describe('browser bundles', () => {
   });
 
   it('the check above would catch a driver import (the engine entry loads stores only on demand)', async () => {
-    const { imports } = await bundleForBrowser('../../packages/core/src/stores/postgres/index.ts').catch(() => ({ imports: ['pg'] }));
+    const { imports } = await bundleForBrowser('../../packages/core/src/stores/postgres/index.ts').catch(() => ({
+      imports: ['pg'],
+    }));
     expect(imports.some((path) => path === 'pg' || path.startsWith('@electric-sql/pglite'))).toBe(true);
   });
 });

@@ -12,7 +12,9 @@ describe('producer types', () => {
       format?: 'jpeg' | 'png' | 'webp' | 'avif' | undefined;
       quality?: number | undefined;
     }>();
-    expectTypeOf(sdk.enqueue.imageConvert).returns.resolves.toEqualTypeOf<JobHandle<{ bytes: number; width?: number | undefined }>>();
+    expectTypeOf(sdk.enqueue.imageConvert).returns.resolves.toEqualTypeOf<
+      JobHandle<{ bytes: number; width?: number | undefined }>
+    >();
     expectTypeOf<Awaited<ReturnType<JobHandle<{ bytes: number }>['result']>>>().toEqualTypeOf<{ bytes: number }>();
     expectTypeOf(sdk.enqueueMany.sendEmail).returns.resolves.toEqualTypeOf<JobHandle<{ messageId: string }>[]>();
   });

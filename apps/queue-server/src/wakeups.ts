@@ -3,6 +3,14 @@ import type { Engine, StoreNotifier } from '@workq/core/engine';
 type Wake = () => void;
 
 /**
+ * Notifier messages are job names, `'*'`, or this prefix followed by
+ * comma-separated ids of jobs that finished. No job name contains `:`.
+ */
+const FINISHED_PREFIX = 'finished:';
+/** Ids per finished message: well under PostgreSQL's 8000-byte NOTIFY payload limit. */
+const FINISHED_IDS_PER_MESSAGE = 100;
+
+/**
  * Wakes waiting claim and result requests. In-process, the engine's events
  * wake them at once; across server instances, the store's notifier (LISTEN/
  * NOTIFY, change streams) does where it exists; a bounded poll covers
@@ -13,6 +21,8 @@ export class Wakeups {
   private readonly finishWaiters = new Map<string, Set<Wake>>();
   private readonly generations = new Map<string, number>();
   private readonly pendingPublish = new Set<string>();
+  private readonly pendingFinished = new Set<string>();
+  private flushScheduled = false;
   private readonly detach: (() => void)[] = [];
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
@@ -28,9 +38,12 @@ export class Wakeups {
         this.wakeReady(name);
         this.publish(name);
       }),
-      this.engine.onFinished((id) => this.wakeAll(this.finishWaiters.get(id))),
+      this.engine.onFinished((id) => {
+        this.wakeAll(this.finishWaiters.get(id));
+        this.publishFinished(id);
+      }),
     );
-    if (this.notifier) this.unsubscribe = await this.notifier.subscribe((name) => this.wakeReady(name));
+    if (this.notifier) this.unsubscribe = await this.notifier.subscribe((message) => this.received(message));
   }
 
   /** True once the server is shutting down: waiting requests should return. */
@@ -93,16 +106,43 @@ export class Wakeups {
     if (waiters) for (const wake of [...waiters]) wake();
   }
 
+  /** A message from another instance: jobs of a name became ready, jobs finished, or `'*'` (wake-ups were missed). */
+  private received(message: string): void {
+    if (message.startsWith(FINISHED_PREFIX)) {
+      for (const id of message.slice(FINISHED_PREFIX.length).split(',')) this.wakeAll(this.finishWaiters.get(id));
+      return;
+    }
+    if (message === '*') for (const waiters of [...this.finishWaiters.values()]) this.wakeAll(waiters);
+    this.wakeReady(message);
+  }
+
   /** Coalesces publishes within one tick: a burst of enqueues costs one notification per job name. */
   private publish(name: string): void {
     if (!this.notifier || this.closed) return;
-    const first = this.pendingPublish.size === 0;
     this.pendingPublish.add(name);
-    if (!first) return;
+    this.flushSoon();
+  }
+
+  /** Tells other instances a job finished, so their waiting result requests return; ids are batched per tick. */
+  private publishFinished(id: string): void {
+    if (!this.notifier || this.closed) return;
+    this.pendingFinished.add(id);
+    this.flushSoon();
+  }
+
+  private flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
     setImmediate(() => {
-      const names = [...this.pendingPublish];
+      this.flushScheduled = false;
+      const messages = [...this.pendingPublish];
+      const finished = [...this.pendingFinished];
       this.pendingPublish.clear();
-      for (const pending of names) this.notifier?.publish(pending).catch(() => undefined);
+      this.pendingFinished.clear();
+      for (let i = 0; i < finished.length; i += FINISHED_IDS_PER_MESSAGE) {
+        messages.push(`${FINISHED_PREFIX}${finished.slice(i, i + FINISHED_IDS_PER_MESSAGE).join(',')}`);
+      }
+      for (const message of messages) this.notifier?.publish(message).catch(() => undefined);
     });
   }
 }

@@ -6,8 +6,12 @@ import { authedProcedure, router } from './trpc.ts';
 
 export const schemasRouter = router({
   /**
-   * Registers a catalog's payload schemas (JSON Schema). Refused with
-   * `CONFLICT` when a (job, version) is registered with a different schema.
+   * Registers a catalog's payload schemas (JSON Schema): those of the job
+   * types this token may produce or consume; the rest of the catalog is
+   * skipped, so a token scoped to one job can still use a client built on the
+   * whole catalog. Refused with `FORBIDDEN` when the token may use none of
+   * them, and with `CONFLICT` when a (job, version) is registered with a
+   * different schema. Resolves to the entries registered.
    */
   register: authedProcedure
     .input(
@@ -16,15 +20,17 @@ export const schemasRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      for (const { name } of input.schemas) {
-        if (!hasScope(ctx.principal, 'produce', name) && !hasScope(ctx.principal, 'consume', name)) {
-          throw new WorkqError(
-            'FORBIDDEN',
-            `This token may not register schemas for "${name}": it needs produce:${name} or consume:${name}.`,
-          );
-        }
+      const permitted = input.schemas.filter(
+        ({ name }) => hasScope(ctx.principal, 'produce', name) || hasScope(ctx.principal, 'consume', name),
+      );
+      const refused = input.schemas.find((schema) => !permitted.includes(schema));
+      if (refused && permitted.length === 0) {
+        throw new WorkqError(
+          'FORBIDDEN',
+          `This token may not register schemas for "${refused.name}": it needs produce:${refused.name} or consume:${refused.name}.`,
+        );
       }
-      const entries = await ctx.services.registry.register(input.schemas);
+      const entries = await ctx.services.registry.register(permitted);
       return entries.map(({ name, version: v, fingerprint }) => ({ name, version: v, fingerprint }));
     }),
 

@@ -31,7 +31,10 @@ export async function writeSnapshot(options: SchemasCommandOptions): Promise<Com
   const snapshot = snapshotCatalog(await loadCatalog(options));
   await writeFile(resolve(options.snapshotPath), `${JSON.stringify(snapshot, null, 2)}\n`);
   const count = Object.values(snapshot.jobs).reduce((n, job) => n + Object.keys(job.versions).length, 0);
-  return { exitCode: 0, lines: [`wrote ${options.snapshotPath}: ${Object.keys(snapshot.jobs).length} job types, ${count} versions`] };
+  return {
+    exitCode: 0,
+    lines: [`wrote ${options.snapshotPath}: ${Object.keys(snapshot.jobs).length} job types, ${count} versions`],
+  };
 }
 
 /** `workq schemas check`: fails, naming each problem, when the catalog breaks what the snapshot recorded. */
@@ -48,7 +51,9 @@ export async function checkSnapshot(options: SchemasCommandOptions): Promise<Com
   } catch (error) {
     return {
       exitCode: 1,
-      lines: [`✗ cannot read the snapshot ${options.snapshotPath} (${(error as Error).message}); write one with "workq schemas snapshot".`],
+      lines: [
+        `✗ cannot read the snapshot ${options.snapshotPath} (${(error as Error).message}); write one with "workq schemas snapshot".`,
+      ],
     };
   }
   const problems = checkCompatibility(catalog, snapshot);

@@ -7,8 +7,8 @@ type Next = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 
 
 /** The version after K, as `previous` keys it: inferred object keys may be numbers or numeric strings. */
 type NextKey<K, Prev> = K extends keyof Next
-  ? `${Next[K]}` extends keyof Prev
-    ? `${Next[K]}`
+  ? `${Next[K] & number}` extends keyof Prev
+    ? `${Next[K] & number}`
     : Next[K] extends keyof Prev
       ? Next[K]
       : never

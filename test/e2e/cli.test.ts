@@ -1,0 +1,168 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseServerArgs } from '../../apps/queue-server/src/cli-args.ts';
+import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
+
+const BIN = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq-server.js');
+
+describe('parseServerArgs', () => {
+  it('maps every flag', () => {
+    const options = parseServerArgs(
+      [
+        '--store',
+        'pglite://memory',
+        '--host',
+        '127.0.0.2',
+        '--port',
+        '4100',
+        '--token',
+        'a=produce:*,consume:*',
+        '--token',
+        'b=admin',
+        '--data-dir',
+        '/tmp/workq-data',
+        '--max-payload-bytes',
+        '1024',
+        '--max-batch-size',
+        '20',
+        '--max-trpc-batch-size',
+        '5',
+        '--max-long-poll-ms',
+        '3000',
+      ],
+      {},
+    );
+    expect(options).toEqual({
+      store: 'pglite://memory',
+      host: '127.0.0.2',
+      port: 4100,
+      tokens: [
+        { token: 'a', scopes: ['produce:*', 'consume:*'] },
+        { token: 'b', scopes: ['admin'] },
+      ],
+      dataDir: '/tmp/workq-data',
+      limits: { maxPayloadBytes: 1024, maxBatchSize: 20, maxTrpcBatchSize: 5, maxLongPollMs: 3000 },
+    });
+  });
+
+  it('reads WORKQ_* environment variables', () => {
+    const options = parseServerArgs([], {
+      WORKQ_STORE: 'postgres://db/x',
+      WORKQ_HOST: '::1',
+      WORKQ_PORT: '4200',
+      WORKQ_TOKENS: 'a=admin;b=consume:x',
+      WORKQ_DATA_DIR: 'data',
+      WORKQ_MAX_PAYLOAD_BYTES: '99',
+      WORKQ_MAX_BATCH_SIZE: '7',
+      WORKQ_MAX_TRPC_BATCH_SIZE: '3',
+      WORKQ_MAX_LONG_POLL_MS: '100',
+    });
+    expect(options).toEqual({
+      store: 'postgres://db/x',
+      host: '::1',
+      port: 4200,
+      tokens: [
+        { token: 'a', scopes: ['admin'] },
+        { token: 'b', scopes: ['consume:x'] },
+      ],
+      dataDir: 'data',
+      limits: { maxPayloadBytes: 99, maxBatchSize: 7, maxTrpcBatchSize: 3, maxLongPollMs: 100 },
+    });
+  });
+
+  it('lets flags win over the environment', () => {
+    const options = parseServerArgs(['--port', '5000', '--token', 'flag=produce:x', '--max-batch-size', '2'], {
+      WORKQ_PORT: '6000',
+      WORKQ_TOKENS: 'env=admin',
+      WORKQ_MAX_BATCH_SIZE: '9',
+      WORKQ_STORE: 'pglite://memory',
+    });
+    expect(options).toMatchObject({
+      port: 5000,
+      tokens: [{ token: 'flag', scopes: ['produce:x'] }],
+      limits: { maxBatchSize: 2 },
+      store: 'pglite://memory',
+    });
+  });
+
+  it('leaves unset options to the server defaults and answers --help', () => {
+    expect(parseServerArgs([], {})).toEqual({
+      store: undefined,
+      host: undefined,
+      port: undefined,
+      tokens: [],
+      dataDir: undefined,
+      limits: {},
+    });
+    expect(parseServerArgs(['--help'], {})).toBe('help');
+  });
+
+  it('rejects malformed values with a message naming the option', () => {
+    expect(() => parseServerArgs(['--port', 'abc'], {})).toThrow(/port/);
+    expect(() => parseServerArgs([], { WORKQ_MAX_BATCH_SIZE: '-1' })).toThrow(/max-batch-size/);
+    expect(() => parseServerArgs(['--token', 'no-scopes-here'], {})).toThrow(/<token>=<scope>/);
+    expect(() => parseServerArgs(['--no-such-flag'], {})).toThrow();
+  });
+});
+
+describe('the workq-server command', () => {
+  const children = new ChildProcesses();
+
+  afterAll(async () => {
+    await children.killAll();
+  });
+
+  it('serves /healthz, never prints its tokens, and exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const secret = 'cli-secret-4e7a90';
+    const server = children.spawnNode([
+      BIN,
+      '--store',
+      'pglite://memory',
+      '--port',
+      String(port),
+      '--token',
+      `${secret}=admin`,
+    ]);
+    await until(
+      () =>
+        fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      60_000,
+      100,
+    );
+    const refused = await fetch(`http://127.0.0.1:${port}/trpc/admin.stats`);
+    expect(refused.status).toBe(401);
+    const allowed = await fetch(`http://127.0.0.1:${port}/trpc/admin.stats`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(allowed.status).toBe(200);
+
+    children.signal(server, 'SIGTERM');
+    expect(await exited(server)).toEqual({ code: 0, signal: null });
+    // The launcher's own child (the server) has exited too: nothing is left in its process group.
+    await until(() => !groupAlive(server.pid as number), 10_000, 50);
+    expect(server.output()).toContain('listening');
+    expect(server.output()).not.toContain(secret);
+  }, 90_000);
+
+  it('refuses --host 0.0.0.0 without tokens, exiting non-zero with the reason', async () => {
+    const port = await freePort();
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--host', '0.0.0.0', '--port', String(port)]);
+    const { code } = await exited(server);
+    expect(code).not.toBe(0);
+    expect(server.output()).toContain('Refusing to serve 0.0.0.0 without tokens');
+    expect(server.output()).toMatch(/--token|WORKQ_TOKENS/);
+  }, 60_000);
+});
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

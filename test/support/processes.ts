@@ -1,0 +1,89 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root. */
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** tsx's command-line entry, to run TypeScript in child processes. */
+export const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
+
+/** A port that was free a moment ago (listened on with port 0, then released). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port assigned');
+  return address.port;
+}
+
+/**
+ * Child processes a test starts. Each runs in its own process group, so
+ * `killAll()` also ends whatever it spawned (e.g. a launcher's child), by pid.
+ */
+export class ChildProcesses {
+  private readonly children = new Set<ChildProcess>();
+
+  /** Starts `node <args>` with captured stdout and stderr. */
+  spawnNode(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => string } {
+    const child = spawn(process.execPath, [...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.children.add(child);
+    child.once('exit', () => this.children.delete(child));
+    return Object.assign(child, { output: () => output });
+  }
+
+  /** Sends `signal` to the child, or with `group` to its whole process group (what it spawned, too). */
+  signal(child: ChildProcess, signal: NodeJS.Signals, options: { group?: boolean } = {}): void {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(options.group ? -child.pid : child.pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /** SIGKILLs every child still running (with its group) and waits for each to exit. */
+  async killAll(): Promise<void> {
+    const running = [...this.children];
+    for (const child of running) this.signal(child, 'SIGKILL', { group: true });
+    await Promise.all(running.map((child) => exited(child)));
+  }
+}
+
+/** Resolves with the exit code (or signal) once the child has exited. */
+export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** Resolves once `predicate()` holds, polling every `everyMs`; rejects after `timeoutMs`. */
+export async function until(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 25,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
