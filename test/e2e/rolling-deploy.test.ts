@@ -84,7 +84,14 @@ describe('rolling deploy of imageConvert v1 → v2 over PostgreSQL', () => {
     const oldConsumer = createClient({ url: server.url, jobs: catalogV1, token: 'root' });
     const oldSaw: number[] = [];
     workers.push(
-      oldConsumer.consume('imageConvert', async (job) => (oldSaw.push(job.version), { bytes: 1 }), { pollWaitMs: 500 }),
+      oldConsumer.consume(
+        'imageConvert',
+        async (job) => {
+          oldSaw.push(job.version);
+          return { bytes: 1 };
+        },
+        { pollWaitMs: 500 },
+      ),
     );
     const handles = await newProducer.enqueueMany.imageConvert(
       Array.from({ length: 10 }, (_, i) => ({
