@@ -2,6 +2,9 @@
  * The browser-safe root entry of workq's core: the job contract DSL, its
  * helper types and the error type. No database driver is imported from here.
  */
+
+export type { CompatibilityProblem, SchemaSnapshot } from './contract/compatibility.ts';
+export { checkCompatibility, snapshotCatalog } from './contract/compatibility.ts';
 export { defineCatalog, isValidJobName } from './contract/define-catalog.ts';
 export type { JobSpec } from './contract/define-job.ts';
 export { defineJob } from './contract/define-job.ts';
@@ -26,5 +29,3 @@ export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type { JobError, JobState, JobStatus } from './jobs.ts';
 export { JOB_STATES } from './jobs.ts';
-export { checkCompatibility, snapshotCatalog } from './contract/compatibility.ts';
-export type { CompatibilityProblem, SchemaSnapshot } from './contract/compatibility.ts';
