@@ -1,0 +1,110 @@
+import { WorkqError } from '../../errors.ts';
+
+/** Driver error codes that mean the server could not be reached or the connection dropped. */
+const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_NORMAL_SHUTDOWN',
+]);
+
+/** Errors after which the whole transaction was rolled back, so running it again is safe. */
+const DEADLOCK_CODES: ReadonlySet<string> = new Set(['ER_LOCK_DEADLOCK']);
+
+const DEADLOCK_RETRIES = 4;
+
+/** Where the store connects, for messages: `host:port`, never credentials. */
+export function describeTarget(url: string | undefined): string {
+  if (url === undefined) return 'the configured server';
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname || 'localhost'}:${parsed.port || '3306'}`;
+  } catch {
+    return 'the configured server';
+  }
+}
+
+/** The driver's error code (`ECONNREFUSED`, `ER_LOCK_DEADLOCK`, …), if `error` carries one. */
+export function driverCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
+}
+
+/**
+ * Turns a driver error into the `WorkqError` users see; the driver error is
+ * kept as `cause` for logs, and no database message reaches the message.
+ */
+export function classifyMysqlError(error: unknown, target: string, operation: string): WorkqError {
+  if (error instanceof WorkqError) return error;
+  const code = driverCode(error);
+  if (code !== undefined && CONNECTION_CODES.has(code)) {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `Cannot reach MySQL at ${target} (${code}); check that the server is running and reachable, then retry.`,
+      { retryable: true, cause: error },
+    );
+  }
+  if (code === 'ER_ACCESS_DENIED_ERROR' || code === 'ER_DBACCESS_DENIED_ERROR') {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `MySQL at ${target} refused the credentials in the store URL (${code}); check the user, password and grants.`,
+      { retryable: false, cause: error },
+    );
+  }
+  if (code === 'ER_BAD_DB_ERROR') {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `The database named in the store URL does not exist on MySQL at ${target}; create it first.`,
+      { retryable: false, cause: error },
+    );
+  }
+  if (code === 'ER_LOCK_WAIT_TIMEOUT' || (code !== undefined && DEADLOCK_CODES.has(code))) {
+    return new WorkqError('UNAVAILABLE', `MySQL at ${target} timed out on a lock during ${operation}; retry.`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (isPoolClosed(error)) {
+    return new WorkqError('UNAVAILABLE', `The MySQL store is closed; ${operation} cannot run.`, {
+      retryable: false,
+      cause: error,
+    });
+  }
+  return new WorkqError(
+    'UNAVAILABLE',
+    `The MySQL store at ${target} failed during ${operation}${code ? ` (${code})` : ''}; see the server log.`,
+    { retryable: false, cause: error },
+  );
+}
+
+function isPoolClosed(error: unknown): boolean {
+  return error instanceof Error && /pool is closed/i.test(error.message);
+}
+
+/**
+ * Runs `work`, running it again when MySQL broke a deadlock by rolling it
+ * back; any other error, or a deadlock past the last retry, is classified.
+ * Only for work that is safe to repeat after a rollback.
+ */
+export async function withDeadlockRetry<T>(target: string, operation: string, work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const code = driverCode(error);
+      if (attempt > DEADLOCK_RETRIES || code === undefined || !DEADLOCK_CODES.has(code)) {
+        throw classifyMysqlError(error, target, operation);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import type { JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import { type Queryable, selectRows } from './connection.ts';
+import { CLAIM_INDEX } from './migrations.ts';
+import { JOB_SELECT, jobRow, sqlDate } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** The lease fence: the row is active, held by this token, and the lease has not expired. */
+export const FENCE = `id = ? AND lease_token = ? AND state = 'active' AND lease_expires_at > ?`;
+
+/** The values of `FENCE`, in order. */
+export function fenceValues(lease: LeaseRef, now: Date): unknown[] {
+  return [lease.id, lease.leaseToken, sqlDate(now)];
+}
+
+/** Clears the lease of a row leaving `active`. */
+export const RELEASE_LEASE = 'lease_token = NULL, lease_expires_at = NULL';
+
+/** A map key for a job's `(name, idempotencyKey)`. */
+export function idempotencyRef(name: string, key: string): string {
+  return JSON.stringify([name, key]);
+}
+
+/**
+ * The claim's first step: locks up to `limit` ready jobs of one name and
+ * version range, in claim order, skipping rows other claims hold. It reads
+ * only the claim index's `waiting` range of that name, so finished history
+ * never costs it anything. Values: name, now, minVersion, maxVersion, limit.
+ */
+export function claimCandidatesSql(t: Tables): string {
+  return `SELECT id FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
+    WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
+    ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
+}
+
+/** The jobs with these ids, by id; unknown ids are absent. */
+export async function selectJobsByIds(
+  db: Queryable,
+  t: Tables,
+  ids: readonly string[],
+): Promise<Map<string, JobRecord>> {
+  const rows = await selectRows(db, `SELECT ${JOB_SELECT} FROM ${t.jobs} WHERE id IN (?)`, [ids]);
+  return new Map(rows.map((row) => [String(row.id), jobRow(row)]));
+}
+
+/** The stored rows for a batch just inserted: by id for jobs without a key, by `(name, key)` for the rest. */
+export async function selectInserted(
+  db: Queryable,
+  t: Tables,
+  jobs: readonly NewJob[],
+): Promise<{ byId: Map<string, JobRecord>; byKey: Map<string, JobRecord> }> {
+  const ids = jobs.filter((job) => job.idempotencyKey === null).map((job) => job.id);
+  const keyed = jobs.filter((job) => job.idempotencyKey !== null);
+  const parts: string[] = [];
+  const values: unknown[] = [];
+  if (ids.length > 0) {
+    parts.push(`SELECT ${JOB_SELECT} FROM ${t.jobs} WHERE id IN (?)`);
+    values.push(ids);
+  }
+  if (keyed.length > 0) {
+    const match = keyed.map(() => '(name = ? AND idempotency_key = ?)').join(' OR ');
+    parts.push(`SELECT ${JOB_SELECT} FROM ${t.jobs} WHERE ${match}`);
+    values.push(...keyed.flatMap((job) => [job.name, job.idempotencyKey]));
+  }
+  const records = (await selectRows(db, parts.join(' UNION ALL '), values)).map(jobRow);
+  return {
+    byId: new Map(records.map((job) => [job.id, job])),
+    byKey: new Map(
+      records
+        .filter((job) => job.idempotencyKey !== null)
+        .map((job) => [idempotencyRef(job.name, job.idempotencyKey as string), job]),
+    ),
+  };
+}

@@ -1,0 +1,134 @@
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { WorkqError } from '../../errors.ts';
+import type { Tables } from './tables.ts';
+
+/** One schema change. Append-only: a released migration is never edited, only followed by a new one. */
+export interface Migration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+/** Name of the index every claim reads; the claim query forces it. */
+export const CLAIM_INDEX = 'claim_order';
+
+/**
+ * The store's migrations, in order, for the given tables. Each statement is
+ * safe to run again (`IF NOT EXISTS`), because MySQL commits DDL implicitly
+ * and a crash may leave a migration half applied.
+ */
+export function migrations(t: Tables): readonly Migration[] {
+  return [
+    {
+      version: 1,
+      name: 'jobs, schemas and workers',
+      statements: [
+        // Text compares byte-wise (utf8mb4_bin). The idempotency key is VARBINARY so that
+        // trailing spaces are significant (PAD SPACE collations would make 'a' equal 'a ').
+        // The claim index leads with state and name, so finished history is never scanned, then
+        // follows the claim order (the primary key, id, is implied last); run_at and version
+        // trail it so scheduled or newer-version jobs are skipped within the index.
+        `CREATE TABLE IF NOT EXISTS ${t.jobs} (
+          id VARCHAR(36) NOT NULL,
+          name VARCHAR(100) NOT NULL,
+          version INT NOT NULL,
+          payload LONGTEXT NOT NULL,
+          state VARCHAR(16) NOT NULL,
+          priority INT NOT NULL,
+          job_order VARCHAR(8) NOT NULL,
+          order_key BIGINT NOT NULL,
+          tie_key VARCHAR(36) NOT NULL,
+          run_at DATETIME(3) NOT NULL,
+          created_at DATETIME(3) NOT NULL,
+          updated_at DATETIME(3) NOT NULL,
+          attempts INT NOT NULL,
+          max_attempts INT NOT NULL,
+          backoff TEXT NOT NULL,
+          lease_ms INT NOT NULL,
+          lease_token VARCHAR(64) NULL,
+          lease_expires_at DATETIME(3) NULL,
+          worker_id VARCHAR(255) NULL,
+          progress DOUBLE NOT NULL,
+          result LONGTEXT NULL,
+          error LONGTEXT NULL,
+          idempotency_key VARBINARY(1020) NULL,
+          finished_at DATETIME(3) NULL,
+          moved_to VARCHAR(36) NULL,
+          replay_of VARCHAR(36) NULL,
+          PRIMARY KEY (id),
+          KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
+          KEY lease_expiry (state, lease_expires_at),
+          KEY finished (finished_at),
+          KEY listing (name, state, id),
+          UNIQUE KEY idempotency (name, idempotency_key)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `CREATE TABLE IF NOT EXISTS ${t.schemas} (
+          name VARCHAR(100) NOT NULL,
+          version INT NOT NULL,
+          fingerprint VARCHAR(255) NOT NULL,
+          json_schema LONGTEXT NOT NULL,
+          registered_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (name, version)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `CREATE TABLE IF NOT EXISTS ${t.workers} (
+          id VARCHAR(255) NOT NULL,
+          host VARCHAR(255) NOT NULL,
+          name VARCHAR(100) NOT NULL,
+          min_version INT NOT NULL,
+          max_version INT NOT NULL,
+          seen_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (id),
+          KEY seen (seen_at)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
+  ];
+}
+
+const LOCK_TIMEOUT_S = 60;
+
+/** A server-wide lock name for this database and table prefix (MySQL caps lock names at 64 characters). */
+const LOCK_NAME = `LEFT(CONCAT('workq:', COALESCE(DATABASE(), ''), ':', ?), 64)`;
+
+/**
+ * Applies the migrations not yet recorded in the migrations table, under a
+ * named lock so concurrent starts apply each one once. Running it again is a no-op.
+ */
+export async function migrate(pool: Pool, t: Tables): Promise<void> {
+  const connection = await pool.getConnection();
+  try {
+    const [locked] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS locked`, [
+      t.migrations,
+      LOCK_TIMEOUT_S,
+    ]);
+    if (Number(locked[0]?.locked) !== 1) {
+      throw new WorkqError(
+        'UNAVAILABLE',
+        `Waited ${LOCK_TIMEOUT_S} s for another process to finish migrating the workq tables; retry, or look for a stuck migration.`,
+      );
+    }
+    try {
+      await connection.query(
+        `CREATE TABLE IF NOT EXISTS ${t.migrations} (
+          version INT NOT NULL PRIMARY KEY,
+          name VARCHAR(200) NOT NULL
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      );
+      const [rows] = await connection.query<RowDataPacket[]>(`SELECT version FROM ${t.migrations}`);
+      const applied = new Set(rows.map((row) => Number(row.version)));
+      for (const migration of migrations(t)) {
+        if (applied.has(migration.version)) continue;
+        for (const statement of migration.statements) await connection.query(statement);
+        await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [
+          migration.version,
+          migration.name,
+        ]);
+      }
+    } finally {
+      // If this fails the connection is gone, and the server has released the lock with it.
+      await connection.query(`SELECT RELEASE_LOCK(${LOCK_NAME})`, [t.migrations]).catch(() => undefined);
+    }
+  } finally {
+    connection.release();
+  }
+}

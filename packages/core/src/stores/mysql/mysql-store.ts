@@ -1,0 +1,393 @@
+import type { Pool, PoolConnection } from 'mysql2/promise';
+import type {
+  ClaimRequest,
+  InsertOutcome,
+  JobCount,
+  JobRecord,
+  LeaseRef,
+  ListFilter,
+  NewJob,
+  SchemaEntry,
+  Store,
+  StoreCapabilities,
+  WorkerPresence,
+} from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import type { JobError, JobState } from '../../jobs.ts';
+import { execute, inTransaction, selectRows } from './connection.ts';
+import { withDeadlockRetry } from './errors.ts';
+import {
+  claimCandidatesSql,
+  FENCE,
+  fenceValues,
+  idempotencyRef,
+  RELEASE_LEASE,
+  selectInserted,
+  selectJobsByIds,
+} from './job-queries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
+import { JOB_COLUMNS, JOB_SELECT, jobRow, newJobValues, ORDER_KEY_SQL, sqlDate, writeJson } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
+export interface MysqlStoreParts {
+  pool: Pool;
+  tables: Tables;
+  /** `host:port`, for error messages. */
+  target: string;
+  /** Whether `close()` ends the pool (false when the caller passed in its own). */
+  ownsPool: boolean;
+  /** Whether every session of the pool already runs at READ COMMITTED, so claims need not set it. */
+  readCommittedSessions: boolean;
+}
+
+/** The MySQL/MariaDB implementation of the storage contract; see `Store` for each operation. */
+export class MysqlStore implements Store {
+  readonly kind = 'mysql';
+  readonly capabilities: StoreCapabilities = { notify: false };
+  private readonly pool: Pool;
+  private readonly t: Tables;
+  private readonly target: string;
+  private readonly ownsPool: boolean;
+  private readonly readCommittedSessions: boolean;
+  private closing: Promise<void> | null = null;
+
+  constructor(parts: MysqlStoreParts) {
+    this.pool = parts.pool;
+    this.t = parts.tables;
+    this.target = parts.target;
+    this.ownsPool = parts.ownsPool;
+    this.readCommittedSessions = parts.readCommittedSessions;
+  }
+
+  async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    if (jobs.length === 0) return [];
+    // A key repeated within the batch names one job: only its first occurrence is inserted.
+    const seen = new Set<string>();
+    const rows = jobs.filter((job) => {
+      if (job.idempotencyKey === null) return true;
+      const ref = idempotencyRef(job.name, job.idempotencyKey);
+      if (seen.has(ref)) return false;
+      seen.add(ref);
+      return true;
+    });
+    return this.retry('insertJobs', async () => {
+      // ON DUPLICATE KEY UPDATE turns a key conflict into a no-op, unlike INSERT IGNORE, which would hide other errors.
+      await execute(
+        this.pool,
+        `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
+        [rows.map(newJobValues)],
+      );
+      const stored = await selectInserted(this.pool, this.t, jobs);
+      return jobs.map((job) => {
+        const found =
+          job.idempotencyKey === null
+            ? stored.byId.get(job.id)
+            : stored.byKey.get(idempotencyRef(job.name, job.idempotencyKey));
+        if (!found) throw new WorkqError('UNAVAILABLE', `The MySQL store lost job ${job.id} right after inserting it.`);
+        return { job: found, created: found.id === job.id };
+      });
+    });
+  }
+
+  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    const { now } = request;
+    return this.transaction(
+      'claimJobs',
+      async (c) => {
+        const locked = await selectRows(c, claimCandidatesSql(this.t), [
+          request.name,
+          sqlDate(now),
+          request.minVersion,
+          request.maxVersion,
+          request.limit,
+        ]);
+        if (locked.length === 0) return [];
+        const ids = locked.map((row) => String(row.id));
+        const expiry =
+          request.leaseMs === null
+            ? { sql: 'TIMESTAMPADD(MICROSECOND, lease_ms * 1000, CAST(? AS DATETIME(3)))', value: sqlDate(now) }
+            : { sql: '?', value: sqlDate(new Date(now.getTime() + request.leaseMs)) };
+        await execute(
+          c,
+          `UPDATE ${this.t.jobs} SET state = 'active', lease_token = ?, lease_expires_at = ${expiry.sql},
+             worker_id = ?, attempts = attempts + 1, updated_at = ?
+           WHERE id IN (?)`,
+          [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
+        );
+        const claimed = await selectJobsByIds(c, this.t, ids);
+        return ids.map((id) => claimed.get(id)).filter((job) => job !== undefined);
+      },
+      { readCommitted: !this.readCommittedSessions },
+    );
+  }
+
+  async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
+    if (jobs.length === 0) return [];
+    return this.transaction('completeJobs', async (c) => {
+      const held = await selectRows(
+        c,
+        `SELECT id, lease_token FROM ${this.t.jobs}
+         WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? FOR UPDATE`,
+        [jobs.map((job) => job.id), sqlDate(now)],
+      );
+      const tokens = new Map(held.map((row) => [String(row.id), String(row.lease_token)]));
+      const results = new Map<string, string>();
+      for (const job of jobs) {
+        if (tokens.get(job.id) === job.leaseToken && !results.has(job.id)) results.set(job.id, writeJson(job.result));
+      }
+      if (results.size === 0) return [];
+      const ids = [...results.keys()];
+      await execute(
+        c,
+        `UPDATE ${this.t.jobs}
+         SET state = 'completed', result = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END,
+           ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE id IN (?)`,
+        [...ids.flatMap((id) => [id, results.get(id)]), sqlDate(now), sqlDate(now), ids],
+      );
+      return ids;
+    });
+  }
+
+  async failJob(
+    lease: LeaseRef,
+    outcome: { error: JobError; retryAt: Date | null },
+    now: Date,
+  ): Promise<JobRecord | null> {
+    const { retryAt } = outcome;
+    const error = writeJson(outcome.error);
+    if (retryAt === null) {
+      return this.fencedUpdate('failJob', lease, now, `state = 'dead', error = ?, ${RELEASE_LEASE}, finished_at = ?`, [
+        error,
+        sqlDate(now),
+      ]);
+    }
+    return this.fencedUpdate(
+      'failJob',
+      lease,
+      now,
+      `state = 'waiting', error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
+      [error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
+    );
+  }
+
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null> {
+    return this.fencedUpdate('extendLease', lease, now, 'lease_expires_at = ?', [sqlDate(leaseExpiresAt)]);
+  }
+
+  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null> {
+    return this.fencedUpdate('recordProgress', lease, now, 'progress = ?', [progress]);
+  }
+
+  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
+    return this.transaction('moveJob', async (c) => {
+      const moved = await execute(
+        c,
+        `UPDATE ${this.t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE ${FENCE}`,
+        [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
+      );
+      if (moved.affectedRows === 0) return null;
+      await execute(
+        c,
+        `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
+        [[newJobValues(next)]],
+      );
+      // A next job whose idempotency key is taken becomes that retained job, as an enqueue would.
+      const stored = await selectInserted(c, this.t, [next]);
+      const to =
+        next.idempotencyKey === null
+          ? stored.byId.get(next.id)
+          : stored.byKey.get(idempotencyRef(next.name, next.idempotencyKey));
+      if (!to) throw new WorkqError('UNAVAILABLE', `The MySQL store lost job ${next.id} right after inserting it.`);
+      if (to.id !== next.id) {
+        await execute(c, `UPDATE ${this.t.jobs} SET moved_to = ? WHERE id = ?`, [to.id, lease.id]);
+      }
+      const from = (await selectJobsByIds(c, this.t, [lease.id])).get(lease.id);
+      return from ? { from, to } : null;
+    });
+  }
+
+  async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.transaction('cancelJob', async (c) => {
+      const cancelled = await execute(
+        c,
+        `UPDATE ${this.t.jobs} SET state = 'cancelled', ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE id = ? AND state IN ('waiting', 'active')`,
+        [sqlDate(now), sqlDate(now), id],
+      );
+      return cancelled.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
+    });
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
+  }
+
+  async listJobs(filter: ListFilter): Promise<JobRecord[]> {
+    if (filter.states?.length === 0 || filter.limit <= 0) return [];
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (filter.name !== undefined) {
+      where.push('name = ?');
+      values.push(filter.name);
+    }
+    if (filter.states !== undefined) {
+      where.push('state IN (?)');
+      values.push(filter.states);
+    }
+    if (filter.due !== undefined) {
+      where.push(`(state <> 'waiting' OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
+      values.push(sqlDate(filter.due.now));
+    }
+    if (filter.afterId !== undefined) {
+      where.push('id > ?');
+      values.push(filter.afterId);
+    }
+    const sql = `SELECT ${JOB_SELECT} FROM ${this.t.jobs}
+      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+    return this.retry('listJobs', async () =>
+      (await selectRows(this.pool, sql, [...values, filter.limit])).map(jobRow),
+    );
+  }
+
+  async countJobs(now: Date): Promise<JobCount[]> {
+    return this.retry('countJobs', async () => {
+      const rows = await selectRows(
+        this.pool,
+        `SELECT name, version,
+           CASE WHEN state <> 'waiting' THEN state WHEN run_at > ? THEN 'scheduled' ELSE 'ready' END AS visible_state,
+           COUNT(*) AS count
+         FROM ${this.t.jobs} GROUP BY name, version, visible_state ORDER BY name, version, visible_state`,
+        [sqlDate(now)],
+      );
+      return rows.map((row) => ({
+        name: String(row.name),
+        version: Number(row.version),
+        state: String(row.visible_state) as JobState,
+        count: Number(row.count),
+      }));
+    });
+  }
+
+  async retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number> {
+    if (target.ids?.length === 0) return 0;
+    const where = [`state = 'dead'`];
+    const values: unknown[] = [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now)];
+    if (target.name !== undefined) {
+      where.push('name = ?');
+      values.push(target.name);
+    }
+    if (target.ids !== undefined) {
+      where.push('id IN (?)');
+      values.push(target.ids);
+    }
+    return this.retry('retryDeadJobs', async () => {
+      const retried = await execute(
+        this.pool,
+        `UPDATE ${this.t.jobs}
+         SET state = 'waiting', run_at = ?, order_key = ${ORDER_KEY_SQL}, attempts = 0, finished_at = NULL,
+           ${RELEASE_LEASE}, updated_at = ?
+         WHERE ${where.join(' AND ')}`,
+        values,
+      );
+      return retried.affectedRows;
+    });
+  }
+
+  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }> {
+    const at = sqlDate(now);
+    // The recorded error names the attempt that lost its lease: each row's own `attempts`.
+    const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
+    const errorJson = writeJson(error);
+    // A plain read first: most sweeps find nothing, and then take no locks at all.
+    const expired = await this.retry('requeueExpiredLeases', () =>
+      selectRows(this.pool, `SELECT id FROM ${this.t.jobs} WHERE state = 'active' AND lease_expires_at <= ? LIMIT 1`, [
+        at,
+      ]),
+    );
+    if (expired.length === 0) return { requeued: 0, dead: 0 };
+    return this.transaction('requeueExpiredLeases', async (c) => {
+      const dead = await execute(
+        c,
+        `UPDATE ${this.t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE state = 'active' AND lease_expires_at <= ? AND attempts >= max_attempts`,
+        [errorJson, at, at, at],
+      );
+      const requeued = await execute(
+        c,
+        `UPDATE ${this.t.jobs}
+         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL},
+           updated_at = ?
+         WHERE state = 'active' AND lease_expires_at <= ?`,
+        [errorJson, at, now.getTime(), now.getTime(), at, at],
+      );
+      return { requeued: requeued.affectedRows, dead: dead.affectedRows };
+    });
+  }
+
+  async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    return this.retry('pruneJobs', async () => {
+      const pruned = await execute(
+        this.pool,
+        `DELETE FROM ${this.t.jobs}
+         WHERE finished_at < ? AND state IN ('completed', 'dead', 'cancelled') ORDER BY finished_at LIMIT ?`,
+        [sqlDate(finishedBefore), Math.floor(limit)],
+      );
+      return pruned.affectedRows;
+    });
+  }
+
+  async registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {
+    return this.retry('registerSchema', () => registerSchema(this.pool, this.t, entry));
+  }
+
+  async listSchemas(name?: string): Promise<SchemaEntry[]> {
+    return this.retry('listSchemas', () => listSchemas(this.pool, this.t, name));
+  }
+
+  async recordWorker(worker: WorkerPresence): Promise<void> {
+    return this.retry('recordWorker', () => recordWorker(this.pool, this.t, worker));
+  }
+
+  async listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
+    return this.retry('listWorkers', () => listWorkers(this.pool, this.t, seenSince));
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= this.ownsPool ? this.pool.end() : Promise.resolve();
+    return this.closing;
+  }
+
+  /** A fenced single-row update; resolves to the row as it stands after the update, or `null` when the fence failed. */
+  private fencedUpdate(
+    operation: string,
+    lease: LeaseRef,
+    now: Date,
+    set: string,
+    values: readonly unknown[],
+  ): Promise<JobRecord | null> {
+    return this.transaction(operation, async (c) => {
+      const updated = await execute(c, `UPDATE ${this.t.jobs} SET ${set}, updated_at = ? WHERE ${FENCE}`, [
+        ...values,
+        sqlDate(now),
+        ...fenceValues(lease, now),
+      ]);
+      return updated.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [lease.id])).get(lease.id) ?? null);
+    });
+  }
+
+  private retry<T>(operation: string, work: () => Promise<T>): Promise<T> {
+    return withDeadlockRetry(this.target, operation, work);
+  }
+
+  private transaction<T>(
+    operation: string,
+    work: (connection: PoolConnection) => Promise<T>,
+    options: { readCommitted?: boolean } = {},
+  ): Promise<T> {
+    return this.retry(operation, () => inTransaction(this.pool, work, options));
+  }
+}

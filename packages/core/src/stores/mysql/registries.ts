@@ -1,0 +1,71 @@
+import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import { execute, type Queryable, selectRows } from './connection.ts';
+import { readDate, sqlDate, writeJson } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+const SCHEMA_SELECT = 'name, version, fingerprint, json_schema, registered_at';
+const WORKER_SELECT = 'id, host, name, min_version, max_version, seen_at';
+
+function schemaRow(row: Record<string, unknown>): SchemaEntry {
+  return {
+    name: String(row.name),
+    version: Number(row.version),
+    fingerprint: String(row.fingerprint),
+    jsonSchema: JSON.parse(String(row.json_schema)),
+    registeredAt: readDate(row.registered_at),
+  };
+}
+
+function workerRow(row: Record<string, unknown>): WorkerPresence {
+  return {
+    id: String(row.id),
+    host: String(row.host),
+    name: String(row.name),
+    minVersion: Number(row.min_version),
+    maxVersion: Number(row.max_version),
+    seenAt: readDate(row.seen_at),
+  };
+}
+
+/** Inserts the entry unless `(name, version)` is registered; resolves to the entry stored. */
+export async function registerSchema(db: Queryable, t: Tables, entry: SchemaEntry): Promise<SchemaEntry> {
+  await execute(
+    db,
+    `INSERT INTO ${t.schemas} (${SCHEMA_SELECT}) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = name`,
+    [entry.name, entry.version, entry.fingerprint, writeJson(entry.jsonSchema), sqlDate(entry.registeredAt)],
+  );
+  const [row] = await selectRows(db, `SELECT ${SCHEMA_SELECT} FROM ${t.schemas} WHERE name = ? AND version = ?`, [
+    entry.name,
+    entry.version,
+  ]);
+  return row ? schemaRow(row) : entry;
+}
+
+/** Registered schemas, optionally of one job name, ordered by name then version. */
+export async function listSchemas(db: Queryable, t: Tables, name?: string): Promise<SchemaEntry[]> {
+  const rows =
+    name === undefined
+      ? await selectRows(db, `SELECT ${SCHEMA_SELECT} FROM ${t.schemas} ORDER BY name, version`)
+      : await selectRows(db, `SELECT ${SCHEMA_SELECT} FROM ${t.schemas} WHERE name = ? ORDER BY version`, [name]);
+  return rows.map(schemaRow);
+}
+
+/** Upserts a consumer's presence by its id. */
+export async function recordWorker(db: Queryable, t: Tables, worker: WorkerPresence): Promise<void> {
+  // VALUES(col) works on MariaDB and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).
+  await execute(
+    db,
+    `INSERT INTO ${t.workers} (${WORKER_SELECT}) VALUES (?, ?, ?, ?, ?, ?)
+     ON DUPLICATE KEY UPDATE host = VALUES(host), name = VALUES(name), min_version = VALUES(min_version),
+       max_version = VALUES(max_version), seen_at = VALUES(seen_at)`,
+    [worker.id, worker.host, worker.name, worker.minVersion, worker.maxVersion, sqlDate(worker.seenAt)],
+  );
+}
+
+/** Consumers seen at or after `seenSince`, ordered by id. */
+export async function listWorkers(db: Queryable, t: Tables, seenSince: Date): Promise<WorkerPresence[]> {
+  const rows = await selectRows(db, `SELECT ${WORKER_SELECT} FROM ${t.workers} WHERE seen_at >= ? ORDER BY id`, [
+    sqlDate(seenSince),
+  ]);
+  return rows.map(workerRow);
+}

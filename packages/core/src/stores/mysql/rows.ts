@@ -1,0 +1,163 @@
+import type { RowDataPacket, TypeCast } from 'mysql2/promise';
+import type { Backoff, JobOrder } from '../../contract/types.ts';
+import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import type { JobError } from '../../jobs.ts';
+
+/** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
+export const JOB_COLUMNS = [
+  'id',
+  'name',
+  'version',
+  'payload',
+  'state',
+  'priority',
+  'job_order',
+  'order_key',
+  'tie_key',
+  'run_at',
+  'created_at',
+  'updated_at',
+  'attempts',
+  'max_attempts',
+  'backoff',
+  'lease_ms',
+  'lease_token',
+  'lease_expires_at',
+  'worker_id',
+  'progress',
+  'result',
+  'error',
+  'idempotency_key',
+  'finished_at',
+  'moved_to',
+  'replay_of',
+] as const;
+
+/** The select list for whole job rows. */
+export const JOB_SELECT = JOB_COLUMNS.join(', ');
+
+/** A date as a DATETIME(3) literal in UTC, independent of the pool's `timezone` setting. */
+export function sqlDate(date: Date): string {
+  return date.toISOString().slice(0, 23).replace('T', ' ');
+}
+
+/**
+ * Reads DATETIME columns as text, so rows parse the same whatever `timezone`
+ * or `dateStrings` the pool was created with; `readDate` makes them UTC dates.
+ */
+export const datesAsText: TypeCast = (field, next) =>
+  field.type === 'DATETIME' || field.type === 'DATETIME2' ? field.string() : next();
+
+/** A DATETIME(3) value read as text (see `datesAsText`), as a UTC date. */
+export function readDate(value: unknown): Date {
+  if (value instanceof Date) return value;
+  return new Date(`${String(value).replace(' ', 'T')}Z`);
+}
+
+function readNullableDate(value: unknown): Date | null {
+  return value === null || value === undefined ? null : readDate(value);
+}
+
+function readText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+}
+
+function readJson(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' || Buffer.isBuffer(value) ? JSON.parse(value.toString()) : value;
+}
+
+/** A JSON value as stored text; `undefined` is stored as `null`. */
+export function writeJson(value: unknown): string {
+  return JSON.stringify(value ?? null);
+}
+
+function readError(value: unknown): JobError | null {
+  const error = readJson(value) as (Omit<JobError, 'at'> & { at: string }) | null;
+  return error === null ? null : { ...error, at: new Date(error.at) };
+}
+
+/** The claim order key: run time for `fifo`, its negation for `lifo`, so one ascending index serves both. */
+export function orderKey(order: JobOrder, runAt: Date): number {
+  return order === 'lifo' ? -runAt.getTime() : runAt.getTime();
+}
+
+const HEX_COMPLEMENT: Record<string, string> = Object.fromEntries(
+  [...'0123456789abcdef'].map((digit, i) => [digit, (15 - i).toString(16)]),
+);
+
+/**
+ * Breaks ties of priority and order key by creation: the id (UUIDv7, time
+ * ordered) for `fifo`, its hex complement, which sorts in reverse, for `lifo`.
+ */
+export function tieKey(order: JobOrder, id: string): string {
+  if (order === 'fifo') return id;
+  return [...id.toLowerCase()].map((char) => HEX_COMPLEMENT[char] ?? char).join('');
+}
+
+/** SQL for the order key of a row whose `run_at` becomes the parameter (milliseconds). */
+export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
+
+/** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
+export function jobRow(row: RowDataPacket): JobRecord {
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    version: Number(row.version),
+    payload: readJson(row.payload),
+    state: String(row.state) as StoredState,
+    priority: Number(row.priority),
+    order: String(row.job_order) as JobOrder,
+    runAt: readDate(row.run_at),
+    createdAt: readDate(row.created_at),
+    updatedAt: readDate(row.updated_at),
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    backoff: readJson(row.backoff) as Backoff,
+    leaseMs: Number(row.lease_ms),
+    leaseToken: readText(row.lease_token),
+    leaseExpiresAt: readNullableDate(row.lease_expires_at),
+    workerId: readText(row.worker_id),
+    progress: Number(row.progress),
+    result: readJson(row.result),
+    error: readError(row.error),
+    idempotencyKey: readText(row.idempotency_key),
+    finishedAt: readNullableDate(row.finished_at),
+    movedTo: readText(row.moved_to),
+    replayOf: readText(row.replay_of),
+  };
+}
+
+/** One row of values for `INSERT … (JOB_COLUMNS) VALUES ?`: a new job, waiting. */
+export function newJobValues(job: NewJob): unknown[] {
+  const values: Record<(typeof JOB_COLUMNS)[number], unknown> = {
+    id: job.id,
+    name: job.name,
+    version: job.version,
+    payload: writeJson(job.payload),
+    state: 'waiting',
+    priority: job.priority,
+    job_order: job.order,
+    order_key: orderKey(job.order, job.runAt),
+    tie_key: tieKey(job.order, job.id),
+    run_at: sqlDate(job.runAt),
+    created_at: sqlDate(job.createdAt),
+    updated_at: sqlDate(job.createdAt),
+    attempts: 0,
+    max_attempts: job.maxAttempts,
+    backoff: writeJson(job.backoff),
+    lease_ms: job.leaseMs,
+    lease_token: null,
+    lease_expires_at: null,
+    worker_id: null,
+    progress: 0,
+    result: null,
+    error: null,
+    idempotency_key: job.idempotencyKey,
+    finished_at: null,
+    moved_to: null,
+    replay_of: job.replayOf,
+  };
+  return JOB_COLUMNS.map((column) => values[column]);
+}

@@ -1,0 +1,28 @@
+import { WorkqError } from '../../errors.ts';
+
+/** The store's table names, each already escaped for use in SQL. */
+export interface Tables {
+  jobs: string;
+  schemas: string;
+  workers: string;
+  migrations: string;
+}
+
+const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,30}$/;
+
+/** Validates `prefix` and escapes each table name once; SQL elsewhere only interpolates these. */
+export function tableNames(prefix: string): Tables {
+  if (!TABLE_PREFIX.test(prefix)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `tablePrefix must match ${String(TABLE_PREFIX)} (lower-case letters, digits, underscores; at most 31); got "${prefix}".`,
+    );
+  }
+  const quoted = (table: string): string => `\`${prefix}${table}\``;
+  return {
+    jobs: quoted('jobs'),
+    schemas: quoted('schemas'),
+    workers: quoted('workers'),
+    migrations: quoted('migrations'),
+  };
+}
