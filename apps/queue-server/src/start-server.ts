@@ -4,6 +4,7 @@ import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { WorkqError } from '@workq/core';
 import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
+import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -49,6 +50,8 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     presence: new PresenceTracker(opened.store, engine.clock),
     authority,
     metrics: new ServerMetrics(engine),
+    enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
+    completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
     options: resolved,
   };
 

@@ -1,14 +1,32 @@
 import { isWorkqError, WorkqError } from '@workq/core';
-import type { ClaimedJob } from '@workq/core/engine';
+import type { ClaimedJob, CompleteOutcome } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import { checkBatchSize, checkPayloadSize, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
-import { authedProcedure, router } from './trpc.ts';
+import { authedProcedure, router, type ServerServices } from './trpc.ts';
+
+const completion = lease.extend({ result: z.unknown() });
+
+/** Completes held jobs, merged with other requests' acks into shared store writes. */
+async function completeHeld(
+  services: ServerServices,
+  items: readonly z.infer<typeof completion>[],
+): Promise<CompleteOutcome[]> {
+  if (items.length === 0) return [];
+  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
+  const outcomes = await services.completions.submit(
+    items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
+  );
+  services.metrics.completed.inc(outcomes.filter((o) => o.ok).length);
+  return outcomes;
+}
 
 export const consumerRouter = router({
   /**
-   * Leases up to `limit` jobs of one type within the consumer's versions.
-   * When none is ready, waits up to `waitMs` for a wake-up instead of returning at once.
+   * First completes the held jobs in `complete` (acks riding along, saving a
+   * round trip), then leases up to `limit` jobs of one type within the
+   * consumer's versions. When none is ready, waits up to `waitMs` for a
+   * wake-up instead of returning at once.
    */
   claim: authedProcedure
     .input(
@@ -21,12 +39,14 @@ export const consumerRouter = router({
         host: z.string().max(255).optional(),
         waitMs: z.number().int().min(0).default(0),
         leaseMs: z.number().int().min(1).optional(),
+        complete: z.array(completion).default([]),
       }),
     )
-    .mutation(async ({ ctx, input, signal }): Promise<ClaimedJob[]> => {
+    .mutation(async ({ ctx, input, signal }): Promise<{ jobs: ClaimedJob[]; completed: string[] }> => {
       requireScope(ctx.principal, 'consume', input.name);
       const { engine, wakeups, presence, options } = ctx.services;
       checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
+      const completed = (await completeHeld(ctx.services, input.complete)).filter((o) => o.ok).map((o) => o.id);
       const host = input.host ?? ctx.remoteAddress;
       const { name, minVersion, maxVersion, workerId } = input;
       await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
@@ -38,25 +58,18 @@ export const consumerRouter = router({
         const jobs = await engine.claim(claimInput);
         const remainingMs = deadline - Date.now();
         if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-        if (jobs.length > 0 || remainingMs <= 0) return jobs;
-        if (aborted.aborted || wakeups.isClosed) return [];
+        if (jobs.length > 0 || remainingMs <= 0) return { jobs, completed };
+        if (aborted.aborted || wakeups.isClosed) return { jobs: [], completed };
         await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
-        if (aborted.aborted) return [];
+        if (aborted.aborted) return { jobs: [], completed };
       }
     }),
 
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
-  complete: authedProcedure
-    .input(z.object({ items: z.array(lease.extend({ result: z.unknown() })).min(1) }))
-    .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
-      checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'complete');
-      const outcomes = await ctx.services.engine.completeMany(
-        input.items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
-      );
-      ctx.services.metrics.completed.inc(outcomes.filter((o) => o.ok).length);
-      return outcomes;
-    }),
+  complete: authedProcedure.input(z.object({ items: z.array(completion).min(1) })).mutation(({ ctx, input }) => {
+    requireSomeConsumeScope(ctx.principal);
+    return completeHeld(ctx.services, input.items);
+  }),
 
   fail: authedProcedure
     .input(lease.extend({ message: z.string().max(10_000), permanent: z.boolean().default(false) }))

@@ -20,7 +20,7 @@ async function enqueueValidated(
     checkPayloadSize(item.payload, limits.maxPayloadBytes, name);
     await services.registry.validate(name, jobVersion, item.payload);
   }
-  const results = await services.engine.enqueueMany(
+  const results = await services.enqueues.submit(
     items.map((item) => toEnqueueInput(name, jobVersion, item.payload, item.options)),
   );
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);

@@ -1,8 +1,9 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError } from '@workq/core';
-import type { Engine } from '@workq/core/engine';
+import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
 import superjson from 'superjson';
 import type { Principal, TokenAuthority } from '../auth.ts';
+import type { Coalescer } from '../coalescer.ts';
 import { TRPC_CODE_OF, toClientError } from '../errors.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
@@ -18,6 +19,10 @@ export interface ServerServices {
   presence: PresenceTracker;
   authority: TokenAuthority;
   metrics: ServerMetrics;
+  /** Concurrent enqueues, merged into shared store inserts. */
+  enqueues: Coalescer<EnqueueInput, EnqueueResult>;
+  /** Concurrent acks, merged into shared store updates. */
+  completions: Coalescer<{ id: string; leaseToken: string; result: unknown }, CompleteOutcome>;
   options: ResolvedServerOptions;
 }
 

@@ -1,7 +1,8 @@
 import type { QueueApi } from '../transport.ts';
 import { retrying } from './retry.ts';
 
-interface PendingAck {
+/** A completion waiting to reach the server. */
+export interface PendingAck {
   id: string;
   leaseToken: string;
   result: unknown;
@@ -11,12 +12,15 @@ interface PendingAck {
 }
 
 /**
- * Collects completions made in the same turn of the event loop and sends
- * them as one request (one store statement on the server).
+ * Collects completions and sends them in batches: riding along with the
+ * worker's next claim when one goes out at once, otherwise as one request at
+ * the end of the current turn of the event loop. Either way the server writes
+ * a batch in one store statement.
  */
 export class AckBatcher {
   private pending: PendingAck[] = [];
   private scheduled = false;
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>,
@@ -25,34 +29,66 @@ export class AckBatcher {
 
   /**
    * Resolves to `true` when the job was completed, `false` when its lease was
-   * already lost. Retries through outages until `giveUpAt` (the lease's end).
+   * already lost. Retries through outages until `giveUpAt` (epoch ms).
    */
   complete(id: string, leaseToken: string, result: unknown, giveUpAt: number): Promise<boolean> {
     return new Promise((settle, fail) => {
       this.pending.push({ id, leaseToken, result, giveUpAt, settle, fail });
-      if (this.pending.length >= this.maxBatch) this.flush();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setTimeout(() => this.flush(), 0);
-      }
+      this.schedule();
     });
   }
 
+  /** Hands up to `maxBatch` waiting completions to a claim that will carry them. */
+  take(): PendingAck[] {
+    return this.pending.splice(0, this.maxBatch);
+  }
+
+  /** Settles completions a claim carried, from the server's outcomes. */
+  settle(acks: readonly PendingAck[], completedIds: readonly string[]): void {
+    const ok = new Set(completedIds);
+    for (const ack of acks) ack.settle(ok.has(ack.id));
+  }
+
+  /** Puts back completions whose claim failed in transit; they go out on their own, retried. */
+  restore(acks: readonly PendingAck[]): void {
+    this.pending.unshift(...acks);
+    this.schedule();
+  }
+
+  /** Sends everything waiting and resolves once every completion has an outcome. */
+  async drain(): Promise<void> {
+    while (this.pending.length > 0 || this.sending.size > 0) {
+      this.flush();
+      await Promise.allSettled([...this.sending]);
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setTimeout(() => {
+      this.scheduled = false;
+      this.flush();
+    }, 0);
+  }
+
   private flush(): void {
-    this.scheduled = false;
-    const batch = this.pending.splice(0, this.maxBatch);
-    if (batch.length === 0) return;
-    const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
-    const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
-    retrying(() => this.call((api) => api.consumer.complete.mutate({ items })), giveUpAt).then(
-      (outcomes) => {
-        const ok = new Set(outcomes.filter((o) => o.ok).map((o) => o.id));
-        for (const ack of batch) ack.settle(ok.has(ack.id));
-      },
-      (error: unknown) => {
-        for (const ack of batch) ack.fail(error);
-      },
-    );
-    if (this.pending.length > 0) this.flush();
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
+      const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
+      const sent = retrying(() => this.call((api) => api.consumer.complete.mutate({ items })), giveUpAt).then(
+        (outcomes) =>
+          this.settle(
+            batch,
+            outcomes.filter((o) => o.ok).map((o) => o.id),
+          ),
+        (error: unknown) => {
+          for (const ack of batch) ack.fail(error);
+        },
+      );
+      this.sending.add(sent);
+      sent.finally(() => this.sending.delete(sent));
+    }
   }
 }

@@ -43,7 +43,16 @@ export function startWorker(deps: WorkerDeps): Worker {
       waitMs: pollWaitMs,
       ...(options.host ? { host: options.host } : {}),
     };
-    return call((api) => api.consumer.claim.mutate(input, { signal }));
+    const carried = acks.take();
+    const complete = carried.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
+    try {
+      const claimed = await call((api) => api.consumer.claim.mutate({ ...input, complete }, { signal }));
+      acks.settle(carried, claimed.completed);
+      return claimed.jobs;
+    } catch (error) {
+      acks.restore(carried);
+      throw error;
+    }
   };
 
   /** A `PermanentError`, or a payload this consumer can never read, ends the job at once; anything else retries. */
@@ -108,11 +117,17 @@ export function startWorker(deps: WorkerDeps): Worker {
         return;
       }
       if (controller.signal.aborted) return;
-      const completed = await acks.complete(job.id, job.leaseToken, outcome, giveUpAt());
-      if (!completed)
-        onError(
-          new WorkqError('LEASE_LOST', `Job ${job.id} finished after its lease was lost; its result was not recorded.`),
-        );
+      // The slot frees now; the completion reaches the server with the next claim or batch.
+      acks.complete(job.id, job.leaseToken, outcome, giveUpAt()).then((completed) => {
+        if (!completed) {
+          onError(
+            new WorkqError(
+              'LEASE_LOST',
+              `Job ${job.id} finished after its lease was lost; its result was not recorded.`,
+            ),
+          );
+        }
+      }, onError);
     } catch (error) {
       onError(error);
     } finally {
@@ -131,7 +146,9 @@ export function startWorker(deps: WorkerDeps): Worker {
       },
     },
     stopClaiming.signal,
-  ).finally(() => leases.stop());
+  )
+    .then(() => acks.drain())
+    .finally(() => leases.stop());
 
   let closing: Promise<void> | undefined;
   return {
