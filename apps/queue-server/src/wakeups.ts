@@ -3,12 +3,16 @@ import type { Engine, StoreNotifier } from '@workq/core/engine';
 type Wake = () => void;
 
 /**
- * Notifier messages are job names, `'*'`, or this prefix followed by
+ * Notifier message parts are job names, `'*'`, or this prefix followed by
  * comma-separated ids of jobs that finished. No job name contains `:`.
  */
 const FINISHED_PREFIX = 'finished:';
-/** Ids per finished message: well under PostgreSQL's 8000-byte NOTIFY payload limit. */
+/** Ids per finished part. */
 const FINISHED_IDS_PER_MESSAGE = 100;
+/** One notification's largest payload: under PostgreSQL's 8000-byte NOTIFY limit. */
+const MAX_MESSAGE_BYTES = 7_000;
+/** Notifications go out at most this often; parts are newline-separated (no job name contains one). */
+const PUBLISH_WINDOW_MS = 20;
 
 /**
  * Wakes waiting claim and result requests. In-process, the engine's events
@@ -23,6 +27,7 @@ export class Wakeups {
   private readonly pendingPublish = new Set<string>();
   private readonly pendingFinished = new Set<string>();
   private flushScheduled = false;
+  private lastFlushAt = 0;
   private readonly detach: (() => void)[] = [];
   private unsubscribe: (() => Promise<void>) | undefined;
   private closed = false;
@@ -107,7 +112,11 @@ export class Wakeups {
   }
 
   /** A message from another instance: jobs of a name became ready, jobs finished, or `'*'` (wake-ups were missed). */
-  private received(message: string): void {
+  private received(notification: string): void {
+    for (const message of notification.split('\n')) this.receivedPart(message);
+  }
+
+  private receivedPart(message: string): void {
     if (message.startsWith(FINISHED_PREFIX)) {
       for (const id of message.slice(FINISHED_PREFIX.length).split(',')) this.wakeAll(this.finishWaiters.get(id));
       return;
@@ -130,19 +139,43 @@ export class Wakeups {
     this.flushSoon();
   }
 
+  /**
+   * Sends what is pending as one notification, at most once per
+   * `PUBLISH_WINDOW_MS`: a steady stream of enqueues and acks costs a few
+   * notifications a second, not one per job (each is a commit in PostgreSQL).
+   */
   private flushSoon(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    const waitMs = Math.max(0, this.lastFlushAt + PUBLISH_WINDOW_MS - Date.now());
+    const flush = () => {
       this.flushScheduled = false;
-      const messages = [...this.pendingPublish];
+      this.lastFlushAt = Date.now();
+      const parts = [...this.pendingPublish];
       const finished = [...this.pendingFinished];
       this.pendingPublish.clear();
       this.pendingFinished.clear();
       for (let i = 0; i < finished.length; i += FINISHED_IDS_PER_MESSAGE) {
-        messages.push(`${FINISHED_PREFIX}${finished.slice(i, i + FINISHED_IDS_PER_MESSAGE).join(',')}`);
+        parts.push(`${FINISHED_PREFIX}${finished.slice(i, i + FINISHED_IDS_PER_MESSAGE).join(',')}`);
       }
-      for (const message of messages) this.notifier?.publish(message).catch(() => undefined);
-    });
+      for (const message of joinUpTo(parts, MAX_MESSAGE_BYTES)) this.notifier?.publish(message).catch(() => undefined);
+    };
+    if (waitMs === 0) setImmediate(flush);
+    else setTimeout(flush, waitMs);
   }
+}
+
+/** Joins parts with newlines into as few messages as fit in `maxLength` characters each. */
+function joinUpTo(parts: readonly string[], maxLength: number): string[] {
+  const messages: string[] = [];
+  let current = '';
+  for (const part of parts) {
+    if (current !== '' && current.length + 1 + part.length > maxLength) {
+      messages.push(current);
+      current = '';
+    }
+    current = current === '' ? part : `${current}\n${part}`;
+  }
+  if (current !== '') messages.push(current);
+  return messages;
 }

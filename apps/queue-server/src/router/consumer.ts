@@ -42,28 +42,36 @@ export const consumerRouter = router({
         complete: z.array(completion).default([]),
       }),
     )
-    .mutation(async ({ ctx, input, signal }): Promise<{ jobs: ClaimedJob[]; completed: string[] }> => {
-      requireScope(ctx.principal, 'consume', input.name);
-      const { engine, wakeups, presence, options } = ctx.services;
-      checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
-      const completed = (await completeHeld(ctx.services, input.complete)).filter((o) => o.ok).map((o) => o.id);
-      const host = input.host ?? ctx.remoteAddress;
-      const { name, minVersion, maxVersion, workerId } = input;
-      await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
-      const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
-      const aborted = signal ?? new AbortController().signal;
-      for (;;) {
-        const seen = wakeups.generation(name);
-        const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
-        const jobs = await engine.claim(claimInput);
-        const remainingMs = deadline - Date.now();
-        if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-        if (jobs.length > 0 || remainingMs <= 0) return { jobs, completed };
-        if (aborted.aborted || wakeups.isClosed) return { jobs: [], completed };
-        await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
-        if (aborted.aborted) return { jobs: [], completed };
-      }
-    }),
+    .mutation(
+      async ({ ctx, input, signal }): Promise<{ jobs: ClaimedJob[]; completed: string[]; acksFailed: boolean }> => {
+        requireScope(ctx.principal, 'consume', input.name);
+        const { engine, wakeups, presence, options } = ctx.services;
+        checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
+        // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
+        // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
+        const acked = completeHeld(ctx.services, input.complete).then(
+          (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
+          () => ({ completed: [] as string[], acksFailed: true }),
+        );
+        const host = input.host ?? ctx.remoteAddress;
+        const { name, minVersion, maxVersion, workerId } = input;
+        await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
+        const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
+        const aborted = signal ?? new AbortController().signal;
+        for (;;) {
+          const seen = wakeups.generation(name);
+          const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
+          const jobs = await engine.claim(claimInput);
+          const acks = await acked;
+          const remainingMs = deadline - Date.now();
+          if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
+          if (jobs.length > 0 || remainingMs <= 0) return { jobs, ...acks };
+          if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
+          await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
+          if (aborted.aborted) return { jobs: [], ...acks };
+        }
+      },
+    ),
 
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
   complete: authedProcedure.input(z.object({ items: z.array(completion).min(1) })).mutation(({ ctx, input }) => {

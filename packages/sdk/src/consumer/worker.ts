@@ -47,7 +47,8 @@ export function startWorker(deps: WorkerDeps): Worker {
     const complete = carried.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
     try {
       const claimed = await call((api) => api.consumer.claim.mutate({ ...input, complete }, { signal }));
-      acks.settle(carried, claimed.completed);
+      if (claimed.acksFailed) acks.restore(carried);
+      else acks.settle(carried, claimed.completed);
       return claimed.jobs;
     } catch (error) {
       acks.restore(carried);
