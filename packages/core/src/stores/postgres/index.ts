@@ -1,1 +1,6 @@
-export {};
+export {
+  createPgliteStore,
+  createPostgresStore,
+  type PgliteStoreOptions,
+  type PostgresStoreOptions,
+} from './create-store.ts';

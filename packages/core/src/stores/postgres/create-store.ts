@@ -1,0 +1,145 @@
+import type { PGlite } from '@electric-sql/pglite';
+import type pg from 'pg';
+import type { Store } from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import { describeTarget, toWorkqError } from './errors.ts';
+import { migrate, quoteSchema } from './migrations.ts';
+import { createPgNotifier } from './notifier.ts';
+import { PostgresStore } from './postgres-store.ts';
+import { createPgliteSqlClient, createPoolSqlClient, type SqlClient } from './sql-client.ts';
+
+/** Options of `createPostgresStore`. */
+export interface PostgresStoreOptions {
+  /**
+   * A `postgres://` URL. Ignored when `pool` is given.
+   * @defaultValue the `PG*` environment variables, as node-postgres reads them
+   */
+  connectionString?: string;
+  /**
+   * A pool to use instead of making one. It stays yours: `close()` does not end it.
+   * @defaultValue a new pool, ended by `close()`
+   */
+  pool?: pg.Pool;
+  /**
+   * The schema holding workq's tables; created and migrated on start.
+   * @defaultValue 'workq'
+   */
+  schema?: string;
+  /**
+   * Connections in the pool this store makes (each notifier subscriber holds one more).
+   * @defaultValue 10
+   */
+  poolSize?: number;
+  /**
+   * Vacuums the jobs table after this many claimed, completed, cancelled or
+   * pruned rows, so claims stay fast between autovacuum runs (each claim leaves
+   * a dead entry in the claim index); 0 leaves it all to autovacuum. Skipped
+   * by the server when the store's user does not own the table.
+   * @defaultValue 10_000
+   */
+  vacuumEveryRows?: number;
+}
+
+/** Options of `createPgliteStore`. */
+export interface PgliteStoreOptions {
+  /**
+   * Where PGlite keeps its files.
+   * @defaultValue undefined: in memory, gone on `close()`
+   */
+  dataDir?: string;
+  /**
+   * The schema holding workq's tables.
+   * @defaultValue 'workq'
+   */
+  schema?: string;
+}
+
+const DEFAULT_SCHEMA = 'workq';
+const DEFAULT_POOL_SIZE = 10;
+/** How long to wait for a connection before failing with `UNAVAILABLE`. */
+const CONNECTION_TIMEOUT_MS = 10_000;
+const DEFAULT_VACUUM_EVERY_ROWS = 10_000;
+/** PGlite has no autovacuum at all: every dead claim-index entry stays until the store vacuums. */
+const PGLITE_VACUUM_EVERY_ROWS = 5_000;
+
+/** Loads an optional peer dependency, or says which package to install. */
+async function loadDriver<T>(load: () => Promise<T>, packageName: string, store: string): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    throw new WorkqError('UNAVAILABLE', `The ${store} store needs the "${packageName}" package: install it.`, {
+      retryable: false,
+      cause: error,
+    });
+  }
+}
+
+async function migrateThen(client: SqlClient, schema: string, build: () => PostgresStore): Promise<Store> {
+  try {
+    await migrate(client, schema);
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw error;
+  }
+  return build();
+}
+
+/**
+ * A store on a PostgreSQL server, over node-postgres. Migrates the schema
+ * before it resolves; fails with `UNAVAILABLE` when the server cannot be
+ * reached. Wake-ups go over LISTEN/NOTIFY (`capabilities.notify`).
+ */
+export async function createPostgresStore(options: PostgresStoreOptions = {}): Promise<Store> {
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  quoteSchema(schema);
+  const driver = (await loadDriver(() => import('pg'), 'pg', 'PostgreSQL')).default;
+  const clientConfig: pg.ClientConfig = options.pool
+    ? { ...options.pool.options }
+    : { connectionString: options.connectionString, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
+  const pool =
+    options.pool ??
+    new driver.Pool({ ...clientConfig, max: options.poolSize ?? DEFAULT_POOL_SIZE, allowExitOnIdle: true });
+  // An idle connection that drops emits on the pool; the next query reports it as UNAVAILABLE.
+  if (!options.pool) pool.on('error', () => {});
+  const target = describeTarget(
+    options.pool ? { host: options.pool.options.host, port: options.pool.options.port } : clientConfig,
+  );
+  const client = createPoolSqlClient(pool, target, options.pool === undefined);
+  return migrateThen(client, schema, () => {
+    const notifier = createPgNotifier({ driver, clientConfig, client, schema, target });
+    const vacuumEveryRows = options.vacuumEveryRows ?? DEFAULT_VACUUM_EVERY_ROWS;
+    return new PostgresStore({ kind: 'postgres', client, schema, notifier, vacuumEveryRows });
+  });
+}
+
+/**
+ * A store on embedded PostgreSQL (PGlite), in memory or in `dataDir`.
+ * Migrates before it resolves. One process only: no cross-process wake-ups
+ * (`capabilities.notify` is false).
+ */
+export async function createPgliteStore(options: PgliteStoreOptions = {}): Promise<Store> {
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  quoteSchema(schema);
+  const { PGlite } = await loadDriver(() => import('@electric-sql/pglite'), '@electric-sql/pglite', 'PGlite');
+  let db: PGlite;
+  try {
+    db = await PGlite.create(options.dataDir === undefined ? {} : { dataDir: options.dataDir });
+  } catch (error) {
+    throw toWorkqError(error, `PGlite in ${options.dataDir ?? 'memory'}`);
+  }
+  return openPgliteStore(db, { schema, ownsDb: true });
+}
+
+/**
+ * A store on a PGlite instance the caller opened; several stores may share
+ * one. Internal: not exported from the subpath entry.
+ */
+export async function openPgliteStore(db: PGlite, options: { schema?: string; ownsDb: boolean }): Promise<Store> {
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  const client = createPgliteSqlClient(db, 'PGlite', options.ownsDb);
+  return migrateThen(
+    client,
+    schema,
+    () => new PostgresStore({ kind: 'pglite', client, schema, vacuumEveryRows: PGLITE_VACUUM_EVERY_ROWS }),
+  );
+}

@@ -1,0 +1,124 @@
+import { WorkqError } from '../../errors.ts';
+import type { SqlClient } from './sql-client.ts';
+
+/** One schema change. Append-only: never edit or reorder a released migration, add the next one. */
+export interface Migration {
+  version: number;
+  name: string;
+  /**
+   * Statements separated by `;` at the end of a line, run in order in one
+   * transaction with `search_path` set to the store's schema (so names are
+   * unqualified).
+   */
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'jobs, schema and worker registries',
+    sql: `
+CREATE TABLE jobs (
+  id text COLLATE "C" PRIMARY KEY,
+  name text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  payload jsonb,
+  state text NOT NULL CHECK (state IN ('waiting', 'active', 'completed', 'dead', 'cancelled')),
+  priority integer NOT NULL,
+  job_order text NOT NULL CHECK (job_order IN ('fifo', 'lifo')),
+  order_key bigint NOT NULL,
+  order_tie text COLLATE "C" NOT NULL
+    GENERATED ALWAYS AS (CASE WHEN job_order = 'lifo' THEN translate(id, '0123456789abcdef', 'fedcba9876543210') ELSE id END) STORED,
+  run_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  backoff jsonb NOT NULL,
+  lease_ms bigint NOT NULL,
+  lease_token text,
+  lease_expires_at timestamptz,
+  worker_id text,
+  progress double precision NOT NULL DEFAULT 0,
+  result jsonb,
+  error jsonb,
+  idempotency_key text,
+  finished_at timestamptz,
+  moved_to text,
+  replay_of text
+);
+CREATE INDEX jobs_claim_idx ON jobs (name, priority DESC, order_key, order_tie) WHERE state = 'waiting';
+CREATE INDEX jobs_lease_expiry_idx ON jobs (lease_expires_at) WHERE state = 'active';
+CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE UNIQUE INDEX jobs_idempotency_idx ON jobs (name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_list_by_name_idx ON jobs (name, state, id);
+CREATE INDEX jobs_list_by_state_idx ON jobs (state, id);
+CREATE TABLE job_schemas (
+  name text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  fingerprint text NOT NULL,
+  json_schema jsonb NOT NULL,
+  registered_at timestamptz NOT NULL,
+  PRIMARY KEY (name, version)
+);
+CREATE TABLE workers (
+  id text COLLATE "C" PRIMARY KEY,
+  host text NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  min_version integer NOT NULL,
+  max_version integer NOT NULL,
+  seen_at timestamptz NOT NULL
+);
+CREATE INDEX workers_seen_at_idx ON workers (seen_at);
+`,
+  },
+];
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Validates a schema name and returns it quoted, ready to splice into SQL. */
+export function quoteSchema(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `Invalid PostgreSQL schema name "${schema}": use lowercase letters, digits and _, starting with a letter or _, at most 63 characters.`,
+    );
+  }
+  return `"${schema}"`;
+}
+
+function statements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement !== '');
+}
+
+/**
+ * Brings `schema` up to the latest migration. Runs in one transaction under
+ * an advisory lock keyed by the schema, so concurrent starts apply each
+ * migration once; when everything is applied it changes nothing.
+ */
+export async function migrate(client: SqlClient, schema: string): Promise<void> {
+  const quoted = quoteSchema(schema);
+  await client.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`workq.migrate:${schema}`]);
+    await tx.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
+    // applied_at is bookkeeping for operators; job times never come from the database clock.
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS ${quoted}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const applied = await tx.query<{ version: number }>(`SELECT version FROM ${quoted}.migrations`);
+    const done = new Set(applied.map((row) => row.version));
+    const pending = MIGRATIONS.filter((migration) => !done.has(migration.version));
+    if (pending.length === 0) return;
+    await tx.query(`SET LOCAL search_path TO ${quoted}`);
+    for (const migration of pending) {
+      for (const statement of statements(migration.sql)) await tx.query(statement);
+      await tx.query(`INSERT INTO ${quoted}.migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+  });
+}

@@ -1,0 +1,354 @@
+import type {
+  ClaimRequest,
+  InsertOutcome,
+  JobCount,
+  JobRecord,
+  LeaseRef,
+  ListFilter,
+  NewJob,
+  SchemaEntry,
+  Store,
+  StoreCapabilities,
+  StoreNotifier,
+  WorkerPresence,
+} from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
+import type { JobError } from '../../jobs.ts';
+import { compareClaimOrder, type JobRow, newJobColumns, toJobRecord, toJsonText } from './job-rows.ts';
+import { quoteSchema } from './migrations.ts';
+import type { SqlClient, SqlQueryable } from './sql-client.ts';
+import { buildListJobs, buildStatements, type Statements } from './statements.ts';
+
+/** A notifier the store owns: closed with the store. */
+export interface ClosableNotifier extends StoreNotifier {
+  close(): Promise<void>;
+}
+
+export interface PostgresStoreInit {
+  kind: string;
+  client: SqlClient;
+  /** Already migrated. */
+  schema: string;
+  notifier?: ClosableNotifier;
+  /**
+   * Runs `VACUUM (SKIP_LOCKED)` on the jobs table after this many claimed,
+   * completed, cancelled or pruned rows. Each claim leaves a dead entry at the
+   * front of the claim index; until a vacuum removes them every claim walks
+   * past them, so claims slow down with churn. PGlite has no autovacuum, and a
+   * server's runs at most once a minute.
+   * @defaultValue 0: never
+   */
+  vacuumEveryRows?: number;
+}
+
+interface SchemaRow {
+  name: string;
+  version: number;
+  fingerprint: string;
+  json_schema: unknown;
+  registered_at: Date;
+}
+
+interface WorkerRow {
+  id: string;
+  host: string;
+  name: string;
+  min_version: number;
+  max_version: number;
+  seen_at: Date;
+}
+
+const idempotencyRef = (name: string, key: string) => JSON.stringify([name, key]);
+
+function compareKeys(a: NewJob, b: NewJob): number {
+  const [keyA, keyB] = [idempotencyRef(a.name, a.idempotencyKey ?? ''), idempotencyRef(b.name, b.idempotencyKey ?? '')];
+  return keyA < keyB ? -1 : keyA > keyB ? 1 : 0;
+}
+
+/** How often `insertJobs` retries keys whose holding job was pruned between its two statements. */
+const INSERT_TRIES = 3;
+
+/**
+ * The PostgreSQL store, over any `SqlClient` (node-postgres or PGlite). Each
+ * operation is one statement, except `moveJob`, which is one transaction.
+ * No transaction is held while a job runs: a lease is a token and an expiry.
+ */
+export class PostgresStore implements Store {
+  readonly kind: string;
+  readonly capabilities: StoreCapabilities;
+  readonly notifier?: StoreNotifier;
+  private readonly client: SqlClient;
+  private readonly quotedSchema: string;
+  private readonly sql: Statements;
+  private readonly ownedNotifier: ClosableNotifier | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly vacuumEveryRows: number;
+  private rowsSinceVacuum = 0;
+  private vacuuming: Promise<void> | undefined;
+
+  constructor(options: PostgresStoreInit) {
+    this.kind = options.kind;
+    this.client = options.client;
+    this.quotedSchema = quoteSchema(options.schema);
+    this.sql = buildStatements(this.quotedSchema);
+    this.ownedNotifier = options.notifier;
+    this.capabilities = { notify: options.notifier !== undefined };
+    if (options.notifier) this.notifier = options.notifier;
+    this.vacuumEveryRows = options.vacuumEveryRows ?? 0;
+  }
+
+  async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    if (jobs.length === 0) return [];
+    // A key repeated inside the batch is inserted once; the later jobs map to the first one's outcome.
+    const firstByKey = new Map<string, NewJob>();
+    for (const job of jobs) {
+      if (job.idempotencyKey === null) continue;
+      const ref = idempotencyRef(job.name, job.idempotencyKey);
+      if (!firstByKey.has(ref)) firstByKey.set(ref, job);
+    }
+    // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
+    const unique = jobs
+      .filter(
+        (job) => job.idempotencyKey === null || firstByKey.get(idempotencyRef(job.name, job.idempotencyKey)) === job,
+      )
+      .sort(compareKeys);
+    const outcomes = await this.insertUnique(unique, INSERT_TRIES);
+    return jobs.map((job) => {
+      const own = outcomes.get(job.id);
+      if (own) return own;
+      const first = firstByKey.get(idempotencyRef(job.name, job.idempotencyKey ?? '')) as NewJob;
+      return { job: (outcomes.get(first.id) as InsertOutcome).job, created: false };
+    });
+  }
+
+  /** Inserts jobs with distinct keys; a job whose key is taken gets the job holding it. Outcomes by new job id. */
+  private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
+    const outcomes = new Map<string, InsertOutcome>();
+    for (const row of await this.client.query<JobRow>(this.sql.insertJobs, newJobColumns(jobs))) {
+      outcomes.set(row.id, { job: toJobRecord(row), created: true });
+    }
+    const conflicted = jobs.filter((job) => !outcomes.has(job.id));
+    if (conflicted.length === 0) return outcomes;
+    const holders = new Map<string, JobRecord>();
+    const rows = await this.client.query<JobRow>(this.sql.selectByIdempotencyKeys, [
+      conflicted.map((job) => job.name),
+      conflicted.map((job) => job.idempotencyKey),
+    ]);
+    for (const row of rows) holders.set(idempotencyRef(row.name, row.idempotency_key ?? ''), toJobRecord(row));
+    const vanished: NewJob[] = [];
+    for (const job of conflicted) {
+      const holder = holders.get(idempotencyRef(job.name, job.idempotencyKey ?? ''));
+      if (holder) outcomes.set(job.id, { job: holder, created: false });
+      else vanished.push(job);
+    }
+    if (vanished.length === 0) return outcomes;
+    // The job holding a key was pruned between the two statements: the key is free again.
+    if (triesLeft <= 1) {
+      throw new WorkqError('CONFLICT', 'The idempotency keys of this batch kept changing hands; try again.', {
+        retryable: true,
+      });
+    }
+    for (const [id, outcome] of await this.insertUnique(vanished, triesLeft - 1)) outcomes.set(id, outcome);
+    return outcomes;
+  }
+
+  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+    if (request.limit <= 0) return [];
+    const rows = await this.client.query<JobRow>(this.sql.claimJobs, [
+      request.name,
+      request.now,
+      request.minVersion,
+      request.maxVersion,
+      request.limit,
+      request.leaseToken,
+      request.workerId,
+      request.leaseMs,
+    ]);
+    this.noteChangedRows(rows.length);
+    return rows.map(toJobRecord).sort(compareClaimOrder);
+  }
+
+  async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
+    if (jobs.length === 0) return [];
+    const rows = await this.client.query<{ id: string }>(this.sql.completeJobs, [
+      jobs.map((job) => job.id),
+      jobs.map((job) => job.leaseToken),
+      jobs.map((job) => toJsonText(job.result)),
+      now,
+    ]);
+    this.noteChangedRows(rows.length);
+    return rows.map((row) => row.id);
+  }
+
+  async failJob(
+    lease: LeaseRef,
+    outcome: { error: JobError; retryAt: Date | null },
+    now: Date,
+  ): Promise<JobRecord | null> {
+    return this.one(this.client, this.sql.failJob, [
+      lease.id,
+      lease.leaseToken,
+      outcome.retryAt,
+      toJsonText(outcome.error),
+      now,
+    ]);
+  }
+
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null> {
+    return this.one(this.client, this.sql.extendLease, [lease.id, lease.leaseToken, leaseExpiresAt, now]);
+  }
+
+  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null> {
+    return this.one(this.client, this.sql.recordProgress, [lease.id, lease.leaseToken, progress, now]);
+  }
+
+  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
+    return this.client.transaction(async (tx) => {
+      const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
+      if (!from) return null;
+      const [inserted] = await tx.query<JobRow>(this.sql.insertJobs, newJobColumns([next]));
+      if (inserted) return { from, to: toJobRecord(inserted) };
+      // `next` carries an idempotency key already used: the job moves into that job.
+      const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
+      if (!existing) {
+        throw new WorkqError(
+          'CONFLICT',
+          `The idempotency key of job ${next.id} changed hands while moving; try again.`,
+          {
+            retryable: true,
+          },
+        );
+      }
+      const moved = await this.one(tx, this.sql.setMovedTo, [from.id, existing.id]);
+      return { from: moved ?? from, to: toJobRecord(existing) };
+    });
+  }
+
+  async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
+    const cancelled = await this.one(this.client, this.sql.cancelJob, [id, now]);
+    if (cancelled) this.noteChangedRows(1);
+    return cancelled;
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    return this.one(this.client, this.sql.getJob, [id]);
+  }
+
+  async listJobs(filter: ListFilter): Promise<JobRecord[]> {
+    if (filter.limit <= 0 || filter.states?.length === 0) return [];
+    const { text, params } = buildListJobs(this.quotedSchema, filter);
+    return (await this.client.query<JobRow>(text, params)).map(toJobRecord);
+  }
+
+  async countJobs(now: Date): Promise<JobCount[]> {
+    const rows = await this.client.query<JobCount>(this.sql.countJobs, [now]);
+    return rows.map((row) => ({ name: row.name, version: row.version, state: row.state, count: Number(row.count) }));
+  }
+
+  async retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number> {
+    if (target.ids?.length === 0) return 0;
+    const [row] = await this.client.query<{ count: number }>(this.sql.retryDeadJobs, [
+      target.name ?? null,
+      target.ids ? [...target.ids] : null,
+      now,
+    ]);
+    return Number(row?.count ?? 0);
+  }
+
+  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }> {
+    const [row] = await this.client.query<{ requeued: number; dead: number }>(this.sql.requeueExpiredLeases, [
+      now,
+      toJsonText({ ...error, attempt: 0 }),
+    ]);
+    return { requeued: Number(row?.requeued ?? 0), dead: Number(row?.dead ?? 0) };
+  }
+
+  async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    const [row] = await this.client.query<{ count: number }>(this.sql.pruneJobs, [finishedBefore, limit]);
+    const pruned = Number(row?.count ?? 0);
+    this.noteChangedRows(pruned);
+    return pruned;
+  }
+
+  async registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {
+    await this.client.query(this.sql.insertSchema, [
+      entry.name,
+      entry.version,
+      entry.fingerprint,
+      toJsonText(entry.jsonSchema),
+      entry.registeredAt,
+    ]);
+    const [row] = await this.client.query<SchemaRow>(this.sql.getSchema, [entry.name, entry.version]);
+    return row ? toSchemaEntry(row) : entry;
+  }
+
+  async listSchemas(name?: string): Promise<SchemaEntry[]> {
+    return (await this.client.query<SchemaRow>(this.sql.listSchemas, [name ?? null])).map(toSchemaEntry);
+  }
+
+  async recordWorker(worker: WorkerPresence): Promise<void> {
+    await this.client.query(this.sql.recordWorker, [
+      worker.id,
+      worker.host,
+      worker.name,
+      worker.minVersion,
+      worker.maxVersion,
+      worker.seenAt,
+    ]);
+  }
+
+  async listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
+    const rows = await this.client.query<WorkerRow>(this.sql.listWorkers, [seenSince]);
+    return rows.map((row) => ({
+      id: row.id,
+      host: row.host,
+      name: row.name,
+      minVersion: row.min_version,
+      maxVersion: row.max_version,
+      seenAt: row.seen_at,
+    }));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.ownedNotifier?.close();
+      await this.vacuuming;
+      await this.client.close();
+    })();
+    return this.closing;
+  }
+
+  /** Counts rows that leave dead tuples; past `vacuumEveryRows`, vacuums in the background. */
+  private noteChangedRows(count: number): void {
+    if (this.vacuumEveryRows === 0 || this.closing) return;
+    this.rowsSinceVacuum += count;
+    if (this.rowsSinceVacuum < this.vacuumEveryRows || this.vacuuming) return;
+    this.rowsSinceVacuum = 0;
+    // Housekeeping only: a failed vacuum changes nothing and is tried again later.
+    this.vacuuming = this.client
+      .query(`VACUUM (SKIP_LOCKED) ${this.quotedSchema}.jobs`)
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        this.vacuuming = undefined;
+      });
+  }
+
+  private async one(on: SqlQueryable, text: string, params: readonly unknown[]): Promise<JobRecord | null> {
+    const [row] = await on.query<JobRow>(text, params);
+    return row ? toJobRecord(row) : null;
+  }
+}
+
+function toSchemaEntry(row: SchemaRow): SchemaEntry {
+  return {
+    name: row.name,
+    version: row.version,
+    fingerprint: row.fingerprint,
+    jsonSchema: row.json_schema,
+    registeredAt: row.registered_at,
+  };
+}

@@ -1,0 +1,202 @@
+import type { ListFilter } from '../../engine/store.ts';
+import { JOB_COLUMNS } from './job-rows.ts';
+
+/** SQL for `order_key` from an order and a run time (both SQL expressions); mirrors `orderKey()` in job-rows.ts. */
+function orderKeySql(order: string, runAt: string): string {
+  return `(CASE WHEN ${order} = 'lifo' THEN -1 ELSE 1 END * floor(extract(epoch FROM ${runAt}) * 1000)::bigint)`;
+}
+
+/** The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. */
+function fenced(id: string, token: string, now: string): string {
+  return `j.id = ${id} AND j.lease_token = ${token} AND j.state = 'active' AND j.lease_expires_at > ${now}::timestamptz`;
+}
+
+const INSERT_COLUMNS =
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of';
+
+/** `INSERT … SELECT` values for one new job whose columns are the text expressions `c.<column>`. */
+const insertValues = (c: string) =>
+  `${c}.id, ${c}.name, ${c}.version::int, ${c}.payload::jsonb, 'waiting', ${c}.priority::int, ${c}.job_order, ${orderKeySql(`${c}.job_order`, `${c}.run_at::timestamptz`)}, ${c}.run_at::timestamptz, ${c}.created_at::timestamptz, ${c}.created_at::timestamptz, 0, ${c}.max_attempts::int, ${c}.backoff::jsonb, ${c}.lease_ms::bigint, 0, ${c}.idempotency_key, ${c}.replay_of`;
+
+const NEW_JOB_FIELDS =
+  'id, name, version, payload, priority, job_order, run_at, created_at, max_attempts, backoff, lease_ms, idempotency_key, replay_of';
+
+/**
+ * Every runtime statement of the store, built once per schema. Values are
+ * always parameters; the only spliced identifier is the schema, validated
+ * and quoted by `quoteSchema`.
+ */
+export function buildStatements(quotedSchema: string) {
+  const jobs = `${quotedSchema}.jobs`;
+  return {
+    /** $1..$13: text[] columns of `newJobColumns()`, inserted in array order. Keys already taken are skipped. */
+    insertJobs: `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS})
+SELECT ${insertValues('u')}
+FROM unnest(${Array.from({ length: 13 }, (_, i) => `$${i + 1}::text[]`).join(', ')}) WITH ORDINALITY AS u(${NEW_JOB_FIELDS}, ord)
+ORDER BY u.ord
+ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 names, $2 idempotency keys (parallel text[]). */
+    selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
+JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
+  ON j.name = k.name AND j.idempotency_key = k.idempotency_key`,
+
+    /** $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null. */
+    claimJobs: `UPDATE ${jobs} AS j
+SET state = 'active', attempts = j.attempts + 1, lease_token = $6, worker_id = $7,
+  lease_expires_at = $2::timestamptz + coalesce($8::bigint, j.lease_ms) * interval '1 millisecond',
+  updated_at = $2::timestamptz
+WHERE j.id IN (
+  SELECT c.id FROM ${jobs} AS c
+  WHERE c.state = 'waiting' AND c.name = $1 AND c.run_at <= $2::timestamptz AND c.version BETWEEN $3::int AND $4::int
+  ORDER BY c.priority DESC, c.order_key, c.order_tie
+  LIMIT $5::int
+  FOR UPDATE SKIP LOCKED)
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. */
+    completeJobs: `UPDATE ${jobs} AS j
+SET state = 'completed', result = u.result::jsonb, lease_token = NULL, lease_expires_at = NULL,
+  finished_at = $4::timestamptz, updated_at = $4::timestamptz
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_token, result)
+WHERE ${fenced('u.id', 'u.lease_token', '$4')}
+RETURNING j.id`,
+
+    /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
+    failJob: `UPDATE ${jobs} AS j
+SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE 'waiting' END,
+  run_at = coalesce($3::timestamptz, j.run_at),
+  order_key = CASE WHEN $3::timestamptz IS NULL THEN j.order_key ELSE ${orderKeySql('j.job_order', '$3::timestamptz')} END,
+  error = $4::text::jsonb, lease_token = NULL, lease_expires_at = NULL,
+  finished_at = CASE WHEN $3::timestamptz IS NULL THEN $5::timestamptz END,
+  updated_at = $5::timestamptz
+WHERE ${fenced('$1', '$2', '$5')}
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id, $2 token, $3 new expiry, $4 now. */
+    extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+WHERE ${fenced('$1', '$2', '$4')}
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id, $2 token, $3 progress, $4 now. */
+    recordProgress: `UPDATE ${jobs} AS j SET progress = $3::double precision, updated_at = $4::timestamptz
+WHERE ${fenced('$1', '$2', '$4')}
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id, $2 token, $3 next job's id, $4 now. Completes the held job, recording where it moved. */
+    completeMovedJob: `UPDATE ${jobs} AS j
+SET state = 'completed', moved_to = $3, lease_token = NULL, lease_expires_at = NULL,
+  finished_at = $4::timestamptz, updated_at = $4::timestamptz
+WHERE ${fenced('$1', '$2', '$4')}
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id, $2 the job it moved into. Within `moveJob`'s transaction, after `completeMovedJob`. */
+    setMovedTo: `UPDATE ${jobs} AS j SET moved_to = $2 WHERE j.id = $1 RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id, $2 now. */
+    cancelJob: `UPDATE ${jobs} AS j
+SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL,
+  finished_at = $2::timestamptz, updated_at = $2::timestamptz
+WHERE j.id = $1 AND j.state IN ('waiting', 'active')
+RETURNING ${JOB_COLUMNS}`,
+
+    /** $1 id. */
+    getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
+
+    /** $1 now. Visible state: `waiting` splits into `ready`/`scheduled` at `now`. */
+    countJobs: `SELECT j.name, j.version,
+  CASE WHEN j.state <> 'waiting' THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,
+  count(*)::int AS count
+FROM ${jobs} AS j
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3`,
+
+    /** $1 name or null, $2 ids or null, $3 now. */
+    retryDeadJobs: `WITH retried AS (
+  UPDATE ${jobs} AS j
+  SET state = 'waiting', attempts = 0, run_at = $3::timestamptz,
+    order_key = ${orderKeySql('j.job_order', '$3::timestamptz')},
+    finished_at = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = $3::timestamptz
+  WHERE j.state = 'dead' AND ($1::text IS NULL OR j.name = $1) AND ($2::text[] IS NULL OR j.id = ANY($2::text[]))
+  RETURNING 1)
+SELECT count(*)::int AS count FROM retried`,
+
+    /** $1 now, $2 error JSON (its `attempt` is set per job). */
+    requeueExpiredLeases: `WITH expired AS (
+  SELECT e.id FROM ${jobs} AS e
+  WHERE e.state = 'active' AND e.lease_expires_at <= $1::timestamptz
+  FOR UPDATE SKIP LOCKED),
+requeued AS (
+  UPDATE ${jobs} AS j
+  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'waiting' END,
+    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE $1::timestamptz END,
+    order_key = CASE WHEN j.attempts >= j.max_attempts THEN j.order_key
+      ELSE ${orderKeySql('j.job_order', '$1::timestamptz')} END,
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
+    error = jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts)),
+    lease_token = NULL, lease_expires_at = NULL, updated_at = $1::timestamptz
+  FROM expired WHERE j.id = expired.id
+  RETURNING j.state)
+SELECT count(*) FILTER (WHERE state = 'waiting')::int AS requeued, count(*) FILTER (WHERE state = 'dead')::int AS dead
+FROM requeued`,
+
+    /** $1 finished before, $2 limit. */
+    pruneJobs: `WITH pruned AS (
+  DELETE FROM ${jobs} AS j WHERE j.id IN (
+    SELECT p.id FROM ${jobs} AS p
+    WHERE p.finished_at IS NOT NULL AND p.finished_at < $1::timestamptz
+    ORDER BY p.finished_at
+    LIMIT $2::int
+    FOR UPDATE SKIP LOCKED)
+  RETURNING 1)
+SELECT count(*)::int AS count FROM pruned`,
+
+    /** $1 name, $2 version, $3 fingerprint, $4 JSON Schema as JSON text, $5 registered at. */
+    insertSchema: `INSERT INTO ${quotedSchema}.job_schemas (name, version, fingerprint, json_schema, registered_at)
+VALUES ($1, $2::int, $3, $4::text::jsonb, $5::timestamptz)
+ON CONFLICT (name, version) DO NOTHING`,
+
+    /** $1 name, $2 version. */
+    getSchema: `SELECT name, version, fingerprint, json_schema, registered_at FROM ${quotedSchema}.job_schemas
+WHERE name = $1 AND version = $2::int`,
+
+    /** $1 name or null. */
+    listSchemas: `SELECT name, version, fingerprint, json_schema, registered_at FROM ${quotedSchema}.job_schemas
+WHERE $1::text IS NULL OR name = $1
+ORDER BY name, version`,
+
+    /** $1 id, $2 host, $3 name, $4 min version, $5 max version, $6 seen at. */
+    recordWorker: `INSERT INTO ${quotedSchema}.workers (id, host, name, min_version, max_version, seen_at)
+VALUES ($1, $2, $3, $4::int, $5::int, $6::timestamptz)
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_version = excluded.min_version,
+  max_version = excluded.max_version, seen_at = excluded.seen_at`,
+
+    /** $1 seen since. */
+    listWorkers: `SELECT id, host, name, min_version, max_version, seen_at FROM ${quotedSchema}.workers
+WHERE seen_at >= $1::timestamptz
+ORDER BY id`,
+  };
+}
+
+export type Statements = ReturnType<typeof buildStatements>;
+
+/** `listJobs`: only the conditions the filter uses, so each query can use its index. */
+export function buildListJobs(quotedSchema: string, filter: ListFilter): { text: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const where: string[] = [];
+  if (filter.name !== undefined) where.push(`j.name = ${param(filter.name)}`);
+  if (filter.states !== undefined) where.push(`j.state = ANY(${param([...filter.states])}::text[])`);
+  if (filter.due !== undefined) {
+    const comparison = filter.due.ready ? '<=' : '>';
+    where.push(`(j.state <> 'waiting' OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
+  }
+  if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
+  const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
+ORDER BY j.id LIMIT ${param(filter.limit)}::int`;
+  return { text, params };
+}

@@ -1,0 +1,228 @@
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newJobId } from '../src/engine/ids.ts';
+import type { NewJob, Store } from '../src/engine/store.ts';
+import { WorkqError } from '../src/errors.ts';
+import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
+import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
+import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
+import { channelOf } from '../src/stores/postgres/notifier.ts';
+import { buildStatements } from '../src/stores/postgres/statements.ts';
+
+const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+function newJob(name: string, overrides: Partial<NewJob> = {}): NewJob {
+  const now = new Date('2026-01-01T00:00:00.000Z');
+  return {
+    id: newJobId(),
+    name,
+    version: 1,
+    payload: { ok: true },
+    priority: 0,
+    order: 'fifo',
+    runAt: now,
+    createdAt: now,
+    maxAttempts: 3,
+    backoff: { type: 'fixed', delayMs: 0 },
+    leaseMs: 30_000,
+    idempotencyKey: null,
+    replayOf: null,
+    ...overrides,
+  };
+}
+
+async function waitFor<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function reachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+const serverUp = await reachable();
+if (!serverUp) console.log(`postgres store tests: skipped — PostgreSQL not reachable at ${url}`);
+
+describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
+  const schema = `workq_t_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = new pg.Pool({ connectionString: url, max: 2 });
+  const stores: Store[] = [];
+  const open = async () => {
+    const store = await createPostgresStore({ connectionString: url, schema, poolSize: 2 });
+    stores.push(store);
+    return store;
+  };
+
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close()));
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+
+  it('migrates once under two concurrent starts, and re-running is a no-op', async () => {
+    await Promise.all([open(), open()]);
+    const applied = await admin.query(`SELECT version, name FROM "${schema}".migrations ORDER BY version`);
+    expect(applied.rows).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })));
+    await open();
+    expect((await admin.query(`SELECT version FROM "${schema}".migrations`)).rowCount).toBe(MIGRATIONS.length);
+  });
+
+  it('claims through the partial claim index, whatever the finished history', async () => {
+    const store = stores[0] ?? (await open());
+    const name = 'explain.claim';
+    await admin.query(
+      `INSERT INTO "${schema}".jobs (id, name, version, payload, state, priority, job_order, order_key, run_at, created_at,
+         updated_at, max_attempts, backoff, lease_ms, finished_at)
+       SELECT 'h' || lpad(n::text, 8, '0'), $1, 1, '{}', 'completed', 0, 'fifo', n, to_timestamp(n), to_timestamp(n),
+         to_timestamp(n), 1, '{"type":"fixed","delayMs":0}', 30000, to_timestamp(n)
+       FROM generate_series(1, 20000) AS n`,
+      [name],
+    );
+    await store.insertJobs(Array.from({ length: 500 }, (_, n) => newJob(name, { priority: n % 5 })));
+    await admin.query(`ANALYZE "${schema}".jobs`);
+    const plan = await admin.query(`EXPLAIN ${buildStatements(`"${schema}"`).claimJobs}`, [
+      name,
+      new Date('2026-01-02T00:00:00.000Z'),
+      1,
+      1,
+      10,
+      'token',
+      'worker',
+      null,
+    ]);
+    const text = plan.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+    expect(text).toMatch(/Index Scan using jobs_claim_idx/);
+  });
+
+  it('delivers a published job name to a subscriber on another store, and again after its connection drops', async () => {
+    const [publisher, subscriber] = await Promise.all([open(), open()]);
+    expect(publisher.capabilities.notify).toBe(true);
+    const received: string[] = [];
+    const unsubscribe = await subscriber.notifier!.subscribe((name) => received.push(name));
+    await publisher.notifier!.publish('imageConvert');
+    await waitFor(() => (received.includes('imageConvert') ? true : undefined));
+
+    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [
+      `LISTEN "${channelOf(schema)}"`,
+    ]);
+    await waitFor(() => (received.includes('*') ? true : undefined));
+    await publisher.notifier!.publish('sendEmail');
+    await waitFor(() => (received.includes('sendEmail') ? true : undefined));
+
+    await unsubscribe();
+    await publisher.notifier!.publish('afterUnsubscribe');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(received).not.toContain('afterUnsubscribe');
+  });
+
+  it('concurrent batches over the same keys in different orders neither deadlock nor duplicate', async () => {
+    const writers = await Promise.all([open(), open(), open()]);
+    const name = 'keys.shuffled';
+    const keys = Array.from({ length: 100 }, (_, n) => `k${n}`);
+    const batches = Array.from({ length: 12 }, () => {
+      const shuffled = [...keys];
+      for (let i = shuffled.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+      }
+      return shuffled.map((idempotencyKey) => newJob(name, { idempotencyKey }));
+    });
+    const results = await Promise.all(batches.map((batch, b) => writers[b % writers.length]!.insertJobs(batch)));
+    const idByKey = new Map<string, Set<string>>();
+    for (const outcome of results.flat()) {
+      const ids = idByKey.get(outcome.job.idempotencyKey!) ?? new Set();
+      ids.add(outcome.job.id);
+      idByKey.set(outcome.job.idempotencyKey!, ids);
+    }
+    expect([...idByKey.values()].every((ids) => ids.size === 1)).toBe(true);
+    expect(results.flat().filter((outcome) => outcome.created)).toHaveLength(keys.length);
+    const stored = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE name = $1`, [name]);
+    expect(stored.rows[0].n).toBe(keys.length);
+  });
+
+  it('close is idempotent and leaves a pool it was given open', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const store = await createPostgresStore({ pool, schema });
+    await Promise.all([store.close(), store.close()]);
+    await store.close();
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await pool.end();
+  });
+
+  it('a driver error is UNAVAILABLE with a generic message, not the database text', async () => {
+    const store = await open();
+    await admin.query(`CREATE SCHEMA IF NOT EXISTS "${schema}_gone"`);
+    const doomed = await createPostgresStore({ connectionString: url, schema: `${schema}_gone` });
+    await admin.query(`DROP SCHEMA "${schema}_gone" CASCADE`);
+    const error = await doomed.getJob('x').catch((e: unknown) => e);
+    await doomed.close();
+    expect(error).toBeInstanceOf(WorkqError);
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: false });
+    expect((error as Error).message).toBe('A PostgreSQL store operation failed (SQLSTATE 42P01).');
+    expect(await store.getJob('x')).toBeNull();
+  });
+});
+
+describe('postgres store: errors and options', () => {
+  it('fails fast with UNAVAILABLE when the server cannot be reached, without the password', async () => {
+    const started = Date.now();
+    const error = await createPostgresStore({ connectionString: 'postgres://postgres:s3cret@127.0.0.1:1/test' }).catch(
+      (e: unknown) => e,
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(error).toBeInstanceOf(WorkqError);
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    expect((error as Error).message).toContain('127.0.0.1:1');
+    expect((error as Error).message).not.toContain('s3cret');
+  });
+
+  it('rejects a schema name that is not a plain identifier', async () => {
+    for (const schema of ['Workq', 'a-b', 'x"; DROP TABLE y; --', '1abc', 'a'.repeat(64)]) {
+      await expect(createPgliteStore({ schema })).rejects.toMatchObject({ code: 'VALIDATION' });
+    }
+  });
+});
+
+describe('pglite store', () => {
+  let db: PGlite;
+  beforeAll(async () => {
+    db = await PGlite.create();
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('migrates idempotently, declares no notifier, and closes idempotently', async () => {
+    const [a, b] = await Promise.all([openPgliteStore(db, { ownsDb: false }), openPgliteStore(db, { ownsDb: false })]);
+    expect((await db.query('SELECT version FROM workq.migrations')).rows).toHaveLength(MIGRATIONS.length);
+    expect(a.capabilities).toEqual({ notify: false });
+    expect(a.notifier).toBeUndefined();
+    const [outcome] = await a.insertJobs([newJob('pglite.shared')]);
+    expect(await b.getJob(outcome!.job.id)).toMatchObject({ name: 'pglite.shared', state: 'waiting' });
+    await Promise.all([a.close(), a.close()]);
+    expect(await b.getJob(outcome!.job.id)).not.toBeNull();
+    await b.close();
+  });
+
+  it('createPgliteStore owns its instance and closes it', async () => {
+    const store = await createPgliteStore({ schema: 'workq_own' });
+    expect(store.kind).toBe('pglite');
+    await store.close();
+    await store.close();
+    await expect(store.getJob('x')).rejects.toBeInstanceOf(WorkqError);
+  });
+});
