@@ -1,0 +1,48 @@
+/** Where the local services are, and the run's settings, resolved once from the command line. */
+export const SERVICES = {
+  postgresUrl: 'postgres://postgres@127.0.0.1:5432/test',
+  mysqlUrl: 'mysql://root@127.0.0.1:3306',
+  redis: { host: '127.0.0.1', port: 6379 },
+} as const;
+
+export interface RunConfig {
+  quick: boolean;
+  /** Interleaved repetitions of every scenario; the figure is their median. */
+  repetitions: number;
+  /** Jobs per enqueue and drain scenario. */
+  jobs: number;
+  /** Jobs in the idle-latency scenario, enqueued `latencyGapMs` apart. */
+  latencyJobs: number;
+  latencyGapMs: number;
+  /** Ready-job counts for the claim-latency scenario. */
+  claimSizes: readonly number[];
+  /** Claims timed at each size. */
+  claimSamples: number;
+  /** Finished jobs kept as history in the history-drain scenario. */
+  historyJobs: number;
+  /** Only systems whose id contains one of these (comma list), if given. */
+  only: readonly string[];
+  /** Write a CPU profile of the bench process and the workq server child, and time round trips. */
+  profile: boolean;
+}
+
+export function resolveConfig(argv: readonly string[]): RunConfig {
+  const quick = argv.includes('--quick');
+  const onlyArg = argv.find((a) => a.startsWith('--only='));
+  const jobsArg = argv.find((a) => a.startsWith('--jobs='));
+  return {
+    quick,
+    repetitions: quick ? 1 : 3,
+    jobs: jobsArg ? Number(jobsArg.slice('--jobs='.length)) : quick ? 2_000 : 10_000,
+    latencyJobs: quick ? 100 : 500,
+    latencyGapMs: 5,
+    claimSizes: quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000],
+    claimSamples: quick ? 50 : 300,
+    historyJobs: quick ? 10_000 : 1_000_000,
+    only: onlyArg ? onlyArg.slice('--only='.length).split(',') : [],
+    profile: argv.includes('--profile'),
+  };
+}
+
+/** A short id unique to this run, for schema, database and key-prefix names. */
+export const RUN_ID = `${Date.now().toString(36)}${process.pid.toString(36)}`;

@@ -1,0 +1,120 @@
+import type { RunConfig } from './config.ts';
+import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
+import { claimLabel } from './scenarios/claim.ts';
+import { historyLabel } from './scenarios/drain.ts';
+
+interface Goal {
+  goal: string;
+  ratio: number | null;
+  target: number;
+  detail: string;
+}
+
+/** The issue's goals, each as a higher-is-better ratio from this run's rows. */
+export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Goal[] {
+  const value = (system: string, scenario: string, concurrency?: number) =>
+    rows.find(
+      (r) =>
+        r.system === system && r.scenario === scenario && (concurrency === undefined || r.concurrency === concurrency),
+    )?.value ?? null;
+  const bestOf = (
+    systems: readonly string[],
+    scenario: string,
+    concurrency: number | undefined,
+    unit: 'jobs/s' | 'ms',
+  ) => {
+    let best: { system: string; value: number } | null = null;
+    for (const system of systems) {
+      const v = value(system, scenario, concurrency);
+      if (v === null) continue;
+      if (!best || (unit === 'ms' ? v < best.value : v > best.value)) best = { system, value: v };
+    }
+    return best;
+  };
+  const describe = (a: number | null, b: number | null, unit: string) =>
+    `${a === null ? '—' : a.toFixed(unit === 'ms' ? 2 : 0)} vs ${b === null ? '—' : b.toFixed(unit === 'ms' ? 2 : 0)} ${unit}`;
+  const goals: Goal[] = [];
+  const sdkDrain = value('workq-sdk-pg', 'drain', 50);
+  const bullDrain = value('bullmq-redis', 'drain', 50);
+  goals.push({
+    goal: 'drain c=50, SDK/tRPC on PostgreSQL ≥ 1.0× BullMQ on Redis',
+    ratio: speedRatio(sdkDrain, bullDrain, 'jobs/s'),
+    target: 1.0,
+    detail: describe(sdkDrain, bullDrain, 'jobs/s'),
+  });
+  const pgPeer = bestOf(PG_PEERS, 'drain', 50, 'jobs/s');
+  goals.push({
+    goal: `drain c=50, SDK/tRPC on PostgreSQL ≥ 1.5× best PostgreSQL peer (${pgPeer?.system ?? '—'})`,
+    ratio: speedRatio(sdkDrain, pgPeer?.value ?? null, 'jobs/s'),
+    target: 1.5,
+    detail: describe(sdkDrain, pgPeer?.value ?? null, 'jobs/s'),
+  });
+  for (const c of [1, 10, 50]) {
+    const core = value('workq-core-pg', 'drain', c);
+    const raw = value(RAW, 'drain', c);
+    goals.push({
+      goal: `drain c=${c}, workq core in-process ≥ 0.6× raw-SQL baseline`,
+      ratio: speedRatio(core, raw, 'jobs/s'),
+      target: 0.6,
+      detail: describe(core, raw, 'jobs/s'),
+    });
+  }
+  const bulk = 'enqueue, bulk 1,000 per call';
+  const bestBulk = bestOf(['bullmq-redis', ...PG_PEERS], bulk, undefined, 'jobs/s');
+  const sdkBulk = value('workq-sdk-pg', bulk);
+  goals.push({
+    goal: `bulk enqueue via SDK ≥ 1.0× best peer (${bestBulk?.system ?? '—'})`,
+    ratio: speedRatio(sdkBulk, bestBulk?.value ?? null, 'jobs/s'),
+    target: 1.0,
+    detail: describe(sdkBulk, bestBulk?.value ?? null, 'jobs/s'),
+  });
+  const sdkP50 = value('workq-sdk-pg', 'idle latency p50');
+  const gwP50 = value('graphile-worker-pg', 'idle latency p50');
+  goals.push({
+    goal: 'idle latency p50 via SDK ≤ graphile-worker p50',
+    ratio: speedRatio(sdkP50, gwP50, 'ms'),
+    target: 1.0,
+    detail: describe(sdkP50, gwP50, 'ms'),
+  });
+  const sdkP99 = value('workq-sdk-pg', 'idle latency p99');
+  const bossP99 = value('pg-boss-pg', 'idle latency p99');
+  goals.push({
+    goal: 'idle latency p99 via SDK ≤ pg-boss p99',
+    ratio: speedRatio(sdkP99, bossP99, 'ms'),
+    target: 1.0,
+    detail: describe(sdkP99, bossP99, 'ms'),
+  });
+  const sizes = config.claimSizes;
+  const smallest = sizes[0] as number;
+  const largest = sizes.at(-1) as number;
+  const claimSmall = value('workq-core-pg', claimLabel(smallest));
+  const claimLarge = value('workq-core-pg', claimLabel(largest));
+  goals.push({
+    goal: `claim p50 at ${largest.toLocaleString('en-US')} ready ≤ 2× claim p50 at ${smallest.toLocaleString('en-US')} (workq core)`,
+    ratio: claimSmall !== null && claimLarge !== null ? (2 * claimSmall) / claimLarge : null,
+    target: 1.0,
+    detail: describe(claimLarge, claimSmall, 'ms'),
+  });
+  for (const system of ['workq-sdk-pg', 'workq-core-pg']) {
+    const history = value(system, historyLabel(config), 50);
+    const empty = value(system, 'drain', 50);
+    goals.push({
+      goal: `${system}: drain c=50 with ${config.historyJobs.toLocaleString('en-US')} finished kept ≥ 0.8× empty history`,
+      ratio: speedRatio(history, empty, 'jobs/s'),
+      target: 0.8,
+      detail: describe(history, empty, 'jobs/s'),
+    });
+  }
+  return goals;
+}
+
+export function goalsMarkdown(goals: readonly Goal[]): string {
+  const lines = ['| goal | measured | ratio | target | met |', '| --- | --- | ---: | ---: | --- |'];
+  for (const g of goals) {
+    const met = g.ratio === null ? 'not measured' : g.ratio >= g.target ? 'met' : '**missed**';
+    lines.push(
+      `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${g.target.toFixed(1)}× | ${met} |`,
+    );
+  }
+  return lines.join('\n');
+}

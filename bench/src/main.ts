@@ -1,0 +1,151 @@
+/**
+ * `pnpm bench [--quick] [--profile] [--only=id,id]`: workq side by side with
+ * BullMQ, pg-boss, graphile-worker and a raw-SQL baseline, in one run.
+ * Every scenario runs on a fresh queue; repetitions are interleaved
+ * (repetition → scenario → system) and each figure is their median.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { resolveConfig } from './config.ts';
+import { evaluateGoals, goalsMarkdown } from './goals.ts';
+import { roundTripsMarkdown, startCpuProfile } from './profiling.ts';
+import { header, markdownTable, ResultTable } from './report.ts';
+import { claimScenario } from './scenarios/claim.ts';
+import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
+import { enqueueScenario } from './scenarios/enqueue.ts';
+import { latencyScenario } from './scenarios/latency.ts';
+import type { Scenario } from './scenarios/types.ts';
+import { bullmqSystem } from './systems/bullmq.ts';
+import { graphileWorkerSystem } from './systems/graphile-worker.ts';
+import { pgBossSystem } from './systems/pg-boss.ts';
+import { rawSqlSystem } from './systems/raw-sql.ts';
+import type { BenchSystem } from './systems/types.ts';
+import { workqCoreSystem } from './systems/workq-core.ts';
+import { workqSdkSystem } from './systems/workq-sdk.ts';
+
+const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
+const SCENARIO_TIMEOUT_MS = 10 * 60_000;
+
+const config = resolveConfig(process.argv.slice(2));
+const profileDir = `${RESULTS}profiles`;
+if (config.profile) await mkdir(profileDir, { recursive: true });
+const stopCpuProfile = config.profile ? await startCpuProfile() : undefined;
+
+const allSystems: BenchSystem[] = [
+  workqSdkSystem({ timeRoundTrips: config.profile, ...(config.profile ? { cpuProfileDir: profileDir } : {}) }),
+  workqCoreSystem('pg', { timeRoundTrips: config.profile }),
+  workqCoreSystem('pglite', { timeRoundTrips: false }),
+  workqCoreSystem('mariadb', { timeRoundTrips: false }),
+  bullmqSystem('redis'),
+  bullmqSystem('pg'),
+  pgBossSystem,
+  graphileWorkerSystem,
+  rawSqlSystem,
+];
+const systems = config.only.length ? allSystems.filter((s) => config.only.some((o) => s.id.includes(o))) : allSystems;
+const scenarios: Scenario[] = [
+  enqueueScenario('one'),
+  enqueueScenario('inflight'),
+  enqueueScenario('bulk'),
+  drainScenario(1),
+  drainScenario(10),
+  drainScenario(50),
+  latencyScenario,
+  ...config.claimSizes.map(claimScenario),
+  historyDrainScenario,
+];
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no result within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Writes the markdown and JSON results (after every scenario, so a partial run leaves its figures). */
+async function writeResults(finished: boolean): Promise<string> {
+  const rows = table.rows();
+  const labels = new Map(allSystems.map((s) => [s.id, s.label]));
+  const goals = goalsMarkdown(evaluateGoals(rows, config));
+  const markdown = [
+    header(config, startedAt, Date.now() - startedAt.getTime()) +
+      (finished ? '' : '\n\n**Partial: the run is still going.**'),
+    '',
+    '## Goals',
+    '',
+    goals,
+    '',
+    '## All figures',
+    '',
+    markdownTable(rows, labels),
+    '',
+  ].join('\n');
+  await mkdir(RESULTS, { recursive: true });
+  const suffix = config.quick ? '-quick' : '';
+  await writeFile(`${RESULTS}latest${suffix}.md`, markdown);
+  await writeFile(
+    `${RESULTS}latest${suffix}.json`,
+    `${JSON.stringify(
+      rows.map(({ system, scenario, concurrency, value, unit, min, max, status, note, vsBestPeer, vsRawSql }) => ({
+        system,
+        scenario,
+        concurrency,
+        value,
+        unit,
+        min,
+        max,
+        status,
+        ...(note ? { note } : {}),
+        vsBestPeer,
+        vsRawSql,
+      })),
+      null,
+      2,
+    )}\n`,
+  );
+  return markdown;
+}
+
+const table = new ResultTable();
+const startedAt = new Date();
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+for (let rep = 1; rep <= config.repetitions; rep++) {
+  for (const scenario of scenarios) {
+    for (const system of systems) {
+      if (scenario.needs && !system.supports[scenario.needs]) {
+        const reason = system.notAvailable?.[scenario.needs] ?? 'not supported';
+        for (const row of scenario.rows(config)) table.mark(system.id, row, 'not available', reason);
+        continue;
+      }
+      const tag = `${scenario.id}_r${rep}`.replace(/-/g, '_');
+      const t0 = performance.now();
+      let queue: Awaited<ReturnType<BenchSystem['open']>> | undefined;
+      try {
+        queue = await system.open(tag);
+        const measured = await withTimeout(scenario.run(queue, config, system), SCENARIO_TIMEOUT_MS);
+        for (const m of measured) table.add(system.id, m);
+        const summary = measured.map((m) => `${m.scenario} ${m.value.toFixed(m.unit === 'ms' ? 2 : 0)} ${m.unit}`);
+        log(
+          `[rep ${rep}] ${system.id} ${scenario.id}: ${summary.join(', ')} (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+        );
+      } catch (error) {
+        const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 160) ?? '';
+        for (const row of scenario.rows(config)) table.mark(system.id, row, 'failed', message);
+        log(`[rep ${rep}] ${system.id} ${scenario.id}: FAILED ${message}`);
+      } finally {
+        await queue?.close().catch((error: unknown) => log(`  close failed: ${String(error)}`));
+      }
+      await writeResults(false);
+    }
+  }
+}
+
+const markdown = await writeResults(true);
+if (config.profile) {
+  await writeFile(`${profileDir}/round-trips.md`, roundTripsMarkdown());
+  await stopCpuProfile?.(`${profileDir}/bench-process.cpuprofile`);
+}
+process.stdout.write(`${markdown}\n`);
+process.exit(0);

@@ -1,0 +1,66 @@
+import type { RunConfig } from '../config.ts';
+import { waitUntil } from '../stats.ts';
+import type { QueueUnderTest } from '../systems/types.ts';
+import { JobTracker } from './tracker.ts';
+import type { Scenario } from './types.ts';
+
+const BULK = 1000;
+
+/** Enqueues n = 0 … count-1 in bulk calls (not timed). */
+export async function fillQueue(queue: QueueUnderTest, count: number): Promise<void> {
+  for (let from = 0; from < count; from += BULK) await queue.enqueueBulk(from, Math.min(BULK, count - from));
+}
+
+/**
+ * Starts a consumer on a filled queue and times it until every job's handler
+ * has started; then stops it (flushing acks) and checks the store.
+ * Resolves to jobs per second.
+ */
+export async function timeDrain(
+  queue: QueueUnderTest,
+  jobs: number,
+  concurrency: number,
+  expectedCompleted = jobs,
+): Promise<number> {
+  const tracker = new JobTracker(jobs);
+  const started = performance.now();
+  const consumer = await queue.consume(concurrency, tracker.onJob);
+  try {
+    await waitUntil(() => tracker.done, 300_000, 2);
+  } finally {
+    await consumer.stop();
+  }
+  const elapsedMs = performance.now() - started;
+  await waitUntil(async () => (await queue.countCompleted()) >= expectedCompleted, 30_000, 100).catch(() => undefined);
+  tracker.verify(await queue.countCompleted(), expectedCompleted);
+  return (jobs / elapsedMs) * 1000;
+}
+
+export function drainScenario(concurrency: number): Scenario {
+  return {
+    id: `drain-c${concurrency}`,
+    rows: () => [{ scenario: 'drain', concurrency, unit: 'jobs/s' }],
+    async run(queue: QueueUnderTest, config: RunConfig) {
+      await fillQueue(queue, config.jobs);
+      const value = await timeDrain(queue, config.jobs, concurrency);
+      return [{ scenario: 'drain', concurrency, value, unit: 'jobs/s' }];
+    },
+  };
+}
+
+/** The drain at concurrency 50 with `historyJobs` finished jobs kept in the same table. */
+export const historyDrainScenario: Scenario = {
+  id: 'drain-history',
+  needs: 'history',
+  rows: (config) => [{ scenario: historyLabel(config), concurrency: 50, unit: 'jobs/s' }],
+  async run(queue, config) {
+    await queue.seedFinished?.(config.historyJobs);
+    await fillQueue(queue, config.jobs);
+    const value = await timeDrain(queue, config.jobs, 50, config.jobs + config.historyJobs);
+    return [{ scenario: historyLabel(config), concurrency: 50, value, unit: 'jobs/s' }];
+  },
+};
+
+export function historyLabel(config: RunConfig): string {
+  return `drain, ${config.historyJobs.toLocaleString('en-US')} finished kept`;
+}

@@ -1,0 +1,20 @@
+import type { RunConfig } from '../config.ts';
+import type { BenchSystem, QueueUnderTest } from '../systems/types.ts';
+
+/** One figure from one repetition. */
+export interface Measurement {
+  scenario: string;
+  concurrency: number;
+  value: number;
+  unit: 'jobs/s' | 'ms';
+}
+
+export interface Scenario {
+  id: string;
+  /** Which capability it needs; systems without it get a "not available" row. */
+  needs?: 'latency' | 'claim' | 'history';
+  /** The rows it reports, for "not available" / "failed" rows. */
+  rows(config: RunConfig): Omit<Measurement, 'value'>[];
+  /** Runs on a fresh queue; throws if the run's own checks fail. */
+  run(queue: QueueUnderTest, config: RunConfig, system: BenchSystem): Promise<Measurement[]>;
+}

@@ -1,0 +1,61 @@
+import type { Store } from '@workq/core/engine';
+
+/**
+ * Per-round-trip timings for `--profile`: how long each store call (workq core)
+ * or each HTTP request (SDK, by tRPC path) took, and how many items it carried.
+ */
+interface Timing {
+  calls: number;
+  totalMs: number;
+  samples: number[];
+}
+
+const timings = new Map<string, Timing>();
+
+export function recordRoundTrip(key: string, ms: number): void {
+  let timing = timings.get(key);
+  if (!timing) {
+    timing = { calls: 0, totalMs: 0, samples: [] };
+    timings.set(key, timing);
+  }
+  timing.calls++;
+  timing.totalMs += ms;
+  if (timing.samples.length < 50_000) timing.samples.push(ms);
+}
+
+export function roundTripTimings(): ReadonlyMap<string, Timing> {
+  return timings;
+}
+
+/** The store, with every async method timed under `<prefix> store.<method>`. */
+export function timeStore(store: Store, prefix: string): Store {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || typeof property !== 'string') return value;
+      return (...args: unknown[]) => {
+        const started = performance.now();
+        const result = value.apply(target, args);
+        if (result instanceof Promise) {
+          return result.finally(() => recordRoundTrip(`${prefix} store.${property}`, performance.now() - started));
+        }
+        return result;
+      };
+    },
+  });
+}
+
+/** A fetch that times each request under `<prefix> http <tRPC path(s)>`. */
+export function timedFetch(prefix: string): typeof fetch {
+  return async (input, init) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const path = new URL(url).pathname.replace(/^\/trpc\//, '');
+    const paths = [...new Set(path.split(','))].join(',');
+    const started = performance.now();
+    try {
+      return await fetch(input, init);
+    } finally {
+      recordRoundTrip(`${prefix} http ${paths}`, performance.now() - started);
+    }
+  };
+}

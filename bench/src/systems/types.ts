@@ -1,0 +1,45 @@
+/**
+ * What every benchmarked system provides. Job payloads are `{ n }`, n from 0;
+ * a consumer reports each handler start through `onJob(n)`, so the bench can
+ * prove each job was handled exactly once.
+ */
+export interface BenchSystem {
+  /** Stable id used in results, e.g. `workq-sdk-pg`. */
+  id: string;
+  /** Human label for the table. */
+  label: string;
+  /** What the system can be asked to do; a missing capability is reported with `notAvailable`. */
+  supports: {
+    latency: boolean;
+    claim: boolean;
+    history: boolean;
+  };
+  /** Why a scenario cannot run on this system (shown in the table instead of a figure). */
+  notAvailable?: Partial<Record<'latency' | 'claim' | 'history', string>>;
+  /** Opens a fresh, empty queue (own schema / database / key prefix). */
+  open(tag: string): Promise<QueueUnderTest>;
+}
+
+export type JobListener = (n: number) => void;
+
+export interface Consumer {
+  /** Stops claiming, lets in-flight jobs finish and flushes their acks. */
+  stop(): Promise<void>;
+}
+
+export interface QueueUnderTest {
+  enqueueOne(n: number): Promise<void>;
+  /** Enqueues jobs n = from … from+count-1 in one call. */
+  enqueueBulk(from: number, count: number): Promise<void>;
+  consume(concurrency: number, onJob: JobListener): Promise<Consumer>;
+  /** Jobs the store shows completed (for systems that delete finished jobs: enqueued minus those left). */
+  countCompleted(): Promise<number>;
+  /** Fills the queue with `count` ready jobs directly in the system's own tables (fast, not timed). */
+  seedReady?(count: number): Promise<void>;
+  /** Adds `count` finished jobs as history directly in the system's own tables. */
+  seedFinished?(count: number): Promise<void>;
+  /** Claims one job and acks it; resolves to the milliseconds the claim itself took. */
+  claimOne?(): Promise<number>;
+  /** Drops everything this queue made and closes its connections. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,108 @@
+import { type ClaimedJob, createEngine, type Engine, openStore } from '@workq/core/engine';
+import mysql from 'mysql2/promise';
+import { RUN_ID, SERVICES } from '../config.ts';
+import { startBatchConsumer, WakeSignal } from './batch-consumer.ts';
+import { BENCH_JOB } from './bench-jobs.ts';
+import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
+import { timeStore } from './round-trips.ts';
+import type { BenchSystem, QueueUnderTest } from './types.ts';
+import { seedWorkqJobs } from './workq-seed.ts';
+
+type Backend = 'pg' | 'pglite' | 'mariadb';
+
+interface OpenedStore {
+  url: string;
+  schema?: string;
+  drop(): Promise<void>;
+}
+
+async function prepareStore(backend: Backend, tag: string): Promise<OpenedStore> {
+  if (backend === 'pglite') return { url: 'pglite://memory', drop: async () => undefined };
+  if (backend === 'pg') {
+    const schema = schemaName(`wq_core_${RUN_ID}`, tag);
+    return { url: `${SERVICES.postgresUrl}?schema=${schema}`, schema, drop: () => dropSchema(schema) };
+  }
+  const database = schemaName(`wq_${RUN_ID}`, tag);
+  const admin = await mysql.createConnection(SERVICES.mysqlUrl);
+  await admin.query(`CREATE DATABASE \`${database}\``);
+  await admin.end();
+  return {
+    url: `${SERVICES.mysqlUrl}/${database}`,
+    drop: async () => {
+      const conn = await mysql.createConnection(SERVICES.mysqlUrl);
+      await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
+      await conn.end();
+    },
+  };
+}
+
+/** Enqueue, claim and ack straight through `Engine`, in this process, with no HTTP. */
+async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: boolean): Promise<QueueUnderTest> {
+  const prepared = await prepareStore(backend, tag);
+  const opened = await openStore(prepared.url);
+  const store = timeRoundTrips ? timeStore(opened, `workq-core-${backend}`) : opened;
+  const engine: Engine = createEngine({ store });
+  const wake = new WakeSignal();
+  const unlisten = engine.onReady(() => wake.wake());
+  const workerId = `bench-${process.pid}`;
+  const claim = (limit: number) => engine.claim({ name: BENCH_JOB, maxVersion: 1, limit, workerId });
+  const ack = async (jobs: ClaimedJob[]) => {
+    await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+  };
+  const input = (n: number) => ({ name: BENCH_JOB, version: 1, payload: { n } });
+  const queue: QueueUnderTest = {
+    enqueueOne: async (n) => {
+      await engine.enqueue(input(n));
+    },
+    enqueueBulk: async (from, count) => {
+      await engine.enqueueMany(Array.from({ length: count }, (_, i) => input(from + i)));
+    },
+    consume: async (concurrency, onJob) =>
+      startBatchConsumer({
+        concurrency,
+        claim,
+        handle: (job) => onJob((job.payload as { n: number }).n),
+        ack,
+        waitForWork: (ms) => wake.wait(ms),
+      }),
+    countCompleted: async () =>
+      (await engine.counts()).filter((c) => c.state === 'completed').reduce((sum, c) => sum + c.count, 0),
+    claimOne: async () => {
+      const started = performance.now();
+      const jobs = await claim(1);
+      const elapsed = performance.now() - started;
+      if (jobs.length !== 1) throw new Error(`claim returned ${jobs.length} jobs, expected 1`);
+      await ack(jobs);
+      return elapsed;
+    },
+    close: async () => {
+      unlisten();
+      await engine.close();
+      await prepared.drop();
+    },
+  };
+  const { schema } = prepared;
+  if (schema) {
+    queue.seedReady = (count) => seedWorkqJobs(schema, BENCH_JOB, count, 'waiting', 0);
+    queue.seedFinished = (count) => seedWorkqJobs(schema, BENCH_JOB, count, 'completed', 0);
+    // counts() groups the whole table; with 1M rows of history that is the slow part, so count directly.
+    queue.countCompleted = async () =>
+      Number(
+        (await pgQuery<{ c: string }>(`SELECT count(*) AS c FROM "${schema}".jobs WHERE state = 'completed'`))[0]?.c,
+      );
+  }
+  return queue;
+}
+
+export function workqCoreSystem(backend: Backend, options: { timeRoundTrips: boolean }): BenchSystem {
+  const labels = { pg: 'PostgreSQL', pglite: 'PGlite (in-memory)', mariadb: 'MariaDB' } as const;
+  const sqlSeeding = backend === 'pg';
+  const reason = 'built only for the local PostgreSQL server (bulk INSERT … SELECT into the store schema)';
+  return {
+    id: `workq-core-${backend}`,
+    label: `workq core in-process, ${labels[backend]}`,
+    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding },
+    ...(sqlSeeding ? {} : { notAvailable: { claim: reason, history: reason } }),
+    open: (tag) => openCoreQueue(backend, tag, options.timeRoundTrips),
+  };
+}
