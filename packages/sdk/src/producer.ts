@@ -138,9 +138,13 @@ export function createEnqueueMany<C extends Catalog>(deps: ProducerDeps): Enqueu
         if (payloads.length === 0) return [];
         await deps.ready();
         const resolved = withDefaults(deps.jobs, name, options);
-        const items = payloads.map((payload) => ({ payload, options: resolved }));
         const results = await deps.call((api) =>
-          api.jobs.enqueueMany.mutate({ name, version: definition.version, items }),
+          api.jobs.enqueueMany.mutate({
+            name,
+            version: definition.version,
+            payloads: [...payloads],
+            options: resolved,
+          }),
         );
         return results.map((r) => createHandle(deps, name, r.id, r.created));
       };

@@ -7,21 +7,22 @@ import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 
-/** Validates size and schema of each payload, then enqueues them in one store round trip. */
+/** Validates size and schema of each payload, then enqueues them, with the same options, in one store round trip. */
 async function enqueueValidated(
   services: ServerServices,
   name: string,
   jobVersion: number,
-  items: readonly { payload: unknown; options?: z.infer<typeof enqueueOptions> }[],
+  payloads: readonly unknown[],
+  options: z.infer<typeof enqueueOptions>,
 ): Promise<EnqueueResult[]> {
   const { limits } = services.options;
-  checkBatchSize(items.length, limits.maxBatchSize, 'enqueueMany');
-  for (const item of items) {
-    checkPayloadSize(item.payload, limits.maxPayloadBytes, name);
-    await services.registry.validate(name, jobVersion, item.payload);
+  checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
+  for (const payload of payloads) {
+    checkPayloadSize(payload, limits.maxPayloadBytes, name);
+    await services.registry.validate(name, jobVersion, payload);
   }
   const results = await services.enqueues.submit(
-    items.map((item) => toEnqueueInput(name, jobVersion, item.payload, item.options)),
+    payloads.map((payload) => toEnqueueInput(name, jobVersion, payload, options)),
   );
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
   return results;
@@ -41,7 +42,7 @@ export const producerRouter = router({
     .input(z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }))
     .mutation(async ({ ctx, input }) => {
       requireScope(ctx.principal, 'produce', input.name);
-      const [result] = await enqueueValidated(ctx.services, input.name, input.version, [input]);
+      const [result] = await enqueueValidated(ctx.services, input.name, input.version, [input.payload], input.options);
       return result as EnqueueResult;
     }),
 
@@ -50,12 +51,14 @@ export const producerRouter = router({
       z.object({
         name: jobName,
         version,
-        items: z.array(z.object({ payload: z.unknown(), options: enqueueOptions })).min(1),
+        payloads: z.array(z.unknown()).min(1),
+        /** Applied to every job of the batch. */
+        options: enqueueOptions,
       }),
     )
     .mutation(async ({ ctx, input }) => {
       requireScope(ctx.principal, 'produce', input.name);
-      return enqueueValidated(ctx.services, input.name, input.version, input.items);
+      return enqueueValidated(ctx.services, input.name, input.version, input.payloads, input.options);
     }),
 
   get: authedProcedure

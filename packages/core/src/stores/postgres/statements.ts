@@ -42,8 +42,13 @@ RETURNING ${JOB_COLUMNS}`,
 JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
   ON j.name = k.name AND j.idempotency_key = k.idempotency_key`,
 
-    /** $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null. */
-    claimJobs: `UPDATE ${jobs} AS j
+    /**
+     * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
+     * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
+     * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
+     */
+    claimJobs: `WITH relaxed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS setting)
+UPDATE ${jobs} AS j
 SET state = 'active', attempts = j.attempts + 1, lease_token = $6, worker_id = $7,
   lease_expires_at = $2::timestamptz + coalesce($8::bigint, j.lease_ms) * interval '1 millisecond',
   updated_at = $2::timestamptz
@@ -53,6 +58,7 @@ WHERE j.id IN (
   ORDER BY c.priority DESC, c.order_key, c.order_tie
   LIMIT $5::int
   FOR UPDATE SKIP LOCKED)
+  AND EXISTS (SELECT 1 FROM relaxed)
 RETURNING ${JOB_COLUMNS}`,
 
     /** $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. */
