@@ -139,6 +139,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const closed = runConsumerLoop(
     {
       concurrency,
+      claimLanes: options.claimLanes ?? 1,
       claim,
       handle,
       backoff: (failures, error, signal) => {

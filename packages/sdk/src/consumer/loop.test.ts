@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { runConsumerLoop } from './loop.ts';
+
+/** A claim source over a fixed list of jobs, recording each request's limit and how many jobs run at once. */
+function fakeQueue(total: number) {
+  const waiting = Array.from({ length: total }, (_, i) => i);
+  const limits: number[] = [];
+  let running = 0;
+  let peak = 0;
+  const handled: number[] = [];
+  return {
+    limits,
+    handled,
+    peak: () => peak,
+    claim: async (limit: number) => {
+      limits.push(limit);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      return waiting.splice(0, limit);
+    },
+    handle: async (job: number) => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      handled.push(job);
+      running--;
+    },
+  };
+}
+
+async function drain(total: number, concurrency: number, claimLanes?: number) {
+  const queue = fakeQueue(total);
+  const stop = new AbortController();
+  const done = runConsumerLoop(
+    { concurrency, claimLanes, claim: queue.claim, handle: queue.handle, backoff: async () => undefined },
+    stop.signal,
+  );
+  while (queue.handled.length < total) await new Promise((resolve) => setTimeout(resolve, 2));
+  stop.abort();
+  await done;
+  return queue;
+}
+
+describe('runConsumerLoop', () => {
+  it('handles every job once and never runs more than the concurrency', async () => {
+    const queue = await drain(200, 8);
+    expect([...queue.handled].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect(queue.peak()).toBeLessThanOrEqual(8);
+    expect(Math.max(...queue.limits)).toBeLessThanOrEqual(8);
+  });
+
+  it('with several lanes, the outstanding claims together never ask for more than the free capacity', async () => {
+    const queue = await drain(300, 12, 3);
+    expect(new Set(queue.handled).size).toBe(300);
+    expect(queue.handled).toHaveLength(300);
+    expect(queue.peak()).toBeLessThanOrEqual(12);
+    expect(queue.limits.some((limit) => limit < 12)).toBe(true);
+  });
+
+  it('backs off after a failed claim and keeps going', async () => {
+    let calls = 0;
+    const failures: number[] = [];
+    const stop = new AbortController();
+    const handled: number[] = [];
+    const done = runConsumerLoop(
+      {
+        concurrency: 2,
+        claim: async () => {
+          calls++;
+          if (calls <= 2) throw new Error('server restarting');
+          if (calls === 3) return [1, 2];
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return [];
+        },
+        handle: async (job) => void handled.push(job),
+        backoff: async (count) => void failures.push(count),
+      },
+      stop.signal,
+    );
+    while (handled.length < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    stop.abort();
+    await done;
+    expect(failures).toEqual([1, 2]);
+    expect(handled).toEqual([1, 2]);
+  });
+
+  it('waits for jobs in flight when stopped', async () => {
+    const stop = new AbortController();
+    let finished = false;
+    const done = runConsumerLoop(
+      {
+        concurrency: 1,
+        claim: async () => (finished ? new Promise<number[]>(() => undefined) : [1]),
+        handle: async () => {
+          stop.abort();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          finished = true;
+        },
+        backoff: async () => undefined,
+      },
+      stop.signal,
+    );
+    await done;
+    expect(finished).toBe(true);
+  });
+});
