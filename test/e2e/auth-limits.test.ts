@@ -179,6 +179,32 @@ describe('auth and limits over pglite://memory', () => {
     await expectStillServing();
   });
 
+  it('refuses a NUL character, which stores cannot keep, as VALIDATION rather than a store failure', async () => {
+    const raw = rawClient(server.url, 'prod');
+    const before = await countOf('sendEmail');
+    const inPayload = await rawFailure(
+      raw.jobs.enqueue.mutate({ name: 'sendEmail', version: 1, payload: { ...email, body: 'a\u0000b' } }),
+    );
+    expect(inPayload).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('NUL') });
+    const inKey = await rawFailure(
+      raw.jobs.enqueue.mutate({
+        name: 'sendEmail',
+        version: 1,
+        payload: email,
+        options: { idempotencyKey: 'k\u0000' },
+      }),
+    );
+    expect(inKey.code).toBe('VALIDATION');
+    const escaped = await raw.jobs.enqueue.mutate({
+      name: 'sendEmail',
+      version: 1,
+      payload: { ...email, body: '\\u0000' },
+    });
+    expect(escaped.created).toBe(true);
+    expect(await countOf('sendEmail')).toBe(before + 1);
+    await expectStillServing();
+  });
+
   it('names unknown jobs UNKNOWN_JOB and unregistered versions UNSUPPORTED_VERSION', async () => {
     const raw = rawClient(server.url, 'prod');
     const unknown = await rawFailure(raw.jobs.enqueue.mutate({ name: 'noSuchJob', version: 1, payload: {} }));

@@ -13,7 +13,12 @@ export const enqueueOptions = z
     priority: z.number().int().optional(),
     delayMs: z.number().int().nonnegative().optional(),
     runAt: z.date().optional(),
-    idempotencyKey: z.string().min(1).max(255).optional(),
+    idempotencyKey: z
+      .string()
+      .min(1)
+      .max(255)
+      .refine((key) => !key.includes('\u0000'), 'must not contain a NUL character')
+      .optional(),
     maxAttempts: z.number().int().optional(),
     backoff: z
       .object({
@@ -48,10 +53,19 @@ export function toEnqueueInput(
   };
 }
 
+/** A `\u0000` escape in JSON text, not preceded by an escaped backslash. */
+const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
+
 /** Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE` before anything is stored. */
 export function checkPayloadSize(payload: unknown, maxBytes: number, name: string): void {
   const text = JSON.stringify(payload);
   if (text === undefined) throw new WorkqError('VALIDATION', `Payload of "${name}" must be a JSON value.`);
+  if (ESCAPED_NUL.test(text)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `Payload of "${name}" contains a NUL character (\\u0000), which job stores cannot keep; remove it or encode the data.`,
+    );
+  }
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     throw new WorkqError(

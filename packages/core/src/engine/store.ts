@@ -109,9 +109,15 @@ export interface StoreCapabilities {
 
 /** Cross-process wake-up channel, when a store has `capabilities.notify`. */
 export interface StoreNotifier {
-  /** Tells every listener on this store that jobs of `name` became ready. */
-  publish(name: string): Promise<void>;
-  /** Calls `listener` with job names as other processes publish them; resolves to an unsubscribe function. */
+  /**
+   * Sends a short text message (under 7,000 characters) to every listener on this store. The queue server
+   * sends job names, to say jobs became ready, and lists of finished job ids.
+   */
+  publish(message: string): Promise<void>;
+  /**
+   * Calls `listener` with each message as processes publish them, and with `'*'` after a reconnect, when
+   * messages may have been missed; resolves to an unsubscribe function.
+   */
   subscribe(listener: (name: string) => void): Promise<() => Promise<void>>;
 }
 
