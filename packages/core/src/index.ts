@@ -27,5 +27,5 @@ export type {
 } from './contract/types.ts';
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
-export type { JobError, JobState, JobStatus } from './jobs.ts';
+export type { EnqueueOptions, JobError, JobState, JobStatus } from './jobs.ts';
 export { JOB_STATES } from './jobs.ts';

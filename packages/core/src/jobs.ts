@@ -1,3 +1,5 @@
+import type { Backoff, JobOrder } from './contract/types.ts';
+
 /** A job's state as users see it. */
 export const JOB_STATES = ['scheduled', 'ready', 'active', 'completed', 'dead', 'cancelled'] as const;
 
@@ -44,4 +46,24 @@ export interface JobStatus<Result = unknown> {
   movedTo?: string;
   /** For a replayed job: the id of the job it replays. */
   replayOf?: string;
+}
+
+/** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
+export interface EnqueueOptions {
+  /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
+  priority?: number;
+  /** Do not deliver before this many milliseconds from now. Ignored when `runAt` is given. */
+  delayMs?: number;
+  /** Do not deliver before this time. */
+  runAt?: Date;
+  /** A retained job of this type with the same key is returned instead of a new one. 1-255 characters. */
+  idempotencyKey?: string;
+  /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
+  maxAttempts?: number;
+  /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
+  backoff?: Backoff;
+  /** Lease length in milliseconds, 1 ms to 24 h. @defaultValue 30_000 */
+  leaseMs?: number;
+  /** @defaultValue 'fifo' */
+  order?: JobOrder;
 }

@@ -1,10 +1,10 @@
 /** `@workq/sdk`: the typed producer and consumer. */
 
-export type { JobState, JobStatus, WorkqErrorCode } from '@workq/core';
+export type { EnqueueOptions, JobState, JobStatus, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
 export type { AdminApi } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
-export type { EnqueueOptions, JobHandle } from './producer.ts';
+export type { JobHandle } from './producer.ts';

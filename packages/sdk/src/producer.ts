@@ -1,6 +1,6 @@
-import type { Backoff, JobOrder } from '@workq/core';
 import {
   type Catalog,
+  type EnqueueOptions,
   type JobName,
   type JobStatus,
   type PayloadInput,
@@ -9,18 +9,6 @@ import {
   WorkqError,
 } from '@workq/core';
 import type { QueueApi } from './transport.ts';
-
-/** Options of one enqueue; omitted ones come from the job's `defaults`, then the server's. */
-export interface EnqueueOptions {
-  priority?: number;
-  delayMs?: number;
-  runAt?: Date;
-  idempotencyKey?: string;
-  maxAttempts?: number;
-  backoff?: Backoff;
-  leaseMs?: number;
-  order?: JobOrder;
-}
 
 /** A reference to an enqueued job. */
 export interface JobHandle<R = unknown> {

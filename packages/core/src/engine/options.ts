@@ -1,25 +1,9 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import { WorkqError } from '../errors.ts';
+import type { EnqueueOptions } from '../jobs.ts';
 
-/** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
-export interface EnqueueOptions {
-  /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
-  priority?: number;
-  /** Do not deliver before this many milliseconds from now. Ignored when `runAt` is given. */
-  delayMs?: number;
-  /** Do not deliver before this time. */
-  runAt?: Date;
-  /** A retained job of this type with the same key is returned instead of a new one. 1-255 characters. */
-  idempotencyKey?: string;
-  /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
-  maxAttempts?: number;
-  /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
-  backoff?: Backoff;
-  /** Lease length in milliseconds, 1 ms to 24 h. @defaultValue 30_000 */
-  leaseMs?: number;
-  /** @defaultValue 'fifo' */
-  order?: JobOrder;
-}
+export type { EnqueueOptions };
+
+import { WorkqError } from '../errors.ts';
 
 export interface ResolvedJobOptions {
   priority: number;

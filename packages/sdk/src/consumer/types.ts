@@ -1,5 +1,4 @@
-import type { Catalog, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
-import type { EnqueueOptions } from '../producer.ts';
+import type { Catalog, EnqueueOptions, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
 
 /** A job as a handler receives it: the payload parsed and upgraded to the current version. */
 export interface ConsumedJob<Payload> {
