@@ -20,9 +20,23 @@ export interface SqlClient extends SqlQueryable {
 
 /** A `SqlClient` over a node-postgres pool; `ownsPool` decides whether `close()` ends it. */
 export function createPoolSqlClient(pool: Pool, target: string, ownsPool: boolean): SqlClient {
+  const names = new Map<string, string>();
+  /**
+   * Parameterized statements run as named prepared statements: each connection parses and plans a statement
+   * once, and later runs send only its name and values. The store's statement texts are a small fixed set.
+   */
+  const nameOf = (text: string): string => {
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `workq_${fnv1a(text)}_${text.length}`;
+      names.set(text, name);
+    }
+    return name;
+  };
   const run = async <Row>(on: Pool | PoolClient, text: string, params: readonly unknown[]): Promise<Row[]> => {
     try {
-      const result = await on.query(text, [...params]);
+      const result =
+        params.length === 0 ? await on.query(text) : await on.query({ name: nameOf(text), text, values: [...params] });
       return result.rows as Row[];
     } catch (error) {
       throw toWorkqError(error, target);
@@ -81,4 +95,14 @@ export function createPgliteSqlClient(db: PGlite, target: string, ownsDb: boolea
       if (ownsDb && !db.closed) await db.close();
     },
   };
+}
+
+/** A 32-bit FNV-1a hash, in hex: short, stable statement names. */
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16);
 }
