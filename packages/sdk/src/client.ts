@@ -2,6 +2,7 @@ import { type Catalog, catalogJsonSchemas, type JobName, WorkqError } from '@wor
 import { type AdminApi, createAdminApi } from './admin.ts';
 import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
+import { EnqueueBatcher } from './enqueue-batcher.ts';
 import {
   createEnqueue,
   createEnqueueMany,
@@ -60,7 +61,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     if (!definition) throw new WorkqError('UNKNOWN_JOB', `"${name}" is not in this client's catalog.`);
     return definition;
   };
-  const producerDeps = { jobs, call, ready };
+  const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call) };
   const workers = new Set<Worker>();
   return {
     enqueue: createEnqueue<C>(producerDeps),

@@ -8,6 +8,7 @@ import {
   type ResultOutput,
   WorkqError,
 } from '@workq/core';
+import type { EnqueueBatcher } from './enqueue-batcher.ts';
 import type { QueueApi } from './transport.ts';
 
 /** A reference to an enqueued job. */
@@ -39,6 +40,8 @@ export interface ProducerDeps {
   call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
   /** Resolves once this client's schemas are registered. */
   ready: () => Promise<void>;
+  /** Merges enqueues made together into batch requests. */
+  enqueues: EnqueueBatcher;
 }
 
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
@@ -108,8 +111,8 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         const definition = definitionOf(deps.jobs, name);
         checkPayload(deps.jobs, name, payload);
         await deps.ready();
-        const input = { name, version: definition.version, payload, options: withDefaults(deps.jobs, name, options) };
-        const result = await deps.call((api) => api.jobs.enqueue.mutate(input));
+        const resolved = withDefaults(deps.jobs, name, options);
+        const result = await deps.enqueues.enqueue(name, definition.version, payload, resolved);
         return createHandle(deps, name, result.id, result.created);
       };
     },

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { EnqueueBatcher } from './enqueue-batcher.ts';
+import type { QueueApi } from './transport.ts';
+
+/** A stand-in for the tRPC client that records each request and answers with sequential ids. */
+function recordingApi(fail = false) {
+  const requests: { path: string; count: number; options: unknown }[] = [];
+  let next = 0;
+  const api = {
+    jobs: {
+      enqueue: {
+        mutate: async (input: { options: unknown }) => {
+          requests.push({ path: 'enqueue', count: 1, options: input.options });
+          if (fail) throw new Error('store unavailable');
+          return { id: `job-${next++}`, created: true };
+        },
+      },
+      enqueueMany: {
+        mutate: async (input: { payloads: unknown[]; options: unknown }) => {
+          requests.push({ path: 'enqueueMany', count: input.payloads.length, options: input.options });
+          if (fail) throw new Error('store unavailable');
+          return input.payloads.map(() => ({ id: `job-${next++}`, created: true }));
+        },
+      },
+    },
+  } as unknown as QueueApi;
+  const call = <T>(run: (a: QueueApi) => Promise<T>) => run(api);
+  return { requests, batcher: new EnqueueBatcher(call) };
+}
+
+describe('EnqueueBatcher', () => {
+  it('sends a lone enqueue at once, as a single request', async () => {
+    const { requests, batcher } = recordingApi();
+    await expect(batcher.enqueue('a', 1, { n: 1 }, {})).resolves.toEqual({ id: 'job-0', created: true });
+    expect(requests).toEqual([{ path: 'enqueue', count: 1, options: {} }]);
+  });
+
+  it('batches the enqueues made together after the first, and hands each caller its own result', async () => {
+    const { requests, batcher } = recordingApi();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, n) => batcher.enqueue('a', 1, { n }, { priority: 1 })),
+    );
+    expect(requests.map((r) => [r.path, r.count])).toEqual([
+      ['enqueue', 1],
+      ['enqueueMany', 9],
+    ]);
+    expect(new Set(results.map((r) => r.id)).size).toBe(10);
+  });
+
+  it('keeps different job types and options in separate requests', async () => {
+    const { requests, batcher } = recordingApi();
+    await Promise.all([
+      batcher.enqueue('a', 1, {}, {}),
+      batcher.enqueue('a', 1, {}, { priority: 1 }),
+      batcher.enqueue('a', 1, {}, { priority: 1 }),
+      batcher.enqueue('b', 1, {}, { priority: 1 }),
+      batcher.enqueue('b', 1, {}, { priority: 1 }),
+    ]);
+    expect(requests.map((r) => [r.path, r.count, r.options])).toEqual([
+      ['enqueue', 1, {}],
+      ['enqueueMany', 2, { priority: 1 }],
+      ['enqueueMany', 2, { priority: 1 }],
+    ]);
+  });
+
+  it('rejects every caller of a failed request', async () => {
+    const { batcher } = recordingApi(true);
+    const outcomes = await Promise.allSettled([1, 2, 3].map((n) => batcher.enqueue('a', 1, { n }, {})));
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  });
+});
