@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { RunConfig } from './config.ts';
 import type { Measurement } from './scenarios/types.ts';
 import { median } from './stats.ts';
@@ -127,5 +128,5 @@ export function header(config: RunConfig, startedAt: Date, elapsedMs: number): s
 }
 
 function cpuCount(): number {
-  return globalThis.navigator?.hardwareConcurrency ?? 0;
+  return availableParallelism();
 }

@@ -69,7 +69,7 @@ async function openBossQueue(tag: string): Promise<QueueUnderTest> {
          FROM generate_series(0, $2::int - 1) g`,
         [QUEUE, count],
       );
-      await pgQuery(`ANALYZE "${schema}".job`);
+      await pgQuery(`VACUUM ANALYZE "${schema}".job`);
     },
     claimOne: async () => {
       const started = performance.now();

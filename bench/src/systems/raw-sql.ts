@@ -66,14 +66,14 @@ async function openRawQueue(tag: string): Promise<QueueUnderTest> {
         `INSERT INTO ${t} (payload) SELECT jsonb_build_object('n', g) FROM generate_series(0, $1::int - 1) g`,
         [count],
       );
-      await pool.query(`ANALYZE ${t}`);
+      await pool.query(`VACUUM ANALYZE ${t}`);
     },
     seedFinished: async (count) => {
       await pool.query(
         `INSERT INTO ${t} (payload, state, finished_at) SELECT jsonb_build_object('n', g), 2, now() FROM generate_series(0, $1::int - 1) g`,
         [count],
       );
-      await pool.query(`ANALYZE ${t}`);
+      await pool.query(`VACUUM ANALYZE ${t}`);
     },
     claimOne: async () => {
       const started = performance.now();
