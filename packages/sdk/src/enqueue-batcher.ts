@@ -78,7 +78,7 @@ export class EnqueueBatcher {
       }
       const payloads = pending.map((p) => p.payload);
       const results = await this.call((api) => api.jobs.enqueueMany.mutate({ name, version, payloads, options }));
-      pending.forEach((p, i) => p.resolve(results[i] as { id: string; created: boolean }));
+      for (const [i, p] of pending.entries()) p.resolve(results[i] as { id: string; created: boolean });
     } catch (error) {
       for (const p of pending) p.reject(error);
     }
