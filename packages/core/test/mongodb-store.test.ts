@@ -2,8 +2,8 @@ import type { MongoClient } from 'mongodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
 import type { Store } from '../src/engine/store.ts';
-import { WorkqError } from '../src/errors.ts';
 import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
+import { rejection } from './support/fixtures.ts';
 import { ManualClock } from './support/manual-clock.ts';
 import {
   createMongoDriverDouble,
@@ -28,15 +28,6 @@ async function openOnDouble(
   opened.push(store);
   const clock = new ManualClock();
   return { double, store, clock, engine: createEngine({ store, clock, leaseSweepIntervalMs: 0 }) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<WorkqError> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(WorkqError);
-  return error as WorkqError;
 }
 
 describe('mongodb store: indexes', () => {

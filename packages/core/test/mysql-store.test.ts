@@ -1,13 +1,14 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newJobId, newLeaseToken } from '../src/engine/ids.ts';
-import type { NewJob, Store } from '../src/engine/store.ts';
+import { newLeaseToken } from '../src/engine/ids.ts';
+import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { createMysqlStore } from '../src/stores/mysql/index.ts';
 import { claimCandidatesSql } from '../src/stores/mysql/job-queries.ts';
 import { migrations } from '../src/stores/mysql/migrations.ts';
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
+import { newJob, rejection } from './support/fixtures.ts';
 
 const url = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 
@@ -27,53 +28,27 @@ async function reachable(): Promise<boolean> {
   }
 }
 
-function newJob(name: string, now: Date, overrides: Partial<NewJob> = {}): NewJob {
-  return {
-    id: newJobId(),
-    name,
-    version: 1,
-    payload: { n: 1 },
-    priority: 0,
-    order: 'fifo',
-    runAt: now,
-    createdAt: now,
-    maxAttempts: 3,
-    backoff: { type: 'fixed', delayMs: 0 },
-    leaseMs: 30_000,
-    idempotencyKey: null,
-    replayOf: null,
-    ...overrides,
-  };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => null,
-    (error: unknown) => error,
-  );
-}
-
 describe('createMysqlStore without a server', () => {
   it('fails fast with a retryable UNAVAILABLE that names the server but not the password', async () => {
     const started = Date.now();
     const error = await rejection(createMysqlStore({ url: 'mysql://root:s3cret@127.0.0.1:1/test' }));
     expect(error).toBeInstanceOf(WorkqError);
-    expect((error as WorkqError).code).toBe('UNAVAILABLE');
-    expect((error as WorkqError).retryable).toBe(true);
-    expect((error as WorkqError).message).toContain('127.0.0.1:1');
-    expect((error as WorkqError).message).not.toContain('s3cret');
+    expect(error.code).toBe('UNAVAILABLE');
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain('127.0.0.1:1');
+    expect(error.message).not.toContain('s3cret');
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('rejects a table prefix that is not a plain lower-case identifier', async () => {
     for (const tablePrefix of ['Workq_', 'workq-', '1workq', 'a'.repeat(32), 'x`; DROP TABLE y; --']) {
       const error = await rejection(createMysqlStore({ url, tablePrefix }));
-      expect((error as WorkqError).code, tablePrefix).toBe('VALIDATION');
+      expect(error.code, tablePrefix).toBe('VALIDATION');
     }
   });
 
   it('needs a url or a pool', async () => {
-    expect(((await rejection(createMysqlStore({}))) as WorkqError).code).toBe('VALIDATION');
+    expect((await rejection(createMysqlStore({}))).code).toBe('VALIDATION');
   });
 });
 
@@ -104,7 +79,7 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
     const t = tableNames('mig_');
     const [first, second] = await Promise.all([open({ tablePrefix: 'mig_' }), open({ tablePrefix: 'mig_' })]);
     const now = new Date();
-    const [outcome] = await first!.insertJobs([newJob('kept', now)]);
+    const [outcome] = await first!.insertJobs([newJob('kept', { runAt: now, createdAt: now })]);
     await second!.close();
     await open({ tablePrefix: 'mig_' });
     const [rows] = await admin.query<mysql.RowDataPacket[]>(
@@ -118,7 +93,7 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
     const store = await open({ tablePrefix: 'explain_' });
     const now = new Date();
     const name = 'explained';
-    const history = Array.from({ length: 500 }, () => newJob(name, now));
+    const history = Array.from({ length: 500 }, () => newJob(name, { runAt: now, createdAt: now }));
     await store.insertJobs(history);
     const leaseToken = newLeaseToken();
     const claim = { name, minVersion: 1, maxVersion: 1, leaseToken, workerId: 'w', leaseMs: null, now };
@@ -127,7 +102,7 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
       claimed.map((job) => ({ id: job.id, leaseToken, result: null })),
       now,
     );
-    await store.insertJobs(Array.from({ length: 20 }, () => newJob(name, now)));
+    await store.insertJobs(Array.from({ length: 20 }, () => newJob(name, { runAt: now, createdAt: now })));
     await admin.query(`ANALYZE TABLE \`${database}\`.${tableNames('explain_').jobs}`);
 
     const connection = await mysql.createConnection(dbUrl);
@@ -152,7 +127,9 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
     try {
       const store = await open({ tablePrefix: 'tz_', pool });
       const runAt = new Date('2030-06-15T23:59:58.123Z');
-      const [outcome] = await store.insertJobs([newJob('tz', new Date('2030-06-15T12:00:00.007Z'), { runAt })]);
+      const [outcome] = await store.insertJobs([
+        newJob('tz', { createdAt: new Date('2030-06-15T12:00:00.007Z'), runAt }),
+      ]);
       const job = await store.getJob(outcome!.job.id);
       expect(job?.runAt.toISOString()).toBe(runAt.toISOString());
       expect(job?.createdAt.toISOString()).toBe('2030-06-15T12:00:00.007Z');
@@ -170,16 +147,20 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
     const store = await open({ tablePrefix: 'keys_' });
     const now = new Date();
     const keys = ['order-1', 'ORDER-1', 'order-1 ', 'örder-1', '🔑-1'];
-    const outcomes = await store.insertJobs(keys.map((key) => newJob('keyed', now, { idempotencyKey: key })));
+    const outcomes = await store.insertJobs(
+      keys.map((key) => newJob('keyed', { runAt: now, createdAt: now, idempotencyKey: key })),
+    );
     expect(outcomes.map((o) => o.created)).toEqual(keys.map(() => true));
-    const again = await store.insertJobs(keys.map((key) => newJob('keyed', now, { idempotencyKey: key })));
+    const again = await store.insertJobs(
+      keys.map((key) => newJob('keyed', { runAt: now, createdAt: now, idempotencyKey: key })),
+    );
     expect(again.map((o) => o.job.id)).toEqual(outcomes.map((o) => o.job.id));
     expect(again.map((o) => o.job.idempotencyKey)).toEqual(keys);
   });
 
   it('reports a missing database as UNAVAILABLE, not retryable', async () => {
     const error = await rejection(createMysqlStore({ url: withDatabase(`${database}_missing`) }));
-    expect((error as WorkqError).code).toBe('UNAVAILABLE');
-    expect((error as WorkqError).retryable).toBe(false);
+    expect(error.code).toBe('UNAVAILABLE');
+    expect(error.retryable).toBe(false);
   });
 });

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openStore, redactUrl } from '../src/engine/open-store.ts';
-import { WorkqError } from '../src/errors.ts';
-
-async function rejection(promise: Promise<unknown>): Promise<WorkqError> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(WorkqError);
-  return error as WorkqError;
-}
+import { rejection } from './support/fixtures.ts';
 
 describe('openStore', () => {
   it('rejects an unknown scheme with VALIDATION naming the schemes it knows', async () => {

@@ -1,36 +1,16 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newJobId } from '../src/engine/ids.ts';
-import type { NewJob, Store } from '../src/engine/store.ts';
+import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import { buildStatements } from '../src/stores/postgres/statements.ts';
+import { newJob } from './support/fixtures.ts';
 
 const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-function newJob(name: string, overrides: Partial<NewJob> = {}): NewJob {
-  const now = new Date('2026-01-01T00:00:00.000Z');
-  return {
-    id: newJobId(),
-    name,
-    version: 1,
-    payload: { ok: true },
-    priority: 0,
-    order: 'fifo',
-    runAt: now,
-    createdAt: now,
-    maxAttempts: 3,
-    backoff: { type: 'fixed', delayMs: 0 },
-    leaseMs: 30_000,
-    idempotencyKey: null,
-    replayOf: null,
-    ...overrides,
-  };
-}
 
 async function waitFor<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

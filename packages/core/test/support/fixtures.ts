@@ -1,0 +1,36 @@
+import { expect } from 'vitest';
+import { newJobId } from '../../src/engine/ids.ts';
+import type { NewJob } from '../../src/engine/store.ts';
+import { WorkqError } from '../../src/errors.ts';
+
+const FIXED_NOW = new Date('2026-01-01T00:00:00.000Z');
+
+/** A ready job of `name` as a store receives it, with fixed options; `overrides` change any field. */
+export function newJob(name: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id: newJobId(),
+    name,
+    version: 1,
+    payload: { n: 1 },
+    priority: 0,
+    order: 'fifo',
+    runAt: FIXED_NOW,
+    createdAt: FIXED_NOW,
+    maxAttempts: 3,
+    backoff: { type: 'fixed', delayMs: 0 },
+    leaseMs: 30_000,
+    idempotencyKey: null,
+    replayOf: null,
+    ...overrides,
+  };
+}
+
+/** The `WorkqError` a promise rejects with; fails the test if it resolves or rejects with anything else. */
+export async function rejection(promise: Promise<unknown>): Promise<WorkqError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(WorkqError);
+  return error as WorkqError;
+}
