@@ -1,5 +1,5 @@
 import { WorkqError } from '@workq/core';
-import type { EnqueueInput } from '@workq/core/engine';
+import { type EnqueueInput, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 
 /** Envelope schemas of the router's inputs. Payloads are checked separately, against the registered schema. */
@@ -58,7 +58,8 @@ const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
 
 /** Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE` before anything is stored. */
 export function checkPayloadSize(payload: unknown, maxBytes: number, name: string): void {
-  const text = JSON.stringify(payload);
+  // Measured as stored: a bigint, Date or Map counts with its encoding.
+  const text = JSON.stringify(toStoredValue(payload));
   if (text === undefined) throw new WorkqError('VALIDATION', `Payload of "${name}" must be a JSON value.`);
   if (ESCAPED_NUL.test(text)) {
     throw new WorkqError(

@@ -13,6 +13,7 @@ import {
 } from './options.ts';
 import { toJobStatus } from './status.ts';
 import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
+import { fromStoredValue, toStoredValue } from './stored-value.ts';
 
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
 export interface EnqueueInput {
@@ -178,7 +179,7 @@ export class Engine {
     if (items.length === 0) return [];
     const done = new Set(
       await this.store.completeJobs(
-        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: result ?? null })),
+        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) })),
         this.clock.now(),
       ),
     );
@@ -305,7 +306,7 @@ export class Engine {
     }
     const now = this.clock.now();
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
-    const input = { name: job.name, version: job.version, payload: job.payload };
+    const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
     const replay = this.newJob({ ...input, options: { priority, maxAttempts, backoff, leaseMs, order } }, now, id);
     const [outcome] = await this.store.insertJobs([replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
@@ -348,7 +349,7 @@ export class Engine {
       id: newJobId(),
       name: input.name,
       version: input.version,
-      payload: input.payload,
+      payload: toStoredValue(input.payload),
       ...options,
       runAt: resolveRunAt(input.options, now),
       createdAt: now,
@@ -384,7 +385,7 @@ function toClaimedJob(job: JobRecord): ClaimedJob {
     id: job.id,
     name: job.name,
     version: job.version,
-    payload: job.payload,
+    payload: fromStoredValue(job.payload),
     attempt: job.attempts,
     maxAttempts: job.maxAttempts,
     leaseToken: job.leaseToken as string,

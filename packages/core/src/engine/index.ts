@@ -39,3 +39,4 @@ export type {
   WorkerPresence,
 } from './store.ts';
 export { FINISHED_STATES } from './store.ts';
+export { fromStoredValue, toStoredValue } from './stored-value.ts';

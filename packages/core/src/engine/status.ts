@@ -1,5 +1,6 @@
 import type { JobState, JobStatus } from '../jobs.ts';
 import type { JobRecord } from './store.ts';
+import { fromStoredValue } from './stored-value.ts';
 
 /** The user-visible state: `waiting` splits into `scheduled` and `ready` by the clock. */
 export function visibleState(job: Pick<JobRecord, 'state' | 'runAt'>, now: Date): JobState {
@@ -21,7 +22,8 @@ export function toJobStatus(job: JobRecord, now: Date): JobStatus {
     updatedAt: job.updatedAt,
     runAt: job.runAt,
   };
-  if (job.state === 'completed' && job.result !== null && job.result !== undefined) status.result = job.result;
+  if (job.state === 'completed' && job.result !== null && job.result !== undefined)
+    status.result = fromStoredValue(job.result);
   if (job.error) status.error = job.error;
   if (job.idempotencyKey) status.idempotencyKey = job.idempotencyKey;
   if (job.finishedAt) status.finishedAt = job.finishedAt;

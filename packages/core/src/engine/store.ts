@@ -10,7 +10,10 @@ export type StoredState = 'waiting' | 'active' | 'completed' | 'dead' | 'cancell
 
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const satisfies readonly StoredState[];
 
-/** A job as every store keeps it. Dates are `Date`s; payload, result and error are JSON values. */
+/**
+ * A job as every store keeps it. Dates are `Date`s; payload, result and error
+ * are JSON values (payload and result as `toStoredValue` encodes them).
+ */
 export interface JobRecord {
   id: string;
   name: string;
