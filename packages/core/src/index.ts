@@ -29,3 +29,4 @@ export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type { EnqueueOptions, JobError, JobState, JobStatus } from './jobs.ts';
 export { JOB_STATES } from './jobs.ts';
+export { wireTransformer } from './wire-transformer.ts';

@@ -7,6 +7,16 @@ import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
 
+/**
+ * A leased job as the claim response carries it: the lease expiry as epoch
+ * milliseconds, so a batch of plain-JSON payloads travels as plain JSON.
+ */
+export type WireClaimedJob = Omit<ClaimedJob, 'leaseExpiresAt'> & { leaseExpiresAtMs: number };
+
+function toWireJob({ leaseExpiresAt, ...job }: ClaimedJob): WireClaimedJob {
+  return { ...job, leaseExpiresAtMs: leaseExpiresAt.getTime() };
+}
+
 /** Completes held jobs, merged with other requests' acks into shared store writes. */
 async function completeHeld(
   services: ServerServices,
@@ -43,7 +53,7 @@ export const consumerRouter = router({
       }),
     )
     .mutation(
-      async ({ ctx, input, signal }): Promise<{ jobs: ClaimedJob[]; completed: string[]; acksFailed: boolean }> => {
+      async ({ ctx, input, signal }): Promise<{ jobs: WireClaimedJob[]; completed: string[]; acksFailed: boolean }> => {
         requireScope(ctx.principal, 'consume', input.name);
         const { engine, wakeups, presence, options } = ctx.services;
         checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
@@ -65,7 +75,7 @@ export const consumerRouter = router({
           const acks = await acked;
           const remainingMs = deadline - Date.now();
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-          if (jobs.length > 0 || remainingMs <= 0) return { jobs, ...acks };
+          if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...acks };
           if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
           await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
           if (aborted.aborted) return { jobs: [], ...acks };

@@ -1,5 +1,8 @@
 import { adminRouter } from './admin.ts';
 import { consumerRouter } from './consumer.ts';
+
+export type { WireClaimedJob } from './consumer.ts';
+
 import { producerRouter } from './producer.ts';
 import { schemasRouter } from './schemas.ts';
 import { router } from './trpc.ts';

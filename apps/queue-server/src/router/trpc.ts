@@ -1,7 +1,6 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import { WorkqError } from '@workq/core';
+import { WorkqError, wireTransformer } from '@workq/core';
 import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
-import superjson from 'superjson';
 import type { Principal, TokenAuthority } from '../auth.ts';
 import type { Coalescer } from '../coalescer.ts';
 import { TRPC_CODE_OF, toClientError } from '../errors.ts';
@@ -34,7 +33,7 @@ export interface RequestContext {
 }
 
 const t = initTRPC.context<RequestContext>().create({
-  transformer: superjson,
+  transformer: wireTransformer,
   isDev: false,
   errorFormatter({ shape, error }) {
     const clientError = toClientError(error);

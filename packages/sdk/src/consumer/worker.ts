@@ -1,5 +1,5 @@
 import { type AnyJobDefinition, parseWith, upgradePayload, WorkqError } from '@workq/core';
-import type { ClaimedJob } from '@workq/core/engine';
+import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
 import type { QueueApi } from '../transport.ts';
 import { AckBatcher } from './ack-batcher.ts';
@@ -32,7 +32,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const acks = new AckBatcher(call, 1000);
   const stopClaiming = new AbortController();
 
-  const claim = async (limit: number, signal: AbortSignal): Promise<ClaimedJob[]> => {
+  const claim = async (limit: number, signal: AbortSignal): Promise<WireClaimedJob[]> => {
     await deps.ready();
     const input = {
       name,
@@ -58,7 +58,7 @@ export function startWorker(deps: WorkerDeps): Worker {
 
   /** A `PermanentError`, or a payload this consumer can never read, ends the job at once; anything else retries. */
   const settleFailure = async (
-    job: ClaimedJob,
+    job: WireClaimedJob,
     error: unknown,
     giveUpAt: number,
     unreadable = false,
@@ -69,10 +69,10 @@ export function startWorker(deps: WorkerDeps): Worker {
     await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAt);
   };
 
-  const handle = async (job: ClaimedJob): Promise<void> => {
+  const handle = async (job: WireClaimedJob): Promise<void> => {
     const lease = { id: job.id, leaseToken: job.leaseToken };
-    const controller = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAt.getTime() });
-    const giveUpAt = () => job.leaseExpiresAt.getTime() + job.leaseMs * 10;
+    const controller = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAtMs });
+    const giveUpAt = () => job.leaseExpiresAtMs + job.leaseMs * 10;
     let moved = false;
     const ctx: JobContext<never> = {
       signal: controller.signal,
