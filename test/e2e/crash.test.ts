@@ -1,14 +1,14 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openStore, type Store } from '@workq/core/engine';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ChildProcesses, exited, TSX_CLI, until } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, listStoredJobs, SERVER_STORES } from '../support/stores.ts';
 
 const JOB_COUNT = 2_000;
 const WORKER_COUNT = 3;
@@ -42,31 +42,28 @@ async function readyPid(output: () => string): Promise<number> {
   return Number(/^ready (\d+)$/m.exec(output())?.[1]);
 }
 
-describe('a worker process killed mid-run over postgres', () => {
-  const target = freshPostgresStore();
+await describeEachStore(SERVER_STORES, 'a worker process killed mid-run over $label', ({ label, open }) => {
   const children = new ChildProcesses();
-  const db = new pg.Client({ connectionString: POSTGRES_URL });
+  let target: FreshStore | undefined;
   let server: QueueServer;
+  /** The store read directly, not through the server under test. */
+  let store: Store | undefined;
   let dir: string;
 
-  const storedJobs = async () =>
-    (
-      await db.query<{ id: string; state: string; attempts: number }>(
-        `SELECT id, state, attempts FROM "${target.schema}".jobs WHERE name = 'imageConvert'`,
-      )
-    ).rows;
+  const storedJobs = () => listStoredJobs(store!, 'imageConvert');
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'workq-crash-'));
+    target = await open();
     server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 500 });
-    await db.connect();
+    store = await openStore(target.url);
   });
 
   afterAll(async () => {
     await children.killAll();
     await server?.close();
-    await db.end();
-    await target.drop();
+    await store?.close();
+    await target?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -100,16 +97,18 @@ describe('a worker process killed mid-run over postgres', () => {
     const victimLines = async () => (await readFile(logs[0]!, 'utf8')).trim().split('\n');
     await until(async () => (await victimLines()).length >= HANG_AFTER + 4, 60_000);
     const heldAtKill = (await victimLines()).slice(HANG_AFTER).map((line) => line.split(' ')[0] as string);
-    const active = await db.query<{ id: string }>(
-      `SELECT id FROM "${target.schema}".jobs WHERE state = 'active' AND id = ANY($1)`,
-      [heldAtKill],
-    );
-    expect(active.rows.length, 'jobs the victim holds mid-handler').toBe(4);
+    const held = await Promise.all(heldAtKill.map((id) => store!.getJob(id)));
+    expect(held.filter((job) => job?.state === 'active').length, 'jobs the victim holds mid-handler').toBe(4);
     children.signal(victim, 'SIGKILL', { group: true });
     const killedAtMs = Date.now();
     expect(await exited(victim)).toMatchObject({ signal: 'SIGKILL' });
 
-    await until(async () => (await storedJobs()).every((job) => job.state === 'completed'), 90_000, 250);
+    // Counted rather than listed while waiting: the store's count is one cheap query, the listing 2,000 full rows.
+    const unfinished = async () =>
+      (await store!.countJobs(new Date()))
+        .filter((count) => count.name === 'imageConvert' && count.state !== 'completed')
+        .reduce((sum, count) => sum + count.count, 0);
+    await until(async () => (await unfinished()) === 0, 90_000, 250);
     const survivors = workers.slice(1);
     for (const worker of survivors) children.signal(worker, 'SIGTERM');
     for (const worker of survivors) expect(await exited(worker)).toMatchObject({ code: 0 });
@@ -148,7 +147,7 @@ describe('a worker process killed mid-run over postgres', () => {
     const victimRuns = runs.filter((run) => run.pid === victimPid).length;
     const perWorker = pids.slice(1).map((pid) => runs.filter((run) => run.pid === pid).length);
     console.info(
-      `crash: ${JOB_COUNT} jobs, killed worker ran ${victimRuns}, survivors ${perWorker.join('/')}, ` +
+      `crash over ${label}: ${JOB_COUNT} jobs, killed worker ran ${victimRuns}, survivors ${perWorker.join('/')}, ` +
         `${redelivered.length} redelivered, done ${((Date.now() - killedAtMs) / 1000).toFixed(1)} s after the kill`,
     );
   }, 120_000);

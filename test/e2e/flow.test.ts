@@ -1,17 +1,18 @@
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, PermanentError, type Worker, WorkqError } from '@workq/sdk';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { E2E_STORES } from '../support/stores.ts';
+import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
 
-describe.each(E2E_STORES)('enqueue → consume → result over $label', ({ open }) => {
-  const target = open();
+await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label', ({ open }) => {
+  let target: FreshStore | undefined;
   let server: QueueServer;
   let sdk: ReturnType<typeof createClient<typeof jobs>>;
   const workers: Worker[] = [];
 
   beforeAll(async () => {
+    target = await open();
     server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
     sdk = createClient({ url: server.url, jobs });
   });
@@ -22,7 +23,7 @@ describe.each(E2E_STORES)('enqueue → consume → result over $label', ({ open 
 
   afterAll(async () => {
     await server?.close();
-    await target.drop();
+    await target?.drop();
   });
 
   it('delivers the parsed payload and returns the typed result', async () => {

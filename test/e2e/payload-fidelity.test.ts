@@ -1,10 +1,10 @@
 import { defineCatalog, defineJob } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { createClient, type Worker } from '@workq/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { E2E_STORES } from '../support/stores.ts';
+import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
 
 const jobs = defineCatalog({
   ledgerEntry: defineJob({
@@ -43,19 +43,20 @@ function entry(i: number): Entry {
   };
 }
 
-describe.each(E2E_STORES)('payloads and results keep their types over $label', ({ open }) => {
-  const target = open();
+await describeEachStore(E2E_STORES, 'payloads and results keep their types over $label', ({ open }) => {
+  let target: FreshStore | undefined;
   let server: QueueServer;
   let worker: Worker | undefined;
 
   beforeAll(async () => {
+    target = await open();
     server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
   });
 
   afterAll(async () => {
     await worker?.close();
     await server?.close();
-    await target.drop();
+    await target?.drop();
   });
 
   it('delivers bigints, dates, unicode and nested values exactly as enqueued, and returns a bigint result', async () => {

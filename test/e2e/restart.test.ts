@@ -1,24 +1,25 @@
+import { openStore, type Store } from '@workq/core/engine';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { freePort, until } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
-import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, listStoredJobs, SERVER_STORES } from '../support/stores.ts';
 
 const JOB_COUNT = 200;
 const HANDLER_MS = 40;
 
-describe('a worker across a server restart, over postgres', () => {
-  const target = freshPostgresStore();
-  const db = new pg.Client({ connectionString: POSTGRES_URL });
+await describeEachStore(SERVER_STORES, 'a worker across a server restart, over $label', ({ label, open }) => {
+  let target: FreshStore | undefined;
+  /** The store read directly, not through the servers under test. */
+  let store: Store | undefined;
   const servers = new Set<QueueServer>();
   const workers: Worker[] = [];
 
   const start = async (port: number, pollIntervalMs = 200): Promise<QueueServer> => {
-    const server = await startServer({ store: target.url, port, logger: collectingLogger(), pollIntervalMs });
+    const server = await startServer({ store: target!.url, port, logger: collectingLogger(), pollIntervalMs });
     servers.add(server);
     return server;
   };
@@ -28,7 +29,8 @@ describe('a worker across a server restart, over postgres', () => {
   };
 
   beforeAll(async () => {
-    await db.connect();
+    target = await open();
+    store = await openStore(target.url);
   });
 
   afterEach(async () => {
@@ -37,8 +39,8 @@ describe('a worker across a server restart, over postgres', () => {
   });
 
   afterAll(async () => {
-    await db.end();
-    await target.drop();
+    await store?.close();
+    await target?.drop();
   });
 
   it('is ready and healthy while up', async () => {
@@ -82,14 +84,11 @@ describe('a worker across a server restart, over postgres', () => {
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 1_000));
     server = await start(port);
-    console.info(`restart: closed in ${closeMs} ms after ${doneBeforeRestart} jobs handled, restarted 1 s later`);
+    console.info(
+      `restart over ${label}: closed in ${closeMs} ms after ${doneBeforeRestart} jobs handled, restarted 1 s later`,
+    );
 
-    const stored = async () =>
-      (
-        await db.query<{ id: string; state: string; attempts: number }>(
-          `SELECT id, state, attempts FROM "${target.schema}".jobs WHERE name = 'imageConvert'`,
-        )
-      ).rows.filter((row) => ids.has(row.id));
+    const stored = async () => (await listStoredJobs(store!, 'imageConvert')).filter((row) => ids.has(row.id));
     await until(async () => (await stored()).every((row) => row.state === 'completed'), 60_000, 100);
 
     const rows = await stored();
@@ -104,7 +103,7 @@ describe('a worker across a server restart, over postgres', () => {
     const after = await sdk.enqueue.imageConvert({ source: 'after.png', output: 'after.webp' });
     await expect(after.result({ timeoutMs: 10_000 })).resolves.toEqual({ bytes: 1 });
     const retried = rows.filter((row) => row.attempts > 1).length;
-    console.info(`restart: ${JOB_COUNT} jobs completed once each, ${retried} needed a second attempt`);
+    console.info(`restart over ${label}: ${JOB_COUNT} jobs completed once each, ${retried} needed a second attempt`);
   }, 90_000);
 
   it('returns a waiting long-poll claim at once when the server closes', async () => {
@@ -119,7 +118,7 @@ describe('a worker across a server restart, over postgres', () => {
     const startedAt = Date.now();
     await stop(server);
     const closeMs = Date.now() - startedAt;
-    console.info(`restart: close() with a waiting claim took ${closeMs} ms`);
+    console.info(`restart over ${label}: close() with a waiting claim took ${closeMs} ms`);
     expect(closeMs).toBeLessThan(2_000);
     const closing = Date.now();
     await workers.pop()?.close();

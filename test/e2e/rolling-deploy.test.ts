@@ -2,10 +2,10 @@ import { defineCatalog, defineJob } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs as catalogV2 } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { freshPostgresStore } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
 
 /** The catalog services deployed before imageConvert v2: the same v1 payload schema the v2 catalog keeps in `previous`. */
 const catalogV1 = defineCatalog({
@@ -30,13 +30,14 @@ const conflicting = defineCatalog({
   }),
 });
 
-describe('rolling deploy of imageConvert v1 → v2 over PostgreSQL', () => {
-  const target = freshPostgresStore();
+await describeEachStore(SERVER_STORES, 'rolling deploy of imageConvert v1 → v2 over $label', ({ open }) => {
+  let target: FreshStore | undefined;
   let server: QueueServer;
   const workers: Worker[] = [];
   const admin = () => createClient({ url: server.url, jobs: catalogV2, token: 'root' });
 
   beforeAll(async () => {
+    target = await open();
     server = await startServer({
       store: target.url,
       port: 0,
@@ -50,7 +51,7 @@ describe('rolling deploy of imageConvert v1 → v2 over PostgreSQL', () => {
   });
   afterAll(async () => {
     await server?.close();
-    await target.drop();
+    await target?.drop();
   });
 
   it('(a) old producers keep sending v1 while new consumers run v2: every job completes upgraded', async () => {

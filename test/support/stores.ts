@@ -1,11 +1,32 @@
+import { type JobRecord, redactUrl, type Store } from '@workq/core/engine';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { describe } from 'vitest';
 
 /** The local PostgreSQL server the end-to-end tests use; `WORKQ_TEST_POSTGRES_URL` overrides. */
 export const POSTGRES_URL = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/** The local MySQL/MariaDB server the end-to-end tests use; `WORKQ_TEST_MYSQL_URL` overrides (`mariadb://` too). */
+export const MYSQL_URL = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+
+/** A store one test file has to itself: the URL a queue server opens, and how to remove it afterwards. */
+export interface FreshStore {
+  url: string;
+  drop: () => Promise<void>;
+}
+
+/** A kind of store the end-to-end tests run on, one row of `describeEachStore`. */
+export interface E2EStoreKind {
+  label: string;
+  /** Makes a fresh, empty store of this kind, ready for a server to open. */
+  open: () => Promise<FreshStore>;
+  /** Why this kind cannot be reached here; resolves to `undefined` when it can. Absent: assumed reachable. */
+  unreachableReason?: () => Promise<string | undefined>;
+}
+
 /** A store URL for one test file: a fresh PostgreSQL schema, dropped by `drop()`. */
-export function freshPostgresStore(): { url: string; schema: string; drop: () => Promise<void> } {
-  const schema = `workq_e2e_${Math.random().toString(36).slice(2, 10)}`;
+export function freshPostgresStore(): FreshStore & { schema: string } {
+  const schema = `workq_e2e_${randomSuffix()}`;
   const separator = POSTGRES_URL.includes('?') ? '&' : '?';
   return {
     url: `${POSTGRES_URL}${separator}schema=${schema}`,
@@ -22,8 +43,88 @@ export function freshPostgresStore(): { url: string; schema: string; drop: () =>
   };
 }
 
+/**
+ * A store URL for one test file: a fresh MySQL/MariaDB database, created before this resolves
+ * (the store needs it to exist) and dropped by `drop()`.
+ */
+export async function freshMysqlStore(): Promise<FreshStore & { database: string }> {
+  const database = `workq_e2e_${randomSuffix()}`;
+  await onMysqlServer((connection) => connection.query(`CREATE DATABASE \`${database}\``));
+  const url = new URL(MYSQL_URL);
+  url.pathname = `/${database}`;
+  return {
+    url: url.toString(),
+    database,
+    drop: async () => {
+      await onMysqlServer((connection) => connection.query(`DROP DATABASE IF EXISTS \`${database}\``));
+    },
+  };
+}
+
+let mysqlReachability: Promise<string | undefined> | undefined;
+
+/** Why the MySQL/MariaDB server cannot be reached, or `undefined` when it can. Checked once per test file. */
+export function mysqlUnreachableReason(): Promise<string | undefined> {
+  mysqlReachability ??= onMysqlServer(() => Promise.resolve()).then(
+    () => undefined,
+    (error: unknown) => `MySQL/MariaDB not reachable at ${redactUrl(MYSQL_URL)}: ${(error as Error).message}`,
+  );
+  return mysqlReachability;
+}
+
+const postgres: E2EStoreKind = { label: 'postgres', open: async () => freshPostgresStore() };
+const pglite: E2EStoreKind = { label: 'pglite', open: async () => ({ url: 'pglite://memory', drop: async () => {} }) };
+const mariadb: E2EStoreKind = { label: 'mysql', open: freshMysqlStore, unreachableReason: mysqlUnreachableReason };
+
 /** The stores every end-to-end flow runs on. */
-export const E2E_STORES = [
-  { label: 'postgres', open: () => freshPostgresStore() },
-  { label: 'pglite', open: () => ({ url: 'pglite://memory', schema: 'workq', drop: async () => undefined }) },
-] as const;
+export const E2E_STORES: readonly E2EStoreKind[] = [postgres, pglite, mariadb];
+
+/** The stores on a database server of their own, shared by every process and outliving any queue server. */
+export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb];
+
+/**
+ * `describe.each` over store kinds: `title` may name `$label`. A kind that cannot be reached here
+ * is registered as skipped, with the reason in its title and printed, never silently passed.
+ */
+export async function describeEachStore(
+  kinds: readonly E2EStoreKind[],
+  title: string,
+  suite: (kind: E2EStoreKind) => void,
+): Promise<void> {
+  const rows = await Promise.all(
+    kinds.map(async (kind) => ({ ...kind, skipReason: await kind.unreachableReason?.() })),
+  );
+  const reachable = rows.filter((row) => row.skipReason === undefined);
+  const unreachable = rows.filter((row) => row.skipReason !== undefined);
+  if (reachable.length > 0) describe.each(reachable)(title, suite);
+  for (const row of unreachable) {
+    const skipped = `${title.replace('$label', row.label)}: skipped — ${row.skipReason}`;
+    console.log(skipped);
+    describe.skip(skipped, () => suite(row));
+  }
+}
+
+/** Every stored job of one type, read from the store itself rather than through a queue server, in id order. */
+export async function listStoredJobs(store: Store, name: string): Promise<JobRecord[]> {
+  const all: JobRecord[] = [];
+  for (;;) {
+    const afterId = all.at(-1)?.id;
+    const page = await store.listJobs({ name, limit: 1000, ...(afterId === undefined ? {} : { afterId }) });
+    all.push(...page);
+    if (page.length < 1000) return all;
+  }
+}
+
+async function onMysqlServer(work: (connection: mysql.Connection) => Promise<unknown>): Promise<void> {
+  // The driver reads any scheme as MySQL's; the store accepts `mariadb://` too.
+  const connection = await mysql.createConnection({ uri: MYSQL_URL, connectTimeout: 5_000 });
+  try {
+    await work(connection);
+  } finally {
+    await connection.end();
+  }
+}
+
+function randomSuffix(): string {
+  return Math.random().toString(36).slice(2, 10);
+}
