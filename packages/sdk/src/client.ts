@@ -20,7 +20,7 @@ export interface ClientOptions<C extends Catalog> {
   jobs: C;
   /** Bearer token. @defaultValue none (for a server running open on loopback) */
   token?: string;
-  /** A fetch implementation. @defaultValue `globalThis.fetch` */
+  /** A fetch implementation. @defaultValue on Node, a keep-alive `node:http` client; elsewhere `globalThis.fetch` */
   fetch?: typeof fetch;
 }
 

@@ -1,6 +1,7 @@
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { wireTransformer } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
+import { defaultFetch } from '#default-fetch';
 import { toWorkqError } from './errors.ts';
 
 export type QueueApi = ReturnType<typeof createTRPCClient<AppRouter>>;
@@ -24,9 +25,7 @@ export function createTransport(options: TransportOptions): {
   const url = `${options.url.replace(/\/+$/, '')}/trpc`;
   const headers = () => (options.token ? { authorization: `Bearer ${options.token}` } : {});
   const api = createTRPCClient<AppRouter>({
-    links: [
-      httpLink({ url, transformer: wireTransformer, headers, ...(options.fetch ? { fetch: options.fetch } : {}) }),
-    ],
+    links: [httpLink({ url, transformer: wireTransformer, headers, fetch: options.fetch ?? defaultFetch })],
   });
   return {
     api,
