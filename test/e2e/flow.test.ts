@@ -166,6 +166,29 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     expect(failure).toMatchObject({ code: 'CONFLICT' });
   });
 
+  it("aborts a running handler's signal with LEASE_LOST when its job is cancelled", async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const abortReason = new Promise<unknown>((resolve) => {
+      workers.push(
+        sdk.consume('sendEmail', async (_job, ctx) => {
+          started();
+          await new Promise((wake) => ctx.signal.addEventListener('abort', wake, { once: true }));
+          resolve(ctx.signal.reason);
+          return { messageId: 'never recorded' };
+        }),
+      );
+    });
+    const handle = await sdk.enqueue.sendEmail({ to: 'a@example.com', subject: 'long', body: 'x' }, { leaseMs: 600 });
+    await running;
+    expect(await handle.cancel()).toBe(true);
+    // The lease keeper extends every 200 ms; the server answers that this lease is gone.
+    expect(await abortReason).toMatchObject({ code: 'LEASE_LOST' });
+    expect(await handle.status()).toMatchObject({ state: 'cancelled', attempts: 1 });
+  });
+
   it('returns the existing job for a repeated idempotency key', async () => {
     const payload = { source: 'same.png', output: 'same.webp' };
     const first = await sdk.enqueue.imageConvert(payload, { idempotencyKey: 'order-7', delayMs: 60_000 });

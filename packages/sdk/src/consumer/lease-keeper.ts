@@ -6,7 +6,40 @@ interface HeldLease {
   leaseToken: string;
   leaseMs: number;
   expiresAtMs: number;
-  controller: AbortController;
+  controller: JobAbort;
+}
+
+/**
+ * A job's abort state, with its `AbortSignal` made only when a handler reads
+ * it: most handlers never do, and a controller per job costs measurably at
+ * thousands of jobs a second.
+ */
+export class JobAbort {
+  private controller: AbortController | undefined;
+  private abortedWith: { reason: unknown } | undefined;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortedWith) this.controller.abort(this.abortedWith.reason);
+    }
+    return this.controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.abortedWith !== undefined;
+  }
+
+  /** Why the job was aborted, if it was. */
+  get reason(): unknown {
+    return this.abortedWith?.reason;
+  }
+
+  abort(reason: unknown): void {
+    if (this.abortedWith) return;
+    this.abortedWith = { reason };
+    this.controller?.abort(reason);
+  }
 }
 
 /**
@@ -21,8 +54,8 @@ export class LeaseKeeper {
 
   constructor(private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>) {}
 
-  hold(lease: Omit<HeldLease, 'controller'>): AbortController {
-    const controller = new AbortController();
+  hold(lease: Omit<HeldLease, 'controller'>): JobAbort {
+    const controller = new JobAbort();
     this.held.set(lease.id, { ...lease, controller });
     this.schedule();
     return controller;

@@ -71,11 +71,13 @@ export function startWorker(deps: WorkerDeps): Worker {
 
   const handle = async (job: WireClaimedJob): Promise<void> => {
     const lease = { id: job.id, leaseToken: job.leaseToken };
-    const controller = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAtMs });
+    const jobAbort = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAtMs });
     const giveUpAt = () => job.leaseExpiresAtMs + job.leaseMs * 10;
     let moved = false;
     const ctx: JobContext<never> = {
-      signal: controller.signal,
+      get signal() {
+        return jobAbort.signal;
+      },
       progress: (percent) =>
         call((api) => api.consumer.progress.mutate({ ...lease, progress: percent })).then(() => undefined),
       moveTo: async (nextName: string, payload: unknown, nextOptions?: object) => {
@@ -113,11 +115,11 @@ export function startWorker(deps: WorkerDeps): Worker {
         if (moved) return;
         outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
       } catch (error) {
-        if (moved || controller.signal.reason instanceof WorkqError) return;
+        if (moved || jobAbort.reason instanceof WorkqError) return;
         await settleFailure(job, error, giveUpAt());
         return;
       }
-      if (controller.signal.aborted) return;
+      if (jobAbort.aborted) return;
       // The slot frees now; the completion reaches the server with the next claim or batch.
       acks.complete(job.id, job.leaseToken, outcome, giveUpAt()).then((completed) => {
         if (!completed) {
