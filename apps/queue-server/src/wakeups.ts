@@ -17,7 +17,7 @@ const PUBLISH_WINDOW_MS = 20;
 /**
  * Wakes waiting claim and result requests. In-process, the engine's events
  * wake them at once; across server instances, the store's notifier (LISTEN/
- * NOTIFY, change streams) does where it exists; a bounded poll covers
+ * NOTIFY, change streams, MySQL's polled wakeups table) does where it exists; a bounded poll covers
  * the rest (delayed jobs coming due, stores without notify).
  */
 export class Wakeups {

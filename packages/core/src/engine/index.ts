@@ -25,6 +25,7 @@ export { ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type {
   ClaimRequest,
+  ClosableNotifier,
   InsertOutcome,
   JobCount,
   JobRecord,

@@ -106,7 +106,7 @@ export interface JobCount {
 
 /** What a store can do beyond the required operations; the engine and server fall back explicitly. */
 export interface StoreCapabilities {
-  /** Cross-process wake-ups (PostgreSQL LISTEN/NOTIFY, MongoDB change streams). */
+  /** Cross-process wake-ups (PostgreSQL LISTEN/NOTIFY, MongoDB change streams, a polled table on MySQL). */
   notify: boolean;
 }
 
@@ -122,6 +122,11 @@ export interface StoreNotifier {
    * messages may have been missed; resolves to an unsubscribe function.
    */
   subscribe(listener: (name: string) => void): Promise<() => Promise<void>>;
+}
+
+/** A notifier a store owns: closed with the store, before its connections end. */
+export interface ClosableNotifier extends StoreNotifier {
+  close(): Promise<void>;
 }
 
 /**

@@ -4,6 +4,7 @@ import { WorkqError } from '../../errors.ts';
 import { classifyMysqlError, describeTarget } from './errors.ts';
 import { migrate } from './migrations.ts';
 import { MysqlStore } from './mysql-store.ts';
+import { PolledNotifier } from './notifier.ts';
 import { tableNames } from './tables.ts';
 
 /** How to reach MySQL or MariaDB (10.6+, or MySQL 8). */
@@ -30,12 +31,25 @@ export interface MysqlStoreOptions {
   poolSize?: number;
   /** How long opening a connection may take before the store reports the server unreachable. @defaultValue 5_000 */
   connectTimeoutMs?: number;
+  /**
+   * How often each wake-up subscriber (one per queue server) reads the
+   * wakeups table for messages other processes published: the bound on how
+   * late a consumer waiting on one server hears of a job enqueued through
+   * another. Its cost is one indexed `SELECT` per interval per subscriber
+   * (10 a second at the default), one `INSERT` per published message, and a
+   * small `DELETE` of messages older than a minute at most every 10 s.
+   * `0` turns cross-process wake-ups off: the store declares `notify: false`
+   * and consumers on other processes notice jobs by polling alone.
+   * @defaultValue 100
+   */
+  wakeupPollMs?: number;
 }
 
 const DEFAULTS = {
   tablePrefix: 'workq_',
   poolSize: 10,
   connectTimeoutMs: 5_000,
+  wakeupPollMs: 100,
 } as const;
 
 /**
@@ -46,6 +60,10 @@ const DEFAULTS = {
 export async function createMysqlStore(options: MysqlStoreOptions): Promise<Store> {
   const tables = tableNames(options.tablePrefix ?? DEFAULTS.tablePrefix);
   const target = describeTarget(options.url);
+  const wakeupPollMs = options.wakeupPollMs ?? DEFAULTS.wakeupPollMs;
+  if (!Number.isFinite(wakeupPollMs) || wakeupPollMs < 0) {
+    throw new WorkqError('VALIDATION', `wakeupPollMs must be a number >= 0; got ${String(wakeupPollMs)}.`);
+  }
   const pool = options.pool ?? createPool(options, target);
   try {
     await migrate(pool, tables);
@@ -54,7 +72,8 @@ export async function createMysqlStore(options: MysqlStoreOptions): Promise<Stor
     throw classifyMysqlError(error, target, 'migrations');
   }
   const ownsPool = options.pool === undefined;
-  return new MysqlStore({ pool, tables, target, ownsPool, readCommittedSessions: ownsPool });
+  const notifier = wakeupPollMs > 0 ? new PolledNotifier({ pool, tables, target, pollMs: wakeupPollMs }) : undefined;
+  return new MysqlStore({ pool, tables, target, ownsPool, readCommittedSessions: ownsPool, notifier });
 }
 
 function createPool(options: MysqlStoreOptions, target: string): Pool {

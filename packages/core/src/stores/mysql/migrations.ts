@@ -82,6 +82,20 @@ export function migrations(t: Tables): readonly Migration[] {
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      version: 2,
+      name: 'wakeups',
+      statements: [
+        // Subscribers read by seq; trimming deletes by created_at (the server's UTC clock).
+        `CREATE TABLE IF NOT EXISTS ${t.wakeups} (
+          seq BIGINT NOT NULL AUTO_INCREMENT,
+          message MEDIUMTEXT NOT NULL,
+          created_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (seq),
+          KEY created (created_at)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }
 

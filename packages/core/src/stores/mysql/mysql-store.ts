@@ -1,6 +1,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type {
   ClaimRequest,
+  ClosableNotifier,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -39,12 +40,15 @@ export interface MysqlStoreParts {
   ownsPool: boolean;
   /** Whether every session of the pool already runs at READ COMMITTED, so claims need not set it. */
   readCommittedSessions: boolean;
+  /** Cross-process wake-ups, closed with the store; none declares `notify: false`. */
+  notifier: ClosableNotifier | undefined;
 }
 
 /** The MySQL/MariaDB implementation of the storage contract; see `Store` for each operation. */
 export class MysqlStore implements Store {
   readonly kind = 'mysql';
-  readonly capabilities: StoreCapabilities = { notify: false };
+  readonly capabilities: StoreCapabilities;
+  readonly notifier: ClosableNotifier | undefined;
   private readonly pool: Pool;
   private readonly t: Tables;
   private readonly target: string;
@@ -58,6 +62,8 @@ export class MysqlStore implements Store {
     this.target = parts.target;
     this.ownsPool = parts.ownsPool;
     this.readCommittedSessions = parts.readCommittedSessions;
+    this.notifier = parts.notifier;
+    this.capabilities = { notify: parts.notifier !== undefined };
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -357,7 +363,10 @@ export class MysqlStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.closing ??= this.ownsPool ? this.pool.end() : Promise.resolve();
+    this.closing ??= (async () => {
+      await this.notifier?.close();
+      if (this.ownsPool) await this.pool.end();
+    })();
     return this.closing;
   }
 

@@ -5,6 +5,8 @@ export interface Tables {
   jobs: string;
   schemas: string;
   workers: string;
+  /** Cross-process wake-up messages, kept about a minute (see notifier.ts). */
+  wakeups: string;
   migrations: string;
 }
 
@@ -23,6 +25,7 @@ export function tableNames(prefix: string): Tables {
     jobs: quoted('jobs'),
     schemas: quoted('schemas'),
     workers: quoted('workers'),
+    wakeups: quoted('wakeups'),
     migrations: quoted('migrations'),
   };
 }

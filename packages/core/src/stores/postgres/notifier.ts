@@ -1,6 +1,6 @@
 import type pg from 'pg';
+import type { ClosableNotifier } from '../../engine/store.ts';
 import { toWorkqError } from './errors.ts';
-import type { ClosableNotifier } from './postgres-store.ts';
 import type { SqlClient } from './sql-client.ts';
 
 export interface PgNotifierOptions {

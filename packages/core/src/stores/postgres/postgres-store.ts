@@ -1,5 +1,6 @@
 import type {
   ClaimRequest,
+  ClosableNotifier,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -18,11 +19,6 @@ import { compareClaimOrder, type JobRow, newJobColumns, toJobRecord, toJsonText 
 import { quoteSchema } from './migrations.ts';
 import type { SqlClient, SqlQueryable } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
-
-/** A notifier the store owns: closed with the store. */
-export interface ClosableNotifier extends StoreNotifier {
-  close(): Promise<void>;
-}
 
 export interface PostgresStoreInit {
   kind: string;
