@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newLeaseToken } from '../src/engine/ids.ts';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
-import { createMysqlStore } from '../src/stores/mysql/index.ts';
+import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';
 import { claimCandidatesSql } from '../src/stores/mysql/job-queries.ts';
 import { migrations } from '../src/stores/mysql/migrations.ts';
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { newJob, rejection } from './support/fixtures.ts';
+import { startTcpProxy } from './support/tcp-proxy.ts';
 
 const url = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 
@@ -58,7 +59,7 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
   let admin: mysql.Connection;
   const stores: Store[] = [];
 
-  async function open(options: { tablePrefix?: string; pool?: mysql.Pool } = {}): Promise<Store> {
+  async function open(options: Partial<MysqlStoreOptions> = {}): Promise<Store> {
     const store = await createMysqlStore({ url: dbUrl, poolSize: 2, ...options });
     stores.push(store);
     return store;
@@ -163,4 +164,187 @@ describe.skipIf(!(await reachable()))('mysql store', () => {
     expect(error.code).toBe('UNAVAILABLE');
     expect(error.retryable).toBe(false);
   });
+
+  describe('driver errors, provoked on the real server', () => {
+    const user = `${database}_u`;
+    const password = 's3cret-pw-9';
+    /** The store's URL with a password, to show that no message ever carries it. */
+    const authUrl = (port?: number) => {
+      const parsed = new URL(dbUrl);
+      parsed.username = user;
+      parsed.password = password;
+      if (port !== undefined) parsed.port = String(port);
+      return parsed.toString();
+    };
+    const host = `${new URL(url).hostname}:${new URL(url).port || '3306'}`;
+
+    beforeAll(async () => {
+      await admin.query(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
+      await admin.query(`GRANT ALL ON \`${database}\`.* TO '${user}'@'%'`);
+    });
+
+    afterAll(async () => {
+      await admin.query(`DROP USER IF EXISTS '${user}'@'%'`);
+    });
+
+    /**
+     * The thread id of the store's connection running a statement that starts with `statement`, once it has
+     * run for a while: the statements here take a millisecond unless they wait for a row lock.
+     */
+    async function blockedOn(statement: string): Promise<number> {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        const [rows] = await admin.query<mysql.RowDataPacket[]>(
+          `SELECT ID AS id FROM information_schema.PROCESSLIST
+           WHERE DB = ? AND COMMAND = 'Query' AND TIME_MS > 200 AND TRIM(INFO) LIKE ?`,
+          [database, `${statement}%`],
+        );
+        if (rows[0]) return Number(rows[0].id);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`no connection was blocked on ${statement}`);
+    }
+
+    /** A second session, as another process would hold, that locks rows of the jobs table. */
+    async function otherSession(): Promise<mysql.Connection> {
+      const connection = await mysql.createConnection(dbUrl);
+      await connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      return connection;
+    }
+
+    async function deadlockCount(): Promise<number> {
+      const [rows] = await admin.query<mysql.RowDataPacket[]>(`SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'`);
+      return Number(rows[0]?.Value);
+    }
+
+    it('re-runs a transaction MySQL rolled back to break a real deadlock, and it succeeds', async () => {
+      const store = await open({ tablePrefix: 'deadlock_' });
+      const jobs = tableNames('deadlock_').jobs;
+      const now = new Date();
+      await store.insertJobs([
+        newJob('dl', { runAt: now, createdAt: now }),
+        newJob('dl', { runAt: now, createdAt: now }),
+      ]);
+      const leaseToken = newLeaseToken();
+      const claim = { name: 'dl', minVersion: 1, maxVersion: 1, leaseToken, workerId: 'w', leaseMs: 60_000, now };
+      const [low, high] = (await store.claimJobs({ ...claim, limit: 2 })).map((job) => job.id).sort();
+      const other = await otherSession();
+      try {
+        await other.query(`CREATE TABLE ballast (n INT PRIMARY KEY) ENGINE=InnoDB`);
+        await other.beginTransaction();
+        // Many changed rows make the other session the heavier transaction, so InnoDB picks the store's as the victim.
+        await other.query(`INSERT INTO ballast (n) VALUES ?`, [Array.from({ length: 200 }, (_, n) => [n])]);
+        await other.query(`SELECT id FROM ${jobs} WHERE id = ? FOR UPDATE`, [high]);
+        const deadlocksBefore = await deadlockCount();
+        let settled = false;
+        // Locks the low row, then waits for the high one...
+        const completing = store
+          .completeJobs(
+            [high, low].map((id) => ({ id: id!, leaseToken, result: null })),
+            now,
+          )
+          .finally(() => {
+            settled = true;
+          });
+        await blockedOn('SELECT id, lease_token');
+        // ...while the other session asks for the low one: a cycle. It gets the row only because the store's
+        // transaction was rolled back, which releases it.
+        await other.query(`SELECT id FROM ${jobs} WHERE id = ? FOR UPDATE`, [low]);
+        expect(await deadlockCount()).toBeGreaterThan(deadlocksBefore);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(settled).toBe(false);
+        await other.commit();
+        expect((await completing).sort()).toEqual([low, high]);
+        expect((await store.getJob(low!))?.state).toBe('completed');
+      } finally {
+        await other.end();
+      }
+    });
+
+    it('reports a lock wait timeout as retryable UNAVAILABLE, without retrying it or quoting the server', async () => {
+      const pool = mysql.createPool({ uri: authUrl(), connectionLimit: 2 });
+      pool.pool.on('connection', (connection) => {
+        connection.query('SET SESSION innodb_lock_wait_timeout = 1', () => undefined);
+      });
+      const other = await otherSession();
+      try {
+        const store = await open({ tablePrefix: 'lockwait_', pool, url: authUrl() });
+        const [outcome] = await store.insertJobs([newJob('lw')]);
+        const id = outcome!.job.id;
+        await other.beginTransaction();
+        await other.query(`SELECT id FROM ${tableNames('lockwait_').jobs} WHERE id = ? FOR UPDATE`, [id]);
+        const started = Date.now();
+        const error = await rejection(store.cancelJob(id, new Date()));
+        // One wait of innodb_lock_wait_timeout (1 s), not one per retry.
+        expect(Date.now() - started).toBeLessThan(2_500);
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.retryable).toBe(true);
+        expect(error.message).toContain(host);
+        expect(error.message).not.toContain(password);
+        expect(error.message).not.toMatch(/exceeded|try restarting/i);
+        await other.rollback();
+        expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
+      } finally {
+        await other.end();
+        await pool.end();
+      }
+    });
+
+    it('reports a connection killed mid-statement as retryable UNAVAILABLE naming host:port only', async () => {
+      const store = await open({ tablePrefix: 'killed_', url: authUrl() });
+      const [outcome] = await store.insertJobs([newJob('killed')]);
+      const id = outcome!.job.id;
+      const other = await otherSession();
+      try {
+        await other.beginTransaction();
+        await other.query(`SELECT id FROM ${tableNames('killed_').jobs} WHERE id = ? FOR UPDATE`, [id]);
+        const cancelling = rejection(store.cancelJob(id, new Date()));
+        await admin.query(`KILL CONNECTION ${await blockedOn('UPDATE')}`);
+        const error = await cancelling;
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.retryable).toBe(true);
+        expect(error.message).toContain(host);
+        expect(error.message).not.toContain(password);
+        expect(error.message).not.toMatch(/server closed the connection|killed/i);
+        await other.rollback();
+        // The pool replaces the dead connection.
+        expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
+      } finally {
+        await other.end();
+      }
+    });
+
+    it('reports a dropped link (a port that closes) as retryable UNAVAILABLE naming that host:port', async () => {
+      const target = new URL(url);
+      const proxy = await startTcpProxy(target.hostname, Number(target.port || 3306));
+      try {
+        const store = await open({ tablePrefix: 'dropped_', url: authUrl(proxy.port), connectTimeoutMs: 1_000 });
+        await store.insertJobs([newJob('dropped')]);
+        proxy.cut();
+        const error = await rejection(store.listJobs({ limit: 10 }));
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.retryable).toBe(true);
+        expect(error.message).toContain(`${target.hostname}:${proxy.port}`);
+        expect(error.message).not.toContain(password);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('reports a table dropped under the store as UNAVAILABLE, not retryable, without the server text', async () => {
+      const store = await open({ tablePrefix: 'dropped_table_', url: authUrl() });
+      await admin.query(`DROP TABLE \`${database}\`.${tableNames('dropped_table_').jobs}`);
+      const error = await rejection(store.getJob('missing'));
+      expect(error.code).toBe('UNAVAILABLE');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain(host);
+      expect(error.message).not.toMatch(/doesn't exist|dropped_table_jobs/);
+      expect(error.message).not.toContain(database);
+      expect(error.message).not.toContain(password);
+      expect(driverCodeOf(error.cause)).toBe('ER_NO_SUCH_TABLE');
+    });
+  });
 });
+
+function driverCodeOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+}

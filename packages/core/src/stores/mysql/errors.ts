@@ -15,10 +15,19 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
   'ER_NORMAL_SHUTDOWN',
+  // MariaDB: the connection was killed (`KILL CONNECTION`); MySQL 8: closed for idling past `wait_timeout`.
+  'ER_CONNECTION_KILLED',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
 ]);
 
-/** Errors after which the whole transaction was rolled back, so running it again is safe. */
-const DEADLOCK_CODES: ReadonlySet<string> = new Set(['ER_LOCK_DEADLOCK']);
+/** MySQL broke a deadlock by rolling this transaction back, so running it again is safe. */
+const DEADLOCK = 'ER_LOCK_DEADLOCK';
+/**
+ * A statement waited `innodb_lock_wait_timeout` for a row lock. Retryable,
+ * but not retried here: the wait already took that long (50 s by default),
+ * so the caller, who may have a deadline, decides.
+ */
+const LOCK_WAIT_TIMEOUT = 'ER_LOCK_WAIT_TIMEOUT';
 
 const DEADLOCK_RETRIES = 4;
 
@@ -46,10 +55,10 @@ export function driverCode(error: unknown): string | undefined {
 export function classifyMysqlError(error: unknown, target: string, operation: string): WorkqError {
   if (error instanceof WorkqError) return error;
   const code = driverCode(error);
-  if (code !== undefined && CONNECTION_CODES.has(code)) {
+  if ((code !== undefined && CONNECTION_CODES.has(code)) || isFatalWithoutCode(error)) {
     return new WorkqError(
       'UNAVAILABLE',
-      `Cannot reach MySQL at ${target} (${code}); check that the server is running and reachable, then retry.`,
+      `Cannot reach MySQL at ${target} (${code ?? 'connection closed'}); check that the server is running and reachable, then retry.`,
       { retryable: true, cause: error },
     );
   }
@@ -67,8 +76,9 @@ export function classifyMysqlError(error: unknown, target: string, operation: st
       { retryable: false, cause: error },
     );
   }
-  if (code === 'ER_LOCK_WAIT_TIMEOUT' || (code !== undefined && DEADLOCK_CODES.has(code))) {
-    return new WorkqError('UNAVAILABLE', `MySQL at ${target} timed out on a lock during ${operation}; retry.`, {
+  if (code === LOCK_WAIT_TIMEOUT || code === DEADLOCK) {
+    const what = code === DEADLOCK ? 'kept hitting deadlocks' : 'timed out waiting for a row lock';
+    return new WorkqError('UNAVAILABLE', `MySQL at ${target} ${what} during ${operation}; retry.`, {
       retryable: true,
       cause: error,
     });
@@ -86,6 +96,11 @@ export function classifyMysqlError(error: unknown, target: string, operation: st
   );
 }
 
+/** mysql2 marks errors that leave a connection unusable `fatal`; those without a code are a closed socket. */
+function isFatalWithoutCode(error: unknown): boolean {
+  return error instanceof Error && driverCode(error) === undefined && 'fatal' in error && error.fatal === true;
+}
+
 function isPoolClosed(error: unknown): boolean {
   return error instanceof Error && /pool is closed/i.test(error.message);
 }
@@ -100,8 +115,7 @@ export async function withDeadlockRetry<T>(target: string, operation: string, wo
     try {
       return await work();
     } catch (error) {
-      const code = driverCode(error);
-      if (attempt > DEADLOCK_RETRIES || code === undefined || !DEADLOCK_CODES.has(code)) {
+      if (attempt > DEADLOCK_RETRIES || driverCode(error) !== DEADLOCK) {
         throw classifyMysqlError(error, target, operation);
       }
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
