@@ -189,6 +189,27 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     expect(await handle.status()).toMatchObject({ state: 'cancelled', attempts: 1 });
   });
 
+  it('keeps prefetched jobs leased while they wait, so each runs once on its first attempt', async () => {
+    const runs: string[] = [];
+    workers.push(
+      sdk.consume(
+        'sendEmail',
+        async (job) => {
+          runs.push(job.id);
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          return { messageId: job.payload.subject };
+        },
+        { concurrency: 1, prefetch: 6 },
+      ),
+    );
+    // The last of 8 jobs waits about 1.75 s in the local queue: far longer than its 600 ms lease.
+    const payloads = Array.from({ length: 8 }, (_, i) => ({ to: 'p@example.com', subject: `p${i}`, body: 'x' }));
+    const handles = await sdk.enqueueMany.sendEmail(payloads, { leaseMs: 600 });
+    await Promise.all(handles.map((handle) => handle.result({ timeoutMs: 20_000 })));
+    expect([...runs].sort()).toEqual(handles.map((handle) => handle.id).sort());
+    for (const handle of handles) expect((await handle.status()).attempts).toBe(1);
+  });
+
   it('returns the existing job for a repeated idempotency key', async () => {
     const payload = { source: 'same.png', output: 'same.webp' };
     const first = await sdk.enqueue.imageConvert(payload, { idempotencyKey: 'order-7', delayMs: 60_000 });

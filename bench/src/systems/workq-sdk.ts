@@ -63,7 +63,9 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions): Promise<Que
       await sdk.enqueueMany.benchNoop(Array.from({ length: count }, (_, i) => ({ n: from + i })));
     },
     consume: async (concurrency, onJob) => {
-      const worker = sdk.consume('benchNoop', (job) => onJob(job.payload.n), { concurrency });
+      // Sized like graphile-worker's local queue in this bench: claimed ahead of free slots.
+      const prefetch = Math.max(2 * concurrency, 10);
+      const worker = sdk.consume('benchNoop', (job) => onJob(job.payload.n), { concurrency, prefetch });
       return { stop: () => worker.close() };
     },
     countCompleted: async () =>

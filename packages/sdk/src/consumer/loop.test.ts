@@ -8,14 +8,21 @@ function fakeQueue(total: number) {
   let running = 0;
   let peak = 0;
   const handled: number[] = [];
+  let claimed = 0;
+  let peakHeld = 0;
   return {
     limits,
     handled,
     peak: () => peak,
+    /** The most jobs claimed but not yet finished at any time. */
+    peakHeld: () => peakHeld,
     claim: async (limit: number) => {
       limits.push(limit);
       await new Promise((resolve) => setTimeout(resolve, 1));
-      return waiting.splice(0, limit);
+      const jobs = waiting.splice(0, limit);
+      claimed += jobs.length;
+      peakHeld = Math.max(peakHeld, claimed - handled.length);
+      return jobs;
     },
     handle: async (job: number) => {
       running++;
@@ -27,11 +34,11 @@ function fakeQueue(total: number) {
   };
 }
 
-async function drain(total: number, concurrency: number, claimLanes?: number) {
+async function drain(total: number, concurrency: number, claimLanes?: number, prefetch?: number) {
   const queue = fakeQueue(total);
   const stop = new AbortController();
   const done = runConsumerLoop(
-    { concurrency, claimLanes, claim: queue.claim, handle: queue.handle, backoff: async () => undefined },
+    { concurrency, claimLanes, prefetch, claim: queue.claim, handle: queue.handle, backoff: async () => undefined },
     stop.signal,
   );
   while (queue.handled.length < total) await new Promise((resolve) => setTimeout(resolve, 2));
@@ -54,6 +61,38 @@ describe('runConsumerLoop', () => {
     expect(queue.handled).toHaveLength(300);
     expect(queue.peak()).toBeLessThanOrEqual(12);
     expect(queue.limits.some((limit) => limit < 12)).toBe(true);
+  });
+
+  it('with prefetch, holds up to concurrency + prefetch jobs, runs only concurrency, and claims in batches', async () => {
+    const queue = await drain(300, 2, 1, 10);
+    expect([...queue.handled].sort((a, b) => a - b)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    expect(queue.peak()).toBeLessThanOrEqual(2);
+    expect(queue.peakHeld()).toBeGreaterThan(2);
+    expect(queue.peakHeld()).toBeLessThanOrEqual(12);
+    expect(Math.min(...queue.limits)).toBeGreaterThanOrEqual(10);
+    // About one claim per 10 jobs (plus the empty ones at the end), against one per 1 or 2 jobs without prefetch.
+    expect(queue.limits.length).toBeLessThan(300 / 10 + 6);
+  });
+
+  it('runs the prefetched jobs it holds when stopped', async () => {
+    const stop = new AbortController();
+    const handled: number[] = [];
+    const done = runConsumerLoop(
+      {
+        concurrency: 1,
+        prefetch: 3,
+        claim: async () => (handled.length === 0 ? [1, 2, 3, 4] : new Promise<number[]>(() => undefined)),
+        handle: async (job) => {
+          stop.abort();
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          handled.push(job);
+        },
+        backoff: async () => undefined,
+      },
+      stop.signal,
+    );
+    await done;
+    expect(handled).toEqual([1, 2, 3, 4]);
   });
 
   it('backs off after a failed claim and keeps going', async () => {

@@ -1,12 +1,15 @@
 /**
  * The consumer loop. It owns no I/O: it is handed `claim` and `handle` and
- * keeps up to `concurrency` jobs in flight, never asking for more than the
- * free capacity. With several claim lanes, that many claims may be out at
- * once, each asking for its share, so one round trip's wait does not idle
- * the whole worker.
+ * keeps up to `concurrency` jobs running. With `prefetch`, it also holds up
+ * to that many claimed jobs in a local queue, so a slot that frees starts its
+ * next job without a round trip, and claims come in fewer, larger batches.
+ * With several claim lanes, that many claims may be out at once, each asking
+ * for its share, so one round trip's wait does not idle the whole worker.
  */
 export interface ConsumerLoopDeps<J> {
   concurrency: number;
+  /** Claimed jobs held, beyond the running ones, waiting for a free slot. @defaultValue 0 */
+  prefetch?: number;
   /** Claims that may be outstanding at once. @defaultValue 1 */
   claimLanes?: number;
   /** Leases up to `limit` jobs; may wait for work until `signal` aborts. */
@@ -17,10 +20,16 @@ export interface ConsumerLoopDeps<J> {
   backoff(failures: number, error: unknown, signal: AbortSignal): Promise<void>;
 }
 
-/** Runs until `signal` aborts, then waits for the jobs in flight. */
+/** Runs until `signal` aborts, then runs the jobs it holds (running and prefetched) to their end. */
 export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: AbortSignal): Promise<void> {
+  const prefetch = Math.max(0, Math.floor(deps.prefetch ?? 0));
+  const capacity = deps.concurrency + prefetch;
+  // Without prefetch a claim goes out as soon as one slot is free; with it, once the
+  // local queue has room for a whole prefetch batch.
+  const claimWhenFree = Math.max(1, prefetch);
   const laneCount = Math.max(1, Math.min(Math.floor(deps.claimLanes ?? 1), deps.concurrency));
   const inFlight = new Set<Promise<void>>();
+  const queued: J[] = [];
   let requested = 0;
   let claiming = 0;
   let capacityWaiters: (() => void)[] = [];
@@ -32,11 +41,22 @@ export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: Abor
   const onAbort = () => capacityChanged();
   signal.addEventListener('abort', onAbort, { once: true });
 
+  const startQueued = (): void => {
+    while (inFlight.size < deps.concurrency && queued.length > 0) {
+      const running: Promise<void> = deps.handle(queued.shift() as J).finally(() => {
+        inFlight.delete(running);
+        startQueued();
+        capacityChanged();
+      });
+      inFlight.add(running);
+    }
+  };
+
   const lane = async (): Promise<void> => {
     let failures = 0;
     while (!signal.aborted) {
-      const free = deps.concurrency - inFlight.size - requested;
-      if (free <= 0) {
+      const free = capacity - inFlight.size - queued.length - requested;
+      if (free < claimWhenFree) {
         await new Promise<void>((resolve) => capacityWaiters.push(resolve));
         continue;
       }
@@ -56,18 +76,13 @@ export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: Abor
         requested -= limit;
         claiming--;
       }
-      for (const job of jobs) {
-        const running: Promise<void> = deps.handle(job).finally(() => {
-          inFlight.delete(running);
-          capacityChanged();
-        });
-        inFlight.add(running);
-      }
+      queued.push(...jobs);
+      startQueued();
       capacityChanged();
     }
   };
 
   await Promise.all(Array.from({ length: laneCount }, lane));
   signal.removeEventListener('abort', onAbort);
-  await Promise.allSettled([...inFlight]);
+  while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
 }

@@ -30,6 +30,14 @@ export interface ConsumeOptions {
   /** Jobs run at once. @defaultValue 1 */
   concurrency?: number;
   /**
+   * Jobs claimed ahead and held, leased, in a local queue until a slot frees (like graphile-worker's local
+   * queue): a finished job's slot starts the next one without a round trip, and claims come in fewer, larger
+   * batches. Their leases are kept alive while they wait, and `close()` runs them too. A prefetched job waits
+   * in this worker even when another worker is idle, so keep it small when jobs are slow.
+   * @defaultValue 0
+   */
+  prefetch?: number;
+  /**
    * Claim requests that may be out at once, each asking for a share of the free capacity. More lanes can keep a
    * worker fed when the server is far away (round trips long next to handler time); on a near server one lane
    * was fastest in our measurements. Each lane is one more waiting request when idle.

@@ -3,7 +3,7 @@ import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
 import type { QueueApi } from '../transport.ts';
 import { AckBatcher } from './ack-batcher.ts';
-import { LeaseKeeper } from './lease-keeper.ts';
+import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
 import { runConsumerLoop } from './loop.ts';
 import { reconnectDelayMs, retrying, sleep } from './retry.ts';
 import type { ConsumeOptions, JobContext, Worker } from './types.ts';
@@ -21,6 +21,12 @@ export interface WorkerDeps {
 
 const MAX_ERROR_MESSAGE = 4000;
 
+/** A claimed job and its lease's abort state, held from the claim on. */
+interface HeldJob {
+  job: WireClaimedJob;
+  jobAbort: JobAbort;
+}
+
 /** Wires the consumer loop to the server: claims, runs handlers, extends leases, acks in batches. */
 export function startWorker(deps: WorkerDeps): Worker {
   const { name, definition, call, options } = deps;
@@ -32,7 +38,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const acks = new AckBatcher(call, 1000);
   const stopClaiming = new AbortController();
 
-  const claim = async (limit: number, signal: AbortSignal): Promise<WireClaimedJob[]> => {
+  const claim = async (limit: number, signal: AbortSignal): Promise<HeldJob[]> => {
     await deps.ready();
     const input = {
       name,
@@ -49,7 +55,16 @@ export function startWorker(deps: WorkerDeps): Worker {
       const claimed = await call((api) => api.consumer.claim.mutate({ ...input, complete }, { signal }));
       if (claimed.acksFailed) acks.restore(carried);
       else acks.settle(carried, claimed.completed);
-      return claimed.jobs;
+      // Leases are kept alive from the claim on, also while a prefetched job waits for a slot.
+      return claimed.jobs.map((job) => ({
+        job,
+        jobAbort: leases.hold({
+          id: job.id,
+          leaseToken: job.leaseToken,
+          leaseMs: job.leaseMs,
+          expiresAtMs: job.leaseExpiresAtMs,
+        }),
+      }));
     } catch (error) {
       acks.restore(carried);
       throw error;
@@ -69,9 +84,8 @@ export function startWorker(deps: WorkerDeps): Worker {
     await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAt);
   };
 
-  const handle = async (job: WireClaimedJob): Promise<void> => {
+  const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
     const lease = { id: job.id, leaseToken: job.leaseToken };
-    const jobAbort = leases.hold({ ...lease, leaseMs: job.leaseMs, expiresAtMs: job.leaseExpiresAtMs });
     const giveUpAt = () => job.leaseExpiresAtMs + job.leaseMs * 10;
     let moved = false;
     const ctx: JobContext<never> = {
@@ -94,6 +108,8 @@ export function startWorker(deps: WorkerDeps): Worker {
       },
     } as JobContext<never>;
     try {
+      // A prefetched job whose lease was lost while it waited is someone else's now.
+      if (jobAbort.aborted) return;
       let payload: unknown;
       try {
         payload = upgradePayload(name, definition, job.version, job.payload);
@@ -141,6 +157,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const closed = runConsumerLoop(
     {
       concurrency,
+      prefetch: options.prefetch ?? 0,
       claimLanes: options.claimLanes ?? 1,
       claim,
       handle,
