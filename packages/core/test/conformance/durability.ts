@@ -1,4 +1,6 @@
 import { expect, it } from 'vitest';
+import { newJobId } from '../../src/engine/ids.ts';
+import type { NewJob } from '../../src/engine/store.ts';
 import { claimOne, type SuiteContext } from './context.ts';
 
 /** Guarantee 3: an acknowledged enqueue is durable, and a dead worker loses only its lease. */
@@ -26,6 +28,48 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
     for (const [n, result] of many.entries()) {
       expect(await reader.getJob(result.id)).toMatchObject({ payload: { n }, priority: n });
     }
+  });
+
+  it('insertJobs and moveJob report each new job exactly as another store instance reads it back', async () => {
+    const name = ctx.jobName('inserted');
+    const now = new Date('2031-02-03T04:05:06.789Z');
+    const reader = await ctx.openStore();
+    const fresh = (n: number, idempotencyKey: string | null): NewJob => ({
+      id: newJobId(),
+      name,
+      version: 2,
+      payload: { n, text: 'ünï 🎉', nested: { list: [1, null, { deep: true }] } },
+      priority: n,
+      order: n % 2 === 0 ? 'fifo' : 'lifo',
+      runAt: new Date(now.getTime() + n),
+      createdAt: now,
+      maxAttempts: 3,
+      backoff: { type: 'exponential', delayMs: 50, maxDelayMs: 500 },
+      leaseMs: 1_234,
+      idempotencyKey,
+      replayOf: null,
+    });
+    const outcomes = await ctx.store.insertJobs([fresh(1, null), fresh(2, 'key-2'), fresh(3, null)]);
+    for (const { job, created } of outcomes) {
+      expect(created).toBe(true);
+      expect(await reader.getJob(job.id)).toEqual(job);
+    }
+    const [held] = await ctx.store.claimJobs({
+      name,
+      minVersion: 1,
+      maxVersion: 2,
+      limit: 1,
+      leaseToken: 'token-inserted',
+      workerId: 'w',
+      leaseMs: null,
+      now: new Date(now.getTime() + 10),
+    });
+    const moved = await ctx.store.moveJob(
+      { id: held!.id, leaseToken: 'token-inserted' },
+      fresh(4, null),
+      new Date(now.getTime() + 20),
+    );
+    expect(await reader.getJob(moved!.to.id)).toEqual(moved!.to);
   });
 
   it('a worker that dies loses only its lease: the job is delivered again after leaseMs and the attempt counts', async () => {

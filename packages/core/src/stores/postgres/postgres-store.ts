@@ -1,3 +1,4 @@
+import { insertedRecord } from '../../engine/inserted-record.ts';
 import type {
   ClaimRequest,
   ClosableNotifier,
@@ -120,8 +121,9 @@ export class PostgresStore implements Store {
   /** Inserts jobs with distinct keys; a job whose key is taken gets the job holding it. Outcomes by new job id. */
   private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
     const outcomes = new Map<string, InsertOutcome>();
-    for (const row of await this.client.query<JobRow>(this.sql.insertJobs, newJobColumns(jobs))) {
-      outcomes.set(row.id, { job: toJobRecord(row), created: true });
+    const sent = new Map(jobs.map((job) => [job.id, job]));
+    for (const { id } of await this.client.query<{ id: string }>(this.sql.insertJobs, newJobColumns(jobs))) {
+      outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
     }
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
     if (conflicted.length === 0) return outcomes;
@@ -202,8 +204,8 @@ export class PostgresStore implements Store {
     return this.client.transaction(async (tx) => {
       const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
       if (!from) return null;
-      const [inserted] = await tx.query<JobRow>(this.sql.insertJobs, newJobColumns([next]));
-      if (inserted) return { from, to: toJobRecord(inserted) };
+      const [inserted] = await tx.query<{ id: string }>(this.sql.insertJobs, newJobColumns([next]));
+      if (inserted) return { from, to: insertedRecord(next) };
       // `next` carries an idempotency key already used: the job moves into that job.
       const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
       if (!existing) {

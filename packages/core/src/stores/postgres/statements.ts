@@ -29,13 +29,16 @@ const NEW_JOB_FIELDS =
 export function buildStatements(quotedSchema: string) {
   const jobs = `${quotedSchema}.jobs`;
   return {
-    /** $1..$13: text[] columns of `newJobColumns()`, inserted in array order. Keys already taken are skipped. */
+    /**
+     * $1..$13: text[] columns of `newJobColumns()`, inserted in array order. Keys already taken are skipped.
+     * Returns only the ids it created: their rows are what was sent (see `insertedRecord`).
+     */
     insertJobs: `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS})
 SELECT ${insertValues('u')}
 FROM unnest(${Array.from({ length: 13 }, (_, i) => `$${i + 1}::text[]`).join(', ')}) WITH ORDINALITY AS u(${NEW_JOB_FIELDS}, ord)
 ORDER BY u.ord
 ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
