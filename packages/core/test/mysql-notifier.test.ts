@@ -5,27 +5,10 @@ import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/in
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { rejection } from './support/fixtures.ts';
+import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 
-const url = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const POLL_MS = 50;
-
-function withDatabase(database: string, port?: number): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  if (port !== undefined) parsed.port = String(port);
-  return parsed.toString();
-}
-
-async function reachable(): Promise<boolean> {
-  try {
-    const connection = await mysql.createConnection({ uri: url, connectTimeout: 5_000 });
-    await connection.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -37,8 +20,9 @@ async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 5_
   }
 }
 
-const serverUp = await reachable();
-if (!serverUp) console.log(`mysql notifier tests: skipped — MySQL/MariaDB not reachable at ${url}`);
+const skipReason = await mysqlUnreachableReason();
+const serverUp = skipReason === undefined;
+if (skipReason) console.log(`mysql notifier tests: skipped — ${skipReason}`);
 
 describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
   const database = `workq_t_${Math.random().toString(36).slice(2, 10)}`;

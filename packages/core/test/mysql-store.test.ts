@@ -9,25 +9,8 @@ import { migrations } from '../src/stores/mysql/migrations.ts';
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { newJob, rejection } from './support/fixtures.ts';
+import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
-
-const url = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
-
-function withDatabase(database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function reachable(): Promise<boolean> {
-  try {
-    const connection = await mysql.createConnection({ uri: url, connectTimeout: 5_000 });
-    await connection.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('createMysqlStore without a server', () => {
   it('fails fast with a retryable UNAVAILABLE that names the server but not the password', async () => {
@@ -53,7 +36,10 @@ describe('createMysqlStore without a server', () => {
   });
 });
 
-describe.skipIf(!(await reachable()))('mysql store', () => {
+const skipReason = await mysqlUnreachableReason();
+if (skipReason) console.log(`mysql store tests: skipped — ${skipReason}`);
+
+describe.skipIf(skipReason !== undefined)('mysql store', () => {
   const database = `workq_t_${Math.random().toString(36).slice(2, 10)}`;
   const dbUrl = withDatabase(database);
   let admin: mysql.Connection;

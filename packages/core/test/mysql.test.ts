@@ -1,15 +1,7 @@
 import mysql from 'mysql2/promise';
 import { createMysqlStore } from '../src/stores/mysql/index.ts';
 import { describeStore, type StoreHarness } from './conformance/describe-store.ts';
-
-const url = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
-
-/** The server URL with `database` in place of the test database. */
-function withDatabase(database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
+import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 
 /** Each run gets its own database, dropped when the suite ends; each `open()` has its own pool. */
 async function makeMysqlHarness(): Promise<StoreHarness> {
@@ -34,15 +26,5 @@ async function makeMysqlHarness(): Promise<StoreHarness> {
   };
 }
 
-async function unreachableReason(): Promise<string | undefined> {
-  try {
-    const connection = await mysql.createConnection({ uri: url, connectTimeout: 5_000 });
-    await connection.end();
-    return undefined;
-  } catch (error) {
-    return `MySQL/MariaDB not reachable at ${url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@')}: ${(error as Error).message}`;
-  }
-}
-
-const skipReason = await unreachableReason();
+const skipReason = await mysqlUnreachableReason();
 describeStore('mysql', makeMysqlHarness, skipReason === undefined ? {} : { skipReason });
