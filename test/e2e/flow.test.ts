@@ -196,16 +196,17 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
         'sendEmail',
         async (job) => {
           runs.push(job.id);
-          await new Promise((resolve) => setTimeout(resolve, 350));
+          await new Promise((resolve) => setTimeout(resolve, 300));
           return { messageId: job.payload.subject };
         },
-        { concurrency: 1, prefetch: 6 },
+        { concurrency: 1, prefetch: 15 },
       ),
     );
-    // The last of 8 jobs waits about 2.5 s in the local queue, well past its 1.5 s lease; the lease keeper
-    // extends every 500 ms, which leaves a loaded machine a second of slack.
-    const payloads = Array.from({ length: 8 }, (_, i) => ({ to: 'p@example.com', subject: `p${i}`, body: 'x' }));
-    const handles = await sdk.enqueueMany.sendEmail(payloads, { leaseMs: 1_500 });
+    // The last of 16 jobs waits about 4.5 s in the local queue, well past its 3 s lease; the lease keeper
+    // extends every second, which leaves two seconds of slack for a loaded machine (PGlite runs its
+    // queries on this process's event loop).
+    const payloads = Array.from({ length: 16 }, (_, i) => ({ to: 'p@example.com', subject: `p${i}`, body: 'x' }));
+    const handles = await sdk.enqueueMany.sendEmail(payloads, { leaseMs: 3_000 });
     await Promise.all(handles.map((handle) => handle.result({ timeoutMs: 20_000 })));
     expect([...runs].sort()).toEqual(handles.map((handle) => handle.id).sort());
     for (const handle of handles) expect((await handle.status()).attempts).toBe(1);
