@@ -209,7 +209,10 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     const handles = await sdk.enqueueMany.sendEmail(payloads, { leaseMs: 3_000 });
     await Promise.all(handles.map((handle) => handle.result({ timeoutMs: 20_000 })));
     expect([...runs].sort()).toEqual(handles.map((handle) => handle.id).sort());
-    for (const handle of handles) expect((await handle.status()).attempts).toBe(1);
+    for (const handle of handles) {
+      const status = await handle.status();
+      expect(status.attempts, `job ${handle.id}: ${JSON.stringify(status.error)}`).toBe(1);
+    }
   });
 
   it('returns the existing job for a repeated idempotency key', async () => {

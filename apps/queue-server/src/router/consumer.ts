@@ -78,6 +78,10 @@ export const consumerRouter = router({
           if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...acks };
           if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
           await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
+          // A wake-up can run before this process has read that the client went away (an in-process
+          // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
+          // closed connection abort the request first, rather than leasing jobs to nobody.
+          await new Promise((resolve) => setImmediate(resolve));
           if (aborted.aborted) return { jobs: [], ...acks };
         }
       },
