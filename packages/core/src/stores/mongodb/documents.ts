@@ -1,4 +1,5 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
+import { insertedRecord } from '../../engine/inserted-record.ts';
 import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
@@ -114,34 +115,16 @@ export function cleanError(error: JobError): JobError {
   return clean;
 }
 
-/** The document a new job is inserted as. */
+/** The document a new job is inserted as: its inserted record, with the fields MongoDB keeps its own way. */
 export function toJobDocument(job: NewJob): JobDocument {
+  const { id, ...record } = insertedRecord(job);
   return {
-    _id: job.id,
-    name: job.name,
-    version: job.version,
+    ...record,
+    _id: id,
     payload: toJson(job.payload),
-    state: 'waiting',
-    priority: job.priority,
-    order: job.order,
-    orderKey: orderKeyOf(job.order, job.runAt, job.id),
-    runAt: job.runAt,
-    createdAt: job.createdAt,
-    updatedAt: job.createdAt,
-    attempts: 0,
-    maxAttempts: job.maxAttempts,
-    backoff: cleanBackoff(job.backoff),
-    leaseMs: job.leaseMs,
-    leaseToken: null,
-    leaseExpiresAt: null,
-    workerId: null,
-    progress: 0,
     result: null,
-    error: null,
-    idempotencyKey: job.idempotencyKey,
-    finishedAt: null,
-    movedTo: null,
-    replayOf: job.replayOf,
+    orderKey: orderKeyOf(job.order, job.runAt, job.id),
+    backoff: cleanBackoff(job.backoff),
   };
 }
 
