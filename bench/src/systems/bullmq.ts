@@ -1,5 +1,6 @@
 import { createPostgresBackend, Queue, Worker, withBackend } from 'bullmq';
 import { RUN_ID, SERVICES } from '../config.ts';
+import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, schemaName } from './pg-admin.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
 
@@ -65,15 +66,19 @@ async function openBullQueue(backend: Backend, tag: string): Promise<QueueUnderT
             }
             await Promise.all(calls);
           },
-          claimOne: async () => {
+          claimOne: () => {
             manual ??= new BullWorker(QUEUE, null, { ...options, autorun: false }) as Worker;
+            const worker = manual;
             const token = 'bench-claim';
-            const started = performance.now();
-            const job = await manual.getNextJob(token, { block: false });
-            const elapsed = performance.now() - started;
-            if (!job) throw new Error('getNextJob returned no job');
-            await job.moveToCompleted('ok', token, false);
-            return elapsed;
+            return timeClaimOne(
+              async () => {
+                const job = await worker.getNextJob(token, { block: false });
+                return job ? [job] : [];
+              },
+              async ([job]) => {
+                await job?.moveToCompleted('ok', token, false);
+              },
+            );
           },
         }
       : {}),

@@ -1,5 +1,6 @@
 import { PgBoss } from 'pg-boss';
 import { RUN_ID, SERVICES } from '../config.ts';
+import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
 
@@ -71,17 +72,16 @@ async function openBossQueue(tag: string): Promise<QueueUnderTest> {
       );
       await pgQuery(`VACUUM ANALYZE "${schema}".job`);
     },
-    claimOne: async () => {
-      const started = performance.now();
-      const jobs = await boss.fetch(QUEUE, { batchSize: 1 });
-      const elapsed = performance.now() - started;
-      if (jobs.length !== 1) throw new Error(`fetch returned ${jobs.length} jobs, expected 1`);
-      await boss.complete(
-        QUEUE,
-        jobs.map((j) => j.id),
-      );
-      return elapsed;
-    },
+    claimOne: () =>
+      timeClaimOne(
+        () => boss.fetch(QUEUE, { batchSize: 1 }),
+        async (jobs) => {
+          await boss.complete(
+            QUEUE,
+            jobs.map((j) => j.id),
+          );
+        },
+      ),
     close: async () => {
       if (working) await boss.offWork(QUEUE).catch(() => undefined);
       await boss.stop({ graceful: true, close: true, timeout: 5_000 });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { sleep } from '../stats.ts';
 import { startBatchConsumer } from './batch-consumer.ts';
+import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
 
@@ -75,14 +76,7 @@ async function openRawQueue(tag: string): Promise<QueueUnderTest> {
       );
       await pool.query(`VACUUM ANALYZE ${t}`);
     },
-    claimOne: async () => {
-      const started = performance.now();
-      const jobs = await claim(1);
-      const elapsed = performance.now() - started;
-      if (jobs.length !== 1) throw new Error(`claim returned ${jobs.length} jobs, expected 1`);
-      await ack(jobs);
-      return elapsed;
-    },
+    claimOne: () => timeClaimOne(() => claim(1), ack),
     close: async () => {
       await pool.end();
       await dropSchema(schema);

@@ -3,6 +3,7 @@ import mysql from 'mysql2/promise';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { startBatchConsumer, WakeSignal } from './batch-consumer.ts';
 import { BENCH_JOB } from './bench-jobs.ts';
+import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timeStore } from './round-trips.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
@@ -67,14 +68,7 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
       }),
     countCompleted: async () =>
       (await engine.counts()).filter((c) => c.state === 'completed').reduce((sum, c) => sum + c.count, 0),
-    claimOne: async () => {
-      const started = performance.now();
-      const jobs = await claim(1);
-      const elapsed = performance.now() - started;
-      if (jobs.length !== 1) throw new Error(`claim returned ${jobs.length} jobs, expected 1`);
-      await ack(jobs);
-      return elapsed;
-    },
+    claimOne: () => timeClaimOne(() => claim(1), ack),
     close: async () => {
       unlisten();
       await engine.close();
