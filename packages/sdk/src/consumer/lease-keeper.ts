@@ -6,7 +6,7 @@ interface HeldLease {
   leaseToken: string;
   leaseMs: number;
   expiresAtMs: number;
-  controller: JobAbort;
+  jobAbort: JobAbort;
 }
 
 /**
@@ -54,11 +54,11 @@ export class LeaseKeeper {
 
   constructor(private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>) {}
 
-  hold(lease: Omit<HeldLease, 'controller'>): JobAbort {
-    const controller = new JobAbort();
-    this.held.set(lease.id, { ...lease, controller });
+  hold(lease: Omit<HeldLease, 'jobAbort'>): JobAbort {
+    const jobAbort = new JobAbort();
+    this.held.set(lease.id, { ...lease, jobAbort });
     this.schedule();
-    return controller;
+    return jobAbort;
   }
 
   release(id: string): void {
@@ -67,7 +67,7 @@ export class LeaseKeeper {
 
   /** Aborts every held job's signal (the worker is closing and its grace period ran out). */
   abortAll(reason: WorkqError): void {
-    for (const lease of this.held.values()) lease.controller.abort(reason);
+    for (const lease of this.held.values()) lease.jobAbort.abort(reason);
   }
 
   stop(): void {
@@ -98,7 +98,7 @@ export class LeaseKeeper {
           lease.expiresAtMs = outcome.leaseExpiresAt.getTime();
         } else {
           this.held.delete(outcome.id);
-          lease.controller.abort(
+          lease.jobAbort.abort(
             new WorkqError('LEASE_LOST', `Job ${outcome.id} lost its lease (expired or cancelled); stop work on it.`),
           );
         }
@@ -108,7 +108,7 @@ export class LeaseKeeper {
       for (const lease of leases) {
         if (lease.expiresAtMs <= Date.now()) {
           this.held.delete(lease.id);
-          lease.controller.abort(
+          lease.jobAbort.abort(
             new WorkqError('LEASE_LOST', `Job ${lease.id}'s lease ran out while the server was unreachable.`),
           );
         }
