@@ -130,13 +130,15 @@ class Subscription {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private stopped = false;
-  /** Seqs at or below this are never delivered: they were stored before the subscription or a resync. */
-  private start: number;
   private highest: number;
   /** Delivered seqs above the current floor, skipped when read again. */
   private readonly delivered = new Set<number>();
   /** The highest seq after each poll that moved it, with when: older than `SETTLE_MS`, it becomes the floor. */
   private readonly marks: { seq: number; at: number }[] = [];
+  /**
+   * Seqs at or below this are never read again: stored before the subscription or a resync, or
+   * settled (older than `SETTLE_MS`). It only grows.
+   */
   private settled: number;
   private resync = false;
   private lastReadAt = Date.now();
@@ -147,7 +149,6 @@ class Subscription {
     private readonly listener: (message: string) => void,
     private readonly pollMs: number,
   ) {
-    this.start = start;
     this.highest = start;
     this.settled = start;
   }
@@ -197,7 +198,7 @@ class Subscription {
   private async restart(): Promise<void> {
     const highest = await this.source.highestSeq();
     if (this.stopped) return;
-    this.start = this.highest = this.settled = highest;
+    this.highest = this.settled = highest;
     this.delivered.clear();
     this.marks.length = 0;
     this.resync = false;
@@ -210,7 +211,7 @@ class Subscription {
     while (this.marks.length > 0 && now - (this.marks[0]?.at ?? now) >= SETTLE_MS) {
       this.settled = this.marks.shift()?.seq ?? this.settled;
     }
-    const floor = Math.max(this.start, this.settled, this.highest - REREAD_SEQS);
+    const floor = Math.max(this.settled, this.highest - REREAD_SEQS);
     for (const seq of this.delivered) if (seq <= floor) this.delivered.delete(seq);
     return floor;
   }
