@@ -7,7 +7,7 @@ import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
-import { buildStatements } from '../src/stores/postgres/statements.ts';
+import { buildListJobs, buildStatements } from '../src/stores/postgres/statements.ts';
 import { newJob } from './support/fixtures.ts';
 
 const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -61,31 +61,45 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect((await admin.query(`SELECT version FROM "${schema}".migrations`)).rowCount).toBe(MIGRATIONS.length);
   });
 
-  it('claims through the partial claim index, whatever the finished history', async () => {
-    const store = stores[0] ?? (await open());
-    const name = 'explain.claim';
+  /** 20,000 completed jobs of `name`, as a kept history, written straight into the table. */
+  const insertCompletedHistory = async (name: string) => {
     await admin.query(
       `INSERT INTO "${schema}".jobs (id, name, version, payload, state, priority, job_order, order_key, run_at, created_at,
          updated_at, max_attempts, backoff, lease_ms, finished_at)
-       SELECT 'h' || lpad(n::text, 8, '0'), $1, 1, '{}', 'completed', 0, 'fifo', n, to_timestamp(n), to_timestamp(n),
+       SELECT $1 || lpad(n::text, 8, '0'), $1, 1, '{}', 'completed', 0, 'fifo', n, to_timestamp(n), to_timestamp(n),
          to_timestamp(n), 1, '{"type":"fixed","delayMs":0}', 30000, to_timestamp(n)
        FROM generate_series(1, 20000) AS n`,
       [name],
     );
+  };
+
+  const planOf = async (text: string, params: unknown[]) =>
+    (await admin.query(`EXPLAIN ${text}`, params)).rows
+      .map((row: Record<string, string>) => row['QUERY PLAN'])
+      .join('\n');
+
+  it('claims through the partial claim index, whatever the finished history', async () => {
+    const store = stores[0] ?? (await open());
+    const name = 'explain.claim';
+    await insertCompletedHistory(name);
     await store.insertJobs(Array.from({ length: 500 }, (_, n) => newJob(name, { priority: n % 5 })));
     await admin.query(`ANALYZE "${schema}".jobs`);
-    const plan = await admin.query(`EXPLAIN ${buildStatements(`"${schema}"`).claimJobs}`, [
-      name,
-      new Date('2026-01-02T00:00:00.000Z'),
-      1,
-      1,
-      10,
-      'token',
-      'worker',
-      null,
-    ]);
-    const text = plan.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
-    expect(text).toMatch(/Index Scan using jobs_claim_idx/);
+    const claimParams = [name, new Date('2026-01-02T00:00:00.000Z'), 1, 1, 10, 'token', 'worker', null];
+    expect(await planOf(buildStatements(`"${schema}"`).claimJobs, claimParams)).toMatch(
+      /Index Scan using jobs_claim_idx/,
+    );
+  });
+
+  it('lists dead jobs and sweeps expired leases through the partial open index, whatever the completed history', async () => {
+    const store = stores[0] ?? (await open());
+    const name = 'explain.list';
+    await insertCompletedHistory(name);
+    await store.insertJobs(Array.from({ length: 50 }, () => newJob(name)));
+    await admin.query(`ANALYZE "${schema}".jobs`);
+    const deadOfName = buildListJobs(`"${schema}"`, { name, states: ['dead'], limit: 50 });
+    expect(await planOf(deadOfName.text, deadOfName.params)).toMatch(/Index (Only )?Scan using jobs_open_idx/);
+    const sweep = buildStatements(`"${schema}"`).requeueExpiredLeases;
+    expect(await planOf(sweep, [new Date(), '{}'])).toMatch(/jobs_open_idx/);
   });
 
   it('delivers a published job name to a subscriber on another store, and again after its connection drops', async () => {

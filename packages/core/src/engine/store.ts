@@ -8,6 +8,14 @@ import type { JobError, JobState } from '../jobs.ts';
  */
 export type StoredState = 'waiting' | 'active' | 'completed' | 'dead' | 'cancelled';
 
+export const STORED_STATES = [
+  'waiting',
+  'active',
+  'completed',
+  'dead',
+  'cancelled',
+] as const satisfies readonly StoredState[];
+
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const satisfies readonly StoredState[];
 
 /**

@@ -7,6 +7,7 @@ import {
   type ListFilter,
   type NewJob,
   type SchemaEntry,
+  STORED_STATES,
   type Store,
   type StoreCapabilities,
   type StoredState,
@@ -36,7 +37,6 @@ import { listSchemas, listWorkers, recordWorker, registerSchema } from './regist
 /** Every write is acknowledged by a majority of the replica set and journaled (DESIGN guarantee 3). */
 export const DURABLE_WRITES: WriteConcernSettings = { w: 'majority', journal: true };
 
-const STORED_STATES: readonly StoredState[] = ['waiting', 'active', 'completed', 'dead', 'cancelled'];
 const LIVE_STATES: StoredState[] = ['waiting', 'active'];
 const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
 

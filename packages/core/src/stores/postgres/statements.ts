@@ -1,4 +1,5 @@
-import type { ListFilter } from '../../engine/store.ts';
+import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
 import { JOB_COLUMNS } from './job-rows.ts';
 
 /** SQL for `order_key` from an order and a run time (both SQL expressions); mirrors `orderKey()` in job-rows.ts. */
@@ -190,6 +191,12 @@ ORDER BY id`,
 
 export type Statements = ReturnType<typeof buildStatements>;
 
+function stateLiteral(state: StoredState): string {
+  if (!(STORED_STATES as readonly string[]).includes(state))
+    throw new WorkqError('VALIDATION', `Unknown job state "${String(state)}".`);
+  return `'${state}'`;
+}
+
 /** `listJobs`: only the conditions the filter uses, so each query can use its index. */
 export function buildListJobs(quotedSchema: string, filter: ListFilter): { text: string; params: unknown[] } {
   const params: unknown[] = [];
@@ -199,7 +206,8 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   };
   const where: string[] = [];
   if (filter.name !== undefined) where.push(`j.name = ${param(filter.name)}`);
-  if (filter.states !== undefined) where.push(`j.state = ANY(${param([...filter.states])}::text[])`);
+  // States are spliced as literals (from a closed set), so the planner can match them to the partial `jobs_open_idx`.
+  if (filter.states !== undefined) where.push(`j.state IN (${filter.states.map(stateLiteral).join(', ')})`);
   if (filter.due !== undefined) {
     const comparison = filter.due.ready ? '<=' : '>';
     where.push(`(j.state <> 'waiting' OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
