@@ -22,6 +22,8 @@ export interface RunConfig {
   historyJobs: number;
   /** Only systems whose id contains one of these (comma list), if given. */
   only: readonly string[];
+  /** Only scenarios whose id contains one of these (comma list), if given. */
+  scenarios: readonly string[];
   /** Write a CPU profile of the bench process and the workq server child, and time round trips. */
   profile: boolean;
 }
@@ -30,9 +32,11 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
   const quick = argv.includes('--quick');
   const onlyArg = argv.find((a) => a.startsWith('--only='));
   const jobsArg = argv.find((a) => a.startsWith('--jobs='));
+  const scenariosArg = argv.find((a) => a.startsWith('--scenarios='));
+  const repetitionsArg = argv.find((a) => a.startsWith('--repetitions='));
   return {
     quick,
-    repetitions: quick ? 1 : 3,
+    repetitions: repetitionsArg ? Number(repetitionsArg.slice('--repetitions='.length)) : quick ? 1 : 3,
     jobs: jobsArg ? Number(jobsArg.slice('--jobs='.length)) : quick ? 2_000 : 10_000,
     latencyJobs: quick ? 100 : 500,
     latencyGapMs: 5,
@@ -40,6 +44,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
     claimSamples: quick ? 50 : 300,
     historyJobs: quick ? 10_000 : 1_000_000,
     only: onlyArg ? onlyArg.slice('--only='.length).split(',') : [],
+    scenarios: scenariosArg ? scenariosArg.slice('--scenarios='.length).split(',') : [],
     profile: argv.includes('--profile'),
   };
 }

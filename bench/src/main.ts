@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--profile] [--only=id,id]`: workq side by side with
+ * `pnpm bench [--quick] [--profile] [--only=id,id] [--scenarios=id,id]`: workq side by side with
  * BullMQ, pg-boss, graphile-worker and a raw-SQL baseline, in one run.
  * Every scenario runs on a fresh queue; repetitions are interleaved
  * (repetition → scenario → system) and each figure is their median.
@@ -43,7 +43,7 @@ const allSystems: BenchSystem[] = [
   rawSqlSystem,
 ];
 const systems = config.only.length ? allSystems.filter((s) => config.only.some((o) => s.id.includes(o))) : allSystems;
-const scenarios: Scenario[] = [
+const allScenarios: Scenario[] = [
   enqueueScenario('one'),
   enqueueScenario('inflight'),
   enqueueScenario('bulk'),
@@ -54,6 +54,9 @@ const scenarios: Scenario[] = [
   ...config.claimSizes.map(claimScenario),
   historyDrainScenario,
 ];
+const scenarios = config.scenarios.length
+  ? allScenarios.filter((s) => config.scenarios.some((o) => s.id.includes(o)))
+  : allScenarios;
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
