@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { WorkqError } from '@workq/core';
 import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
@@ -7,6 +8,7 @@ import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
+import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { PresenceTracker } from './presence.ts';
@@ -55,21 +57,23 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     options: resolved,
   };
 
+  const createContext = (req: IncomingMessage): RequestContext => ({
+    services,
+    authorization: req.headers.authorization,
+    remoteAddress: req.socket.remoteAddress ?? 'unknown',
+  });
+  const onError = ({ error, path }: { error: TRPCError; path: string | undefined }) => {
+    if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof WorkqError)) {
+      logger.error('request failed', { path, error: String(error.cause ?? error) });
+    }
+  };
+  const trpcOptions = { router: appRouter, basePath: '/trpc/', maxBodySize: resolved.limits.maxRequestBytes, onError };
+  // Single mutations (enqueue, claim, complete, …) take the direct path; the rest goes through tRPC's adapter.
+  const trpcMutations = createTrpcMutationHandler({ ...trpcOptions, createContext });
   const trpcHandler = createHTTPHandler({
-    router: appRouter,
-    basePath: '/trpc/',
+    ...trpcOptions,
     maxBatchSize: resolved.limits.maxTrpcBatchSize,
-    maxBodySize: resolved.limits.maxRequestBytes,
-    createContext: ({ req }): RequestContext => ({
-      services,
-      authorization: req.headers.authorization,
-      remoteAddress: req.socket.remoteAddress ?? 'unknown',
-    }),
-    onError: ({ error, path }) => {
-      if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof WorkqError)) {
-        logger.error('request failed', { path, error: String(error.cause ?? error) });
-      }
-    },
+    createContext: ({ req }) => createContext(req),
   });
 
   let inFlight = 0;
@@ -90,6 +94,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     if (path === '/metrics') return serveMetrics(req, res, services);
     if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
+    if (trpcMutations(req, res)) return;
     return trpcHandler(req, res);
   };
   const server = createServer((req, res) => {

@@ -1,0 +1,114 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type AnyTRPCRouter,
+  callTRPCProcedure,
+  getTRPCErrorFromUnknown,
+  getTRPCErrorShape,
+  TRPCError,
+  transformTRPCResponse,
+} from '@trpc/server';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+
+export interface TrpcMutationOptions<TContext> {
+  router: AnyTRPCRouter;
+  /** Where procedure paths start, e.g. `/trpc/`. */
+  basePath: string;
+  maxBodySize: number;
+  createContext: (req: IncomingMessage) => TContext;
+  onError: (opts: { error: TRPCError; path: string }) => void;
+}
+
+/**
+ * Serves a single, unbatched tRPC mutation (`POST /trpc/<path>` with a JSON
+ * body) straight from Node's request and response, through tRPC's own
+ * procedure call, error shape and response transform: the same bytes on the
+ * wire as tRPC's standalone adapter, without building a Fetch `Request` and
+ * `Response` for every call, which cost as much server time as an enqueue's
+ * insert. The handler returns `false` for anything else (queries, batches,
+ * other content types), which the standalone adapter then serves.
+ */
+export function createTrpcMutationHandler<TContext>(
+  options: TrpcMutationOptions<TContext>,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { router, basePath, maxBodySize } = options;
+  const config = router._def._config;
+  const procedures = router._def.procedures as Record<string, { _def: { type: string } } | undefined>;
+
+  return (req, res) => {
+    if (req.method !== 'POST' || !req.url?.startsWith(basePath) || req.url.includes('?')) return false;
+    if (!req.headers['content-type']?.startsWith('application/json')) return false;
+    const path = decodeURIComponent(req.url.slice(basePath.length));
+    if (procedures[path]?._def.type !== 'mutation') return false;
+    void respond(path, req, res);
+    return true;
+  };
+
+  async function respond(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const signal = abortOnDisconnect(req, res);
+    let ctx: TContext | undefined;
+    let input: unknown;
+    let json: string;
+    let status = 200;
+    try {
+      ctx = options.createContext(req);
+      // Read when the procedure asks for its input (after authentication), as tRPC's adapter does.
+      const getRawInput = async () => {
+        try {
+          const text = await readBody(req, maxBodySize);
+          input = text === '' ? undefined : config.transformer.input.deserialize(JSON.parse(text));
+          return input;
+        } catch (cause) {
+          if (cause instanceof TRPCError) throw cause;
+          const message = cause instanceof Error ? cause.message : 'Invalid input';
+          throw new TRPCError({ code: 'BAD_REQUEST', message, cause });
+        }
+      };
+      const data = await callTRPCProcedure({ router, path, getRawInput, ctx, type: 'mutation', signal, batchIndex: 0 });
+      json = JSON.stringify(transformTRPCResponse(config, { result: { data } }));
+    } catch (cause) {
+      const error = getTRPCErrorFromUnknown(cause);
+      options.onError({ error, path });
+      status = getHTTPStatusCodeFromError(error);
+      const shape = getTRPCErrorShape({ config, error, type: 'mutation', path, input, ctx });
+      json = JSON.stringify(transformTRPCResponse(config, { error: shape }));
+    }
+    if (res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json', vary: 'trpc-accept, accept' });
+    res.end(json);
+  }
+}
+
+/** A signal that aborts when the client goes away before the response is written, as tRPC's adapters do. */
+function abortOnDisconnect(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  const onClose = () => {
+    req.off('aborted', onAborted);
+    if (!res.writableEnded) controller.abort();
+  };
+  const onAborted = () => {
+    res.off('close', onClose);
+    controller.abort();
+  };
+  res.once('close', onClose);
+  req.once('aborted', onAborted);
+  return controller.signal;
+}
+
+function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new TRPCError({ code: 'PAYLOAD_TOO_LARGE', message: `Request body is over ${maxBytes} bytes.` }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
+}
