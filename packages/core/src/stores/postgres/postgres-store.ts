@@ -122,7 +122,10 @@ export class PostgresStore implements Store {
   private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
     const outcomes = new Map<string, InsertOutcome>();
     const sent = new Map(jobs.map((job) => [job.id, job]));
-    for (const { id } of await this.client.query<{ id: string }>(this.sql.insertJobs, newJobColumns(jobs))) {
+    const statement = jobs.some((job) => job.idempotencyKey !== null)
+      ? this.sql.insertJobs
+      : this.sql.insertJobsWithoutKeys;
+    for (const { id } of await this.client.query<{ id: string }>(statement, newJobColumns(jobs))) {
       outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
     }
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));

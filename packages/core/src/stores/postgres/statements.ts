@@ -22,6 +22,15 @@ const insertValues = (c: string) =>
 const NEW_JOB_FIELDS =
   'id, name, version, payload, priority, job_order, run_at, created_at, max_attempts, backoff, lease_ms, idempotency_key, replay_of';
 
+function insertJobsSql(jobs: string, skipTakenKeys: boolean): string {
+  const columns = Array.from({ length: 13 }, (_, i) => `$${i + 1}::text[]`).join(', ');
+  return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS})
+SELECT ${insertValues('u')}
+FROM unnest(${columns}) WITH ORDINALITY AS u(${NEW_JOB_FIELDS}, ord)
+ORDER BY u.ord
+${skipTakenKeys ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.id`;
+}
+
 /**
  * Every runtime statement of the store, built once per schema. Values are
  * always parameters; the only spliced identifier is the schema, validated
@@ -34,12 +43,10 @@ export function buildStatements(quotedSchema: string) {
      * $1..$13: text[] columns of `newJobColumns()`, inserted in array order. Keys already taken are skipped.
      * Returns only the ids it created: their rows are what was sent (see `insertedRecord`).
      */
-    insertJobs: `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS})
-SELECT ${insertValues('u')}
-FROM unnest(${Array.from({ length: 13 }, (_, i) => `$${i + 1}::text[]`).join(', ')}) WITH ORDINALITY AS u(${NEW_JOB_FIELDS}, ord)
-ORDER BY u.ord
-ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING j.id`,
+    insertJobs: insertJobsSql(jobs, true),
+
+    /** `insertJobs` for a batch without idempotency keys: a plain insert, with no conflict arbiter to check per row. */
+    insertJobsWithoutKeys: insertJobsSql(jobs, false),
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
