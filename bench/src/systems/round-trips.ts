@@ -1,4 +1,5 @@
 import type { Store } from '@workq/core/engine';
+import { defaultFetch } from '@workq/sdk';
 
 /**
  * Per-round-trip timings for `--profile`: how long each store call (workq core)
@@ -45,7 +46,7 @@ export function timeStore(store: Store, prefix: string): Store {
   });
 }
 
-/** A fetch that times each request under `<prefix> http <tRPC path(s)>`. */
+/** The SDK's own fetch, timing each request under `<prefix> http <tRPC path(s)>`. */
 export function timedFetch(prefix: string): typeof fetch {
   return async (input, init) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -53,7 +54,7 @@ export function timedFetch(prefix: string): typeof fetch {
     const paths = [...new Set(path.split(','))].join(',');
     const started = performance.now();
     try {
-      return await fetch(input, init);
+      return await defaultFetch(input, init);
     } finally {
       recordRoundTrip(`${prefix} http ${paths}`, performance.now() - started);
     }

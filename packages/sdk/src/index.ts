@@ -2,6 +2,8 @@
 
 export type { EnqueueOptions, JobState, JobStatus, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
+/** The `fetch` the client uses when none is given (on Node a keep-alive `node:http` client), for wrapping. */
+export { defaultFetch } from '#default-fetch';
 export type { AdminApi } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
