@@ -84,10 +84,12 @@ describe('tRPC wire format of single mutations', () => {
     expect(error.error.json.data.workqCode).toBe('VALIDATION');
   });
 
-  it('leaves queries and batches to tRPC’s adapter', async () => {
+  it('leaves queries and paths it cannot decode to tRPC’s adapter', async () => {
     const listed = await fetch(`${server.url}/trpc/schemas.list`, { headers });
     expect(listed.status).toBe(200);
     const asMutation = await fetch(`${server.url}/trpc/schemas.list`, { method: 'POST', headers, body: '{}' });
     expect(asMutation.status).toBe(405);
+    const undecodable = await fetch(`${server.url}/trpc/jobs.%E0%A4%A`, { method: 'POST', headers, body: '{}' });
+    expect(undecodable.status).toBe(400);
   });
 });

@@ -37,8 +37,8 @@ export function createTrpcMutationHandler<TContext>(
   return (req, res) => {
     if (req.method !== 'POST' || !req.url?.startsWith(basePath) || req.url.includes('?')) return false;
     if (!req.headers['content-type']?.startsWith('application/json')) return false;
-    const path = decodeURIComponent(req.url.slice(basePath.length));
-    if (procedures[path]?._def.type !== 'mutation') return false;
+    const path = procedurePath(req.url.slice(basePath.length));
+    if (path === undefined || procedures[path]?._def.type !== 'mutation') return false;
     void respond(path, req, res);
     return true;
   };
@@ -75,6 +75,15 @@ export function createTrpcMutationHandler<TContext>(
     if (res.destroyed) return;
     res.writeHead(status, { 'content-type': 'application/json', vary: 'trpc-accept, accept' });
     res.end(json);
+  }
+}
+
+/** The procedure path in a URL path, or `undefined` when it does not decode. */
+function procedurePath(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
   }
 }
 
