@@ -5,6 +5,7 @@ import { requireScope } from '../auth.ts';
 import { toClientError } from '../errors.ts';
 import { checkPayloadSize, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
 import type { ServerServices } from '../router/trpc.ts';
+import { readBodyText } from './read-body.ts';
 
 const HTTP_STATUS = {
   VALIDATION: 400,
@@ -60,15 +61,9 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
 }
 
 async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new WorkqError('PAYLOAD_TOO_LARGE', `Request body exceeds ${maxBytes} bytes.`);
-    chunks.push(chunk as Buffer);
-  }
+  const text = await readBodyText(req, maxBytes);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new WorkqError('VALIDATION', 'Request body is not valid JSON.');
   }

@@ -8,6 +8,8 @@ import {
   transformTRPCResponse,
 } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { WorkqError } from '@workq/core';
+import { readBodyText } from './read-body.ts';
 
 export interface TrpcMutationOptions<TContext> {
   router: AnyTRPCRouter;
@@ -54,11 +56,12 @@ export function createTrpcMutationHandler<TContext>(
       // Read when the procedure asks for its input (after authentication), as tRPC's adapter does.
       const getRawInput = async () => {
         try {
-          const text = await readBody(req, maxBodySize);
+          const text = await readBodyText(req, maxBodySize);
           input = text === '' ? undefined : config.transformer.input.deserialize(JSON.parse(text));
           return input;
         } catch (cause) {
-          if (cause instanceof TRPCError) throw cause;
+          // A refused size is the server's own error; the procedure's error mapping gives it its status.
+          if (cause instanceof TRPCError || cause instanceof WorkqError) throw cause;
           const message = cause instanceof Error ? cause.message : 'Invalid input';
           throw new TRPCError({ code: 'BAD_REQUEST', message, cause });
         }
@@ -101,23 +104,4 @@ function abortOnDisconnect(req: IncomingMessage, res: ServerResponse): AbortSign
   res.once('close', onClose);
   req.once('aborted', onAborted);
   return controller.signal;
-}
-
-function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new TRPCError({ code: 'PAYLOAD_TOO_LARGE', message: `Request body is over ${maxBytes} bytes.` }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.once('error', reject);
-  });
 }
