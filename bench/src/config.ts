@@ -1,3 +1,5 @@
+import { parseArgs } from 'node:util';
+
 /** Where the local services are, and the run's settings, resolved once from the command line. */
 export const SERVICES = {
   postgresUrl: 'postgres://postgres@127.0.0.1:5432/test',
@@ -29,23 +31,35 @@ export interface RunConfig {
 }
 
 export function resolveConfig(argv: readonly string[]): RunConfig {
-  const quick = argv.includes('--quick');
-  const onlyArg = argv.find((a) => a.startsWith('--only='));
-  const jobsArg = argv.find((a) => a.startsWith('--jobs='));
-  const scenariosArg = argv.find((a) => a.startsWith('--scenarios='));
-  const repetitionsArg = argv.find((a) => a.startsWith('--repetitions='));
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      scenarios: { type: 'string' },
+      jobs: { type: 'string' },
+      repetitions: { type: 'string' },
+    },
+    strict: false,
+  });
+  const quick = values.quick === true;
+  const text = (value: string | boolean | undefined) => (typeof value === 'string' ? value : undefined);
+  const list = (value: string | boolean | undefined) => text(value)?.split(',') ?? [];
+  const repetitions = text(values.repetitions);
+  const jobs = text(values.jobs);
   return {
     quick,
-    repetitions: repetitionsArg ? Number(repetitionsArg.slice('--repetitions='.length)) : quick ? 1 : 3,
-    jobs: jobsArg ? Number(jobsArg.slice('--jobs='.length)) : quick ? 2_000 : 10_000,
+    repetitions: repetitions ? Number(repetitions) : quick ? 1 : 3,
+    jobs: jobs ? Number(jobs) : quick ? 2_000 : 10_000,
     latencyJobs: quick ? 100 : 500,
     latencyGapMs: 5,
     claimSizes: quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000],
     claimSamples: quick ? 50 : 300,
     historyJobs: quick ? 10_000 : 1_000_000,
-    only: onlyArg ? onlyArg.slice('--only='.length).split(',') : [],
-    scenarios: scenariosArg ? scenariosArg.slice('--scenarios='.length).split(',') : [],
-    profile: argv.includes('--profile'),
+    only: list(values.only),
+    scenarios: list(values.scenarios),
+    profile: values.profile === true,
   };
 }
 

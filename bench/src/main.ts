@@ -42,7 +42,10 @@ const allSystems: BenchSystem[] = [
   graphileWorkerSystem,
   rawSqlSystem,
 ];
-const systems = config.only.length ? allSystems.filter((s) => config.only.some((o) => s.id.includes(o))) : allSystems;
+/** Whether an id is picked by a list of id substrings; an empty list picks every id. */
+const picked = (id: string, substrings: readonly string[]) =>
+  substrings.length === 0 || substrings.some((part) => id.includes(part));
+const systems = allSystems.filter((s) => picked(s.id, config.only));
 const allScenarios: Scenario[] = [
   enqueueScenario('one'),
   enqueueScenario('inflight'),
@@ -54,9 +57,7 @@ const allScenarios: Scenario[] = [
   ...config.claimSizes.map(claimScenario),
   historyDrainScenario,
 ];
-const scenarios = config.scenarios.length
-  ? allScenarios.filter((s) => config.scenarios.some((o) => s.id.includes(o)))
-  : allScenarios;
+const scenarios = allScenarios.filter((s) => picked(s.id, config.scenarios));
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
