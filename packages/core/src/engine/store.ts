@@ -2,19 +2,13 @@ import type { Backoff, JobOrder } from '../contract/types.ts';
 import type { JobError, JobState } from '../jobs.ts';
 
 /**
- * The state a store keeps. `waiting` covers both `scheduled` and `ready`:
+ * The states a store keeps. `waiting` covers both `scheduled` and `ready`:
  * which one a job is in follows from `runAt` and the clock, so time passing
  * never needs a write.
  */
-export type StoredState = 'waiting' | 'active' | 'completed' | 'dead' | 'cancelled';
+export const STORED_STATES = ['waiting', 'active', 'completed', 'dead', 'cancelled'] as const;
 
-export const STORED_STATES = [
-  'waiting',
-  'active',
-  'completed',
-  'dead',
-  'cancelled',
-] as const satisfies readonly StoredState[];
+export type StoredState = (typeof STORED_STATES)[number];
 
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const satisfies readonly StoredState[];
 
