@@ -2,7 +2,10 @@
 
 export type { EnqueueOptions, JobState, JobStatus, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
-/** The `fetch` the client uses when none is given (on Node a keep-alive `node:http` client), for wrapping. */
+/**
+ * On Node, the keep-alive `node:http` client the SDK uses when no `fetch` is given, for wrapping (timing,
+ * tracing). `undefined` elsewhere, where the SDK uses the platform's `fetch`.
+ */
 export { defaultFetch } from '#default-fetch';
 export type { AdminApi } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
