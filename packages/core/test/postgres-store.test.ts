@@ -148,6 +148,18 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect(stored.rows[0].n).toBe(keys.length);
   });
 
+  it('starts with warm connections that have already run the enqueue, claim and complete statements', async () => {
+    const application = `workq_warm_${Math.random().toString(36).slice(2, 10)}`;
+    const store = await createPostgresStore({ connectionString: `${url}?application_name=${application}`, schema });
+    stores.push(store);
+    const { rows } = await admin.query<{ query: string }>(
+      'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+      [application],
+    );
+    // Each warm connection's last statement is the last one it was warmed with; the rest ran before it.
+    expect(rows.map((row) => row.query)).toEqual(Array(4).fill(buildStatements(`"${schema}"`).completeJobs));
+  });
+
   it('close is idempotent and leaves a pool it was given open', async () => {
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     const store = await createPostgresStore({ pool, schema });

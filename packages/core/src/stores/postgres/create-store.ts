@@ -56,6 +56,11 @@ export interface PgliteStoreOptions {
 
 const DEFAULT_SCHEMA = 'workq';
 const DEFAULT_POOL_SIZE = 10;
+/**
+ * Connections this store's own pool opens at start and keeps open when idle:
+ * an enqueue, a claim, its acks and a presence write can all be in flight at once.
+ */
+const WARM_CONNECTIONS = 4;
 /** How long to wait for a connection before failing with `UNAVAILABLE`. */
 const CONNECTION_TIMEOUT_MS = 10_000;
 const DEFAULT_VACUUM_EVERY_ROWS = 10_000;
@@ -74,7 +79,7 @@ async function loadDriver<T>(load: () => Promise<T>, packageName: string, store:
   }
 }
 
-async function migrateThen(client: SqlClient, schema: string, build: () => PostgresStore): Promise<Store> {
+async function migrateThen(client: SqlClient, schema: string, build: () => PostgresStore): Promise<PostgresStore> {
   try {
     await migrate(client, schema);
   } catch (error) {
@@ -96,20 +101,27 @@ export async function createPostgresStore(options: PostgresStoreOptions = {}): P
   const clientConfig: pg.ClientConfig = options.pool
     ? { ...options.pool.options }
     : { connectionString: options.connectionString, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
+  const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
+  const warmConnections = options.pool ? 0 : Math.min(poolSize, WARM_CONNECTIONS);
   const pool =
-    options.pool ??
-    new driver.Pool({ ...clientConfig, max: options.poolSize ?? DEFAULT_POOL_SIZE, allowExitOnIdle: true });
+    options.pool ?? new driver.Pool({ ...clientConfig, max: poolSize, min: warmConnections, allowExitOnIdle: true });
   // An idle connection that drops emits on the pool; the next query reports it as UNAVAILABLE.
   if (!options.pool) pool.on('error', () => {});
   const target = describeTarget(
     options.pool ? { host: options.pool.options.host, port: options.pool.options.port } : clientConfig,
   );
   const client = createPoolSqlClient(pool, target, options.pool === undefined);
-  return migrateThen(client, schema, () => {
+  const store = await migrateThen(client, schema, () => {
     const notifier = createPgNotifier({ driver, clientConfig, client, schema, target });
     const vacuumEveryRows = options.vacuumEveryRows ?? DEFAULT_VACUUM_EVERY_ROWS;
     return new PostgresStore({ kind: 'postgres', client, schema, notifier, vacuumEveryRows });
   });
+  if (warmConnections > 0)
+    await store.warm(warmConnections).catch(async (error) => {
+      await store.close();
+      throw error;
+    });
+  return store;
 }
 
 /**

@@ -14,8 +14,19 @@ export interface SqlQueryable {
 export interface SqlClient extends SqlQueryable {
   /** Runs `fn` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /**
+   * Opens up to `connections` connections at once and runs every statement
+   * on each, so later calls skip the connect, the parse and the loading of
+   * the table's catalog entries. The statements must change nothing.
+   */
+  warm(connections: number, statements: readonly SqlStatement[]): Promise<void>;
   /** Releases what this client owns. */
   close(): Promise<void>;
+}
+
+export interface SqlStatement {
+  text: string;
+  params: readonly unknown[];
 }
 
 /** A `SqlClient` over a node-postgres pool; `ownsPool` decides whether `close()` ends it. */
@@ -66,6 +77,21 @@ export function createPoolSqlClient(pool: Pool, target: string, ownsPool: boolea
         connection.release(broken);
       }
     },
+    async warm(connections, statements) {
+      const opened = await Promise.allSettled(Array.from({ length: connections }, () => pool.connect()));
+      const held = opened.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+      try {
+        await Promise.all(
+          held.map(async (connection) => {
+            for (const { text, params } of statements) await run(connection, text, params);
+          }),
+        );
+      } finally {
+        for (const connection of held) connection.release();
+      }
+      const failed = opened.find((result) => result.status === 'rejected');
+      if (failed) throw toWorkqError(failed.reason, target);
+    },
     async close() {
       if (ownsPool) await pool.end();
     },
@@ -90,6 +116,9 @@ export function createPgliteSqlClient(db: PGlite, target: string, ownsDb: boolea
       } catch (error) {
         throw toWorkqError(error, target);
       }
+    },
+    async warm(_connections, statements) {
+      for (const { text, params } of statements) await run(db, text, params);
     },
     async close() {
       if (ownsDb && !db.closed) await db.close();
