@@ -12,7 +12,7 @@ import {
   resolveRunAt,
 } from './options.ts';
 import { toJobStatus } from './status.ts';
-import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
+import type { ClaimedRecord, JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
 
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
@@ -380,7 +380,7 @@ function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
   );
 }
 
-function toClaimedJob(job: JobRecord): ClaimedJob {
+function toClaimedJob(job: ClaimedRecord): ClaimedJob {
   return {
     id: job.id,
     name: job.name,

@@ -45,6 +45,24 @@ export interface JobRecord {
   replayOf: string | null;
 }
 
+/** What a claim returns of each job it leased: what a worker is handed, and the claim order. */
+export type ClaimedRecord = Pick<
+  JobRecord,
+  | 'id'
+  | 'name'
+  | 'version'
+  | 'payload'
+  | 'priority'
+  | 'order'
+  | 'runAt'
+  | 'attempts'
+  | 'maxAttempts'
+  | 'leaseMs'
+  | 'leaseToken'
+  | 'leaseExpiresAt'
+  | 'progress'
+>;
+
 /** A job to insert. The engine resolves every option before it reaches a store. */
 export interface NewJob {
   id: string;
@@ -155,9 +173,10 @@ export interface Store {
    * of `name` within the version range: highest priority first, then by
    * `runAt` (oldest first for `fifo`, newest first for `lifo`). Sets state
    * `active`, the lease token and expiry, the worker id, and increments
-   * `attempts`. Never returns a job to two claims.
+   * `attempts`. Never returns a job to two claims. A store may return whole
+   * records; only the claimed fields are read.
    */
-  claimJobs(request: ClaimRequest): Promise<JobRecord[]>;
+  claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]>;
 
   /** Fenced: `active` → `completed` with `result`. Resolves to the ids that were completed. */
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;

@@ -1,36 +1,45 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import type { ClaimedRecord, JobRecord, NewJob, StoredState } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
-/** The columns of a job, as every statement returns them (the table is aliased `j`). */
-export const JOB_COLUMNS = [
+/** The columns a claim returns, read into a `ClaimedRecord`: no more than a worker needs to be sent and parsed. */
+const CLAIMED_FIELDS = [
   'id',
   'name',
   'version',
   'payload',
-  'state',
   'priority',
   'job_order',
   'run_at',
-  'created_at',
-  'updated_at',
   'attempts',
   'max_attempts',
-  'backoff',
   'lease_ms',
   'lease_token',
   'lease_expires_at',
-  'worker_id',
   'progress',
+] as const;
+
+const OTHER_FIELDS = [
+  'state',
+  'created_at',
+  'updated_at',
+  'backoff',
+  'worker_id',
   'result',
   'error',
   'idempotency_key',
   'finished_at',
   'moved_to',
   'replay_of',
-]
-  .map((column) => `j.${column}`)
-  .join(', ');
+] as const;
+
+const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
+
+/** The columns of a claimed job (the table is aliased `j`). */
+export const CLAIMED_COLUMNS = selectList(CLAIMED_FIELDS);
+
+/** The columns of a job, as every other statement returns them (the table is aliased `j`). */
+export const JOB_COLUMNS = selectList([...CLAIMED_FIELDS, ...OTHER_FIELDS]);
 
 /** A `jobs` row as the drivers return it. */
 export interface JobRow {
@@ -61,26 +70,35 @@ export interface JobRow {
   replay_of: string | null;
 }
 
-export function toJobRecord(row: JobRow): JobRecord {
+/** A row of `CLAIMED_COLUMNS`. */
+export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_FIELDS)[number]>;
+
+export function toClaimedRecord(row: ClaimedRow): ClaimedRecord {
   return {
     id: row.id,
     name: row.name,
     version: row.version,
     payload: row.payload,
-    state: row.state,
     priority: row.priority,
     order: row.job_order,
     runAt: row.run_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
-    backoff: row.backoff,
     leaseMs: Number(row.lease_ms),
     leaseToken: row.lease_token,
     leaseExpiresAt: row.lease_expires_at,
-    workerId: row.worker_id,
     progress: row.progress,
+  };
+}
+
+export function toJobRecord(row: JobRow): JobRecord {
+  return {
+    ...toClaimedRecord(row),
+    state: row.state,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    backoff: row.backoff,
+    workerId: row.worker_id,
     result: row.result ?? null,
     error: row.error === null ? null : { ...row.error, at: new Date(row.error.at) },
     idempotencyKey: row.idempotency_key,
@@ -110,7 +128,7 @@ export function orderTie(order: JobOrder, id: string): string {
 }
 
 /** Sorts claimed jobs into claim order: priority DESC, order key, order tie. */
-export function compareClaimOrder(a: JobRecord, b: JobRecord): number {
+export function compareClaimOrder(a: ClaimedRecord, b: ClaimedRecord): number {
   if (a.priority !== b.priority) return b.priority - a.priority;
   const byKey = orderKey(a.order, a.runAt) - orderKey(b.order, b.runAt);
   if (byKey !== 0) return byKey;

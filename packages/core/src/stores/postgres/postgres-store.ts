@@ -1,5 +1,6 @@
 import { insertedRecord } from '../../engine/inserted-record.ts';
 import type {
+  ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
   InsertOutcome,
@@ -16,7 +17,15 @@ import type {
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import type { JobError } from '../../jobs.ts';
-import { compareClaimOrder, type JobRow, newJobColumns, toJobRecord, toJsonText } from './job-rows.ts';
+import {
+  type ClaimedRow,
+  compareClaimOrder,
+  type JobRow,
+  newJobColumns,
+  toClaimedRecord,
+  toJobRecord,
+  toJsonText,
+} from './job-rows.ts';
 import { quoteSchema } from './migrations.ts';
 import type { SqlClient, SqlQueryable } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
@@ -153,9 +162,9 @@ export class PostgresStore implements Store {
     return outcomes;
   }
 
-  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+  async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     if (request.limit <= 0) return [];
-    const rows = await this.client.query<JobRow>(this.sql.claimJobs, [
+    const rows = await this.client.query<ClaimedRow>(this.sql.claimJobs, [
       request.name,
       request.now,
       request.minVersion,
@@ -166,7 +175,7 @@ export class PostgresStore implements Store {
       request.leaseMs,
     ]);
     this.noteChangedRows(rows.length);
-    return rows.map(toJobRecord).sort(compareClaimOrder);
+    return rows.map(toClaimedRecord).sort(compareClaimOrder);
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {

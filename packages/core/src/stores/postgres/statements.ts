@@ -1,6 +1,6 @@
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { JOB_COLUMNS } from './job-rows.ts';
+import { CLAIMED_COLUMNS, JOB_COLUMNS } from './job-rows.ts';
 
 /** SQL for `order_key` from an order and a run time (both SQL expressions); mirrors `orderKey()` in job-rows.ts. */
 function orderKeySql(order: string, runAt: string): string {
@@ -70,7 +70,7 @@ WHERE j.id IN (
   LIMIT $5::int
   FOR UPDATE SKIP LOCKED)
   AND EXISTS (SELECT 1 FROM relaxed)
-RETURNING ${JOB_COLUMNS}`,
+RETURNING ${CLAIMED_COLUMNS}`,
 
     /** $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. */
     completeJobs: `UPDATE ${jobs} AS j
