@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newLeaseToken } from '../src/engine/ids.ts';
+import { openStore } from '../src/engine/open-store.ts';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';
@@ -60,6 +61,17 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
     await Promise.allSettled(stores.map((store) => store.close()));
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
     await admin.end();
+  });
+
+  it('reads wakeupPollMs from a store URL and keeps it from the driver; 0 turns the polled wake-ups off', async () => {
+    const opened = async (storeUrl: string) => {
+      const store = await openStore(storeUrl);
+      stores.push(store);
+      return store;
+    };
+    expect((await opened(`${dbUrl}?wakeupPollMs=0`)).capabilities.notify).toBe(false);
+    expect((await opened(dbUrl)).capabilities.notify).toBe(true);
+    expect((await rejection(openStore(`${dbUrl}?wakeupPollMs=soon`))).code).toBe('VALIDATION');
   });
 
   it('applies migrations once: concurrent starts and restarts leave one record per migration', async () => {
@@ -293,6 +305,29 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
         expect(error.message).not.toMatch(/server closed the connection|killed/i);
         await other.rollback();
         // The pool replaces the dead connection.
+        expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
+      } finally {
+        await other.end();
+      }
+    });
+
+    it('reports a statement stopped by KILL QUERY as retryable UNAVAILABLE; the connection keeps serving', async () => {
+      const store = await open({ tablePrefix: 'interrupted_', url: authUrl() });
+      const [outcome] = await store.insertJobs([newJob('interrupted')]);
+      const id = outcome!.job.id;
+      const other = await otherSession();
+      try {
+        await other.beginTransaction();
+        await other.query(`SELECT id FROM ${tableNames('interrupted_').jobs} WHERE id = ? FOR UPDATE`, [id]);
+        const cancelling = rejection(store.cancelJob(id, new Date()));
+        await admin.query(`KILL QUERY ${await blockedOn('UPDATE')}`);
+        const error = await cancelling;
+        expect(error.code).toBe('UNAVAILABLE');
+        expect(error.retryable).toBe(true);
+        expect(error.message).toContain(host);
+        expect(error.message).not.toContain(password);
+        expect(error.message).not.toMatch(/execution was interrupted/i);
+        await other.rollback();
         expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
       } finally {
         await other.end();

@@ -10,7 +10,8 @@ export interface OpenStoreOptions {
  * Opens the store a URL names, loading only that store's driver:
  * `postgres://` / `postgresql://`, `pglite://memory` / `pglite://<dir>`,
  * `mongodb://` / `mongodb+srv://`, `mysql://` / `mariadb://`.
- * A PostgreSQL URL may name the schema to use with `?schema=<name>` (default `workq`).
+ * A PostgreSQL URL may name the schema to use with `?schema=<name>` (default `workq`); a MySQL URL may set
+ * how often the store polls for other servers' wake-ups with `?wakeupPollMs=<n>` (default 100, 0 for never).
  * Fails with `VALIDATION` on an unknown scheme and `UNAVAILABLE` when the server cannot be reached.
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
@@ -19,8 +20,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     case 'postgres':
     case 'postgresql': {
       const { createPostgresStore } = await import('../stores/postgres/index.ts');
-      const { connectionString, schema } = takeSchemaParam(url);
-      return createPostgresStore({ connectionString, ...(schema ? { schema } : {}) });
+      const { rest, value: schema } = takeParam(url, 'schema');
+      return createPostgresStore({ connectionString: rest, ...(schema ? { schema } : {}) });
     }
     case 'pglite': {
       const { createPgliteStore } = await import('../stores/postgres/index.ts');
@@ -35,7 +36,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     case 'mysql':
     case 'mariadb': {
       const { createMysqlStore } = await import('../stores/mysql/index.ts');
-      return createMysqlStore({ url: url.replace(/^mariadb:/i, 'mysql:') });
+      const { rest, value: pollMs } = takeParam(url.replace(/^mariadb:/i, 'mysql:'), 'wakeupPollMs');
+      return createMysqlStore({ url: rest, ...(pollMs === undefined ? {} : { wakeupPollMs: Number(pollMs) }) });
     }
     default:
       throw new WorkqError(
@@ -45,15 +47,15 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   }
 }
 
-/** Splits workq's own `schema` query parameter off a PostgreSQL URL; the driver never sees it. */
-function takeSchemaParam(url: string): { connectionString: string; schema: string | undefined } {
-  const match = /[?&]schema=([^&]*)/.exec(url);
-  if (!match) return { connectionString: url, schema: undefined };
-  const connectionString = url
+/** Splits one of workq's own query parameters off a store URL, so the driver never sees it. */
+function takeParam(url: string, name: string): { rest: string; value: string | undefined } {
+  const match = new RegExp(`[?&]${name}=([^&]*)`).exec(url);
+  if (!match) return { rest: url, value: undefined };
+  const rest = url
     .replace(match[0], match[0].startsWith('?') ? '?' : '')
     .replace(/\?&/, '?')
     .replace(/[?&]$/, '');
-  return { connectionString, schema: decodeURIComponent(match[1] ?? '') };
+  return { rest, value: decodeURIComponent(match[1] ?? '') };
 }
 
 /** The URL with any password replaced, safe for messages and logs. */

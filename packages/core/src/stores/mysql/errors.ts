@@ -29,6 +29,12 @@ const DEADLOCK = 'ER_LOCK_DEADLOCK';
  */
 const LOCK_WAIT_TIMEOUT = 'ER_LOCK_WAIT_TIMEOUT';
 
+/**
+ * The statement was stopped (`KILL QUERY`, a statement time limit) and rolled
+ * back on its own; the connection stays usable, so running it again is safe.
+ */
+const QUERY_INTERRUPTED = 'ER_QUERY_INTERRUPTED';
+
 const DEADLOCK_RETRIES = 4;
 
 /** Where the store connects, for messages: `host:port`, never credentials. */
@@ -79,6 +85,12 @@ export function classifyMysqlError(error: unknown, target: string, operation: st
   if (code === LOCK_WAIT_TIMEOUT || code === DEADLOCK) {
     const what = code === DEADLOCK ? 'kept hitting deadlocks' : 'timed out waiting for a row lock';
     return new WorkqError('UNAVAILABLE', `MySQL at ${target} ${what} during ${operation}; retry.`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (code === QUERY_INTERRUPTED) {
+    return new WorkqError('UNAVAILABLE', `MySQL at ${target} interrupted ${operation}; retry.`, {
       retryable: true,
       cause: error,
     });
