@@ -287,52 +287,40 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       }
     });
 
-    it('reports a connection killed mid-statement as retryable UNAVAILABLE naming host:port only', async () => {
-      const store = await open({ tablePrefix: 'killed_', url: authUrl() });
-      const [outcome] = await store.insertJobs([newJob('killed')]);
-      const id = outcome!.job.id;
-      const other = await otherSession();
-      try {
-        await other.beginTransaction();
-        await other.query(`SELECT id FROM ${tableNames('killed_').jobs} WHERE id = ? FOR UPDATE`, [id]);
-        const cancelling = rejection(store.cancelJob(id, new Date()));
-        await admin.query(`KILL CONNECTION ${await blockedOn('UPDATE')}`);
-        const error = await cancelling;
-        expect(error.code).toBe('UNAVAILABLE');
-        expect(error.retryable).toBe(true);
-        expect(error.message).toContain(host);
-        expect(error.message).not.toContain(password);
-        expect(error.message).not.toMatch(/server closed the connection|killed/i);
-        await other.rollback();
-        // The pool replaces the dead connection.
-        expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
-      } finally {
-        await other.end();
-      }
-    });
-
-    it('reports a statement stopped by KILL QUERY as retryable UNAVAILABLE; the connection keeps serving', async () => {
-      const store = await open({ tablePrefix: 'interrupted_', url: authUrl() });
-      const [outcome] = await store.insertJobs([newJob('interrupted')]);
-      const id = outcome!.job.id;
-      const other = await otherSession();
-      try {
-        await other.beginTransaction();
-        await other.query(`SELECT id FROM ${tableNames('interrupted_').jobs} WHERE id = ? FOR UPDATE`, [id]);
-        const cancelling = rejection(store.cancelJob(id, new Date()));
-        await admin.query(`KILL QUERY ${await blockedOn('UPDATE')}`);
-        const error = await cancelling;
-        expect(error.code).toBe('UNAVAILABLE');
-        expect(error.retryable).toBe(true);
-        expect(error.message).toContain(host);
-        expect(error.message).not.toContain(password);
-        expect(error.message).not.toMatch(/execution was interrupted/i);
-        await other.rollback();
-        expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
-      } finally {
-        await other.end();
-      }
-    });
+    it.each([
+      {
+        kill: 'CONNECTION',
+        what: 'a connection killed mid-statement',
+        serverText: /server closed the connection|killed/i,
+      },
+      { kill: 'QUERY', what: 'a statement stopped by KILL QUERY', serverText: /execution was interrupted/i },
+    ])(
+      'reports $what as retryable UNAVAILABLE naming host:port only; the store keeps serving',
+      async ({ kill, serverText }) => {
+        const prefix = `kill_${kill.toLowerCase()}_`;
+        const store = await open({ tablePrefix: prefix, url: authUrl() });
+        const [outcome] = await store.insertJobs([newJob('killed')]);
+        const id = outcome!.job.id;
+        const other = await otherSession();
+        try {
+          await other.beginTransaction();
+          await other.query(`SELECT id FROM ${tableNames(prefix).jobs} WHERE id = ? FOR UPDATE`, [id]);
+          const cancelling = rejection(store.cancelJob(id, new Date()));
+          await admin.query(`KILL ${kill} ${await blockedOn('UPDATE')}`);
+          const error = await cancelling;
+          expect(error.code).toBe('UNAVAILABLE');
+          expect(error.retryable).toBe(true);
+          expect(error.message).toContain(host);
+          expect(error.message).not.toContain(password);
+          expect(error.message).not.toMatch(serverText);
+          await other.rollback();
+          // A killed connection is replaced by the pool; an interrupted one serves on.
+          expect((await store.cancelJob(id, new Date()))?.state).toBe('cancelled');
+        } finally {
+          await other.end();
+        }
+      },
+    );
 
     it('reports a dropped link (a port that closes) as retryable UNAVAILABLE naming that host:port', async () => {
       const target = new URL(url);
