@@ -116,8 +116,9 @@ export async function createPostgresStore(options: PostgresStoreOptions = {}): P
     const vacuumEveryRows = options.vacuumEveryRows ?? DEFAULT_VACUUM_EVERY_ROWS;
     return new PostgresStore({ kind: 'postgres', client, schema, notifier, vacuumEveryRows });
   });
+  // The first jobs after a start then wait for no connects, parses or catalog loads (milliseconds each).
   if (warmConnections > 0)
-    await store.warm(warmConnections).catch(async (error) => {
+    await client.warm(warmConnections, store.warmUpStatements()).catch(async (error) => {
       await store.close();
       throw error;
     });

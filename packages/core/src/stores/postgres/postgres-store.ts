@@ -27,7 +27,7 @@ import {
   toJsonText,
 } from './job-rows.ts';
 import { quoteSchema } from './migrations.ts';
-import type { SqlClient, SqlQueryable } from './sql-client.ts';
+import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
 
 export interface PostgresStoreInit {
@@ -321,18 +321,17 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Opens `connections` connections and runs the enqueue, claim and complete
-   * statements on each with nothing to do, so the first jobs after a start do
-   * not wait for connects, parses and catalog loads (milliseconds each).
+   * The enqueue, claim and complete statements with nothing to do: run once on
+   * a new connection, they spare the first jobs its parses and catalog loads.
    */
-  async warm(connections: number): Promise<void> {
+  warmUpStatements(): SqlStatement[] {
     const none: string[] = [];
     const epoch = new Date(0);
-    await this.client.warm(connections, [
+    return [
       { text: this.sql.insertJobsWithoutKeys, params: newJobColumns([]) },
       { text: this.sql.claimJobs, params: ['', epoch, 0, 0, 0, '', '', null] },
       { text: this.sql.completeJobs, params: [none, none, none, epoch] },
-    ]);
+    ];
   }
 
   close(): Promise<void> {

@@ -14,14 +14,18 @@ export interface SqlQueryable {
 export interface SqlClient extends SqlQueryable {
   /** Runs `fn` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /** Releases what this client owns. */
+  close(): Promise<void>;
+}
+
+/** A `SqlClient` over a pool of connections, which it can open ahead of need. */
+export interface PoolSqlClient extends SqlClient {
   /**
    * Opens up to `connections` connections at once and runs every statement
    * on each, so later calls skip the connect, the parse and the loading of
    * the table's catalog entries. The statements must change nothing.
    */
   warm(connections: number, statements: readonly SqlStatement[]): Promise<void>;
-  /** Releases what this client owns. */
-  close(): Promise<void>;
 }
 
 export interface SqlStatement {
@@ -30,7 +34,7 @@ export interface SqlStatement {
 }
 
 /** A `SqlClient` over a node-postgres pool; `ownsPool` decides whether `close()` ends it. */
-export function createPoolSqlClient(pool: Pool, target: string, ownsPool: boolean): SqlClient {
+export function createPoolSqlClient(pool: Pool, target: string, ownsPool: boolean): PoolSqlClient {
   const names = new Map<string, string>();
   /**
    * Parameterized statements run as named prepared statements: each connection parses and plans a statement
@@ -116,9 +120,6 @@ export function createPgliteSqlClient(db: PGlite, target: string, ownsDb: boolea
       } catch (error) {
         throw toWorkqError(error, target);
       }
-    },
-    async warm(_connections, statements) {
-      for (const { text, params } of statements) await run(db, text, params);
     },
     async close() {
       if (ownsDb && !db.closed) await db.close();
