@@ -54,6 +54,22 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
       expect(created).toBe(true);
       expect(await reader.getJob(job.id)).toEqual(job);
     }
+    // Jobs enqueued together usually share every setting but their payload and key; a store may send those once.
+    const alike = (n: number, idempotencyKey: string | null): NewJob => ({
+      ...fresh(5, idempotencyKey),
+      id: newJobId(),
+      payload: { n },
+      replayOf: 'replayed-job',
+    });
+    for (const batch of [
+      [alike(1, null), alike(2, null)],
+      [alike(3, 'key-alike'), alike(4, null)],
+    ]) {
+      for (const { job, created } of await ctx.store.insertJobs(batch)) {
+        expect(created).toBe(true);
+        expect(await reader.getJob(job.id)).toEqual(job);
+      }
+    }
     const [held] = await ctx.store.claimJobs({
       name,
       minVersion: 1,

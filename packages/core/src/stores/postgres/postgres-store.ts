@@ -21,7 +21,8 @@ import {
   type ClaimedRow,
   compareClaimOrder,
   type JobRow,
-  newJobColumns,
+  newJobParams,
+  shareSettings,
   toClaimedRecord,
   toJobRecord,
   toJsonText,
@@ -113,11 +114,15 @@ export class PostgresStore implements Store {
       if (!firstByKey.has(ref)) firstByKey.set(ref, job);
     }
     // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
-    const unique = jobs
-      .filter(
-        (job) => job.idempotencyKey === null || firstByKey.get(idempotencyRef(job.name, job.idempotencyKey)) === job,
-      )
-      .sort(compareKeys);
+    const unique =
+      firstByKey.size === 0
+        ? jobs
+        : jobs
+            .filter(
+              (job) =>
+                job.idempotencyKey === null || firstByKey.get(idempotencyRef(job.name, job.idempotencyKey)) === job,
+            )
+            .sort(compareKeys);
     const outcomes = await this.insertUnique(unique, INSERT_TRIES);
     return jobs.map((job) => {
       const own = outcomes.get(job.id);
@@ -131,10 +136,8 @@ export class PostgresStore implements Store {
   private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
     const outcomes = new Map<string, InsertOutcome>();
     const sent = new Map(jobs.map((job) => [job.id, job]));
-    const statement = jobs.some((job) => job.idempotencyKey !== null)
-      ? this.sql.insertJobs
-      : this.sql.insertJobsWithoutKeys;
-    for (const { id } of await this.client.query<{ id: string }>(statement, newJobColumns(jobs))) {
+    const { text, params } = this.insertStatement(jobs);
+    for (const { id } of await this.client.query<{ id: string }>(text, params)) {
       outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
     }
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
@@ -216,7 +219,8 @@ export class PostgresStore implements Store {
     return this.client.transaction(async (tx) => {
       const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
       if (!from) return null;
-      const [inserted] = await tx.query<{ id: string }>(this.sql.insertJobs, newJobColumns([next]));
+      const insert = this.insertStatement([next]);
+      const [inserted] = await tx.query<{ id: string }>(insert.text, insert.params);
       if (inserted) return { from, to: insertedRecord(next) };
       // `next` carries an idempotency key already used: the job moves into that job.
       const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
@@ -320,6 +324,21 @@ export class PostgresStore implements Store {
     }));
   }
 
+  /** The insert of `jobs`: skipping taken keys only when there are keys, sending shared settings once. */
+  private insertStatement(jobs: readonly NewJob[]): SqlStatement {
+    const withKeys = jobs.some((job) => job.idempotencyKey !== null);
+    const alike = jobs.length === 0 || shareSettings(jobs);
+    const { insertJobs, insertJobsWithoutKeys, insertAlikeJobs, insertAlikeJobsWithoutKeys } = this.sql;
+    const text = alike
+      ? withKeys
+        ? insertAlikeJobs
+        : insertAlikeJobsWithoutKeys
+      : withKeys
+        ? insertJobs
+        : insertJobsWithoutKeys;
+    return { text, params: newJobParams(jobs, alike) };
+  }
+
   /**
    * The enqueue, claim and complete statements with nothing to do: run once on
    * a new connection, they spare the first jobs its parses and catalog loads.
@@ -328,7 +347,7 @@ export class PostgresStore implements Store {
     const none: string[] = [];
     const epoch = new Date(0);
     return [
-      { text: this.sql.insertJobsWithoutKeys, params: newJobColumns([]) },
+      this.insertStatement([]),
       { text: this.sql.claimJobs, params: ['', epoch, 0, 0, 0, '', '', null] },
       { text: this.sql.completeJobs, params: [none, none, none, epoch] },
     ];

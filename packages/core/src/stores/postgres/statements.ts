@@ -1,6 +1,14 @@
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { CLAIMED_COLUMNS, JOB_COLUMNS } from './job-rows.ts';
+import {
+  CLAIMED_COLUMNS,
+  JOB_COLUMNS,
+  NEW_JOB_FIELDS,
+  type NewJobField,
+  PER_JOB_FIELDS,
+  SETTINGS_FIELDS,
+  type SettingsField,
+} from './job-rows.ts';
 
 /** SQL for `order_key` from an order and a run time (both SQL expressions); mirrors `orderKey()` in job-rows.ts. */
 function orderKeySql(order: string, runAt: string): string {
@@ -15,20 +23,29 @@ function fenced(id: string, token: string, now: string): string {
 const INSERT_COLUMNS =
   'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of';
 
-/** `INSERT … SELECT` values for one new job whose columns are the text expressions `c.<column>`. */
-const insertValues = (c: string) =>
-  `${c}.id, ${c}.name, ${c}.version::int, ${c}.payload::jsonb, 'waiting', ${c}.priority::int, ${c}.job_order, ${orderKeySql(`${c}.job_order`, `${c}.run_at::timestamptz`)}, ${c}.run_at::timestamptz, ${c}.created_at::timestamptz, ${c}.created_at::timestamptz, 0, ${c}.max_attempts::int, ${c}.backoff::jsonb, ${c}.lease_ms::bigint, 0, ${c}.idempotency_key, ${c}.replay_of`;
+/** `INSERT … SELECT` values for one new job, from `field`, the text SQL expression of each `NewJobField`. */
+function insertValues(field: (name: NewJobField) => string): string {
+  const runAt = `${field('run_at')}::timestamptz`;
+  const createdAt = `${field('created_at')}::timestamptz`;
+  return `${field('id')}, ${field('name')}, ${field('version')}::int, ${field('payload')}::jsonb, 'waiting', ${field('priority')}::int, ${field('job_order')}, ${orderKeySql(field('job_order'), runAt)}, ${runAt}, ${createdAt}, ${createdAt}, 0, ${field('max_attempts')}::int, ${field('backoff')}::jsonb, ${field('lease_ms')}::bigint, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
+}
 
-const NEW_JOB_FIELDS =
-  'id, name, version, payload, priority, job_order, run_at, created_at, max_attempts, backoff, lease_ms, idempotency_key, replay_of';
-
-function insertJobsSql(jobs: string, skipTakenKeys: boolean): string {
-  const columns = Array.from({ length: 13 }, (_, i) => `$${i + 1}::text[]`).join(', ');
+/**
+ * The insert of `newJobParams(jobs, alike)`: text arrays unnested in order,
+ * and with `alike`, the settings as scalar parameters after them.
+ */
+function insertJobsSql(jobs: string, options: { skipTakenKeys: boolean; alike: boolean }): string {
+  const arrayFields: readonly NewJobField[] = options.alike ? PER_JOB_FIELDS : NEW_JOB_FIELDS;
+  const field = (name: NewJobField) =>
+    arrayFields.includes(name)
+      ? `u.${name}`
+      : `$${arrayFields.length + SETTINGS_FIELDS.indexOf(name as SettingsField) + 1}::text`;
+  const arrays = arrayFields.map((_, i) => `$${i + 1}::text[]`).join(', ');
   return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS})
-SELECT ${insertValues('u')}
-FROM unnest(${columns}) WITH ORDINALITY AS u(${NEW_JOB_FIELDS}, ord)
+SELECT ${insertValues(field)}
+FROM unnest(${arrays}) WITH ORDINALITY AS u(${arrayFields.join(', ')}, ord)
 ORDER BY u.ord
-${skipTakenKeys ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.id`;
+${options.skipTakenKeys ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.id`;
 }
 
 /**
@@ -40,13 +57,19 @@ export function buildStatements(quotedSchema: string) {
   const jobs = `${quotedSchema}.jobs`;
   return {
     /**
-     * $1..$13: text[] columns of `newJobColumns()`, inserted in array order. Keys already taken are skipped.
+     * The parameters of `newJobParams(jobs, false)`, inserted in array order. Keys already taken are skipped.
      * Returns only the ids it created: their rows are what was sent (see `insertedRecord`).
      */
-    insertJobs: insertJobsSql(jobs, true),
+    insertJobs: insertJobsSql(jobs, { skipTakenKeys: true, alike: false }),
 
     /** `insertJobs` for a batch without idempotency keys: a plain insert, with no conflict arbiter to check per row. */
-    insertJobsWithoutKeys: insertJobsSql(jobs, false),
+    insertJobsWithoutKeys: insertJobsSql(jobs, { skipTakenKeys: false, alike: false }),
+
+    /** `insertJobs` for jobs that share their settings: the parameters of `newJobParams(jobs, true)`. */
+    insertAlikeJobs: insertJobsSql(jobs, { skipTakenKeys: true, alike: true }),
+
+    /** `insertJobsWithoutKeys` for jobs that share their settings. */
+    insertAlikeJobsWithoutKeys: insertJobsSql(jobs, { skipTakenKeys: false, alike: true }),
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
