@@ -59,43 +59,69 @@ function definitionOf(jobs: Catalog, name: string) {
   return definition;
 }
 
-export function createHandle(deps: ProducerDeps, name: string, id: string, created: boolean): JobHandle {
-  const definition = definitionOf(deps.jobs, name);
-  const status = () => deps.call((api) => api.jobs.get.query({ id })) as Promise<JobStatus>;
-  return {
-    id,
-    name,
-    created,
-    status,
-    cancel: () => deps.call((api) => api.jobs.cancel.mutate({ id })),
-    async result(options) {
-      const deadline = options?.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
-      for (;;) {
-        const remainingMs = deadline - Date.now();
-        const waitMs = Math.max(0, Math.min(RESULT_POLL_MS, remainingMs));
-        const current = (await deps.call((api) => api.jobs.wait.query({ id, timeoutMs: waitMs }))) as JobStatus;
-        if (current.state === 'completed') {
-          return definition.result ? parseWith(definition.result, current.result, `Result of "${name}"`) : undefined;
-        }
-        if (FINISHED.has(current.state)) {
-          const reason = current.error ? `: ${current.error.message}` : '';
-          throw new WorkqError(
-            'CONFLICT',
-            `Job ${id} (${name}) ended ${current.state} after ${current.attempts} attempt(s)${reason}.`,
-            {
-              details: { state: current.state, error: current.error },
-            },
-          );
-        }
-        if (Date.now() >= deadline) {
-          throw new WorkqError(
-            'TIMEOUT',
-            `Job ${id} (${name}) did not finish within ${options?.timeoutMs} ms; it is ${current.state}.`,
-          );
-        }
+type JobDefinitionLike = ReturnType<typeof definitionOf>;
+
+/**
+ * A handle's methods live on the class, not in per-handle closures: a bulk
+ * enqueue makes a thousand handles, most of which are never used.
+ */
+class Handle implements JobHandle {
+  readonly #deps: ProducerDeps;
+  readonly #definition: JobDefinitionLike;
+
+  constructor(
+    deps: ProducerDeps,
+    readonly name: string,
+    readonly id: string,
+    readonly created: boolean,
+  ) {
+    this.#deps = deps;
+    this.#definition = definitionOf(deps.jobs, name);
+  }
+
+  status(): Promise<JobStatus> {
+    const { id } = this;
+    return this.#deps.call((api) => api.jobs.get.query({ id })) as Promise<JobStatus>;
+  }
+
+  cancel(): Promise<boolean> {
+    const { id } = this;
+    return this.#deps.call((api) => api.jobs.cancel.mutate({ id }));
+  }
+
+  async result(options?: { timeoutMs?: number }): Promise<unknown> {
+    const { id, name } = this;
+    const deadline = options?.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    for (;;) {
+      const remainingMs = deadline - Date.now();
+      const waitMs = Math.max(0, Math.min(RESULT_POLL_MS, remainingMs));
+      const current = (await this.#deps.call((api) => api.jobs.wait.query({ id, timeoutMs: waitMs }))) as JobStatus;
+      if (current.state === 'completed') {
+        const { result } = this.#definition;
+        return result ? parseWith(result, current.result, `Result of "${name}"`) : undefined;
       }
-    },
-  };
+      if (FINISHED.has(current.state)) {
+        const reason = current.error ? `: ${current.error.message}` : '';
+        throw new WorkqError(
+          'CONFLICT',
+          `Job ${id} (${name}) ended ${current.state} after ${current.attempts} attempt(s)${reason}.`,
+          {
+            details: { state: current.state, error: current.error },
+          },
+        );
+      }
+      if (Date.now() >= deadline) {
+        throw new WorkqError(
+          'TIMEOUT',
+          `Job ${id} (${name}) did not finish within ${options?.timeoutMs} ms; it is ${current.state}.`,
+        );
+      }
+    }
+  }
+}
+
+export function createHandle(deps: ProducerDeps, name: string, id: string, created: boolean): JobHandle {
+  return new Handle(deps, name, id, created);
 }
 
 /** Validates a payload with the catalog's current schema (a clear `VALIDATION` error before any request). */
