@@ -161,6 +161,11 @@ describe('auth and limits over pglite://memory', () => {
     expect(missing.code).toBe('VALIDATION');
     expect(missing.message).toContain('subject');
 
+    const batch = [email, email, { ...email, to: 'not-an-email' }, email];
+    const inBatch = await rawFailure(raw.jobs.enqueueMany.mutate({ name: 'sendEmail', version: 1, payloads: batch }));
+    expect(inBatch.code).toBe('VALIDATION');
+    expect(inBatch.message).toMatch(/^Payload 3 of 4 of "sendEmail" v1 is invalid: to:/);
+
     const rest = await post('/v1/jobs/sendEmail', { version: 1, payload: { ...email, subject: 42 } }, 'prod');
     expect(rest.status).toBe(400);
     const body = JSON.parse(rest.text) as { error: { code: string; message: string } };

@@ -59,16 +59,25 @@ export class SchemaRegistry {
 
   /** Checks a payload against the registered schema of its exact (name, version). */
   async validate(name: string, version: number, payload: unknown): Promise<void> {
+    await this.validateAll(name, version, [payload]);
+  }
+
+  /** Checks each payload of a batch against one (name, version)'s schema: one lookup, then a plain loop. */
+  async validateAll(name: string, version: number, payloads: readonly unknown[]): Promise<void> {
     const entry = await this.lookup(name, version);
-    let validator = this.validators.get(`${keyOf(name, version)}#${entry.fingerprint}`);
-    if (!validator) validator = this.compile(name, version, entry.jsonSchema);
-    if (validator(payload)) return;
-    const issues = (validator.errors ?? []).slice(0, 10).map((e) => ({
-      path: e.instancePath.split('/').filter(Boolean),
-      message: e.message ?? 'is invalid',
-    }));
-    const text = issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ');
-    throw new WorkqError('VALIDATION', `Payload of "${name}" v${version} is invalid: ${text}`, { details: issues });
+    const validator =
+      this.validators.get(`${keyOf(name, version)}#${entry.fingerprint}`) ??
+      this.compile(name, version, entry.jsonSchema);
+    for (const [index, payload] of payloads.entries()) {
+      if (validator(payload)) continue;
+      const which = payloads.length > 1 ? `Payload ${index + 1} of ${payloads.length}` : 'Payload';
+      const issues = (validator.errors ?? []).slice(0, 10).map((e) => ({
+        path: e.instancePath.split('/').filter(Boolean),
+        message: e.message ?? 'is invalid',
+      }));
+      const text = issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ');
+      throw new WorkqError('VALIDATION', `${which} of "${name}" v${version} is invalid: ${text}`, { details: issues });
+    }
   }
 
   async list(name?: string): Promise<SchemaEntry[]> {

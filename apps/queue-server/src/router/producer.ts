@@ -17,10 +17,8 @@ async function enqueueValidated(
 ): Promise<EnqueueResult[]> {
   const { limits } = services.options;
   checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
-  for (const payload of payloads) {
-    checkPayloadSize(payload, limits.maxPayloadBytes, name);
-    await services.registry.validate(name, jobVersion, payload);
-  }
+  for (const payload of payloads) checkPayloadSize(payload, limits.maxPayloadBytes, name);
+  await services.registry.validateAll(name, jobVersion, payloads);
   const results = await services.enqueues.submit(
     payloads.map((payload) => toEnqueueInput(name, jobVersion, payload, options)),
   );
