@@ -55,8 +55,11 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     const payloads = Array.from({ length: 40 }, (_, i) => ({ to: `u${i}@example.com`, subject: `s${i}`, body: 'hi' }));
     const handles = await sdk.enqueueMany.sendEmail(payloads);
     expect(new Set(handles.map((h) => h.id)).size).toBe(40);
-    const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
+    // A handle's methods work detached from it, as a destructured `result`.
+    const results = await Promise.all(handles.map(({ result }) => result({ timeoutMs: 20_000 })));
     expect(results.map((r) => r.messageId).sort()).toEqual(payloads.map((p) => `m-${p.subject}`).sort());
+    const { status } = handles[0] as (typeof handles)[number];
+    expect(await status()).toMatchObject({ state: 'completed' });
   });
 
   it('runs higher priority first and holds delayed jobs until due', async () => {

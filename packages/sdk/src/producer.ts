@@ -62,8 +62,9 @@ function definitionOf(jobs: Catalog, name: string) {
 type JobDefinitionLike = ReturnType<typeof definitionOf>;
 
 /**
- * A handle's methods live on the class, not in per-handle closures: a bulk
- * enqueue makes a thousand handles, most of which are never used.
+ * A bulk enqueue makes a thousand handles, most of which are never used, so
+ * a handle makes no closures up front: each method is a getter that returns
+ * one bound to this handle (so a destructured `result` still works).
  */
 class Handle implements JobHandle {
   readonly #deps: ProducerDeps;
@@ -79,17 +80,29 @@ class Handle implements JobHandle {
     this.#definition = definitionOf(deps.jobs, name);
   }
 
-  status(): Promise<JobStatus> {
+  get status(): () => Promise<JobStatus> {
+    return () => this.#status();
+  }
+
+  get cancel(): () => Promise<boolean> {
+    return () => this.#cancel();
+  }
+
+  get result(): (options?: { timeoutMs?: number }) => Promise<unknown> {
+    return (options) => this.#result(options);
+  }
+
+  #status(): Promise<JobStatus> {
     const { id } = this;
     return this.#deps.call((api) => api.jobs.get.query({ id })) as Promise<JobStatus>;
   }
 
-  cancel(): Promise<boolean> {
+  #cancel(): Promise<boolean> {
     const { id } = this;
     return this.#deps.call((api) => api.jobs.cancel.mutate({ id }));
   }
 
-  async result(options?: { timeoutMs?: number }): Promise<unknown> {
+  async #result(options?: { timeoutMs?: number }): Promise<unknown> {
     const { id, name } = this;
     const deadline = options?.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
     for (;;) {
