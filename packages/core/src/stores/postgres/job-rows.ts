@@ -191,10 +191,10 @@ function sameSettings(a: NewJob, b: NewJob): boolean {
   );
 }
 
-/** Whether every job of a batch has the first one's settings, as jobs enqueued together usually do. */
+/** Whether every job of a batch (vacuously, of an empty one) has the first one's settings, as jobs enqueued together usually do. */
 export function shareSettings(jobs: readonly NewJob[]): boolean {
   const [first] = jobs;
-  return first !== undefined && jobs.every((job) => sameSettings(job, first));
+  return first === undefined || jobs.every((job) => sameSettings(job, first));
 }
 
 /**

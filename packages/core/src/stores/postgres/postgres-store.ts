@@ -327,15 +327,12 @@ export class PostgresStore implements Store {
   /** The insert of `jobs`: skipping taken keys only when there are keys, sending shared settings once. */
   private insertStatement(jobs: readonly NewJob[]): SqlStatement {
     const withKeys = jobs.some((job) => job.idempotencyKey !== null);
-    const alike = jobs.length === 0 || shareSettings(jobs);
-    const { insertJobs, insertJobsWithoutKeys, insertAlikeJobs, insertAlikeJobsWithoutKeys } = this.sql;
-    const text = alike
-      ? withKeys
-        ? insertAlikeJobs
-        : insertAlikeJobsWithoutKeys
-      : withKeys
-        ? insertJobs
-        : insertJobsWithoutKeys;
+    const alike = shareSettings(jobs);
+    const sql = this.sql;
+    const [keyed, keyless] = alike
+      ? [sql.insertAlikeJobs, sql.insertAlikeJobsWithoutKeys]
+      : [sql.insertJobs, sql.insertJobsWithoutKeys];
+    const text = withKeys ? keyed : keyless;
     return { text, params: newJobParams(jobs, alike) };
   }
 
