@@ -12,7 +12,17 @@ import {
   resolveRunAt,
 } from './options.ts';
 import { toJobStatus } from './status.ts';
-import type { ClaimedRecord, JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
+import type {
+  ClaimedRecord,
+  ClaimRequest,
+  JobCount,
+  JobRecord,
+  LeaseRef,
+  ListFilter,
+  NewJob,
+  Store,
+  StoredState,
+} from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
 
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
@@ -144,28 +154,47 @@ export class Engine {
     checkBatch(inputs.length, 'enqueueMany');
     if (inputs.length === 0) return [];
     const now = this.clock.now();
-    const jobs = inputs.map((input) => this.newJob(input, now, null));
-    const outcomes = await this.store.insertJobs(jobs);
-    this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
-    return outcomes.map(({ job, created }) => ({ id: job.id, created, state: toJobStatus(job, now).state }));
+    return this.insert(
+      inputs.map((input) => this.newJob(input, now, null)),
+      now,
+    );
   }
 
   /** Leases up to `limit` ready jobs of one type; see `Store.claimJobs`. */
   async claim(input: ClaimInput): Promise<ClaimedJob[]> {
-    const limit = Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH);
     const now = this.clock.now();
     await this.sweepExpiredLeases(now);
-    const jobs = await this.store.claimJobs({
-      name: input.name,
-      minVersion: input.minVersion ?? 1,
-      maxVersion: input.maxVersion,
-      limit,
-      leaseToken: newLeaseToken(),
-      workerId: input.workerId,
-      leaseMs: input.leaseMs ?? null,
-      now,
-    });
+    const jobs = await this.store.claimJobs(claimRequest(input, now));
     return jobs.map(toClaimedJob);
+  }
+
+  /** Whether `enqueueForClaim` can lease a new job in its insert (the store has `insertAndClaimJob`). */
+  get handsOver(): boolean {
+    return this.store.insertAndClaimJob !== undefined;
+  }
+
+  /**
+   * Enqueues one job for a consumer already waiting with `claim`: where the
+   * store can, the insert leases the job to that claim in the same step, which
+   * saves the claim its round trip. `claimed` is null when it did not (no
+   * such store step, an idempotency key, a job not due yet or outside the
+   * claim's versions, or another job ready first); the job was then enqueued
+   * as `enqueue` does, and announced.
+   */
+  async enqueueForClaim(
+    input: EnqueueInput,
+    claim: ClaimInput,
+  ): Promise<{ result: EnqueueResult; claimed: ClaimedJob | null }> {
+    const now = this.clock.now();
+    const job = this.newJob(input, now, null);
+    if (!this.store.insertAndClaimJob || job.idempotencyKey !== null) {
+      const [result] = await this.insert([job], now);
+      return { result: result as EnqueueResult, claimed: null };
+    }
+    const { job: record, claimed } = await this.store.insertAndClaimJob(job, claimRequest(claim, now));
+    if (!claimed) this.announce([record]);
+    const result = { id: record.id, created: true, state: toJobStatus(record, now).state };
+    return { result, claimed: claimed && toClaimedJob(claimed) };
   }
 
   async complete(lease: LeaseRef, result?: unknown): Promise<void> {
@@ -358,6 +387,13 @@ export class Engine {
     };
   }
 
+  /** Inserts new jobs made at `now` and announces those created. */
+  private async insert(jobs: readonly NewJob[], now: Date): Promise<EnqueueResult[]> {
+    const outcomes = await this.store.insertJobs(jobs);
+    this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
+    return outcomes.map(({ job, created }) => ({ id: job.id, created, state: toJobStatus(job, now).state }));
+  }
+
   private announce(jobs: readonly JobRecord[]): void {
     for (const name of new Set(jobs.map((job) => job.name))) this.emitReady(name);
   }
@@ -378,6 +414,20 @@ function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
     job.leaseExpiresAt !== null &&
     job.leaseExpiresAt.getTime() > now.getTime()
   );
+}
+
+/** The store request of a claim made at `now`, with a fresh fencing token. */
+function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
+  return {
+    name: input.name,
+    minVersion: input.minVersion ?? 1,
+    maxVersion: input.maxVersion,
+    limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH),
+    leaseToken: newLeaseToken(),
+    workerId: input.workerId,
+    leaseMs: input.leaseMs ?? null,
+    now,
+  };
 }
 
 function toClaimedJob(job: ClaimedRecord): ClaimedJob {

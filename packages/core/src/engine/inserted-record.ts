@@ -1,4 +1,4 @@
-import type { JobRecord, NewJob } from './store.ts';
+import type { ClaimRequest, JobRecord, NewJob } from './store.ts';
 
 /**
  * The record a job has right after its insert: what was inserted, waiting,
@@ -33,4 +33,24 @@ export function insertedRecord(job: NewJob): JobRecord {
     movedTo: null,
     replayOf: job.replayOf,
   };
+}
+
+/**
+ * The record a job has right after an insert that leased it to `claim`
+ * (see `Store.insertAndClaimJob`): active, in its first attempt.
+ */
+export function handedRecord(job: NewJob, claim: ClaimRequest): JobRecord {
+  const record = insertedRecord(job);
+  record.state = 'active';
+  record.attempts = 1;
+  record.updatedAt = claim.now;
+  record.leaseToken = claim.leaseToken;
+  record.leaseExpiresAt = leaseExpiry(job, claim);
+  record.workerId = claim.workerId;
+  return record;
+}
+
+/** When a lease taken by `claim` on `job` expires: the claim's lease length, or the job's own. */
+export function leaseExpiry(job: Pick<NewJob, 'leaseMs'>, claim: ClaimRequest): Date {
+  return new Date(claim.now.getTime() + (claim.leaseMs ?? job.leaseMs));
 }

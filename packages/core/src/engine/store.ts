@@ -178,6 +178,16 @@ export interface Store {
    */
   claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]>;
 
+  /**
+   * Optional, for a consumer already waiting: inserts `job` (which has no
+   * idempotency key) and, in the same atomic step, leases it under `claim`
+   * as `claimJobs` would, when `claim` could take it (its version is in
+   * range and it is due at `claim.now`) and no job `claim` could take is
+   * ready already. Otherwise `job` is inserted waiting, behind the ready
+   * ones (guarantee 5), and `claimed` is null. Durable before it resolves.
+   */
+  insertAndClaimJob?(job: NewJob, claim: ClaimRequest): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }>;
+
   /** Fenced: `active` → `completed` with `result`. Resolves to the ids that were completed. */
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
 

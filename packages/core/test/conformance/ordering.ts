@@ -1,8 +1,9 @@
 import { expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/engine.ts';
+import type { EnqueueOptions } from '../../src/engine/options.ts';
 import type { JobOrder } from '../../src/index.ts';
 import type { ManualClock } from '../support/manual-clock.ts';
-import type { SuiteContext } from './context.ts';
+import { claimOne, type SuiteContext } from './context.ts';
 
 /** label, priority, runAt in seconds before now; enqueued in this (deliberately unsorted) order. */
 const MIXED: [string, number, number][] = [
@@ -85,4 +86,52 @@ export function registerOrderingTests(ctx: SuiteContext): void {
       expect(await claimLabels(engine, name)).toEqual(expected);
     });
   }
+  it('a job enqueued for a waiting claim is leased in its insert only when no job that claim takes is ready', async () => {
+    const name = ctx.jobName('handed');
+    const { engine, clock } = ctx.engine();
+    const reader = await ctx.openStore();
+    const waiting = { name, minVersion: 1, maxVersion: 2, limit: 5, workerId: 'waiting', leaseMs: 4_000 };
+    const enqueueFor = (version: number, options?: EnqueueOptions) =>
+      engine.enqueueForClaim({ name, version, payload: { version }, options }, waiting);
+
+    // Nothing ready: a store that can leases the new job to the waiting claim, exactly as a claim would.
+    const first = await enqueueFor(2);
+    if (!engine.handsOver) {
+      expect(first).toEqual({ result: { id: first.result.id, created: true, state: 'ready' }, claimed: null });
+      expect(await claimOne(engine, name, 2)).toMatchObject({ id: first.result.id, attempt: 1 });
+      return;
+    }
+    const held = first.claimed;
+    expect(held).toMatchObject({ id: first.result.id, name, version: 2, payload: { version: 2 }, attempt: 1 });
+    expect(held?.leaseExpiresAt).toEqual(new Date(clock.now().getTime() + 4_000));
+    expect(first.result.state).toBe('active');
+    expect(await reader.getJob(first.result.id)).toMatchObject({
+      state: 'active',
+      attempts: 1,
+      leaseToken: held?.leaseToken,
+      leaseExpiresAt: held?.leaseExpiresAt,
+      workerId: 'waiting',
+    });
+    expect(await engine.claim({ ...waiting, workerId: 'other' })).toEqual([]);
+    await engine.complete({ id: first.result.id, leaseToken: held?.leaseToken as string });
+
+    // Jobs the claim would not take (a newer version, not due yet) do not hold the next one back.
+    const newer = await enqueueFor(3);
+    const later = await enqueueFor(1, { delayMs: 60_000 });
+    expect([newer.claimed, later.claimed]).toEqual([null, null]);
+    expect([newer.result.state, later.result.state]).toEqual(['ready', 'scheduled']);
+    const second = await enqueueFor(1);
+    expect(second.claimed?.id).toBe(second.result.id);
+
+    // A ready job the claim takes comes first: the new one waits behind it, and the claim is woken for both.
+    const ready = await engine.enqueue({ name, version: 1, payload: { version: 1 } });
+    const woken: string[] = [];
+    const stopListening = engine.onReady((readyName) => woken.push(readyName));
+    const behind = await enqueueFor(2);
+    stopListening();
+    expect(behind).toEqual({ result: { id: behind.result.id, created: true, state: 'ready' }, claimed: null });
+    expect(woken).toEqual([name]);
+    const claimed = await engine.claim(waiting);
+    expect(claimed.map((job) => job.id)).toEqual([ready.id, behind.result.id]);
+  });
 }

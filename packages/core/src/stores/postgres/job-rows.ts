@@ -197,6 +197,11 @@ export function shareSettings(jobs: readonly NewJob[]): boolean {
   return first === undefined || jobs.every((job) => sameSettings(job, first));
 }
 
+/** One new job's insert values as text, in `NEW_JOB_FIELDS` order. */
+export function newJobValues(job: NewJob): (string | null)[] {
+  return [job.id, toJsonText(job.payload), job.idempotencyKey, ...settingsOf(job)];
+}
+
 /**
  * Insert parameters: one text array per field in `NEW_JOB_FIELDS` order,
  * for an `unnest(...)` insert (one fixed statement whatever the batch size,

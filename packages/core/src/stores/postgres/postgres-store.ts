@@ -1,4 +1,4 @@
-import { insertedRecord } from '../../engine/inserted-record.ts';
+import { handedRecord, insertedRecord, leaseExpiry } from '../../engine/inserted-record.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,
@@ -12,6 +12,7 @@ import type {
   SchemaEntry,
   Store,
   StoreCapabilities,
+  StoredState,
   StoreNotifier,
   WorkerPresence,
 } from '../../engine/store.ts';
@@ -22,6 +23,7 @@ import {
   compareClaimOrder,
   type JobRow,
   newJobParams,
+  newJobValues,
   shareSettings,
   toClaimedRecord,
   toJobRecord,
@@ -179,6 +181,24 @@ export class PostgresStore implements Store {
     ]);
     this.noteChangedRows(rows.length);
     return rows.map(toClaimedRecord).sort(compareClaimOrder);
+  }
+
+  async insertAndClaimJob(
+    job: NewJob,
+    claim: ClaimRequest,
+  ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }> {
+    const [row] = await this.client.query<{ state: StoredState }>(this.sql.insertAndClaimJob, [
+      ...newJobValues(job),
+      claim.now,
+      claim.minVersion,
+      claim.maxVersion,
+      claim.leaseToken,
+      claim.workerId,
+      leaseExpiry(job, claim),
+    ]);
+    if (row?.state !== 'active') return { job: insertedRecord(job), claimed: null };
+    const handed = handedRecord(job, claim);
+    return { job: handed, claimed: handed };
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {

@@ -23,11 +23,34 @@ function fenced(id: string, token: string, now: string): string {
 const INSERT_COLUMNS =
   'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of';
 
+/** A new job's state and attempts, as SQL: waiting with none, unless an insert leases it at once. */
+const WAITING = { state: `'waiting'`, attempts: '0' };
+
 /** `INSERT … SELECT` values for one new job, from `field`, the text SQL expression of each `NewJobField`. */
-function insertValues(field: (name: NewJobField) => string): string {
+function insertValues(field: (name: NewJobField) => string, start = WAITING): string {
   const runAt = `${field('run_at')}::timestamptz`;
   const createdAt = `${field('created_at')}::timestamptz`;
-  return `${field('id')}, ${field('name')}, ${field('version')}::int, ${field('payload')}::jsonb, 'waiting', ${field('priority')}::int, ${field('job_order')}, ${orderKeySql(field('job_order'), runAt)}, ${runAt}, ${createdAt}, ${createdAt}, 0, ${field('max_attempts')}::int, ${field('backoff')}::jsonb, ${field('lease_ms')}::bigint, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}::int, ${field('payload')}::jsonb, ${start.state}, ${field('priority')}::int, ${field('job_order')}, ${orderKeySql(field('job_order'), runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${start.attempts}, ${field('max_attempts')}::int, ${field('backoff')}::jsonb, ${field('lease_ms')}::bigint, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
+}
+
+/**
+ * The insert of one job, `NEW_JOB_FIELDS` as scalar text parameters $1-$13, leased in the same statement
+ * to the claim of $14 now, $15 min version, $16 max version, $17 lease token, $18 worker id, $19 lease
+ * expiry, when it is due, in range, and no job that claim could take is ready; otherwise inserted waiting.
+ */
+function insertAndClaimJobSql(jobs: string): string {
+  const field = (name: NewJobField) => `$${NEW_JOB_FIELDS.indexOf(name) + 1}::text`;
+  const leased = (value: string) => `CASE WHEN h.handed THEN ${value} END`;
+  const start = { state: `CASE WHEN h.handed THEN 'active' ELSE 'waiting' END`, attempts: 'h.handed::int' };
+  return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at)
+SELECT ${insertValues(field, start)}, ${leased('$17')}, ${leased('$18')}, ${leased('$19::timestamptz')}
+FROM (SELECT ${field('run_at')}::timestamptz <= $14::timestamptz
+  AND ${field('version')}::int BETWEEN $15::int AND $16::int
+  AND NOT EXISTS (
+    SELECT 1 FROM ${jobs} AS c
+    WHERE c.state = 'waiting' AND c.name = ${field('name')} AND c.run_at <= $14::timestamptz
+      AND c.version BETWEEN $15::int AND $16::int)) AS h(handed)
+RETURNING j.state`;
 }
 
 /**
@@ -70,6 +93,9 @@ export function buildStatements(quotedSchema: string) {
 
     /** `insertJobsWithoutKeys` for jobs that share their settings. */
     insertAlikeJobsWithoutKeys: insertJobsSql(jobs, { skipTakenKeys: false, alike: true }),
+
+    /** See `insertAndClaimJobSql`. Returns the new job's state: `active` when it was leased. */
+    insertAndClaimJob: insertAndClaimJobSql(jobs),
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
