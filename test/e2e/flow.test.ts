@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
 
-await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label', ({ open }) => {
+await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label', ({ open, label }) => {
   let target: FreshStore | undefined;
   let server: QueueServer;
   let sdk: ReturnType<typeof createClient<typeof jobs>>;
@@ -224,6 +224,32 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     const second = await sdk.enqueue.imageConvert(payload, { idempotencyKey: 'order-7', delayMs: 60_000 });
     expect(second.id).toBe(first.id);
     expect([first.created, second.created]).toEqual([true, false]);
+  });
+
+  it('hands a job enqueued while its consumer waits straight to it, where the store leases in the insert', async () => {
+    const handedOver = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^workq_jobs_handed_over_total\{name="sendEmail"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    const before = await handedOver();
+    const attempts: number[] = [];
+    workers.push(
+      sdk.consume('sendEmail', async (job) => {
+        attempts.push(job.attempt);
+        return { messageId: job.payload.subject };
+      }),
+    );
+    for (const subject of ['one', 'two', 'three']) {
+      // Long enough for the consumer's claim to find nothing and wait on the server.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const handle = await sdk.enqueue.sendEmail({ to: 'ops@example.com', subject, body: '' });
+      await expect(handle.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: subject });
+    }
+    expect(attempts).toEqual([1, 1, 1]);
+    // PostgreSQL and PGlite lease in the insert; the MySQL store has no such step, so its consumer claims as usual.
+    const handed = (await handedOver()) - before;
+    if (label === 'mysql') expect(handed).toBe(0);
+    else expect(handed).toBeGreaterThanOrEqual(1);
   });
 
   it('exposes Prometheus metrics of what it did and what the store holds', async () => {

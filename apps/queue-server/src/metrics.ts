@@ -18,6 +18,12 @@ export class ServerMetrics {
     labelNames: ['name'],
     registers: [this.registry],
   });
+  readonly handedOver = new Counter({
+    name: 'workq_jobs_handed_over_total',
+    help: 'Jobs leased to a waiting consumer by their own insert (also counted as claimed)',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
   readonly completed = new Counter({
     name: 'workq_jobs_completed_total',
     help: 'Jobs completed',

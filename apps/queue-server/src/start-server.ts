@@ -7,6 +7,7 @@ import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engi
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
+import { Handoffs } from './handoffs.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -49,6 +50,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     engine,
     registry: new SchemaRegistry(opened.store, engine.clock),
     wakeups,
+    handoffs: new Handoffs(engine),
     presence: new PresenceTracker(opened.store, engine.clock),
     authority,
     metrics: new ServerMetrics(engine),

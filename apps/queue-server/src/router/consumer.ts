@@ -77,7 +77,15 @@ export const consumerRouter = router({
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
           if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...acks };
           if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
-          await wakeups.waitForReady(name, seen, Math.min(remainingMs, options.pollIntervalMs), aborted);
+          const parked = ctx.services.handoffs.park(claimInput);
+          const waitMs = Math.min(remainingMs, options.pollIntervalMs);
+          await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
+          const handed = await ctx.services.handoffs.withdraw(parked);
+          if (handed.length > 0) {
+            ctx.services.metrics.claimed.inc({ name }, handed.length);
+            ctx.services.metrics.handedOver.inc({ name }, handed.length);
+            return { jobs: handed.map(toWireJob), ...acks };
+          }
           // A wake-up can run before this process has read that the client went away (an in-process
           // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
           // closed connection abort the request first, rather than leasing jobs to nobody.

@@ -1,5 +1,5 @@
 import { WorkqError } from '@workq/core';
-import type { EnqueueResult } from '@workq/core/engine';
+import type { EnqueueInput, EnqueueResult } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
 import { checkBatchSize, checkPayloadSize, enqueueOptions, jobId, jobName, toEnqueueInput, version } from './inputs.ts';
@@ -19,9 +19,10 @@ async function enqueueValidated(
   checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
   for (const payload of payloads) checkPayloadSize(payload, limits.maxPayloadBytes, name);
   await services.registry.validateAll(name, jobVersion, payloads);
-  const results = await services.enqueues.submit(
-    payloads.map((payload) => toEnqueueInput(name, jobVersion, payload, options)),
-  );
+  const inputs = payloads.map((payload) => toEnqueueInput(name, jobVersion, payload, options));
+  // A lone job goes straight to a consumer waiting on this server, if one is; batches share inserts instead.
+  const handed = inputs.length === 1 ? await services.handoffs.enqueue(inputs[0] as EnqueueInput) : undefined;
+  const results = handed ? [handed] : await services.enqueues.submit(inputs);
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
   return results;
 }

@@ -4,6 +4,7 @@ import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@work
 import type { Principal, TokenAuthority } from '../auth.ts';
 import type { Coalescer } from '../coalescer.ts';
 import { TRPC_CODE_OF, toClientError } from '../errors.ts';
+import type { Handoffs } from '../handoffs.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { PresenceTracker } from '../presence.ts';
@@ -15,6 +16,8 @@ export interface ServerServices {
   engine: Engine;
   registry: SchemaRegistry;
   wakeups: Wakeups;
+  /** Claims waiting on this server, which a new job can be handed to directly. */
+  handoffs: Handoffs;
   presence: PresenceTracker;
   authority: TokenAuthority;
   metrics: ServerMetrics;

@@ -1,0 +1,89 @@
+import type { ClaimedJob, ClaimInput, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
+
+/** A claim request parked on this server until work arrives. */
+export class ParkedClaim {
+  private readonly taking = new AbortController();
+  private handed: Promise<ClaimedJob[]> = Promise.resolve([]);
+
+  constructor(readonly request: ClaimInput & { minVersion: number }) {}
+
+  /** Aborted once an enqueue has taken this claim: its wait should end, and `withdraw` resolves to what it got. */
+  get taken(): AbortSignal {
+    return this.taking.signal;
+  }
+
+  /** Resolves to the jobs handed over: none unless an enqueue took this claim and its insert leased the job. */
+  get jobs(): Promise<ClaimedJob[]> {
+    return this.handed;
+  }
+
+  handOver(jobs: Promise<ClaimedJob[]>): void {
+    this.handed = jobs;
+    this.taking.abort();
+  }
+}
+
+/**
+ * Hands new jobs straight to consumers already waiting on this server. A
+ * claim long-poll with nothing to do parks here; an enqueue of one job takes
+ * the longest-parked claim that reads its version, and its insert leases the
+ * job to that claim in the same store step (`Engine.enqueueForClaim`), so the
+ * consumer gets it without another claim round trip. The store inserts the
+ * job waiting instead when another job is ready for that claim first, so
+ * order holds; the claim then wakes and claims as usual.
+ */
+export class Handoffs {
+  private readonly parked = new Map<string, Set<ParkedClaim>>();
+
+  constructor(private readonly engine: Engine) {}
+
+  /** Parks a claim that found nothing; `withdraw` it when its wait ends, whatever ended it. */
+  park(request: ParkedClaim['request']): ParkedClaim {
+    const claim = new ParkedClaim(request);
+    if (!this.engine.handsOver) return claim;
+    const claims = this.parked.get(request.name) ?? new Set();
+    this.parked.set(request.name, claims);
+    claims.add(claim);
+    return claim;
+  }
+
+  /** Unparks `claim`; resolves to the jobs an enqueue handed it, if one took it. */
+  withdraw(claim: ParkedClaim): Promise<ClaimedJob[]> {
+    this.remove(claim);
+    return claim.jobs;
+  }
+
+  /**
+   * Enqueues one job for the longest-parked claim that reads it. Resolves
+   * to `undefined`, having done nothing, when no such claim is parked; the
+   * caller then enqueues as usual.
+   */
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult | undefined> {
+    const claim = this.take(input.name, input.version);
+    if (!claim) return undefined;
+    const handing = this.engine.enqueueForClaim(input, claim.request);
+    claim.handOver(
+      handing.then(
+        ({ claimed }) => (claimed ? [claimed] : []),
+        () => [],
+      ),
+    );
+    return (await handing).result;
+  }
+
+  private take(name: string, version: number): ParkedClaim | undefined {
+    for (const claim of this.parked.get(name) ?? []) {
+      const { minVersion, maxVersion } = claim.request;
+      if (version < minVersion || version > maxVersion) continue;
+      this.remove(claim);
+      return claim;
+    }
+    return undefined;
+  }
+
+  private remove(claim: ParkedClaim): void {
+    const claims = this.parked.get(claim.request.name);
+    if (!claims?.delete(claim) || claims.size > 0) return;
+    this.parked.delete(claim.request.name);
+  }
+}
