@@ -5,7 +5,11 @@ export class ParkedClaim {
   private readonly taking = new AbortController();
   private handed: Promise<ClaimedJob[]> = Promise.resolve([]);
 
-  constructor(readonly request: ClaimInput & { minVersion: number }) {}
+  constructor(
+    readonly request: ClaimInput & { minVersion: number },
+    /** The claim request's own signal: aborted when its client went away. */
+    readonly requestSignal: AbortSignal,
+  ) {}
 
   /** Aborted once an enqueue has taken this claim: its wait should end, and `withdraw` resolves to what it got. */
   get taken(): AbortSignal {
@@ -38,8 +42,8 @@ export class Handoffs {
   constructor(private readonly engine: Engine) {}
 
   /** Parks a claim that found nothing; `withdraw` it when its wait ends, whatever ended it. */
-  park(request: ParkedClaim['request']): ParkedClaim {
-    const claim = new ParkedClaim(request);
+  park(request: ParkedClaim['request'], requestSignal: AbortSignal): ParkedClaim {
+    const claim = new ParkedClaim(request, requestSignal);
     if (!this.engine.handsOver) return claim;
     const claims = this.parked.get(request.name) ?? new Set();
     this.parked.set(request.name, claims);
@@ -74,7 +78,8 @@ export class Handoffs {
   private take(name: string, version: number): ParkedClaim | undefined {
     for (const claim of this.parked.get(name) ?? []) {
       const { minVersion, maxVersion } = claim.request;
-      if (version < minVersion || version > maxVersion) continue;
+      // A claim whose client went away may not have withdrawn yet: a job leased to it would wait out its lease.
+      if (version < minVersion || version > maxVersion || claim.requestSignal.aborted) continue;
       this.remove(claim);
       return claim;
     }

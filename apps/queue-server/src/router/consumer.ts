@@ -77,7 +77,7 @@ export const consumerRouter = router({
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
           if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...acks };
           if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
-          const parked = ctx.services.handoffs.park(claimInput);
+          const parked = ctx.services.handoffs.park(claimInput, aborted);
           const waitMs = Math.min(remainingMs, options.pollIntervalMs);
           await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
           const handed = await ctx.services.handoffs.withdraw(parked);
