@@ -43,8 +43,8 @@ export class SchemaRegistry {
     for (const registration of registrations) {
       const { name, version, jsonSchema } = registration;
       if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
-      this.compile(name, version, jsonSchema);
       const fingerprint = fingerprintOf(jsonSchema);
+      this.validatorFor({ name, version, fingerprint, jsonSchema });
       const known = this.entries.get(keyOf(name, version));
       const entry =
         known?.fingerprint === fingerprint
@@ -65,9 +65,7 @@ export class SchemaRegistry {
   /** Checks each payload of a batch against one (name, version)'s schema: one lookup, then a plain loop. */
   async validateAll(name: string, version: number, payloads: readonly unknown[]): Promise<void> {
     const entry = await this.lookup(name, version);
-    const validator =
-      this.validators.get(`${keyOf(name, version)}#${entry.fingerprint}`) ??
-      this.compile(name, version, entry.jsonSchema);
+    const validator = this.validatorFor(entry);
     for (const [index, payload] of payloads.entries()) {
       if (validator(payload)) continue;
       const which = payloads.length > 1 ? `Payload ${index + 1} of ${payloads.length}` : 'Payload';
@@ -103,11 +101,17 @@ export class SchemaRegistry {
     );
   }
 
-  private compile(name: string, version: number, jsonSchema: unknown): ValidateFunction {
+  /** The validator of one schema, compiled once per (name, version, fingerprint); an invalid schema is refused. */
+  private validatorFor(schema: Pick<SchemaEntry, 'name' | 'version' | 'fingerprint' | 'jsonSchema'>): ValidateFunction {
+    const key = `${keyOf(schema.name, schema.version)}#${schema.fingerprint}`;
+    return this.validators.get(key) ?? this.compile(key, schema);
+  }
+
+  private compile(key: string, { name, version, jsonSchema }: Pick<SchemaEntry, 'name' | 'version' | 'jsonSchema'>) {
     try {
       const { $schema: _ignored, ...schema } = jsonSchema as Record<string, unknown>;
       const validator = this.ajv.compile(schema);
-      this.validators.set(`${keyOf(name, version)}#${fingerprintOf(jsonSchema)}`, validator);
+      this.validators.set(key, validator);
       return validator;
     } catch (error) {
       throw new WorkqError('VALIDATION', `The JSON Schema for "${name}" v${version} is not a valid schema.`, {
