@@ -72,12 +72,13 @@ export const consumerRouter = router({
           const seen = wakeups.generation(name);
           const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
           const jobs = await engine.claim(claimInput);
-          const acks = await acked;
           const remainingMs = deadline - Date.now();
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-          if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...acks };
-          if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...acks };
+          if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...(await acked) };
+          if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...(await acked) };
+          // Parked before the acks' commit is awaited: an enqueue arriving meanwhile can already hand its job over.
           const parked = ctx.services.handoffs.park(claimInput, aborted);
+          const acks = await acked;
           const waitMs = Math.min(remainingMs, options.pollIntervalMs);
           await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
           const handed = await ctx.services.handoffs.withdraw(parked);
