@@ -7,6 +7,8 @@ import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
+import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
+import { createPoolSqlClient } from '../src/stores/postgres/sql-client.ts';
 import { buildListJobs, buildStatements } from '../src/stores/postgres/statements.ts';
 import { newJob } from './support/fixtures.ts';
 
@@ -148,16 +150,38 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect(stored.rows[0].n).toBe(keys.length);
   });
 
-  it('starts with warm connections that have already run the enqueue, claim and complete statements', async () => {
+  it('starts with 4 warm connections, each having rolled back its warm-up', async () => {
     const application = `workq_warm_${Math.random().toString(36).slice(2, 10)}`;
     const store = await createPostgresStore({ connectionString: `${url}?application_name=${application}`, schema });
     stores.push(store);
-    const { rows } = await admin.query<{ query: string }>(
-      'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+    const { rows } = await admin.query<{ query: string; state: string }>(
+      'SELECT query, state FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
       [application],
     );
-    // Each warm connection's last statement is the last one it was warmed with; the rest ran before it.
-    expect(rows.map((row) => row.query)).toEqual(Array(4).fill(buildStatements(`"${schema}"`).completeJobs));
+    expect(rows).toEqual(Array(4).fill({ query: 'ROLLBACK', state: 'idle' }));
+  });
+
+  it('warms each connection with every runtime statement, the handoff insert too, and keeps no row', async () => {
+    const store = (await open()) as PostgresStore;
+    const before = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".jobs`);
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    try {
+      await createPoolSqlClient(pool, 'test', false).warm(2, () => store.warmUpStatements());
+      const texts = store.warmUpStatements().map((statement) => statement.text);
+      const sql = buildStatements(`"${schema}"`);
+      expect(texts).toEqual(expect.arrayContaining([sql.claimJobs, sql.completeJobs, sql.insertAndClaimJob]));
+      // Both connections at once, so each is a different one of the two warmed.
+      const connections = await Promise.all([pool.connect(), pool.connect()]);
+      for (const connection of connections) {
+        const prepared = await connection.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements');
+        expect(prepared.rows.map((row) => row.statement)).toEqual(expect.arrayContaining(texts));
+        connection.release();
+      }
+      const after = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".jobs`);
+      expect(after.rows[0].n).toBe(before.rows[0].n);
+    } finally {
+      await pool.end();
+    }
   });
 
   it('close is idempotent and leaves a pool it was given open', async () => {

@@ -118,10 +118,12 @@ export async function createPostgresStore(options: PostgresStoreOptions = {}): P
   });
   // The first jobs after a start then wait for no connects, parses or catalog loads (milliseconds each).
   if (warmConnections > 0)
-    await client.warm(warmConnections, store.warmUpStatements()).catch(async (error) => {
-      await store.close();
-      throw error;
-    });
+    await client
+      .warm(warmConnections, () => store.warmUpStatements())
+      .catch(async (error) => {
+        await store.close();
+        throw error;
+      });
   return store;
 }
 

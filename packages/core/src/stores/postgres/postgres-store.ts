@@ -1,3 +1,4 @@
+import { newJobId } from '../../engine/ids.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../../engine/inserted-record.ts';
 import type {
   ClaimedRecord,
@@ -187,18 +188,17 @@ export class PostgresStore implements Store {
     job: NewJob,
     claim: ClaimRequest,
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }> {
-    const [row] = await this.client.query<{ state: StoredState }>(this.sql.insertAndClaimJob, [
-      ...newJobValues(job),
-      claim.now,
-      claim.minVersion,
-      claim.maxVersion,
-      claim.leaseToken,
-      claim.workerId,
-      leaseExpiry(job, claim),
-    ]);
+    const { text, params } = this.insertAndClaimStatement(job, claim);
+    const [row] = await this.client.query<{ state: StoredState }>(text, params);
     if (row?.state !== 'active') return { job: insertedRecord(job), claimed: null };
     const handed = handedRecord(job, claim);
     return { job: handed, claimed: handed };
+  }
+
+  private insertAndClaimStatement(job: NewJob, claim: ClaimRequest): SqlStatement {
+    const { now, minVersion, maxVersion, leaseToken, workerId } = claim;
+    const params = [...newJobValues(job), now, minVersion, maxVersion, leaseToken, workerId, leaseExpiry(job, claim)];
+    return { text: this.sql.insertAndClaimJob, params };
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
@@ -357,16 +357,45 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The enqueue, claim and complete statements with nothing to do: run once on
-   * a new connection, they spare the first jobs its parses and catalog loads.
+   * The enqueue, claim, complete and handoff statements, run once on a new
+   * connection (in a transaction that is rolled back), so the first jobs skip
+   * its parses and catalog loads. Only the handoff insert writes a row: a
+   * throwaway job with a fresh id, so connections warming at once do not wait
+   * on each other's uncommitted key.
    */
   warmUpStatements(): SqlStatement[] {
     const none: string[] = [];
     const epoch = new Date(0);
+    const throwaway: NewJob = {
+      id: newJobId(),
+      name: '',
+      version: 1,
+      payload: null,
+      priority: 0,
+      order: 'fifo',
+      runAt: epoch,
+      createdAt: epoch,
+      maxAttempts: 1,
+      backoff: { type: 'fixed', delayMs: 0 },
+      leaseMs: 1,
+      idempotencyKey: null,
+      replayOf: null,
+    };
+    const claimNothing: ClaimRequest = {
+      name: '',
+      minVersion: 0,
+      maxVersion: 0,
+      limit: 0,
+      leaseToken: '',
+      workerId: '',
+      leaseMs: null,
+      now: epoch,
+    };
     return [
       this.insertStatement([]),
       { text: this.sql.claimJobs, params: ['', epoch, 0, 0, 0, '', '', null] },
       { text: this.sql.completeJobs, params: [none, none, none, epoch] },
+      this.insertAndClaimStatement(throwaway, claimNothing),
     ];
   }
 

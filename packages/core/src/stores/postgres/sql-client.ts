@@ -21,11 +21,12 @@ export interface SqlClient extends SqlQueryable {
 /** A `SqlClient` over a pool of connections, which it can open ahead of need. */
 export interface PoolSqlClient extends SqlClient {
   /**
-   * Opens up to `connections` connections at once and runs every statement
-   * on each, so later calls skip the connect, the parse and the loading of
-   * the table's catalog entries. The statements must change nothing.
+   * Opens up to `connections` connections at once and runs the statements
+   * `statementsFor()` gives on each, so later calls skip the connect, the
+   * parse and the loading of the table's catalog entries. They run in a
+   * transaction that is rolled back: whatever they write is not kept.
    */
-  warm(connections: number, statements: readonly SqlStatement[]): Promise<void>;
+  warm(connections: number, statementsFor: () => readonly SqlStatement[]): Promise<void>;
 }
 
 export interface SqlStatement {
@@ -81,17 +82,24 @@ export function createPoolSqlClient(pool: Pool, target: string, ownsPool: boolea
         connection.release(broken);
       }
     },
-    async warm(connections, statements) {
+    async warm(connections, statementsFor) {
       const opened = await Promise.allSettled(Array.from({ length: connections }, () => pool.connect()));
       const held = opened.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+      // A connection whose rollback failed is closed rather than returned to the pool mid-transaction.
+      const broken = new Set<PoolClient>();
       try {
         await Promise.all(
           held.map(async (connection) => {
-            for (const { text, params } of statements) await run(connection, text, params);
+            await run(connection, 'BEGIN', []);
+            try {
+              for (const { text, params } of statementsFor()) await run(connection, text, params);
+            } finally {
+              await run(connection, 'ROLLBACK', []).catch(() => broken.add(connection));
+            }
           }),
         );
       } finally {
-        for (const connection of held) connection.release();
+        for (const connection of held) connection.release(broken.has(connection));
       }
       const failed = opened.find((result) => result.status === 'rejected');
       if (failed) throw toWorkqError(failed.reason, target);
