@@ -147,6 +147,8 @@ for (let rep = 1; rep <= config.repetitions; rep++) {
 }
 
 const markdown = await writeResults(true);
+for (const system of systems)
+  await system.dispose?.().catch((error: unknown) => log(`  dispose failed: ${String(error)}`));
 if (config.profile) {
   await writeFile(`${profileDir}/round-trips.md`, roundTripsMarkdown());
   await stopCpuProfile?.(`${profileDir}/bench-process.cpuprofile`);

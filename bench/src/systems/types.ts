@@ -18,6 +18,8 @@ export interface BenchSystem {
   notAvailable?: Partial<Record<'latency' | 'claim' | 'history', string>>;
   /** Opens a fresh, empty queue (own schema / database / key prefix). */
   open(tag: string): Promise<QueueUnderTest>;
+  /** Ends what the system keeps across scenarios (a server process), once the run is over. */
+  dispose?(): Promise<void>;
 }
 
 export type JobListener = (n: number) => void;

@@ -18,40 +18,83 @@ export interface SdkSystemOptions {
   timeRoundTrips: boolean;
 }
 
-/** Starts the queue server as a child process; resolves with its URL once it listens. */
-async function startServerChild(storeUrl: string, cpuProfileDir: string | undefined) {
-  const profileArgs = cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : [];
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', ...profileArgs, CHILD, storeUrl], {
-    cwd: BENCH_ROOT,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the workq server child did not start within 30 s')), 30_000);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      resolve((JSON.parse(line) as { url: string }).url);
+/**
+ * The child process that hosts the workq servers (`workq-server-child.ts`),
+ * started on first use and kept for the run; commands go one at a time.
+ */
+class ServerHost {
+  private child: ChildProcess | undefined;
+  private answers: AsyncIterator<string> | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly cpuProfileDir: string | undefined) {}
+
+  /** Starts a server on `storeUrl` in the child; resolves with its URL once it listens. */
+  start(storeUrl: string): Promise<string> {
+    return this.command({ start: storeUrl }).then((answer) => answer.url as string);
+  }
+
+  async stop(): Promise<void> {
+    await this.command({ stop: true });
+  }
+
+  /** Ends the child (its CPU profile, with `--profile`, is written as it exits). */
+  async dispose(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    child.stdin?.end();
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await this.exited;
+    clearTimeout(killer);
+  }
+
+  private command(message: object): Promise<Record<string, unknown>> {
+    const next = this.queue.then(() => this.send(message));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async send(message: object): Promise<Record<string, unknown>> {
+    const { child, answers } = this.spawned();
+    child.stdin?.write(`${JSON.stringify(message)}\n`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the workq server child did not answer within 30 s')), 30_000);
     });
-    child.once('exit', (code) => reject(new Error(`the workq server child exited with ${code}`)));
-  });
-  return {
-    url,
-    stop: async () => {
-      child.stdin?.end();
-      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(killer);
-    },
-  };
+    const died = this.exited.then(() => Promise.reject(new Error('the workq server child exited')));
+    try {
+      const line = await Promise.race([answers.next(), timeout, died]);
+      if (line.done) throw new Error('the workq server child closed its output');
+      const answer = JSON.parse(line.value) as Record<string, unknown>;
+      if (typeof answer.error === 'string') throw new Error(`workq server child: ${answer.error}`);
+      return answer;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private spawned(): { child: ChildProcess; answers: AsyncIterator<string> } {
+    if (this.child && this.answers && this.child.exitCode === null) return { child: this.child, answers: this.answers };
+    const profileArgs = this.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', this.cpuProfileDir] : [];
+    const child = spawn(process.execPath, ['--import', 'tsx', ...profileArgs, CHILD], {
+      cwd: BENCH_ROOT,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    this.child = child;
+    this.exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    this.answers = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+    return { child, answers: this.answers };
+  }
 }
 
 /** The product path: SDK producer and consumer in this process, over tRPC/HTTP to a server child on PostgreSQL. */
-async function openSdkQueue(tag: string, options: SdkSystemOptions): Promise<QueueUnderTest> {
+async function openSdkQueue(tag: string, options: SdkSystemOptions, host: ServerHost): Promise<QueueUnderTest> {
   const schema = schemaName(`wq_sdk_${RUN_ID}`, tag);
-  const server = await startServerChild(`${SERVICES.postgresUrl}?schema=${schema}`, options.cpuProfileDir);
+  const url = await host.start(`${SERVICES.postgresUrl}?schema=${schema}`);
   const sdk = createClient({
-    url: server.url,
+    url,
     jobs: benchJobs,
     ...(options.timeRoundTrips ? { fetch: timedFetch('workq-sdk-pg') } : {}),
   });
@@ -76,18 +119,20 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions): Promise<Que
     seedFinished: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'completed', 0),
     close: async () => {
       await sdk.close();
-      await server.stop();
+      await host.stop();
       await dropSchema(schema);
     },
   };
 }
 
 export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
+  const host = new ServerHost(options.cpuProfileDir);
   return {
     id: 'workq-sdk-pg',
     label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
     supports: { latency: true, claim: false, history: true },
     notAvailable: { claim: 'claim is not a public SDK call; measured on workq core in-process' },
-    open: (tag) => openSdkQueue(tag, options),
+    open: (tag) => openSdkQueue(tag, options, host),
+    dispose: () => host.dispose(),
   };
 }
