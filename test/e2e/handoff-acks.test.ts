@@ -41,10 +41,13 @@ async function claim(body: object): Promise<ClaimAnswer> {
   return answer.result.data.json;
 }
 
-/** Polls `pg_stat_activity` until a statement on the store's schema waits for a row lock. */
-async function untilAnUpdateWaitsForALock(admin: pg.Client): Promise<void> {
+/**
+ * Polls `pg_stat_activity` until a statement on the store's schema waits for a row lock. Each poll is its
+ * own transaction: within one, PostgreSQL shows the same snapshot of that view every time.
+ */
+async function untilAnUpdateWaitsForALock(observer: pg.Client): Promise<void> {
   for (let tries = 0; tries < 200; tries++) {
-    const { rows } = await admin.query(
+    const { rows } = await observer.query(
       `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
       [`%"${target.schema}".jobs%`],
     );
@@ -60,13 +63,13 @@ it('hands a job to a claim that found nothing while the acks it carries are stil
   expect(held?.id).toBe(first.id);
 
   // Another transaction holds the first job's row, so the ack riding on the next claim cannot commit yet.
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
+  const [admin, observer] = [new pg.Client(POSTGRES_URL), new pg.Client(POSTGRES_URL)];
+  await Promise.all([admin.connect(), observer.connect()]);
   try {
     await admin.query('BEGIN');
     await admin.query(`SELECT 1 FROM "${target.schema}".jobs WHERE id = $1 FOR UPDATE`, [first.id]);
     const next = claim({ waitMs: 10_000, complete: [{ id: first.id, leaseToken: held?.leaseToken, result: null }] });
-    await untilAnUpdateWaitsForALock(admin);
+    await untilAnUpdateWaitsForALock(observer);
     // The claim's own query (SKIP LOCKED) has found nothing by now, and it waits: parked for a handoff.
     await new Promise((resolve) => setTimeout(resolve, 200));
 
@@ -78,6 +81,6 @@ it('hands a job to a claim that found nothing while the acks it carries are stil
     expect(answer.jobs.map((job) => job.id)).toEqual([second.id]);
     expect(answer.completed).toEqual([first.id]);
   } finally {
-    await admin.end();
+    await Promise.all([admin.end(), observer.end()]);
   }
 });
