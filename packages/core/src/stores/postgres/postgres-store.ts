@@ -170,18 +170,18 @@ export class PostgresStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     if (request.limit <= 0) return [];
-    const rows = await this.client.query<ClaimedRow>(this.sql.claimJobs, [
-      request.name,
-      request.now,
-      request.minVersion,
-      request.maxVersion,
-      request.limit,
-      request.leaseToken,
-      request.workerId,
-      request.leaseMs,
-    ]);
+    const { text, params } = this.claimStatement(request);
+    const rows = await this.client.query<ClaimedRow>(text, params);
     this.noteChangedRows(rows.length);
     return rows.map(toClaimedRecord).sort(compareClaimOrder);
+  }
+
+  private claimStatement(request: ClaimRequest): SqlStatement {
+    const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
+    return {
+      text: this.sql.claimJobs,
+      params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs],
+    };
   }
 
   async insertAndClaimJob(
@@ -203,14 +203,17 @@ export class PostgresStore implements Store {
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    const rows = await this.client.query<{ id: string }>(this.sql.completeJobs, [
-      jobs.map((job) => job.id),
-      jobs.map((job) => job.leaseToken),
-      jobs.map((job) => toJsonText(job.result)),
-      now,
-    ]);
+    const { text, params } = this.completeStatement(jobs, now);
+    const rows = await this.client.query<{ id: string }>(text, params);
     this.noteChangedRows(rows.length);
     return rows.map((row) => row.id);
+  }
+
+  private completeStatement(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): SqlStatement {
+    const ids = jobs.map((job) => job.id);
+    const tokens = jobs.map((job) => job.leaseToken);
+    const results = jobs.map((job) => toJsonText(job.result));
+    return { text: this.sql.completeJobs, params: [ids, tokens, results, now] };
   }
 
   async failJob(
@@ -364,7 +367,6 @@ export class PostgresStore implements Store {
    * on each other's uncommitted key.
    */
   warmUpStatements(): SqlStatement[] {
-    const none: string[] = [];
     const epoch = new Date(0);
     const throwaway: NewJob = {
       id: newJobId(),
@@ -393,8 +395,8 @@ export class PostgresStore implements Store {
     };
     return [
       this.insertStatement([]),
-      { text: this.sql.claimJobs, params: ['', epoch, 0, 0, 0, '', '', null] },
-      { text: this.sql.completeJobs, params: [none, none, none, epoch] },
+      this.claimStatement(claimNothing),
+      this.completeStatement([], epoch),
       this.insertAndClaimStatement(throwaway, claimNothing),
     ];
   }
