@@ -1,4 +1,4 @@
-import { type Catalog, catalogJsonSchemas, type JobName, WorkqError } from '@workq/core';
+import { type Catalog, catalogJsonSchemas, type JobName } from '@workq/core';
 import { type AdminApi, createAdminApi } from './admin.ts';
 import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
@@ -7,6 +7,7 @@ import {
   createEnqueue,
   createEnqueueMany,
   createHandle,
+  definitionOf,
   type EnqueueFns,
   type EnqueueManyFns,
   type JobHandle,
@@ -56,11 +57,6 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     );
     return registered;
   };
-  const definitionOf = (name: string) => {
-    const definition = Object.hasOwn(jobs, name) ? jobs[name] : undefined;
-    if (!definition) throw new WorkqError('UNKNOWN_JOB', `"${name}" is not in this client's catalog.`);
-    return definition;
-  };
   const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call) };
   const workers = new Set<Worker>();
   return {
@@ -69,8 +65,8 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     consume(name, handler, consumeOptions = {}) {
       const worker = startWorker({
         name,
-        definition: definitionOf(name),
-        definitionOf,
+        definition: definitionOf(jobs, name),
+        definitionOf: (target) => definitionOf(jobs, target),
         call,
         ready,
         handler: handler as never,

@@ -53,7 +53,8 @@ function withDefaults(jobs: Catalog, name: string, options: EnqueueOptions | und
   return { ...defaults, ...options };
 }
 
-function definitionOf(jobs: Catalog, name: string) {
+/** The catalog's definition of job `name`, or `UNKNOWN_JOB` when the catalog has none. */
+export function definitionOf(jobs: Catalog, name: string) {
   const definition = Object.hasOwn(jobs, name) ? jobs[name] : undefined;
   if (!definition) throw new WorkqError('UNKNOWN_JOB', `"${name}" is not in this client's catalog.`);
   return definition;
