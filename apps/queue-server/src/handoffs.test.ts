@@ -1,7 +1,7 @@
-import { createEngine, type Engine, type Store } from '@workq/core/engine';
+import { type ClaimedJob, createEngine, type Engine, type Store } from '@workq/core/engine';
 import { createPgliteStore } from '@workq/core/postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Handoffs } from './handoffs.ts';
+import { Handoffs, type ParkedClaim } from './handoffs.ts';
 
 let store: Store;
 let engine: Engine;
@@ -47,4 +47,60 @@ it('does nothing when no claim is parked for the job, leaving the caller to enqu
   expect(await handoffs.enqueue({ name: 'mail', version: 1, payload: { n: 2 } })).toBeUndefined();
   expect(withdrawn.taken.aborted).toBe(false);
   expect(await engine.counts()).toEqual([{ name: 'mail', version: 1, state: 'active', count: 1 }]);
+});
+
+/** A claim query that answers when the test says so. */
+function heldQuery() {
+  let answer: (jobs: ClaimedJob[]) => void = () => undefined;
+  const jobs = new Promise<ClaimedJob[]>((resolve) => {
+    answer = resolve;
+  });
+  return { query: () => jobs, answer };
+}
+
+const report = (workerId: string) => ({ ...waitingFor(workerId), name: 'report' });
+const settledWithin = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), ms))]);
+
+it('waits for a running claim of consumers that found nothing, and hands the job to it when it parks', async () => {
+  const idle = await handoffs.attempt(
+    report('idle'),
+    listening(),
+    async () => [],
+    () => true,
+  );
+  await handoffs.withdraw(idle.parked as ParkedClaim);
+
+  const running = heldQuery();
+  const attempt = handoffs.attempt(report('running'), listening(), running.query, () => true);
+  const enqueued = handoffs.enqueue({ name: 'report', version: 1, payload: { n: 3 } });
+  expect(await settledWithin(enqueued, 50)).toBe(false);
+
+  running.answer([]);
+  const { parked } = await attempt;
+  const result = await enqueued;
+  expect(parked?.taken.aborted).toBe(true);
+  const [job] = await handoffs.withdraw(parked as ParkedClaim);
+  expect(job).toMatchObject({ id: result?.id, payload: { n: 3 } });
+  expect(await engine.get(result?.id as string)).toMatchObject({ state: 'active' });
+});
+
+it('does not wait for a running claim when the latest one found work, nor when the claim may not park', async () => {
+  const busy = heldQuery();
+  const found = handoffs.attempt(report('busy'), listening(), busy.query, () => true);
+  busy.answer([{ id: 'j1' } as ClaimedJob]);
+  expect((await found).parked).toBeUndefined();
+
+  const running = heldQuery();
+  const attempt = handoffs.attempt(report('running'), listening(), running.query, () => true);
+  expect(await handoffs.enqueue({ name: 'report', version: 1, payload: { n: 4 } })).toBeUndefined();
+  running.answer([]);
+  await handoffs.withdraw((await attempt).parked as ParkedClaim);
+
+  const closing = heldQuery();
+  const last = handoffs.attempt(report('closing'), listening(), closing.query, () => false);
+  const enqueued = handoffs.enqueue({ name: 'report', version: 1, payload: { n: 5 } });
+  closing.answer([]);
+  expect(await last).toEqual({ jobs: [] });
+  expect(await enqueued).toBeUndefined();
 });

@@ -38,8 +38,49 @@ export class ParkedClaim {
  */
 export class Handoffs {
   private readonly parked = new Map<string, Set<ParkedClaim>>();
+  /** Per job name, how many claim attempts are running their store query. */
+  private readonly querying = new Map<string, number>();
+  /** Job names whose latest claim attempt found nothing: their consumers are waiting for work. */
+  private readonly idle = new Set<string>();
+  /** Per job name, enqueues waiting for a running claim attempt to end. */
+  private readonly waiting = new Map<string, (() => void)[]>();
 
   constructor(private readonly engine: Engine) {}
+
+  /**
+   * Runs one claim attempt's store `query`. When it finds nothing and
+   * `mayPark()` allows, the claim is parked at once, before any other code
+   * runs, and returned as `parked`. While the query runs, an enqueue for a
+   * name whose consumers found nothing last time waits for its end instead of
+   * inserting at once: the job then goes straight to the claim that parks,
+   * not into the queue behind that claim's back (which would cost the
+   * consumer a wake-up and one more query).
+   */
+  async attempt(
+    request: ParkedClaim['request'],
+    requestSignal: AbortSignal,
+    query: () => Promise<ClaimedJob[]>,
+    mayPark: () => boolean,
+  ): Promise<{ jobs: ClaimedJob[]; parked?: ParkedClaim }> {
+    const { name } = request;
+    this.querying.set(name, (this.querying.get(name) ?? 0) + 1);
+    let found = 0;
+    try {
+      const jobs = await query();
+      found = jobs.length;
+      if (found > 0 || !mayPark()) return { jobs };
+      return { jobs, parked: this.park(request, requestSignal) };
+    } finally {
+      const running = (this.querying.get(name) ?? 1) - 1;
+      if (running > 0) this.querying.set(name, running);
+      else this.querying.delete(name);
+      if (found === 0) this.idle.add(name);
+      else this.idle.delete(name);
+      const waiters = this.waiting.get(name);
+      this.waiting.delete(name);
+      for (const wake of waiters ?? []) wake();
+    }
+  }
 
   /** Parks a claim that found nothing; `withdraw` it when its wait ends, whatever ended it. */
   park(request: ParkedClaim['request'], requestSignal: AbortSignal): ParkedClaim {
@@ -63,7 +104,11 @@ export class Handoffs {
    * caller then enqueues as usual.
    */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult | undefined> {
-    const claim = this.take(input.name, input.version);
+    let claim = this.take(input.name, input.version);
+    if (!claim && this.mayStillPark(input.name)) {
+      await new Promise<void>((wake) => this.waitersFor(input.name).push(wake));
+      claim = this.take(input.name, input.version);
+    }
     if (!claim) return undefined;
     const handing = this.engine.enqueueForClaim(input, claim.request);
     claim.handOver(
@@ -73,6 +118,20 @@ export class Handoffs {
       ),
     );
     return (await handing).result;
+  }
+
+  /** Whether a claim of `name` is running its query while its consumers wait for work, so it may park next. */
+  private mayStillPark(name: string): boolean {
+    return this.engine.handsOver && this.idle.has(name) && (this.querying.get(name) ?? 0) > 0;
+  }
+
+  private waitersFor(name: string): (() => void)[] {
+    let waiters = this.waiting.get(name);
+    if (!waiters) {
+      waiters = [];
+      this.waiting.set(name, waiters);
+    }
+    return waiters;
   }
 
   private take(name: string, version: number): ParkedClaim | undefined {

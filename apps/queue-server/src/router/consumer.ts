@@ -71,15 +71,18 @@ export const consumerRouter = router({
         for (;;) {
           const seen = wakeups.generation(name);
           const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
-          const jobs = await engine.claim(claimInput);
-          const remainingMs = deadline - Date.now();
+          // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
+          // can already hand its job over.
+          const { jobs, parked } = await ctx.services.handoffs.attempt(
+            claimInput,
+            aborted,
+            () => engine.claim(claimInput),
+            () => deadline > Date.now() && !aborted.aborted && !wakeups.isClosed,
+          );
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-          if (jobs.length > 0 || remainingMs <= 0) return { jobs: jobs.map(toWireJob), ...(await acked) };
-          if (aborted.aborted || wakeups.isClosed) return { jobs: [], ...(await acked) };
-          // Parked before the acks' commit is awaited: an enqueue arriving meanwhile can already hand its job over.
-          const parked = ctx.services.handoffs.park(claimInput, aborted);
+          if (!parked) return { jobs: jobs.map(toWireJob), ...(await acked) };
           const acks = await acked;
-          const waitMs = Math.min(remainingMs, options.pollIntervalMs);
+          const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
           await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
           const handed = await ctx.services.handoffs.withdraw(parked);
           if (handed.length > 0) {
