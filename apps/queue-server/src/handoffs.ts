@@ -99,9 +99,11 @@ export class Handoffs {
   }
 
   /**
-   * Enqueues one job for the longest-parked claim that reads it. Resolves
-   * to `undefined`, having done nothing, when no such claim is parked; the
-   * caller then enqueues as usual.
+   * Enqueues one job for the longest-parked claim that reads it. When none
+   * is parked but a claim of waiting consumers is running its query, waits
+   * for that query first (see `attempt`). Resolves to `undefined`, having
+   * done nothing, when no such claim is parked then; the caller then
+   * enqueues as usual.
    */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult | undefined> {
     let claim = this.take(input.name, input.version);
