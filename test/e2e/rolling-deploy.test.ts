@@ -5,6 +5,7 @@ import { createClient, type Worker } from '@workq/sdk';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
 
 /** The catalog services deployed before imageConvert v2: the same v1 payload schema the v2 catalog keeps in `previous`. */
@@ -28,6 +29,11 @@ const conflicting = defineCatalog({
       },
     },
   }),
+});
+
+/** A job type no other test registers, to see when `ready()` registers it. */
+const probeCatalog = defineCatalog({
+  readyProbe: defineJob({ version: 3, payload: z.object({ n: z.number() }) }),
 });
 
 await describeEachStore(SERVER_STORES, 'rolling deploy of imageConvert v1 → v2 over $label', ({ open }) => {
@@ -119,8 +125,29 @@ await describeEachStore(SERVER_STORES, 'rolling deploy of imageConvert v1 → v2
     expect(oldSaw).toEqual([]);
   });
 
+  it('ready() registers the catalog before any job is sent; the first job then takes one request', async () => {
+    const raw = rawClient(server.url, 'root');
+    let requests = 0;
+    const counting = ((input: RequestInfo | URL, init?: RequestInit) => {
+      requests++;
+      return fetch(input, init);
+    }) as typeof fetch;
+    const client = createClient({ url: server.url, jobs: probeCatalog, token: 'root', fetch: counting });
+    expect(await raw.schemas.list.query({ name: 'readyProbe' })).toEqual([]);
+    await client.ready();
+    expect(await raw.schemas.list.query({ name: 'readyProbe' })).toEqual([
+      expect.objectContaining({ name: 'readyProbe', version: 3 }),
+    ]);
+    await client.ready();
+    expect(requests).toBe(1);
+    await client.enqueue.readyProbe({ n: 1 });
+    expect(requests).toBe(2);
+  });
+
   it('(c) registering a different schema under an existing version is refused with CONFLICT', async () => {
     const wrong = createClient({ url: server.url, jobs: conflicting, token: 'root' });
+    // At start-up, before any job is sent: ready() fails fast with the same error.
+    await expect(wrong.ready()).rejects.toMatchObject({ code: 'CONFLICT' });
     const failure = await wrong.enqueue
       .imageConvert({ source: 'a', output: 'b', quality: 'high' })
       .catch((e: unknown) => e);

@@ -36,6 +36,15 @@ export interface WorkqClient<C extends Catalog> {
   admin: AdminApi;
   /** A handle to a job by id. */
   job<N extends JobName<C>>(name: N, id: string): JobHandle;
+  /**
+   * Registers the catalog's payload schemas with the server now, instead of
+   * on the first enqueue or claim, so a service can fail fast at start-up
+   * (`UNAVAILABLE`, `FORBIDDEN`, `CONFLICT` for a changed schema under the
+   * same version) and its first job costs one round trip. Resolves once
+   * registered; later calls resolve at once. After a failure, the next call
+   * (or enqueue) tries again.
+   */
+  ready(): Promise<void>;
   /** Closes every worker this client started. */
   close(): Promise<void>;
 }
@@ -78,6 +87,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     },
     admin: createAdminApi(call),
     job: (name, id) => createHandle(producerDeps, name, id, false),
+    ready,
     close: async () => {
       await Promise.all([...workers].map((worker) => worker.close()));
     },
