@@ -115,9 +115,20 @@ const table = new ResultTable();
 const startedAt = new Date();
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
+/**
+ * The systems in the order repetition `rep` runs them: each repetition starts
+ * a further share of the list on, so no system always runs first after a
+ * scenario change (right after the last one's queue was dropped).
+ */
+function runOrder<T>(items: readonly T[], rep: number): T[] {
+  if (items.length === 0) return [];
+  const shift = Math.floor(((rep - 1) * items.length) / config.repetitions) % items.length;
+  return [...items.slice(shift), ...items.slice(0, shift)];
+}
+
 for (let rep = 1; rep <= config.repetitions; rep++) {
   for (const scenario of scenarios) {
-    for (const system of systems) {
+    for (const system of runOrder(systems, rep)) {
       if (scenario.needs && !system.supports[scenario.needs]) {
         const reason = system.notAvailable?.[scenario.needs] ?? 'not supported';
         for (const row of scenario.rows(config)) table.mark(system.id, row, 'not available', reason);
