@@ -117,8 +117,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /**
  * The systems in the order repetition `rep` runs them: each repetition starts
- * a further share of the list on, so no system always runs first after a
- * scenario change (right after the last one's queue was dropped).
+ * a further share of the list on, so no system always runs first in a
+ * scenario, just after the previous system's queue was dropped.
  */
 function runOrder<T>(items: readonly T[], rep: number): T[] {
   if (items.length === 0) return [];
