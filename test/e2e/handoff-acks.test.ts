@@ -4,6 +4,7 @@ import { createClient } from '@workq/sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
 import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
 
 /**
@@ -26,19 +27,15 @@ afterAll(async () => {
   await target.drop();
 });
 
-interface ClaimAnswer {
-  jobs: { id: string; leaseToken: string }[];
-  completed: string[];
-}
-
-async function claim(body: object): Promise<ClaimAnswer> {
-  const response = await fetch(`${server.url}/trpc/consumer.claim`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ json: { name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'w', ...body } }),
+/** A claim of one `sendEmail` job, over tRPC without the SDK, so the test decides which acks it carries. */
+function claim(input: { waitMs?: number; complete?: { id: string; leaseToken: string; result: null }[] } = {}) {
+  return rawClient(server.url).consumer.claim.mutate({
+    name: 'sendEmail',
+    maxVersion: 1,
+    limit: 1,
+    workerId: 'w',
+    ...input,
   });
-  const answer = (await response.json()) as { result: { data: { json: ClaimAnswer } } };
-  return answer.result.data.json;
 }
 
 /**
@@ -59,7 +56,7 @@ async function untilAnUpdateWaitsForALock(observer: pg.Client): Promise<void> {
 
 it('hands a job to a claim that found nothing while the acks it carries are still committing', async () => {
   const first = await sdk.enqueue.sendEmail(email);
-  const [held] = (await claim({})).jobs;
+  const [held] = (await claim()).jobs;
   expect(held?.id).toBe(first.id);
 
   // Another transaction holds the first job's row, so the ack riding on the next claim cannot commit yet.
@@ -68,7 +65,10 @@ it('hands a job to a claim that found nothing while the acks it carries are stil
   try {
     await admin.query('BEGIN');
     await admin.query(`SELECT 1 FROM "${target.schema}".jobs WHERE id = $1 FOR UPDATE`, [first.id]);
-    const next = claim({ waitMs: 10_000, complete: [{ id: first.id, leaseToken: held?.leaseToken, result: null }] });
+    const next = claim({
+      waitMs: 10_000,
+      complete: [{ id: first.id, leaseToken: held?.leaseToken as string, result: null }],
+    });
     await untilAnUpdateWaitsForALock(observer);
     // The claim's own query (SKIP LOCKED) has found nothing by now, and it waits: parked for a handoff.
     await new Promise((resolve) => setTimeout(resolve, 200));
