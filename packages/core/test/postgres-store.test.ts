@@ -63,16 +63,43 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect((await admin.query(`SELECT version FROM "${schema}".migrations`)).rowCount).toBe(MIGRATIONS.length);
   });
 
-  /** 20,000 completed jobs of `name`, as a kept history, written straight into the table. */
-  const insertCompletedHistory = async (name: string) => {
+  /** 20,000 jobs of `name` written straight into the table: completed (a kept history) or waiting. */
+  const insertJobRows = async (
+    name: string,
+    state: 'completed' | 'waiting' = 'completed',
+    into = schema,
+    count = 20_000,
+  ) => {
     await admin.query(
-      `INSERT INTO "${schema}".jobs (id, name, version, payload, state, priority, job_order, order_key, run_at, created_at,
+      `INSERT INTO "${into}".jobs (id, name, version, payload, state, priority, job_order, order_key, run_at, created_at,
          updated_at, max_attempts, backoff, lease_ms, finished_at)
-       SELECT $1 || lpad(n::text, 8, '0'), $1, 1, '{}', 'completed', 0, 'fifo', n, to_timestamp(n), to_timestamp(n),
-         to_timestamp(n), 1, '{"type":"fixed","delayMs":0}', 30000, to_timestamp(n)
-       FROM generate_series(1, 20000) AS n`,
-      [name],
+       SELECT $1 || lpad(n::text, 8, '0'), $1, 1, '{}', $2, 0, 'fifo', n, to_timestamp(n), to_timestamp(n),
+         to_timestamp(n), 1, '{"type":"fixed","delayMs":0}', 30000, CASE WHEN $2 = 'completed' THEN to_timestamp(n) END
+       FROM generate_series(1, $3::int) AS n`,
+      [name, state, count],
     );
+  };
+  const insertCompletedHistory = (name: string) => insertJobRows(name, 'completed');
+
+  /**
+   * The buffers a claim of `limit` jobs of `name` reads, run under EXPLAIN ANALYZE and rolled back. The
+   * second of two claims counts: the first also reads the catalog, once per connection.
+   */
+  const claimBuffers = async (name: string, limit: number, from = schema): Promise<number> => {
+    const claimParams = [name, new Date('2026-01-02T00:00:00.000Z'), 1, 1, limit, 'token', 'worker', null];
+    const explain = `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${buildStatements(`"${from}"`).claimJobs}`;
+    const connection = await admin.connect();
+    try {
+      await connection.query('BEGIN');
+      await connection.query(explain, claimParams);
+      const { rows } = await connection.query(explain, claimParams);
+      const plan = rows[0]['QUERY PLAN'][0].Plan as Record<string, number>;
+      expect(plan['Actual Rows']).toBe(limit);
+      return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+    } finally {
+      await connection.query('ROLLBACK');
+      connection.release();
+    }
   };
 
   const planOf = async (text: string, params: unknown[]) =>
@@ -86,10 +113,48 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     await insertCompletedHistory(name);
     await store.insertJobs(Array.from({ length: 500 }, (_, n) => newJob(name, { priority: n % 5 })));
     await admin.query(`ANALYZE "${schema}".jobs`);
-    const claimParams = [name, new Date('2026-01-02T00:00:00.000Z'), 1, 1, 10, 'token', 'worker', null];
-    expect(await planOf(buildStatements(`"${schema}"`).claimJobs, claimParams)).toMatch(
-      /Index Scan using jobs_claim_idx/,
-    );
+    // 20,000 finished rows span about 600 pages; a claim of ten leases and indexes them in a few dozen.
+    expect(await claimBuffers(name, 10)).toBeLessThan(200);
+  });
+
+  it('claims by walking the claim index, not by reading every ready job, when statistics lag behind', async () => {
+    // A new table, then 60,000 ready jobs and a vacuum, which counts the table's rows but gathers no
+    // statistics: the planner estimates about one ready job, and a plan that reads and sorts them all looks
+    // as cheap as the index walk.
+    const fresh = `${schema}_fresh`;
+    stores.push(await createPostgresStore({ connectionString: url, schema: fresh, poolSize: 1 }));
+    try {
+      const name = 'explain.stale';
+      await insertJobRows(name, 'waiting', fresh, 60_000);
+      await admin.query(`VACUUM "${fresh}".jobs`);
+      const { rows } = await admin.query(`SELECT relpages FROM pg_class WHERE oid = '"${fresh}".jobs'::regclass`);
+      // Reading every ready job reads every page of the table, and more to sort them.
+      expect(await claimBuffers(name, 10, fresh)).toBeLessThan(rows[0].relpages / 4);
+    } finally {
+      await admin.query(`DROP SCHEMA "${fresh}" CASCADE`);
+    }
+  });
+
+  it('completes a batch through the primary key, whatever the statistics say of active jobs', async () => {
+    const store = stores[0] ?? (await open());
+    const name = 'explain.complete';
+    await store.insertJobs(Array.from({ length: 200 }, () => newJob(name)));
+    const now = new Date('2026-01-02T00:00:00.000Z');
+    const claimed = await store.claimJobs({
+      name,
+      minVersion: 1,
+      maxVersion: 1,
+      limit: 200,
+      leaseToken: 'token',
+      workerId: 'worker',
+      leaseMs: null,
+      now,
+    });
+    const ids = claimed.map((job) => job.id);
+    const params = [ids, ids.map(() => 'token'), ids.map(() => 'null'), now];
+    const plan = await planOf(buildStatements(`"${schema}"`).completeJobs, params);
+    expect(plan).toMatch(/jobs_pkey/);
+    expect(plan).not.toMatch(/jobs_open_idx/);
   });
 
   it('lists dead jobs and sweeps expired leases through the partial open index, whatever the completed history', async () => {

@@ -85,6 +85,35 @@ DROP INDEX jobs_lease_expiry_idx;
 CREATE INDEX jobs_open_idx ON jobs (state, name, id) WHERE state <> 'completed';
 `,
   },
+  {
+    version: 3,
+    name: 'a lease token only on an active job',
+    // Every statement that moves a job out of `active` clears its token; the constraint makes that a rule
+    // the fencing condition can rest on (see `fenced` in statements.ts).
+    sql: `
+ALTER TABLE jobs ADD CONSTRAINT jobs_lease_token_only_when_active CHECK (lease_token IS NULL OR state = 'active');
+`,
+  },
+  {
+    version: 4,
+    name: 'claims walk the claim index in order',
+    // The planner's estimate of ready rows is stale between analyses (a queue drains and fills faster than
+    // statistics follow). Estimating a handful, it would read every ready job through a bitmap and sort them,
+    // which costs as much as the queue is long. Planned with sorts and bitmaps off, the claim's only plan
+    // left is the ordered walk of the claim index, stopping after \`max_jobs\` rows. (The body keeps its
+    // semicolons off line ends: migrations split statements there.)
+    sql: `
+CREATE FUNCTION claimable_job_ids(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer)
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 100
+SET enable_sort = off SET enable_bitmapscan = off SET search_path FROM CURRENT
+AS $body$ BEGIN
+  RETURN QUERY SELECT c.id FROM jobs AS c
+  WHERE c.state = 'waiting' AND c.name = job_name AND c.run_at <= due_by AND c.version BETWEEN min_version AND max_version
+  ORDER BY c.priority DESC, c.order_key, c.order_tie
+  LIMIT max_jobs
+  FOR UPDATE SKIP LOCKED; END $body$;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

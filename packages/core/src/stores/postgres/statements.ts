@@ -15,9 +15,14 @@ function orderKeySql(order: string, runAt: string): string {
   return `(CASE WHEN ${order} = 'lifo' THEN -1 ELSE 1 END * floor(extract(epoch FROM ${runAt}) * 1000)::bigint)`;
 }
 
-/** The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. */
+/**
+ * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job holds a lease token
+ * only while it is active (a table constraint, migration 3), so the condition names no state: that keeps the
+ * open-jobs index, whose estimate of active rows is stale between analyses, out of the planner's choice, and
+ * a batch of acks finds its rows by primary key instead of being joined against every active job.
+ */
 function fenced(id: string, token: string, now: string): string {
-  return `j.id = ${id} AND j.lease_token = ${token} AND j.state = 'active' AND j.lease_expires_at > ${now}::timestamptz`;
+  return `j.id = ${id} AND j.lease_token = ${token} AND j.lease_expires_at > ${now}::timestamptz`;
 }
 
 const INSERT_COLUMNS =
@@ -104,6 +109,8 @@ JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
+     * The ready jobs to lease are picked and locked (`FOR UPDATE SKIP LOCKED`) by `claimable_job_ids`, in
+     * claim order (migration 4 keeps that walk on the claim index), and leased in the same statement.
      * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
      * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
      */
@@ -112,21 +119,19 @@ UPDATE ${jobs} AS j
 SET state = 'active', attempts = j.attempts + 1, lease_token = $6, worker_id = $7,
   lease_expires_at = $2::timestamptz + coalesce($8::bigint, j.lease_ms) * interval '1 millisecond',
   updated_at = $2::timestamptz
-WHERE j.id IN (
-  SELECT c.id FROM ${jobs} AS c
-  WHERE c.state = 'waiting' AND c.name = $1 AND c.run_at <= $2::timestamptz AND c.version BETWEEN $3::int AND $4::int
-  ORDER BY c.priority DESC, c.order_key, c.order_tie
-  LIMIT $5::int
-  FOR UPDATE SKIP LOCKED)
+WHERE j.id IN (SELECT ${quotedSchema}.claimable_job_ids($1, $2::timestamptz, $3::int, $4::int, $5::int))
   AND EXISTS (SELECT 1 FROM relaxed)
 RETURNING ${CLAIMED_COLUMNS}`,
 
-    /** $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. */
+    /**
+     * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. `j.id = ANY($1)` offers the
+     * planner the batch's rows by primary key, however many rows it takes the table to hold.
+     */
     completeJobs: `UPDATE ${jobs} AS j
 SET state = 'completed', result = u.result::jsonb, lease_token = NULL, lease_expires_at = NULL,
   finished_at = $4::timestamptz, updated_at = $4::timestamptz
 FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_token, result)
-WHERE ${fenced('u.id', 'u.lease_token', '$4')}
+WHERE j.id = ANY($1::text[]) AND ${fenced('u.id', 'u.lease_token', '$4')}
 RETURNING j.id`,
 
     /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
