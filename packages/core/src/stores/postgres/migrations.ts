@@ -100,11 +100,12 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_lease_token_only_when_active CHECK (lease_t
     // The planner's estimate of ready rows is stale between analyses (a queue drains and fills faster than
     // statistics follow). Estimating a handful, it would read every ready job through a bitmap and sort them,
     // which costs as much as the queue is long. Planned with sorts and bitmaps off, the claim's only plan
-    // left is the ordered walk of the claim index, stopping after \`max_jobs\` rows. (The body keeps its
-    // semicolons off line ends: migrations split statements there.)
+    // left is the ordered walk of the claim index, stopping after \`max_jobs\` rows. Declared to return one
+    // row, so the claim that calls it looks its jobs up by primary key rather than scanning a small table.
+    // (The body keeps its semicolons off line ends: migrations split statements there.)
     sql: `
 CREATE FUNCTION claimable_job_ids(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer)
-RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 100
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 1
 SET enable_sort = off SET enable_bitmapscan = off SET search_path FROM CURRENT
 AS $body$ BEGIN
   RETURN QUERY SELECT c.id FROM jobs AS c
