@@ -138,11 +138,14 @@ export class PostgresStore implements Store {
   /** Inserts jobs with distinct keys; a job whose key is taken gets the job holding it. Outcomes by new job id. */
   private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
     const outcomes = new Map<string, InsertOutcome>();
-    const sent = new Map(jobs.map((job) => [job.id, job]));
-    const { text, params } = this.insertStatement(jobs);
-    for (const { id } of await this.client.query<{ id: string }>(text, params)) {
-      outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
+    const { text, params, withKeys } = this.insertStatement(jobs);
+    const created = await this.client.query<{ id: string }>(text, params);
+    if (!withKeys) {
+      for (const job of jobs) outcomes.set(job.id, { job: insertedRecord(job), created: true });
+      return outcomes;
     }
+    const sent = new Map(jobs.map((job) => [job.id, job]));
+    for (const { id } of created) outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
     if (conflicted.length === 0) return outcomes;
     const holders = new Map<string, JobRecord>();
@@ -244,7 +247,7 @@ export class PostgresStore implements Store {
       if (!from) return null;
       const insert = this.insertStatement([next]);
       const [inserted] = await tx.query<{ id: string }>(insert.text, insert.params);
-      if (inserted) return { from, to: insertedRecord(next) };
+      if (inserted || !insert.withKeys) return { from, to: insertedRecord(next) };
       // `next` carries an idempotency key already used: the job moves into that job.
       const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
       if (!existing) {
@@ -347,8 +350,11 @@ export class PostgresStore implements Store {
     }));
   }
 
-  /** The insert of `jobs`: skipping taken keys only when there are keys, sending shared settings once. */
-  private insertStatement(jobs: readonly NewJob[]): SqlStatement {
+  /**
+   * The insert of `jobs`: skipping taken keys only when there are keys (and only then returning the ids it
+   * created), sending shared settings once.
+   */
+  private insertStatement(jobs: readonly NewJob[]): SqlStatement & { withKeys: boolean } {
     const withKeys = jobs.some((job) => job.idempotencyKey !== null);
     const alike = shareSettings(jobs);
     const sql = this.sql;
@@ -356,7 +362,7 @@ export class PostgresStore implements Store {
       ? [sql.insertAlikeJobs, sql.insertAlikeJobsWithoutKeys]
       : [sql.insertJobs, sql.insertJobsWithoutKeys];
     const text = withKeys ? keyed : keyless;
-    return { text, params: newJobParams(jobs, alike) };
+    return { text, params: newJobParams(jobs, alike), withKeys };
   }
 
   /**

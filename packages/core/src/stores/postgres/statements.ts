@@ -73,7 +73,7 @@ function insertJobsSql(jobs: string, options: { skipTakenKeys: boolean; alike: b
 SELECT ${insertValues(field)}
 FROM unnest(${arrays}) WITH ORDINALITY AS u(${arrayFields.join(', ')}, ord)
 ORDER BY u.ord
-${options.skipTakenKeys ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.id`;
+${options.skipTakenKeys ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\nRETURNING j.id' : ''}`;
 }
 
 /**
@@ -90,7 +90,10 @@ export function buildStatements(quotedSchema: string) {
      */
     insertJobs: insertJobsSql(jobs, { skipTakenKeys: true, alike: false }),
 
-    /** `insertJobs` for a batch without idempotency keys: a plain insert, with no conflict arbiter to check per row. */
+    /**
+     * `insertJobs` for a batch without idempotency keys: a plain insert, with no conflict arbiter to check per
+     * row. It returns nothing: every job is inserted, or the statement fails.
+     */
     insertJobsWithoutKeys: insertJobsSql(jobs, { skipTakenKeys: false, alike: false }),
 
     /** `insertJobs` for jobs that share their settings: the parameters of `newJobParams(jobs, true)`. */
