@@ -63,7 +63,7 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect((await admin.query(`SELECT version FROM "${schema}".migrations`)).rowCount).toBe(MIGRATIONS.length);
   });
 
-  /** 20,000 jobs of `name` written straight into the table: completed (a kept history) or waiting. */
+  /** `count` jobs of `name` written straight into the table: completed (a kept history) or waiting. */
   const insertJobRows = async (
     name: string,
     state: 'completed' | 'waiting' = 'completed',
@@ -113,7 +113,7 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     await insertCompletedHistory(name);
     await store.insertJobs(Array.from({ length: 500 }, (_, n) => newJob(name, { priority: n % 5 })));
     await admin.query(`ANALYZE "${schema}".jobs`);
-    // 20,000 finished rows span about 600 pages; a claim of ten leases and indexes them in a few dozen.
+    // 20,000 finished rows span about 600 pages; a claim of ten finds, leases and indexes its jobs in about 130.
     expect(await claimBuffers(name, 10)).toBeLessThan(200);
   });
 
