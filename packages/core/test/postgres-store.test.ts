@@ -157,6 +157,17 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect(plan).not.toMatch(/jobs_open_idx/);
   });
 
+  it('refuses a lease token on a job that is not active, which fencing relies on', async () => {
+    const store = stores[0] ?? (await open());
+    const job = newJob('fence.rule');
+    await store.insertJobs([job]);
+    await expect(
+      admin.query(`UPDATE "${schema}".jobs SET lease_token = 'token' WHERE id = $1`, [job.id]),
+    ).rejects.toThrow(/jobs_lease_token_only_when_active/);
+    const { rows } = await admin.query(`SELECT lease_token FROM "${schema}".jobs WHERE id = $1`, [job.id]);
+    expect(rows).toEqual([{ lease_token: null }]);
+  });
+
   it('lists dead jobs and sweeps expired leases through the partial open index, whatever the completed history', async () => {
     const store = stores[0] ?? (await open());
     const name = 'explain.list';
