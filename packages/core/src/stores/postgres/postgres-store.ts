@@ -138,14 +138,9 @@ export class PostgresStore implements Store {
   /** Inserts jobs with distinct keys; a job whose key is taken gets the job holding it. Outcomes by new job id. */
   private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
     const outcomes = new Map<string, InsertOutcome>();
-    const { text, params, withKeys } = this.insertStatement(jobs);
-    const created = await this.client.query<{ id: string }>(text, params);
-    if (!withKeys) {
-      for (const job of jobs) outcomes.set(job.id, { job: insertedRecord(job), created: true });
-      return outcomes;
+    for (const job of await this.insertNew(this.client, jobs)) {
+      outcomes.set(job.id, { job: insertedRecord(job), created: true });
     }
-    const sent = new Map(jobs.map((job) => [job.id, job]));
-    for (const { id } of created) outcomes.set(id, { job: insertedRecord(sent.get(id) as NewJob), created: true });
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
     if (conflicted.length === 0) return outcomes;
     const holders = new Map<string, JobRecord>();
@@ -245,9 +240,8 @@ export class PostgresStore implements Store {
     return this.client.transaction(async (tx) => {
       const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
       if (!from) return null;
-      const insert = this.insertStatement([next]);
-      const [inserted] = await tx.query<{ id: string }>(insert.text, insert.params);
-      if (inserted || !insert.withKeys) return { from, to: insertedRecord(next) };
+      const [inserted] = await this.insertNew(tx, [next]);
+      if (inserted) return { from, to: insertedRecord(inserted) };
       // `next` carries an idempotency key already used: the job moves into that job.
       const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
       if (!existing) {
@@ -348,6 +342,18 @@ export class PostgresStore implements Store {
       maxVersion: row.max_version,
       seenAt: row.seen_at,
     }));
+  }
+
+  /**
+   * Runs the insert of `jobs` on `on` and resolves to the jobs it created. A batch with keys skips those
+   * already taken and returns the ids it inserted; a batch without keys returns no rows: all of it was inserted.
+   */
+  private async insertNew(on: SqlQueryable, jobs: readonly NewJob[]): Promise<readonly NewJob[]> {
+    const { text, params, withKeys } = this.insertStatement(jobs);
+    const rows = await on.query<{ id: string }>(text, params);
+    if (!withKeys) return jobs;
+    const sent = new Map(jobs.map((job) => [job.id, job]));
+    return rows.map(({ id }) => sent.get(id) as NewJob);
   }
 
   /**
