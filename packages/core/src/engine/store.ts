@@ -45,16 +45,13 @@ export interface JobRecord {
   replayOf: string | null;
 }
 
-/** What a claim returns of each job it leased: what a worker is handed, and the claim order. */
+/** What a claim returns of each job it leased, in claim order: what a worker is handed. */
 export type ClaimedRecord = Pick<
   JobRecord,
   | 'id'
   | 'name'
   | 'version'
   | 'payload'
-  | 'priority'
-  | 'order'
-  | 'runAt'
   | 'attempts'
   | 'maxAttempts'
   | 'leaseMs'
@@ -173,8 +170,9 @@ export interface Store {
    * of `name` within the version range: highest priority first, then by
    * `runAt` (oldest first for `fifo`, newest first for `lifo`). Sets state
    * `active`, the lease token and expiry, the worker id, and increments
-   * `attempts`. Never returns a job to two claims. A store may return whole
-   * records; only the claimed fields are read.
+   * `attempts`. Never returns a job to two claims. Resolves to the jobs in
+   * that order. A store may return whole records; only the claimed fields
+   * are read.
    */
   claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]>;
 

@@ -1,25 +1,21 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ClaimedRecord, JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import { leaseExpiry } from '../../engine/inserted-record.ts';
+import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob, StoredState } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
-/** The columns a claim returns, read into a `ClaimedRecord`: no more than a worker needs to be sent and parsed. */
-const CLAIMED_FIELDS = [
-  'id',
+/**
+ * The columns a claim returns, read into a `ClaimedRecord` with what the claim request already says (name,
+ * lease token, expiry): no more than a worker needs to be sent and parsed.
+ */
+const CLAIMED_FIELDS = ['id', 'version', 'payload', 'attempts', 'max_attempts', 'lease_ms', 'progress'] as const;
+
+const OTHER_FIELDS = [
   'name',
-  'version',
-  'payload',
   'priority',
   'job_order',
   'run_at',
-  'attempts',
-  'max_attempts',
-  'lease_ms',
   'lease_token',
   'lease_expires_at',
-  'progress',
-] as const;
-
-const OTHER_FIELDS = [
   'state',
   'created_at',
   'updated_at',
@@ -73,7 +69,24 @@ export interface JobRow {
 /** A row of `CLAIMED_COLUMNS`. */
 export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_FIELDS)[number]>;
 
-export function toClaimedRecord(row: ClaimedRow): ClaimedRecord {
+/** A claimed row, completed from its claim: the name, token and expiry every job of the claim shares. */
+export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {
+  const leaseMs = Number(row.lease_ms);
+  return {
+    id: row.id,
+    name: claim.name,
+    version: row.version,
+    payload: row.payload,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    leaseMs,
+    leaseToken: claim.leaseToken,
+    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
+    progress: row.progress,
+  };
+}
+
+export function toJobRecord(row: JobRow): JobRecord {
   return {
     id: row.id,
     name: row.name,
@@ -88,12 +101,6 @@ export function toClaimedRecord(row: ClaimedRow): ClaimedRecord {
     leaseToken: row.lease_token,
     leaseExpiresAt: row.lease_expires_at,
     progress: row.progress,
-  };
-}
-
-export function toJobRecord(row: JobRow): JobRecord {
-  return {
-    ...toClaimedRecord(row),
     state: row.state,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -111,29 +118,6 @@ export function toJobRecord(row: JobRow): JobRecord {
 /** A JSON value as text for a `$n::text::jsonb` parameter; `undefined` is stored as JSON `null`. */
 export function toJsonText(value: unknown): string {
   return JSON.stringify(value ?? null);
-}
-
-/** The claim order key: run time in ms, negated for `lifo` so one ascending index serves both. */
-export function orderKey(order: JobOrder, runAt: Date): number {
-  return order === 'lifo' ? -runAt.getTime() : runAt.getTime();
-}
-
-/**
- * The claim tie-breaker after the order key: the id for \`fifo\` (oldest first),
- * the id with its hex digits complemented for \`lifo\` (newest first). Mirrors
- * the generated column \`order_tie\`.
- */
-export function orderTie(order: JobOrder, id: string): string {
-  return order === 'lifo' ? id.replace(/[0-9a-f]/g, (digit) => (15 - Number.parseInt(digit, 16)).toString(16)) : id;
-}
-
-/** Sorts claimed jobs into claim order: priority DESC, order key, order tie. */
-export function compareClaimOrder(a: ClaimedRecord, b: ClaimedRecord): number {
-  if (a.priority !== b.priority) return b.priority - a.priority;
-  const byKey = orderKey(a.order, a.runAt) - orderKey(b.order, b.runAt);
-  if (byKey !== 0) return byKey;
-  const [tieA, tieB] = [orderTie(a.order, a.id), orderTie(b.order, b.id)];
-  return tieA < tieB ? -1 : tieA > tieB ? 1 : 0;
 }
 
 /** The fields of a new job that differ from job to job; the others are its settings. */

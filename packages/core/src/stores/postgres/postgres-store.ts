@@ -21,7 +21,6 @@ import { WorkqError } from '../../errors.ts';
 import type { JobError } from '../../jobs.ts';
 import {
   type ClaimedRow,
-  compareClaimOrder,
   type JobRow,
   newJobParams,
   newJobValues,
@@ -171,7 +170,7 @@ export class PostgresStore implements Store {
     const { text, params } = this.claimStatement(request);
     const rows = await this.client.query<ClaimedRow>(text, params);
     this.noteChangedRows(rows.length);
-    return rows.map(toClaimedRecord).sort(compareClaimOrder);
+    return rows.map((row) => toClaimedRecord(row, request));
   }
 
   private claimStatement(request: ClaimRequest): SqlStatement {

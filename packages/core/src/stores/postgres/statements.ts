@@ -10,7 +10,7 @@ import {
   type SettingsField,
 } from './job-rows.ts';
 
-/** SQL for `order_key` from an order and a run time (both SQL expressions); mirrors `orderKey()` in job-rows.ts. */
+/** SQL for `order_key` from an order and a run time (both SQL expressions): run time in ms, negated for `lifo`. */
 function orderKeySql(order: string, runAt: string): string {
   return `(CASE WHEN ${order} = 'lifo' THEN -1 ELSE 1 END * floor(extract(epoch FROM ${runAt}) * 1000)::bigint)`;
 }
@@ -113,18 +113,20 @@ JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
      * The ready jobs to lease are picked and locked (`FOR UPDATE SKIP LOCKED`) by `claimable_job_ids`, in
-     * claim order (migration 4 keeps that walk on the claim index), and leased in the same statement.
+     * claim order (migration 4 keeps that walk on the claim index), and leased in the same statement, which
+     * returns them sorted back into claim order.
      * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
      * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
      */
-    claimJobs: `WITH relaxed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS setting)
-UPDATE ${jobs} AS j
+    claimJobs: `WITH relaxed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS setting),
+claimed AS (UPDATE ${jobs} AS j
 SET state = 'active', attempts = j.attempts + 1, lease_token = $6, worker_id = $7,
   lease_expires_at = $2::timestamptz + coalesce($8::bigint, j.lease_ms) * interval '1 millisecond',
   updated_at = $2::timestamptz
 WHERE j.id IN (SELECT ${quotedSchema}.claimable_job_ids($1, $2::timestamptz, $3::int, $4::int, $5::int))
   AND EXISTS (SELECT 1 FROM relaxed)
-RETURNING ${CLAIMED_COLUMNS}`,
+RETURNING ${CLAIMED_COLUMNS}, j.priority, j.order_key, j.order_tie)
+SELECT ${CLAIMED_COLUMNS} FROM claimed AS j ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
      * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. `j.id = ANY($1)` offers the
