@@ -131,7 +131,9 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     const gate = new Promise<void>((r) => (release = r));
     const worker = client.consume('generateReport', async (job, ctx) => {
       if (job.payload.accountId !== 'pipeline') return { url: '', rows: 0 };
-      await ctx.progress(40);
+      // The context's methods work detached from it, as a destructured `progress`.
+      const { progress } = ctx;
+      await progress(40);
       await gate;
       await ctx.moveTo('sendEmail', { to: 'owner@example.com', subject: 'report ready', body: job.id });
       return { url: 'unused', rows: 0 };

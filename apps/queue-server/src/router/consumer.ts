@@ -13,8 +13,20 @@ const completion = lease.extend({ result: z.unknown() });
  */
 export type WireClaimedJob = Omit<ClaimedJob, 'leaseExpiresAt'> & { leaseExpiresAtMs: number };
 
-function toWireJob({ leaseExpiresAt, ...job }: ClaimedJob): WireClaimedJob {
-  return { ...job, leaseExpiresAtMs: leaseExpiresAt.getTime() };
+/** Built field by field: rest and spread cost more than the rest of a claimed job's trip through the server. */
+function toWireJob(job: ClaimedJob): WireClaimedJob {
+  return {
+    id: job.id,
+    name: job.name,
+    version: job.version,
+    payload: job.payload,
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    leaseToken: job.leaseToken,
+    leaseMs: job.leaseMs,
+    progress: job.progress,
+    leaseExpiresAtMs: job.leaseExpiresAt.getTime(),
+  };
 }
 
 /** Completes held jobs, merged with other requests' acks into shared store writes. */

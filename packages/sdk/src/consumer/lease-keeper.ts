@@ -56,7 +56,8 @@ export class LeaseKeeper {
 
   hold(lease: Omit<HeldLease, 'jobAbort'>): JobAbort {
     const jobAbort = new JobAbort();
-    this.held.set(lease.id, { ...lease, jobAbort });
+    const { id, leaseToken, leaseMs, expiresAtMs } = lease;
+    this.held.set(id, { id, leaseToken, leaseMs, expiresAtMs, jobAbort });
     this.schedule();
     return jobAbort;
   }

@@ -1,25 +1,27 @@
 import { type AnyJobDefinition, parseWith, upgradePayload, WorkqError } from '@workq/core';
 import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
-import type { QueueApi } from '../transport.ts';
 import { AckBatcher } from './ack-batcher.ts';
+import { HandlerContext, type JobContextDeps } from './job-context.ts';
 import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
 import { runConsumerLoop } from './loop.ts';
 import { reconnectDelayMs, retrying, sleep } from './retry.ts';
 import type { ConsumeOptions, JobContext, Worker } from './types.ts';
 
-export interface WorkerDeps {
+export interface WorkerDeps extends JobContextDeps {
   name: string;
   definition: AnyJobDefinition;
-  /** Resolves a `moveTo` target to its definition (or fails with UNKNOWN_JOB). */
-  definitionOf: (name: string) => AnyJobDefinition;
-  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
   ready: () => Promise<void>;
   handler: (job: unknown, ctx: JobContext<never>) => unknown;
   options: ConsumeOptions;
 }
 
 const MAX_ERROR_MESSAGE = 4000;
+
+/** When a worker stops resending a job's ack or failure: ten lease lengths after its lease expires. */
+function giveUpAt(job: WireClaimedJob): number {
+  return job.leaseExpiresAtMs + job.leaseMs * 10;
+}
 
 /** A claimed job and its lease's abort state, held from the claim on. */
 interface HeldJob {
@@ -75,38 +77,17 @@ export function startWorker(deps: WorkerDeps): Worker {
   const settleFailure = async (
     job: WireClaimedJob,
     error: unknown,
-    giveUpAt: number,
+    giveUpAtMs: number,
     unreadable = false,
   ): Promise<void> => {
     const permanent = unreadable || error instanceof PermanentError;
     const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
     const lease = { id: job.id, leaseToken: job.leaseToken };
-    await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAt);
+    await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAtMs);
   };
 
   const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
-    const lease = { id: job.id, leaseToken: job.leaseToken };
-    const giveUpAt = () => job.leaseExpiresAtMs + job.leaseMs * 10;
-    let moved = false;
-    const ctx: JobContext<never> = {
-      get signal() {
-        return jobAbort.signal;
-      },
-      progress: (percent) =>
-        call((api) => api.consumer.progress.mutate({ ...lease, progress: percent })).then(() => undefined),
-      moveTo: async (nextName: string, payload: unknown, nextOptions?: object) => {
-        const next = deps.definitionOf(nextName);
-        parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
-        const nextJob = {
-          name: nextName,
-          version: next.version,
-          payload,
-          options: { ...next.defaults, ...nextOptions },
-        };
-        await call((api) => api.consumer.moveTo.mutate({ ...lease, next: nextJob }));
-        moved = true;
-      },
-    } as JobContext<never>;
+    const ctx = new HandlerContext(deps, { id: job.id, leaseToken: job.leaseToken }, jobAbort);
     try {
       // A prefetched job whose lease was lost while it waited is someone else's now.
       if (jobAbort.aborted) return;
@@ -114,7 +95,7 @@ export function startWorker(deps: WorkerDeps): Worker {
       try {
         payload = upgradePayload(name, definition, job.version, job.payload);
       } catch (error) {
-        await settleFailure(job, error, giveUpAt(), true);
+        await settleFailure(job, error, giveUpAt(job), true);
         return;
       }
       let outcome: unknown;
@@ -128,16 +109,16 @@ export function startWorker(deps: WorkerDeps): Worker {
           version: job.version,
         };
         const returned = await deps.handler(consumed, ctx);
-        if (moved) return;
+        if (ctx.moved) return;
         outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
       } catch (error) {
-        if (moved || jobAbort.reason instanceof WorkqError) return;
-        await settleFailure(job, error, giveUpAt());
+        if (ctx.moved || jobAbort.reason instanceof WorkqError) return;
+        await settleFailure(job, error, giveUpAt(job));
         return;
       }
       if (jobAbort.aborted) return;
       // The slot frees now; the completion reaches the server with the next claim or batch.
-      acks.complete(job.id, job.leaseToken, outcome, giveUpAt()).then((completed) => {
+      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job)).then((completed) => {
         if (!completed) {
           onError(
             new WorkqError(

@@ -1,0 +1,59 @@
+import { type AnyJobDefinition, parseWith } from '@workq/core';
+import type { QueueApi } from '../transport.ts';
+import type { JobAbort } from './lease-keeper.ts';
+import type { JobContext } from './types.ts';
+
+export interface JobContextDeps {
+  /** Resolves a `moveTo` target to its definition (or fails with UNKNOWN_JOB). */
+  definitionOf: (name: string) => AnyJobDefinition;
+  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
+}
+
+/**
+ * The `ctx` a handler gets. A worker makes one per job, thousands a second,
+ * so it makes no closures up front: each method is a getter that returns one
+ * bound to this job (so a destructured `progress` or `moveTo` still works).
+ */
+export class HandlerContext implements JobContext<never> {
+  readonly #deps: JobContextDeps;
+  readonly #lease: { id: string; leaseToken: string };
+  readonly #jobAbort: JobAbort;
+  #moved = false;
+
+  constructor(deps: JobContextDeps, lease: { id: string; leaseToken: string }, jobAbort: JobAbort) {
+    this.#deps = deps;
+    this.#lease = lease;
+    this.#jobAbort = jobAbort;
+  }
+
+  /** Whether the handler ended this job with `moveTo`, so its return value is ignored. */
+  get moved(): boolean {
+    return this.#moved;
+  }
+
+  get signal(): AbortSignal {
+    return this.#jobAbort.signal;
+  }
+
+  get progress(): (percent: number) => Promise<void> {
+    return (percent) => this.#progress(percent);
+  }
+
+  get moveTo(): (name: never, payload: never, options?: object) => Promise<void> {
+    return (name, payload, options) => this.#moveTo(name, payload, options);
+  }
+
+  async #progress(percent: number): Promise<void> {
+    const { id, leaseToken } = this.#lease;
+    await this.#deps.call((api) => api.consumer.progress.mutate({ id, leaseToken, progress: percent }));
+  }
+
+  async #moveTo(nextName: string, payload: unknown, nextOptions?: object): Promise<void> {
+    const next = this.#deps.definitionOf(nextName);
+    parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
+    const nextJob = { name: nextName, version: next.version, payload, options: { ...next.defaults, ...nextOptions } };
+    const { id, leaseToken } = this.#lease;
+    await this.#deps.call((api) => api.consumer.moveTo.mutate({ id, leaseToken, next: nextJob }));
+    this.#moved = true;
+  }
+}
