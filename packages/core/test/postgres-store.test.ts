@@ -157,6 +157,27 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect(plan).not.toMatch(/jobs_open_idx/);
   });
 
+  it('vacuums its jobs table once the rows it changed pass vacuumEveryRows', async () => {
+    const own = `${schema}_vacuum`;
+    const store = await createPostgresStore({ connectionString: url, schema: own, poolSize: 1, vacuumEveryRows: 20 });
+    stores.push(store);
+    try {
+      const vacuums = async () =>
+        (await admin.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = '"${own}".jobs'::regclass`))
+          .rows[0].vacuum_count as string;
+      expect(await vacuums()).toBe('0');
+      await store.insertJobs(Array.from({ length: 25 }, () => newJob('vacuum.churn')));
+      const claim = { minVersion: 1, maxVersion: 1, leaseToken: 'token', workerId: 'worker', leaseMs: null };
+      await store.claimJobs({ ...claim, name: 'vacuum.churn', limit: 25, now: new Date() });
+      const deadline = Date.now() + 10_000;
+      while ((await vacuums()) === '0' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(await vacuums()).toBe('1');
+    } finally {
+      await store.close();
+      await admin.query(`DROP SCHEMA "${own}" CASCADE`);
+    }
+  });
+
   it('refuses a lease token on a job that is not active, which fencing relies on', async () => {
     const store = stores[0] ?? (await open());
     const job = newJob('fence.rule');
@@ -322,6 +343,13 @@ describe('pglite store', () => {
     await Promise.all([a.close(), a.close()]);
     expect(await b.getJob(outcome!.job.id)).not.toBeNull();
     await b.close();
+  });
+
+  it('accepts the housekeeping vacuum, its only maintenance', async () => {
+    const store = await openPgliteStore(db, { ownsDb: false });
+    await store.insertJobs([newJob('pglite.vacuum')]);
+    await expect(db.exec(buildStatements('"workq"').vacuumJobs)).resolves.toBeDefined();
+    await store.close();
   });
 
   it('createPgliteStore owns its instance and closes it', async () => {

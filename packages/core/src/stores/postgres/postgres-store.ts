@@ -40,7 +40,7 @@ export interface PostgresStoreInit {
   schema: string;
   notifier?: ClosableNotifier;
   /**
-   * Runs `VACUUM (SKIP_LOCKED)` on the jobs table after this many claimed,
+   * Runs `VACUUM` on the jobs table (`vacuumJobs`) after this many claimed,
    * completed, cancelled or pruned rows. Each claim leaves a dead entry at the
    * front of the claim index; until a vacuum removes them every claim walks
    * past them, so claims slow down with churn. PGlite has no autovacuum, and a
@@ -429,7 +429,7 @@ export class PostgresStore implements Store {
     this.rowsSinceVacuum = 0;
     // Housekeeping only: a failed vacuum changes nothing and is tried again later.
     this.vacuuming = this.client
-      .query(`VACUUM (SKIP_LOCKED) ${this.quotedSchema}.jobs`)
+      .query(this.sql.vacuumJobs)
       .then(
         () => undefined,
         () => undefined,

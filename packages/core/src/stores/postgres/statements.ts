@@ -248,6 +248,13 @@ VALUES ($1, $2, $3, $4::int, $5::int, $6::timestamptz)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_version = excluded.min_version,
   max_version = excluded.max_version, seen_at = excluded.seen_at`,
 
+    /**
+     * Housekeeping, not a guarantee (see `vacuumEveryRows`). `PARALLEL 0`: otherwise each run starts and ends
+     * worker processes to vacuum the indexes side by side, which cost the database more CPU than the vacuum
+     * itself while the queue is busy.
+     */
+    vacuumJobs: `VACUUM (SKIP_LOCKED, PARALLEL 0) ${jobs}`,
+
     /** $1 seen since. */
     listWorkers: `SELECT id, host, name, min_version, max_version, seen_at FROM ${quotedSchema}.workers
 WHERE seen_at >= $1::timestamptz
