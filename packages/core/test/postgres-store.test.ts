@@ -160,7 +160,6 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
   it('vacuums its jobs table once the rows it changed pass vacuumEveryRows', async () => {
     const own = `${schema}_vacuum`;
     const store = await createPostgresStore({ connectionString: url, schema: own, poolSize: 1, vacuumEveryRows: 20 });
-    stores.push(store);
     try {
       const vacuums = async () =>
         (await admin.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = '"${own}".jobs'::regclass`))
