@@ -14,10 +14,10 @@ import { newJob } from './support/fixtures.ts';
 
 const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-async function waitFor<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+async function waitFor<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = read();
+    const value = await read();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -168,9 +168,11 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
       await store.insertJobs(Array.from({ length: 25 }, () => newJob('vacuum.churn')));
       const claim = { minVersion: 1, maxVersion: 1, leaseToken: 'token', workerId: 'worker', leaseMs: null };
       await store.claimJobs({ ...claim, name: 'vacuum.churn', limit: 25, now: new Date() });
-      const deadline = Date.now() + 10_000;
-      while ((await vacuums()) === '0' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(await vacuums()).toBe('1');
+      const vacuumed = waitFor(async () => {
+        const count = await vacuums();
+        return count === '0' ? undefined : count;
+      });
+      expect(await vacuumed).toBe('1');
     } finally {
       await store.close();
       await admin.query(`DROP SCHEMA "${own}" CASCADE`);
