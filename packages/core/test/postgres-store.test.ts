@@ -157,13 +157,16 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect(plan).not.toMatch(/jobs_open_idx/);
   });
 
+  /** How often PostgreSQL has vacuumed the jobs table of `ownSchema` on request (autovacuum not counted). */
+  const vacuumCount = async (ownSchema: string): Promise<string> =>
+    (await admin.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = '"${ownSchema}".jobs'::regclass`))
+      .rows[0].vacuum_count;
+
   it('vacuums its jobs table once the rows it changed pass vacuumEveryRows', async () => {
     const own = `${schema}_vacuum`;
     const store = await createPostgresStore({ connectionString: url, schema: own, poolSize: 1, vacuumEveryRows: 20 });
     try {
-      const vacuums = async () =>
-        (await admin.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = '"${own}".jobs'::regclass`))
-          .rows[0].vacuum_count as string;
+      const vacuums = () => vacuumCount(own);
       expect(await vacuums()).toBe('0');
       await store.insertJobs(Array.from({ length: 25 }, () => newJob('vacuum.churn')));
       const claim = { minVersion: 1, maxVersion: 1, leaseToken: 'token', workerId: 'worker', leaseMs: null };
@@ -173,6 +176,25 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
         return count === '0' ? undefined : count;
       });
       expect(await vacuumed).toBe('1');
+    } finally {
+      await store.close();
+      await admin.query(`DROP SCHEMA "${own}" CASCADE`);
+    }
+  });
+
+  it('waits for a twentieth of the table to change before its next vacuum, however small vacuumEveryRows is', async () => {
+    const own = `${schema}_vacuum_share`;
+    const store = await createPostgresStore({ connectionString: url, schema: own, poolSize: 1, vacuumEveryRows: 20 });
+    try {
+      const vacuums = () => vacuumCount(own);
+      await store.insertJobs(Array.from({ length: 1000 }, () => newJob('vacuum.share')));
+      const claim = { minVersion: 1, maxVersion: 1, leaseToken: 'token', workerId: 'worker', leaseMs: null };
+      await store.claimJobs({ ...claim, name: 'vacuum.share', limit: 25, now: new Date() });
+      expect(await waitFor(async () => ((await vacuums()) === '0' ? undefined : vacuums()))).toBe('1');
+      // The vacuum counted 1,000 rows, so the next one waits for 50 changed rows: 40 are not enough.
+      await store.claimJobs({ ...claim, name: 'vacuum.share', limit: 40, now: new Date() });
+      await store.close();
+      expect(await vacuums()).toBe('1');
     } finally {
       await store.close();
       await admin.query(`DROP SCHEMA "${own}" CASCADE`);
@@ -346,10 +368,13 @@ describe('pglite store', () => {
     await b.close();
   });
 
-  it('accepts the housekeeping vacuum, its only maintenance', async () => {
+  it('accepts the housekeeping vacuum, its only maintenance, and reads the row count it leaves', async () => {
     const store = await openPgliteStore(db, { ownsDb: false });
     await store.insertJobs([newJob('pglite.vacuum')]);
-    await expect(db.exec(buildStatements('"workq"').vacuumJobs)).resolves.toBeDefined();
+    const statements = buildStatements('"workq"');
+    await expect(db.exec(statements.vacuumJobs)).resolves.toBeDefined();
+    const { rows } = await db.query<{ rows: number }>(statements.estimateJobRows);
+    expect(rows[0]?.rows).toBeGreaterThanOrEqual(1);
     await store.close();
   });
 

@@ -32,8 +32,9 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /**
    * Vacuums the jobs table after this many claimed, completed, cancelled or
-   * pruned rows, so claims stay fast between autovacuum runs (each claim leaves
-   * a dead entry in the claim index); 0 leaves it all to autovacuum. Skipped
+   * pruned rows (or a twentieth of the table's rows, when that is more), so
+   * claims stay fast between autovacuum runs (each claim leaves a dead entry in
+   * the claim index); 0 leaves it all to autovacuum. Skipped
    * by the server when the store's user does not own the table.
    * @defaultValue 10_000
    */

@@ -41,7 +41,8 @@ export interface PostgresStoreInit {
   notifier?: ClosableNotifier;
   /**
    * Runs `VACUUM` on the jobs table (`vacuumJobs`) after this many claimed,
-   * completed, cancelled or pruned rows. Each claim leaves a dead entry at the
+   * completed, cancelled or pruned rows, or after `VACUUM_SCALE` of the
+   * table's rows when that is more. Each claim leaves a dead entry at the
    * front of the claim index; until a vacuum removes them every claim walks
    * past them, so claims slow down with churn. PGlite has no autovacuum, and a
    * server's runs at most once a minute.
@@ -74,6 +75,14 @@ function compareKeys(a: NewJob, b: NewJob): number {
   return keyA < keyB ? -1 : keyA > keyB ? 1 : 0;
 }
 
+/**
+ * Vacuums wait for at least this share of the table's rows to change. Each
+ * vacuum scans every index of the table whole, finished jobs' entries too, so
+ * a fixed count of rows would make the cost per claimed job grow with the
+ * history kept; autovacuum scales its threshold the same way.
+ */
+const VACUUM_SCALE = 0.05;
+
 /** How often `insertJobs` retries keys whose holding job was pruned between its two statements. */
 const INSERT_TRIES = 3;
 
@@ -93,6 +102,8 @@ export class PostgresStore implements Store {
   private closing: Promise<void> | undefined;
   private readonly vacuumEveryRows: number;
   private rowsSinceVacuum = 0;
+  /** `vacuumEveryRows`, or the share `VACUUM_SCALE` of the table's rows at the last vacuum when that is more. */
+  private rowsBetweenVacuums: number;
   private vacuuming: Promise<void> | undefined;
 
   constructor(options: PostgresStoreInit) {
@@ -104,6 +115,7 @@ export class PostgresStore implements Store {
     this.capabilities = { notify: options.notifier !== undefined };
     if (options.notifier) this.notifier = options.notifier;
     this.vacuumEveryRows = options.vacuumEveryRows ?? 0;
+    this.rowsBetweenVacuums = this.vacuumEveryRows;
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -425,18 +437,21 @@ export class PostgresStore implements Store {
   private noteChangedRows(count: number): void {
     if (this.vacuumEveryRows === 0 || this.closing) return;
     this.rowsSinceVacuum += count;
-    if (this.rowsSinceVacuum < this.vacuumEveryRows || this.vacuuming) return;
+    if (this.rowsSinceVacuum < this.rowsBetweenVacuums || this.vacuuming) return;
     this.rowsSinceVacuum = 0;
     // Housekeeping only: a failed vacuum changes nothing and is tried again later.
-    this.vacuuming = this.client
-      .query(this.sql.vacuumJobs)
-      .then(
-        () => undefined,
-        () => undefined,
-      )
+    this.vacuuming = this.vacuum()
+      .catch(() => undefined)
       .finally(() => {
         this.vacuuming = undefined;
       });
+  }
+
+  /** Vacuums the jobs table, then sets how many changed rows the next vacuum waits for. */
+  private async vacuum(): Promise<void> {
+    await this.client.query(this.sql.vacuumJobs);
+    const [estimate] = await this.client.query<{ rows: number }>(this.sql.estimateJobRows);
+    this.rowsBetweenVacuums = Math.max(this.vacuumEveryRows, Math.round((estimate?.rows ?? 0) * VACUUM_SCALE));
   }
 
   private async one(on: SqlQueryable, text: string, params: readonly unknown[]): Promise<JobRecord | null> {

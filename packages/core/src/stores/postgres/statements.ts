@@ -255,6 +255,9 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_v
      */
     vacuumJobs: `VACUUM (SKIP_LOCKED, PARALLEL 0) ${jobs}`,
 
+    /** The jobs table's row count as the last vacuum or analyze estimated it (-1 before either ran). */
+    estimateJobRows: `SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = '${jobs}'::regclass`,
+
     /** $1 seen since. */
     listWorkers: `SELECT id, host, name, min_version, max_version, seen_at FROM ${quotedSchema}.workers
 WHERE seen_at >= $1::timestamptz
