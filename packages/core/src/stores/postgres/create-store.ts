@@ -32,10 +32,11 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /**
    * Vacuums the jobs table after this many claimed, completed, cancelled or
-   * pruned rows (or a twentieth of the table's rows, when that is more), so
-   * claims stay fast between autovacuum runs (each claim leaves a dead entry in
-   * the claim index); 0 leaves it all to autovacuum. Skipped
-   * by the server when the store's user does not own the table.
+   * pruned rows, so claims stay fast between autovacuum runs (each claim leaves
+   * a dead entry in the claim index); 0 leaves it all to autovacuum. A table of
+   * T rows waits for sqrt(2000 · T) rows when that is more (past 50,000 rows
+   * with the default), since each vacuum reads every index whole. Skipped by
+   * the server when the store's user does not own the table.
    * @defaultValue 10_000
    */
   vacuumEveryRows?: number;
