@@ -7,18 +7,11 @@ import { tableNames } from '../src/stores/mysql/tables.ts';
 import { rejection } from './support/fixtures.ts';
 import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
+import { until } from './support/wait-for.ts';
 
 const POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(10);
-  }
-}
 
 const skipReason = await mysqlUnreachableReason();
 const serverUp = skipReason === undefined;

@@ -11,18 +11,9 @@ import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
 import { createPoolSqlClient } from '../src/stores/postgres/sql-client.ts';
 import { buildListJobs, buildStatements } from '../src/stores/postgres/statements.ts';
 import { newJob } from './support/fixtures.ts';
+import { waitFor } from './support/wait-for.ts';
 
 const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-async function waitFor<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 async function reachable(): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
