@@ -18,8 +18,8 @@ function orderKeySql(order: string, runAt: string): string {
 /**
  * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job holds a lease token
  * only while it is active (a table constraint, migration 3), so the condition names no state: that keeps the
- * open-jobs index, whose estimate of active rows is stale between analyses, out of the planner's choice, and
- * a batch of acks finds its rows by primary key instead of being joined against every active job.
+ * open-jobs index, whose estimate of active rows is stale between analyses, out of the planner's choice.
+ * `complete_jobs` (migration 5) writes the same condition out for a batch of acks.
  */
 function fenced(id: string, token: string, now: string): string {
   return `j.id = ${id} AND j.lease_token = ${token} AND j.lease_expires_at > ${now}::timestamptz`;
@@ -129,15 +129,10 @@ RETURNING ${CLAIMED_COLUMNS}, j.priority, j.order_key, j.order_tie)
 SELECT ${CLAIMED_COLUMNS} FROM claimed AS j ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
-     * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. `j.id = ANY($1)` offers the
-     * planner the batch's rows by primary key, however many rows it takes the table to hold.
+     * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. Returns the ids it completed:
+     * those still held by their token (`complete_jobs`, migration 5, looks each up by primary key).
      */
-    completeJobs: `UPDATE ${jobs} AS j
-SET state = 'completed', result = u.result::jsonb, lease_token = NULL, lease_expires_at = NULL,
-  finished_at = $4::timestamptz, updated_at = $4::timestamptz
-FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_token, result)
-WHERE j.id = ANY($1::text[]) AND ${fenced('u.id', 'u.lease_token', '$4')}
-RETURNING j.id`,
+    completeJobs: `SELECT id FROM ${quotedSchema}.complete_jobs($1::text[], $2::text[], $3::text[], $4::timestamptz) AS id`,
 
     /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
     failJob: `UPDATE ${jobs} AS j
