@@ -46,7 +46,7 @@ async function untilAnUpdateWaitsForALock(observer: pg.Client): Promise<void> {
   for (let tries = 0; tries < 200; tries++) {
     const { rows } = await observer.query(
       `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
-      [`%"${target.schema}".jobs%`],
+      [`%"${target.schema}".%`],
     );
     if (rows.length > 0) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
