@@ -104,3 +104,14 @@ it('does not wait for a running claim when the latest one found work, nor when t
   expect(await last).toEqual({ jobs: [] });
   expect(await enqueued).toBeUndefined();
 });
+
+it('lets enqueues that arrive while a taken claim commits its handoff join it, up to the limit it asked for', async () => {
+  const claim = handoffs.park({ ...waitingFor('joined'), name: 'digest', limit: 2 }, listening());
+  const [first, second, third] = await Promise.all(
+    [1, 2, 3].map((n) => handoffs.enqueue({ name: 'digest', version: 1, payload: { n } })),
+  );
+  const handed = await handoffs.withdraw(claim);
+  expect(handed.map((job) => job.id).sort()).toEqual([first?.id, second?.id].sort());
+  expect(third).toBeUndefined();
+  expect(await handoffs.enqueue({ name: 'digest', version: 1, payload: { n: 4 } })).toBeUndefined();
+});

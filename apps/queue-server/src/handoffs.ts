@@ -3,7 +3,7 @@ import type { ClaimedJob, ClaimInput, Engine, EnqueueInput, EnqueueResult } from
 /** A claim request parked on this server until work arrives. */
 export class ParkedClaim {
   private readonly taking = new AbortController();
-  private handed: Promise<ClaimedJob[]> = Promise.resolve([]);
+  private readonly handoffs: Promise<ClaimedJob[]>[] = [];
 
   constructor(
     readonly request: ClaimInput & { minVersion: number },
@@ -16,14 +16,19 @@ export class ParkedClaim {
     return this.taking.signal;
   }
 
-  /** Resolves to the jobs handed over: none unless an enqueue took this claim and its insert leased the job. */
-  get jobs(): Promise<ClaimedJob[]> {
-    return this.handed;
+  /** Whether another enqueue may hand this claim a job: it has asked for more than it was given. */
+  get hasRoom(): boolean {
+    return this.handoffs.length < this.request.limit;
   }
 
   handOver(jobs: Promise<ClaimedJob[]>): void {
-    this.handed = jobs;
+    this.handoffs.push(jobs);
     this.taking.abort();
+  }
+
+  /** The handoffs so far; more may come while they run. */
+  handedSoFar(): readonly Promise<ClaimedJob[]>[] {
+    return [...this.handoffs];
   }
 }
 
@@ -92,14 +97,24 @@ export class Handoffs {
     return claim;
   }
 
-  /** Unparks `claim`; resolves to the jobs an enqueue handed it, if one took it. */
-  withdraw(claim: ParkedClaim): Promise<ClaimedJob[]> {
-    this.remove(claim);
-    return claim.jobs;
+  /**
+   * Unparks `claim`; resolves to the jobs enqueues handed it, if any took it. A claim stays parked until its
+   * handoffs have committed, so enqueues arriving meanwhile join it (up to its limit) instead of missing it.
+   */
+  async withdraw(claim: ParkedClaim): Promise<ClaimedJob[]> {
+    for (;;) {
+      const handoffs = claim.handedSoFar();
+      const jobs = await Promise.all(handoffs);
+      if (claim.handedSoFar().length === handoffs.length) {
+        this.remove(claim);
+        return jobs.flat();
+      }
+    }
   }
 
   /**
-   * Enqueues one job for the longest-parked claim that reads it. When none
+   * Enqueues one job for the longest-parked claim that reads it (one that an
+   * earlier enqueue took still takes more until it answers). When none
    * is parked but a claim of waiting consumers is running its query, waits
    * for that query first (see `attempt`). Resolves to `undefined`, having
    * done nothing, when no such claim is parked then; the caller then
@@ -136,15 +151,17 @@ export class Handoffs {
     return waiters;
   }
 
+  /** The longest-parked claim that reads `version` and no enqueue has taken yet, else one taken that has room. */
   private take(name: string, version: number): ParkedClaim | undefined {
+    let joinable: ParkedClaim | undefined;
     for (const claim of this.parked.get(name) ?? []) {
       const { minVersion, maxVersion } = claim.request;
       // A claim whose client went away may not have withdrawn yet: a job leased to it would wait out its lease.
-      if (version < minVersion || version > maxVersion || claim.requestSignal.aborted) continue;
-      this.remove(claim);
-      return claim;
+      if (version < minVersion || version > maxVersion || claim.requestSignal.aborted || !claim.hasRoom) continue;
+      if (!claim.taken.aborted) return claim;
+      joinable ??= claim;
     }
-    return undefined;
+    return joinable;
   }
 
   private remove(claim: ParkedClaim): void {
