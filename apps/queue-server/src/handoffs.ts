@@ -98,18 +98,14 @@ export class Handoffs {
   }
 
   /**
-   * Unparks `claim`; resolves to the jobs enqueues handed it, if any took it. A claim stays parked until its
-   * handoffs have committed, so enqueues arriving meanwhile join it (up to its limit) instead of missing it.
+   * Unparks `claim`; resolves to the jobs enqueues handed it, if any took it. The claim stays parked while
+   * its first handoffs commit, so enqueues arriving meanwhile join it (up to its limit) instead of missing it;
+   * then it closes, and answers once those joined too.
    */
   async withdraw(claim: ParkedClaim): Promise<ClaimedJob[]> {
-    for (;;) {
-      const handoffs = claim.handedSoFar();
-      const jobs = await Promise.all(handoffs);
-      if (claim.handedSoFar().length === handoffs.length) {
-        this.remove(claim);
-        return jobs.flat();
-      }
-    }
+    await Promise.all(claim.handedSoFar());
+    this.remove(claim);
+    return (await Promise.all(claim.handedSoFar())).flat();
   }
 
   /**
