@@ -110,7 +110,7 @@ export class Handoffs {
 
   /**
    * Enqueues one job for the longest-parked claim that reads it (one that an
-   * earlier enqueue took still takes more until it answers). When none
+   * earlier enqueue took still takes more while that handoff commits). When none
    * is parked but a claim of waiting consumers is running its query, waits
    * for that query first (see `attempt`). Resolves to `undefined`, having
    * done nothing, when no such claim is parked then; the caller then
