@@ -12,6 +12,7 @@ import { tableNames } from '../src/stores/mysql/tables.ts';
 import { newJob, rejection } from './support/fixtures.ts';
 import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
+import { waitFor } from './support/wait-for.ts';
 
 describe('createMysqlStore without a server', () => {
   it('fails fast with a retryable UNAVAILABLE that names the server but not the password', async () => {
@@ -189,17 +190,18 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
      * The thread id of the store's connection running a statement that starts with `statement`, once it has
      * run for a while: the statements here take a millisecond unless they wait for a row lock.
      */
-    async function blockedOn(statement: string): Promise<number> {
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+    function blockedOn(statement: string): Promise<number> {
+      const blocked = async () => {
         const [rows] = await admin.query<mysql.RowDataPacket[]>(
           `SELECT ID AS id FROM information_schema.PROCESSLIST
            WHERE DB = ? AND COMMAND = 'Query' AND TIME_MS > 200 AND TRIM(INFO) LIKE ?`,
           [database, `${statement}%`],
         );
-        if (rows[0]) return Number(rows[0].id);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      throw new Error(`no connection was blocked on ${statement}`);
+        return rows[0] ? Number(rows[0].id) : undefined;
+      };
+      return waitFor(blocked, 10_000).catch(() => {
+        throw new Error(`no connection was blocked on ${statement}`);
+      });
     }
 
     /** A second session, as another process would hold, that locks rows of the jobs table. */
