@@ -62,6 +62,21 @@ export function registerTimeTests(ctx: SuiteContext): void {
     expect(await engine.claim({ name, maxVersion: 1, limit: 50, workerId: 'w1' })).toHaveLength(20);
   });
 
+  it('jobs that come due take their place in order, and a waiting claim is not handed a job behind them', async () => {
+    const name = ctx.jobName('came-due');
+    const { engine, clock } = ctx.engine();
+    const high = await engine.enqueue({ name, version: 1, payload: {}, options: { priority: 5, delayMs: 1_000 } });
+    const due = await engine.enqueue({ name, version: 1, payload: {}, options: { delayMs: 1_000 } });
+    clock.advance(1_000);
+    const waiting = { name, minVersion: 1, maxVersion: 1, limit: 1, workerId: 'waiting', leaseMs: 4_000 };
+    const newer = await engine.enqueueForClaim({ name, version: 1, payload: {} }, waiting);
+    expect(newer.claimed).toBeNull();
+    const low = await engine.enqueue({ name, version: 1, payload: {} });
+    const claimed: string[] = [];
+    for (let n = 0; n < 4; n++) claimed.push((await claimOne(engine, name)).id);
+    expect(claimed).toEqual([high.id, due.id, newer.result.id, low.id]);
+  });
+
   it('counts and lists split waiting jobs into scheduled and ready by the clock', async () => {
     const name = ctx.jobName('split');
     const { engine, clock } = ctx.engine();

@@ -43,7 +43,8 @@ export interface JobRow {
   name: string;
   version: number;
   payload: unknown;
-  state: StoredState;
+  /** `delayed`: a `waiting` job stored outside the claim index until it is due (migration 6). */
+  state: StoredState | 'delayed';
   priority: number;
   job_order: JobOrder;
   run_at: Date;
@@ -101,7 +102,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     leaseToken: row.lease_token,
     leaseExpiresAt: row.lease_expires_at,
     progress: row.progress,
-    state: row.state,
+    state: row.state === 'delayed' ? 'waiting' : row.state,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     backoff: row.backoff,

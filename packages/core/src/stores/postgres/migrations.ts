@@ -139,6 +139,37 @@ AS $body$ BEGIN
   RETURNING j.id; END $body$;
 `,
   },
+  {
+    version: 6,
+    name: 'jobs due later wait outside the claim index',
+    // A claim walks the claim index in order and stepped over every job there that was not yet due, reading
+    // its row for the run time: a claim of 100 with 100,000 jobs due in an hour took 17 ms against 0.4 with
+    // none. A job written with a run time after its writer's clock is now stored \`delayed\`, indexed by name
+    // and run time alone. Each claim first moves its name's due delayed jobs into \`waiting\` (up to 1,000 at a
+    // time, earliest first), in a statement of its own so that the claim, the next statement, sees them;
+    // hence one function for both. Jobs already waiting for later move to \`delayed\` here, by the database's
+    // clock; any left \`waiting\` with a later run time (a writer whose clock ran ahead) are claimed only when
+    // due, as before. (The body keeps its semicolons off line ends, as in migration 4.)
+    sql: `
+ALTER TABLE jobs DROP CONSTRAINT jobs_state_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_state_check
+  CHECK (state IN ('delayed', 'waiting', 'active', 'completed', 'dead', 'cancelled'));
+UPDATE jobs SET state = 'delayed' WHERE state = 'waiting' AND run_at > now();
+CREATE INDEX jobs_delayed_idx ON jobs (name, run_at) WHERE state = 'delayed';
+CREATE FUNCTION claim_jobs(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
+  new_lease_token text, new_worker_id text, lease_ms_override bigint)
+RETURNS SETOF jobs LANGUAGE plpgsql VOLATILE ROWS 100
+SET search_path FROM CURRENT
+AS $body$ BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true); UPDATE jobs AS d SET state = 'waiting'
+  WHERE d.id IN (SELECT s.id FROM jobs AS s WHERE s.state = 'delayed' AND s.name = job_name AND s.run_at <= due_by
+    ORDER BY s.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED); RETURN QUERY UPDATE jobs AS j
+  SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
+    lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+  WHERE j.id IN (SELECT claimable_job_ids(job_name, due_by, min_version, max_version, max_jobs))
+  RETURNING j.*; END $body$;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -28,33 +28,49 @@ function fenced(id: string, token: string, now: string): string {
 const INSERT_COLUMNS =
   'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of';
 
-/** A new job's state and attempts, as SQL: waiting with none, unless an insert leases it at once. */
-const WAITING = { state: `'waiting'`, attempts: '0' };
+/**
+ * The stored state of a job not yet started that runs at `runAt`, written at `now` (SQL expressions):
+ * `delayed` when it is due later, kept out of the claim index until a claim finds it due (migration 6).
+ */
+function notStartedSql(runAt: string, now: string): string {
+  return `CASE WHEN ${runAt} > ${now} THEN 'delayed' ELSE 'waiting' END`;
+}
 
-/** `INSERT … SELECT` values for one new job, from `field`, the text SQL expression of each `NewJobField`. */
-function insertValues(field: (name: NewJobField) => string, start = WAITING): string {
+/** Stored states of a job not yet started: both are the engine's `waiting`. */
+const NOT_STARTED = `('delayed', 'waiting')`;
+
+/**
+ * `INSERT … SELECT` values for one new job, from `field`, the text SQL expression of each `NewJobField`: not
+ * started, with no attempts, unless `handed` (an SQL boolean) says an insert leases it at once.
+ */
+function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const runAt = `${field('run_at')}::timestamptz`;
   const createdAt = `${field('created_at')}::timestamptz`;
-  return `${field('id')}, ${field('name')}, ${field('version')}::int, ${field('payload')}::jsonb, ${start.state}, ${field('priority')}::int, ${field('job_order')}, ${orderKeySql(field('job_order'), runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${start.attempts}, ${field('max_attempts')}::int, ${field('backoff')}::jsonb, ${field('lease_ms')}::bigint, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
+  const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
+  return `${field('id')}, ${field('name')}, ${field('version')}::int, ${field('payload')}::jsonb, ${state}, ${field('priority')}::int, ${field('job_order')}, ${orderKeySql(field('job_order'), runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}::int, ${field('backoff')}::jsonb, ${field('lease_ms')}::bigint, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
 }
 
 /**
  * The insert of one job, `NEW_JOB_FIELDS` as scalar text parameters $1-$13, leased in the same statement
  * to the claim of $14 now, $15 min version, $16 max version, $17 lease token, $18 worker id, $19 lease
- * expiry, when it is due, in range, and no job that claim could take is ready; otherwise inserted waiting.
+ * expiry, when it is due, in range, and no job that claim could take is ready or due; otherwise inserted as
+ * `insertJobs` would.
  */
 function insertAndClaimJobSql(jobs: string): string {
   const field = (name: NewJobField) => `$${NEW_JOB_FIELDS.indexOf(name) + 1}::text`;
   const leased = (value: string) => `CASE WHEN h.handed THEN ${value} END`;
-  const start = { state: `CASE WHEN h.handed THEN 'active' ELSE 'waiting' END`, attempts: 'h.handed::int' };
   return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at)
-SELECT ${insertValues(field, start)}, ${leased('$17')}, ${leased('$18')}, ${leased('$19::timestamptz')}
+SELECT ${insertValues(field, 'h.handed')}, ${leased('$17')}, ${leased('$18')}, ${leased('$19::timestamptz')}
 FROM (SELECT ${field('run_at')}::timestamptz <= $14::timestamptz
   AND ${field('version')}::int BETWEEN $15::int AND $16::int
   AND NOT EXISTS (
     SELECT 1 FROM ${jobs} AS c
     WHERE c.state = 'waiting' AND c.name = ${field('name')} AND c.run_at <= $14::timestamptz
-      AND c.version BETWEEN $15::int AND $16::int)) AS h(handed)
+      AND c.version BETWEEN $15::int AND $16::int)
+  AND NOT EXISTS (
+    SELECT 1 FROM ${jobs} AS d
+    WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= $14::timestamptz
+      AND d.version BETWEEN $15::int AND $16::int)) AS h(handed)
 RETURNING j.state`;
 }
 
@@ -112,21 +128,15 @@ JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * The ready jobs to lease are picked and locked (`FOR UPDATE SKIP LOCKED`) by `claimable_job_ids`, in
-     * claim order (migration 4 keeps that walk on the claim index), and leased in the same statement, which
-     * returns them sorted back into claim order.
+     * `claim_jobs` (migration 6) moves the name's due delayed jobs into the claim index, then leases the ready
+     * jobs that `claimable_job_ids` picks and locks (`FOR UPDATE SKIP LOCKED`) in claim order (migration 4
+     * keeps that walk on the claim index); they are returned sorted back into claim order.
      * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
      * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
      */
-    claimJobs: `WITH relaxed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS setting),
-claimed AS (UPDATE ${jobs} AS j
-SET state = 'active', attempts = j.attempts + 1, lease_token = $6, worker_id = $7,
-  lease_expires_at = $2::timestamptz + coalesce($8::bigint, j.lease_ms) * interval '1 millisecond',
-  updated_at = $2::timestamptz
-WHERE j.id IN (SELECT ${quotedSchema}.claimable_job_ids($1, $2::timestamptz, $3::int, $4::int, $5::int))
-  AND EXISTS (SELECT 1 FROM relaxed)
-RETURNING ${CLAIMED_COLUMNS}, j.priority, j.order_key, j.order_tie)
-SELECT ${CLAIMED_COLUMNS} FROM claimed AS j ORDER BY j.priority DESC, j.order_key, j.order_tie`,
+    claimJobs: `SELECT ${CLAIMED_COLUMNS}
+FROM ${quotedSchema}.claim_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
+ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
      * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. Returns the ids it completed:
@@ -136,7 +146,7 @@ SELECT ${CLAIMED_COLUMNS} FROM claimed AS j ORDER BY j.priority DESC, j.order_ke
 
     /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
     failJob: `UPDATE ${jobs} AS j
-SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE 'waiting' END,
+SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('$3::timestamptz', '$5::timestamptz')} END,
   run_at = coalesce($3::timestamptz, j.run_at),
   order_key = CASE WHEN $3::timestamptz IS NULL THEN j.order_key ELSE ${orderKeySql('j.job_order', '$3::timestamptz')} END,
   error = $4::text::jsonb, lease_token = NULL, lease_expires_at = NULL,
@@ -169,15 +179,15 @@ RETURNING ${JOB_COLUMNS}`,
     cancelJob: `UPDATE ${jobs} AS j
 SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL,
   finished_at = $2::timestamptz, updated_at = $2::timestamptz
-WHERE j.id = $1 AND j.state IN ('waiting', 'active')
+WHERE j.id = $1 AND j.state IN ('delayed', 'waiting', 'active')
 RETURNING ${JOB_COLUMNS}`,
 
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
 
-    /** $1 now. Visible state: `waiting` splits into `ready`/`scheduled` at `now`. */
+    /** $1 now. Visible state: a job not started is `ready` or `scheduled` at `now`, whatever it is stored as. */
     countJobs: `SELECT j.name, j.version,
-  CASE WHEN j.state <> 'waiting' THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,
+  CASE WHEN j.state NOT IN ${NOT_STARTED} THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,
   count(*)::int AS count
 FROM ${jobs} AS j
 GROUP BY 1, 2, 3
@@ -262,10 +272,11 @@ ORDER BY id`,
 
 export type Statements = ReturnType<typeof buildStatements>;
 
-function stateLiteral(state: StoredState): string {
+/** The literals of the stored states a state of the engine's is kept as: `waiting` is also `delayed`. */
+function stateLiterals(state: StoredState): string[] {
   if (!(STORED_STATES as readonly string[]).includes(state))
     throw new WorkqError('VALIDATION', `Unknown job state "${String(state)}".`);
-  return `'${state}'`;
+  return state === 'waiting' ? [`'delayed'`, `'waiting'`] : [`'${state}'`];
 }
 
 /** `listJobs`: only the conditions the filter uses, so each query can use its index. */
@@ -278,10 +289,10 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   const where: string[] = [];
   if (filter.name !== undefined) where.push(`j.name = ${param(filter.name)}`);
   // States are spliced as literals (from a closed set), so the planner can match them to the partial `jobs_open_idx`.
-  if (filter.states !== undefined) where.push(`j.state IN (${filter.states.map(stateLiteral).join(', ')})`);
+  if (filter.states !== undefined) where.push(`j.state IN (${filter.states.flatMap(stateLiterals).join(', ')})`);
   if (filter.due !== undefined) {
     const comparison = filter.due.ready ? '<=' : '>';
-    where.push(`(j.state <> 'waiting' OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
+    where.push(`(j.state NOT IN ${NOT_STARTED} OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
   }
   if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
   const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
