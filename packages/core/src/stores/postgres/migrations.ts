@@ -144,11 +144,11 @@ AS $body$ BEGIN
     name: 'jobs due later wait outside the claim index',
     // A claim walks the claim index in order and stepped over every job there that was not yet due, reading
     // its row for the run time: a claim of 100 with 100,000 jobs due in an hour took 17 ms against 0.4 with
-    // none. A job written with a run time after its writer's clock is now stored \`delayed\`, indexed by name
-    // and run time alone. Each claim first moves its name's due delayed jobs into \`waiting\` (up to 1,000 at a
+    // none. A job written with a run time after its writer's clock is now stored `delayed`, indexed by name
+    // and run time alone. Each claim first moves its name's due delayed jobs into `waiting` (up to 1,000 at a
     // time, earliest first), in a statement of its own so that the claim, the next statement, sees them;
-    // hence one function for both. Jobs already waiting for later move to \`delayed\` here, by the database's
-    // clock; any left \`waiting\` with a later run time (a writer whose clock ran ahead) are claimed only when
+    // hence one function for both. Jobs already waiting for later move to `delayed` here, by the database's
+    // clock; any left `waiting` with a later run time (a writer whose clock ran ahead) are claimed only when
     // due, as before. (The body keeps its semicolons off line ends, as in migration 4.)
     sql: `
 ALTER TABLE jobs DROP CONSTRAINT jobs_state_check;
