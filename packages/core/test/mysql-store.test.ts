@@ -122,6 +122,49 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
     }
   });
 
+  it('claims without reading past jobs due later, and moves them in once due', async () => {
+    const pool = mysql.createPool({ uri: dbUrl, connectionLimit: 1 });
+    try {
+      const store = await createMysqlStore({ pool, tablePrefix: 'later_', wakeupPollMs: 0 });
+      stores.push(store);
+      const now = new Date();
+      const later = new Date(now.getTime() + 3_600_000);
+      const name = 'later';
+      await store.insertJobs(Array.from({ length: 2_000 }, () => newJob(name, { runAt: later, createdAt: now })));
+      const due = await store.insertJobs(Array.from({ length: 3 }, () => newJob(name, { runAt: now, createdAt: now })));
+      const claim = { name, minVersion: 1, maxVersion: 1, leaseToken: 't', workerId: 'w', leaseMs: null, limit: 10 };
+      // Index entries read in order, on the pool's one connection, which the store's claim uses too.
+      const readNext = async () => {
+        const [rows] = await pool.query<mysql.RowDataPacket[]>(`SHOW SESSION STATUS LIKE 'Handler_read_next'`);
+        return Number(rows[0]?.Value);
+      };
+      const before = await readNext();
+      const claimed = await store.claimJobs({ ...claim, now });
+      // Stepping over the later jobs reads each of their 2,000 index entries.
+      expect((await readNext()) - before).toBeLessThan(100);
+      expect(claimed.map((job) => job.id).sort()).toEqual(due.map((outcome) => outcome.job.id).sort());
+      expect(await store.claimJobs({ ...claim, now: later })).toHaveLength(10);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('re-runs a migration a crash left half applied', async () => {
+    const t = tableNames('half_');
+    const store = await open({ tablePrefix: 'half_' });
+    const now = new Date();
+    const [waiting] = await store.insertJobs([
+      newJob('half', { runAt: new Date(now.getTime() + 60_000), createdAt: now }),
+    ]);
+    // As if migration 3 had added its index and then crashed: the job waits in the claim range, unrecorded.
+    await admin.query(`UPDATE \`${database}\`.${t.jobs} SET state = 'waiting'`);
+    await admin.query(`DELETE FROM \`${database}\`.${t.migrations} WHERE version = 3`);
+    await open({ tablePrefix: 'half_' });
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT state FROM \`${database}\`.${t.jobs}`);
+    expect(rows.map((row) => row.state)).toEqual(['delayed']);
+    expect((await store.getJob(waiting!.job.id))?.state).toBe('waiting');
+  });
+
   it('keeps times exact in UTC, whatever time zone the pool was given', async () => {
     const pool = mysql.createPool({ uri: dbUrl, connectionLimit: 2, timezone: '+05:30' });
     try {

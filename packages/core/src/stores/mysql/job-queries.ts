@@ -1,6 +1,6 @@
 import type { JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { type Queryable, selectRows } from './connection.ts';
-import { CLAIM_INDEX } from './migrations.ts';
+import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';
 import { JOB_SELECT, jobRow, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -21,7 +21,16 @@ export function idempotencyRef(name: string, key: string): string {
 }
 
 /**
- * The claim's first step: locks up to `limit` ready jobs of one name and
+ * The claim's first step: moves the due delayed jobs of one name, up to 1,000 and earliest first, into the
+ * claim index's `waiting` range, where the next step finds them. Values: name, now.
+ */
+export function promoteDueJobsSql(t: Tables): string {
+  return `UPDATE ${t.jobs} FORCE INDEX (${DELAYED_INDEX}) SET state = 'waiting'
+    WHERE state = 'delayed' AND name = ? AND run_at <= ? ORDER BY run_at LIMIT 1000`;
+}
+
+/**
+ * The claim's second step: locks up to `limit` ready jobs of one name and
  * version range, in claim order, skipping rows other claims hold. It reads
  * only the claim index's `waiting` range of that name, so finished history
  * never costs it anything. Values: name, now, minVersion, maxVersion, limit.

@@ -1,4 +1,4 @@
-import type { Pool, RowDataPacket } from 'mysql2/promise';
+import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { WorkqError } from '../../errors.ts';
 import type { Tables } from './tables.ts';
 
@@ -6,11 +6,16 @@ import type { Tables } from './tables.ts';
 export interface Migration {
   version: number;
   name: string;
+  /** Indexes added to the jobs table before the statements run, each only where it is missing. */
+  jobsIndexes?: Record<string, string>;
   statements: string[];
 }
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
+
+/** Name of the index through which a claim finds the delayed jobs that came due. */
+export const DELAYED_INDEX = 'delayed_due';
 
 /**
  * The store's migrations, in order, for the given tables. Each statement is
@@ -96,7 +101,27 @@ export function migrations(t: Tables): readonly Migration[] {
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      version: 3,
+      name: 'jobs due later wait outside the claim range',
+      // A claim walks the claim index's waiting range in order and stepped over every job there not yet
+      // due: a claim of 100 with 100,000 jobs due in an hour took 150 ms against 1.3 with none. A job
+      // written with a run time after its writer's clock is now stored `delayed`, and each claim first moves
+      // its name's due ones into `waiting` through this index. Jobs already waiting for later move here, by
+      // the server's clock; any left `waiting` with a later run time are still claimed only when due.
+      jobsIndexes: { [DELAYED_INDEX]: 'state, name, run_at' },
+      statements: [`UPDATE ${t.jobs} SET state = 'delayed' WHERE state = 'waiting' AND run_at > UTC_TIMESTAMP(3)`],
+    },
   ];
+}
+
+/** Adds an index to the jobs table unless a crashed run of its migration already did (MySQL 8 has no `ADD INDEX IF NOT EXISTS`). */
+async function addJobsIndex(connection: PoolConnection, t: Tables, index: string, columns: string): Promise<void> {
+  const [existing] = await connection.query<RowDataPacket[]>(
+    `SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`,
+    [t.jobsName, index],
+  );
+  if (existing.length === 0) await connection.query(`ALTER TABLE ${t.jobs} ADD INDEX ${index} (${columns})`);
 }
 
 const LOCK_TIMEOUT_S = 60;
@@ -132,6 +157,9 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
       const applied = new Set(rows.map((row) => Number(row.version)));
       for (const migration of migrations(t)) {
         if (applied.has(migration.version)) continue;
+        for (const [index, columns] of Object.entries(migration.jobsIndexes ?? {})) {
+          await addJobsIndex(connection, t, index, columns);
+        }
         for (const statement of migration.statements) await connection.query(statement);
         await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [
           migration.version,

@@ -22,12 +22,23 @@ import {
   FENCE,
   fenceValues,
   idempotencyRef,
+  promoteDueJobsSql,
   RELEASE_LEASE,
   selectInserted,
   selectJobsByIds,
 } from './job-queries.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
-import { JOB_COLUMNS, JOB_SELECT, jobRow, newJobValues, ORDER_KEY_SQL, sqlDate, writeJson } from './rows.ts';
+import {
+  JOB_COLUMNS,
+  JOB_SELECT,
+  jobRow,
+  NOT_STARTED_SQL,
+  newJobValues,
+  notStartedState,
+  ORDER_KEY_SQL,
+  sqlDate,
+  writeJson,
+} from './rows.ts';
 import type { Tables } from './tables.ts';
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
@@ -101,6 +112,7 @@ export class MysqlStore implements Store {
     return this.transaction(
       'claimJobs',
       async (c) => {
+        await execute(c, promoteDueJobsSql(this.t), [request.name, sqlDate(now)]);
         const locked = await selectRows(c, claimCandidatesSql(this.t), [
           request.name,
           sqlDate(now),
@@ -173,8 +185,8 @@ export class MysqlStore implements Store {
       'failJob',
       lease,
       now,
-      `state = 'waiting', error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
-      [error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
+      `state = ?, error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
+      [notStartedState(retryAt, now), error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
     );
   }
 
@@ -220,7 +232,7 @@ export class MysqlStore implements Store {
       const cancelled = await execute(
         c,
         `UPDATE ${this.t.jobs} SET state = 'cancelled', ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-         WHERE id = ? AND state IN ('waiting', 'active')`,
+         WHERE id = ? AND state IN ('delayed', 'waiting', 'active')`,
         [sqlDate(now), sqlDate(now), id],
       );
       return cancelled.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
@@ -241,10 +253,10 @@ export class MysqlStore implements Store {
     }
     if (filter.states !== undefined) {
       where.push('state IN (?)');
-      values.push(filter.states);
+      values.push(filter.states.flatMap((state) => (state === 'waiting' ? ['delayed', 'waiting'] : [state])));
     }
     if (filter.due !== undefined) {
-      where.push(`(state <> 'waiting' OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
+      where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
       values.push(sqlDate(filter.due.now));
     }
     if (filter.afterId !== undefined) {
@@ -263,7 +275,7 @@ export class MysqlStore implements Store {
       const rows = await selectRows(
         this.pool,
         `SELECT name, version,
-           CASE WHEN state <> 'waiting' THEN state WHEN run_at > ? THEN 'scheduled' ELSE 'ready' END AS visible_state,
+           CASE WHEN state NOT IN ${NOT_STARTED_SQL} THEN state WHEN run_at > ? THEN 'scheduled' ELSE 'ready' END AS visible_state,
            COUNT(*) AS count
          FROM ${this.t.jobs} GROUP BY name, version, visible_state ORDER BY name, version, visible_state`,
         [sqlDate(now)],

@@ -96,6 +96,18 @@ export function tieKey(order: JobOrder, id: string): string {
   return [...id.toLowerCase()].map((char) => HEX_COMPLEMENT[char] ?? char).join('');
 }
 
+/**
+ * The stored state of a job not yet started that runs at `runAt`, written at `now`: `delayed` when it is due
+ * later, kept out of the claim index's `waiting` range until a claim finds it due (migration 3). Both are
+ * the engine's `waiting`.
+ */
+export function notStartedState(runAt: Date, now: Date): 'delayed' | 'waiting' {
+  return runAt.getTime() > now.getTime() ? 'delayed' : 'waiting';
+}
+
+/** Stored states of a job not yet started, as an SQL list. */
+export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
+
 /** SQL for the order key of a row whose `run_at` becomes the parameter (milliseconds). */
 export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
 
@@ -106,7 +118,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
     name: String(row.name),
     version: Number(row.version),
     payload: readJson(row.payload),
-    state: String(row.state) as StoredState,
+    state: row.state === 'delayed' ? 'waiting' : (String(row.state) as StoredState),
     priority: Number(row.priority),
     order: String(row.job_order) as JobOrder,
     runAt: readDate(row.run_at),
@@ -129,14 +141,14 @@ export function jobRow(row: RowDataPacket): JobRecord {
   };
 }
 
-/** One row of values for `INSERT … (JOB_COLUMNS) VALUES ?`: a new job, waiting. */
+/** One row of values for `INSERT … (JOB_COLUMNS) VALUES ?`: a new job, not started. */
 export function newJobValues(job: NewJob): unknown[] {
   const values: Record<(typeof JOB_COLUMNS)[number], unknown> = {
     id: job.id,
     name: job.name,
     version: job.version,
     payload: writeJson(job.payload),
-    state: 'waiting',
+    state: notStartedState(job.runAt, job.createdAt),
     priority: job.priority,
     job_order: job.order,
     order_key: orderKey(job.order, job.runAt),

@@ -3,6 +3,8 @@ import { WorkqError } from '../../errors.ts';
 /** The store's table names, each already escaped for use in SQL. */
 export interface Tables {
   jobs: string;
+  /** The jobs table's name unescaped, for catalog lookups (as a value, never spliced). */
+  jobsName: string;
   schemas: string;
   workers: string;
   /** Cross-process wake-up messages, kept about a minute (see notifier.ts). */
@@ -23,6 +25,7 @@ export function tableNames(prefix: string): Tables {
   const quoted = (table: string): string => `\`${prefix}${table}\``;
   return {
     jobs: quoted('jobs'),
+    jobsName: `${prefix}jobs`,
     schemas: quoted('schemas'),
     workers: quoted('workers'),
     wakeups: quoted('wakeups'),
