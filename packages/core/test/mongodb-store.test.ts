@@ -49,9 +49,26 @@ describe('mongodb store: indexes', () => {
       partialFilterExpression: { state: 'active' },
     });
     expect(jobs.history_ttl).toMatchObject({ key: { finishedAt: 1 }, expireAfterSeconds: 3 * 86_400 });
+    expect(jobs.delayed_due).toMatchObject({
+      key: { name: 1, runAt: 1 },
+      partialFilterExpression: { state: 'delayed' },
+    });
     expect(jobs.list_by_name?.key).toEqual({ name: 1, state: 1, _id: 1 });
     const schemas = double.indexes(DB, 'workq_schemas');
     expect(schemas).toContainEqual(expect.objectContaining({ key: { name: 1, version: 1 }, unique: true }));
+  });
+
+  it('keeps a job due later out of the claim index until a claim of its name finds it due', async () => {
+    const { double, engine, clock } = await openOnDouble();
+    const later = await engine.enqueue({ name: 'later', version: 1, payload: {}, options: { delayMs: 1_000 } });
+    const stored = () => double.collection(DB, 'workq_jobs')?.match({ _id: later.id })[0]?.state;
+    const claim = () => engine.claim({ name: 'later', maxVersion: 1, limit: 1, workerId: 'w' });
+    expect(stored()).toBe('delayed');
+    expect(await claim()).toEqual([]);
+    clock.advance(1_000);
+    expect([stored(), (await engine.get(later.id)).state]).toEqual(['delayed', 'ready']);
+    expect((await claim()).map((job) => job.id)).toEqual([later.id]);
+    expect(stored()).toBe('active');
   });
 
   it('defaults the TTL to 7 days, and a changed retention updates it in place', async () => {

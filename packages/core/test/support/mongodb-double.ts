@@ -264,10 +264,15 @@ class DoubleCollection {
     return { acknowledged: true, insertedCount: docs.length, insertedIds };
   }
 
-  find(filter: Doc = {}, options: CallOptions = {}) {
+  /** Refuses a hint that names no index of the collection, as the server does. */
+  private checkHint(options: CallOptions): void {
     if (options.hint !== undefined && !this.data().indexes.has(options.hint)) {
       throw new MongoServerError({ message: 'hint provided does not correspond to an existing index', code: 2 });
     }
+  }
+
+  find(filter: Doc = {}, options: CallOptions = {}) {
+    this.checkHint(options);
     return {
       toArray: async () =>
         this.data()
@@ -302,6 +307,7 @@ class DoubleCollection {
   }
 
   async updateMany(filter: Doc, update: Doc | Doc[], options: CallOptions = {}) {
+    this.checkHint(options);
     this.record('updateMany', options);
     const data = this.data();
     let modifiedCount = 0;

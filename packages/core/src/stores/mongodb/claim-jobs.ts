@@ -1,13 +1,14 @@
 import type { Collection } from 'mongodb';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
 import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './documents.ts';
-import { CLAIM_INDEX } from './indexes.ts';
+import { CLAIM_INDEX, DELAYED_INDEX } from './indexes.ts';
 
 /** Rounds of a claim that lost candidates to competing claims before it settles for fewer jobs. */
 const MAX_ROUNDS = 8;
 
 /**
- * The random-token batch claim. Each round reads up to the missing number of
+ * The random-token batch claim. It first moves the name's due delayed jobs
+ * into the claim index (`NOT_STARTED` in documents.ts). Each round reads up to the missing number of
  * candidate ids along the claim index, then leases them with one
  * `updateMany` whose filter re-checks every claim condition, so each job
  * flips to `active` atomically and at most one claim wins it. Candidates
@@ -38,6 +39,11 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
     },
   ];
 
+  await jobs.updateMany(
+    { state: 'delayed', name: ready.name, runAt: { $lte: request.now } },
+    { $set: { state: 'waiting' } },
+    { hint: DELAYED_INDEX },
+  );
   const tried: string[] = [];
   let leased = 0;
   for (let round = 0; round < MAX_ROUNDS && leased < limit; round++) {

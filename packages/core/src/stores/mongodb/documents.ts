@@ -16,7 +16,8 @@ export interface JobDocument {
   name: string;
   version: number;
   payload: string | null;
-  state: StoredState;
+  /** `delayed`: a `waiting` job kept out of the claim index until a claim finds it due (see `NOT_STARTED`). */
+  state: StoredState | 'delayed';
   priority: number;
   order: JobOrder;
   orderKey: string;
@@ -37,6 +38,18 @@ export interface JobDocument {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
+}
+
+/**
+ * The stored states of a job not yet started, both the engine's `waiting`. A job written with a run time
+ * after its writer's clock is `delayed`: outside the claim index, so claims do not step over it, and moved
+ * into `waiting` by the first claim of its name that finds it due.
+ */
+export const NOT_STARTED = ['delayed', 'waiting'] as const;
+
+/** The stored state of a job not yet started that runs at `runAt`, written at `now`. */
+export function notStartedState(runAt: Date, now: Date): (typeof NOT_STARTED)[number] {
+  return runAt.getTime() > now.getTime() ? 'delayed' : 'waiting';
 }
 
 /** The claim order: higher priority first, then `orderKey` (run time per fifo/lifo), then id. */
@@ -121,6 +134,7 @@ export function toJobDocument(job: NewJob): JobDocument {
   return {
     ...record,
     _id: id,
+    state: notStartedState(job.runAt, job.createdAt),
     payload: toJson(job.payload),
     result: null,
     orderKey: orderKeyOf(job.order, job.runAt, job.id),
@@ -135,7 +149,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     name: doc.name,
     version: doc.version,
     payload: fromJson(doc.payload),
-    state: doc.state,
+    state: doc.state === 'delayed' ? 'waiting' : doc.state,
     priority: doc.priority,
     order: doc.order,
     runAt: doc.runAt,

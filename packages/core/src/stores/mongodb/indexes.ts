@@ -21,6 +21,9 @@ export function collectionNames(prefix: string): CollectionNames {
 /** The name of the claim index, which claims name explicitly (it is partial, and no other index gives the claim order). */
 export const CLAIM_INDEX = 'claim';
 
+/** The name of the index through which a claim finds the delayed jobs of its name that came due. */
+export const DELAYED_INDEX = 'delayed_due';
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -36,6 +39,7 @@ export function jobIndexes(historyRetentionMs: number): IndexDescription[] {
       key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
       partialFilterExpression: { state: 'waiting' },
     },
+    { name: DELAYED_INDEX, key: { name: 1, runAt: 1 }, partialFilterExpression: { state: 'delayed' } },
     {
       name: 'idempotency',
       key: { name: 1, idempotencyKey: 1 },

@@ -10,7 +10,6 @@ import {
   STORED_STATES,
   type Store,
   type StoreCapabilities,
-  type StoredState,
   type WorkerPresence,
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
@@ -20,6 +19,8 @@ import {
   cleanError,
   type JobDocument,
   literal,
+  NOT_STARTED,
+  notStartedState,
   orderKeyExpression,
   type SchemaDocument,
   stringOrNull,
@@ -37,7 +38,7 @@ import { listSchemas, listWorkers, recordWorker, registerSchema } from './regist
 /** Every write is acknowledged by a majority of the replica set and journaled (DESIGN guarantee 3). */
 export const DURABLE_WRITES: WriteConcernSettings = { w: 'majority', journal: true };
 
-const LIVE_STATES: StoredState[] = ['waiting', 'active'];
+const LIVE_STATES = [...NOT_STARTED, 'active'] as const;
 const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
 
 /** What a `MongoStore` runs on; built by `createMongoStore`. */
@@ -120,7 +121,7 @@ export class MongoStore implements Store {
                 {
                   $set: {
                     ...ENDED_LEASE,
-                    state: 'waiting',
+                    state: notStartedState(outcome.retryAt, now),
                     error: literal(error),
                     runAt: outcome.retryAt,
                     orderKey: orderKeyExpression(outcome.retryAt),
@@ -213,13 +214,16 @@ export class MongoStore implements Store {
       const query: Filter<JobDocument> = {};
       const name = stringOrNull(filter.name);
       if (filter.name !== undefined) query.name = name ?? { $in: [] };
-      if (filter.states !== undefined) query.state = { $in: STORED_STATES.filter((s) => filter.states?.includes(s)) };
+      if (filter.states !== undefined) {
+        const states = STORED_STATES.filter((s) => filter.states?.includes(s));
+        query.state = { $in: states.flatMap((s) => (s === 'waiting' ? NOT_STARTED : [s])) };
+      }
       if (filter.afterId !== undefined) query._id = { $gt: String(filter.afterId) };
       if (filter.due) {
         const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
         const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';
         if (waitingOnly) query.runAt = due;
-        else query.$or = [{ state: { $ne: 'waiting' } }, { runAt: due }];
+        else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
       }
       const docs = await this.jobs.find(query, { sort: { _id: 1 }, limit }).toArray();
       return docs.map((doc) => toJobRecord(doc as JobDocument));
@@ -229,14 +233,19 @@ export class MongoStore implements Store {
   countJobs(now: Date): Promise<JobCount[]> {
     return this.run('count', async () => {
       const groups = await this.jobs
-        .aggregate<{ _id: { name: string; version: number; state: StoredState; scheduled: boolean }; count: number }>([
+        .aggregate<{ _id: { name: string; version: number; state: JobCount['state'] }; count: number }>([
           {
             $group: {
               _id: {
                 name: '$name',
                 version: '$version',
-                state: '$state',
-                scheduled: { $and: [{ $eq: ['$state', 'waiting'] }, { $gt: ['$runAt', now] }] },
+                state: {
+                  $cond: [
+                    { $in: ['$state', NOT_STARTED] },
+                    { $cond: [{ $gt: ['$runAt', now] }, 'scheduled', 'ready'] },
+                    '$state',
+                  ],
+                },
               },
               count: { $sum: 1 },
             },
@@ -247,7 +256,7 @@ export class MongoStore implements Store {
         ({ _id, count }): JobCount => ({
           name: _id.name,
           version: _id.version,
-          state: _id.state === 'waiting' ? (_id.scheduled ? 'scheduled' : 'ready') : _id.state,
+          state: _id.state,
           count,
         }),
       );
