@@ -157,11 +157,13 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       newJob('half', { runAt: new Date(now.getTime() + 60_000), createdAt: now }),
     ]);
     // As if migration 3 had added its index and then crashed: the job waits in the claim range, unrecorded.
-    await admin.query(`UPDATE \`${database}\`.${t.jobs} SET state = 'waiting'`);
+    await admin.query(`UPDATE \`${database}\`.${t.jobs} SET state = 'waiting', delayed_until = NULL`);
     await admin.query(`DELETE FROM \`${database}\`.${t.migrations} WHERE version = 3`);
     await open({ tablePrefix: 'half_' });
-    const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT state FROM \`${database}\`.${t.jobs}`);
-    expect(rows.map((row) => row.state)).toEqual(['delayed']);
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT state, delayed_until = run_at AS kept FROM \`${database}\`.${t.jobs}`,
+    );
+    expect(rows.map((row) => [row.state, Number(row.kept)])).toEqual([['delayed', 1]]);
     expect((await store.getJob(waiting!.job.id))?.state).toBe('waiting');
   });
 

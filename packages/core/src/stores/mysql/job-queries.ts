@@ -25,8 +25,8 @@ export function idempotencyRef(name: string, key: string): string {
  * claim index's `waiting` range, where the next step finds them. Values: name, now.
  */
 export function promoteDueJobsSql(t: Tables): string {
-  return `UPDATE ${t.jobs} FORCE INDEX (${DELAYED_INDEX}) SET state = 'waiting'
-    WHERE state = 'delayed' AND name = ? AND run_at <= ? ORDER BY run_at LIMIT 1000`;
+  return `UPDATE ${t.jobs} FORCE INDEX (${DELAYED_INDEX}) SET state = 'waiting', delayed_until = NULL
+    WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT 1000`;
 }
 
 /**

@@ -6,7 +6,9 @@ import type { Tables } from './tables.ts';
 export interface Migration {
   version: number;
   name: string;
-  /** Indexes added to the jobs table before the statements run, each only where it is missing. */
+  /** Columns (name: definition) added to the jobs table first, each only where it is missing. */
+  jobsColumns?: Record<string, string>;
+  /** Indexes (name: columns) added to the jobs table next, each only where it is missing. */
   jobsIndexes?: Record<string, string>;
   statements: string[];
 }
@@ -106,22 +108,38 @@ export function migrations(t: Tables): readonly Migration[] {
       name: 'jobs due later wait outside the claim range',
       // A claim walks the claim index's waiting range in order and stepped over every job there not yet
       // due: a claim of 100 with 100,000 jobs due in an hour took 150 ms against 1.3 with none. A job
-      // written with a run time after its writer's clock is now stored `delayed`, and each claim first moves
-      // its name's due ones into `waiting` through this index. Jobs already waiting for later move here, by
-      // the server's clock; any left `waiting` with a later run time are still claimed only when due.
-      jobsIndexes: { [DELAYED_INDEX]: 'state, name, run_at' },
-      statements: [`UPDATE ${t.jobs} SET state = 'delayed' WHERE state = 'waiting' AND run_at > UTC_TIMESTAMP(3)`],
+      // written with a run time after its writer's clock is now stored `delayed`, with its run time also in
+      // `delayed_until`, and each claim first moves its name's due ones into `waiting` through this index.
+      // `delayed_until` is null on every other row, so claims and completions, which change the state, leave
+      // the index alone (an index on the state would take two more entries per job). Jobs already waiting for
+      // later move here, by the server's clock; any left `waiting` with a later run time are claimed only
+      // when due.
+      jobsColumns: { delayed_until: 'DATETIME(3) NULL' },
+      jobsIndexes: { [DELAYED_INDEX]: 'name, delayed_until' },
+      statements: [
+        `UPDATE ${t.jobs} SET state = 'delayed', delayed_until = run_at
+         WHERE state = 'waiting' AND run_at > UTC_TIMESTAMP(3)`,
+      ],
     },
   ];
 }
 
-/** Adds an index to the jobs table unless a crashed run of its migration already did (MySQL 8 has no `ADD INDEX IF NOT EXISTS`). */
-async function addJobsIndex(connection: PoolConnection, t: Tables, index: string, columns: string): Promise<void> {
+/**
+ * Alters the jobs table by `change.sql` unless the column or index it adds is there already, as a crashed run
+ * of its migration may have left it (MySQL 8 has no `ADD COLUMN IF NOT EXISTS` or `ADD INDEX IF NOT EXISTS`).
+ */
+async function addToJobs(
+  connection: PoolConnection,
+  t: Tables,
+  change: ({ column: string } | { index: string }) & { sql: string },
+): Promise<void> {
   const [existing] = await connection.query<RowDataPacket[]>(
-    `SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`,
-    [t.jobsName, index],
+    'column' in change
+      ? 'SELECT 1 FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?'
+      : 'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
+    [t.jobsName, 'column' in change ? change.column : change.index],
   );
-  if (existing.length === 0) await connection.query(`ALTER TABLE ${t.jobs} ADD INDEX ${index} (${columns})`);
+  if (existing.length === 0) await connection.query(`ALTER TABLE ${t.jobs} ${change.sql}`);
 }
 
 const LOCK_TIMEOUT_S = 60;
@@ -157,8 +175,11 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
       const applied = new Set(rows.map((row) => Number(row.version)));
       for (const migration of migrations(t)) {
         if (applied.has(migration.version)) continue;
+        for (const [column, definition] of Object.entries(migration.jobsColumns ?? {})) {
+          await addToJobs(connection, t, { column, sql: `ADD COLUMN ${column} ${definition}` });
+        }
         for (const [index, columns] of Object.entries(migration.jobsIndexes ?? {})) {
-          await addJobsIndex(connection, t, index, columns);
+          await addToJobs(connection, t, { index, sql: `ADD INDEX ${index} (${columns})` });
         }
         for (const statement of migration.statements) await connection.query(statement);
         await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [

@@ -29,6 +29,7 @@ import {
 } from './job-queries.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 import {
+  delayedUntil,
   JOB_COLUMNS,
   JOB_SELECT,
   jobRow,
@@ -181,12 +182,13 @@ export class MysqlStore implements Store {
         sqlDate(now),
       ]);
     }
+    const retryState = notStartedState(retryAt, now);
     return this.fencedUpdate(
       'failJob',
       lease,
       now,
-      `state = ?, error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
-      [notStartedState(retryAt, now), error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
+      `state = ?, delayed_until = ?, error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
+      [retryState, delayedUntil(retryState, retryAt), error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
     );
   }
 
@@ -231,7 +233,7 @@ export class MysqlStore implements Store {
     return this.transaction('cancelJob', async (c) => {
       const cancelled = await execute(
         c,
-        `UPDATE ${this.t.jobs} SET state = 'cancelled', ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+        `UPDATE ${this.t.jobs} SET state = 'cancelled', delayed_until = NULL, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
          WHERE id = ? AND state IN ('delayed', 'waiting', 'active')`,
         [sqlDate(now), sqlDate(now), id],
       );

@@ -31,6 +31,7 @@ export const JOB_COLUMNS = [
   'finished_at',
   'moved_to',
   'replay_of',
+  'delayed_until',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -105,6 +106,11 @@ export function notStartedState(runAt: Date, now: Date): 'delayed' | 'waiting' {
   return runAt.getTime() > now.getTime() ? 'delayed' : 'waiting';
 }
 
+/** `delayed_until` of a job in `state`: its run time while it is delayed, else null (migration 3). */
+export function delayedUntil(state: string, runAt: Date): string | null {
+  return state === 'delayed' ? sqlDate(runAt) : null;
+}
+
 /** Stored states of a job not yet started, as an SQL list. */
 export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 
@@ -170,6 +176,7 @@ export function newJobValues(job: NewJob): unknown[] {
     finished_at: null,
     moved_to: null,
     replay_of: job.replayOf,
+    delayed_until: delayedUntil(notStartedState(job.runAt, job.createdAt), job.runAt),
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }
