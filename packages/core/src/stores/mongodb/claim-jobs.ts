@@ -8,12 +8,13 @@ const MAX_ROUNDS = 8;
 
 /**
  * The random-token batch claim. It first moves the name's due delayed jobs
- * into the claim index (`NOT_STARTED` in documents.ts). Each round reads up to the missing number of
- * candidate ids along the claim index, then leases them with one
- * `updateMany` whose filter re-checks every claim condition, so each job
- * flips to `active` atomically and at most one claim wins it. Candidates
- * taken by a competing claim meanwhile are simply not updated; the next
- * round looks further. The leased jobs are read back by their token.
+ * into the claim index (see `NOT_STARTED` in documents.ts). Each round then
+ * reads up to the missing number of candidate ids along the claim index,
+ * and leases them with one `updateMany` whose filter re-checks every claim
+ * condition, so each job flips to `active` atomically and at most one claim
+ * wins it. Candidates taken by a competing claim meanwhile are simply not
+ * updated; the next round looks further. The leased jobs are read back by
+ * their token.
  */
 export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
