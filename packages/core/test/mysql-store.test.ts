@@ -156,7 +156,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
     const [waiting] = await store.insertJobs([
       newJob('half', { runAt: new Date(now.getTime() + 60_000), createdAt: now }),
     ]);
-    // As if migration 3 had added its index and then crashed: the job waits in the claim range, unrecorded.
+    // As if migration 3 had added its column and index, then crashed: the job waits in the claim range, unrecorded.
     await admin.query(`UPDATE \`${database}\`.${t.jobs} SET state = 'waiting', delayed_until = NULL`);
     await admin.query(`DELETE FROM \`${database}\`.${t.migrations} WHERE version = 3`);
     await open({ tablePrefix: 'half_' });
