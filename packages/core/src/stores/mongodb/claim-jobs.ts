@@ -8,7 +8,7 @@ const MAX_ROUNDS = 8;
 
 /**
  * The random-token batch claim. It first moves the name's due delayed jobs
- * into the claim index (see `NOT_STARTED` in documents.ts). Each round then
+ * into the claim index (see `NOT_STARTED` in engine/not-started.ts). Each round then
  * reads up to the missing number of candidate ids along the claim index,
  * and leases them with one `updateMany` whose filter re-checks every claim
  * condition, so each job flips to `active` atomically and at most one claim

@@ -1,6 +1,7 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import { insertedRecord } from '../../engine/inserted-record.ts';
-import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
+import type { JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
 /**
@@ -17,7 +18,7 @@ export interface JobDocument {
   version: number;
   payload: string | null;
   /** `delayed`: a `waiting` job kept out of the claim index until a claim finds it due (see `NOT_STARTED`). */
-  state: StoredState | 'delayed';
+  state: KeptState;
   priority: number;
   order: JobOrder;
   orderKey: string;
@@ -38,18 +39,6 @@ export interface JobDocument {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
-}
-
-/**
- * The stored states of a job not yet started, both the engine's `waiting`. A job written with a run time
- * after its writer's clock is `delayed`: outside the claim index, so claims do not step over it, and moved
- * into `waiting` by the first claim of its name that finds it due.
- */
-export const NOT_STARTED = ['delayed', 'waiting'] as const;
-
-/** The stored state of a job not yet started that runs at `runAt`, written at `now`. */
-export function notStartedState(runAt: Date, now: Date): (typeof NOT_STARTED)[number] {
-  return runAt.getTime() > now.getTime() ? 'delayed' : 'waiting';
 }
 
 /** The claim order: higher priority first, then `orderKey` (run time per fifo/lifo), then id. */
@@ -149,7 +138,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     name: doc.name,
     version: doc.version,
     payload: fromJson(doc.payload),
-    state: doc.state === 'delayed' ? 'waiting' : doc.state,
+    state: engineState(doc.state),
     priority: doc.priority,
     order: doc.order,
     runAt: doc.runAt,

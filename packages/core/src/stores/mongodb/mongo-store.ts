@@ -1,4 +1,5 @@
 import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
+import { keptStates, NOT_STARTED, notStartedState } from '../../engine/not-started.ts';
 import {
   type ClaimRequest,
   FINISHED_STATES,
@@ -19,8 +20,6 @@ import {
   cleanError,
   type JobDocument,
   literal,
-  NOT_STARTED,
-  notStartedState,
   orderKeyExpression,
   type SchemaDocument,
   stringOrNull,
@@ -216,7 +215,7 @@ export class MongoStore implements Store {
       if (filter.name !== undefined) query.name = name ?? { $in: [] };
       if (filter.states !== undefined) {
         const states = STORED_STATES.filter((s) => filter.states?.includes(s));
-        query.state = { $in: states.flatMap((s) => (s === 'waiting' ? NOT_STARTED : [s])) };
+        query.state = { $in: states.flatMap(keptStates) };
       }
       if (filter.afterId !== undefined) query._id = { $gt: String(filter.afterId) };
       if (filter.due) {

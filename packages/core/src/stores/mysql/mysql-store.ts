@@ -1,4 +1,5 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
+import { keptStates, notStartedState } from '../../engine/not-started.ts';
 import type {
   ClaimRequest,
   ClosableNotifier,
@@ -35,7 +36,6 @@ import {
   jobRow,
   NOT_STARTED_SQL,
   newJobValues,
-  notStartedState,
   ORDER_KEY_SQL,
   sqlDate,
   writeJson,
@@ -255,7 +255,7 @@ export class MysqlStore implements Store {
     }
     if (filter.states !== undefined) {
       where.push('state IN (?)');
-      values.push(filter.states.flatMap((state) => (state === 'waiting' ? ['delayed', 'waiting'] : [state])));
+      values.push(filter.states.flatMap(keptStates));
     }
     if (filter.due !== undefined) {
       where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);

@@ -1,6 +1,7 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
+import type { JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
@@ -97,15 +98,6 @@ export function tieKey(order: JobOrder, id: string): string {
   return [...id.toLowerCase()].map((char) => HEX_COMPLEMENT[char] ?? char).join('');
 }
 
-/**
- * The stored state of a job not yet started that runs at `runAt`, written at `now`: `delayed` when it is due
- * later, kept out of the claim index's `waiting` range until a claim finds it due (migration 3). Both are
- * the engine's `waiting`.
- */
-export function notStartedState(runAt: Date, now: Date): 'delayed' | 'waiting' {
-  return runAt.getTime() > now.getTime() ? 'delayed' : 'waiting';
-}
-
 /** `delayed_until` of a job in `state`: its run time while it is delayed, else null (migration 3). */
 export function delayedUntil(state: string, runAt: Date): string | null {
   return state === 'delayed' ? sqlDate(runAt) : null;
@@ -124,7 +116,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
     name: String(row.name),
     version: Number(row.version),
     payload: readJson(row.payload),
-    state: row.state === 'delayed' ? 'waiting' : (String(row.state) as StoredState),
+    state: engineState(String(row.state) as KeptState),
     priority: Number(row.priority),
     order: String(row.job_order) as JobOrder,
     runAt: readDate(row.run_at),

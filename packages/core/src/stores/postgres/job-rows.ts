@@ -1,6 +1,7 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import { leaseExpiry } from '../../engine/inserted-record.ts';
-import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob, StoredState } from '../../engine/store.ts';
+import { engineState, type KeptState } from '../../engine/not-started.ts';
+import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
 /**
@@ -44,7 +45,7 @@ export interface JobRow {
   version: number;
   payload: unknown;
   /** `delayed`: a `waiting` job stored outside the claim index until it is due (migration 6). */
-  state: StoredState | 'delayed';
+  state: KeptState;
   priority: number;
   job_order: JobOrder;
   run_at: Date;
@@ -102,7 +103,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     leaseToken: row.lease_token,
     leaseExpiresAt: row.lease_expires_at,
     progress: row.progress,
-    state: row.state === 'delayed' ? 'waiting' : row.state,
+    state: engineState(row.state),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     backoff: row.backoff,

@@ -1,3 +1,4 @@
+import { keptStates } from '../../engine/not-started.ts';
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import {
@@ -276,7 +277,7 @@ export type Statements = ReturnType<typeof buildStatements>;
 function stateLiterals(state: StoredState): string[] {
   if (!(STORED_STATES as readonly string[]).includes(state))
     throw new WorkqError('VALIDATION', `Unknown job state "${String(state)}".`);
-  return state === 'waiting' ? [`'delayed'`, `'waiting'`] : [`'${state}'`];
+  return keptStates(state).map((kept) => `'${kept}'`);
 }
 
 /** `listJobs`: only the conditions the filter uses, so each query can use its index. */
