@@ -38,7 +38,7 @@ function notStartedSql(runAt: string, now: string): string {
 }
 
 /** Stored states of a job not yet started: both are the engine's `waiting`. */
-const NOT_STARTED = `('delayed', 'waiting')`;
+const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 
 /**
  * `INSERT … SELECT` values for one new job, from `field`, the text SQL expression of each `NewJobField`: not
@@ -188,7 +188,7 @@ RETURNING ${JOB_COLUMNS}`,
 
     /** $1 now. Visible state: a job not started is `ready` or `scheduled` at `now`, whatever it is stored as. */
     countJobs: `SELECT j.name, j.version,
-  CASE WHEN j.state NOT IN ${NOT_STARTED} THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,
+  CASE WHEN j.state NOT IN ${NOT_STARTED_SQL} THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,
   count(*)::int AS count
 FROM ${jobs} AS j
 GROUP BY 1, 2, 3
@@ -293,7 +293,7 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   if (filter.states !== undefined) where.push(`j.state IN (${filter.states.flatMap(stateLiterals).join(', ')})`);
   if (filter.due !== undefined) {
     const comparison = filter.due.ready ? '<=' : '>';
-    where.push(`(j.state NOT IN ${NOT_STARTED} OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
+    where.push(`(j.state NOT IN ${NOT_STARTED_SQL} OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
   }
   if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
   const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
