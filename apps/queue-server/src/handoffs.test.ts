@@ -115,3 +115,17 @@ it('lets enqueues that arrive while a taken claim commits its handoff join it, u
   expect(third).toBeUndefined();
   expect(await handoffs.enqueue({ name: 'digest', version: 1, payload: { n: 4 } })).toBeUndefined();
 });
+
+it('lets the claim an enqueue took answer before that enqueue does: its worker waits to run the job', async () => {
+  const claim = handoffs.park({ ...waitingFor('eager'), name: 'invoice' }, listening());
+  const answered: string[] = [];
+  const taken = new Promise<void>((resolve) => claim.taken.addEventListener('abort', () => resolve(), { once: true }));
+  const claimAnswered = taken
+    .then(() => handoffs.withdraw(claim))
+    .then((jobs) => answered.push(`claim with ${jobs.length} job`));
+  const enqueueAnswered = handoffs
+    .enqueue({ name: 'invoice', version: 1, payload: { n: 6 } })
+    .then((result) => answered.push(result ? 'enqueue' : 'enqueue found no claim'));
+  await Promise.all([claimAnswered, enqueueAnswered]);
+  expect(answered).toEqual(['claim with 1 job', 'enqueue']);
+});

@@ -114,7 +114,7 @@ export class Handoffs {
    * is parked but a claim of waiting consumers is running its query, waits
    * for that query first (see `attempt`). Resolves to `undefined`, having
    * done nothing, when no such claim is parked then; the caller then
-   * enqueues as usual.
+   * enqueues as usual. A handed job's claim answers first, this call a turn later.
    */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult | undefined> {
     let claim = this.take(input.name, input.version);
@@ -130,7 +130,12 @@ export class Handoffs {
         () => [],
       ),
     );
-    return (await handing).result;
+    const { result } = await handing;
+    // The claim's answer goes out first: its worker is waiting to run the job, the producer only for its id.
+    // Everything between the commit and that answer runs in this turn's microtasks, unless the claim waits
+    // for a joined handoff's commit (then the producer does not wait for it).
+    await new Promise((resolve) => setImmediate(resolve));
+    return result;
   }
 
   /** Whether a claim of `name` is running its query while its consumers wait for work, so it may park next. */
