@@ -71,6 +71,28 @@ describe('mongodb store: indexes', () => {
     expect(stored()).toBe('active');
   });
 
+  it('moves jobs an earlier version left waiting for later out of the claim index, on the open that creates it', async () => {
+    const double = createMongoDriverDouble();
+    const { engine } = await openOnDouble({}, {}, double);
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    const later = await engine.enqueue({ name: 'old', version: 1, payload: {}, options: { runAt: inAnHour } });
+    const due = await engine.enqueue({ name: 'old', version: 1, payload: {} });
+    // As an earlier version left the store: the later job waiting, and no index for delayed jobs.
+    const data = double.collection(DB, 'workq_jobs');
+    const stored = (id: string) => data?.match({ _id: id })[0] ?? {};
+    const leaveWaiting = () => data?.replace(stored(later.id), { ...stored(later.id), state: 'waiting' });
+    leaveWaiting();
+    data?.dropIndex('delayed_due');
+
+    await openOnDouble({}, {}, double);
+    expect([stored(later.id).state, stored(due.id).state]).toEqual(['delayed', 'waiting']);
+    expect(double.indexes(DB, 'workq_jobs').map((index) => index.name)).toContain('delayed_due');
+    // Once the index exists, an open leaves the jobs as they are.
+    leaveWaiting();
+    await openOnDouble({}, {}, double);
+    expect(stored(later.id).state).toBe('waiting');
+  });
+
   it('defaults the TTL to 7 days, and a changed retention updates it in place', async () => {
     const double = createMongoDriverDouble();
     await openOnDouble({}, {}, double);

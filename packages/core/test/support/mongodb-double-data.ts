@@ -86,6 +86,14 @@ export class CollectionData {
     if (spec.unique) this.uniqueEntries.set(spec.name, entries);
   }
 
+  /** Drops an index, as `dropIndex` does (tests use it to stage a store an earlier version left). */
+  dropIndex(name: string): void {
+    if (!this.indexes.delete(name))
+      throw new MongoServerError({ message: `index not found with name [${name}]`, code: 27 });
+    this.partials.delete(name);
+    this.uniqueEntries.delete(name);
+  }
+
   /** Changes a TTL index's `expireAfterSeconds`, as `collMod` does. */
   modifyIndex(name: string, expireAfterSeconds: number): void {
     const index = this.indexes.get(name);

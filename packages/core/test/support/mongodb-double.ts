@@ -226,6 +226,21 @@ class DoubleCollection {
     return specs.map((spec) => spec.name);
   }
 
+  /** The `_id` index and those created; the server's `NamespaceNotFound` when the collection does not exist. */
+  listIndexes() {
+    return {
+      toArray: async (): Promise<IndexSpec[]> => {
+        const data = this.double.collection(this.db.databaseName, this.collectionName);
+        if (!data) {
+          const message = `ns does not exist: ${this.db.databaseName}.${this.collectionName}`;
+          throw new MongoServerError({ message, code: 26, codeName: 'NamespaceNotFound' });
+        }
+        const idIndex: IndexSpec = { name: '_id_', key: { _id: 1 } };
+        return [idIndex, ...data.indexes.values()].map((spec) => structuredClone(spec));
+      },
+    };
+  }
+
   async insertOne(doc: Doc, options: CallOptions = {}) {
     this.record('insertOne', options);
     const stored = this.data().insert(doc);

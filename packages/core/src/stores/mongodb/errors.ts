@@ -16,6 +16,7 @@ import { WorkqError } from '../../errors.ts';
 export const DUPLICATE_KEY = 11000;
 const ILLEGAL_OPERATION = 20;
 const INDEX_OPTIONS_CONFLICT = 85;
+const NAMESPACE_NOT_FOUND = 26;
 
 /** The one place the MongoDB store turns driver errors into `WorkqError`s. */
 export function toWorkqError(error: unknown, hosts: string, operation: string): WorkqError {
@@ -77,4 +78,9 @@ export function isTransactionUnsupportedError(error: unknown): boolean {
 /** Whether an index exists under the same name with other options (e.g. a changed TTL). */
 export function isIndexOptionsConflict(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT;
+}
+
+/** Whether a call failed because its collection does not exist (yet). */
+export function isNamespaceNotFound(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND;
 }

@@ -1,5 +1,5 @@
-import type { Db, IndexDescription } from 'mongodb';
-import { isIndexOptionsConflict } from './errors.ts';
+import type { Collection, Db, IndexDescription } from 'mongodb';
+import { isIndexOptionsConflict, isNamespaceNotFound } from './errors.ts';
 
 /** The collections of one store, by role. */
 export interface CollectionNames {
@@ -58,9 +58,13 @@ function ttlSeconds(historyRetentionMs: number): number {
   return Math.max(1, Math.ceil(historyRetentionMs / 1000));
 }
 
-/** Creates every index the store relies on; a changed history retention updates the TTL in place. */
+/**
+ * Creates every index the store relies on, after moving jobs an earlier version left waiting for later out
+ * of the claim index; a changed history retention updates the TTL in place.
+ */
 export async function ensureIndexes(db: Db, names: CollectionNames, historyRetentionMs: number): Promise<void> {
   const jobs = db.collection(names.jobs);
+  await moveLaterJobsOutOfClaimIndex(jobs);
   try {
     await jobs.createIndexes(jobIndexes(historyRetentionMs));
   } catch (error) {
@@ -75,4 +79,21 @@ export async function ensureIndexes(db: Db, names: CollectionNames, historyReten
     .collection(names.schemas)
     .createIndexes([{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }]);
   await db.collection(names.workers).createIndexes([{ name: 'seen_at', key: { seenAt: 1 } }]);
+}
+
+/**
+ * Versions before the delayed state stored a job due later as `waiting`, in the claim index, where every
+ * claim of its name stepped over it. While `delayed_due` does not exist (the first open that creates it,
+ * or again after a crash before it was created), such jobs move to `delayed`, by the server's clock.
+ */
+async function moveLaterJobsOutOfClaimIndex(jobs: Collection): Promise<void> {
+  let indexNames: string[];
+  try {
+    indexNames = (await jobs.listIndexes().toArray()).map((index) => String(index.name));
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return; // a new store: nothing was written before
+    throw error;
+  }
+  if (indexNames.includes(DELAYED_INDEX)) return;
+  await jobs.updateMany({ state: 'waiting', $expr: { $gt: ['$runAt', '$$NOW'] } }, { $set: { state: 'delayed' } });
 }
