@@ -131,7 +131,8 @@ export interface StoreCapabilities {
 export interface StoreNotifier {
   /**
    * Sends a short text message (under 7,000 characters) to every listener on this store. The queue server
-   * sends job names, to say jobs became ready, and lists of finished job ids.
+   * sends job names, to say jobs became ready, lists of finished job ids, and word that it has result
+   * requests waiting.
    */
   publish(message: string): Promise<void>;
   /**
