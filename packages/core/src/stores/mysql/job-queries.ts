@@ -31,12 +31,15 @@ export function promoteDueJobsSql(t: Tables): string {
 
 /**
  * The claim's second step: locks up to `limit` ready jobs of one name and
- * version range, in claim order, skipping rows other claims hold. It reads
- * only the claim index's `waiting` range of that name, so finished history
- * never costs it anything. Values: name, now, minVersion, maxVersion, limit.
+ * version range, in claim order, skipping rows other claims hold, and reads
+ * what a worker is handed of them (`claimedRecord`); the lock keeps those
+ * values until the claim commits. It reads only the claim index's `waiting`
+ * range of that name, so finished history never costs it anything. Values:
+ * name, now, minVersion, maxVersion, limit.
  */
 export function claimCandidatesSql(t: Tables): string {
-  return `SELECT id FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
+  return `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress
+    FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
 }

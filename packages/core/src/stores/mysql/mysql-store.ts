@@ -1,6 +1,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { keptStates, notStartedState } from '../../engine/not-started.ts';
 import type {
+  ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
   InsertOutcome,
@@ -30,6 +31,7 @@ import {
 } from './job-queries.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 import {
+  claimedRecord,
   delayedUntil,
   JOB_COLUMNS,
   JOB_SELECT,
@@ -108,7 +110,7 @@ export class MysqlStore implements Store {
     });
   }
 
-  async claimJobs(request: ClaimRequest): Promise<JobRecord[]> {
+  async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     const { now } = request;
     return this.transaction(
       'claimJobs',
@@ -134,8 +136,9 @@ export class MysqlStore implements Store {
            WHERE id IN (?)`,
           [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
         );
-        const claimed = await selectJobsByIds(c, this.t, ids);
-        return ids.map((id) => claimed.get(id)).filter((job) => job !== undefined);
+        return locked.map((row) =>
+          claimedRecord(row, { leaseToken: request.leaseToken, leaseMs: request.leaseMs, now }),
+        );
       },
       { readCommitted: !this.readCommittedSessions },
     );

@@ -1,7 +1,7 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
-import type { JobRecord, NewJob } from '../../engine/store.ts';
+import type { ClaimedRecord, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
@@ -108,6 +108,29 @@ export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 
 /** SQL for the order key of a row whose `run_at` becomes the parameter (milliseconds). */
 export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
+
+/**
+ * What a claim hands a worker of a row `claimCandidatesSql` locked, once the claim's update has leased it
+ * (`attempts` counted, the lease set); the update changes nothing else it reads.
+ */
+export function claimedRecord(
+  row: RowDataPacket,
+  lease: { leaseToken: string; leaseMs: number | null; now: Date },
+): ClaimedRecord {
+  const leaseMs = Number(row.lease_ms);
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    version: Number(row.version),
+    payload: readJson(row.payload),
+    attempts: Number(row.attempts) + 1,
+    maxAttempts: Number(row.max_attempts),
+    leaseMs,
+    leaseToken: lease.leaseToken,
+    leaseExpiresAt: new Date(lease.now.getTime() + (lease.leaseMs ?? leaseMs)),
+    progress: Number(row.progress),
+  };
+}
 
 /** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
 export function jobRow(row: RowDataPacket): JobRecord {
