@@ -92,3 +92,13 @@ it('does not publish the jobs it finishes for result requests waiting on itself:
   await settle();
   expect(finishedParts(notifier.published)).toEqual([]);
 });
+
+it('skips its own messages, since its own events woke its waiters already, and acts on those of others', async () => {
+  const notifier = sharedNotifier();
+  const a = await instance(notifier);
+  const b = await instance(notifier);
+  await a.engine.enqueue({ name: 'echo', version: 1, payload: {} });
+  await settle();
+  expect(notifier.published.some((message) => message.split('\n').includes('echo'))).toBe(true);
+  expect([a.wakeups.generation('echo'), b.wakeups.generation('echo')]).toEqual([1, 1]);
+});

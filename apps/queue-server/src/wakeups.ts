@@ -4,11 +4,14 @@ import type { Engine, StoreNotifier } from '@workq/core/engine';
 type Wake = () => void;
 
 /**
- * Notifier message parts are job names, `'*'`, this prefix followed by
+ * Notifier messages are newline-separated parts: first `FROM_PREFIX` and the
+ * sending instance's id (an instance skips its own messages: its own events
+ * woke its waiters already), then job names, `'*'`, this prefix followed by
  * comma-separated ids of jobs that finished, or `WATCHING_PREFIX` followed by
- * an instance id. No job name contains `:`.
+ * an instance id. No job name contains `:`, so none is taken for another part.
  */
 const FINISHED_PREFIX = 'finished:';
+const FROM_PREFIX = 'from:';
 /** An instance with result requests waiting says so, so that the others publish the jobs they finish. */
 const WATCHING_PREFIX = 'watching:';
 /** How often an instance says it has result requests waiting, while it has. */
@@ -40,6 +43,7 @@ export class Wakeups {
   private readonly pendingPublish = new Set<string>();
   private readonly pendingFinished = new Set<string>();
   private readonly instanceId = randomUUID();
+  private readonly fromPart = `${FROM_PREFIX}${this.instanceId}`;
   private watchingPending = false;
   private watchingTimer: NodeJS.Timeout | undefined;
   /** Until when another instance may have result requests waiting (epoch ms). */
@@ -132,14 +136,19 @@ export class Wakeups {
     if (waiters) for (const wake of [...waiters]) wake();
   }
 
-  /** A message from another instance: jobs of a name became ready, jobs finished, or `'*'` (wake-ups were missed). */
+  /**
+   * A message from another instance (jobs of a name became ready, jobs finished, it has result requests
+   * waiting), or `'*'` (wake-ups were missed). Messages of earlier versions carry no sender.
+   */
   private received(notification: string): void {
-    for (const message of notification.split('\n')) this.receivedPart(message);
+    const parts = notification.split('\n');
+    if (parts[0] === this.fromPart) return;
+    for (const part of parts) if (!part.startsWith(FROM_PREFIX)) this.receivedPart(part);
   }
 
   private receivedPart(message: string): void {
     if (message.startsWith(WATCHING_PREFIX)) {
-      if (message.slice(WATCHING_PREFIX.length) !== this.instanceId) this.heardWatching();
+      this.heardWatching();
       return;
     }
     if (message.startsWith(FINISHED_PREFIX)) {
@@ -216,7 +225,9 @@ export class Wakeups {
       for (let i = 0; i < finished.length; i += FINISHED_IDS_PER_MESSAGE) {
         parts.push(`${FINISHED_PREFIX}${finished.slice(i, i + FINISHED_IDS_PER_MESSAGE).join(',')}`);
       }
-      for (const message of joinUpTo(parts, MAX_MESSAGE_BYTES)) this.notifier?.publish(message).catch(() => undefined);
+      for (const message of joinUpTo(parts, MAX_MESSAGE_BYTES - this.fromPart.length - 1)) {
+        this.notifier?.publish(`${this.fromPart}\n${message}`).catch(() => undefined);
+      }
     };
     if (waitMs === 0) setImmediate(flush);
     else setTimeout(flush, waitMs);
