@@ -5,6 +5,7 @@ import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
+import { newJobValues } from '../src/stores/postgres/job-rows.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
@@ -150,6 +151,17 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
       // leaves them out reads under 30.
       expect(await claimBuffers(name, 10, schema, 1)).toBeLessThan(100);
     }
+  });
+
+  it('decides a handoff once per insert, however many columns the decision sets', async () => {
+    stores[0] ?? (await open());
+    const job = newJob('explain.handoff');
+    const now = new Date();
+    const params = [...newJobValues(job), now, 1, 1, 'token', 'worker', new Date(now.getTime() + 30_000)];
+    const plan = await planOf(buildStatements(`"${schema}"`).insertAndClaimJob, params);
+    // One look for a ready job and one for a due delayed one. A decision inlined into each column that
+    // reads it (state, attempts and the three lease columns) repeats both looks five times.
+    expect(plan.match(/InitPlan|SubPlan/g)).toHaveLength(2);
   });
 
   it('claims by walking the claim index, not by reading every ready job, when statistics lag behind', async () => {

@@ -55,7 +55,8 @@ function insertValues(field: (name: NewJobField) => string, handed = 'false'): s
  * The insert of one job, `NEW_JOB_FIELDS` as scalar text parameters $1-$13, leased in the same statement
  * to the claim of $14 now, $15 min version, $16 max version, $17 lease token, $18 worker id, $19 lease
  * expiry, when it is due, in range, and no job that claim could take is ready or due; otherwise inserted as
- * `insertJobs` would.
+ * `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided once: pulled up into
+ * the five columns that read it, its two lookups would run five times each.
  */
 function insertAndClaimJobSql(jobs: string): string {
   const field = (name: NewJobField) => `$${NEW_JOB_FIELDS.indexOf(name) + 1}::text`;
@@ -71,7 +72,8 @@ FROM (SELECT ${field('run_at')}::timestamptz <= $14::timestamptz
   AND NOT EXISTS (
     SELECT 1 FROM ${jobs} AS d
     WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= $14::timestamptz
-      AND d.version BETWEEN $15::int AND $16::int)) AS h(handed)
+      AND d.version BETWEEN $15::int AND $16::int)
+  OFFSET 0) AS h(handed)
 RETURNING j.state`;
 }
 
