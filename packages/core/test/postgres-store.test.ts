@@ -5,7 +5,7 @@ import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
-import { newJobValues } from '../src/stores/postgres/job-rows.ts';
+import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/job-rows.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
@@ -162,6 +162,39 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     // One look for a ready job and one for a due delayed one. A decision inlined into each column that
     // reads it (state, attempts and the three lease columns) repeats both looks five times.
     expect(plan.match(/InitPlan|SubPlan/g)).toHaveLength(2);
+  });
+
+  it('types each insert parameter as the column it fills, so a value is parsed once, not for every row', async () => {
+    stores[0] ?? (await open());
+    const { rows: columns } = await admin.query(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'jobs'`,
+      [schema],
+    );
+    const typeOf = new Map(columns.map((column) => [column.column_name, column.data_type]));
+    const scalars = (fields: readonly string[]) => fields.map((field) => typeOf.get(field));
+    const arrays = (fields: readonly string[]) => fields.map((field) => `${typeOf.get(field)}[]`);
+    const parameterTypes = async (text: string): Promise<string[]> => {
+      const connection = await admin.connect();
+      try {
+        await connection.query(`PREPARE typed AS ${text}`);
+        const { rows } = await connection.query(
+          `SELECT parameter_types::text[] AS types FROM pg_prepared_statements WHERE name = 'typed'`,
+        );
+        return rows[0].types;
+      } finally {
+        connection.release(true);
+      }
+    };
+    const sql = buildStatements(`"${schema}"`);
+    for (const text of [sql.insertJobs, sql.insertJobsWithoutKeys]) {
+      expect(await parameterTypes(text)).toEqual(arrays(NEW_JOB_FIELDS));
+    }
+    for (const text of [sql.insertAlikeJobs, sql.insertAlikeJobsWithoutKeys]) {
+      expect(await parameterTypes(text)).toEqual([...arrays(PER_JOB_FIELDS), ...scalars(SETTINGS_FIELDS)]);
+    }
+    expect((await parameterTypes(sql.insertAndClaimJob)).slice(0, NEW_JOB_FIELDS.length)).toEqual(
+      scalars(NEW_JOB_FIELDS),
+    );
   });
 
   it('claims by walking the claim index, not by reading every ready job, when statistics lag behind', async () => {

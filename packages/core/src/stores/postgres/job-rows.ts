@@ -117,7 +117,7 @@ export function toJobRecord(row: JobRow): JobRecord {
   };
 }
 
-/** A JSON value as text for a `$n::text::jsonb` parameter; `undefined` is stored as JSON `null`. */
+/** A JSON value as text for a `jsonb` parameter; `undefined` is stored as JSON `null`. */
 export function toJsonText(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
@@ -189,9 +189,10 @@ export function newJobValues(job: NewJob): (string | null)[] {
 }
 
 /**
- * Insert parameters: one text array per field in `NEW_JOB_FIELDS` order,
- * for an `unnest(...)` insert (one fixed statement whatever the batch size,
- * and no driver-specific array typing: every array is `text[]`, cast in SQL).
+ * Insert parameters: one array per field in `NEW_JOB_FIELDS` order, for an
+ * `unnest(...)` insert (one fixed statement whatever the batch size, and no
+ * driver-specific array typing: every value goes as text, and the statement
+ * gives each parameter its column's type).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
  * after the per-job arrays: 3 values per job to encode and parse instead of 13.
  */
