@@ -11,7 +11,7 @@ import {
   resolveJobOptions,
   resolveRunAt,
 } from './options.ts';
-import { toJobStatus } from './status.ts';
+import { toJobStatus, visibleState } from './status.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,
@@ -193,7 +193,7 @@ export class Engine {
     }
     const { job: record, claimed } = await this.store.insertAndClaimJob(job, claimRequest(claim, now));
     if (!claimed) this.announce([record]);
-    const result = { id: record.id, created: true, state: toJobStatus(record, now).state };
+    const result = { id: record.id, created: true, state: visibleState(record, now) };
     return { result, claimed: claimed && toClaimedJob(claimed) };
   }
 
@@ -264,7 +264,7 @@ export class Engine {
     if (!moved) throw leaseLost(lease.id);
     this.emitFinished(moved.from.id, 'completed');
     this.announce([moved.to]);
-    return { id: moved.to.id, created: true, state: toJobStatus(moved.to, now).state };
+    return { id: moved.to.id, created: true, state: visibleState(moved.to, now) };
   }
 
   /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */
@@ -340,7 +340,7 @@ export class Engine {
     const [outcome] = await this.store.insertJobs([replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
     this.announce([outcome.job]);
-    return { id: outcome.job.id, created: true, state: toJobStatus(outcome.job, now).state };
+    return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
   }
 
   /** Deletes up to `limit` finished jobs older than the history retention. Resolves to how many. */
@@ -391,7 +391,7 @@ export class Engine {
   private async insert(jobs: readonly NewJob[], now: Date): Promise<EnqueueResult[]> {
     const outcomes = await this.store.insertJobs(jobs);
     this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
-    return outcomes.map(({ job, created }) => ({ id: job.id, created, state: toJobStatus(job, now).state }));
+    return outcomes.map(({ job, created }) => ({ id: job.id, created, state: visibleState(job, now) }));
   }
 
   private announce(jobs: readonly JobRecord[]): void {
