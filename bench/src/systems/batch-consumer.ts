@@ -19,11 +19,16 @@ export interface BatchConsumerDeps<J> {
  */
 export function startBatchConsumer<J>(deps: BatchConsumerDeps<J>): Consumer {
   let stopping = false;
+  let endWait = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    endWait = resolve;
+  });
   const loop = (async () => {
     while (!stopping) {
       const jobs = await deps.claim(deps.concurrency);
       if (jobs.length === 0) {
-        await deps.waitForWork(250);
+        // Stopping ends the wait at once: a drain's timing, which includes the stop, never waits out an idle poll.
+        await Promise.race([deps.waitForWork(250), stopped]);
         continue;
       }
       await Promise.all(jobs.map((job) => deps.handle(job)));
@@ -33,6 +38,7 @@ export function startBatchConsumer<J>(deps: BatchConsumerDeps<J>): Consumer {
   return {
     stop: async () => {
       stopping = true;
+      endWait();
       await loop;
     },
   };
