@@ -13,7 +13,8 @@ export async function fillQueue(queue: QueueUnderTest, count: number): Promise<v
 
 /**
  * Starts a consumer on a filled queue and times it until every job's handler
- * has started; then stops it (flushing acks) and checks the store.
+ * has started and the consumer has stopped (flushing its acks); then checks
+ * the store.
  * Resolves to jobs per second.
  */
 export async function timeDrain(
