@@ -42,9 +42,10 @@ const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 
 /**
  * The SQL type of each new job field: its column's. Parameters carry these types, so PostgreSQL parses each
- * value once, as it binds the statement; a text parameter cast in the select list is parsed again for every
- * row and every use (a batch's run time three times a row), which cost a bulk insert of 1,000 jobs a third
- * of its time.
+ * value once, as it binds the statement. A text parameter cast in the select list is parsed again for every
+ * row and every use (a batch's run time three times a row): a prepared statement's generic plan folds no such
+ * cast, and `timestamptz` input, which depends on the time zone, is never folded. That was over a quarter of
+ * a 1,000-job bulk insert's time.
  */
 const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   id: 'text',
