@@ -136,9 +136,7 @@ export class MysqlStore implements Store {
            WHERE id IN (?)`,
           [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
         );
-        return locked.map((row) =>
-          claimedRecord(row, { leaseToken: request.leaseToken, leaseMs: request.leaseMs, now }),
-        );
+        return locked.map((row) => claimedRecord(row, request));
       },
       { readCommitted: !this.readCommittedSessions },
     );

@@ -1,7 +1,8 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
+import { leaseExpiry } from '../../engine/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
-import type { ClaimedRecord, JobRecord, NewJob } from '../../engine/store.ts';
+import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
@@ -110,13 +111,10 @@ export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
 
 /**
- * What a claim hands a worker of a row `claimCandidatesSql` locked, once the claim's update has leased it
+ * What `claim` hands a worker of a row `claimCandidatesSql` locked, once the claim's update has leased it
  * (`attempts` counted, the lease set); the update changes nothing else it reads.
  */
-export function claimedRecord(
-  row: RowDataPacket,
-  lease: { leaseToken: string; leaseMs: number | null; now: Date },
-): ClaimedRecord {
+export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
   return {
     id: String(row.id),
@@ -126,8 +124,8 @@ export function claimedRecord(
     attempts: Number(row.attempts) + 1,
     maxAttempts: Number(row.max_attempts),
     leaseMs,
-    leaseToken: lease.leaseToken,
-    leaseExpiresAt: new Date(lease.now.getTime() + (lease.leaseMs ?? leaseMs)),
+    leaseToken: claim.leaseToken,
+    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
     progress: Number(row.progress),
   };
 }
