@@ -36,21 +36,30 @@ export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
 
 export const lease = z.object({ id: jobId, leaseToken });
 
-/** Builds the engine's input field by field, so nothing a client adds reaches a store. */
+/**
+ * Builds the engine's inputs field by field, so nothing a client adds reaches
+ * a store. The jobs share one options object, which the engine resolves once.
+ */
+export function toEnqueueInputs(
+  name: string,
+  jobVersion: number,
+  payloads: readonly unknown[],
+  options: EnqueueOptionsInput,
+): EnqueueInput[] {
+  if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
+  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order } = options;
+  const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order };
+  return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
+}
+
+/** `toEnqueueInputs` for one job. */
 export function toEnqueueInput(
   name: string,
   jobVersion: number,
   payload: unknown,
   options: EnqueueOptionsInput,
 ): EnqueueInput {
-  if (!options) return { name, version: jobVersion, payload };
-  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order } = options;
-  return {
-    name,
-    version: jobVersion,
-    payload,
-    options: { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order },
-  };
+  return toEnqueueInputs(name, jobVersion, [payload], options)[0] as EnqueueInput;
 }
 
 /** A `\u0000` escape in JSON text, not preceded by an escaped backslash. */

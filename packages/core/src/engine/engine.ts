@@ -25,6 +25,9 @@ import type {
 } from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
 
+/** What a job's options resolve to: its settings and when it may first run. */
+type JobSettings = ResolvedJobOptions & { runAt: Date };
+
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
 export interface EnqueueInput {
   name: string;
@@ -154,8 +157,9 @@ export class Engine {
     checkBatch(inputs.length, 'enqueueMany');
     if (inputs.length === 0) return [];
     const now = this.clock.now();
+    const settingsOf = this.sharedSettings(now);
     return this.insert(
-      inputs.map((input) => this.newJob(input, now, null)),
+      inputs.map((input) => this.newJob(input, now, null, settingsOf)),
       now,
     );
   }
@@ -366,22 +370,50 @@ export class Engine {
     await this.store.close();
   }
 
-  private newJob(input: EnqueueInput, now: Date, replayOf: string | null): NewJob {
+  /** The settings `options` give a job enqueued at `now`. */
+  private jobSettings(options: EnqueueOptions | undefined, now: Date): JobSettings {
+    const { priority, maxAttempts, backoff, leaseMs, order } = resolveJobOptions(options, this.defaults);
+    return { priority, maxAttempts, backoff, leaseMs, order, runAt: resolveRunAt(options, now) };
+  }
+
+  /**
+   * `jobSettings` at `now`, resolved again only when the options object changes: the jobs of a batch
+   * usually share one, and resolving it per job was a fifth of the engine's part of a bulk enqueue.
+   */
+  private sharedSettings(now: Date): (options: EnqueueOptions | undefined) => JobSettings {
+    let last: { options: EnqueueOptions | undefined; settings: JobSettings } | undefined;
+    return (options) => {
+      if (!last || last.options !== options) last = { options, settings: this.jobSettings(options, now) };
+      return last.settings;
+    };
+  }
+
+  private newJob(
+    input: EnqueueInput,
+    now: Date,
+    replayOf: string | null,
+    settingsOf = this.sharedSettings(now),
+  ): NewJob {
     if (typeof input.name !== 'string' || !isValidJobName(input.name)) {
       throw new WorkqError('UNKNOWN_JOB', `"${String(input.name)}" is not a valid job name.`);
     }
     if (!Number.isInteger(input.version) || input.version < 1) {
       throw new WorkqError('UNSUPPORTED_VERSION', `Job version must be an integer >= 1; got ${String(input.version)}.`);
     }
-    const options = resolveJobOptions(input.options, this.defaults);
+    const settings = settingsOf(input.options);
+    // Built field by field: spreading the settings costs several times more on the bulk enqueue path.
     return {
       id: newJobId(),
       name: input.name,
       version: input.version,
       payload: toStoredValue(input.payload),
-      ...options,
-      runAt: resolveRunAt(input.options, now),
+      priority: settings.priority,
+      order: settings.order,
+      runAt: settings.runAt,
       createdAt: now,
+      maxAttempts: settings.maxAttempts,
+      backoff: settings.backoff,
+      leaseMs: settings.leaseMs,
       idempotencyKey: checkIdempotencyKey(input.options?.idempotencyKey),
       replayOf,
     };
