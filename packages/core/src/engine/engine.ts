@@ -1,16 +1,10 @@
-import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
 import { JOB_STATES, type JobError, type JobState, type JobStatus } from '../jobs.ts';
 import { backoffDelayMs } from './backoff.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { newJobId, newLeaseToken } from './ids.ts';
-import {
-  checkIdempotencyKey,
-  type EnqueueOptions,
-  type ResolvedJobOptions,
-  resolveJobOptions,
-  resolveRunAt,
-} from './options.ts';
+import { newLeaseToken } from './ids.ts';
+import { batchSettings, buildNewJob } from './new-job.ts';
+import type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
 import type {
   ClaimedRecord,
@@ -24,9 +18,6 @@ import type {
   StoredState,
 } from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
-
-/** What a job's options resolve to: its settings and when it may first run. */
-type JobSettings = ResolvedJobOptions & { runAt: Date };
 
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
 export interface EnqueueInput {
@@ -157,7 +148,7 @@ export class Engine {
     checkBatch(inputs.length, 'enqueueMany');
     if (inputs.length === 0) return [];
     const now = this.clock.now();
-    const settingsOf = this.sharedSettings(now);
+    const settingsOf = batchSettings(this.defaults, now);
     return this.insert(
       inputs.map((input) => this.newJob(input, now, null, settingsOf)),
       now,
@@ -370,53 +361,14 @@ export class Engine {
     await this.store.close();
   }
 
-  /** The settings `options` give a job enqueued at `now`. */
-  private jobSettings(options: EnqueueOptions | undefined, now: Date): JobSettings {
-    const { priority, maxAttempts, backoff, leaseMs, order } = resolveJobOptions(options, this.defaults);
-    return { priority, maxAttempts, backoff, leaseMs, order, runAt: resolveRunAt(options, now) };
-  }
-
-  /**
-   * `jobSettings` at `now`, resolved again only when the options object changes: the jobs of a batch
-   * usually share one, and resolving it per job was a fifth of the engine's part of a bulk enqueue.
-   */
-  private sharedSettings(now: Date): (options: EnqueueOptions | undefined) => JobSettings {
-    let last: { options: EnqueueOptions | undefined; settings: JobSettings } | undefined;
-    return (options) => {
-      if (!last || last.options !== options) last = { options, settings: this.jobSettings(options, now) };
-      return last.settings;
-    };
-  }
-
+  /** The job to insert for `input`; a batch passes one `batchSettings` for all its jobs. */
   private newJob(
     input: EnqueueInput,
     now: Date,
     replayOf: string | null,
-    settingsOf = this.sharedSettings(now),
+    settingsOf = batchSettings(this.defaults, now),
   ): NewJob {
-    if (typeof input.name !== 'string' || !isValidJobName(input.name)) {
-      throw new WorkqError('UNKNOWN_JOB', `"${String(input.name)}" is not a valid job name.`);
-    }
-    if (!Number.isInteger(input.version) || input.version < 1) {
-      throw new WorkqError('UNSUPPORTED_VERSION', `Job version must be an integer >= 1; got ${String(input.version)}.`);
-    }
-    const settings = settingsOf(input.options);
-    // Built field by field: spreading the settings costs several times more on the bulk enqueue path.
-    return {
-      id: newJobId(),
-      name: input.name,
-      version: input.version,
-      payload: toStoredValue(input.payload),
-      priority: settings.priority,
-      order: settings.order,
-      runAt: settings.runAt,
-      createdAt: now,
-      maxAttempts: settings.maxAttempts,
-      backoff: settings.backoff,
-      leaseMs: settings.leaseMs,
-      idempotencyKey: checkIdempotencyKey(input.options?.idempotencyKey),
-      replayOf,
-    };
+    return buildNewJob(input, now, replayOf, settingsOf);
   }
 
   /** Inserts new jobs made at `now` and announces those created. */
