@@ -1,23 +1,15 @@
 import { WorkqError } from '../errors.ts';
 import { JOB_STATES, type JobError, type JobState, type JobStatus } from '../jobs.ts';
 import { backoffDelayMs } from './backoff.ts';
+import { type ClaimedJob, type ClaimInput, claimRequest, MAX_BATCH, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { newLeaseToken } from './ids.ts';
 import { batchSettings, buildNewJob } from './new-job.ts';
 import type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type {
-  ClaimedRecord,
-  ClaimRequest,
-  JobCount,
-  JobRecord,
-  LeaseRef,
-  ListFilter,
-  NewJob,
-  Store,
-  StoredState,
-} from './store.ts';
+import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
+
+export type { ClaimedJob, ClaimInput } from './claims.ts';
 
 /** One job to enqueue. The payload must already be valid for `name` at `version`. */
 export interface EnqueueInput {
@@ -32,33 +24,6 @@ export interface EnqueueResult {
   /** `false` when an idempotency key returned an existing job. */
   created: boolean;
   state: JobStatus['state'];
-}
-
-export interface ClaimInput {
-  name: string;
-  /** Oldest version the consumer reads. @defaultValue 1 */
-  minVersion?: number;
-  /** Newest version the consumer reads; newer jobs wait for another consumer. */
-  maxVersion: number;
-  limit: number;
-  workerId: string;
-  /** Overrides each job's own `leaseMs`. */
-  leaseMs?: number;
-}
-
-/** A leased job, as handed to a consumer. */
-export interface ClaimedJob {
-  id: string;
-  name: string;
-  version: number;
-  payload: unknown;
-  /** 1-based number of this attempt. */
-  attempt: number;
-  maxAttempts: number;
-  leaseToken: string;
-  leaseExpiresAt: Date;
-  leaseMs: number;
-  progress: number;
 }
 
 export interface ListQuery {
@@ -89,8 +54,6 @@ export interface EngineOptions {
 
 export type ReadyListener = (name: string) => void;
 export type FinishedListener = (id: string, state: StoredState) => void;
-
-const MAX_BATCH = 1000;
 
 function leaseLost(id: string): WorkqError {
   return new WorkqError(
@@ -398,35 +361,6 @@ function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
     job.leaseExpiresAt !== null &&
     job.leaseExpiresAt.getTime() > now.getTime()
   );
-}
-
-/** The store request of a claim made at `now`, with a fresh fencing token. */
-function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
-  return {
-    name: input.name,
-    minVersion: input.minVersion ?? 1,
-    maxVersion: input.maxVersion,
-    limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH),
-    leaseToken: newLeaseToken(),
-    workerId: input.workerId,
-    leaseMs: input.leaseMs ?? null,
-    now,
-  };
-}
-
-function toClaimedJob(job: ClaimedRecord): ClaimedJob {
-  return {
-    id: job.id,
-    name: job.name,
-    version: job.version,
-    payload: fromStoredValue(job.payload),
-    attempt: job.attempts,
-    maxAttempts: job.maxAttempts,
-    leaseToken: job.leaseToken as string,
-    leaseExpiresAt: job.leaseExpiresAt as Date,
-    leaseMs: job.leaseMs,
-    progress: job.progress,
-  };
 }
 
 export function createEngine(options: EngineOptions): Engine {

@@ -1,0 +1,64 @@
+import { newLeaseToken } from './ids.ts';
+import type { ClaimedRecord, ClaimRequest } from './store.ts';
+import { fromStoredValue } from './stored-value.ts';
+
+/** The most items one engine call takes: jobs claimed, enqueued, completed or listed. */
+export const MAX_BATCH = 1000;
+
+/** A consumer's request to lease up to `limit` jobs of one type. */
+export interface ClaimInput {
+  name: string;
+  /** Oldest version the consumer reads. @defaultValue 1 */
+  minVersion?: number;
+  /** Newest version the consumer reads; newer jobs wait for another consumer. */
+  maxVersion: number;
+  limit: number;
+  workerId: string;
+  /** Overrides each job's own `leaseMs`. */
+  leaseMs?: number;
+}
+
+/** A leased job, as handed to a consumer. */
+export interface ClaimedJob {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  maxAttempts: number;
+  leaseToken: string;
+  leaseExpiresAt: Date;
+  leaseMs: number;
+  progress: number;
+}
+
+/** The store request of a claim made at `now`, with a fresh fencing token. */
+export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
+  return {
+    name: input.name,
+    minVersion: input.minVersion ?? 1,
+    maxVersion: input.maxVersion,
+    limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH),
+    leaseToken: newLeaseToken(),
+    workerId: input.workerId,
+    leaseMs: input.leaseMs ?? null,
+    now,
+  };
+}
+
+/** A leased job as the store returned it, with its payload decoded, as a consumer receives it. */
+export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
+  return {
+    id: job.id,
+    name: job.name,
+    version: job.version,
+    payload: fromStoredValue(job.payload),
+    attempt: job.attempts,
+    maxAttempts: job.maxAttempts,
+    leaseToken: job.leaseToken as string,
+    leaseExpiresAt: job.leaseExpiresAt as Date,
+    leaseMs: job.leaseMs,
+    progress: job.progress,
+  };
+}
