@@ -30,8 +30,10 @@ import {
   toJsonText,
 } from './job-rows.ts';
 import { quoteSchema } from './migrations.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
+import { VacuumPacer } from './vacuum-pacer.ts';
 
 export interface PostgresStoreInit {
   kind: string;
@@ -51,42 +53,12 @@ export interface PostgresStoreInit {
   vacuumEveryRows?: number;
 }
 
-interface SchemaRow {
-  name: string;
-  version: number;
-  fingerprint: string;
-  json_schema: unknown;
-  registered_at: Date;
-}
-
-interface WorkerRow {
-  id: string;
-  host: string;
-  name: string;
-  min_version: number;
-  max_version: number;
-  seen_at: Date;
-}
-
 const idempotencyRef = (name: string, key: string) => JSON.stringify([name, key]);
 
 function compareKeys(a: NewJob, b: NewJob): number {
   const [keyA, keyB] = [idempotencyRef(a.name, a.idempotencyKey ?? ''), idempotencyRef(b.name, b.idempotencyKey ?? '')];
   return keyA < keyB ? -1 : keyA > keyB ? 1 : 0;
 }
-
-/**
- * Each vacuum scans every index of the jobs table whole, finished jobs'
- * entries too, so its cost grows with the table's rows T; between vacuums,
- * every claim steps over the dead claim-index entries of the jobs claimed
- * since, so the claims' cost grows with the rows R the store waits for. The
- * sum per job is least at R = sqrt(8 · B · T · v / w), B jobs per claim, v
- * the vacuum's time per table row (100–200 ns measured here: its index pass
- * runs about every other time) and w a claim's per dead entry (about 5 ns).
- * For B = 10 that is R ≈ sqrt(2000 · T), within a factor of two of the least
- * from 1 to 100 jobs per claim.
- */
-const VACUUM_BALANCE = 2000;
 
 /** How often `insertJobs` retries keys whose holding job was pruned between its two statements. */
 const INSERT_TRIES = 3;
@@ -105,11 +77,7 @@ export class PostgresStore implements Store {
   private readonly sql: Statements;
   private readonly ownedNotifier: ClosableNotifier | undefined;
   private closing: Promise<void> | undefined;
-  private readonly vacuumEveryRows: number;
-  private rowsSinceVacuum = 0;
-  /** `vacuumEveryRows`, or more for a large table (see `VACUUM_BALANCE`). */
-  private rowsBetweenVacuums: number;
-  private vacuuming: Promise<void> | undefined;
+  private readonly vacuums: VacuumPacer;
 
   constructor(options: PostgresStoreInit) {
     this.kind = options.kind;
@@ -119,8 +87,7 @@ export class PostgresStore implements Store {
     this.ownedNotifier = options.notifier;
     this.capabilities = { notify: options.notifier !== undefined };
     if (options.notifier) this.notifier = options.notifier;
-    this.vacuumEveryRows = options.vacuumEveryRows ?? 0;
-    this.rowsBetweenVacuums = this.vacuumEveryRows;
+    this.vacuums = new VacuumPacer(options.vacuumEveryRows ?? 0, () => this.vacuum());
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -186,7 +153,7 @@ export class PostgresStore implements Store {
     if (request.limit <= 0) return [];
     const { text, params } = this.claimStatement(request);
     const rows = await this.client.query<ClaimedRow>(text, params);
-    this.noteChangedRows(rows.length);
+    this.vacuums.noteChangedRows(rows.length);
     return rows.map((row) => toClaimedRecord(row, request));
   }
 
@@ -219,7 +186,7 @@ export class PostgresStore implements Store {
     if (jobs.length === 0) return [];
     const { text, params } = this.completeStatement(jobs, now);
     const rows = await this.client.query<{ id: string }>(text, params);
-    this.noteChangedRows(rows.length);
+    this.vacuums.noteChangedRows(rows.length);
     return rows.map((row) => row.id);
   }
 
@@ -276,7 +243,7 @@ export class PostgresStore implements Store {
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
     const cancelled = await this.one(this.client, this.sql.cancelJob, [id, now]);
-    if (cancelled) this.noteChangedRows(1);
+    if (cancelled) this.vacuums.noteChangedRows(1);
     return cancelled;
   }
 
@@ -317,47 +284,24 @@ export class PostgresStore implements Store {
     if (limit <= 0) return 0;
     const [row] = await this.client.query<{ count: number }>(this.sql.pruneJobs, [finishedBefore, limit]);
     const pruned = Number(row?.count ?? 0);
-    this.noteChangedRows(pruned);
+    this.vacuums.noteChangedRows(pruned);
     return pruned;
   }
 
-  async registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {
-    await this.client.query(this.sql.insertSchema, [
-      entry.name,
-      entry.version,
-      entry.fingerprint,
-      toJsonText(entry.jsonSchema),
-      entry.registeredAt,
-    ]);
-    const [row] = await this.client.query<SchemaRow>(this.sql.getSchema, [entry.name, entry.version]);
-    return row ? toSchemaEntry(row) : entry;
+  registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {
+    return registerSchema(this.client, this.sql, entry);
   }
 
-  async listSchemas(name?: string): Promise<SchemaEntry[]> {
-    return (await this.client.query<SchemaRow>(this.sql.listSchemas, [name ?? null])).map(toSchemaEntry);
+  listSchemas(name?: string): Promise<SchemaEntry[]> {
+    return listSchemas(this.client, this.sql, name);
   }
 
-  async recordWorker(worker: WorkerPresence): Promise<void> {
-    await this.client.query(this.sql.recordWorker, [
-      worker.id,
-      worker.host,
-      worker.name,
-      worker.minVersion,
-      worker.maxVersion,
-      worker.seenAt,
-    ]);
+  recordWorker(worker: WorkerPresence): Promise<void> {
+    return recordWorker(this.client, this.sql, worker);
   }
 
-  async listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
-    const rows = await this.client.query<WorkerRow>(this.sql.listWorkers, [seenSince]);
-    return rows.map((row) => ({
-      id: row.id,
-      host: row.host,
-      name: row.name,
-      minVersion: row.min_version,
-      maxVersion: row.max_version,
-      seenAt: row.seen_at,
-    }));
+  listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
+    return listWorkers(this.client, this.sql, seenSince);
   }
 
   /**
@@ -431,47 +375,23 @@ export class PostgresStore implements Store {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      const vacuumed = this.vacuums.stop();
       await this.ownedNotifier?.close();
-      await this.vacuuming;
+      await vacuumed;
       await this.client.close();
     })();
     return this.closing;
   }
 
-  /** Counts rows that leave dead tuples; past `vacuumEveryRows`, vacuums in the background. */
-  private noteChangedRows(count: number): void {
-    if (this.vacuumEveryRows === 0 || this.closing) return;
-    this.rowsSinceVacuum += count;
-    if (this.rowsSinceVacuum < this.rowsBetweenVacuums || this.vacuuming) return;
-    this.rowsSinceVacuum = 0;
-    // Housekeeping only: a failed vacuum changes nothing and is tried again later.
-    this.vacuuming = this.vacuum()
-      .catch(() => undefined)
-      .finally(() => {
-        this.vacuuming = undefined;
-      });
-  }
-
-  /** Vacuums the jobs table, then sets how many changed rows the next vacuum waits for. */
-  private async vacuum(): Promise<void> {
+  /** Vacuums the jobs table; resolves to its estimated rows. */
+  private async vacuum(): Promise<number> {
     await this.client.query(this.sql.vacuumJobs);
     const [estimate] = await this.client.query<{ rows: number }>(this.sql.estimateJobRows);
-    const tableRows = Math.max(0, estimate?.rows ?? 0);
-    this.rowsBetweenVacuums = Math.max(this.vacuumEveryRows, Math.round(Math.sqrt(VACUUM_BALANCE * tableRows)));
+    return Math.max(0, estimate?.rows ?? 0);
   }
 
   private async one(on: SqlQueryable, text: string, params: readonly unknown[]): Promise<JobRecord | null> {
     const [row] = await on.query<JobRow>(text, params);
     return row ? toJobRecord(row) : null;
   }
-}
-
-function toSchemaEntry(row: SchemaRow): SchemaEntry {
-  return {
-    name: row.name,
-    version: row.version,
-    fingerprint: row.fingerprint,
-    jsonSchema: row.json_schema,
-    registeredAt: row.registered_at,
-  };
 }

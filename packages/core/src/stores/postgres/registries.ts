@@ -1,0 +1,75 @@
+/** The registries beside the jobs table: job schemas by (name, version), and workers by id. */
+import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import { toJsonText } from './job-rows.ts';
+import type { SqlQueryable } from './sql-client.ts';
+import type { Statements } from './statements.ts';
+
+interface SchemaRow {
+  name: string;
+  version: number;
+  fingerprint: string;
+  json_schema: unknown;
+  registered_at: Date;
+}
+
+interface WorkerRow {
+  id: string;
+  host: string;
+  name: string;
+  min_version: number;
+  max_version: number;
+  seen_at: Date;
+}
+
+function toSchemaEntry(row: SchemaRow): SchemaEntry {
+  return {
+    name: row.name,
+    version: row.version,
+    fingerprint: row.fingerprint,
+    jsonSchema: row.json_schema,
+    registeredAt: row.registered_at,
+  };
+}
+
+/** See `Store.registerSchema`. */
+export async function registerSchema(db: SqlQueryable, sql: Statements, entry: SchemaEntry): Promise<SchemaEntry> {
+  await db.query(sql.insertSchema, [
+    entry.name,
+    entry.version,
+    entry.fingerprint,
+    toJsonText(entry.jsonSchema),
+    entry.registeredAt,
+  ]);
+  const [row] = await db.query<SchemaRow>(sql.getSchema, [entry.name, entry.version]);
+  return row ? toSchemaEntry(row) : entry;
+}
+
+/** See `Store.listSchemas`. */
+export async function listSchemas(db: SqlQueryable, sql: Statements, name?: string): Promise<SchemaEntry[]> {
+  return (await db.query<SchemaRow>(sql.listSchemas, [name ?? null])).map(toSchemaEntry);
+}
+
+/** See `Store.recordWorker`. */
+export async function recordWorker(db: SqlQueryable, sql: Statements, worker: WorkerPresence): Promise<void> {
+  await db.query(sql.recordWorker, [
+    worker.id,
+    worker.host,
+    worker.name,
+    worker.minVersion,
+    worker.maxVersion,
+    worker.seenAt,
+  ]);
+}
+
+/** See `Store.listWorkers`. */
+export async function listWorkers(db: SqlQueryable, sql: Statements, seenSince: Date): Promise<WorkerPresence[]> {
+  const rows = await db.query<WorkerRow>(sql.listWorkers, [seenSince]);
+  return rows.map((row) => ({
+    id: row.id,
+    host: row.host,
+    name: row.name,
+    minVersion: row.min_version,
+    maxVersion: row.max_version,
+    seenAt: row.seen_at,
+  }));
+}
