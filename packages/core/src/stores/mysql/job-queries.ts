@@ -1,7 +1,8 @@
-import type { JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import { keptStates } from '../../engine/not-started.ts';
+import type { JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
 import { type Queryable, selectRows } from './connection.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';
-import { JOB_SELECT, jobRow, sqlDate } from './rows.ts';
+import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
 /** The lease fence: the row is active, held by this token, and the lease has not expired. */
@@ -82,4 +83,29 @@ export async function selectInserted(
         .map((job) => [idempotencyRef(job.name, job.idempotencyKey as string), job]),
     ),
   };
+}
+
+/** The page of jobs `filter` asks for, in id order (a non-empty `states`, a positive `limit`). */
+export function listJobsQuery(t: Tables, filter: ListFilter): { sql: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  if (filter.name !== undefined) {
+    where.push('name = ?');
+    values.push(filter.name);
+  }
+  if (filter.states !== undefined) {
+    where.push('state IN (?)');
+    values.push(filter.states.flatMap(keptStates));
+  }
+  if (filter.due !== undefined) {
+    where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
+    values.push(sqlDate(filter.due.now));
+  }
+  if (filter.afterId !== undefined) {
+    where.push('id > ?');
+    values.push(filter.afterId);
+  }
+  const sql = `SELECT ${JOB_SELECT} FROM ${t.jobs}
+    ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+  return { sql, values: [...values, filter.limit] };
 }

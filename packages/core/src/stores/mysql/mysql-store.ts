@@ -1,5 +1,5 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { keptStates, notStartedState } from '../../engine/not-started.ts';
+import { notStartedState } from '../../engine/not-started.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,
@@ -24,6 +24,7 @@ import {
   FENCE,
   fenceValues,
   idempotencyRef,
+  listJobsQuery,
   promoteDueJobsSql,
   RELEASE_LEASE,
   selectInserted,
@@ -34,7 +35,6 @@ import {
   claimedRecord,
   delayedUntil,
   JOB_COLUMNS,
-  JOB_SELECT,
   jobRow,
   NOT_STARTED_SQL,
   newJobValues,
@@ -248,29 +248,8 @@ export class MysqlStore implements Store {
 
   async listJobs(filter: ListFilter): Promise<JobRecord[]> {
     if (filter.states?.length === 0 || filter.limit <= 0) return [];
-    const where: string[] = [];
-    const values: unknown[] = [];
-    if (filter.name !== undefined) {
-      where.push('name = ?');
-      values.push(filter.name);
-    }
-    if (filter.states !== undefined) {
-      where.push('state IN (?)');
-      values.push(filter.states.flatMap(keptStates));
-    }
-    if (filter.due !== undefined) {
-      where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
-      values.push(sqlDate(filter.due.now));
-    }
-    if (filter.afterId !== undefined) {
-      where.push('id > ?');
-      values.push(filter.afterId);
-    }
-    const sql = `SELECT ${JOB_SELECT} FROM ${this.t.jobs}
-      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
-    return this.retry('listJobs', async () =>
-      (await selectRows(this.pool, sql, [...values, filter.limit])).map(jobRow),
-    );
+    const { sql, values } = listJobsQuery(this.t, filter);
+    return this.retry('listJobs', async () => (await selectRows(this.pool, sql, values)).map(jobRow));
   }
 
   async countJobs(now: Date): Promise<JobCount[]> {
