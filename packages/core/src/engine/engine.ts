@@ -189,7 +189,10 @@ export class Engine {
     const updated = await this.store.failJob(lease, { error, retryAt }, now);
     if (!updated) throw leaseLost(lease.id);
     if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
-    return toJobStatus(updated, now);
+    const status = toJobStatus(updated, now);
+    // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
+    if (status.state === 'ready') this.emitReady(updated.name);
+    return status;
   }
 
   /** Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now. */

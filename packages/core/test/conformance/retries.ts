@@ -24,6 +24,29 @@ export function registerRetryTests(ctx: SuiteContext): void {
     expect(await claimOne(engine, name)).toMatchObject({ id, attempt: 2 });
   });
 
+  it('a retry due at once is announced to ready listeners, as a new job is; one due later is not', async () => {
+    const name = ctx.jobName('retry-now');
+    const { engine } = ctx.engine();
+    const woken: string[] = [];
+    const stopListening = engine.onReady((readyName) => woken.push(readyName));
+    try {
+      const backoff = { type: 'fixed', delayMs: 0 } as const;
+      await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 3 } });
+      woken.length = 0;
+      expect(await engine.fail(await claimOne(engine, name), { message: 'again' })).toMatchObject({ state: 'ready' });
+      expect(woken).toEqual([name]);
+
+      const later = { type: 'fixed', delayMs: 5_000 } as const;
+      await engine.enqueue({ name: `${name}-later`, version: 1, payload: {}, options: { backoff: later } });
+      woken.length = 0;
+      const failed = await engine.fail(await claimOne(engine, `${name}-later`), { message: 'later' });
+      expect(failed.state).toBe('scheduled');
+      expect(woken).toEqual([]);
+    } finally {
+      stopListening();
+    }
+  });
+
   it('exponential backoff doubles per attempt within [d/2, d], capped by maxDelayMs', async () => {
     const name = ctx.jobName('exponential');
     const { engine, clock } = ctx.engine();
