@@ -1,6 +1,6 @@
 import { type ClaimedJob, createEngine, type Engine, type Store } from '@workq/core/engine';
 import { createPgliteStore } from '@workq/core/postgres';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Handoffs, type ParkedClaim } from './handoffs.ts';
 
 let store: Store;
@@ -128,4 +128,53 @@ it('lets the claim an enqueue took answer before that enqueue does: its worker w
     .then((result) => answered.push(result ? 'enqueue' : 'enqueue found no claim'));
   await Promise.all([claimAnswered, enqueueAnswered]);
   expect(answered).toEqual(['claim with 1 job', 'enqueue']);
+});
+
+describe('a claim right after a handoff', () => {
+  /** Handoffs whose readiness counts the engine's announcements, as the server's wake-ups do. */
+  function withReadiness(freshForMs: number) {
+    let announced = 0;
+    engine.onReady(() => announced++);
+    return new Handoffs(engine, { generation: () => announced, freshForMs });
+  }
+
+  /** Parks `request`, hands it one new job and answers the claim. */
+  async function handOne(on: Handoffs, request: ReturnType<typeof waitingFor>) {
+    const claim = on.park(request, listening());
+    const result = await on.enqueue({ name: request.name, version: 1, payload: { n: 7 } });
+    expect(await on.withdraw(claim)).toHaveLength(1);
+    return result;
+  }
+
+  it('may park without a query, once, while nothing of its type has been announced', async () => {
+    const on = withReadiness(60_000);
+    const request = { ...waitingFor('quiet'), name: 'receipt' };
+    expect(on.nothingReadySinceHandoff(request)).toBe(false);
+    await handOne(on, request);
+    expect(on.nothingReadySinceHandoff(request)).toBe(true);
+    expect(on.nothingReadySinceHandoff(request)).toBe(false);
+  });
+
+  it('queries when a job of its type was announced since, when it reads other versions, or when the handoff is old', async () => {
+    const on = withReadiness(60_000);
+    const request = { ...waitingFor('busy'), name: 'refund' };
+    await handOne(on, request);
+    // Nobody waits for this one: it is inserted as waiting and announced, and the claim must find it.
+    const waiting = await engine.enqueue({ name: 'refund', version: 1, payload: { n: 8 } });
+    expect(on.nothingReadySinceHandoff(request)).toBe(false);
+    expect((await engine.claim({ ...request, maxVersion: 1 })).map((job) => job.id)).toEqual([waiting.id]);
+
+    await handOne(on, request);
+    expect(on.nothingReadySinceHandoff({ ...request, maxVersion: 2 })).toBe(false);
+
+    const stale = withReadiness(0);
+    await handOne(stale, request);
+    expect(stale.nothingReadySinceHandoff(request)).toBe(false);
+  });
+
+  it('always queries without readiness to go by', async () => {
+    const request = { ...waitingFor('plain'), name: 'notice' };
+    await handOne(handoffs, request);
+    expect(handoffs.nothingReadySinceHandoff(request)).toBe(false);
+  });
 });

@@ -32,6 +32,29 @@ export class ParkedClaim {
   }
 }
 
+/** Where a server learns that jobs of a type may have become ready (its `Wakeups`). */
+export interface Readiness {
+  /** Changes whenever jobs of `name` may have become ready. */
+  generation(name: string): number;
+  /** How long a handoff's finding stays good for the worker's next claim: the parked claims' poll interval. */
+  freshForMs: number;
+}
+
+/** A handoff's finding for its worker: at `generation`, nothing else in `range` was ready or due. */
+interface HandedEmpty {
+  range: string;
+  generation: number;
+  atMs: number;
+}
+
+/** Workers remembered at most; past it the memory starts over (a forgotten worker's claim just queries). */
+const MAX_HANDED_WORKERS = 10_000;
+
+/** A claim's job type and versions, as one key. */
+function rangeOf(request: ParkedClaim['request']): string {
+  return `${request.name}\u0000${request.minVersion}\u0000${request.maxVersion}`;
+}
+
 /**
  * Hands new jobs straight to consumers already waiting on this server. A
  * claim long-poll with nothing to do parks here; an enqueue of one job takes
@@ -43,6 +66,8 @@ export class ParkedClaim {
  */
 export class Handoffs {
   private readonly parked = new Map<string, Set<ParkedClaim>>();
+  /** Per worker id, what the insert of the job last handed to it found (see `nothingReadySinceHandoff`). */
+  private readonly handedEmpty = new Map<string, HandedEmpty>();
   /** Per job name, how many claim attempts are running their store query. */
   private readonly querying = new Map<string, number>();
   /** Job names whose latest claim attempt found nothing: their consumers are waiting for work. */
@@ -50,7 +75,14 @@ export class Handoffs {
   /** Per job name, enqueues waiting for a running claim attempt to end. */
   private readonly waiting = new Map<string, (() => void)[]>();
 
-  constructor(private readonly engine: Engine) {}
+  /**
+   * With `readiness`, a worker's claim right after a handoff may park without a store query (see
+   * `nothingReadySinceHandoff`); without it, every claim queries.
+   */
+  constructor(
+    private readonly engine: Engine,
+    private readonly readiness?: Readiness,
+  ) {}
 
   /**
    * Runs one claim attempt's store `query`. When it finds nothing and
@@ -123,10 +155,15 @@ export class Handoffs {
       claim = this.take(input.name, input.version);
     }
     if (!claim) return undefined;
+    // Read before the insert, whose decision sees every job committed before it starts.
+    const generation = this.readiness?.generation(input.name);
     const handing = this.engine.enqueueForClaim(input, claim.request);
     claim.handOver(
       handing.then(
-        ({ claimed }) => (claimed ? [claimed] : []),
+        ({ claimed }) => {
+          if (claimed && generation !== undefined) this.noteHandedEmpty(claim.request, generation);
+          return claimed ? [claimed] : [];
+        },
         () => [],
       ),
     );
@@ -136,6 +173,29 @@ export class Handoffs {
     // for a joined handoff's commit (then the producer does not wait for it).
     await new Promise((resolve) => setImmediate(resolve));
     return result;
+  }
+
+  /**
+   * Whether `request` comes from a worker just handed a job by an insert that found nothing else ready or
+   * due for it, with nothing of its job type announced since and less than `freshForMs` ago: its store
+   * query would find nothing, so it may park at once. A job that becomes ready unannounced meanwhile (a
+   * delayed job or a retry coming due, a job whose lease expired) is found by the parked claim's next poll,
+   * as for any parked claim. Answers once per handoff.
+   */
+  nothingReadySinceHandoff(request: ParkedClaim['request']): boolean {
+    const handed = this.handedEmpty.get(request.workerId);
+    if (!handed || !this.readiness) return false;
+    this.handedEmpty.delete(request.workerId);
+    return (
+      handed.range === rangeOf(request) &&
+      handed.generation === this.readiness.generation(request.name) &&
+      Date.now() - handed.atMs < this.readiness.freshForMs
+    );
+  }
+
+  private noteHandedEmpty(request: ParkedClaim['request'], generation: number): void {
+    if (this.handedEmpty.size >= MAX_HANDED_WORKERS) this.handedEmpty.clear();
+    this.handedEmpty.set(request.workerId, { range: rangeOf(request), generation, atMs: Date.now() });
   }
 
   /** Whether a claim of `name` is running its query while its consumers wait for work, so it may park next. */

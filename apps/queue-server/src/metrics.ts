@@ -24,6 +24,12 @@ export class ServerMetrics {
     labelNames: ['name'],
     registers: [this.registry],
   });
+  readonly claimQueries = new Counter({
+    name: 'workq_claim_queries_total',
+    help: 'Claim attempts, by whether their store query ran or was skipped (right after a handoff, nothing new)',
+    labelNames: ['name', 'query'],
+    registers: [this.registry],
+  });
   readonly completed = new Counter({
     name: 'workq_jobs_completed_total',
     help: 'Jobs completed',

@@ -50,7 +50,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     engine,
     registry: new SchemaRegistry(opened.store, engine.clock),
     wakeups,
-    handoffs: new Handoffs(engine),
+    handoffs: new Handoffs(engine, {
+      generation: (name) => wakeups.generation(name),
+      freshForMs: resolved.pollIntervalMs,
+    }),
     presence: new PresenceTracker(opened.store, engine.clock),
     authority,
     metrics: new ServerMetrics(engine),

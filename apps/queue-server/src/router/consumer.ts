@@ -80,15 +80,20 @@ export const consumerRouter = router({
         await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
         const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
         const aborted = signal ?? new AbortController().signal;
+        const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
+        // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
+        let skipQuery = input.waitMs > 0 && ctx.services.handoffs.nothingReadySinceHandoff(claimInput);
         for (;;) {
           const seen = wakeups.generation(name);
-          const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
+          ctx.services.metrics.claimQueries.inc({ name, query: skipQuery ? 'skipped' : 'ran' });
+          const query = skipQuery ? async () => [] : () => engine.claim(claimInput);
+          skipQuery = false;
           // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
           // can already hand its job over.
           const { jobs, parked } = await ctx.services.handoffs.attempt(
             claimInput,
             aborted,
-            () => engine.claim(claimInput),
+            query,
             () => deadline > Date.now() && !aborted.aborted && !wakeups.isClosed,
           );
           if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
