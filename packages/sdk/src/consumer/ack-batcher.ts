@@ -5,12 +5,8 @@ import { retrying } from './retry.ts';
 export interface PendingAck {
   id: string;
   leaseToken: string;
-  /** The attempt the completion ends (1-based). */
-  attempt: number;
   result: unknown;
   giveUpAt: number;
-  /** Sent once already, with no answer read: the server may have recorded it (see `restore`). */
-  inDoubt?: boolean;
   settle: (ok: boolean) => void;
   fail: (error: unknown) => void;
 }
@@ -35,14 +31,9 @@ export class AckBatcher {
    * Resolves to `true` when the job was completed, `false` when its lease was
    * already lost. Retries through outages until `giveUpAt` (epoch ms).
    */
-  complete(
-    lease: { id: string; leaseToken: string; attempt: number },
-    result: unknown,
-    giveUpAt: number,
-  ): Promise<boolean> {
-    const { id, leaseToken, attempt } = lease;
+  complete(id: string, leaseToken: string, result: unknown, giveUpAt: number): Promise<boolean> {
     return new Promise((settle, fail) => {
-      this.pending.push({ id, leaseToken, attempt, result, giveUpAt, settle, fail });
+      this.pending.push({ id, leaseToken, result, giveUpAt, settle, fail });
       this.schedule();
     });
   }
@@ -54,21 +45,12 @@ export class AckBatcher {
 
   /** Settles completions a claim carried, from the server's outcomes. */
   settle(acks: readonly PendingAck[], completedIds: readonly string[]): void {
-    if (acks.every((ack) => !ack.inDoubt)) {
-      const ok = new Set(completedIds);
-      for (const ack of acks) ack.settle(ok.has(ack.id));
-      return;
-    }
-    this.track(this.settleChecked(acks, completedIds));
+    const ok = new Set(completedIds);
+    for (const ack of acks) ack.settle(ok.has(ack.id));
   }
 
-  /**
-   * Puts back completions whose claim failed in transit, or was aborted while it waited for work (a closing
-   * worker): they go out on their own, retried. The server may have recorded them already, and then
-   * answers that their leases are gone; such an answer is checked against the job (see `confirmed`).
-   */
+  /** Puts back completions whose claim failed in transit; they go out on their own, retried. */
   restore(acks: readonly PendingAck[]): void {
-    for (const ack of acks) ack.inDoubt = true;
     this.pending.unshift(...acks);
     this.schedule();
   }
@@ -78,20 +60,6 @@ export class AckBatcher {
     while (this.pending.length > 0 || this.sending.size > 0) {
       this.flush();
       await Promise.allSettled([...this.sending]);
-    }
-  }
-
-  /**
-   * Whether a completion sent before, whose lease the server now reports gone, was recorded the first
-   * time: the job is completed in the same attempt (a worker that claimed it after the lease expired
-   * would have started another).
-   */
-  private async confirmed(ack: PendingAck): Promise<boolean> {
-    try {
-      const status = await this.call((api) => api.jobs.get.query({ id: ack.id }));
-      return status.state === 'completed' && status.attempts === ack.attempt;
-    } catch {
-      return false;
     }
   }
 
@@ -111,7 +79,7 @@ export class AckBatcher {
       const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
       const sent = retrying(() => this.call((api) => api.consumer.complete.mutate({ items })), giveUpAt).then(
         (outcomes) =>
-          this.settleChecked(
+          this.settle(
             batch,
             outcomes.filter((o) => o.ok).map((o) => o.id),
           ),
@@ -119,21 +87,8 @@ export class AckBatcher {
           for (const ack of batch) ack.fail(error);
         },
       );
-      this.track(sent);
+      this.sending.add(sent);
+      sent.finally(() => this.sending.delete(sent));
     }
-  }
-
-  /** Settles `acks` from the server's outcomes, confirming those in doubt that it reports not completed. */
-  private async settleChecked(acks: readonly PendingAck[], completedIds: readonly string[]): Promise<void> {
-    const ok = new Set(completedIds);
-    await Promise.all(
-      acks.map(async (ack) => ack.settle(ok.has(ack.id) || (ack.inDoubt === true && (await this.confirmed(ack))))),
-    );
-  }
-
-  /** Keeps `work` among what `drain` waits for. */
-  private track(work: Promise<void>): void {
-    this.sending.add(work);
-    work.finally(() => this.sending.delete(work));
   }
 }

@@ -118,18 +118,16 @@ export function startWorker(deps: WorkerDeps): Worker {
       }
       if (jobAbort.aborted) return;
       // The slot frees now; the completion reaches the server with the next claim or batch.
-      acks
-        .complete({ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt }, outcome, giveUpAt(job))
-        .then((completed) => {
-          if (!completed) {
-            onError(
-              new WorkqError(
-                'LEASE_LOST',
-                `Job ${job.id} finished after its lease was lost; its result was not recorded.`,
-              ),
-            );
-          }
-        }, onError);
+      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job)).then((completed) => {
+        if (!completed) {
+          onError(
+            new WorkqError(
+              'LEASE_LOST',
+              `Job ${job.id} finished after its lease was lost; its result was not recorded.`,
+            ),
+          );
+        }
+      }, onError);
     } catch (error) {
       onError(error);
     } finally {
