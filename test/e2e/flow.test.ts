@@ -48,6 +48,18 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     });
   });
 
+  it('reports no lost lease when a worker closes while its claim waits with the last ack', async () => {
+    const errors: unknown[] = [];
+    const worker = sdk.consume('imageConvert', async () => ({ bytes: 1 }), { onError: (error) => errors.push(error) });
+    const handle = await sdk.enqueue.imageConvert({ source: 'close.png', output: 'close.webp', quality: 1 });
+    await expect(handle.result({ timeoutMs: 20_000 })).resolves.toEqual({ bytes: 1 });
+    // The next claim carried the ack, found nothing and waits; closing aborts it before it answers.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await worker.close();
+    expect(errors).toEqual([]);
+    expect(await handle.status()).toMatchObject({ state: 'completed', attempts: 1 });
+  });
+
   it('enqueues a batch in one call and completes every job', async () => {
     workers.push(
       sdk.consume('sendEmail', async (job) => ({ messageId: `m-${job.payload.subject}` }), { concurrency: 8 }),

@@ -13,6 +13,7 @@ import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { PresenceTracker } from './presence.ts';
+import { RecentAcks } from './recent-acks.ts';
 import { appRouter } from './router/index.ts';
 import type { RequestContext, ServerServices } from './router/trpc.ts';
 import { SchemaRegistry } from './schema-registry.ts';
@@ -59,6 +60,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     metrics: new ServerMetrics(engine),
     enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
     completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
+    recentAcks: new RecentAcks(),
     options: resolved,
   };
 
