@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Aggregator, update as applyModifier, Query } from 'mingo';
-import { type IndexDescription, MongoServerError, ObjectId } from 'mongodb';
+import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
 
 /** A stored document of the double. */
 export type Doc = Record<string, unknown> & { _id?: unknown };
@@ -216,4 +216,17 @@ export function upsertSeed(filter: Doc): Doc {
   }
   seed._id ??= new ObjectId();
   return seed;
+}
+
+/** A copy of `doc` with only the fields `projection` keeps (all of them without one). */
+export function projected(doc: Doc, projection: Record<string, 0 | 1> | undefined): Doc {
+  if (!projection || Object.keys(projection).length === 0) return cloneDoc(doc);
+  const [result] = new Aggregator([{ $project: projection }], {}).run([cloneDoc(doc)]) as Doc[];
+  return result as Doc;
+}
+
+/** A per-document bulk write error as the driver reports it (the driver exports `WriteError` as a type only). */
+export function writeError(index: number, error: MongoServerError, op: Doc): WriteError {
+  const err = { index, code: error.code as number, errmsg: error.message, errInfo: {}, op };
+  return { err, index, code: err.code, errmsg: err.errmsg, errInfo: err.errInfo } as unknown as WriteError;
 }

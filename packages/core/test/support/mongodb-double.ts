@@ -8,7 +8,16 @@ import {
   type WriteError,
 } from 'mongodb';
 import { DoubleChangeStream } from './mongodb-double-change-stream.ts';
-import { CollectionData, cloneDoc, type Doc, type IndexSpec, updatedDoc, upsertSeed } from './mongodb-double-data.ts';
+import {
+  CollectionData,
+  cloneDoc,
+  type Doc,
+  type IndexSpec,
+  projected,
+  updatedDoc,
+  upsertSeed,
+  writeError,
+} from './mongodb-double-data.ts';
 
 /** One write the double received, with the write concern it would have run under. */
 export interface RecordedWrite {
@@ -197,18 +206,6 @@ class DoubleDb {
   async dropDatabase(): Promise<boolean> {
     return this.double.databases.delete(this.databaseName);
   }
-}
-
-/** A per-document bulk write error as the driver reports it (the driver exports `WriteError` as a type only). */
-function writeError(index: number, error: MongoServerError, op: Doc): WriteError {
-  const err = { index, code: error.code as number, errmsg: error.message, errInfo: {}, op };
-  return { err, index, code: err.code, errmsg: err.errmsg, errInfo: err.errInfo } as unknown as WriteError;
-}
-
-function projected(doc: Doc, projection: Record<string, 0 | 1> | undefined): Doc {
-  if (!projection || Object.keys(projection).length === 0) return cloneDoc(doc);
-  const [result] = new Aggregator([{ $project: projection }], {}).run([cloneDoc(doc)]) as Doc[];
-  return result as Doc;
 }
 
 /** The driver's `Collection` methods the store calls, each atomic. */
