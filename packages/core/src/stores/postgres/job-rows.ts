@@ -192,7 +192,7 @@ export function newJobValues(job: NewJob): (string | null)[] {
  * Insert parameters: one array per field in `NEW_JOB_FIELDS` order, for an
  * `unnest(...)` insert (one fixed statement whatever the batch size, and no
  * driver-specific array typing: every value goes as text, and the statement
- * gives each parameter its column's type).
+ * types each parameter, as `arrayParam` in statements.ts says).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
  * after the per-job arrays: 3 values per job to encode and parse instead of 13.
  */
