@@ -28,6 +28,8 @@ export interface RunConfig {
   scenarios: readonly string[];
   /** Write a CPU profile of the bench process and the workq server child, and time round trips. */
   profile: boolean;
+  /** Count CPU time per job in each process group (bench, workq server, databases) over the timed part. */
+  cpu: boolean;
 }
 
 export function resolveConfig(argv: readonly string[]): RunConfig {
@@ -36,6 +38,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
     options: {
       quick: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      cpu: { type: 'boolean', default: false },
       only: { type: 'string' },
       scenarios: { type: 'string' },
       jobs: { type: 'string' },
@@ -60,6 +63,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
     only: list(values.only),
     scenarios: list(values.scenarios),
     profile: values.profile === true,
+    cpu: values.cpu === true,
   };
 }
 

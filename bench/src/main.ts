@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--profile] [--only=id,id] [--scenarios=id,id]`: workq side by side with
+ * `pnpm bench [--quick] [--profile] [--cpu] [--only=id,id] [--scenarios=id,id]`: workq side by side with
  * BullMQ, pg-boss, graphile-worker and a raw-SQL baseline, in one run.
  * Every scenario runs on a fresh queue; repetitions are interleaved
  * (repetition → scenario → system) and each figure is their median.
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { resolveConfig } from './config.ts';
 import { evaluateGoals, goalsMarkdown } from './goals.ts';
 import { roundTripsMarkdown, startCpuProfile } from './profiling.ts';
-import { header, markdownTable, ResultTable } from './report.ts';
+import { cpuMarkdown, header, markdownTable, ResultTable } from './report.ts';
 import { claimScenario } from './scenarios/claim.ts';
 import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
 import { enqueueScenario } from './scenarios/enqueue.ts';
@@ -84,6 +84,16 @@ async function writeResults(finished: boolean): Promise<string> {
     '',
     markdownTable(rows, labels),
     '',
+    ...(config.cpu
+      ? [
+          '## CPU per job (--cpu)',
+          '',
+          'µs of CPU per job over the timed part, read from `/proc`: bench = this process (the clients, and the workers of in-process systems), server = its child processes (the workq server), then the database and cache servers, whoever they served. Median over repetitions, per column. Latency rows count the whole scenario.',
+          '',
+          cpuMarkdown(rows, labels),
+          '',
+        ]
+      : []),
   ].join('\n');
   await mkdir(RESULTS, { recursive: true });
   const suffix = config.quick ? '-quick' : '';
@@ -91,19 +101,22 @@ async function writeResults(finished: boolean): Promise<string> {
   await writeFile(
     `${RESULTS}latest${suffix}.json`,
     `${JSON.stringify(
-      rows.map(({ system, scenario, concurrency, value, unit, min, max, status, note, vsBestPeer, vsRawSql }) => ({
-        system,
-        scenario,
-        concurrency,
-        value,
-        unit,
-        min,
-        max,
-        status,
-        ...(note ? { note } : {}),
-        vsBestPeer,
-        vsRawSql,
-      })),
+      rows.map(
+        ({ system, scenario, concurrency, value, unit, min, max, status, note, vsBestPeer, vsRawSql, cpuPerJob }) => ({
+          system,
+          scenario,
+          concurrency,
+          value,
+          unit,
+          min,
+          max,
+          status,
+          ...(note ? { note } : {}),
+          vsBestPeer,
+          vsRawSql,
+          ...(cpuPerJob ? { cpuPerJob } : {}),
+        }),
+      ),
       null,
       2,
     )}\n`,

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { RunConfig } from './config.ts';
+import { CPU_GROUPS, type CpuTimes } from './cpu-meter.ts';
 import type { Measurement } from './scenarios/types.ts';
 import { median } from './stats.ts';
 
@@ -19,6 +20,8 @@ export interface ResultRow {
   /** Higher is better: value / best peer for jobs/s, best peer / value for ms. */
   vsBestPeer?: number | null;
   vsRawSql?: number | null;
+  /** With `--cpu`: µs of CPU per job in each process group, the median over repetitions for each group. */
+  cpuPerJob?: CpuTimes;
 }
 
 export const PEERS = ['bullmq-redis', 'bullmq-pg', 'pg-boss-pg', 'graphile-worker-pg'] as const;
@@ -27,7 +30,10 @@ export const RAW = 'raw-sql-pg';
 
 /** Collects repetitions per (system, scenario, concurrency) and turns them into rows. */
 export class ResultTable {
-  private readonly samples = new Map<string, { row: Omit<ResultRow, 'value' | 'min' | 'max'>; values: number[] }>();
+  private readonly samples = new Map<
+    string,
+    { row: Omit<ResultRow, 'value' | 'min' | 'max'>; values: number[]; cpu: CpuTimes[] }
+  >();
   private readonly order: string[] = [];
 
   private entry(system: string, m: Omit<Measurement, 'value'>) {
@@ -37,6 +43,7 @@ export class ResultTable {
       entry = {
         row: { system, scenario: m.scenario, concurrency: m.concurrency, unit: m.unit, status: 'ok' },
         values: [],
+        cpu: [],
       };
       this.samples.set(key, entry);
       this.order.push(key);
@@ -45,7 +52,9 @@ export class ResultTable {
   }
 
   add(system: string, m: Measurement): void {
-    this.entry(system, m).values.push(m.value);
+    const entry = this.entry(system, m);
+    entry.values.push(m.value);
+    if (m.cpuPerJob) entry.cpu.push(m.cpuPerJob);
   }
 
   mark(system: string, m: Omit<Measurement, 'value'>, status: RowStatus, note: string): void {
@@ -57,13 +66,14 @@ export class ResultTable {
 
   rows(): ResultRow[] {
     const rows = this.order.map((key): ResultRow => {
-      const { row, values } = this.samples.get(key) as { row: ResultRow; values: number[] };
+      const { row, values, cpu } = this.samples.get(key) as { row: ResultRow; values: number[]; cpu: CpuTimes[] };
       const ok = row.status === 'ok' && values.length > 0;
       return {
         ...row,
         value: ok ? median(values) : null,
         min: ok ? Math.min(...values) : null,
         max: ok ? Math.max(...values) : null,
+        ...(ok && cpu.length > 0 ? { cpuPerJob: medianTimes(cpu) } : {}),
       };
     });
     for (const row of rows) {
@@ -82,6 +92,12 @@ export class ResultTable {
     }
     return rows;
   }
+}
+
+function medianTimes(samples: readonly CpuTimes[]): CpuTimes {
+  const times = { ...(samples[0] as CpuTimes) };
+  for (const group of CPU_GROUPS) times[group] = median(samples.map((sample) => sample[group]));
+  return times;
 }
 
 /** Higher is better, whatever the unit. */
@@ -111,6 +127,26 @@ export function markdownTable(rows: readonly ResultRow[], labels: ReadonlyMap<st
     lines.push(
       `| ${label} | ${r.scenario} | ${r.concurrency} | ${figure} | ${r.unit} | ${spread} | ${ratio(r.vsBestPeer)} | ${ratio(r.vsRawSql)} |`,
     );
+  }
+  return lines.join('\n');
+}
+
+/** The `--cpu` table: µs of CPU per job by process group, for the rows that counted it. */
+export function cpuMarkdown(rows: readonly ResultRow[], labels: ReadonlyMap<string, string>): string {
+  const lines = [
+    `| system | scenario | conc. | ${CPU_GROUPS.join(' | ')} | total |`,
+    `| --- | --- | ---: | ${CPU_GROUPS.map(() => '---:').join(' | ')} | ---: |`,
+  ];
+  const counted = rows.filter((r) => r.cpuPerJob !== undefined);
+  const sorted = [...counted].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.concurrency - b.concurrency);
+  for (const r of sorted) {
+    const times = r.cpuPerJob as CpuTimes;
+    const total = CPU_GROUPS.reduce((sum, group) => sum + times[group], 0);
+    const cells = [...CPU_GROUPS.map((group) => times[group]), total].map((us) =>
+      Math.round(us).toLocaleString('en-US'),
+    );
+    const scenario = r.scenario.replace(/ p50$/, '');
+    lines.push(`| ${labels.get(r.system) ?? r.system} | ${scenario} | ${r.concurrency} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
 }

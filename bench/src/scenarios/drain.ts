@@ -1,4 +1,5 @@
 import type { RunConfig } from '../config.ts';
+import { type CpuTimes, startCpuMeter } from '../cpu-meter.ts';
 import { waitUntil } from '../stats.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
 import { JobTracker } from './tracker.ts';
@@ -14,16 +15,16 @@ export async function fillQueue(queue: QueueUnderTest, count: number): Promise<v
 /**
  * Starts a consumer on a filled queue and times it until every job's handler
  * has started and the consumer has stopped (flushing its acks); then checks
- * the store.
- * Resolves to jobs per second.
+ * the store. With `measureCpu`, also counts CPU per job over the same span.
  */
 export async function timeDrain(
   queue: QueueUnderTest,
   jobs: number,
   concurrency: number,
-  expectedCompleted = jobs,
-): Promise<number> {
+  { expectedCompleted = jobs, measureCpu = false }: { expectedCompleted?: number; measureCpu?: boolean } = {},
+): Promise<{ jobsPerSecond: number; cpuPerJob: CpuTimes | undefined }> {
   const tracker = new JobTracker(jobs);
+  const cpu = startCpuMeter(measureCpu);
   const started = performance.now();
   const consumer = await queue.consume(concurrency, tracker.onJob);
   try {
@@ -32,9 +33,10 @@ export async function timeDrain(
     await consumer.stop();
   }
   const elapsedMs = performance.now() - started;
+  const cpuPerJob = cpu.perJob(jobs);
   await waitUntil(async () => (await queue.countCompleted()) >= expectedCompleted, 30_000, 100).catch(() => undefined);
   tracker.verify(await queue.countCompleted(), expectedCompleted);
-  return (jobs / elapsedMs) * 1000;
+  return { jobsPerSecond: (jobs / elapsedMs) * 1000, cpuPerJob };
 }
 
 export function drainScenario(concurrency: number): Scenario {
@@ -43,8 +45,8 @@ export function drainScenario(concurrency: number): Scenario {
     rows: () => [{ scenario: 'drain', concurrency, unit: 'jobs/s' }],
     async run(queue: QueueUnderTest, config: RunConfig) {
       await fillQueue(queue, config.jobs);
-      const value = await timeDrain(queue, config.jobs, concurrency);
-      return [{ scenario: 'drain', concurrency, value, unit: 'jobs/s' }];
+      const { jobsPerSecond, cpuPerJob } = await timeDrain(queue, config.jobs, concurrency, { measureCpu: config.cpu });
+      return [{ scenario: 'drain', concurrency, value: jobsPerSecond, unit: 'jobs/s', cpuPerJob }];
     },
   };
 }
@@ -57,8 +59,11 @@ export const historyDrainScenario: Scenario = {
   async run(queue, config) {
     await queue.seedFinished?.(config.historyJobs);
     await fillQueue(queue, config.jobs);
-    const value = await timeDrain(queue, config.jobs, 50, config.jobs + config.historyJobs);
-    return [{ scenario: historyLabel(config), concurrency: 50, value, unit: 'jobs/s' }];
+    const { jobsPerSecond, cpuPerJob } = await timeDrain(queue, config.jobs, 50, {
+      expectedCompleted: config.jobs + config.historyJobs,
+      measureCpu: config.cpu,
+    });
+    return [{ scenario: historyLabel(config), concurrency: 50, value: jobsPerSecond, unit: 'jobs/s', cpuPerJob }];
   },
 };
 

@@ -1,4 +1,5 @@
 import type { RunConfig } from '../config.ts';
+import { startCpuMeter } from '../cpu-meter.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
 import { timeDrain } from './drain.ts';
 import type { Scenario } from './types.ts';
@@ -33,11 +34,13 @@ export function enqueueScenario(mode: Mode): Scenario {
     id: `enqueue-${mode}`,
     rows: () => [{ scenario, concurrency, unit: 'jobs/s' }],
     async run(queue: QueueUnderTest, config: RunConfig) {
+      const cpu = startCpuMeter(config.cpu);
       const started = performance.now();
       await enqueueAll(queue, config.jobs, mode);
       const value = (config.jobs / (performance.now() - started)) * 1000;
+      const cpuPerJob = cpu.perJob(config.jobs);
       await timeDrain(queue, config.jobs, 50);
-      return [{ scenario, concurrency, value, unit: 'jobs/s' }];
+      return [{ scenario, concurrency, value, unit: 'jobs/s', cpuPerJob }];
     },
   };
 }

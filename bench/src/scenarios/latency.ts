@@ -1,4 +1,5 @@
 import type { RunConfig } from '../config.ts';
+import { type CpuTimes, startCpuMeter } from '../cpu-meter.ts';
 import { percentile, sleep, waitUntil } from '../stats.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
 import { JobTracker } from './tracker.ts';
@@ -28,8 +29,10 @@ export const latencyScenario: Scenario = {
     const tracker = new JobTracker(jobs);
     const enqueuedAt = new Float64Array(jobs);
     const consumer = await queue.consume(CONCURRENCY, tracker.onJob);
+    let cpuPerJob: CpuTimes | undefined;
     try {
       await sleep(500);
+      const cpu = startCpuMeter(config.cpu);
       const origin = performance.now();
       const sends: Promise<void>[] = [];
       for (let n = 0; n < jobs; n++) {
@@ -40,6 +43,7 @@ export const latencyScenario: Scenario = {
       }
       await Promise.all(sends);
       await waitUntil(() => tracker.done, 60_000, 2);
+      cpuPerJob = cpu.perJob(jobs);
     } finally {
       await consumer.stop();
     }
@@ -55,6 +59,7 @@ export const latencyScenario: Scenario = {
         concurrency: CONCURRENCY,
         value: percentile(latencies, p),
         unit: 'ms',
+        ...(cpuPerJob && name === 'p50' ? { cpuPerJob } : {}),
       }),
     );
   },

@@ -1,4 +1,5 @@
 import type { RunConfig } from '../config.ts';
+import type { CpuTimes } from '../cpu-meter.ts';
 import type { BenchSystem, QueueUnderTest } from '../systems/types.ts';
 
 /** One figure from one repetition. */
@@ -7,6 +8,8 @@ export interface Measurement {
   concurrency: number;
   value: number;
   unit: 'jobs/s' | 'ms';
+  /** With `--cpu`: each process group's CPU over the timed part, in µs per job. */
+  cpuPerJob?: CpuTimes;
 }
 
 export interface Scenario {

@@ -29,7 +29,11 @@ async function handle(command: { start?: string; stop?: boolean }): Promise<void
 let work = Promise.resolve();
 createInterface({ input: process.stdin })
   .on('line', (line) => {
-    work = work.then(() => handle(JSON.parse(line))).catch((error: unknown) => answer({ error: String(error) }));
+    work = work
+      .then(() => handle(JSON.parse(line)))
+      .catch((error: unknown) => {
+        answer({ error: String(error) });
+      });
   })
   .on('close', () => {
     work.then(async () => {
