@@ -1,5 +1,13 @@
 import type { ClaimedJob, ClaimInput, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
 
+/**
+ * Why a parked claim's `taken` signal aborted. A reason given up front: an
+ * abort without one builds a new `DOMException`, stack trace and all, for
+ * every handed job (24 of 579 ms of the server's busy time in a profile of a
+ * warm idle-latency run).
+ */
+const HANDED_OVER = 'handed over';
+
 /** A claim request parked on this server until work arrives. */
 export class ParkedClaim {
   private readonly taking = new AbortController();
@@ -23,7 +31,7 @@ export class ParkedClaim {
 
   handOver(jobs: Promise<ClaimedJob[]>): void {
     this.handoffs.push(jobs);
-    this.taking.abort();
+    this.taking.abort(HANDED_OVER);
   }
 
   /** The handoffs so far; more may come while they run. */
