@@ -10,6 +10,11 @@ export const CPU_GROUPS = ['bench', 'server', 'postgres', 'mariadb', 'redis'] as
 export type CpuGroup = (typeof CPU_GROUPS)[number];
 export type CpuTimes = Record<CpuGroup, number>;
 
+/** A figure for every group, from `figureOf` each. */
+export function cpuTimes(figureOf: (group: CpuGroup) => number): CpuTimes {
+  return Object.fromEntries(CPU_GROUPS.map((group) => [group, figureOf(group)])) as CpuTimes;
+}
+
 /** Server processes by their command name in `/proc/<pid>/stat`. */
 const SERVER_COMMANDS: Partial<Record<string, CpuGroup>> = {
   postgres: 'postgres',
@@ -69,7 +74,7 @@ export function readCpuTimes(): CpuTimes | undefined {
     }
     return false;
   };
-  const times: CpuTimes = { bench: 0, server: 0, postgres: 0, mariadb: 0, redis: 0 };
+  const times = cpuTimes(() => 0);
   for (const stat of stats) {
     const group =
       stat.pid === process.pid ? 'bench' : descendsFromBench(stat.pid) ? 'server' : SERVER_COMMANDS[stat.command];
@@ -85,9 +90,7 @@ export function startCpuMeter(enabled: boolean): { perJob(jobs: number): CpuTime
     perJob(jobs) {
       const after = before && readCpuTimes();
       if (!before || !after || jobs <= 0) return undefined;
-      const perJob = { ...after };
-      for (const group of CPU_GROUPS) perJob[group] = ((after[group] - before[group]) / jobs) * 1000;
-      return perJob;
+      return cpuTimes((group) => ((after[group] - before[group]) / jobs) * 1000);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { RunConfig } from './config.ts';
-import { CPU_GROUPS, type CpuTimes } from './cpu-meter.ts';
+import { CPU_GROUPS, type CpuTimes, cpuTimes } from './cpu-meter.ts';
 import type { Measurement } from './scenarios/types.ts';
 import { median } from './stats.ts';
 
@@ -95,9 +95,7 @@ export class ResultTable {
 }
 
 function medianTimes(samples: readonly CpuTimes[]): CpuTimes {
-  const times = { ...(samples[0] as CpuTimes) };
-  for (const group of CPU_GROUPS) times[group] = median(samples.map((sample) => sample[group]));
-  return times;
+  return cpuTimes((group) => median(samples.map((sample) => sample[group])));
 }
 
 /** Higher is better, whatever the unit. */
