@@ -3,5 +3,6 @@
 export type { Logger, ServerLimits, ServerOptions, TokenGrant } from './options.ts';
 export { DEFAULT_LIMITS, resolveServerOptions } from './options.ts';
 export type { AppRouter } from './router/index.ts';
+export type { CronEntry } from './scheduler.ts';
 export type { QueueServer } from './start-server.ts';
 export { startServer } from './start-server.ts';

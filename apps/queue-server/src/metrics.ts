@@ -41,6 +41,12 @@ export class ServerMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly cronEnqueues = new Counter({
+    name: 'workq_cron_enqueues_total',
+    help: 'Crontab occurrences enqueued by this server, by whether the job was created here or already existed (enqueued by another server)',
+    labelNames: ['name', 'outcome'],
+    registers: [this.registry],
+  });
   private countsReadAt = 0;
 
   constructor(engine: Engine) {

@@ -1,3 +1,5 @@
+import type { CronEntry } from './scheduler.ts';
+
 /** A bearer token and what it may do. */
 export interface TokenGrant {
   token: string;
@@ -39,6 +41,12 @@ export interface ServerOptions {
   pollIntervalMs?: number;
   /** How long finished jobs are kept as history. @defaultValue 7 days */
   historyRetentionMs?: number;
+  /**
+   * Recurring jobs: each entry enqueues one job at every time its cron
+   * expression names. Checked at start (`VALIDATION` naming the entry).
+   * @defaultValue []
+   */
+  crontab?: readonly CronEntry[];
   /** Where log lines go. @defaultValue JSON lines on stderr */
   logger?: Logger;
 }
@@ -58,6 +66,7 @@ export interface ResolvedServerOptions {
   dataDir: string;
   pollIntervalMs: number;
   historyRetentionMs: number;
+  crontab: readonly CronEntry[];
   logger: Logger;
 }
 
@@ -87,6 +96,7 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     historyRetentionMs: options.historyRetentionMs ?? 7 * 86_400_000,
+    crontab: [...(options.crontab ?? [])],
     logger: options.logger ?? jsonLineLogger(),
   };
 }

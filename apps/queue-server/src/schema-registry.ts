@@ -80,6 +80,13 @@ export class SchemaRegistry {
     }
   }
 
+  /** The newest version registered for `name`; `UNKNOWN_JOB` when none is. */
+  async newestVersion(name: string): Promise<number> {
+    const registered = await this.store.listSchemas(name);
+    if (registered.length === 0) throw unknownJob(name);
+    return Math.max(...registered.map((entry) => entry.version));
+  }
+
   async list(name?: string): Promise<SchemaEntry[]> {
     return this.store.listSchemas(name);
   }
@@ -91,12 +98,7 @@ export class SchemaRegistry {
     for (const entry of registered) this.entries.set(keyOf(entry.name, entry.version), entry);
     const entry = this.entries.get(keyOf(name, version));
     if (entry) return entry;
-    if (registered.length === 0) {
-      throw new WorkqError(
-        'UNKNOWN_JOB',
-        `No job type "${name}" is registered with this server: connect a producer or consumer whose catalog declares it (it registers its schemas), or check the name.`,
-      );
-    }
+    if (registered.length === 0) throw unknownJob(name);
     throw new WorkqError(
       'UNSUPPORTED_VERSION',
       `Job "${name}" has no registered version ${version} (registered: ${registered.map((e) => e.version).join(', ')}): deploy a catalog that declares it first.`,
@@ -121,6 +123,13 @@ export class SchemaRegistry {
       });
     }
   }
+}
+
+function unknownJob(name: string): WorkqError {
+  return new WorkqError(
+    'UNKNOWN_JOB',
+    `No job type "${name}" is registered with this server: connect a producer or consumer whose catalog declares it (it registers its schemas), or check the name.`,
+  );
 }
 
 function conflict(existing: SchemaEntry, jsonSchema: unknown, fingerprint: string): WorkqError {

@@ -16,6 +16,7 @@ import { PresenceTracker } from './presence.ts';
 import { RecentAcks } from './recent-acks.ts';
 import { appRouter } from './router/index.ts';
 import type { RequestContext, ServerServices } from './router/trpc.ts';
+import { CronScheduler, enqueueThroughServer, parseCrontab } from './scheduler.ts';
 import { SchemaRegistry } from './schema-registry.ts';
 import { Wakeups } from './wakeups.ts';
 
@@ -43,6 +44,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       `Refusing to serve ${host} without tokens: anyone who can reach it could enqueue and consume jobs. Configure tokens (WORKQ_TOKENS / --token) or bind a loopback address such as 127.0.0.1.`,
     );
   }
+  const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const engine = createEngine({ store: opened.store, historyRetentionMs: resolved.historyRetentionMs });
   const wakeups = new Wakeups(engine, opened.store.capabilities.notify ? opened.store.notifier : undefined);
@@ -63,6 +65,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     recentAcks: new RecentAcks(),
     options: resolved,
   };
+
+  const scheduler = new CronScheduler(crontab, {
+    now: () => engine.clock.now(),
+    enqueue: enqueueThroughServer(services),
+    logger,
+  });
 
   const createContext = (req: IncomingMessage): RequestContext => ({
     services,
@@ -131,6 +139,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     server.listen(resolved.port, host, () => resolveListen());
   });
   const port = (server.address() as AddressInfo).port;
+  scheduler.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const storeUrl = redactUrl(opened.url);
   logger.info('workq queue server listening', {
@@ -143,6 +152,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const close = (): Promise<void> => {
     closed ??= (async () => {
       closing = true;
+      await scheduler.close();
       clearInterval(maintenance);
       clearInterval(pruner);
       const stopped = new Promise<void>((r) => server.close(() => r()));

@@ -16,7 +16,7 @@ import { authedProcedure, router, type ServerServices } from './trpc.ts';
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 
 /** Validates size and schema of each payload, then enqueues them, with the same options, in one store round trip. */
-async function enqueueValidated(
+export async function enqueueValidated(
   services: ServerServices,
   name: string,
   jobVersion: number,
