@@ -1,3 +1,5 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerArgs } from '../../apps/queue-server/src/cli-args.ts';
@@ -102,6 +104,37 @@ describe('parseServerArgs', () => {
     expect(() => parseServerArgs([], { WORKQ_MAX_BATCH_SIZE: '-1' })).toThrow(/max-batch-size/);
     expect(() => parseServerArgs(['--token', 'no-scopes-here'], {})).toThrow(/<token>=<scope>/);
     expect(() => parseServerArgs(['--no-such-flag'], {})).toThrow();
+  });
+
+  it('reads a crontab file, checking its entries', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'workq-crontab-'));
+    try {
+      const file = (name: string, text: string) => {
+        writeFileSync(join(dir, name), text);
+        return join(dir, name);
+      };
+      const entry = { cron: '0 3 * * *', name: 'generateReport', timezone: 'Europe/Berlin', payload: { a: 1 } };
+      const good = file('good.json', JSON.stringify([entry]));
+      expect(parseServerArgs(['--crontab', good], {})).toMatchObject({ crontab: [entry] });
+      expect(parseServerArgs([], { WORKQ_CRONTAB: good })).toMatchObject({ crontab: [entry] });
+      expect(() =>
+        parseServerArgs(['--crontab', file('bad.json', '[{"cron": "0 25 * * *", "name": "x"}]')], {}),
+      ).toThrow(/Crontab entry 1 \("0 25 \* \* \*" for "x"\) cannot be read: .*hour/);
+      expect(() => parseServerArgs(['--crontab', file('object.json', '{}')], {})).toThrow(/JSON array/);
+      expect(() => parseServerArgs(['--crontab', file('broken.json', '[{')], {})).toThrow(/could not be read as JSON/);
+      expect(() => parseServerArgs(['--crontab', join(dir, 'missing.json')], {})).toThrow(/missing\.json/);
+      // The README's example crontab is one the server accepts.
+      const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+      const example = readme.split('### Recurring jobs')[1]?.split('```json')[1]?.split('```')[0] ?? '';
+      expect(parseServerArgs(['--crontab', file('readme.json', example)], {})).toMatchObject({
+        crontab: [
+          { name: 'generateReport', timezone: 'Europe/Berlin' },
+          { name: 'sendEmail', key: 'digest' },
+        ],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseTokenList } from './auth.ts';
 import { DEFAULT_LIMITS, type ServerOptions } from './options.ts';
+import { type CronEntry, parseCrontab } from './scheduler.ts';
 
 export const HELP = `workq-server: the workq queue server
 
@@ -14,6 +16,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --token <t=scope,…>       a bearer token and its scopes; repeatable   [WORKQ_TOKENS, ";"-separated]
                             scopes: produce:<job|*>, consume:<job|*>, admin
   --data-dir <dir>          where the embedded store keeps data [WORKQ_DATA_DIR] (default .workq)
+  --crontab <file>          recurring jobs: a JSON array of { cron, name, payload?, version?, timezone?,
+                            key?, options? } [WORKQ_CRONTAB]
   --max-payload-bytes <n>   [WORKQ_MAX_PAYLOAD_BYTES] (default ${DEFAULT_LIMITS.maxPayloadBytes})
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
@@ -39,6 +43,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       port: { type: 'string' },
       token: { type: 'string', multiple: true },
       'data-dir': { type: 'string' },
+      crontab: { type: 'string' },
       'max-payload-bytes': { type: 'string' },
       'max-batch-size': { type: 'string' },
       'max-trpc-batch-size': { type: 'string' },
@@ -55,6 +60,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
   };
+  const crontabFile = values.crontab ?? env.WORKQ_CRONTAB;
   return {
     store: values.store ?? env.WORKQ_STORE,
     host: values.host ?? env.WORKQ_HOST,
@@ -62,5 +68,18 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     tokens,
     dataDir: values['data-dir'] ?? env.WORKQ_DATA_DIR,
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    ...(crontabFile ? { crontab: readCrontab(crontabFile) } : {}),
   };
+}
+
+/** The entries of a crontab file, checked. */
+function readCrontab(file: string): CronEntry[] {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`crontab ${file} could not be read as JSON: ${error instanceof Error ? error.message : error}`);
+  }
+  if (!Array.isArray(entries)) throw new Error(`crontab ${file} must hold a JSON array of entries.`);
+  return parseCrontab(entries).map((scheduled) => scheduled.entry);
 }
