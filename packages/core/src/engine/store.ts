@@ -203,6 +203,12 @@ export interface Store {
   recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null>;
 
   /**
+   * Fenced: replaces the held job's payload, and its version with the one
+   * that payload is written in; the job stays active under the same lease.
+   */
+  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<JobRecord | null>;
+
+  /**
    * Fenced and atomic: completes the job (recording `movedTo`) and inserts
    * `next`, or does neither.
    */

@@ -19,6 +19,7 @@ async function expectAllFenced(engine: Engine, store: Store, lease: ClaimedJob, 
     ['extend', () => engine.extend(ref, 60_000)],
     ['moveTo', () => engine.moveTo(ref, { name: nextName, version: 1, payload: { stale: true } })],
     ['progress', () => engine.progress(ref, 42)],
+    ['updatePayload', () => engine.updatePayload(ref, { name: lease.name, version: 1, payload: { stale: true } })],
   ];
   for (const [what, attempt] of attempts) {
     await expectWorkqError(attempt(), 'LEASE_LOST');
@@ -37,6 +38,7 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
   expect(await store.failJob(ref, { error, retryAt: null }, now)).toBeNull();
   expect(await store.extendLease(ref, new Date(now.getTime() + 60_000), now)).toBeNull();
   expect(await store.recordProgress(ref, 7, now)).toBeNull();
+  expect(await store.updatePayload(ref, { payload: { stale: true }, version: 1 }, now)).toBeNull();
   const next = {
     id: newJobId(),
     name: nextName,
@@ -59,7 +61,7 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
 
 /** Guarantee 2: every lease has a unique token; a stale token fails with LEASE_LOST and changes nothing. */
 export function registerFencingTests(ctx: SuiteContext): void {
-  it('an expired lease is delivered again; the stale token’s complete, fail, extend, moveTo and progress are LEASE_LOST and change nothing', async () => {
+  it('an expired lease is delivered again; the stale token’s complete, fail, extend, moveTo, progress and updatePayload are LEASE_LOST and change nothing', async () => {
     const name = ctx.jobName('fencing');
     const { engine, store, clock } = ctx.engine();
     await engine.enqueue({ name, version: 1, payload: { a: 1 }, options: { leaseMs: 1_000, maxAttempts: 5 } });

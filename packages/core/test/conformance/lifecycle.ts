@@ -27,6 +27,29 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await engine.get(id)).toMatchObject({ state: 'completed', progress: 100 });
   });
 
+  it('updatePayload replaces a held job’s payload and version; its next attempt starts from them', async () => {
+    const name = ctx.jobName('checkpoint');
+    const { engine, clock } = ctx.engine();
+    await engine.enqueue({ name, version: 1, payload: { page: 0 }, options: { leaseMs: 1_000, maxAttempts: 3 } });
+    const first = await claimOne(engine, name, 2);
+    expect(first.payload).toEqual({ page: 0 });
+    await engine.updatePayload(first, { name, version: 2, payload: { page: 7, seen: ['a', 'b'] } });
+    const held = await engine.get(first.id);
+    expect(held).toMatchObject({ state: 'active', version: 2, attempts: 1 });
+    // Another job type's name is refused, and changes nothing.
+    await expectWorkqError(
+      engine.updatePayload(first, { name: `${name}-other`, version: 1, payload: {} }),
+      'VALIDATION',
+    );
+    await engine.fail(first, { message: 'crashed after the checkpoint' });
+    clock.advance(60_000);
+    // The payload is now written in version 2: a consumer reading only version 1 no longer gets it.
+    expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'v1' })).toEqual([]);
+    const second = await claimOne(engine, name, 2);
+    expect(second).toMatchObject({ id: first.id, attempt: 2, version: 2, payload: { page: 7, seen: ['a', 'b'] } });
+    await engine.complete(second);
+  });
+
   it('moveTo completes the job and creates the next job of another type, claimable, in one step', async () => {
     const name = ctx.jobName('move-from');
     const nextName = ctx.jobName('move-to');

@@ -143,6 +143,10 @@ export class MongoStore implements Store {
     return this.updateHeld('progress', lease, now, { progress: Number(progress) });
   }
 
+  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date) {
+    return this.updateHeld('updatePayload', lease, now, { payload: toJson(change.payload), version: change.version });
+  }
+
   moveJob(lease: LeaseRef, next: NewJob, now: Date) {
     return this.run('moveTo', async () => {
       const filter = heldBy(lease, now);

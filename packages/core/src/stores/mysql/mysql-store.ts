@@ -201,6 +201,15 @@ export class MysqlStore implements Store {
     return this.fencedUpdate('recordProgress', lease, now, 'progress = ?', [progress]);
   }
 
+  async updatePayload(
+    lease: LeaseRef,
+    change: { payload: unknown; version: number },
+    now: Date,
+  ): Promise<JobRecord | null> {
+    const values = [writeJson(change.payload), change.version];
+    return this.fencedUpdate('updatePayload', lease, now, 'payload = ?, version = ?', values);
+  }
+
   async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
     return this.transaction('moveJob', async (c) => {
       const moved = await execute(

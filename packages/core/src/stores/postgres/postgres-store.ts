@@ -219,6 +219,15 @@ export class PostgresStore implements Store {
     return this.one(this.client, this.sql.recordProgress, [lease.id, lease.leaseToken, progress, now]);
   }
 
+  async updatePayload(
+    lease: LeaseRef,
+    change: { payload: unknown; version: number },
+    now: Date,
+  ): Promise<JobRecord | null> {
+    const values = [lease.id, lease.leaseToken, toJsonText(change.payload), change.version, now];
+    return this.one(this.client, this.sql.updatePayload, values);
+  }
+
   async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
     return this.client.transaction(async (tx) => {
       const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);

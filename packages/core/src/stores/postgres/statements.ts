@@ -213,6 +213,11 @@ RETURNING ${JOB_COLUMNS}`,
 WHERE ${fenced('$1', '$2', '$4')}
 RETURNING ${JOB_COLUMNS}`,
 
+    /** $1 id, $2 token, $3 payload JSON, $4 its version, $5 now. */
+    updatePayload: `UPDATE ${jobs} AS j SET payload = $3::text::jsonb, version = $4::int, updated_at = $5::timestamptz
+WHERE ${fenced('$1', '$2', '$5')}
+RETURNING ${JOB_COLUMNS}`,
+
     /** $1 id, $2 token, $3 next job's id, $4 now. Completes the held job, recording where it moved. */
     completeMovedJob: `UPDATE ${jobs} AS j
 SET state = 'completed', moved_to = $3, lease_token = NULL, lease_expires_at = NULL,
