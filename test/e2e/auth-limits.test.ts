@@ -184,6 +184,39 @@ describe('auth and limits over pglite://memory', () => {
     await expectStillServing();
   });
 
+  it('checks an updatePayload on the server: scope, schema, size, job type and lease', async () => {
+    const work = rawClient(server.url, 'work');
+    const payload = { source: 'ckpt.png', output: 'ckpt.webp', format: 'webp', quality: 10 };
+    const options = { backoff: { type: 'fixed' as const, delayMs: 0 } };
+    const { id } = await admin.jobs.enqueue.mutate({ name: 'imageConvert', version: 2, payload, options });
+    const claim = () => work.consumer.claim.mutate({ name: 'imageConvert', maxVersion: 2, limit: 1, workerId: 'raw' });
+    const [held] = (await claim()).jobs;
+    expect(held?.id).toBe(id);
+    const lease = { id, leaseToken: held?.leaseToken as string };
+    const update = (client: RawClient, change: object) =>
+      client.consumer.updatePayload.mutate({ ...lease, name: 'imageConvert', version: 2, payload, ...change });
+
+    expect(await rawFailure(update(rawClient(server.url, 'prod'), {}))).toMatchObject({ code: 'FORBIDDEN' });
+    const invalid = await rawFailure(update(work, { payload: { ...payload, quality: 500 } }));
+    expect(invalid).toMatchObject({ code: 'VALIDATION' });
+    expect(invalid.message).toMatch(/quality/);
+    const large = { ...payload, source: 'x'.repeat(MAX_PAYLOAD_BYTES) };
+    expect(await rawFailure(update(work, { payload: large }))).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    const otherType = await rawFailure(update(work, { name: 'sendEmail', version: 1, payload: email }));
+    expect(otherType).toMatchObject({ code: 'VALIDATION' });
+    expect(otherType.message).toMatch(/"imageConvert" job, not "sendEmail"/);
+    expect(await rawFailure(update(work, { leaseToken: 'stale' }))).toMatchObject({ code: 'LEASE_LOST' });
+
+    await expect(update(work, { payload: { ...payload, quality: 60 } })).resolves.toBe(true);
+    await work.consumer.fail.mutate({ ...lease, message: 'retried from the checkpoint' });
+    const [again] = (await claim()).jobs;
+    expect(again).toMatchObject({ id, attempt: 2, version: 2, payload: { ...payload, quality: 60 } });
+    await work.consumer.complete.mutate({
+      items: [{ id, leaseToken: again?.leaseToken as string, result: { bytes: 1 } }],
+    });
+    await expectStillServing();
+  });
+
   it('refuses a NUL character, which stores cannot keep, as VALIDATION rather than a store failure', async () => {
     const raw = rawClient(server.url, 'prod');
     const before = await countOf('sendEmail');

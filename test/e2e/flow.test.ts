@@ -137,6 +137,31 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     expect(attempts).toEqual([1, 2, 3]);
   });
 
+  it('starts a retry from the payload its handler saved with updatePayload', async () => {
+    const seen: { attempt: number; quality: number }[] = [];
+    const handle = await sdk.enqueue.imageConvert(
+      { source: 'resume.png', output: 'resume.webp', quality: 10 },
+      { backoff: { type: 'fixed', delayMs: 100 }, maxAttempts: 2 },
+    );
+    const worker = createClient({ url: server.url, jobs }).consume('imageConvert', async (job, ctx) => {
+      if (job.payload.source !== 'resume.png') return { bytes: 0 };
+      seen.push({ attempt: job.attempt, quality: job.payload.quality });
+      if (job.attempt === 1) {
+        await ctx.updatePayload({ ...job.payload, quality: 55 });
+        // Checked against the schema before it is sent.
+        await expect(ctx.updatePayload({ ...job.payload, quality: 500 })).rejects.toMatchObject({ code: 'VALIDATION' });
+        throw new Error('crashed after the checkpoint');
+      }
+      return { bytes: job.payload.quality };
+    });
+    workers.push(worker);
+    await expect(handle.result({ timeoutMs: 20_000 })).resolves.toEqual({ bytes: 55 });
+    expect(seen).toEqual([
+      { attempt: 1, quality: 10 },
+      { attempt: 2, quality: 55 },
+    ]);
+  });
+
   it('shows progress, and moveTo turns a job into the next one atomically', async () => {
     const client = createClient({ url: server.url, jobs });
     let release!: () => void;

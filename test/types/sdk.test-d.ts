@@ -69,4 +69,17 @@ describe('consumer types', () => {
       return { url: '', rows: 0 };
     });
   });
+
+  it('types updatePayload by the consumed job’s current payload', () => {
+    sdk.consume('imageConvert', async (job, ctx) => {
+      await ctx.updatePayload({ ...job.payload, quality: 50 });
+      // quality has a default, so the input may leave it out
+      await ctx.updatePayload({ source: 'a.png', output: 'b.webp' });
+      // @ts-expect-error the current version needs `output`
+      await ctx.updatePayload({ source: 'a.png' });
+      // @ts-expect-error a sendEmail payload is not an imageConvert payload
+      await ctx.updatePayload({ to: 'a@example.com', subject: 's', body: '' });
+      return { bytes: 1 };
+    });
+  });
 });

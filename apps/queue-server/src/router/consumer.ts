@@ -167,6 +167,22 @@ export const consumerRouter = router({
       return true;
     }),
 
+  /**
+   * Replaces the held job's payload, written in `version` of its type and
+   * checked against that version's registered schema, so the job's later
+   * attempts start from it. Fenced by the lease.
+   */
+  updatePayload: authedProcedure
+    .input(lease.extend({ name: jobName, version, payload: z.unknown() }))
+    .mutation(async ({ ctx, input }) => {
+      requireScope(ctx.principal, 'consume', input.name);
+      const { id, leaseToken, name, payload } = input;
+      checkPayloadSize(payload, ctx.services.options.limits.maxPayloadBytes, name);
+      await ctx.services.registry.validate(name, input.version, payload);
+      await ctx.services.engine.updatePayload({ id, leaseToken }, { name, version: input.version, payload });
+      return true;
+    }),
+
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */
   moveTo: authedProcedure
     .input(

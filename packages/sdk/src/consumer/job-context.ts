@@ -16,11 +16,11 @@ export interface JobContextDeps {
  */
 export class HandlerContext implements JobContext<never> {
   readonly #deps: JobContextDeps;
-  readonly #lease: { id: string; leaseToken: string };
+  readonly #lease: { id: string; leaseToken: string; name: string };
   readonly #jobAbort: JobAbort;
   #moved = false;
 
-  constructor(deps: JobContextDeps, lease: { id: string; leaseToken: string }, jobAbort: JobAbort) {
+  constructor(deps: JobContextDeps, lease: { id: string; leaseToken: string; name: string }, jobAbort: JobAbort) {
     this.#deps = deps;
     this.#lease = lease;
     this.#jobAbort = jobAbort;
@@ -39,6 +39,10 @@ export class HandlerContext implements JobContext<never> {
     return (percent) => this.#progress(percent);
   }
 
+  get updatePayload(): (payload: never) => Promise<void> {
+    return (payload) => this.#updatePayload(payload);
+  }
+
   get moveTo(): (name: never, payload: never, options?: object) => Promise<void> {
     return (name, payload, options) => this.#moveTo(name, payload, options);
   }
@@ -46,6 +50,13 @@ export class HandlerContext implements JobContext<never> {
   async #progress(percent: number): Promise<void> {
     const { id, leaseToken } = this.#lease;
     await this.#deps.call((api) => api.consumer.progress.mutate({ id, leaseToken, progress: percent }));
+  }
+
+  async #updatePayload(payload: unknown): Promise<void> {
+    const { id, leaseToken, name } = this.#lease;
+    const { version, payload: schema } = this.#deps.definitionOf(name);
+    parseWith(schema, payload, `updatePayload payload of "${name}"`);
+    await this.#deps.call((api) => api.consumer.updatePayload.mutate({ id, leaseToken, name, version, payload }));
   }
 
   async #moveTo(nextName: string, payload: unknown, nextOptions?: object): Promise<void> {

@@ -12,18 +12,24 @@ export interface ConsumedJob<Payload> {
   version: number;
 }
 
-export interface JobContext<C extends Catalog> {
+export interface JobContext<C extends Catalog, N extends JobName<C> = JobName<C>> {
   /** Aborts when the lease is lost, the job is cancelled, or the worker's close grace runs out. */
   signal: AbortSignal;
   /** Records progress (0-100), visible in `handle.status()`. */
   progress(percent: number): Promise<void>;
+  /**
+   * Replaces this job's stored payload (in the current version's shape, checked here and by the server), so a
+   * later attempt, after a failure or a lost lease, starts from it: a checkpoint. The running handler's
+   * `job.payload` is left as it was.
+   */
+  updatePayload(payload: PayloadInput<C, N>): Promise<void>;
   /** Atomically ends this job and enqueues `payload` as a job of `name` in its place; the handler's return value is then ignored. */
   moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: EnqueueOptions): Promise<void>;
 }
 
 export type Handler<C extends Catalog, N extends JobName<C>> = (
   job: ConsumedJob<PayloadOutput<C, N>>,
-  ctx: JobContext<C>,
+  ctx: JobContext<C, N>,
 ) => Promise<ResultInput<C, N>> | ResultInput<C, N>;
 
 export interface ConsumeOptions {

@@ -87,7 +87,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   };
 
   const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
-    const ctx = new HandlerContext(deps, { id: job.id, leaseToken: job.leaseToken }, jobAbort);
+    const ctx = new HandlerContext(deps, { id: job.id, leaseToken: job.leaseToken, name }, jobAbort);
     try {
       // A prefetched job whose lease was lost while it waited is someone else's now.
       if (jobAbort.aborted) return;
