@@ -192,8 +192,7 @@ export class CronScheduler {
     let retryMs = FIRST_RETRY_MS;
     for (;;) {
       try {
-        const result = await this.deps.enqueue(scheduled, at, occurrenceKey(scheduled, at));
-        if (result.created) logger.info('cron job enqueued', { ...fields, id: result.id });
+        await this.deps.enqueue(scheduled, at, occurrenceKey(scheduled, at));
         return;
       } catch (error) {
         const reason = error instanceof WorkqError ? `${error.code}: ${error.message}` : String(error);
