@@ -115,7 +115,7 @@ describe('CronScheduler', () => {
     await scheduler.close();
   });
 
-  it('retries a failed enqueue with backoff until the next occurrence, then gives it up', async () => {
+  it('retries a failed enqueue with backoff, under the same idempotency key', async () => {
     const unavailable = new WorkqError('UNAVAILABLE', 'The store is unavailable.');
     const { scheduler, calls } = schedulerFor([{ cron: '* * * * *', name: 'minutely' }], async (call) => {
       if (call <= 3) throw unavailable;
@@ -152,7 +152,7 @@ describe('CronScheduler', () => {
     await scheduler.close();
   });
 
-  it('enqueues nothing more once closed, and close waits for a retry under way', async () => {
+  it('enqueues nothing more once closed, and ends a retry’s wait at once', async () => {
     const { scheduler, calls } = schedulerFor([{ cron: '* * * * * *', name: 'secondly' }], async () => {
       throw new WorkqError('UNAVAILABLE', 'The store is unavailable.');
     });
