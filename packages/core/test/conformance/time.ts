@@ -77,6 +77,30 @@ export function registerTimeTests(ctx: SuiteContext): void {
     expect(claimed).toEqual([high.id, due.id, newer.result.id, low.id]);
   });
 
+  it('of more than a thousand jobs coming due at once, the highest priority is still claimed first', async () => {
+    const name = ctx.jobName('due-burst');
+    const { engine, clock } = ctx.engine();
+    const dueAt = clock.now().getTime() + 60_000;
+    const early = Array.from({ length: 1_000 }, (_, i) => ({
+      name,
+      version: 1,
+      payload: { i },
+      options: { runAt: new Date(dueAt + i) },
+    }));
+    await engine.enqueueMany(early);
+    // Due after all of them, but first in order by its priority.
+    const urgent = {
+      name,
+      version: 1,
+      payload: { urgent: true },
+      options: { runAt: new Date(dueAt + 5_000), priority: 9 },
+    };
+    const { id } = await engine.enqueue(urgent);
+    clock.set(new Date(dueAt + 10_000));
+    expect((await claimOne(engine, name)).id).toBe(id);
+    expect((await claimOne(engine, name)).payload).toEqual({ i: 0 });
+  });
+
   it('counts and lists split waiting jobs into scheduled and ready by the clock', async () => {
     const name = ctx.jobName('split');
     const { engine, clock } = ctx.engine();

@@ -21,13 +21,16 @@ export function idempotencyRef(name: string, key: string): string {
   return JSON.stringify([name, key]);
 }
 
+/** Due delayed jobs one promotion statement moves at most; the claim repeats it while it moves that many. */
+export const PROMOTE_BATCH = 1000;
+
 /**
- * The claim's first step: moves the due delayed jobs of one name, up to 1,000 and earliest first, into the
- * claim index's `waiting` range, where the next step finds them. Values: name, now.
+ * The claim's first step: moves the due delayed jobs of one name, up to `PROMOTE_BATCH` and earliest first,
+ * into the claim index's `waiting` range, where the next step finds them. Values: name, now.
  */
 export function promoteDueJobsSql(t: Tables): string {
   return `UPDATE ${t.jobs} FORCE INDEX (${DELAYED_INDEX}) SET state = 'waiting', delayed_until = NULL
-    WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT 1000`;
+    WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT ${PROMOTE_BATCH}`;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   fenceValues,
   idempotencyRef,
   listJobsQuery,
+  PROMOTE_BATCH,
   promoteDueJobsSql,
   RELEASE_LEASE,
   selectInserted,
@@ -115,7 +116,9 @@ export class MysqlStore implements Store {
     return this.transaction(
       'claimJobs',
       async (c) => {
-        await execute(c, promoteDueJobsSql(this.t), [request.name, sqlDate(now)]);
+        // Every due job, however many came due at once, so that none ranked before a claimed one is left delayed.
+        const promote = promoteDueJobsSql(this.t);
+        while ((await execute(c, promote, [request.name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
         const locked = await selectRows(c, claimCandidatesSql(this.t), [
           request.name,
           sqlDate(now),

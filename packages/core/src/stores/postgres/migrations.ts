@@ -170,6 +170,28 @@ AS $body$ BEGIN
   RETURNING j.*; END $body$;
 `,
   },
+  {
+    version: 7,
+    name: 'a claim moves every due delayed job before it claims',
+    // Migration 6 moved at most 1,000 due delayed jobs per claim, earliest first. With more than that coming due
+    // at once, a job of higher priority due after the first 1,000 stayed delayed while lower ones were claimed.
+    // The move now repeats, 1,000 at a time, until none of the name's due delayed jobs is left that no other
+    // claim holds; usually it runs once and moves nothing. (Semicolons stay off line ends, as in migration 4.)
+    sql: `
+CREATE OR REPLACE FUNCTION claim_jobs(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
+  new_lease_token text, new_worker_id text, lease_ms_override bigint)
+RETURNS SETOF jobs LANGUAGE plpgsql VOLATILE ROWS 100
+SET search_path FROM CURRENT
+AS $body$ DECLARE moved integer; BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true); LOOP UPDATE jobs AS d SET state = 'waiting'
+  WHERE d.id IN (SELECT s.id FROM jobs AS s WHERE s.state = 'delayed' AND s.name = job_name AND s.run_at <= due_by
+    ORDER BY s.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED); GET DIAGNOSTICS moved = ROW_COUNT; EXIT WHEN moved < 1000; END LOOP; RETURN QUERY UPDATE jobs AS j
+  SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
+    lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+  WHERE j.id IN (SELECT claimable_job_ids(job_name, due_by, min_version, max_version, max_jobs))
+  RETURNING j.*; END $body$;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
