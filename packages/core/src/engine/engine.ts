@@ -224,14 +224,14 @@ export class Engine {
    * it: a checkpoint that survives a retry. Fenced like `progress`.
    */
   async updatePayload(lease: LeaseRef, change: { name: string; version: number; payload: unknown }): Promise<void> {
+    if (!Number.isInteger(change.version) || change.version < 1) {
+      throw new WorkqError('VALIDATION', `version must be an integer of at least 1; got ${String(change.version)}.`);
+    }
     const now = this.clock.now();
     const job = await this.store.getJob(lease.id);
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
     if (job.name !== change.name) {
       throw new WorkqError('VALIDATION', `Job ${lease.id} is a "${job.name}" job, not "${change.name}".`);
-    }
-    if (!Number.isInteger(change.version) || change.version < 1) {
-      throw new WorkqError('VALIDATION', `version must be an integer of at least 1; got ${String(change.version)}.`);
     }
     const payload = toStoredValue(change.payload);
     const updated = await this.store.updatePayload(lease, { payload, version: change.version }, now);

@@ -4,7 +4,7 @@ import type { JobAbort } from './lease-keeper.ts';
 import type { JobContext } from './types.ts';
 
 export interface JobContextDeps {
-  /** Resolves a `moveTo` target to its definition (or fails with UNKNOWN_JOB). */
+  /** Resolves a job name (the job's own, or a `moveTo` target) to its definition (or fails with UNKNOWN_JOB). */
   definitionOf: (name: string) => AnyJobDefinition;
   call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
 }
