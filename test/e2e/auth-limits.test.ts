@@ -122,6 +122,10 @@ describe('auth and limits over pglite://memory', () => {
         }),
       ),
     ).toMatchObject({ code: 'FORBIDDEN' });
+    expect(await rawFailure(rawClient(server.url, 'work').admin.schedules.query())).toMatchObject({
+      code: 'FORBIDDEN',
+    });
+    await expect(admin.admin.schedules.query()).resolves.toEqual([]);
     await expectStillServing();
   });
 

@@ -101,6 +101,22 @@ await describeEachStore(SERVER_STORES, 'a crontab on two queue servers over one 
     }
   });
 
+  it('lists its crontab to the admin API, with each entry’s key and next occurrence', async () => {
+    const [serverA] = servers as [QueueServer];
+    const before = Date.now();
+    const schedules = await createClient({ url: serverA.url, jobs }).admin.schedules();
+    expect(schedules).toEqual([
+      expect.objectContaining({ cron: '* * * * * *', timezone: 'UTC', name: 'generateReport', version: null }),
+      expect.objectContaining({ key: 'broken', name: 'generateReport' }),
+    ]);
+    expect(schedules[0]?.key).toMatch(/^generateReport:[0-9a-f]{16}$/);
+    for (const { nextRunAt } of schedules) {
+      expect(nextRunAt?.getMilliseconds()).toBe(0);
+      expect(nextRunAt?.getTime()).toBeGreaterThan(before - 1_000);
+      expect(nextRunAt?.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
+    }
+  });
+
   it('logs the entry whose payload the schema refuses, stores nothing of it, and keeps serving', async () => {
     const [serverA] = servers as [QueueServer];
     const refused = loggers.flatMap((logger) =>

@@ -108,6 +108,18 @@ function derivedKey({ name, cron, timezone, version: jobVersion, payload }: Cron
   return `${name}:${createHash('sha256').update(identity).digest('hex').slice(0, 16)}`;
 }
 
+/** An entry as the admin API lists it: what it enqueues, and when next. */
+export function describeEntry({ entry, key, times }: ScheduledEntry, now: Date) {
+  return {
+    key,
+    cron: entry.cron,
+    timezone: entry.timezone ?? 'UTC',
+    name: entry.name,
+    version: entry.version ?? null,
+    nextRunAt: times.nextRun(now),
+  };
+}
+
 /** The idempotency key of one occurrence: its entry's key and its time. */
 export function occurrenceKey(scheduled: ScheduledEntry, at: Date): string {
   return `cron:${scheduled.key}:${at.toISOString()}`;

@@ -63,10 +63,11 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
     completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
     recentAcks: new RecentAcks(),
+    crontab,
     options: resolved,
   };
 
-  const scheduler = new CronScheduler(crontab, {
+  const scheduler = new CronScheduler(services.crontab, {
     now: () => engine.clock.now(),
     enqueue: enqueueThroughServer(services),
     logger,

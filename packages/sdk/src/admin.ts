@@ -13,6 +13,10 @@ export interface AdminApi {
     jobs: JobStatus[];
     nextCursor: string | null;
   }>;
+  /** The recurring jobs the server's crontab enqueues, each with its key and next occurrence (`null`: none). */
+  schedules(): Promise<
+    { key: string; cron: string; timezone: string; name: string; version: number | null; nextRunAt: Date | null }[]
+  >;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
   retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
   /** Enqueues a finished job again as a new job. */
@@ -23,6 +27,7 @@ export function createAdminApi(call: <T>(run: (api: QueueApi) => Promise<T>) => 
   return {
     stats: () => call((api) => api.admin.stats.query()),
     list: (query = {}) => call((api) => api.admin.list.query(query)),
+    schedules: () => call((api) => api.admin.schedules.query()),
     retryDead: (target) => call((api) => api.admin.retryDead.mutate(target)),
     replay: (id) => call((api) => api.admin.replay.mutate({ id })),
   };

@@ -1,6 +1,7 @@
 import { JOB_STATES } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
+import { describeEntry } from '../scheduler.ts';
 import { jobId, jobName } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
 
@@ -32,6 +33,13 @@ export const adminRouter = router({
     const since = new Date(engine.clock.now().getTime() - CONSUMER_SEEN_WITHIN_MS);
     const [counts, consumers] = await Promise.all([engine.counts(), engine.store.listWorkers(since)]);
     return { counts, consumers };
+  }),
+
+  /** This server's crontab entries (see `CronEntry`), each with its key and next occurrence. */
+  schedules: authedProcedure.query(({ ctx }) => {
+    requireScope(ctx.principal, 'admin');
+    const now = ctx.services.engine.clock.now();
+    return ctx.services.crontab.map((scheduled) => describeEntry(scheduled, now));
   }),
 
   retryDead: authedProcedure

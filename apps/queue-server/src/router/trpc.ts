@@ -9,6 +9,7 @@ import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { PresenceTracker } from '../presence.ts';
 import type { RecentAcks } from '../recent-acks.ts';
+import type { ScheduledEntry } from '../scheduler.ts';
 import type { SchemaRegistry } from '../schema-registry.ts';
 import type { Wakeups } from '../wakeups.ts';
 
@@ -28,6 +29,8 @@ export interface ServerServices {
   completions: Coalescer<{ id: string; leaseToken: string; result: unknown }, CompleteOutcome>;
   /** Acks applied lately, so that a worker's repeat of one is answered completed. */
   recentAcks: RecentAcks;
+  /** This server's crontab, checked. */
+  crontab: readonly ScheduledEntry[];
   options: ResolvedServerOptions;
 }
 
