@@ -1,5 +1,6 @@
 /** `@workq/queue-server`: start a queue server in-process, or run `workq-server`. */
 
+export { type CatalogCronEntry, defineCrontab } from './define-crontab.ts';
 export type { Logger, ServerLimits, ServerOptions, TokenGrant } from './options.ts';
 export { DEFAULT_LIMITS, resolveServerOptions } from './options.ts';
 export type { AppRouter } from './router/index.ts';
