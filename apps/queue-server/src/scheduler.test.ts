@@ -152,6 +152,23 @@ describe('CronScheduler', () => {
     await scheduler.close();
   });
 
+  it('logs a warning repeated with the same error once a minute, saying how many it held back', async () => {
+    const { scheduler } = schedulerFor([{ cron: '* * * * * *', name: 'secondly' }], async () => {
+      throw new WorkqError('UNKNOWN_JOB', 'No job type "secondly" is registered with this server.');
+    });
+    scheduler.start();
+    await vi.advanceTimersByTimeAsync(30_500);
+    // Every second's occurrence fails and is skipped (its retry would reach the next one): logged once.
+    expect(silent.warn).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(silent.warn).toHaveBeenCalledTimes(2);
+    expect(silent.warn).toHaveBeenLastCalledWith(
+      'cron occurrence skipped: its enqueue failed',
+      expect.objectContaining({ name: 'secondly', heldBack: 59 }),
+    );
+    await scheduler.close();
+  });
+
   it('enqueues nothing more once closed, and ends a retry’s wait at once', async () => {
     const { scheduler, calls } = schedulerFor([{ cron: '* * * * * *', name: 'secondly' }], async () => {
       throw new WorkqError('UNAVAILABLE', 'The store is unavailable.');

@@ -136,6 +136,8 @@ export interface SchedulerDeps {
 const MAX_WAIT_MS = 60_000;
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
+/** An entry's warning repeated with the same error is logged at most this often. */
+const REPEAT_WARNING_EVERY_MS = 60_000;
 
 /**
  * Enqueues each crontab entry's occurrences as they come due: at the
@@ -150,6 +152,8 @@ export class CronScheduler {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly pending = new Set<Promise<void>>();
   private readonly closing = new AbortController();
+  /** Per entry key: the last warning logged (message and error), and how many like it were held back since. */
+  private readonly warned = new Map<string, { reason: string; atMs: number; heldBack: number }>();
 
   constructor(
     private readonly entries: readonly ScheduledEntry[],
@@ -197,23 +201,36 @@ export class CronScheduler {
     this.armAfter(scheduled, this.deps.now());
   }
 
+  /** Logs a warning, unless the entry logged the same one, with the same error, within the last minute. */
+  private warn(key: string, message: string, fields: { error: string } & Record<string, unknown>): void {
+    const nowMs = this.deps.now().getTime();
+    const reason = `${message}: ${fields.error}`;
+    const last = this.warned.get(key);
+    if (last && last.reason === reason && nowMs - last.atMs < REPEAT_WARNING_EVERY_MS) {
+      last.heldBack++;
+      return;
+    }
+    this.deps.logger.warn(message, last?.heldBack ? { ...fields, heldBack: last.heldBack } : fields);
+    this.warned.set(key, { reason, atMs: nowMs, heldBack: 0 });
+  }
+
   private async enqueueOccurrence(scheduled: ScheduledEntry, at: Date): Promise<void> {
-    const { logger } = this.deps;
     const fields = { name: scheduled.entry.name, cron: scheduled.entry.cron, at: at.toISOString() };
     const next = scheduled.times.nextRun(at);
     let retryMs = FIRST_RETRY_MS;
     for (;;) {
       try {
         await this.deps.enqueue(scheduled, at, occurrenceKey(scheduled, at));
+        this.warned.delete(scheduled.key);
         return;
       } catch (error) {
         const reason = error instanceof WorkqError ? `${error.code}: ${error.message}` : String(error);
         const retryAt = this.deps.now().getTime() + retryMs;
         if (this.closing.signal.aborted || (next !== null && retryAt >= next.getTime())) {
-          logger.warn('cron occurrence skipped: its enqueue failed', { ...fields, error: reason });
+          this.warn(scheduled.key, 'cron occurrence skipped: its enqueue failed', { ...fields, error: reason });
           return;
         }
-        logger.warn('cron enqueue failed; retrying', { ...fields, error: reason, retryInMs: retryMs });
+        this.warn(scheduled.key, 'cron enqueue failed; retrying', { ...fields, error: reason, retryInMs: retryMs });
         if (!(await pause(retryMs, this.closing.signal))) return;
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
