@@ -59,12 +59,7 @@ export class SchemaRegistry {
     return stored;
   }
 
-  /** Checks a payload against the registered schema of its exact (name, version). */
-  async validate(name: string, version: number, payload: unknown): Promise<void> {
-    await this.validateAll(name, version, [payload]);
-  }
-
-  /** Checks each payload of a batch against one (name, version)'s schema: one lookup, then a plain loop. */
+  /** Checks each payload against the registered schema of its exact (name, version): one lookup, then a plain loop. */
   async validateAll(name: string, version: number, payloads: readonly unknown[]): Promise<void> {
     const entry = await this.lookup(name, version);
     const validator = this.validatorFor(entry);

@@ -3,7 +3,7 @@ import { WorkqError } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
 import { toClientError } from '../errors.ts';
-import { checkPayloadSize, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
+import { checkPayloads, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
 import type { ServerServices } from '../router/trpc.ts';
 import { readBodyText } from './read-body.ts';
 
@@ -46,8 +46,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
       );
     }
     const { options } = body.data;
-    checkPayloadSize(body.data.payload, services.options.limits.maxPayloadBytes, jobName);
-    await services.registry.validate(jobName, body.data.version, body.data.payload);
+    await checkPayloads(services, jobName, body.data.version, [body.data.payload]);
     const result = await services.engine.enqueue(
       toEnqueueInput(jobName, body.data.version, body.data.payload, options),
     );

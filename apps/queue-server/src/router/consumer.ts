@@ -2,7 +2,7 @@ import { isWorkqError, WorkqError } from '@workq/core';
 import type { ClaimedJob, CompleteOutcome } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
-import { checkBatchSize, checkPayloadSize, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
+import { checkBatchSize, checkPayloads, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
@@ -177,8 +177,7 @@ export const consumerRouter = router({
     .mutation(async ({ ctx, input }) => {
       requireScope(ctx.principal, 'consume', input.name);
       const { id, leaseToken, name, payload } = input;
-      checkPayloadSize(payload, ctx.services.options.limits.maxPayloadBytes, name);
-      await ctx.services.registry.validate(name, input.version, payload);
+      await checkPayloads(ctx.services, name, input.version, [payload]);
       await ctx.services.engine.updatePayload({ id, leaseToken }, { name, version: input.version, payload });
       return true;
     }),
@@ -199,8 +198,7 @@ export const consumerRouter = router({
           `This token may not move jobs to "${next.name}": it needs produce:${next.name} or consume:${next.name}.`,
         );
       }
-      checkPayloadSize(next.payload, ctx.services.options.limits.maxPayloadBytes, next.name);
-      await ctx.services.registry.validate(next.name, next.version, next.payload);
+      await checkPayloads(ctx.services, next.name, next.version, [next.payload]);
       return ctx.services.engine.moveTo(
         { id: input.id, leaseToken: input.leaseToken },
         toEnqueueInput(next.name, next.version, next.payload, next.options),

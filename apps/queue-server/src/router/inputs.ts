@@ -1,6 +1,7 @@
 import { WorkqError } from '@workq/core';
 import { type EnqueueInput, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
+import type { ServerServices } from './trpc.ts';
 
 /** Envelope schemas of the router's inputs. Payloads are checked separately, against the registered schema. */
 export const jobName = z.string().min(1).max(100);
@@ -83,6 +84,21 @@ export function checkPayloadSize(payload: unknown, maxBytes: number, name: strin
       `Payload of "${name}" is ${bytes} bytes; the limit is ${maxBytes}. Store large data elsewhere and enqueue a reference to it.`,
     );
   }
+}
+
+/**
+ * Refuses payloads over the size limit, then checks them against the
+ * registered schema of `name` at `jobVersion`: what every path that stores a
+ * client's payload (enqueue, moveTo, updatePayload) checks first.
+ */
+export async function checkPayloads(
+  services: Pick<ServerServices, 'options' | 'registry'>,
+  name: string,
+  jobVersion: number,
+  payloads: readonly unknown[],
+): Promise<void> {
+  for (const payload of payloads) checkPayloadSize(payload, services.options.limits.maxPayloadBytes, name);
+  await services.registry.validateAll(name, jobVersion, payloads);
 }
 
 export function checkBatchSize(size: number, maxBatchSize: number, what: string): void {

@@ -2,15 +2,7 @@ import { WorkqError } from '@workq/core';
 import type { EnqueueInput, EnqueueResult } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
-import {
-  checkBatchSize,
-  checkPayloadSize,
-  enqueueOptions,
-  jobId,
-  jobName,
-  toEnqueueInputs,
-  version,
-} from './inputs.ts';
+import { checkBatchSize, checkPayloads, enqueueOptions, jobId, jobName, toEnqueueInputs, version } from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
@@ -25,8 +17,7 @@ export async function enqueueValidated(
 ): Promise<EnqueueResult[]> {
   const { limits } = services.options;
   checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
-  for (const payload of payloads) checkPayloadSize(payload, limits.maxPayloadBytes, name);
-  await services.registry.validateAll(name, jobVersion, payloads);
+  await checkPayloads(services, name, jobVersion, payloads);
   const inputs = toEnqueueInputs(name, jobVersion, payloads, options);
   // A lone job goes straight to a consumer waiting on this server, if one is; batches share inserts instead.
   const handed = inputs.length === 1 ? await services.handoffs.enqueue(inputs[0] as EnqueueInput) : undefined;
