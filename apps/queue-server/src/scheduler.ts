@@ -49,6 +49,8 @@ export interface ScheduledEntry {
   entry: CronEntry;
   /** The prefix of its occurrences' idempotency keys. */
   key: string;
+  /** The time zone its expression is read in (`entry.timezone`, or UTC). */
+  timezone: string;
   times: Cron;
 }
 
@@ -83,15 +85,16 @@ export function parseCrontab(entries: readonly unknown[]): ScheduledEntry[] {
       throw new WorkqError('VALIDATION', `${which} is invalid: ${issues}`);
     }
     const entry = parsed.data as CronEntry;
+    const timezone = entry.timezone ?? 'UTC';
     let times: Cron;
     try {
-      times = new Cron(entry.cron, { timezone: entry.timezone ?? 'UTC', mode: '5-or-6-parts' });
+      times = new Cron(entry.cron, { timezone, mode: '5-or-6-parts' });
       times.nextRun();
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new WorkqError('VALIDATION', `${which} ("${entry.cron}" for "${entry.name}") cannot be read: ${reason}`);
     }
-    const key = entry.key ?? derivedKey(entry);
+    const key = entry.key ?? derivedKey(entry, timezone);
     if (keys.has(key)) {
       throw new WorkqError(
         'VALIDATION',
@@ -99,21 +102,21 @@ export function parseCrontab(entries: readonly unknown[]): ScheduledEntry[] {
       );
     }
     keys.add(key);
-    return { entry, key, times };
+    return { entry, key, timezone, times };
   });
 }
 
-function derivedKey({ name, cron, timezone, version: jobVersion, payload }: CronEntry): string {
-  const identity = canonicalJson({ name, cron, timezone: timezone ?? 'UTC', version: jobVersion ?? null, payload });
+function derivedKey({ name, cron, version: jobVersion, payload }: CronEntry, timezone: string): string {
+  const identity = canonicalJson({ name, cron, timezone, version: jobVersion ?? null, payload });
   return `${name}:${createHash('sha256').update(identity).digest('hex').slice(0, 16)}`;
 }
 
 /** An entry as the admin API lists it: what it enqueues, and when next. */
-export function describeEntry({ entry, key, times }: ScheduledEntry, now: Date) {
+export function describeEntry({ entry, key, timezone, times }: ScheduledEntry, now: Date) {
   return {
     key,
     cron: entry.cron,
-    timezone: entry.timezone ?? 'UTC',
+    timezone,
     name: entry.name,
     version: entry.version ?? null,
     nextRunAt: times.nextRun(now),
