@@ -137,4 +137,27 @@ await describeEachStore(SERVER_STORES, 'two queue servers on one $label store', 
     console.info(`multi-server (${label}): result through A ${resultMs} ms after the job finished on B`);
     expect(resultMs).toBeLessThan(3_000);
   }, 40_000);
+
+  it('answers an ack repeated through B as completed when A applied it, and a forged one as lost', async () => {
+    const producer = createClient({ url: serverA.url, jobs });
+    // A job type no worker of this file consumes, so the raw claim below is the only one.
+    const handle = await producer.enqueue.imageConvert({ source: 'again.png', output: 'again.webp' });
+    const claimInput = { name: 'imageConvert', minVersion: 1, maxVersion: 2, limit: 1, workerId: 'repeat-test' };
+    const viaA = rawClient(serverA.url);
+    const viaB = rawClient(serverB.url);
+    const { jobs: claimed } = await viaA.consumer.claim.mutate(claimInput);
+    expect(claimed.map((job) => job.id)).toEqual([handle.id]);
+    const { id, leaseToken } = claimed[0] as (typeof claimed)[number];
+
+    const first = await viaA.consumer.complete.mutate({ items: [{ id, leaseToken, result: { bytes: 1 } }] });
+    expect(first).toEqual([{ id, ok: true }]);
+    // The worker never read that answer and sends the same ack again, through the other server.
+    const repeated = await viaB.consumer.complete.mutate({ items: [{ id, leaseToken, result: { bytes: 2 } }] });
+    expect(repeated).toEqual([{ id, ok: true }]);
+    const forged = await viaB.consumer.complete.mutate({
+      items: [{ id, leaseToken: 'not-the-lease', result: { bytes: 3 } }],
+    });
+    expect(forged).toEqual([{ id, ok: false }]);
+    expect(await handle.status()).toMatchObject({ state: 'completed', attempts: 1, result: { bytes: 1 } });
+  });
 });

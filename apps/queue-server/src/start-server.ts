@@ -13,7 +13,6 @@ import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { PresenceTracker } from './presence.ts';
-import { RecentAcks } from './recent-acks.ts';
 import { appRouter } from './router/index.ts';
 import type { RequestContext, ServerServices } from './router/trpc.ts';
 import { CronScheduler, enqueueThroughServer, parseCrontab } from './scheduler.ts';
@@ -62,7 +61,6 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     metrics: new ServerMetrics(engine),
     enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
     completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
-    recentAcks: new RecentAcks(),
     crontab,
     options: resolved,
   };

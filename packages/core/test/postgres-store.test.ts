@@ -290,15 +290,19 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     });
   });
 
-  it('refuses a lease token on a job that is not active, which fencing relies on', async () => {
+  it('refuses a lease expiry on a job that is not active, and a token unless active or completed, which fencing relies on', async () => {
     const store = stores[0] ?? (await open());
     const job = newJob('fence.rule');
     await store.insertJobs([job]);
-    await expect(
-      admin.query(`UPDATE "${schema}".jobs SET lease_token = 'token' WHERE id = $1`, [job.id]),
-    ).rejects.toThrow(/jobs_lease_token_only_when_active/);
-    const { rows } = await admin.query(`SELECT lease_token FROM "${schema}".jobs WHERE id = $1`, [job.id]);
-    expect(rows).toEqual([{ lease_token: null }]);
+    for (const change of [`lease_token = 'token'`, `lease_expires_at = now() + interval '1 hour'`]) {
+      await expect(admin.query(`UPDATE "${schema}".jobs SET ${change} WHERE id = $1`, [job.id])).rejects.toThrow(
+        /jobs_lease_only_when_active/,
+      );
+    }
+    const { rows } = await admin.query(`SELECT lease_token, lease_expires_at FROM "${schema}".jobs WHERE id = $1`, [
+      job.id,
+    ]);
+    expect(rows).toEqual([{ lease_token: null, lease_expires_at: null }]);
   });
 
   it('lists dead jobs and sweeps expired leases through the partial open index, whatever the completed history', async () => {

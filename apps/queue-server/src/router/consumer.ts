@@ -1,5 +1,5 @@
 import { isWorkqError, WorkqError } from '@workq/core';
-import type { ClaimedJob, CompleteOutcome } from '@workq/core/engine';
+import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import { checkBatchSize, checkPayloads, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
@@ -33,20 +33,15 @@ function toWireJob(job: ClaimedJob): WireClaimedJob {
 async function completeHeld(
   services: ServerServices,
   items: readonly z.infer<typeof completion>[],
-): Promise<CompleteOutcome[]> {
+): Promise<{ id: string; ok: boolean }[]> {
   if (items.length === 0) return [];
   checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
   const outcomes = await services.completions.submit(
     items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
   );
   services.metrics.completed.inc(outcomes.filter((o) => o.ok).length);
-  // A repeat of an ack this server applied finds its lease gone: it is completed all the same.
-  const { recentAcks } = services;
-  return outcomes.map((outcome, i) => {
-    const { leaseToken } = items[i] as (typeof items)[number];
-    if (outcome.ok) recentAcks.remember(outcome.id, leaseToken);
-    return outcome.ok || !recentAcks.wasApplied(outcome.id, leaseToken) ? outcome : { id: outcome.id, ok: true };
-  });
+  // A repeat of an applied ack, whichever server applied it, finds its lease gone: the job is completed all the same.
+  return outcomes.map(({ id, ok, repeated }) => ({ id, ok: ok || repeated }));
 }
 
 export const consumerRouter = router({

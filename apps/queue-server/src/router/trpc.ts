@@ -8,7 +8,6 @@ import type { Handoffs } from '../handoffs.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { PresenceTracker } from '../presence.ts';
-import type { RecentAcks } from '../recent-acks.ts';
 import type { ScheduledEntry } from '../scheduler.ts';
 import type { SchemaRegistry } from '../schema-registry.ts';
 import type { Wakeups } from '../wakeups.ts';
@@ -27,8 +26,6 @@ export interface ServerServices {
   enqueues: Coalescer<EnqueueInput, EnqueueResult>;
   /** Concurrent acks, merged into shared store updates. */
   completions: Coalescer<{ id: string; leaseToken: string; result: unknown }, CompleteOutcome>;
-  /** Acks applied lately, so that a worker's repeat of one is answered completed. */
-  recentAcks: RecentAcks;
   /** This server's crontab, checked. */
   crontab: readonly ScheduledEntry[];
   options: ResolvedServerOptions;

@@ -37,7 +37,13 @@ export interface ListQuery {
 
 export interface CompleteOutcome {
   id: string;
+  /** This call completed the job. */
   ok: boolean;
+  /**
+   * Not this call but an earlier ack under the same lease completed the job:
+   * a repeat from a worker that never read the first answer. Nothing changed.
+   */
+  repeated: boolean;
 }
 
 export interface EngineOptions {
@@ -155,12 +161,16 @@ export class Engine {
     return { result, claimed: claimed && toClaimedJob(claimed) };
   }
 
+  /** Completes the job `lease` holds; `LEASE_LOST` when it holds it no more, also when it completed it already. */
   async complete(lease: LeaseRef, result?: unknown): Promise<void> {
     const [outcome] = await this.completeMany([{ ...lease, result }]);
     if (!outcome?.ok) throw leaseLost(lease.id);
   }
 
-  /** Completes a batch in one store round trip; a lost lease fails only its own item. */
+  /**
+   * Completes a batch in one store round trip; a lost lease fails only its
+   * own item. An item whose lease already completed its job is `repeated`.
+   */
   async completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
     checkBatch(items.length, 'completeMany');
     if (items.length === 0) return [];
@@ -171,7 +181,19 @@ export class Engine {
       ),
     );
     for (const id of done) this.emitFinished(id, 'completed');
-    return items.map(({ id }) => ({ id, ok: done.has(id) }));
+    const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
+    return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
+  }
+
+  /** Of leases whose ack found no lease to end, those whose job that very lease completed. */
+  private async completedEarlier<L extends LeaseRef>(leases: readonly L[]): Promise<Set<L>> {
+    const records = await Promise.all(leases.map((lease) => this.store.getJob(lease.id)));
+    return new Set(
+      leases.filter((lease, i) => {
+        const job = records[i];
+        return job?.state === 'completed' && job.leaseToken === lease.leaseToken;
+      }),
+    );
   }
 
   /**

@@ -32,7 +32,11 @@ export interface JobRecord {
   maxAttempts: number;
   backoff: Backoff;
   leaseMs: number;
-  /** The fencing token of the current lease; `null` when not active. */
+  /**
+   * The fencing token of the current lease, or, on a job its ack completed,
+   * of the lease that completed it (so a repeated ack is recognised);
+   * `null` otherwise.
+   */
   leaseToken: string | null;
   leaseExpiresAt: Date | null;
   workerId: string | null;
@@ -187,7 +191,10 @@ export interface Store {
    */
   insertAndClaimJob?(job: NewJob, claim: ClaimRequest): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }>;
 
-  /** Fenced: `active` → `completed` with `result`. Resolves to the ids that were completed. */
+  /**
+   * Fenced: `active` → `completed` with `result`, ending the lease but
+   * keeping its token on the record. Resolves to the ids that were completed.
+   */
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
 
   /**

@@ -135,7 +135,7 @@ export function registerFencingTests(ctx: SuiteContext): void {
     const short = jobs.find((j) => j.leaseMs === 1_000)!;
     const long = jobs.find((j) => j.leaseMs === 10_000)!;
     const outcomes = await engine.completeMany(jobs);
-    expect(outcomes).toEqual(jobs.map((j) => ({ id: j.id, ok: j.id === long.id })));
+    expect(outcomes).toEqual(jobs.map((j) => ({ id: j.id, ok: j.id === long.id, repeated: false })));
     expect((await engine.get(long.id)).state).toBe('completed');
     expect((await engine.get(short.id)).state).toBe('active');
   });

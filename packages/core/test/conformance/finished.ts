@@ -45,6 +45,38 @@ export function registerFinishedTests(ctx: SuiteContext): void {
     expect(before).toMatchObject({ state: 'completed', result: 'first' });
   });
 
+  it('an ack repeated under the lease that completed the job is reported as a repeat and changes nothing', async () => {
+    const name = ctx.jobName('repeated-ack');
+    const { engine, store, clock } = ctx.engine();
+    const options = { leaseMs: 10_000 };
+    await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options },
+      { name, version: 1, payload: { n: 2 }, options },
+    ]);
+    const first = await claimOne(engine, name);
+    const second = await claimOne(engine, name);
+    expect(await engine.completeMany([{ ...first, result: 'first' }])).toEqual([
+      { id: first.id, ok: true, repeated: false },
+    ]);
+    const before = await store.getJob(first.id);
+    clock.advance(10_000);
+
+    const outcomes = await engine.completeMany([
+      { id: first.id, leaseToken: first.leaseToken, result: 'again' },
+      { id: first.id, leaseToken: second.leaseToken, result: 'forged' },
+      { id: second.id, leaseToken: second.leaseToken, result: 'late' },
+    ]);
+    expect(outcomes).toEqual([
+      { id: first.id, ok: false, repeated: true },
+      { id: first.id, ok: false, repeated: false },
+      { id: second.id, ok: false, repeated: false },
+    ]);
+    expect(await store.getJob(first.id)).toEqual(before);
+    expect(before).toMatchObject({ state: 'completed', result: 'first' });
+    // An ack after its lease expired is lost, not a repeat: the job stays active until claimed again.
+    expect((await store.getJob(second.id))?.state).toBe('active');
+  });
+
   it('replay makes a new job with replayOf set and leaves the old one unchanged', async () => {
     const name = ctx.jobName('replay');
     const { engine, store } = ctx.engine();

@@ -91,7 +91,8 @@ export class MongoStore implements Store {
         items.map(async (item) => {
           const filter = heldBy(item, now);
           if (!filter) return null;
-          const update = { ...ENDED_LEASE, state: 'completed' as const, result: toJson(item.result) };
+          // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
+          const update = { leaseExpiresAt: null, state: 'completed' as const, result: toJson(item.result) };
           const { modifiedCount } = await this.jobs.updateOne(filter, {
             $set: { ...update, finishedAt: now, updatedAt: now },
           });

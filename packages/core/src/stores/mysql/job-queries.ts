@@ -16,6 +16,9 @@ export function fenceValues(lease: LeaseRef, now: Date): unknown[] {
 /** Clears the lease of a row leaving `active`. */
 export const RELEASE_LEASE = 'lease_token = NULL, lease_expires_at = NULL';
 
+/** Ends the lease of a row its ack completes, keeping the token, so a repeat of that ack is recognised. */
+export const END_LEASE_KEEPING_TOKEN = 'lease_expires_at = NULL';
+
 /** A map key for a job's `(name, idempotencyKey)`. */
 export function idempotencyRef(name: string, key: string): string {
   return JSON.stringify([name, key]);

@@ -21,6 +21,7 @@ import { execute, inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import {
   claimCandidatesSql,
+  END_LEASE_KEEPING_TOKEN,
   FENCE,
   fenceValues,
   idempotencyRef,
@@ -165,7 +166,7 @@ export class MysqlStore implements Store {
         c,
         `UPDATE ${this.t.jobs}
          SET state = 'completed', result = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END,
-           ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+           ${END_LEASE_KEEPING_TOKEN}, finished_at = ?, updated_at = ?
          WHERE id IN (?)`,
         [...ids.flatMap((id) => [id, results.get(id)]), sqlDate(now), sqlDate(now), ids],
       );

@@ -192,6 +192,29 @@ AS $body$ DECLARE moved integer; BEGIN
   RETURNING j.*; END $body$;
 `,
   },
+  {
+    version: 8,
+    name: 'a completed job keeps the token of the lease that completed it',
+    // So that an ack sent again (its sender never read the answer) is recognised as applied, by any server.
+    // The fencing condition now rests on the lease's expiry, which only an active job has; the token stays
+    // only on completion. The acks' function is migration 5's, with the token kept.
+    sql: `
+ALTER TABLE jobs DROP CONSTRAINT jobs_lease_token_only_when_active;
+ALTER TABLE jobs ADD CONSTRAINT jobs_lease_only_when_active
+  CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')));
+CREATE OR REPLACE FUNCTION complete_jobs(job_ids text[], lease_tokens text[], results text[], done_at timestamptz)
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 100
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET search_path FROM CURRENT
+AS $body$ BEGIN
+  RETURN QUERY UPDATE jobs AS j
+  SET state = 'completed', result = u.result::jsonb, lease_expires_at = NULL, finished_at = done_at, updated_at = done_at
+  FROM unnest(job_ids, lease_tokens, results) AS u(id, lease_token, result)
+  WHERE j.id = u.id AND j.lease_token = u.lease_token AND j.lease_expires_at > done_at
+  RETURNING j.id; END $body$;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

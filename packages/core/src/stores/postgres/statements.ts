@@ -17,10 +17,10 @@ function orderKeySql(order: string, runAt: string): string {
 }
 
 /**
- * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job holds a lease token
- * only while it is active (a table constraint, migration 3), so the condition names no state: that keeps the
+ * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job has a lease expiry
+ * only while it is active (a table constraint, migration 8), so the condition names no state: that keeps the
  * open-jobs index, whose estimate of active rows is stale between analyses, out of the planner's choice.
- * `complete_jobs` (migration 5) writes the same condition out for a batch of acks.
+ * `complete_jobs` (migration 8) writes the same condition out for a batch of acks.
  */
 function fenced(id: string, token: string, now: string): string {
   return `j.id = ${id} AND j.lease_token = ${token} AND j.lease_expires_at > ${now}::timestamptz`;
