@@ -1,4 +1,5 @@
 import { canonicalJson, type EnqueueOptions } from '@workq/core';
+import { nextTurn } from './next-turn.ts';
 import type { QueueApi } from './transport.ts';
 
 interface PendingEnqueue {
@@ -13,10 +14,6 @@ interface Group {
   options: EnqueueOptions;
   pending: PendingEnqueue[];
 }
-
-/** Runs `fn` once the current turn's callbacks and promise continuations have all run. */
-const nextTurn: (fn: () => void) => void =
-  typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
 
 /** The server's default batch limit: larger groups go out in several requests. */
 const MAX_BATCH = 1000;

@@ -74,6 +74,37 @@ describe('runConsumerLoop', () => {
     expect(queue.limits.length).toBeLessThan(300 / 10 + 6);
   });
 
+  it('with prefetch, sizes a claim by the slots free when it goes out, counting jobs that finished in the same turn', async () => {
+    const waiting = Array.from({ length: 120 }, (_, i) => i);
+    const limits: number[] = [];
+    const handled: number[] = [];
+    const stop = new AbortController();
+    const done = runConsumerLoop(
+      {
+        concurrency: 2,
+        prefetch: 10,
+        claim: async (limit) => {
+          limits.push(limit);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return waiting.splice(0, limit);
+        },
+        // Fast handlers, each a few promise steps long (as the worker's are): a batch ends within one turn.
+        handle: async (job) => {
+          for (let step = 0; step < 10; step++) await Promise.resolve();
+          handled.push(job);
+        },
+        backoff: async () => undefined,
+      },
+      stop.signal,
+    );
+    while (handled.length < 120) await new Promise((resolve) => setTimeout(resolve, 1));
+    stop.abort();
+    await done;
+    expect(new Set(handled).size).toBe(120);
+    // The whole capacity (2 running + 10 held) each time, not the 10 free when the first slots opened.
+    expect(limits.slice(0, 10)).toEqual(Array(10).fill(12));
+  });
+
   it('runs the prefetched jobs it holds when stopped', async () => {
     const stop = new AbortController();
     const handled: number[] = [];

@@ -1,3 +1,5 @@
+import { nextTurn } from '../next-turn.ts';
+
 /**
  * The consumer loop. It owns no I/O: it is handed `claim` and `handle` and
  * keeps up to `concurrency` jobs running. With `prefetch`, it also holds up
@@ -25,7 +27,8 @@ export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: Abor
   const prefetch = Math.max(0, Math.floor(deps.prefetch ?? 0));
   const capacity = deps.concurrency + prefetch;
   // Without prefetch a claim goes out as soon as one slot is free; with it, once the
-  // local queue has room for a whole prefetch batch.
+  // local queue has room for a whole prefetch batch. Either way it asks for all the room
+  // there is once the jobs finishing in that turn have freed theirs.
   const claimWhenFree = Math.max(1, prefetch);
   const laneCount = Math.max(1, Math.min(Math.floor(deps.claimLanes ?? 1), deps.concurrency));
   const inFlight = new Set<Promise<void>>();
@@ -58,6 +61,8 @@ export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: Abor
       const free = capacity - inFlight.size - queued.length - requested;
       if (free < claimWhenFree) {
         await new Promise<void>((resolve) => capacityWaiters.push(resolve));
+        // Jobs that finish in this same turn free their slots too: the claim then asks for them as well.
+        await new Promise<void>((resolve) => nextTurn(resolve));
         continue;
       }
       const limit = Math.ceil(free / (laneCount - claiming));
