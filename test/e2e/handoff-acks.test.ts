@@ -8,9 +8,11 @@ import { rawClient } from '../support/raw-client.ts';
 import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
 
 /**
- * A consumer's claim carries its previous jobs' acks. When the claim finds
- * nothing, it must be ready for a handoff at once, not only after those acks
- * have committed: a job enqueued meanwhile is leased to it by its insert.
+ * Handoffs to parked claims. A consumer's claim carries its previous jobs'
+ * acks; when it finds nothing, it must be ready for a handoff at once, not
+ * only after those acks have committed: a job enqueued meanwhile is leased to
+ * it by its insert. And a job handed to a claim whose client has gone by the
+ * time the handoff commits goes back to the queue, its attempt unspent.
  */
 const target = freshPostgresStore();
 let server: QueueServer;
@@ -28,21 +30,35 @@ afterAll(async () => {
 });
 
 /** A claim of one `sendEmail` job, over tRPC without the SDK, so the test decides which acks it carries. */
-function claim(input: { waitMs?: number; complete?: { id: string; leaseToken: string; result: null }[] } = {}) {
-  return rawClient(server.url).consumer.claim.mutate({
-    name: 'sendEmail',
-    maxVersion: 1,
-    limit: 1,
-    workerId: 'w',
-    ...input,
-  });
+function claim(
+  input: { waitMs?: number; complete?: { id: string; leaseToken: string; result: null }[] } = {},
+  signal?: AbortSignal,
+) {
+  return rawClient(server.url).consumer.claim.mutate(
+    { name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'w', ...input },
+    { signal },
+  );
+}
+
+/** Runs `during` while another transaction holds the jobs table against inserts; `observer` is free to query. */
+async function withInsertsHeld(during: (observer: pg.Client) => Promise<void>): Promise<void> {
+  const [admin, observer] = [new pg.Client(POSTGRES_URL), new pg.Client(POSTGRES_URL)];
+  await Promise.all([admin.connect(), observer.connect()]);
+  try {
+    await admin.query('BEGIN');
+    await admin.query(`LOCK TABLE "${target.schema}".jobs IN SHARE MODE`);
+    await during(observer);
+    await admin.query('ROLLBACK');
+  } finally {
+    await Promise.all([admin.end(), observer.end()]);
+  }
 }
 
 /**
- * Polls `pg_stat_activity` until a statement on the store's schema waits for a row lock. Each poll is its
+ * Polls `pg_stat_activity` until a statement on the store's schema waits for a lock. Each poll is its
  * own transaction: within one, PostgreSQL shows the same snapshot of that view every time.
  */
-async function untilAnUpdateWaitsForALock(observer: pg.Client): Promise<void> {
+async function untilAStatementWaitsForALock(observer: pg.Client): Promise<void> {
   for (let tries = 0; tries < 200; tries++) {
     const { rows } = await observer.query(
       `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
@@ -51,7 +67,7 @@ async function untilAnUpdateWaitsForALock(observer: pg.Client): Promise<void> {
     if (rows.length > 0) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  throw new Error('the ack never waited for the row lock');
+  throw new Error('no statement waited for the lock');
 }
 
 it('hands a job to a claim that found nothing while the acks it carries are still committing', async () => {
@@ -69,7 +85,7 @@ it('hands a job to a claim that found nothing while the acks it carries are stil
       waitMs: 10_000,
       complete: [{ id: first.id, leaseToken: held?.leaseToken as string, result: null }],
     });
-    await untilAnUpdateWaitsForALock(observer);
+    await untilAStatementWaitsForALock(observer);
     // The claim's own query (SKIP LOCKED) has found nothing by now, and it waits: parked for a handoff.
     await new Promise((resolve) => setTimeout(resolve, 200));
 
@@ -83,4 +99,25 @@ it('hands a job to a claim that found nothing while the acks it carries are stil
   } finally {
     await Promise.all([admin.end(), observer.end()]);
   }
+});
+
+it('gives a job handed to a claim whose client went away back to the queue, its attempt unspent', async () => {
+  const client = new AbortController();
+  const parked = claim({ waitMs: 10_000 }, client.signal).catch((error: unknown) => error);
+  // The claim finds nothing and parks.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  let enqueued: ReturnType<typeof sdk.enqueue.sendEmail> | undefined;
+  await withInsertsHeld(async (observer) => {
+    // The enqueue takes the parked claim, and its insert, which leases the job to it, waits for the lock.
+    enqueued = sdk.enqueue.sendEmail({ ...email, subject: 'to nobody' });
+    await untilAStatementWaitsForALock(observer);
+    client.abort();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  });
+  const job = await (enqueued as ReturnType<typeof sdk.enqueue.sendEmail>);
+  expect(await parked).toBeInstanceOf(Error);
+  await expect.poll(async () => (await job.status()).state, { timeout: 5_000 }).toBe('ready');
+  expect(await job.status()).toMatchObject({ attempts: 0 });
+  const [again] = (await claim()).jobs;
+  expect(again).toMatchObject({ id: job.id, attempt: 1 });
 });

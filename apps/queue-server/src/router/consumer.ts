@@ -29,6 +29,30 @@ function toWireJob(job: ClaimedJob): WireClaimedJob {
   };
 }
 
+/**
+ * The jobs a claim leased, as its answer carries them. When its client has gone away meanwhile (it closed,
+ * or its connection dropped), nobody would run them: they go back to the queue unstarted rather than wait
+ * out their leases with an attempt spent. (A client seen to leave only after this is answered in vain.)
+ */
+async function deliver(
+  services: ServerServices,
+  name: string,
+  jobs: readonly ClaimedJob[],
+  requestSignal: AbortSignal,
+): Promise<WireClaimedJob[]> {
+  if (jobs.length === 0) return [];
+  if (requestSignal.aborted) {
+    await services.engine.release(jobs).catch((error: unknown) => {
+      services.options.logger.warn('could not release the jobs of a claim whose client went away', {
+        error: String(error),
+      });
+    });
+    return [];
+  }
+  services.metrics.claimed.inc({ name }, jobs.length);
+  return jobs.map(toWireJob);
+}
+
 /** Completes held jobs, merged with other requests' acks into shared store writes. */
 async function completeHeld(
   services: ServerServices,
@@ -97,16 +121,18 @@ export const consumerRouter = router({
             query,
             () => deadline > Date.now() && !aborted.aborted && !wakeups.isClosed,
           );
-          if (jobs.length > 0) ctx.services.metrics.claimed.inc({ name }, jobs.length);
-          if (!parked) return { jobs: jobs.map(toWireJob), ...(await acked) };
+          if (!parked) {
+            const acks = await acked;
+            return { jobs: await deliver(ctx.services, name, jobs, aborted), ...acks };
+          }
           const acks = await acked;
           const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
           await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
           const handed = await ctx.services.handoffs.withdraw(parked);
           if (handed.length > 0) {
-            ctx.services.metrics.claimed.inc({ name }, handed.length);
-            ctx.services.metrics.handedOver.inc({ name }, handed.length);
-            return { jobs: handed.map(toWireJob), ...acks };
+            const delivered = await deliver(ctx.services, name, handed, aborted);
+            ctx.services.metrics.handedOver.inc({ name }, delivered.length);
+            return { jobs: delivered, ...acks };
           }
           // A wake-up can run before this process has read that the client went away (an in-process
           // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a

@@ -197,6 +197,22 @@ export class Engine {
   }
 
   /**
+   * Gives claimed jobs back unstarted, for a claim whose client went away
+   * before it was answered: ready again in their place, their attempt not
+   * counted. A job whose lease is lost already is left as it is. Resolves to
+   * the ids released.
+   */
+  async release(jobs: readonly (LeaseRef & { name: string })[]): Promise<string[]> {
+    checkBatch(jobs.length, 'release');
+    if (jobs.length === 0) return [];
+    const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
+    const released = await this.store.releaseJobs(leases, this.clock.now());
+    const names = new Set(jobs.filter((job) => released.includes(job.id)).map((job) => job.name));
+    for (const name of names) this.emitReady(name);
+    return released;
+  }
+
+  /**
    * Records a failed attempt: retried after its backoff while attempts remain
    * and the failure is not permanent, otherwise dead. Resolves to the new status.
    */

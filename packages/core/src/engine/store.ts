@@ -198,6 +198,14 @@ export interface Store {
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
 
   /**
+   * Fenced: gives leased jobs back as if they had not been claimed, for a
+   * claim whose client went away before it was answered: `waiting` again in
+   * their place in the queue, the lease ended and its attempt not counted.
+   * Resolves to the ids that were released.
+   */
+  releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]>;
+
+  /**
    * Fenced: records `error` and either returns the job to `waiting` at
    * `retryAt`, or, when `retryAt` is `null`, makes it `dead`.
    */

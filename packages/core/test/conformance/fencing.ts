@@ -33,6 +33,7 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
   const ref = { id: lease.id, leaseToken: lease.leaseToken };
   const before = await store.getJob(lease.id);
   expect(await store.completeJobs([{ ...ref, result: 1 }], now)).toEqual([]);
+  expect(await store.releaseJobs([ref], now)).toEqual([]);
   const error = { message: 'stale', attempt: lease.attempt, at: now };
   expect(await store.failJob(ref, { error, retryAt: now }, now)).toBeNull();
   expect(await store.failJob(ref, { error, retryAt: null }, now)).toBeNull();
@@ -175,5 +176,36 @@ export function registerFencingTests(ctx: SuiteContext): void {
       const status = await a!.get(leases[index]!.id);
       expect(status.state).toBe(completedOk ? 'completed' : 'cancelled');
     }
+  });
+
+  it('released jobs are ready again in their place with their attempt not counted; a lost lease releases nothing', async () => {
+    const name = ctx.jobName('release');
+    const { engine, store, clock } = ctx.engine();
+    const options = { leaseMs: 10_000, maxAttempts: 1 };
+    const [first, second, third] = await engine.enqueueMany(
+      [1, 2, 3].map((n) => ({ name, version: 1, payload: { n }, options })),
+    );
+    const held = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'gone' });
+    expect(held.map((job) => job.id)).toEqual([first!.id, second!.id]);
+    const [a, b] = held as [ClaimedJob, ClaimedJob];
+
+    expect(await engine.release([{ ...a, leaseToken: 'forged' }])).toEqual([]);
+    expect((await store.getJob(a.id))?.state).toBe('active');
+    expect((await engine.release([a, b])).sort()).toEqual([a.id, b.id].sort());
+    expect(await engine.release([a])).toEqual([]);
+    expect(await store.getJob(a.id)).toMatchObject({ state: 'waiting', attempts: 0, leaseToken: null });
+    await expectWorkqError(engine.complete(a), 'LEASE_LOST');
+
+    // With one attempt allowed, each still runs: the released claim used none of it.
+    const again = await engine.claim({ name, maxVersion: 1, limit: 3, workerId: 'w2' });
+    expect(again.map((job) => [job.id, job.attempt])).toEqual([
+      [first!.id, 1],
+      [second!.id, 1],
+      [third!.id, 1],
+    ]);
+    clock.advance(10_001);
+    expect(await engine.release(again)).toEqual([]);
+    await engine.sweepExpiredLeases();
+    expect((await store.getJob(first!.id))?.state).toBe('dead');
   });
 }

@@ -103,6 +103,23 @@ export class MongoStore implements Store {
     });
   }
 
+  releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
+    return this.run('release', async () => {
+      const released = await Promise.all(
+        leases.map(async (lease) => {
+          const filter = heldBy(lease, now);
+          if (!filter) return null;
+          const { modifiedCount } = await this.jobs.updateOne(filter, {
+            $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: now },
+            $inc: { attempts: -1 },
+          });
+          return modifiedCount === 1 ? lease.id : null;
+        }),
+      );
+      return released.filter((id): id is string => id !== null);
+    });
+  }
+
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date) {
     return this.run('fail', async () => {
       const filter = heldBy(lease, now);

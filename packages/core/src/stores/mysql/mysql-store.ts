@@ -149,16 +149,10 @@ export class MysqlStore implements Store {
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
     return this.transaction('completeJobs', async (c) => {
-      const held = await selectRows(
-        c,
-        `SELECT id, lease_token FROM ${this.t.jobs}
-         WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? FOR UPDATE`,
-        [jobs.map((job) => job.id), sqlDate(now)],
-      );
-      const tokens = new Map(held.map((row) => [String(row.id), String(row.lease_token)]));
+      const held = await this.lockHeld(c, jobs, now);
       const results = new Map<string, string>();
       for (const job of jobs) {
-        if (tokens.get(job.id) === job.leaseToken && !results.has(job.id)) results.set(job.id, writeJson(job.result));
+        if (held.has(job.id) && !results.has(job.id)) results.set(job.id, writeJson(job.result));
       }
       if (results.size === 0) return [];
       const ids = [...results.keys()];
@@ -172,6 +166,34 @@ export class MysqlStore implements Store {
       );
       return ids;
     });
+  }
+
+  async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
+    if (leases.length === 0) return [];
+    return this.transaction('releaseJobs', async (c) => {
+      const ids = [...(await this.lockHeld(c, leases, now))];
+      if (ids.length === 0) return [];
+      await execute(
+        c,
+        `UPDATE ${this.t.jobs}
+         SET state = 'waiting', attempts = attempts - 1, ${RELEASE_LEASE}, worker_id = NULL, updated_at = ?
+         WHERE id IN (?)`,
+        [sqlDate(now), ids],
+      );
+      return ids;
+    });
+  }
+
+  /** Of `leases`, the ids whose job that token holds, active with its lease unexpired; their rows locked. */
+  private async lockHeld(c: PoolConnection, leases: readonly LeaseRef[], now: Date): Promise<Set<string>> {
+    const held = await selectRows(
+      c,
+      `SELECT id, lease_token FROM ${this.t.jobs}
+       WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? FOR UPDATE`,
+      [leases.map((lease) => lease.id), sqlDate(now)],
+    );
+    const tokens = new Map(held.map((row) => [String(row.id), String(row.lease_token)]));
+    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken).map((lease) => lease.id));
   }
 
   async failJob(

@@ -197,6 +197,15 @@ export class PostgresStore implements Store {
     return { text: this.sql.completeJobs, params: [ids, tokens, results, now] };
   }
 
+  async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const ids = leases.map((lease) => lease.id);
+    const tokens = leases.map((lease) => lease.leaseToken);
+    const rows = await this.client.query<{ id: string }>(this.sql.releaseJobs, [ids, tokens, now]);
+    this.vacuums.noteChangedRows(rows.length);
+    return rows.map((row) => row.id);
+  }
+
   async failJob(
     lease: LeaseRef,
     outcome: { error: JobError; retryAt: Date | null },

@@ -192,6 +192,14 @@ ORDER BY j.priority DESC, j.order_key, j.order_tie`,
      */
     completeJobs: `SELECT id FROM ${quotedSchema}.complete_jobs($1::text[], $2::text[], $3::text[], $4::timestamptz) AS id`,
 
+    /** $1 ids, $2 their lease tokens (parallel text[]), $3 now. */
+    releaseJobs: `UPDATE ${jobs} AS j
+SET state = 'waiting', attempts = j.attempts - 1, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+  updated_at = $3::timestamptz
+FROM unnest($1::text[], $2::text[]) AS u(id, lease_token)
+WHERE ${fenced('u.id', 'u.lease_token', '$3')}
+RETURNING j.id`,
+
     /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
     failJob: `UPDATE ${jobs} AS j
 SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('$3::timestamptz', '$5::timestamptz')} END,
