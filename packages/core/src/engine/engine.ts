@@ -185,15 +185,13 @@ export class Engine {
     return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
   }
 
-  /** Of leases whose ack found no lease to end, those whose job that very lease completed. */
+  /** Of leases whose ack found no lease to end, those whose job that very lease completed (one store read). */
   private async completedEarlier<L extends LeaseRef>(leases: readonly L[]): Promise<Set<L>> {
-    const records = await Promise.all(leases.map((lease) => this.store.getJob(lease.id)));
-    return new Set(
-      leases.filter((lease, i) => {
-        const job = records[i];
-        return job?.state === 'completed' && job.leaseToken === lease.leaseToken;
-      }),
-    );
+    if (leases.length === 0) return new Set();
+    const ids = [...new Set(leases.map((lease) => lease.id))];
+    const completed = await this.store.listJobs({ ids, states: ['completed'], limit: ids.length });
+    const tokens = new Map(completed.map((job) => [job.id, job.leaseToken]));
+    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken));
   }
 
   /**

@@ -109,6 +109,8 @@ export interface LeaseRef {
 
 export interface ListFilter {
   name?: string;
+  /** Only jobs with these ids. */
+  ids?: readonly string[];
   /** Stored states to include; all when omitted. */
   states?: readonly StoredState[];
   /** With `waiting`: `true` only `runAt <= now` (ready), `false` only `runAt > now` (scheduled). */

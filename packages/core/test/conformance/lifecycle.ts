@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import type { ListFilter } from '../../src/engine/store.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 import { claimOne, enqueueJobs, expectWorkqError, type SuiteContext } from './context.ts';
 
@@ -133,6 +134,23 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(active.nextCursor).toBeNull();
     expect((await engine.list({ name, state: 'ready', limit: 100 })).jobs).toHaveLength(20);
     await expectWorkqError(engine.list({ name, state: 'bogus' as 'ready' }), 'VALIDATION');
+  });
+
+  it('the store lists jobs by id, with its other filters and paging applied', async () => {
+    const name = ctx.jobName('list-ids');
+    const { engine, store } = ctx.engine();
+    const ids = (await engine.enqueueMany([1, 2, 3, 4].map((n) => ({ name, version: 1, payload: { n } })))).map(
+      (job) => job.id,
+    );
+    const [first, second, third] = [...ids].sort() as [string, string, string, string];
+    const claimed = await claimOne(engine, name);
+    await engine.complete(claimed);
+    const byId = (filter: Omit<ListFilter, 'limit'>) =>
+      store.listJobs({ limit: 10, ...filter }).then((jobs) => jobs.map((job) => job.id));
+    expect(await byId({ ids: [third, first, 'unknown'] })).toEqual([first, third]);
+    expect(await byId({ ids: [first, second, third], states: ['completed'] })).toEqual([claimed.id]);
+    expect(await byId({ ids: [first, second, third], afterId: first })).toEqual([second, third]);
+    expect(await byId({ ids: [] })).toEqual([]);
   });
 
   it('counts report jobs by name, version and state', async () => {

@@ -239,7 +239,9 @@ export class MongoStore implements Store {
         const states = STORED_STATES.filter((s) => filter.states?.includes(s));
         query.state = { $in: states.flatMap(keptStates) };
       }
-      if (filter.afterId !== undefined) query._id = { $gt: String(filter.afterId) };
+      const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
+      const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
+      if (filter.ids !== undefined || filter.afterId !== undefined) query._id = { ...ids, ...after };
       if (filter.due) {
         const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
         const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';

@@ -99,6 +99,11 @@ export function listJobsQuery(t: Tables, filter: ListFilter): { sql: string; val
     where.push('name = ?');
     values.push(filter.name);
   }
+  if (filter.ids !== undefined) {
+    // `IN ()` is not SQL: no ids matches no row.
+    where.push(filter.ids.length > 0 ? 'id IN (?)' : 'FALSE');
+    if (filter.ids.length > 0) values.push(filter.ids);
+  }
   if (filter.states !== undefined) {
     where.push('state IN (?)');
     values.push(filter.states.flatMap(keptStates));

@@ -349,6 +349,7 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   };
   const where: string[] = [];
   if (filter.name !== undefined) where.push(`j.name = ${param(filter.name)}`);
+  if (filter.ids !== undefined) where.push(`j.id = ANY(${param(filter.ids)}::text[])`);
   // States are spliced as literals (from a closed set), so the planner can match them to the partial `jobs_open_idx`.
   if (filter.states !== undefined) where.push(`j.state IN (${filter.states.flatMap(stateLiterals).join(', ')})`);
   if (filter.due !== undefined) {
