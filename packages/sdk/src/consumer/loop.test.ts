@@ -105,6 +105,36 @@ describe('runConsumerLoop', () => {
     expect(limits.slice(0, 10)).toEqual(Array(10).fill(12));
   });
 
+  it('with prefetch and several lanes, the lanes claim side by side, each for its share', async () => {
+    let outstanding = 0;
+    let peakOutstanding = 0;
+    const limits: number[] = [];
+    const stop = new AbortController();
+    let next = 0;
+    const done = runConsumerLoop(
+      {
+        concurrency: 4,
+        prefetch: 8,
+        claimLanes: 2,
+        claim: async (limit) => {
+          limits.push(limit);
+          peakOutstanding = Math.max(peakOutstanding, ++outstanding);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          outstanding--;
+          return Array.from({ length: limit }, () => next++);
+        },
+        handle: async () => undefined,
+        backoff: async () => undefined,
+      },
+      stop.signal,
+    );
+    while (limits.length < 10) await new Promise((resolve) => setTimeout(resolve, 1));
+    stop.abort();
+    await done;
+    expect(limits.slice(0, 2)).toEqual([6, 6]);
+    expect(peakOutstanding).toBe(2);
+  });
+
   it('runs the prefetched jobs it holds when stopped', async () => {
     const stop = new AbortController();
     const handled: number[] = [];

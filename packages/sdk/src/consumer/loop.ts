@@ -26,11 +26,11 @@ export interface ConsumerLoopDeps<J> {
 export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: AbortSignal): Promise<void> {
   const prefetch = Math.max(0, Math.floor(deps.prefetch ?? 0));
   const capacity = deps.concurrency + prefetch;
-  // Without prefetch a claim goes out as soon as one slot is free; with it, once the
-  // local queue has room for a whole prefetch batch. Either way it asks for all the room
-  // there is once the jobs finishing in that turn have freed theirs.
-  const claimWhenFree = Math.max(1, prefetch);
   const laneCount = Math.max(1, Math.min(Math.floor(deps.claimLanes ?? 1), deps.concurrency));
+  // Without prefetch a claim goes out as soon as one slot is free; with it, once the
+  // local queue has room for a lane's share of a prefetch batch. Either way it asks for
+  // its share of the room there is once the jobs finishing in that turn have freed theirs.
+  const claimWhenFree = Math.max(1, Math.floor(prefetch / laneCount));
   const inFlight = new Set<Promise<void>>();
   const queued: J[] = [];
   let requested = 0;
