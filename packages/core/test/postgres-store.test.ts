@@ -290,6 +290,18 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     });
   });
 
+  it('sizes even its first wait by the rows the catalog counted before it opened the table', async () => {
+    await withChurningStore('vacuum_known', 1000, async (store, claim, vacuums) => {
+      await admin.query(`VACUUM ANALYZE "${schema}_vacuum_known".jobs`);
+      expect(await vacuums()).toBe('1');
+      // 1,000 rows counted: the store waits for about 1,414 changed rows, not for vacuumEveryRows (20).
+      await claim(25);
+      await claim(200);
+      await store.close();
+      expect(await vacuums()).toBe('1');
+    });
+  });
+
   it('refuses a lease expiry on a job that is not active, and a token unless active or completed, which fencing relies on', async () => {
     const store = stores[0] ?? (await open());
     const job = newJob('fence.rule');

@@ -87,7 +87,11 @@ export class PostgresStore implements Store {
     this.ownedNotifier = options.notifier;
     this.capabilities = { notify: options.notifier !== undefined };
     if (options.notifier) this.notifier = options.notifier;
-    this.vacuums = new VacuumPacer(options.vacuumEveryRows ?? 0, () => this.vacuum());
+    this.vacuums = new VacuumPacer(
+      options.vacuumEveryRows ?? 0,
+      () => this.vacuum(),
+      () => this.estimateRows(),
+    );
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -404,6 +408,11 @@ export class PostgresStore implements Store {
   /** Vacuums the jobs table; resolves to its estimated rows. */
   private async vacuum(): Promise<number> {
     await this.client.query(this.sql.vacuumJobs);
+    return this.estimateRows();
+  }
+
+  /** The jobs table's rows as the catalog last estimated them; 0 before any vacuum or analyze. */
+  private async estimateRows(): Promise<number> {
     const [estimate] = await this.client.query<{ rows: number }>(this.sql.estimateJobRows);
     return Math.max(0, estimate?.rows ?? 0);
   }

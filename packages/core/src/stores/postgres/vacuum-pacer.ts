@@ -14,20 +14,24 @@ const VACUUM_BALANCE = 2000;
 
 /**
  * Counts the rows that leave dead tuples (claims, completions, cancels,
- * prunes) and, past a threshold, runs one vacuum in the background: at first
- * after `everyRows`, then after `everyRows` or sqrt(VACUUM_BALANCE · T) for a
- * table of T rows, whichever is more. Zero turns it off.
+ * prunes) and, past a threshold, runs one vacuum in the background: after
+ * `everyRows` or sqrt(VACUUM_BALANCE · T) for a table of T rows, whichever is
+ * more. T comes from each vacuum; before the first, from the catalog's
+ * estimate, when it has one (a table filled and analyzed before this store
+ * opened it, say). Zero turns it off.
  */
 export class VacuumPacer {
   private rowsSince = 0;
   private rowsBetween: number;
+  private sized = false;
   private running: Promise<void> | undefined;
   private stopped = false;
 
-  /** `vacuum` vacuums the table and resolves to its estimated rows. */
+  /** `vacuum` vacuums the table and resolves to its estimated rows; `estimateRows` only reads that estimate. */
   constructor(
     private readonly everyRows: number,
     private readonly vacuum: () => Promise<number>,
+    private readonly estimateRows: () => Promise<number>,
   ) {
     this.rowsBetween = everyRows;
   }
@@ -36,12 +40,8 @@ export class VacuumPacer {
     if (this.everyRows === 0 || this.stopped) return;
     this.rowsSince += count;
     if (this.rowsSince < this.rowsBetween || this.running) return;
-    this.rowsSince = 0;
     // Housekeeping only: a failed vacuum changes nothing and is tried again later.
-    this.running = this.vacuum()
-      .then((tableRows) => {
-        this.rowsBetween = Math.max(this.everyRows, Math.round(Math.sqrt(VACUUM_BALANCE * tableRows)));
-      })
+    this.running = this.vacuumIfDue()
       .catch(() => undefined)
       .finally(() => {
         this.running = undefined;
@@ -52,5 +52,19 @@ export class VacuumPacer {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.running;
+  }
+
+  private async vacuumIfDue(): Promise<void> {
+    if (!this.sized) {
+      this.sized = true;
+      this.rowsBetween = this.rowsBetweenFor(await this.estimateRows());
+      if (this.rowsSince < this.rowsBetween || this.stopped) return;
+    }
+    this.rowsSince = 0;
+    this.rowsBetween = this.rowsBetweenFor(await this.vacuum());
+  }
+
+  private rowsBetweenFor(tableRows: number): number {
+    return Math.max(this.everyRows, Math.round(Math.sqrt(VACUUM_BALANCE * tableRows)));
   }
 }
