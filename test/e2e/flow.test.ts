@@ -1,6 +1,6 @@
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient, PermanentError, type Worker, WorkqError } from '@workq/sdk';
+import { createClient, defaultFetch, PermanentError, type Worker, WorkqError } from '@workq/sdk';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
@@ -58,6 +58,33 @@ await describeEachStore(E2E_STORES, 'enqueue → consume → result over $label'
     await worker.close();
     expect(errors).toEqual([]);
     expect(await handle.status()).toMatchObject({ state: 'completed', attempts: 1 });
+  });
+
+  it('answers a closing worker’s waiting claim instead of dropping it, so the next job waits for the next worker', async () => {
+    const paths: string[] = [];
+    let dropped = 0;
+    const watched = createClient({
+      url: server.url,
+      jobs,
+      fetch: (input, init) => {
+        paths.push(new URL(input instanceof Request ? input.url : input).pathname);
+        init?.signal?.addEventListener('abort', () => dropped++);
+        return (defaultFetch ?? fetch)(input, init);
+      },
+    });
+    const closing = watched.consume('sendEmail', async (job) => ({ messageId: job.payload.subject }));
+    const first = await sdk.enqueue.sendEmail({ to: 'w@example.com', subject: 'before close', body: '' });
+    await first.result({ timeoutMs: 20_000 });
+    // Its next claim, carrying the ack, found nothing and waits.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await closing.close();
+    expect(dropped).toBe(0);
+    expect(paths.filter((path) => path.includes('consumer.complete'))).toEqual([]);
+
+    const next = await sdk.enqueue.sendEmail({ to: 'w@example.com', subject: 'after close', body: '' });
+    workers.push(sdk.consume('sendEmail', async (job) => ({ messageId: job.payload.subject })));
+    await expect(next.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'after close' });
+    expect(await next.status()).toMatchObject({ attempts: 1 });
   });
 
   it('enqueues a batch in one call and completes every job', async () => {

@@ -5,6 +5,7 @@ import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { WorkqError } from '@workq/core';
 import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
+import { ClaimsInProgress } from './claims-in-progress.ts';
 import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { Handoffs } from './handoffs.ts';
@@ -56,6 +57,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       generation: (name) => wakeups.generation(name),
       freshForMs: resolved.pollIntervalMs,
     }),
+    claims: new ClaimsInProgress(),
     presence: new PresenceTracker(opened.store, engine.clock),
     authority,
     metrics: new ServerMetrics(engine),

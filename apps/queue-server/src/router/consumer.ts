@@ -106,42 +106,61 @@ export const consumerRouter = router({
         const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
         const aborted = signal ?? new AbortController().signal;
         const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
-        // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
-        let skipQuery = input.waitMs > 0 && ctx.services.handoffs.nothingReadySinceHandoff(claimInput);
-        for (;;) {
-          const seen = wakeups.generation(name);
-          ctx.services.metrics.claimQueries.inc({ name, query: skipQuery ? 'skipped' : 'ran' });
-          const query = skipQuery ? async () => [] : () => engine.claim(claimInput);
-          skipQuery = false;
-          // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
-          // can already hand its job over.
-          const { jobs, parked } = await ctx.services.handoffs.attempt(
-            claimInput,
-            aborted,
-            query,
-            () => deadline > Date.now() && !aborted.aborted && !wakeups.isClosed,
-          );
-          if (!parked) {
+        const inProgress = ctx.services.claims.begin(workerId);
+        try {
+          // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
+          let skipQuery = input.waitMs > 0 && ctx.services.handoffs.nothingReadySinceHandoff(claimInput);
+          for (;;) {
+            const seen = wakeups.generation(name);
+            ctx.services.metrics.claimQueries.inc({ name, query: skipQuery ? 'skipped' : 'ran' });
+            const query = skipQuery ? async () => [] : () => engine.claim(claimInput);
+            skipQuery = false;
+            // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
+            // can already hand its job over.
+            const { jobs, parked } = await ctx.services.handoffs.attempt(
+              claimInput,
+              aborted,
+              query,
+              () => deadline > Date.now() && !aborted.aborted && !inProgress.stop.aborted && !wakeups.isClosed,
+            );
+            if (!parked) {
+              const acks = await acked;
+              return { jobs: await deliver(ctx.services, name, jobs, aborted), ...acks };
+            }
             const acks = await acked;
-            return { jobs: await deliver(ctx.services, name, jobs, aborted), ...acks };
+            const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
+            const waitEnds = AbortSignal.any([aborted, parked.taken, inProgress.stop]);
+            await wakeups.waitForReady(name, seen, waitMs, waitEnds);
+            const handed = await ctx.services.handoffs.withdraw(parked);
+            if (handed.length > 0) {
+              const delivered = await deliver(ctx.services, name, handed, aborted);
+              ctx.services.metrics.handedOver.inc({ name }, delivered.length);
+              return { jobs: delivered, ...acks };
+            }
+            // Its worker is closing and asked for an answer now.
+            if (inProgress.stop.aborted) return { jobs: [], ...acks };
+            // A wake-up can run before this process has read that the client went away (an in-process
+            // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
+            // closed connection abort the request first, rather than leasing jobs to nobody.
+            await new Promise((resolve) => setImmediate(resolve));
+            if (aborted.aborted) return { jobs: [], ...acks };
           }
-          const acks = await acked;
-          const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
-          await wakeups.waitForReady(name, seen, waitMs, AbortSignal.any([aborted, parked.taken]));
-          const handed = await ctx.services.handoffs.withdraw(parked);
-          if (handed.length > 0) {
-            const delivered = await deliver(ctx.services, name, handed, aborted);
-            ctx.services.metrics.handedOver.inc({ name }, delivered.length);
-            return { jobs: delivered, ...acks };
-          }
-          // A wake-up can run before this process has read that the client went away (an in-process
-          // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
-          // closed connection abort the request first, rather than leasing jobs to nobody.
-          await new Promise((resolve) => setImmediate(resolve));
-          if (aborted.aborted) return { jobs: [], ...acks };
+        } finally {
+          inProgress.end();
         }
       },
     ),
+
+  /**
+   * For a closing worker: its claims waiting on this server answer at once
+   * (with any jobs handed to them), and its claims arriving in the next
+   * seconds do not wait. Resolves to how many of its claims were in progress
+   * here; with none, they are on another server, and the worker drops them.
+   */
+  stopWaiting: authedProcedure.input(z.object({ workerId: z.string().min(1).max(64) })).mutation(({ ctx, input }) => {
+    requireSomeConsumeScope(ctx.principal);
+    return { claims: ctx.services.claims.stopWaiting(input.workerId) };
+  }),
 
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
   complete: authedProcedure.input(z.object({ items: z.array(completion).min(1) })).mutation(({ ctx, input }) => {

@@ -2,6 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
 import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
 import type { Principal, TokenAuthority } from '../auth.ts';
+import type { ClaimsInProgress } from '../claims-in-progress.ts';
 import type { Coalescer } from '../coalescer.ts';
 import { TRPC_CODE_OF, toClientError } from '../errors.ts';
 import type { Handoffs } from '../handoffs.ts';
@@ -19,6 +20,8 @@ export interface ServerServices {
   wakeups: Wakeups;
   /** Claims waiting on this server, which a new job can be handed to directly. */
   handoffs: Handoffs;
+  /** Claim requests in progress, by worker, so a closing worker can end its own waits. */
+  claims: ClaimsInProgress;
   presence: PresenceTracker;
   authority: TokenAuthority;
   metrics: ServerMetrics;

@@ -18,6 +18,9 @@ export interface WorkerDeps extends JobContextDeps {
 
 const MAX_ERROR_MESSAGE = 4000;
 
+/** How long a closing worker waits for its server to answer its claims, before dropping them. */
+const STOP_WAITING_MS = 5_000;
+
 /** When a worker stops resending a job's ack or failure: ten lease lengths after its lease expires. */
 function giveUpAt(job: WireClaimedJob): number {
   return job.leaseExpiresAtMs + job.leaseMs * 10;
@@ -39,9 +42,12 @@ export function startWorker(deps: WorkerDeps): Worker {
   const leases = new LeaseKeeper(call);
   const acks = new AckBatcher(call, 1000);
   const stopClaiming = new AbortController();
+  /** Drops the claims still out: when closing, unless their server answers them at once. */
+  const dropClaims = new AbortController();
+  let claimsOut = 0;
 
-  const claim = async (limit: number, signal: AbortSignal): Promise<HeldJob[]> => {
-    await deps.ready();
+  /** Claims up to `limit` jobs, carrying the acks waiting to go. */
+  const claimFromServer = async (limit: number): Promise<HeldJob[]> => {
     const input = {
       name,
       minVersion: definition.versions[0] ?? definition.version,
@@ -54,6 +60,7 @@ export function startWorker(deps: WorkerDeps): Worker {
     const carried = acks.take();
     const complete = carried.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
     try {
+      const signal = dropClaims.signal;
       const claimed = await call((api) => api.consumer.claim.mutate({ ...input, complete }, { signal }));
       if (claimed.acksFailed) acks.restore(carried);
       else acks.settle(carried, claimed.completed);
@@ -71,6 +78,33 @@ export function startWorker(deps: WorkerDeps): Worker {
       acks.restore(carried);
       throw error;
     }
+  };
+
+  const claim = async (limit: number): Promise<HeldJob[]> => {
+    claimsOut++;
+    try {
+      await deps.ready();
+      // Closed while the catalog was being registered: nothing more is claimed.
+      if (stopClaiming.signal.aborted) return [];
+      return await claimFromServer(limit);
+    } finally {
+      claimsOut--;
+    }
+  };
+
+  /**
+   * Closing: the server answers this worker's waiting claims at once, so none is dropped with a job handed to
+   * it meanwhile, nor with acks to send again. Claims it does not hold (another server behind a balancer, or
+   * a server that cannot be reached or does not know the call) are dropped, as they would be by a timeout.
+   */
+  const endWaitingClaims = async (): Promise<void> => {
+    if (claimsOut === 0) return;
+    const signal = dropClaims.signal;
+    const here = await call((api) => api.consumer.stopWaiting.mutate({ workerId }, { signal })).then(
+      ({ claims }) => claims,
+      () => 0,
+    );
+    if (here < claimsOut) dropClaims.abort();
   };
 
   /** A `PermanentError`, or a payload this consumer can never read, ends the job at once; anything else retries. */
@@ -158,10 +192,13 @@ export function startWorker(deps: WorkerDeps): Worker {
     close: () => {
       closing ??= (async () => {
         stopClaiming.abort();
+        const dropLate = setTimeout(() => dropClaims.abort(), STOP_WAITING_MS);
         const graceMs = options.closeGraceMs ?? 30_000;
         const grace = setTimeout(() => leases.abortAll(new WorkqError('TIMEOUT', 'The worker is closing.')), graceMs);
+        await endWaitingClaims();
         await closed;
         clearTimeout(grace);
+        clearTimeout(dropLate);
       })();
       return closing;
     },
