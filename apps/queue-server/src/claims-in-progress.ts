@@ -35,8 +35,7 @@ export class ClaimsInProgress {
     return {
       stop: controller.signal,
       end: () => {
-        if (!claims.delete(controller) || claims.size > 0) return;
-        if (this.byWorker.get(workerId) === claims) this.byWorker.delete(workerId);
+        if (claims.delete(controller) && claims.size === 0) this.byWorker.delete(workerId);
       },
     };
   }

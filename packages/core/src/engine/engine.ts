@@ -205,7 +205,8 @@ export class Engine {
     if (jobs.length === 0) return [];
     const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
     const released = await this.store.releaseJobs(leases, this.clock.now());
-    const names = new Set(jobs.filter((job) => released.includes(job.id)).map((job) => job.name));
+    const releasedIds = new Set(released);
+    const names = new Set(jobs.filter((job) => releasedIds.has(job.id)).map((job) => job.name));
     for (const name of names) this.emitReady(name);
     return released;
   }

@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
+import type { Collection, Db, Filter, MongoClient, UpdateFilter, WriteConcernSettings } from 'mongodb';
 import { keptStates, NOT_STARTED, notStartedState } from '../../engine/not-started.ts';
 import {
   type ClaimRequest,
@@ -86,38 +86,44 @@ export class MongoStore implements Store {
   }
 
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
-    return this.run('complete', async () => {
-      const done = await Promise.all(
-        items.map(async (item) => {
-          const filter = heldBy(item, now);
-          if (!filter) return null;
-          // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
-          const update = { leaseExpiresAt: null, state: 'completed' as const, result: toJson(item.result) };
-          const { modifiedCount } = await this.jobs.updateOne(filter, {
-            $set: { ...update, finishedAt: now, updatedAt: now },
-          });
-          return modifiedCount === 1 ? item.id : null;
-        }),
-      );
-      return done.filter((id): id is string => id !== null);
-    });
+    return this.run('complete', () =>
+      this.updateEachHeld(items, now, (item) => ({
+        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
+        $set: {
+          leaseExpiresAt: null,
+          state: 'completed',
+          result: toJson(item.result),
+          finishedAt: now,
+          updatedAt: now,
+        },
+      })),
+    );
   }
 
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
-    return this.run('release', async () => {
-      const released = await Promise.all(
-        leases.map(async (lease) => {
-          const filter = heldBy(lease, now);
-          if (!filter) return null;
-          const { modifiedCount } = await this.jobs.updateOne(filter, {
-            $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: now },
-            $inc: { attempts: -1 },
-          });
-          return modifiedCount === 1 ? lease.id : null;
-        }),
-      );
-      return released.filter((id): id is string => id !== null);
-    });
+    return this.run('release', () =>
+      this.updateEachHeld(leases, now, () => ({
+        $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: now },
+        $inc: { attempts: -1 },
+      })),
+    );
+  }
+
+  /** Applies `update` to each job its lease still holds, side by side; resolves to the ids it changed. */
+  private async updateEachHeld<L extends LeaseRef>(
+    leases: readonly L[],
+    now: Date,
+    update: (lease: L) => UpdateFilter<JobDocument>,
+  ): Promise<string[]> {
+    const changed = await Promise.all(
+      leases.map(async (lease) => {
+        const filter = heldBy(lease, now);
+        if (!filter) return null;
+        const { modifiedCount } = await this.jobs.updateOne(filter, update(lease));
+        return modifiedCount === 1 ? lease.id : null;
+      }),
+    );
+    return changed.filter((id): id is string => id !== null);
   }
 
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date) {
