@@ -10,6 +10,7 @@ const TOKENS = [
   { token: 'prod', scopes: ['produce:*'] },
   { token: 'work', scopes: ['consume:*'] },
   { token: 'email-only', scopes: ['produce:sendEmail'] },
+  { token: 'email-worker', scopes: ['consume:sendEmail'] },
   { token: 'root', scopes: ['admin'] },
 ];
 const MAX_PAYLOAD_BYTES = 2048;
@@ -126,6 +127,32 @@ describe('auth and limits over pglite://memory', () => {
       code: 'FORBIDDEN',
     });
     await expect(admin.admin.schedules.query()).resolves.toEqual([]);
+    await expectStillServing();
+  });
+
+  it('lets a token end only the waits of claims of job types it may consume', async () => {
+    const workerId = 'report-worker-1';
+    const claim = rawClient(server.url, 'work').consumer.claim.mutate({
+      name: 'generateReport',
+      maxVersion: 1,
+      limit: 1,
+      workerId,
+      waitMs: 20_000,
+    });
+    const stillWaiting = () =>
+      Promise.race([claim.then(() => false), new Promise<boolean>((resolve) => setTimeout(resolve, 300, true))]);
+    expect(await stillWaiting()).toBe(true);
+
+    const stranger = rawClient(server.url, 'email-worker');
+    await expect(stranger.consumer.stopWaiting.mutate({ workerId })).resolves.toEqual({ claims: 0 });
+    expect(await stillWaiting()).toBe(true);
+
+    const started = Date.now();
+    await expect(rawClient(server.url, 'work').consumer.stopWaiting.mutate({ workerId })).resolves.toEqual({
+      claims: 1,
+    });
+    await expect(claim).resolves.toMatchObject({ jobs: [] });
+    expect(Date.now() - started).toBeLessThan(5_000);
     await expectStillServing();
   });
 

@@ -11,52 +11,66 @@ export interface ClaimInProgress {
   end(): void;
 }
 
+/** Which job types a stop request may end the claims of: those its caller may consume. */
+export type MayStop = (jobName: string) => boolean;
+
+interface Claim {
+  jobName: string;
+  controller: AbortController;
+}
+
 /**
  * The claim requests in progress on this server, by worker, so that a closing
  * worker can end its own long-polls: they answer at once, with whatever was
  * handed to them, instead of having their connections dropped. A dropped
  * connection is read only later, and a job handed over meanwhile would be
- * leased to nobody.
+ * leased to nobody. A stop request reaches only the job types its caller may
+ * consume, so a token cannot end the waits of claims it could not make.
  */
 export class ClaimsInProgress {
-  private readonly byWorker = new Map<string, Set<AbortController>>();
-  /** Per worker id that asked to stop waiting, until when its claims do not wait (epoch ms). */
-  private readonly stopping = new Map<string, number>();
+  private readonly byWorker = new Map<string, Set<Claim>>();
+  /** Per worker id that asked to stop waiting: until when (epoch ms), and for which job types. */
+  private readonly stopping = new Map<string, { until: number; mayStop: MayStop }>();
 
-  begin(workerId: string): ClaimInProgress {
-    const controller = new AbortController();
-    if (this.isStopping(workerId)) controller.abort();
+  begin(workerId: string, jobName: string): ClaimInProgress {
+    const claim = { jobName, controller: new AbortController() };
+    if (this.isStopping(workerId, jobName)) claim.controller.abort();
     let claims = this.byWorker.get(workerId);
     if (!claims) {
       claims = new Set();
       this.byWorker.set(workerId, claims);
     }
-    claims.add(controller);
+    claims.add(claim);
     return {
-      stop: controller.signal,
+      stop: claim.controller.signal,
       end: () => {
-        if (claims.delete(controller) && claims.size === 0) this.byWorker.delete(workerId);
+        if (claims.delete(claim) && claims.size === 0) this.byWorker.delete(workerId);
       },
     };
   }
 
   /**
-   * Ends the waits of `workerId`'s claims in progress here, and keeps the
-   * ones arriving in the next seconds from waiting. Resolves to how many were
-   * in progress here (none: they are on another server, or done).
+   * Ends the waits of `workerId`'s claims in progress here for the job types
+   * `mayStop` allows, and keeps the ones arriving in the next seconds from
+   * waiting. Resolves to how many it ended (none: they are on another server,
+   * or done, or of other job types).
    */
-  stopWaiting(workerId: string): number {
+  stopWaiting(workerId: string, mayStop: MayStop): number {
     if (this.stopping.size >= MAX_STOPPING_WORKERS) this.stopping.clear();
-    this.stopping.set(workerId, Date.now() + STOPPING_FOR_MS);
-    const claims = this.byWorker.get(workerId) ?? new Set();
-    for (const claim of claims) claim.abort();
-    return claims.size;
+    this.stopping.set(workerId, { until: Date.now() + STOPPING_FOR_MS, mayStop });
+    let ended = 0;
+    for (const claim of this.byWorker.get(workerId) ?? []) {
+      if (!mayStop(claim.jobName)) continue;
+      claim.controller.abort();
+      ended++;
+    }
+    return ended;
   }
 
-  private isStopping(workerId: string): boolean {
-    const until = this.stopping.get(workerId);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
+  private isStopping(workerId: string, jobName: string): boolean {
+    const mark = this.stopping.get(workerId);
+    if (mark === undefined) return false;
+    if (mark.until > Date.now()) return mark.mayStop(jobName);
     this.stopping.delete(workerId);
     return false;
   }

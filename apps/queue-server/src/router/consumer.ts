@@ -106,7 +106,7 @@ export const consumerRouter = router({
         const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
         const aborted = signal ?? new AbortController().signal;
         const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
-        const inProgress = ctx.services.claims.begin(workerId);
+        const inProgress = ctx.services.claims.begin(workerId, name);
         try {
           // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
           let skipQuery = input.waitMs > 0 && ctx.services.handoffs.nothingReadySinceHandoff(claimInput);
@@ -156,10 +156,12 @@ export const consumerRouter = router({
    * (with any jobs handed to them), and its claims arriving in the next
    * seconds do not wait. Resolves to how many of its claims were in progress
    * here; with none, they are on another server, and the worker drops them.
+   * Only claims of job types the caller's token may consume are touched.
    */
   stopWaiting: authedProcedure.input(z.object({ workerId: z.string().min(1).max(64) })).mutation(({ ctx, input }) => {
     requireSomeConsumeScope(ctx.principal);
-    return { claims: ctx.services.claims.stopWaiting(input.workerId) };
+    const mayStop = (jobName: string) => hasScope(ctx.principal, 'consume', jobName);
+    return { claims: ctx.services.claims.stopWaiting(input.workerId, mayStop) };
   }),
 
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
