@@ -121,3 +121,21 @@ it('gives a job handed to a claim whose client went away back to the queue, its 
   const [again] = (await claim()).jobs;
   expect(again).toMatchObject({ id: job.id, attempt: 1 });
 });
+
+it('answers a waiting claim at once when an ack it carries finds its lease lost', async () => {
+  const job = await sdk.enqueue.sendEmail({ ...email, subject: 'lease lost' });
+  const [held] = (await claim()).jobs;
+  expect(held?.id).toBe(job.id);
+
+  let started = Date.now();
+  const lost = await claim({ waitMs: 10_000, complete: [{ id: job.id, leaseToken: 'not-its-lease', result: null }] });
+  expect(lost).toMatchObject({ jobs: [], completed: [], acksFailed: false });
+  expect(Date.now() - started).toBeLessThan(5_000);
+
+  // An ack that completes its job leaves the claim to wait for work, as before.
+  started = Date.now();
+  const leaseToken = held?.leaseToken as string;
+  const done = await claim({ waitMs: 600, complete: [{ id: job.id, leaseToken, result: null }] });
+  expect(done).toMatchObject({ jobs: [], completed: [job.id] });
+  expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+});

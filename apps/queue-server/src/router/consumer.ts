@@ -128,17 +128,23 @@ export const consumerRouter = router({
               return { jobs: await deliver(ctx.services, name, jobs, aborted), ...acks };
             }
             const acks = await acked;
-            const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
-            const waitEnds = AbortSignal.any([aborted, parked.taken, inProgress.stop]);
-            await wakeups.waitForReady(name, seen, waitMs, waitEnds);
+            // Acks that found their lease lost are answered now rather than after the wait, so that the worker
+            // reports them while they are news. (Acks that failed are sent again after the wait, as before: an
+            // answer at once would bring them straight back while the store still fails them.)
+            const leasesLost = !acks.acksFailed && acks.completed.length < input.complete.length;
+            if (!leasesLost) {
+              const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
+              const waitEnds = AbortSignal.any([aborted, parked.taken, inProgress.stop]);
+              await wakeups.waitForReady(name, seen, waitMs, waitEnds);
+            }
             const handed = await ctx.services.handoffs.withdraw(parked);
             if (handed.length > 0) {
               const delivered = await deliver(ctx.services, name, handed, aborted);
               ctx.services.metrics.handedOver.inc({ name }, delivered.length);
               return { jobs: delivered, ...acks };
             }
-            // Its worker is closing and asked for an answer now.
-            if (inProgress.stop.aborted) return { jobs: [], ...acks };
+            // Its worker is closing and asked for an answer now, or leases were lost.
+            if (inProgress.stop.aborted || leasesLost) return { jobs: [], ...acks };
             // A wake-up can run before this process has read that the client went away (an in-process
             // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
             // closed connection abort the request first, rather than leasing jobs to nobody.
