@@ -1,3 +1,5 @@
+import { hasScope, type Principal } from './auth.ts';
+
 /** How long a worker that asked to stop waiting keeps its claims here from waiting. */
 const STOPPING_FOR_MS = 10_000;
 
@@ -11,13 +13,13 @@ export interface ClaimInProgress {
   end(): void;
 }
 
-/** Which job types a stop request may end the claims of: those its caller may consume. */
-export type MayStop = (jobName: string) => boolean;
-
 interface Claim {
   jobName: string;
   controller: AbortController;
 }
+
+/** A caller's scopes: the same object for every request under one token, so marks per caller stay few. */
+type Scopes = Principal['scopes'];
 
 /**
  * The claim requests in progress on this server, by worker, so that a closing
@@ -29,8 +31,8 @@ interface Claim {
  */
 export class ClaimsInProgress {
   private readonly byWorker = new Map<string, Set<Claim>>();
-  /** Per worker id that asked to stop waiting: until when (epoch ms), and for which job types. */
-  private readonly stopping = new Map<string, { until: number; mayStop: MayStop }>();
+  /** Per worker id that asked to stop waiting: per asking caller's scopes, until when (epoch ms). */
+  private readonly stopping = new Map<string, Map<Scopes, number>>();
 
   begin(workerId: string, jobName: string): ClaimInProgress {
     const claim = { jobName, controller: new AbortController() };
@@ -50,17 +52,19 @@ export class ClaimsInProgress {
   }
 
   /**
-   * Ends the waits of `workerId`'s claims in progress here for the job types
-   * `mayStop` allows, and keeps the ones arriving in the next seconds from
-   * waiting. Resolves to how many it ended (none: they are on another server,
-   * or done, or of other job types).
+   * Ends the waits of `workerId`'s claims in progress here of the job types
+   * `caller` may consume, and keeps those arriving in the next seconds from
+   * waiting. Resolves to how many it ended (none: they are on another
+   * server, or done, or of other job types).
    */
-  stopWaiting(workerId: string, mayStop: MayStop): number {
+  stopWaiting(workerId: string, caller: Principal): number {
     if (this.stopping.size >= MAX_STOPPING_WORKERS) this.stopping.clear();
-    this.stopping.set(workerId, { until: Date.now() + STOPPING_FOR_MS, mayStop });
+    const marks = this.stopping.get(workerId) ?? new Map<Scopes, number>();
+    marks.set(caller.scopes, Date.now() + STOPPING_FOR_MS);
+    this.stopping.set(workerId, marks);
     let ended = 0;
     for (const claim of this.byWorker.get(workerId) ?? []) {
-      if (!mayStop(claim.jobName)) continue;
+      if (!hasScope(caller, 'consume', claim.jobName)) continue;
       claim.controller.abort();
       ended++;
     }
@@ -68,10 +72,15 @@ export class ClaimsInProgress {
   }
 
   private isStopping(workerId: string, jobName: string): boolean {
-    const mark = this.stopping.get(workerId);
-    if (mark === undefined) return false;
-    if (mark.until > Date.now()) return mark.mayStop(jobName);
-    this.stopping.delete(workerId);
-    return false;
+    const marks = this.stopping.get(workerId);
+    if (marks === undefined) return false;
+    const now = Date.now();
+    let stopping = false;
+    for (const [scopes, until] of marks) {
+      if (until <= now) marks.delete(scopes);
+      else if (hasScope({ scopes }, 'consume', jobName)) stopping = true;
+    }
+    if (marks.size === 0) this.stopping.delete(workerId);
+    return stopping;
   }
 }
