@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { isWorkqError } from '@workq/core';
 import { HELP, parseServerArgs } from './cli-args.ts';
 import type { ServerOptions } from './options.ts';

@@ -1,8 +1,24 @@
-import { isWorkqError } from '@workq/core';
-import { jobs } from '@workq/schemas';
+import { defineCatalog, defineJob, isWorkqError } from '@workq/core';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { defineCrontab } from './define-crontab.ts';
 import { parseCrontab } from './scheduler.ts';
+
+const jobs = defineCatalog({
+  imageConvert: defineJob({
+    version: 2,
+    payload: z.object({ source: z.string().min(1), output: z.string().min(1) }),
+    previous: {
+      1: { payload: z.object({ source: z.string() }), upgrade: (p) => ({ ...p, output: `${p.source}.webp` }) },
+    },
+    defaults: { maxAttempts: 5, backoff: { type: 'exponential', delayMs: 1000 }, leaseMs: 30_000 },
+  }),
+  generateReport: defineJob({
+    version: 1,
+    payload: z.object({ accountId: z.string().min(1), kind: z.string(), from: z.string(), to: z.string() }),
+    defaults: { leaseMs: 120_000, maxAttempts: 3, order: 'fifo' },
+  }),
+});
 
 const report = { accountId: 'acct-7', kind: 'usage', from: '2026-01-01', to: '2026-01-31' } as const;
 

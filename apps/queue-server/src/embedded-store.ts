@@ -42,7 +42,7 @@ export async function openEmbeddedStore(
 
 async function startEmbeddedMongo(dbPath: string): Promise<{ url: string; stop: () => Promise<void> }> {
   await mkdir(dbPath, { recursive: true });
-  const { MongoBinary, MongoMemoryReplSet } = await import('mongodb-memory-server');
+  const { MongoBinary, MongoMemoryReplSet } = await import('mongodb-memory-server-core');
   // Resolving the binary first fails quietly offline, before the server would log a download stack trace.
   const systemBinary = await MongoBinary.getPath();
   const started = MongoMemoryReplSet.create({

@@ -15,7 +15,7 @@ import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { PresenceTracker } from './presence.ts';
 import { appRouter } from './router/index.ts';
-import type { RequestContext, ServerServices } from './router/trpc.ts';
+import type { ServerContext, ServerServices } from './router/trpc.ts';
 import { CronScheduler, enqueueThroughServer, parseCrontab } from './scheduler.ts';
 import { SchemaRegistry } from './schema-registry.ts';
 import { Wakeups } from './wakeups.ts';
@@ -73,7 +73,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     logger,
   });
 
-  const createContext = (req: IncomingMessage): RequestContext => ({
+  const createContext = (req: IncomingMessage): ServerContext => ({
     services,
     authorization: req.headers.authorization,
     remoteAddress: req.socket.remoteAddress ?? 'unknown',

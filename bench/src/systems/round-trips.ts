@@ -54,7 +54,7 @@ export function timedFetch(prefix: string): typeof fetch {
     const paths = [...new Set(path.split(','))].join(',');
     const started = performance.now();
     try {
-      return await defaultFetch(input, init);
+      return await (defaultFetch ?? fetch)(input, init);
     } finally {
       recordRoundTrip(`${prefix} http ${paths}`, performance.now() - started);
     }

@@ -1,12 +1,14 @@
 /** `@workq/sdk`: the typed producer and consumer. */
 
+import { defaultFetch as platformFetch } from '#default-fetch';
+
 export type { EnqueueOptions, JobState, JobStatus, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
 /**
  * On Node, the keep-alive `node:http` client the SDK uses when no `fetch` is given, for wrapping (timing,
  * tracing). `undefined` elsewhere, where the SDK uses the platform's `fetch`.
  */
-export { defaultFetch } from '#default-fetch';
+export const defaultFetch: typeof fetch | undefined = platformFetch;
 export type { AdminApi } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';

@@ -34,11 +34,20 @@ export interface ServerServices {
   options: ResolvedServerOptions;
 }
 
+/**
+ * What the API's type says a request brings: its `Authorization` header and
+ * the caller's address. Clients compile against that type, so it names
+ * nothing of the server's internals.
+ */
 export interface RequestContext {
-  services: ServerServices;
   authorization: string | undefined;
   /** The caller's address, for the worker registry. */
   remoteAddress: string;
+}
+
+/** The context the server builds for every request: the request, and this server's services. */
+export interface ServerContext extends RequestContext {
+  services: ServerServices;
 }
 
 const t = initTRPC.context<RequestContext>().create({
@@ -71,9 +80,11 @@ const mapErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
-const authenticate = t.middleware(({ ctx, next }) => {
-  const principal: Principal = ctx.services.authority.authenticate(ctx.authorization);
-  return next({ ctx: { ...ctx, principal } });
+/** Hands procedures the server's services (built into every context by the server) and the caller's principal. */
+const authenticate = t.middleware(async ({ ctx, next }) => {
+  const { services } = ctx as ServerContext;
+  const principal: Principal = await services.authority.authenticate(ctx.authorization);
+  return next({ ctx: { ...ctx, services, principal } });
 });
 
 export const router = t.router;

@@ -4,9 +4,10 @@
  * worker printing each as it completes. Exits when all are done, unless
  * `--keep-running` is given.
  */
+
+import { startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
-import { startServer } from '../start-server.ts';
 
 const JOB_COUNT = 12;
 const keepRunning = process.argv.includes('--keep-running');
