@@ -30,11 +30,20 @@ export async function freePort(): Promise<number> {
 export class ChildProcesses {
   private readonly children = new Set<ChildProcess>();
 
-  /** Starts `node <args>` with captured stdout and stderr. */
+  /** Starts `node <args>` in the repository root with captured stdout and stderr. */
   spawnNode(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => string } {
-    const child = spawn(process.execPath, [...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...env },
+    return this.spawn(process.execPath, args, { env });
+  }
+
+  /** Starts a command with captured stdout and stderr; `cwd` defaults to the repository root. */
+  spawn(
+    command: string,
+    args: readonly string[],
+    options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+  ): ChildProcess & { output: () => string } {
+    const child = spawn(command, [...args], {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

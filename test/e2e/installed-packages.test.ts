@@ -1,0 +1,136 @@
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
+
+const run = promisify(execFile);
+const PACKED = join(REPO_ROOT, 'packed');
+const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'foreign-project');
+const PACKAGES = ['core', 'sdk', 'queue-server'] as const;
+const tarball = (name: (typeof PACKAGES)[number]) => join(PACKED, `workq-${name}-0.1.0.tgz`);
+const bin = (name: string) => join(REPO_ROOT, 'node_modules', '.bin', name);
+
+/** Runs a command to completion; rejects with its output when it exits non-zero. */
+async function sh(file: string, args: readonly string[], cwd: string, timeoutMs = 120_000): Promise<string> {
+  try {
+    const { stdout, stderr } = await run(file, [...args], { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
+    return `${stdout}${stderr}`;
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${file} ${args.join(' ')} failed:\n${stdout}${stderr}`);
+  }
+}
+
+const npmInstall = (cwd: string, specs: readonly string[]) =>
+  sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], cwd);
+
+beforeAll(async () => {
+  await sh('sh', [join(REPO_ROOT, 'scripts', 'pack-all.sh')], REPO_ROOT);
+});
+
+describe('the packed packages', () => {
+  it('pack:all writes one tarball per publishable package', () => {
+    expect(readdirSync(PACKED).sort()).toEqual(PACKAGES.map((name) => `workq-${name}-0.1.0.tgz`).sort());
+  });
+
+  it.each(PACKAGES)('@workq/%s passes publint and arethetypeswrong', async (name) => {
+    const publint = await sh(bin('publint'), ['run', '--strict', tarball(name)], REPO_ROOT);
+    expect(publint).toContain('All good!');
+    // ESM only: CommonJS `require` and the pre-exports `node10` resolution are out of scope.
+    await sh(bin('attw'), [tarball(name), '--profile', 'esm-only', '--no-emoji', '--no-color'], REPO_ROOT);
+  });
+
+  it.each(PACKAGES)('@workq/%s has no workspace ranges and no TypeScript sources', async (name) => {
+    const listing = await sh('tar', ['tzf', tarball(name)], REPO_ROOT);
+    expect(listing.split('\n').filter((file) => /\.ts$/.test(file) && !file.endsWith('.d.ts'))).toEqual([]);
+    const manifest = JSON.parse(await sh('tar', ['xzf', tarball(name), '-O', 'package/package.json'], REPO_ROOT));
+    expect(JSON.stringify(manifest)).not.toMatch(/workspace:|\.\/src\//);
+    expect(manifest.private).toBeUndefined();
+    expect(Object.keys(manifest.dependencies ?? {})).not.toContain('tsx');
+  });
+});
+
+describe('a service outside the repository', () => {
+  const processes = new ChildProcesses();
+  let project: string;
+  let serverUrl: string;
+
+  beforeAll(async () => {
+    project = mkdtempSync(join(tmpdir(), 'workq-foreign-'));
+    cpSync(FIXTURE, project, { recursive: true });
+    // First as a producer service would: the SDK, core and zod, without the server.
+    await npmInstall(project, [tarball('core'), tarball('sdk'), 'zod@4.6.7', 'typescript@5.9.3', '@types/node@20']);
+  });
+
+  afterAll(async () => {
+    await processes.killAll();
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  it('type-checks a producer against the SDK without the server installed, and its types bite', async () => {
+    expect(existsSync(join(project, 'node_modules', '@workq', 'queue-server'))).toBe(false);
+    // skipLibCheck is off in the fixture: the packages' own declarations are checked too.
+    await sh(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.', '--noEmit'], project);
+    // tsc refuses an unused @ts-expect-error, so passing means each wrong call below one is a compile error.
+    const producerSource = readFileSync(join(project, 'src', 'producer.ts'), 'utf8');
+    expect(producerSource.match(/@ts-expect-error/g)).toHaveLength(3);
+  });
+
+  it('installs the server, compiles, and runs a producer and a worker with plain node against npx workq-server', async () => {
+    await npmInstall(project, [tarball('queue-server')]);
+    expect(existsSync(join(project, 'node_modules', 'tsx'))).toBe(false);
+    await sh(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.'], project);
+
+    const port = await freePort();
+    serverUrl = `http://127.0.0.1:${port}`;
+    const server = processes.spawn('npx', ['workq-server', '--port', String(port), '--store', 'pglite://memory'], {
+      cwd: project,
+    });
+    await until(
+      () =>
+        fetch(`${serverUrl}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      60_000,
+      100,
+    );
+
+    const worker = processes.spawn(process.execPath, ['dist/worker.js', serverUrl], { cwd: project });
+    const producer = processes.spawn(process.execPath, ['dist/producer.js', serverUrl], { cwd: project });
+    const outcome = await exited(producer);
+    expect(outcome, producer.output()).toEqual({ code: 0, signal: null });
+    expect(JSON.parse(producer.output().trim())).toEqual({ bytes: [8051, 8052, 8053] });
+
+    processes.signal(worker, 'SIGTERM');
+    expect(await exited(worker)).toEqual({ code: 0, signal: null });
+    processes.signal(server, 'SIGTERM', { group: true });
+    await exited(server);
+    expect(server.output()).toMatch(/workq queue server listening/);
+  });
+
+  it('bundles the installed SDK and the catalog for a browser with no Node built-in or driver', async () => {
+    const nodeBuiltins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
+    const result = await build({
+      entryPoints: [join(project, 'src', 'browser-entry.ts')],
+      absWorkingDir: project,
+      bundle: true,
+      write: false,
+      platform: 'browser',
+      format: 'esm',
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    expect(inputs.some((input) => input.includes('node_modules/@workq/sdk/dist/'))).toBe(true);
+    expect(inputs.some((input) => input.includes('http/default-fetch.js'))).toBe(true);
+    expect(inputs.filter((input) => input.includes('node-fetch') || nodeBuiltins.has(input))).toEqual([]);
+    for (const driver of ['mongodb', 'pg', 'mysql2', '@electric-sql/pglite'])
+      expect(inputs.filter((input) => input.includes(`node_modules/${driver}/`))).toEqual([]);
+  });
+});
