@@ -114,6 +114,24 @@ describe('a service outside the repository', () => {
     expect(server.output()).toMatch(/workq queue server listening/);
   });
 
+  it('runs the workq command with plain node on the compiled catalog, and says what a TypeScript catalog needs', async () => {
+    const snapshot = await sh(
+      'npx',
+      ['workq', 'schemas', 'snapshot', '--catalog', 'dist/catalog.js', '--snapshot', 's.json'],
+      project,
+    );
+    expect(snapshot).toMatch(/wrote s\.json: 1 job types, 2 versions/);
+    const check = await sh(
+      'npx',
+      ['workq', 'schemas', 'check', '--catalog', 'dist/catalog.js', '--snapshot', 's.json'],
+      project,
+    );
+    expect(check).toMatch(/compatible/);
+    await expect(
+      sh('npx', ['workq', 'schemas', 'check', '--catalog', 'src/catalog.ts', '--snapshot', 's.json'], project),
+    ).rejects.toThrow(/is TypeScript.*install tsx/);
+  });
+
   it('bundles the installed SDK and the catalog for a browser with no Node built-in or driver', async () => {
     const nodeBuiltins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
     const result = await build({

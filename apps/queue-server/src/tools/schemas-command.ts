@@ -17,8 +17,33 @@ export interface CommandOutcome {
   lines: string[];
 }
 
+const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
+
+/**
+ * Imports the catalog module. Plain Node cannot import TypeScript, so for a
+ * `.ts` catalog it registers tsx's loader when the project has tsx installed
+ * (an optional peer dependency), and otherwise says how to proceed.
+ */
+async function importCatalogModule(path: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(resolve(path)).href;
+  try {
+    return await import(url);
+  } catch (error) {
+    const unknownExtension = error instanceof Error && 'code' in error && error.code === 'ERR_UNKNOWN_FILE_EXTENSION';
+    if (!unknownExtension || !TYPESCRIPT_FILE.test(path)) throw error;
+  }
+  const tsx = await import('tsx/esm/api').catch(() => undefined);
+  if (!tsx) {
+    throw new Error(
+      `${path} is TypeScript, which Node cannot import by itself: install tsx beside workq (npm install -D tsx), or point --catalog at the compiled JavaScript.`,
+    );
+  }
+  tsx.register();
+  return import(url);
+}
+
 async function loadCatalog(options: SchemasCommandOptions): Promise<Catalog> {
-  const module = (await import(pathToFileURL(resolve(options.catalogPath)).href)) as Record<string, unknown>;
+  const module = await importCatalogModule(options.catalogPath);
   const catalog = module[options.exportName ?? 'jobs'];
   if (!catalog || typeof catalog !== 'object') {
     throw new Error(`${options.catalogPath} has no export "${options.exportName ?? 'jobs'}" holding a catalog.`);
