@@ -1,36 +1,12 @@
-import { builtinModules } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { bundleForBrowser as bundle, NODE_BUILTINS } from '../support/browser-bundle.ts';
 
 const DRIVERS = ['mongodb', 'pg', 'mysql2', '@electric-sql/pglite', 'mongodb-memory-server'];
-const NODE_BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 
-/** Bundles an entry for the browser, recording every import; esbuild itself fails on a Node built-in it cannot resolve. */
 async function bundleForBrowser(entry: string) {
-  const imports: string[] = [];
-  const result = await build({
-    entryPoints: [fileURLToPath(new URL(entry, import.meta.url))],
-    bundle: true,
-    write: false,
-    platform: 'browser',
-    format: 'esm',
-    metafile: true,
-    logLevel: 'silent',
-    plugins: [
-      {
-        name: 'record-imports',
-        setup(b) {
-          b.onResolve({ filter: /.*/ }, (args) => {
-            imports.push(args.path);
-            return undefined;
-          });
-        },
-      },
-    ],
-  });
-  const inputs = Object.keys(result.metafile.inputs);
-  return { imports, inputs, bytes: result.outputFiles[0]?.contents.length ?? 0 };
+  const { imports, inputs, text } = await bundle(fileURLToPath(new URL(entry, import.meta.url)));
+  return { imports, inputs, bytes: text.length };
 }
 
 describe('browser bundles', () => {

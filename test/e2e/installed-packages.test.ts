@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleForBrowser, NODE_BUILTINS } from '../support/browser-bundle.ts';
 import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
 
 const run = promisify(execFile);
@@ -133,21 +132,10 @@ describe('a service outside the repository', () => {
   });
 
   it('bundles the installed SDK and the catalog for a browser with no Node built-in or driver', async () => {
-    const nodeBuiltins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
-    const result = await build({
-      entryPoints: [join(project, 'src', 'browser-entry.ts')],
-      absWorkingDir: project,
-      bundle: true,
-      write: false,
-      platform: 'browser',
-      format: 'esm',
-      metafile: true,
-      logLevel: 'silent',
-    });
-    const inputs = Object.keys(result.metafile.inputs);
+    const { inputs } = await bundleForBrowser(join(project, 'src', 'browser-entry.ts'), { cwd: project });
     expect(inputs.some((input) => input.includes('node_modules/@workq/sdk/dist/'))).toBe(true);
     expect(inputs.some((input) => input.includes('http/default-fetch.js'))).toBe(true);
-    expect(inputs.filter((input) => input.includes('node-fetch') || nodeBuiltins.has(input))).toEqual([]);
+    expect(inputs.filter((input) => input.includes('node-fetch') || NODE_BUILTINS.has(input))).toEqual([]);
     for (const driver of ['mongodb', 'pg', 'mysql2', '@electric-sql/pglite'])
       expect(inputs.filter((input) => input.includes(`node_modules/${driver}/`))).toEqual([]);
   });
