@@ -1,10 +1,10 @@
 import { catalogJsonSchemas } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient, type Worker, type WorkqError } from '@workq/sdk';
+import { createClient, type Worker } from '@workq/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { listAllJobs, type RawClient, rawClient, rawFailure } from '../support/raw-client.ts';
+import { failure, listAllJobs, type RawClient, rawClient, rawFailure } from '../support/raw-client.ts';
 
 const TOKENS = [
   { token: 'prod', scopes: ['produce:*'] },
@@ -28,15 +28,6 @@ const LEAKS = [
 ];
 
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
-
-async function failure(call: Promise<unknown>): Promise<WorkqError> {
-  return call.then(
-    () => {
-      throw new Error('expected the call to fail, but it succeeded');
-    },
-    (e: unknown) => e as WorkqError,
-  );
-}
 
 describe('auth and limits over pglite://memory', () => {
   const logger = collectingLogger();

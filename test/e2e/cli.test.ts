@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mintToken } from '@workq/queue-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerArgs } from '../../apps/queue-server/src/cli-args.ts';
 import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
@@ -106,6 +107,37 @@ describe('parseServerArgs', () => {
     expect(() => parseServerArgs(['--no-such-flag'], {})).toThrow();
   });
 
+  it('maps --token-secret and repeatable --cors-origin, and their WORKQ_* variables; flags win', () => {
+    const secret = 'a-token-secret-of-at-least-32-bytes!';
+    expect(
+      parseServerArgs(
+        [
+          '--token-secret',
+          secret,
+          '--cors-origin',
+          'https://app.example.com',
+          '--cors-origin',
+          'http://localhost:5173',
+        ],
+        {},
+      ),
+    ).toMatchObject({
+      tokenSecret: secret,
+      cors: { origins: ['https://app.example.com', 'http://localhost:5173'] },
+    });
+    const env = { WORKQ_TOKEN_SECRET: secret, WORKQ_CORS_ORIGINS: 'https://a.example.com, https://b.example.com' };
+    expect(parseServerArgs([], env)).toMatchObject({
+      tokenSecret: secret,
+      cors: { origins: ['https://a.example.com', 'https://b.example.com'] },
+    });
+    expect(
+      parseServerArgs(['--token-secret', `${secret}-flag`, '--cors-origin', 'https://c.example.com'], env),
+    ).toMatchObject({ tokenSecret: `${secret}-flag`, cors: { origins: ['https://c.example.com'] } });
+    const unset = parseServerArgs([], { WORKQ_TOKEN_SECRET: '', WORKQ_CORS_ORIGINS: '' });
+    expect(unset).not.toHaveProperty('tokenSecret');
+    expect(unset).not.toHaveProperty('cors');
+  });
+
   it('reads a crontab file, checking its entries', () => {
     const dir = mkdtempSync(join(tmpdir(), 'workq-crontab-'));
     try {
@@ -180,6 +212,51 @@ describe('the workq-server command', () => {
     expect(server.output()).toContain('listening');
     expect(server.output()).not.toContain(secret);
   }, 90_000);
+
+  it('accepts signed tokens and answers preflights from WORKQ_TOKEN_SECRET and WORKQ_CORS_ORIGINS', async () => {
+    const port = await freePort();
+    const secret = 'cli-token-secret-0123456789abcdef-7f3a';
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', String(port)], {
+      WORKQ_TOKEN_SECRET: secret,
+      WORKQ_CORS_ORIGINS: 'https://app.example.com',
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await until(
+      () =>
+        fetch(`${url}/healthz`).then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      60_000,
+      100,
+    );
+    expect((await fetch(`${url}/metrics`)).status).toBe(401);
+    const token = await mintToken({ secret, scopes: ['admin'], expiresInMs: 60_000 });
+    expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    const preflight = await fetch(`${url}/trpc/jobs.enqueue`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    children.signal(server, 'SIGTERM');
+    expect(await exited(server)).toEqual({ code: 0, signal: null });
+    expect(server.output()).toContain('signed tokens');
+    expect(server.output()).not.toContain(secret);
+  }, 90_000);
+
+  it('refuses a short token secret and a "*" CORS origin, exiting non-zero without printing the secret', async () => {
+    const secret = 'short-7c1d';
+    const short = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', '0'], {
+      WORKQ_TOKEN_SECRET: secret,
+    });
+    expect((await exited(short)).code).not.toBe(0);
+    expect(short.output()).toContain('at least 32 bytes');
+    expect(short.output()).not.toContain(secret);
+    const wildcard = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', '0', '--cors-origin', '*']);
+    expect((await exited(wildcard)).code).not.toBe(0);
+    expect(wildcard.output()).toContain('"*" is not accepted');
+  }, 60_000);
 
   it('refuses --host 0.0.0.0 without tokens, exiting non-zero with the reason', async () => {
     const port = await freePort();

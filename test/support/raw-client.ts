@@ -1,5 +1,5 @@
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
-import type { JobStatus } from '@workq/core';
+import type { JobStatus, WorkqError } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server';
 import superjson from 'superjson';
 
@@ -17,6 +17,16 @@ export function rawClient(url: string, token?: string) {
 }
 
 export type RawClient = ReturnType<typeof rawClient>;
+
+/** The `WorkqError` an SDK call failed with; throws when it succeeds. */
+export async function failure(call: Promise<unknown>): Promise<WorkqError> {
+  return call.then(
+    () => {
+      throw new Error('expected the call to fail, but it succeeded');
+    },
+    (e: unknown) => e as WorkqError,
+  );
+}
 
 /** The workq error code and message a raw tRPC call failed with. */
 export async function rawFailure(

@@ -2,31 +2,49 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { WorkqError } from '@workq/core';
 import type { TokenGrant } from './options.ts';
+import { tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
 
 /** Who is calling, as far as the server can tell. */
 export interface Principal {
   /** `null` when the server runs open (no tokens configured, loopback only). */
   scopes: ReadonlySet<string> | null;
+  /** The `sub` claim of a signed token that names one; static tokens have none. */
+  subject?: string;
 }
 
 export type ScopeKind = 'produce' | 'consume';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-/** Matches bearer tokens in constant time; never logs or returns a token. */
+/**
+ * Matches bearer tokens against the static tokens in constant time and, with
+ * a token secret, verifies signed tokens (`signed-tokens.ts`); never logs or
+ * returns a token.
+ */
 export class TokenAuthority {
   private readonly grants: { digest: Buffer; scopes: ReadonlySet<string> }[];
+  private readonly signingKey: Uint8Array | undefined;
 
-  constructor(grants: readonly TokenGrant[]) {
+  /** `VALIDATION` when the token secret is shorter than 32 bytes. */
+  constructor(grants: readonly TokenGrant[], tokenSecret?: string) {
     this.grants = grants.map((grant) => ({ digest: digest(grant.token), scopes: new Set(grant.scopes) }));
+    this.signingKey = tokenSecret === undefined ? undefined : tokenSecretKey(tokenSecret);
   }
 
+  /** Whether every caller is let in: no static tokens and no token secret. */
   get open(): boolean {
-    return this.grants.length === 0;
+    return this.grants.length === 0 && this.signingKey === undefined;
+  }
+
+  /** How callers are authenticated, for the start-up log (no token or secret in it). */
+  get summary(): string {
+    if (this.open) return 'open (loopback only, no tokens configured)';
+    const signed = this.signingKey ? ' and signed tokens' : '';
+    return `${this.grants.length} token(s)${signed}`;
   }
 
   /** The principal for an `Authorization` header value; `UNAUTHORIZED` when a token is required and missing or wrong. */
-  authenticate(header: string | undefined): Principal {
+  async authenticate(header: string | undefined): Promise<Principal> {
     if (this.open) return { scopes: null };
     const token = /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1]?.trim();
     if (!token) {
@@ -37,8 +55,10 @@ export class TokenAuthority {
     for (const grant of this.grants) {
       if (timingSafeEqual(grant.digest, presented)) match = grant.scopes;
     }
-    if (!match) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
-    return { scopes: match };
+    if (match) return { scopes: match };
+    if (!this.signingKey) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
+    const verified = await verifySignedToken(token, this.signingKey);
+    return { scopes: new Set(verified.scopes), subject: verified.subject };
   }
 }
 

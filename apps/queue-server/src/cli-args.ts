@@ -15,6 +15,11 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --port <n>                [WORKQ_PORT] (default 4000)
   --token <t=scope,…>       a bearer token and its scopes; repeatable   [WORKQ_TOKENS, ";"-separated]
                             scopes: produce:<job|*>, consume:<job|*>, admin
+  --token-secret <secret>   also accept signed tokens (JWT, HS256/384/512) made by mintToken() with this
+                            secret, at least 32 bytes [WORKQ_TOKEN_SECRET] (prefer the variable: flags
+                            show in process lists)
+  --cors-origin <origin>    an origin whose browser pages may call the server, e.g. https://app.example.com;
+                            repeatable [WORKQ_CORS_ORIGINS, ","-separated] ("*" is refused)
   --data-dir <dir>          where the embedded store keeps data [WORKQ_DATA_DIR] (default .workq)
   --crontab <file>          recurring jobs: a JSON array of { cron, name, payload?, version?, timezone?,
                             key?, options? } [WORKQ_CRONTAB]
@@ -42,6 +47,8 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       host: { type: 'string' },
       port: { type: 'string' },
       token: { type: 'string', multiple: true },
+      'token-secret': { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
       'data-dir': { type: 'string' },
       crontab: { type: 'string' },
       'max-payload-bytes': { type: 'string' },
@@ -61,6 +68,11 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
   };
   const crontabFile = values.crontab ?? env.WORKQ_CRONTAB;
+  const tokenSecret = values['token-secret'] || env.WORKQ_TOKEN_SECRET || undefined;
+  const corsOrigins = (values['cors-origin'] ?? [env.WORKQ_CORS_ORIGINS ?? ''])
+    .flatMap((list) => list.split(','))
+    .map((origin) => origin.trim())
+    .filter(Boolean);
   return {
     store: values.store ?? env.WORKQ_STORE,
     host: values.host ?? env.WORKQ_HOST,
@@ -69,6 +81,8 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     dataDir: values['data-dir'] ?? env.WORKQ_DATA_DIR,
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
     ...(crontabFile ? { crontab: readCrontab(crontabFile) } : {}),
+    ...(tokenSecret ? { tokenSecret } : {}),
+    ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}),
   };
 }
 

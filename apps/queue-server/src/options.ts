@@ -7,6 +7,18 @@ export interface TokenGrant {
   scopes: readonly string[];
 }
 
+/** Which browser pages, served from other origins, may call the server. */
+export interface CorsOptions {
+  /**
+   * Origins (`scheme://host[:port]`, e.g. `https://app.example.com`) whose
+   * pages may call the server: their preflights are answered and responses
+   * carry `access-control-allow-origin`. `*` is refused at start
+   * (`VALIDATION`): list each origin. Checked at start.
+   * @defaultValue [] (no page on another origin can read a response)
+   */
+  origins?: readonly string[];
+}
+
 /** Request limits; each has a default. */
 export interface ServerLimits {
   /** Largest JSON payload of one job, in bytes. @defaultValue 262_144 (256 KiB) */
@@ -32,8 +44,20 @@ export interface ServerOptions {
   port?: number;
   /** @defaultValue '127.0.0.1' */
   host?: string;
-  /** Accepted bearer tokens. With none, the server serves only on a loopback address. @defaultValue [] */
+  /** Accepted bearer tokens. With none (and no `tokenSecret`), the server serves only on a loopback address. @defaultValue [] */
   tokens?: readonly TokenGrant[];
+  /**
+   * Accept signed tokens (JWTs made by `mintToken` with this secret, HS256,
+   * HS384 or HS512) beside `tokens`: their `scope` claim holds the scopes
+   * (space-separated), `exp` is required, `nbf` is checked when present, and
+   * `sub` is kept as the caller's subject. At least 32 bytes (`VALIDATION` at
+   * start otherwise). A server with a token secret requires tokens, so it may
+   * bind a non-loopback address.
+   * @defaultValue none (only `tokens` are accepted)
+   */
+  tokenSecret?: string;
+  /** Cross-origin browser access. @defaultValue { origins: [] } */
+  cors?: CorsOptions;
   limits?: ServerLimits;
   /** Where the embedded default keeps its data. @defaultValue '.workq' */
   dataDir?: string;
@@ -62,6 +86,8 @@ export interface ResolvedServerOptions {
   port: number;
   host: string;
   tokens: readonly TokenGrant[];
+  tokenSecret: string | undefined;
+  cors: Required<CorsOptions>;
   limits: Required<ServerLimits>;
   dataDir: string;
   pollIntervalMs: number;
@@ -92,6 +118,8 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     port: options.port ?? 4000,
     host: options.host ?? '127.0.0.1',
     tokens: [...(options.tokens ?? [])],
+    tokenSecret: options.tokenSecret,
+    cors: { origins: [...(options.cors?.origins ?? [])] },
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,

@@ -9,6 +9,7 @@ import { ClaimsInProgress } from './claims-in-progress.ts';
 import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { Handoffs } from './handoffs.ts';
+import { createCors } from './http/cors.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -37,13 +38,14 @@ const PRUNE_EVERY_MS = 60_000;
 export async function startServer(options: ServerOptions = {}): Promise<QueueServer> {
   const resolved = resolveServerOptions(options);
   const { logger, host } = resolved;
-  const authority = new TokenAuthority(resolved.tokens);
+  const authority = new TokenAuthority(resolved.tokens, resolved.tokenSecret);
   if (authority.open && !isLoopbackHost(host)) {
     throw new WorkqError(
       'VALIDATION',
-      `Refusing to serve ${host} without tokens: anyone who can reach it could enqueue and consume jobs. Configure tokens (WORKQ_TOKENS / --token) or bind a loopback address such as 127.0.0.1.`,
+      `Refusing to serve ${host} without tokens: anyone who can reach it could enqueue and consume jobs. Configure tokens (WORKQ_TOKENS / --token, or WORKQ_TOKEN_SECRET / --token-secret) or bind a loopback address such as 127.0.0.1.`,
     );
   }
+  const cors = createCors(resolved.cors.origins);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const engine = createEngine({ store: opened.store, historyRetentionMs: resolved.historyRetentionMs });
@@ -83,7 +85,13 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       logger.error('request failed', { path, error: String(error.cause ?? error) });
     }
   };
-  const trpcOptions = { router: appRouter, basePath: '/trpc/', maxBodySize: resolved.limits.maxRequestBytes, onError };
+  const trpcOptions = {
+    router: appRouter,
+    basePath: '/trpc/',
+    maxBodySize: resolved.limits.maxRequestBytes,
+    onError,
+    responseMeta: cors.responseMeta,
+  };
   // Single mutations (enqueue, claim, complete, …) take the direct path; the rest goes through tRPC's adapter.
   const trpcMutations = createTrpcMutationHandler({ ...trpcOptions, createContext });
   const trpcHandler = createHTTPHandler({
@@ -96,6 +104,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   let closing = false;
   let drained: (() => void) | undefined;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (cors.handle(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return sendJson(res, 200, { ok: true });
     if (path === '/readyz') {
@@ -146,7 +155,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   logger.info('workq queue server listening', {
     url: `http://${urlHost}:${port}`,
     store: storeUrl,
-    auth: authority.open ? 'open (loopback only, no tokens configured)' : `${resolved.tokens.length} token(s)`,
+    auth: authority.summary,
   });
 
   let closed: Promise<void> | undefined;

@@ -12,15 +12,21 @@ import {
   type EnqueueManyFns,
   type JobHandle,
 } from './producer.ts';
-import { createTransport } from './transport.ts';
+import { createTransport, type TokenSource } from './transport.ts';
 
 export interface ClientOptions<C extends Catalog> {
   /** The queue server's base URL, e.g. `http://127.0.0.1:4000`. */
   url: string;
   /** The shared job catalog (`defineCatalog`). */
   jobs: C;
-  /** Bearer token. @defaultValue none (for a server running open on loopback) */
-  token?: string;
+  /**
+   * Bearer token: a string, or a function returning one (or a promise of one),
+   * called for every request, so a browser page can refresh a short-lived
+   * token (see the server's `mintToken`). When the function throws or
+   * rejects, that request fails with `UNAUTHORIZED`, nothing sent.
+   * @defaultValue none (for a server running open on loopback)
+   */
+  token?: TokenSource;
   /** A fetch implementation. @defaultValue on Node, a keep-alive `node:http` client; elsewhere `globalThis.fetch` */
   fetch?: typeof fetch;
 }

@@ -17,6 +17,8 @@ interface ServerErrorData {
 /** Turns whatever the transport threw into a `WorkqError` with a stable code. */
 export function toWorkqError(error: unknown): WorkqError {
   if (error instanceof WorkqError) return error;
+  // Raised on this side before the request went out (the token function failed), wrapped by the link.
+  if (error instanceof TRPCClientError && error.cause instanceof WorkqError) return error.cause;
   if (error instanceof TRPCClientError) {
     const data = (error.data ?? {}) as ServerErrorData;
     if (isWorkqErrorCode(data.workqCode)) {

@@ -35,7 +35,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     if (req.method !== 'POST' || name === undefined) {
       throw new WorkqError('NOT_FOUND', 'Unknown route: enqueue with POST /v1/jobs/<name>.');
     }
-    const principal = services.authority.authenticate(req.headers.authorization);
+    const principal = await services.authority.authenticate(req.headers.authorization);
     const jobName = decodeURIComponent(name);
     requireScope(principal, 'produce', jobName);
     const body = restEnqueueBody.safeParse(await readJson(req, services.options.limits.maxRequestBytes));
@@ -77,7 +77,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** `GET /metrics` in Prometheus text format; needs an `admin` token when the server has tokens. */
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
   try {
-    requireScope(services.authority.authenticate(req.headers.authorization), 'admin');
+    requireScope(await services.authority.authenticate(req.headers.authorization), 'admin');
     const { contentType, body } = await services.metrics.render();
     res.writeHead(200, { 'content-type': contentType });
     res.end(body);

@@ -76,7 +76,9 @@ export function createTrpcMutationHandler<TContext>(
       json = JSON.stringify(transformTRPCResponse(config, { error: shape }));
     }
     if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json', vary: 'trpc-accept, accept' });
+    // Appended, so a `vary` set before (CORS's `origin`) is kept.
+    res.appendHeader('vary', 'trpc-accept, accept');
+    res.writeHead(status, { 'content-type': 'application/json' });
     res.end(json);
   }
 }
