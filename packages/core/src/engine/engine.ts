@@ -3,21 +3,14 @@ import { JOB_STATES, type JobError, type JobState, type JobStatus } from '../job
 import { backoffDelayMs } from './backoff.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, MAX_BATCH, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { batchSettings, buildNewJob } from './new-job.ts';
-import type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
+import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
+import type { ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
 import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
 import { fromStoredValue, toStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
-
-/** One job to enqueue. The payload must already be valid for `name` at `version`. */
-export interface EnqueueInput {
-  name: string;
-  version: number;
-  payload: unknown;
-  options?: EnqueueOptions;
-}
+export type { EnqueueInput } from './new-job.ts';
 
 export interface EnqueueResult {
   id: string;

@@ -1,6 +1,5 @@
 import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
-import type { EnqueueInput } from './engine.ts';
 import { newJobId } from './ids.ts';
 import {
   checkIdempotencyKey,
@@ -10,6 +9,15 @@ import {
   resolveRunAt,
 } from './options.ts';
 import type { NewJob } from './store.ts';
+
+/** One job to enqueue. The payload must already be valid for `name` at `version`. */
+export interface EnqueueInput {
+  name: string;
+  version: number;
+  payload: unknown;
+  options?: EnqueueOptions;
+}
+
 import { toStoredValue } from './stored-value.ts';
 
 /** What a job's options resolve to: its settings and when it may first run. */
