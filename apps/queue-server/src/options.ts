@@ -1,4 +1,4 @@
-import type { CronEntry } from './scheduler.ts';
+import type { CronEntry } from './cron-entry.ts';
 
 /** A bearer token and what it may do. */
 export interface TokenGrant {
