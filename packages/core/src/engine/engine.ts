@@ -215,7 +215,7 @@ export class Engine {
     const error: JobError = { message: String(failure.message).slice(0, 4000), attempt: job.attempts, at: now };
     if (failure.permanent) error.permanent = true;
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
-    const retryAt = retry ? new Date(now.getTime() + backoffDelayMs(job.backoff, job.attempts)) : null;
+    const retryAt = retry ? retryTime(job, now) : null;
     const updated = await this.store.failJob(lease, { error, retryAt }, now);
     if (!updated) throw leaseLost(lease.id);
     if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
@@ -418,4 +418,15 @@ function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
 
 export function createEngine(options: EngineOptions): Engine {
   return new Engine(options);
+}
+
+/**
+ * When a failed attempt runs again: after its backoff, or, with none, at the
+ * job's own run time, so that it keeps its place among the ready jobs of its
+ * priority instead of going behind every job enqueued since.
+ */
+function retryTime(job: JobRecord, now: Date): Date {
+  const delayMs = backoffDelayMs(job.backoff, job.attempts);
+  if (delayMs > 0) return new Date(now.getTime() + delayMs);
+  return job.runAt.getTime() <= now.getTime() ? job.runAt : now;
 }

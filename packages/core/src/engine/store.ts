@@ -247,7 +247,9 @@ export interface Store {
 
   /**
    * `active` jobs whose lease expired before `now` lose it: back to `waiting`
-   * at `now`, or `dead` when `attempts >= maxAttempts`. The lost lease is
+   * in their place (run time and order key kept, so a crashed worker's job
+   * does not go behind the jobs enqueued since), or `dead` when
+   * `attempts >= maxAttempts`. The lost lease is
    * recorded as the error `error` (its `attempt` set from the job).
    */
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }>;

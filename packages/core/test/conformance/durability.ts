@@ -128,6 +128,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
   it('the lease sweep through the store requeues and kills by attempts, and leaves unexpired leases alone', async () => {
     const name = ctx.jobName('sweep');
     const { engine, store, clock } = ctx.engine();
+    const enqueuedAt = clock.now();
     const [retry, last, held] = await engine.enqueueMany([
       { name, version: 1, payload: { n: 1 }, options: { leaseMs: 1_000, maxAttempts: 3 } },
       { name, version: 1, payload: { n: 2 }, options: { leaseMs: 1_000, maxAttempts: 1 } },
@@ -142,7 +143,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
     expect(swept.dead).toBeGreaterThanOrEqual(1);
     expect(await store.getJob(retry!.id)).toMatchObject({
       state: 'waiting',
-      runAt: now,
+      runAt: enqueuedAt, // in its place, not behind the jobs enqueued since
       leaseToken: null,
       attempts: 1,
       error: { message: 'lease expired', code: 'LEASE_EXPIRED', attempt: 1 },

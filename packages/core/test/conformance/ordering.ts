@@ -86,6 +86,44 @@ export function registerOrderingTests(ctx: SuiteContext): void {
       expect(await claimLabels(engine, name)).toEqual(expected);
     });
   }
+  for (const order of ['fifo', 'lifo'] as const) {
+    it(`${order}: a job whose lease expired goes back to its place among ready jobs, not behind them`, async () => {
+      const name = ctx.jobName(`requeued-${order}`);
+      const { engine, clock } = ctx.engine();
+      for (const label of ['first', 'second', 'third']) {
+        await engine.enqueue({ name, version: 1, payload: { label }, options: { order, leaseMs: 1_000 } });
+        clock.advance(10);
+      }
+      const [held] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'crashed' });
+      expect((held?.payload as { label: string }).label).toBe(order === 'fifo' ? 'first' : 'third');
+      // A backlog arrives while the job is held; then its worker dies and the lease runs out.
+      for (const label of ['later-1', 'later-2']) {
+        await engine.enqueue({ name, version: 1, payload: { label }, options: { order } });
+        clock.advance(10);
+      }
+      clock.advance(1_001);
+      expect(await claimLabels(engine, name)).toEqual(
+        order === 'fifo'
+          ? ['first', 'second', 'third', 'later-1', 'later-2']
+          : ['later-2', 'later-1', 'third', 'second', 'first'],
+      );
+    });
+  }
+
+  it('a failed attempt retried without backoff keeps its place among ready jobs', async () => {
+    const name = ctx.jobName('retried-in-place');
+    const { engine, clock } = ctx.engine();
+    const options = { backoff: { type: 'fixed' as const, delayMs: 0 }, maxAttempts: 3 };
+    for (const label of ['first', 'second', 'third']) {
+      await engine.enqueue({ name, version: 1, payload: { label }, options });
+      clock.advance(10);
+    }
+    const [first] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
+    await engine.fail({ id: first?.id as string, leaseToken: first?.leaseToken as string }, { message: 'flaky' });
+    const [again] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
+    expect([(again?.payload as { label: string }).label, again?.attempt]).toEqual(['first', 2]);
+  });
+
   it('a job enqueued for a waiting claim is leased in its insert only when no job that claim takes is ready', async () => {
     const name = ctx.jobName('handed');
     const { engine, clock } = ctx.engine();

@@ -333,8 +333,6 @@ export class MongoStore implements Store {
             ...ENDED_LEASE,
             state: 'waiting',
             error: recorded,
-            runAt: now,
-            orderKey: orderKeyExpression(now),
             workerId: null,
             updatedAt: now,
           },

@@ -353,10 +353,9 @@ export class MysqlStore implements Store {
       const requeued = await execute(
         c,
         `UPDATE ${this.t.jobs}
-         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL},
-           updated_at = ?
+         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ?
          WHERE state = 'active' AND lease_expires_at <= ?`,
-        [errorJson, at, now.getTime(), now.getTime(), at, at],
+        [errorJson, at, at],
       );
       return { requeued: requeued.affectedRows, dead: dead.affectedRows };
     });

@@ -272,9 +272,6 @@ SELECT count(*)::int AS count FROM retried`,
 requeued AS (
   UPDATE ${jobs} AS j
   SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'waiting' END,
-    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE $1::timestamptz END,
-    order_key = CASE WHEN j.attempts >= j.max_attempts THEN j.order_key
-      ELSE ${orderKeySql('j.job_order', '$1::timestamptz')} END,
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
     error = jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts)),
     lease_token = NULL, lease_expires_at = NULL, updated_at = $1::timestamptz
