@@ -32,9 +32,9 @@ const PUBLISH_WINDOW_MS = 20;
  * the rest (delayed jobs coming due, stores without notify).
  *
  * Finished jobs are published only while another instance has result requests waiting (it says so every
- * `WATCHING_ANNOUNCE_MS`): publishing every finished id cost a drain at concurrency 50 about an eighth of
- * its throughput, for waiters that mostly do not exist. A job that finishes before its instance has heard
- * of the waiter is found by that waiter's next poll.
+ * `WATCHING_ANNOUNCE_MS`): publishing every finished id would make every instance send, receive and parse
+ * notifications at the rate jobs finish, for waiters that mostly do not exist. A job that finishes before its
+ * instance has heard of the waiter is found by that waiter's next poll.
  */
 export class Wakeups {
   private readonly readyWaiters = new Map<string, Set<Wake>>();

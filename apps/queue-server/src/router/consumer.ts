@@ -13,7 +13,7 @@ const completion = lease.extend({ result: z.unknown() });
  */
 export type WireClaimedJob = Omit<ClaimedJob, 'leaseExpiresAt'> & { leaseExpiresAtMs: number };
 
-/** Built field by field: a rest and spread here cost about 1.7 µs a job, some fifty times as much. */
+/** Built field by field, not by rest and spread: it runs for every claimed job, where a spread copy is far slower. */
 function toWireJob(job: ClaimedJob): WireClaimedJob {
   return {
     id: job.id,

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 
-/** Random bytes for 256 ids, drawn at once: one `getRandomValues` call per id cost more than the rest of its enqueue. */
+/** Random bytes for 256 ids, drawn at once, so that an enqueue does not pay for a `getRandomValues` call per id. */
 const POOL_IDS = 256;
 const pool = new Uint8Array(16 * POOL_IDS);
 let poolNext = POOL_IDS;

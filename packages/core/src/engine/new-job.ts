@@ -28,8 +28,8 @@ export type SettingsOf = (options: EnqueueOptions | undefined) => JobSettings;
 
 /**
  * The settings of jobs enqueued at `now` under `defaults`, resolved again only
- * when the options object changes: the jobs of a batch usually share one, and
- * resolving it per job was a fifth of the engine's part of a bulk enqueue.
+ * when the options object changes: the jobs of a batch usually share one, so a
+ * bulk enqueue resolves it once rather than once per job.
  */
 export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined, now: Date): SettingsOf {
   let last: { options: EnqueueOptions | undefined; settings: JobSettings } | undefined;
@@ -57,7 +57,7 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     throw new WorkqError('UNSUPPORTED_VERSION', `Job version must be an integer >= 1; got ${String(input.version)}.`);
   }
   const settings = settingsOf(input.options);
-  // Built field by field: spreading the settings costs several times more on the bulk enqueue path.
+  // Built field by field, not by spreading the settings: this runs for every job of a bulk enqueue.
   return {
     id: newJobId(),
     name: input.name,

@@ -11,8 +11,7 @@ interface HeldLease {
 
 /**
  * A job's abort state, with its `AbortSignal` made only when a handler reads
- * it: most handlers never do, and a controller per job costs measurably at
- * thousands of jobs a second.
+ * it: most handlers never do, so most jobs need no controller at all.
  */
 export class JobAbort {
   private controller: AbortController | undefined;

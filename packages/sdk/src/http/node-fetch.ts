@@ -15,9 +15,9 @@ interface SimpleResponse {
 
 /**
  * The SDK's default `fetch` on Node: a plain `node:http` request over
- * keep-alive connections. On this path it costs about a quarter of the CPU of
- * the built-in `fetch` per call, which matters at one HTTP call per claimed
- * batch and per enqueue. Browsers use their own `fetch` (see `default-fetch.ts`).
+ * keep-alive connections. It spends less CPU per call than the built-in
+ * `fetch`, which matters at one HTTP call per claimed batch and per enqueue.
+ * Browsers use their own `fetch` (see `default-fetch.ts`).
  */
 export const defaultFetch = ((input: string | URL | Request, init: RequestInit = {}): Promise<SimpleResponse> => {
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);

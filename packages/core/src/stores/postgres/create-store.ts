@@ -118,7 +118,7 @@ export async function createPostgresStore(options: PostgresStoreOptions = {}): P
     const vacuumEveryRows = options.vacuumEveryRows ?? DEFAULT_VACUUM_EVERY_ROWS;
     return new PostgresStore({ kind: 'postgres', client, schema, notifier, vacuumEveryRows });
   });
-  // The first jobs after a start then wait for no connects, parses or catalog loads (milliseconds each).
+  // The first jobs after a start then wait for no connects, parses or catalog loads.
   if (warmConnections > 0)
     await client
       .warm(warmConnections, () => store.warmUpStatements())

@@ -120,7 +120,7 @@ AS $body$ BEGIN
     name: 'acks look each job up by primary key',
     // A batch of acks pairs each id with its lease token and result, so it joins the batch (unnest) with the
     // jobs it names. Left to the planner, that join followed whichever statistic was stale: jobs by primary
-    // key with the whole batch rescanned for each (n x n, 330 ms for 1,000 acks), or every row of a table
+    // key with the whole batch rescanned for each (n x n acks and jobs compared), or every row of a table
     // the statistics thought small. Planned with scans, bitmaps, hash and merge joins off, the only plan left
     // is the batch's rows in turn, each looking up its job through the primary key. The fencing condition is
     // `fenced` in statements.ts, written out.
@@ -143,8 +143,8 @@ AS $body$ BEGIN
     version: 6,
     name: 'jobs due later wait outside the claim index',
     // A claim walks the claim index in order and stepped over every job there that was not yet due, reading
-    // its row for the run time: a claim of 100 with 100,000 jobs due in an hour took 17 ms against 0.4 with
-    // none. A job written with a run time after its writer's clock is now stored `delayed`, indexed by name
+    // its row for the run time, so claims slowed down with every job scheduled for later. A job written
+    // with a run time after its writer's clock is now stored `delayed`, indexed by name
     // and run time alone. Each claim first moves its name's due delayed jobs into `waiting` (up to 1,000 at a
     // time, earliest first), in a statement of its own so that the claim, the next statement, sees them;
     // hence one function for both. Jobs already waiting for later move to `delayed` here, by the database's

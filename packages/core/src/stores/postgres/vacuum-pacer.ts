@@ -5,10 +5,10 @@
  * every claim steps over the dead claim-index entries of the jobs claimed
  * since, so the claims' cost grows with the rows R the store waits for. The
  * sum per job is least at R = sqrt(8 · B · T · v / w), B jobs per claim, v
- * the vacuum's time per table row (100–200 ns measured here: its index pass
- * runs about every other time) and w a claim's per dead entry (about 5 ns).
- * For B = 10 that is R ≈ sqrt(2000 · T), within a factor of two of the least
- * from 1 to 100 jobs per claim.
+ * the vacuum's time per table row and w a claim's per dead entry (their
+ * measured values are in docs/stores/postgres.md). For B = 10 and those values
+ * that is R ≈ sqrt(2000 · T), within a factor of two of the least from 1 to
+ * 100 jobs per claim.
  */
 const VACUUM_BALANCE = 2000;
 
