@@ -1,7 +1,21 @@
 /**
- * `@workq/core/engine`: the queue engine, the store contract and `openStore`.
+ * `@workq/core/engine`: the queue engine, the store contract, `openStore`, and what a server
+ * runs around them: the claim dispatcher and the wake-up bus.
  * Server-side; drivers load only when `openStore` picks their store.
  */
+
+export type {
+  CarriedAck,
+  ClaimAnswer,
+  DispatchedClaim,
+  DispatcherOptions,
+  DispatchObserver,
+} from '../dispatch/claim-dispatcher.ts';
+export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
+export type { StopScope } from '../dispatch/claims-in-progress.ts';
+export type { WakeupMessage, WakeupNotification } from '../notify/messages.ts';
+export { decodeWakeups, encodeWakeups } from '../notify/messages.ts';
+export { WakeupBus } from '../notify/wakeup-bus.ts';
 export { backoffDelayMs } from './backoff.ts';
 export type { Clock } from './clock.ts';
 export { systemClock } from './clock.ts';

@@ -1,0 +1,106 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine, type Engine } from '../engine/engine.ts';
+import type { Store } from '../engine/store.ts';
+import { WakeupBus } from '../notify/wakeup-bus.ts';
+import { createPgliteStore } from '../stores/postgres/index.ts';
+import { ClaimDispatcher, type DispatchedClaim } from './claim-dispatcher.ts';
+
+let store: Store;
+const running: WakeupBus[] = [];
+
+beforeAll(async () => {
+  store = await createPgliteStore();
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((bus) => bus.close()));
+});
+afterAll(() => store?.close());
+
+/** The same store without the insert-and-claim step: a store that cannot hand jobs over. */
+const withoutHandoffs = (inner: Store): Store =>
+  Object.assign(Object.create(inner) as Store, { insertAndClaimJob: undefined });
+
+async function dispatcherOver(over: Store) {
+  const engine: Engine = createEngine({ store: over });
+  const bus = new WakeupBus(engine, undefined);
+  await bus.start();
+  running.push(bus);
+  const delivered: { name: string; count: number; handedOver: boolean }[] = [];
+  const dispatcher = new ClaimDispatcher(engine, bus, {
+    pollIntervalMs: 5_000,
+    maxWaitMs: 10_000,
+    maxBatchSize: 100,
+    observer: { delivered: (name, count, handedOver) => delivered.push({ name, count, handedOver }) },
+  });
+  return { engine, dispatcher, delivered };
+}
+
+let claims = 0;
+const claimOf = (name: string, overrides: Partial<DispatchedClaim> = {}): DispatchedClaim => ({
+  name,
+  minVersion: 1,
+  maxVersion: 1,
+  limit: 5,
+  workerId: `worker-${++claims}`,
+  host: 'test',
+  waitMs: 8_000,
+  acks: [],
+  ...overrides,
+});
+const listening = () => new AbortController().signal;
+
+describe('ClaimDispatcher', () => {
+  it('hands a lone enqueue to a waiting claim, in the insert, where the store can', async () => {
+    const { dispatcher, delivered } = await dispatcherOver(store);
+    const waiting = dispatcher.claim(claimOf('handed'), listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [enqueued] = await dispatcher.enqueue([{ name: 'handed', version: 1, payload: { n: 1 } }]);
+    const answer = await waiting;
+    expect(answer.jobs.map((job) => job.id)).toEqual([enqueued?.id]);
+    expect(delivered).toEqual([{ name: 'handed', count: 1, handedOver: true }]);
+  });
+
+  it('without handoffs, the same dispatcher wakes the waiting claim, which claims the job', async () => {
+    const { dispatcher, delivered } = await dispatcherOver(withoutHandoffs(store));
+    const startedAt = Date.now();
+    const waiting = dispatcher.claim(claimOf('woken'), listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [enqueued] = await dispatcher.enqueue([{ name: 'woken', version: 1, payload: { n: 1 } }]);
+    const answer = await waiting;
+    expect(answer.jobs.map((job) => job.id)).toEqual([enqueued?.id]);
+    expect(Date.now() - startedAt).toBeLessThan(4_000);
+    expect(delivered).toEqual([{ name: 'woken', count: 1, handedOver: false }]);
+  });
+
+  it('answers at once when its carried acks found their leases lost, and when its worker stops waiting', async () => {
+    const { engine, dispatcher } = await dispatcherOver(store);
+    const { id } = await engine.enqueue({ name: 'acks', version: 1, payload: {} });
+    const [held] = await engine.claim({ name: 'acks', maxVersion: 1, limit: 1, workerId: 'w' });
+    await engine.complete({ id, leaseToken: held?.leaseToken as string });
+    const startedAt = Date.now();
+    const stale = { id, leaseToken: 'not-the-lease', result: null };
+    expect(await dispatcher.claim(claimOf('acks', { acks: [stale] }), listening())).toEqual({
+      jobs: [],
+      completed: [],
+      acksFailed: false,
+    });
+    expect(Date.now() - startedAt).toBeLessThan(4_000);
+
+    const closing = claimOf('acks');
+    const waiting = dispatcher.claim(closing, listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(dispatcher.stopWaiting(closing.workerId, { covers: (name) => name === 'acks' })).toBe(1);
+    expect((await waiting).jobs).toEqual([]);
+    expect(Date.now() - startedAt).toBeLessThan(4_000);
+  });
+
+  it('puts back, unstarted, the jobs of a claim whose client went away', async () => {
+    const { engine, dispatcher, delivered } = await dispatcherOver(store);
+    const { id } = await engine.enqueue({ name: 'gone', version: 1, payload: {} });
+    const client = new AbortController();
+    client.abort();
+    expect((await dispatcher.claim(claimOf('gone', { waitMs: 0 }), client.signal)).jobs).toEqual([]);
+    expect(await engine.get(id)).toMatchObject({ state: 'ready', attempts: 0 });
+    expect(delivered).toEqual([]);
+  });
+});

@@ -1,0 +1,207 @@
+import type { ClaimedJob, CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '../engine/engine.ts';
+import type { WakeupBus } from '../notify/wakeup-bus.ts';
+import { ClaimsInProgress, type StopScope } from './claims-in-progress.ts';
+import { Coalescer } from './coalescer.ts';
+import { Handoffs } from './handoffs.ts';
+import { PresenceTracker } from './presence.ts';
+
+/** An ack a claim carries: complete held job `id` with `result`. */
+export interface CarriedAck {
+  id: string;
+  leaseToken: string;
+  result: unknown;
+}
+
+/** A long-poll claim: lease up to `limit` jobs of `name` within the versions, waiting up to `waitMs` for work. */
+export interface DispatchedClaim {
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+  limit: number;
+  workerId: string;
+  /** The worker's host, for the worker registry. */
+  host: string;
+  /** How long to wait for work when none is ready; capped by `maxWaitMs`. */
+  waitMs: number;
+  leaseMs?: number;
+  /** Acks completed first, riding along to save their own round trip. */
+  acks: readonly CarriedAck[];
+}
+
+/** What a claim answers: the jobs leased, the carried acks that completed, and whether the acks could not be tried. */
+export interface ClaimAnswer {
+  jobs: ClaimedJob[];
+  completed: string[];
+  /** The store failed the acks (they are not lost leases): the worker sends them again. */
+  acksFailed: boolean;
+}
+
+/** Counters a dispatcher reports to, e.g. the server's metrics. Every hook is optional. */
+export interface DispatchObserver {
+  /** A claim attempt, and whether its store query ran or was skipped (nothing new since a handoff). */
+  claimAttempt?(name: string, queried: boolean): void;
+  /** Jobs leased to a claim, `handedOver` when an enqueue's insert leased them. */
+  delivered?(name: string, count: number, handedOver: boolean): void;
+  /** Acks that completed jobs. */
+  completed?(count: number): void;
+  /** The jobs of a claim whose client went away could not be put back (they come back when their leases expire). */
+  releaseFailed?(error: unknown): void;
+}
+
+export interface DispatcherOptions {
+  /** How often a waiting claim re-checks the store when no wake-up arrives. */
+  pollIntervalMs: number;
+  /** Longest a claim waits for work, whatever it asks for. */
+  maxWaitMs: number;
+  /** Most items in one store call when concurrent enqueues or acks are merged. */
+  maxBatchSize: number;
+  observer?: DispatchObserver;
+}
+
+/**
+ * What a claim does between calls: waits for work, takes jobs handed over by
+ * enqueues on this server, answers early when its worker closes or its
+ * carried acks found their leases lost, and puts back the jobs of a claim
+ * whose client went away. Enqueues go through it too, so a lone job can be
+ * handed to a waiting claim and concurrent ones share store writes.
+ *
+ * A store without `insertAndClaimJob` gets the same dispatcher without
+ * handoffs: enqueues insert, and waiting claims are woken to claim.
+ */
+export class ClaimDispatcher {
+  private readonly handoffs: Handoffs;
+  private readonly claims = new ClaimsInProgress();
+  private readonly presence: PresenceTracker;
+  private readonly enqueues: Coalescer<EnqueueInput, EnqueueResult>;
+  private readonly completions: Coalescer<CarriedAck, CompleteOutcome>;
+  private readonly observer: DispatchObserver;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly bus: WakeupBus,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.observer = options.observer ?? {};
+    this.handoffs = new Handoffs(engine, {
+      generation: (name) => bus.generation(name),
+      freshForMs: options.pollIntervalMs,
+    });
+    this.presence = new PresenceTracker(engine.store, engine.clock);
+    this.enqueues = new Coalescer((inputs) => engine.enqueueMany(inputs), options.maxBatchSize);
+    this.completions = new Coalescer((items) => engine.completeMany(items), options.maxBatchSize);
+  }
+
+  /**
+   * Enqueues jobs whose payloads are already checked. A lone job goes
+   * straight to a claim waiting on this server where the store can lease it
+   * in its insert; batches, and jobs no claim waits for, share store inserts
+   * with concurrent enqueues.
+   */
+  async enqueue(inputs: readonly EnqueueInput[]): Promise<EnqueueResult[]> {
+    const handed = inputs.length === 1 ? await this.handoffs.enqueue(inputs[0] as EnqueueInput) : undefined;
+    return handed ? [handed] : this.enqueues.submit(inputs);
+  }
+
+  /**
+   * Completes held jobs, merged with other requests' acks into shared store
+   * writes. A repeat of an applied ack, whichever server applied it, finds
+   * its lease gone: the job is completed all the same, and answered `ok`.
+   */
+  async complete(acks: readonly CarriedAck[]): Promise<{ id: string; ok: boolean }[]> {
+    if (acks.length === 0) return [];
+    const outcomes = await this.completions.submit(acks);
+    this.observer.completed?.(outcomes.filter((o) => o.ok).length);
+    return outcomes.map(({ id, ok, repeated }) => ({ id, ok: ok || repeated }));
+  }
+
+  /**
+   * First completes the carried acks, then leases up to `limit` jobs. When
+   * none is ready it waits, up to `waitMs`, for a wake-up or a handoff. It
+   * answers early, with what it has, when its worker asks it to stop waiting
+   * (`stopWaiting`) or its acks found their leases lost (so the worker
+   * reports them while they are news). `signal` is the request's: when it
+   * aborts, the client is gone, and jobs leased meanwhile go back unstarted.
+   */
+  async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
+    const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
+    // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
+    // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
+    const acked = this.complete(request.acks).then(
+      (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
+      () => ({ completed: [] as string[], acksFailed: true }),
+    );
+    await this.presence.seen({ id: workerId, host: request.host, name, minVersion, maxVersion });
+    const deadline = Date.now() + Math.min(request.waitMs, this.options.maxWaitMs);
+    const claimInput = { name, minVersion, maxVersion, limit, workerId, leaseMs };
+    const inProgress = this.claims.begin(workerId, name);
+    const mayWait = () => deadline > Date.now() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
+    try {
+      // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
+      let skipQuery = request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(claimInput);
+      for (;;) {
+        const seen = this.bus.generation(name);
+        this.observer.claimAttempt?.(name, !skipQuery);
+        const query = skipQuery ? async () => [] : () => this.engine.claim(claimInput);
+        skipQuery = false;
+        // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
+        // can already hand its job over.
+        const { jobs, parked } = await this.handoffs.attempt(claimInput, signal, query, mayWait);
+        if (!parked) {
+          const acks = await acked;
+          return { jobs: await this.deliver(name, jobs, signal, false), ...acks };
+        }
+        const acks = await acked;
+        // Acks that found their lease lost are answered now rather than after the wait. (Acks that failed are
+        // sent again after the wait: an answer at once would bring them straight back while the store fails.)
+        const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
+        if (!leasesLost) {
+          const waitMs = Math.min(Math.max(0, deadline - Date.now()), this.options.pollIntervalMs);
+          await this.bus.waitForReady(name, seen, waitMs, AbortSignal.any([signal, parked.taken, inProgress.stop]));
+        }
+        const handed = await this.handoffs.withdraw(parked);
+        if (handed.length > 0) return { jobs: await this.deliver(name, handed, signal, true), ...acks };
+        // Its worker is closing and asked for an answer now, or leases were lost.
+        if (inProgress.stop.aborted || leasesLost) return { jobs: [], ...acks };
+        // A wake-up can run before this process has read that the client went away (an in-process store
+        // such as PGlite answers without yielding to I/O). One turn of the event loop lets a closed
+        // connection abort the request first, rather than leasing jobs to nobody.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (signal.aborted) return { jobs: [], ...acks };
+      }
+    } finally {
+      inProgress.end();
+    }
+  }
+
+  /**
+   * For a closing worker: its claims waiting here answer at once (with any
+   * jobs handed to them), and its claims arriving in the next seconds do not
+   * wait. Only claims of job types `caller` covers are touched. Resolves to
+   * how many were in progress here; with none, they are on another server.
+   */
+  stopWaiting(workerId: string, caller: StopScope): number {
+    return this.claims.stopWaiting(workerId, caller);
+  }
+
+  /**
+   * The jobs a claim leased, as its answer carries them. When its client has
+   * gone away meanwhile (it closed, or its connection dropped), nobody would
+   * run them: they go back to the queue unstarted rather than wait out their
+   * leases with an attempt spent. (A client seen to leave only after this is
+   * answered in vain.)
+   */
+  private async deliver(
+    name: string,
+    jobs: ClaimedJob[],
+    signal: AbortSignal,
+    handedOver: boolean,
+  ): Promise<ClaimedJob[]> {
+    if (jobs.length === 0) return jobs;
+    if (signal.aborted) {
+      await this.engine.release(jobs).catch((error: unknown) => this.observer.releaseFailed?.(error));
+      return [];
+    }
+    this.observer.delivered?.(name, jobs.length, handedOver);
+    return jobs;
+  }
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
+
+describe('the wake-up codec', () => {
+  it('round-trips every kind of message, with its sender', () => {
+    const messages: WakeupMessage[] = [
+      { type: 'ready', name: 'imageConvert' },
+      { type: 'ready', name: 'sendEmail' },
+      { type: 'watching', instance: 'i-2' },
+      { type: 'finished', ids: ['a', 'b'] },
+      { type: 'resync' },
+    ];
+    const [notification, ...more] = encodeWakeups('i-1', messages, 7_000);
+    expect(more).toEqual([]);
+    expect(decodeWakeups(notification as string)).toEqual({ from: 'i-1', messages });
+  });
+
+  it('speaks the format earlier servers speak, so both share a store in a rolling deploy', () => {
+    const [text] = encodeWakeups(
+      'i-1',
+      [
+        { type: 'ready', name: 'mail' },
+        { type: 'finished', ids: ['x'] },
+      ],
+      7_000,
+    );
+    expect(text).toBe('from:i-1\nmail\nfinished:x');
+    expect(decodeWakeups('from:old\nmail\nwatching:old\nfinished:1,2')).toEqual({
+      from: 'old',
+      messages: [
+        { type: 'ready', name: 'mail' },
+        { type: 'watching', instance: 'old' },
+        { type: 'finished', ids: ['1', '2'] },
+      ],
+    });
+  });
+
+  it("reads a store's own '*' (no sender) as a resync", () => {
+    expect(decodeWakeups('*')).toEqual({ from: undefined, messages: [{ type: 'resync' }] });
+  });
+
+  it('splits what does not fit one notification, each under the byte limit and each naming its sender', () => {
+    const ids = Array.from({ length: 1_000 }, (_, i) => `01890000-0000-7000-8000-${String(i).padStart(12, '0')}`);
+    const notifications = encodeWakeups('i-1', [{ type: 'finished', ids }], 7_000);
+    expect(notifications.length).toBeGreaterThan(5);
+    for (const text of notifications) {
+      expect(text.length).toBeLessThanOrEqual(7_000);
+      expect(text.startsWith('from:i-1\n')).toBe(true);
+    }
+    const decoded = notifications.flatMap((text) => decodeWakeups(text).messages);
+    expect(decoded.flatMap((m) => (m.type === 'finished' ? m.ids : []))).toEqual(ids);
+  });
+});

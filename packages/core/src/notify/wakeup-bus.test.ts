@@ -1,0 +1,105 @@
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { createEngine, type Engine } from '../engine/engine.ts';
+import type { Store, StoreNotifier } from '../engine/store.ts';
+import { createPgliteStore } from '../stores/postgres/index.ts';
+import { WakeupBus } from './wakeup-bus.ts';
+
+/** One store's notifications: every subscriber hears every message, its own too, as LISTEN/NOTIFY delivers them. */
+function sharedNotifier(): StoreNotifier & { published: string[] } {
+  const listeners = new Set<(message: string) => void>();
+  const published: string[] = [];
+  return {
+    published,
+    async publish(message) {
+      published.push(message);
+      for (const listener of listeners) queueMicrotask(() => listener(message));
+    },
+    async subscribe(listener) {
+      listeners.add(listener);
+      return async () => {
+        listeners.delete(listener);
+      };
+    },
+  };
+}
+
+let store: Store;
+const started: WakeupBus[] = [];
+
+beforeAll(async () => {
+  store = await createPgliteStore();
+});
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((wakeups) => wakeups.close()));
+});
+
+afterAll(() => store?.close());
+
+/** A server instance's engine and wake-ups on the shared store. */
+async function instance(notifier: StoreNotifier): Promise<{ engine: Engine; wakeups: WakeupBus }> {
+  const engine = createEngine({ store, leaseSweepIntervalMs: 0 });
+  const wakeups = new WakeupBus(engine, notifier);
+  await wakeups.start();
+  started.push(wakeups);
+  return { engine, wakeups };
+}
+
+/** Enqueues, claims and completes one job through `engine`; resolves to its id. */
+async function finishOne(engine: Engine, name: string): Promise<string> {
+  const { id } = await engine.enqueue({ name, version: 1, payload: {} });
+  const [job] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w' });
+  expect(job?.id).toBe(id);
+  await engine.complete({ id, leaseToken: job?.leaseToken as string });
+  return id;
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 60));
+const finishedParts = (published: string[]) =>
+  published.flatMap((message) => message.split('\n')).filter((part) => part.startsWith('finished:'));
+
+it('publishes the jobs it finishes only while another instance has result requests waiting', async () => {
+  const notifier = sharedNotifier();
+  const a = await instance(notifier);
+  const b = await instance(notifier);
+
+  await finishOne(b.engine, 'unwatched');
+  await settle();
+  expect(finishedParts(notifier.published)).toEqual([]);
+
+  // A waits for a job that B will finish: A says so, and B publishes the job once it finishes.
+  const { id } = await b.engine.enqueue({ name: 'watched', version: 1, payload: {} });
+  const waitedAt = Date.now();
+  const finished = a.wakeups.waitForFinish(id, 10_000, new AbortController().signal);
+  await settle();
+  const [job] = await b.engine.claim({ name: 'watched', maxVersion: 1, limit: 1, workerId: 'w' });
+  await b.engine.complete({ id, leaseToken: job?.leaseToken as string });
+  await finished;
+  expect(Date.now() - waitedAt).toBeLessThan(5_000);
+  expect(finishedParts(notifier.published)).toEqual([`finished:${id}`]);
+});
+
+it('does not publish the jobs it finishes for result requests waiting on itself: its own events wake them', async () => {
+  const notifier = sharedNotifier();
+  const alone = await instance(notifier);
+  const { id } = await alone.engine.enqueue({ name: 'own', version: 1, payload: {} });
+  const finished = alone.wakeups.waitForFinish(id, 10_000, new AbortController().signal);
+  await settle();
+  expect(notifier.published.some((message) => message.includes('watching:'))).toBe(true);
+
+  const [job] = await alone.engine.claim({ name: 'own', maxVersion: 1, limit: 1, workerId: 'w' });
+  await alone.engine.complete({ id, leaseToken: job?.leaseToken as string });
+  await finished;
+  await settle();
+  expect(finishedParts(notifier.published)).toEqual([]);
+});
+
+it('skips its own messages, since its own events woke its waiters already, and acts on those of others', async () => {
+  const notifier = sharedNotifier();
+  const a = await instance(notifier);
+  const b = await instance(notifier);
+  await a.engine.enqueue({ name: 'echo', version: 1, payload: {} });
+  await settle();
+  expect(notifier.published.some((message) => message.split('\n').includes('echo'))).toBe(true);
+  expect([a.wakeups.generation('echo'), b.wakeups.generation('echo')]).toEqual([1, 1]);
+});

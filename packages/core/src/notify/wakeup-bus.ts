@@ -1,0 +1,215 @@
+import type { Engine } from '../engine/engine.ts';
+import { newLeaseToken } from '../engine/ids.ts';
+import type { StoreNotifier } from '../engine/store.ts';
+import { decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
+
+type Wake = () => void;
+
+/** How often an instance says it has result requests waiting, while it has. */
+const WATCHING_ANNOUNCE_MS = 1_000;
+/** How long after the last such word an instance still announces the jobs it finishes. */
+const WATCHING_HEARD_FOR_MS = 3 * WATCHING_ANNOUNCE_MS;
+/** One notification's largest payload: under PostgreSQL's 8000-byte NOTIFY limit. */
+const MAX_NOTIFICATION_BYTES = 7_000;
+/** Notifications go out at most this often: a stream of enqueues and acks costs a few a second, not one a job. */
+const PUBLISH_WINDOW_MS = 20;
+
+/**
+ * The wake-up bus: wakes waiting claim and result requests. In-process, the
+ * engine's events wake them at once; across server instances, the store's
+ * notifier (LISTEN/NOTIFY, change streams, MySQL's polled wake-ups table)
+ * carries the typed messages of `messages.ts` where the store has one; the
+ * waiters' bounded poll covers the rest (delayed jobs coming due, stores
+ * without a notifier).
+ *
+ * Finished jobs are announced only while another instance has said it has
+ * result requests waiting: announcing every finished id costs a busy queue
+ * noticeably, for waiters that mostly do not exist. A job that finishes
+ * before its instance has heard of the waiter is found by that waiter's next
+ * poll.
+ */
+export class WakeupBus {
+  private readonly readyWaiters = new Map<string, Set<Wake>>();
+  private readonly finishWaiters = new Map<string, Set<Wake>>();
+  private readonly generations = new Map<string, number>();
+  private readonly pendingReady = new Set<string>();
+  private readonly pendingFinished = new Set<string>();
+  /** This instance's id on the bus; unique per process start. */
+  readonly instanceId = newLeaseToken();
+  private watchingPending = false;
+  private watchingTimer: ReturnType<typeof setInterval> | undefined;
+  /** Until when another instance may have result requests waiting (epoch ms). */
+  private othersWatchingUntil = 0;
+  private flushScheduled = false;
+  private lastFlushAt = 0;
+  private readonly detach: (() => void)[] = [];
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private closed = false;
+
+  /** Without a `notifier` (a store that has none), the bus wakes waiters of this instance only. */
+  constructor(
+    private readonly engine: Engine,
+    private readonly notifier: StoreNotifier | undefined,
+  ) {}
+
+  async start(): Promise<void> {
+    this.detach.push(
+      this.engine.onReady((name) => {
+        this.wakeReady(name);
+        this.announceReady(name);
+      }),
+      this.engine.onFinished((id) => {
+        this.wakeAll(this.finishWaiters.get(id));
+        this.announceFinished(id);
+      }),
+    );
+    if (this.notifier) this.unsubscribe = await this.notifier.subscribe((text) => this.received(text));
+  }
+
+  /** True once closing: waiting requests should return. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** A counter that changes whenever jobs of `name` may have become ready; read it before a claim. */
+  generation(name: string): number {
+    return (this.generations.get(name) ?? 0) + (this.generations.get('*') ?? 0);
+  }
+
+  /** Resolves when `name` may have work (or its generation already moved past `seen`), after `timeoutMs`, or on abort. */
+  waitForReady(name: string, seen: number, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    if (this.generation(name) !== seen) return Promise.resolve();
+    return this.wait(this.readyWaiters, name, timeoutMs, signal);
+  }
+
+  /** Resolves when job `id` may have finished, after `timeoutMs`, or on abort. */
+  waitForFinish(id: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    const finished = this.wait(this.finishWaiters, id, timeoutMs, signal);
+    this.announceWatching();
+    return finished;
+  }
+
+  /** Releases every waiter and stops listening. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.watchingTimer);
+    for (const off of this.detach.splice(0)) off();
+    for (const waiters of [...this.readyWaiters.values(), ...this.finishWaiters.values()]) this.wakeAll(waiters);
+    await this.unsubscribe?.();
+  }
+
+  private wait(registry: Map<string, Set<Wake>>, key: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    if (this.closed || signal.aborted || timeoutMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const set = registry.get(key) ?? new Set<Wake>();
+      registry.set(key, set);
+      const done: Wake = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        set.delete(done);
+        if (set.size === 0) registry.delete(key);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      signal.addEventListener('abort', done, { once: true });
+      set.add(done);
+    });
+  }
+
+  private wakeReady(name: string): void {
+    this.generations.set(name, (this.generations.get(name) ?? 0) + 1);
+    if (name === '*') {
+      for (const waiters of [...this.readyWaiters.values()]) this.wakeAll(waiters);
+    } else {
+      this.wakeAll(this.readyWaiters.get(name));
+    }
+  }
+
+  private wakeAll(waiters: Set<Wake> | undefined): void {
+    if (waiters) for (const wake of [...waiters]) wake();
+  }
+
+  /** A notification from another instance, or a store's `'*'` (wake-ups were missed). */
+  private received(text: string): void {
+    const { from, messages } = decodeWakeups(text);
+    if (from === this.instanceId) return;
+    for (const message of messages) this.receivedMessage(message);
+  }
+
+  private receivedMessage(message: WakeupMessage): void {
+    switch (message.type) {
+      case 'ready':
+        this.wakeReady(message.name);
+        break;
+      case 'finished':
+        for (const id of message.ids) this.wakeAll(this.finishWaiters.get(id));
+        break;
+      case 'watching':
+        this.heardWatching();
+        break;
+      case 'resync':
+        // Anything may have been missed, a word that another instance has result requests waiting too.
+        this.heardWatching();
+        for (const waiters of [...this.finishWaiters.values()]) this.wakeAll(waiters);
+        this.wakeReady('*');
+        break;
+    }
+  }
+
+  /** Announces that `name` may have work, batched with the rest of the window: one part per job name. */
+  private announceReady(name: string): void {
+    if (!this.notifier || this.closed) return;
+    this.pendingReady.add(name);
+    this.flushSoon();
+  }
+
+  private heardWatching(): void {
+    this.othersWatchingUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+  }
+
+  /** Says, now and every `WATCHING_ANNOUNCE_MS` while any result request waits here, that result requests wait. */
+  private announceWatching(): void {
+    if (!this.notifier || this.closed || this.watchingTimer) return;
+    const announce = () => {
+      if (this.finishWaiters.size === 0 || this.closed) {
+        clearInterval(this.watchingTimer);
+        this.watchingTimer = undefined;
+        return;
+      }
+      this.watchingPending = true;
+      this.flushSoon();
+    };
+    this.watchingTimer = setInterval(announce, WATCHING_ANNOUNCE_MS);
+    this.watchingTimer.unref();
+    announce();
+  }
+
+  /** Announces a finished job, only while another instance has said it has result requests waiting. */
+  private announceFinished(id: string): void {
+    if (!this.notifier || this.closed || Date.now() > this.othersWatchingUntil) return;
+    this.pendingFinished.add(id);
+    this.flushSoon();
+  }
+
+  /** Sends what is pending, at most once per `PUBLISH_WINDOW_MS` (each notification is a commit on PostgreSQL). */
+  private flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    const waitMs = Math.max(0, this.lastFlushAt + PUBLISH_WINDOW_MS - Date.now());
+    const flush = () => {
+      this.flushScheduled = false;
+      this.lastFlushAt = Date.now();
+      const messages: WakeupMessage[] = [...this.pendingReady].map((name) => ({ type: 'ready', name }));
+      if (this.watchingPending) messages.push({ type: 'watching', instance: this.instanceId });
+      if (this.pendingFinished.size > 0) messages.push({ type: 'finished', ids: [...this.pendingFinished] });
+      this.pendingReady.clear();
+      this.pendingFinished.clear();
+      this.watchingPending = false;
+      for (const notification of encodeWakeups(this.instanceId, messages, MAX_NOTIFICATION_BYTES)) {
+        this.notifier?.publish(notification).catch(() => undefined);
+      }
+    };
+    if (waitMs === 0) setImmediate(flush);
+    else setTimeout(flush, waitMs);
+  }
+}
