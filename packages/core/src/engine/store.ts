@@ -1,5 +1,6 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
 import type { JobError, JobState } from '../jobs.ts';
+import type { LeaderElection } from '../roles/leadership.ts';
 
 /**
  * The states a store keeps. `waiting` covers both `scheduled` and `ready`:
@@ -131,6 +132,11 @@ export interface JobCount {
 export interface StoreCapabilities {
   /** Cross-process wake-ups (PostgreSQL LISTEN/NOTIFY, MongoDB change streams, a polled table on MySQL). */
   notify: boolean;
+  /**
+   * Leader election (`Store.leadership`): with it, one server at a time runs
+   * the maintenance roles; without it, every server runs them.
+   */
+  leadership: boolean;
 }
 
 /** Cross-process wake-up channel, when a store has `capabilities.notify`. */
@@ -163,6 +169,8 @@ export interface Store {
   readonly kind: string;
   readonly capabilities: StoreCapabilities;
   readonly notifier?: StoreNotifier;
+  /** Leader election among the servers on this store, when it has `capabilities.leadership`. */
+  readonly leadership?: LeaderElection;
 
   /**
    * Inserts jobs in one round trip where the store allows. A job whose

@@ -6,6 +6,7 @@ import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
+import { registerLeadershipTests } from './leadership.ts';
 import { registerLifecycleTests } from './lifecycle.ts';
 import { registerOrderingTests } from './ordering.ts';
 import { registerRegistryTests } from './registries.ts';
@@ -45,6 +46,7 @@ export function describeStore(
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('registries', () => registerRegistryTests(state));
+    describe('leadership', () => registerLeadershipTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

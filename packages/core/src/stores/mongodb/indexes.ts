@@ -7,6 +7,8 @@ export interface CollectionNames {
   schemas: string;
   workers: string;
   wakeups: string;
+  /** Leader election: a lease document per role (see leadership.ts). */
+  leaders: string;
 }
 
 export function collectionNames(prefix: string): CollectionNames {
@@ -15,6 +17,7 @@ export function collectionNames(prefix: string): CollectionNames {
     schemas: `${prefix}schemas`,
     workers: `${prefix}workers`,
     wakeups: `${prefix}wakeups`,
+    leaders: `${prefix}leaders`,
   };
 }
 

@@ -15,6 +15,7 @@ import {
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { JOB_STATES, type JobError } from '../../jobs.ts';
+import type { LeaderElection } from '../../roles/leadership.ts';
 import { claimJobs } from './claim-jobs.ts';
 import {
   cleanError,
@@ -31,6 +32,7 @@ import {
 import { isDuplicateKeyError, isTransactionUnsupportedError, toWorkqError } from './errors.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
+import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 
@@ -64,6 +66,7 @@ export class MongoStore implements Store {
   readonly kind = 'mongodb';
   readonly capabilities: StoreCapabilities;
   readonly notifier?: ChangeStreamNotifier;
+  readonly leadership: LeaderElection;
   private readonly jobs: Collection<JobDocument>;
   private readonly schemas: Collection<SchemaDocument>;
   private readonly workers: Collection<WorkerDocument>;
@@ -73,7 +76,8 @@ export class MongoStore implements Store {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
-    this.capabilities = { notify: parts.notifier !== undefined };
+    this.capabilities = { notify: parts.notifier !== undefined, leadership: true };
+    this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
     if (parts.notifier) this.notifier = parts.notifier;
   }
 

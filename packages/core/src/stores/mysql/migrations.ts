@@ -121,6 +121,18 @@ export function migrations(t: Tables): readonly Migration[] {
          WHERE state = 'waiting' AND run_at > UTC_TIMESTAMP(3)`,
       ],
     },
+    {
+      version: 4,
+      name: 'leaders: one holder per role at a time, by renewable leases',
+      statements: [
+        `CREATE TABLE IF NOT EXISTS ${t.leaders} (
+          role VARCHAR(191) NOT NULL,
+          holder VARCHAR(191) NOT NULL,
+          expires_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (role)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }
 

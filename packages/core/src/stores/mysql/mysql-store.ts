@@ -17,6 +17,7 @@ import type {
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import type { JobError, JobState } from '../../jobs.ts';
+import type { LeaderElection } from '../../roles/leadership.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import {
@@ -32,6 +33,7 @@ import {
   selectInserted,
   selectJobsByIds,
 } from './job-queries.ts';
+import { createMysqlLeaderElection } from './leadership.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 import {
   claimedRecord,
@@ -65,6 +67,7 @@ export class MysqlStore implements Store {
   readonly kind = 'mysql';
   readonly capabilities: StoreCapabilities;
   readonly notifier: ClosableNotifier | undefined;
+  readonly leadership: LeaderElection;
   private readonly pool: Pool;
   private readonly t: Tables;
   private readonly target: string;
@@ -79,7 +82,8 @@ export class MysqlStore implements Store {
     this.ownsPool = parts.ownsPool;
     this.readCommittedSessions = parts.readCommittedSessions;
     this.notifier = parts.notifier;
-    this.capabilities = { notify: parts.notifier !== undefined };
+    this.capabilities = { notify: parts.notifier !== undefined, leadership: true };
+    this.leadership = createMysqlLeaderElection(this.pool, this.t, this.target);
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {

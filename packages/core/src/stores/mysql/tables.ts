@@ -9,6 +9,8 @@ export interface Tables {
   workers: string;
   /** Cross-process wake-up messages, kept about a minute (see notifier.ts). */
   wakeups: string;
+  /** Leader election: a lease row per role (see leadership.ts). */
+  leaders: string;
   migrations: string;
 }
 
@@ -29,6 +31,7 @@ export function tableNames(prefix: string): Tables {
     schemas: quoted('schemas'),
     workers: quoted('workers'),
     wakeups: quoted('wakeups'),
+    leaders: quoted('leaders'),
     migrations: quoted('migrations'),
   };
 }

@@ -215,6 +215,17 @@ AS $body$ BEGIN
   RETURNING j.id; END $body$;
 `,
   },
+  {
+    version: 9,
+    name: 'leaders: one holder per role at a time, by renewable leases',
+    sql: `
+CREATE TABLE leaders (
+  role text PRIMARY KEY,
+  holder text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -19,6 +19,7 @@ import type {
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import type { JobError } from '../../jobs.ts';
+import type { LeaderElection } from '../../roles/leadership.ts';
 import {
   type ClaimedRow,
   type JobRow,
@@ -29,6 +30,7 @@ import {
   toJobRecord,
   toJsonText,
 } from './job-rows.ts';
+import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
@@ -72,6 +74,7 @@ export class PostgresStore implements Store {
   readonly kind: string;
   readonly capabilities: StoreCapabilities;
   readonly notifier?: StoreNotifier;
+  readonly leadership: LeaderElection;
   private readonly client: SqlClient;
   private readonly quotedSchema: string;
   private readonly sql: Statements;
@@ -85,7 +88,8 @@ export class PostgresStore implements Store {
     this.quotedSchema = quoteSchema(options.schema);
     this.sql = buildStatements(this.quotedSchema);
     this.ownedNotifier = options.notifier;
-    this.capabilities = { notify: options.notifier !== undefined };
+    this.capabilities = { notify: options.notifier !== undefined, leadership: true };
+    this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
     if (options.notifier) this.notifier = options.notifier;
     this.vacuums = new VacuumPacer(
       options.vacuumEveryRows ?? 0,
