@@ -3,7 +3,7 @@ import { createEngine } from '../engine/engine.ts';
 import type { Store } from '../engine/store.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
 import type { LeaderElection } from './leadership.ts';
-import { type Role, RoleRunner } from './role-runner.ts';
+import { periodicRole, RoleRunner } from './role-runner.ts';
 
 let store: Store;
 beforeAll(async () => {
@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A server: its engine on `over`, a role that counts its runs, and the runner. */
 function server(over: Store) {
   let runs = 0;
-  const role: Role = { name: 'count', everyMs: 20, run: async () => void runs++ };
+  const role = periodicRole('count', 20, async () => void runs++);
   const runner = new RoleRunner(createEngine({ store: over }), { roles: [role], leadershipLeaseMs: LEASE_MS });
   return { runner, runs: () => runs };
 }
@@ -30,7 +30,10 @@ function dyingView(inner: Store): { store: Store; die: () => void } {
     tryLead: (...args) => (dead ? Promise.reject(new Error('connection lost')) : election.tryLead(...args)),
     resign: (...args) => (dead ? Promise.reject(new Error('connection lost')) : election.resign(...args)),
   };
-  return { store: Object.assign(Object.create(inner) as Store, { leadership }), die: () => void (dead = true) };
+  const die = () => {
+    dead = true;
+  };
+  return { store: Object.assign(Object.create(inner) as Store, { leadership }), die };
 }
 
 describe('RoleRunner', () => {

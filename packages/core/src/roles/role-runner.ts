@@ -1,13 +1,17 @@
 import type { Engine } from '../engine/engine.ts';
 import { newLeaseToken } from '../engine/ids.ts';
 
-/** Work one server at a time does for all of them, on a timer. */
+/**
+ * Work one server at a time does for all of them. The runner calls `lead`
+ * when this server becomes the leader (at start, on a store without leader
+ * election) and `stepDown` when it stops leading or closes.
+ */
 export interface Role {
   /** Names it in reports, e.g. `lease sweep`. */
   readonly name: string;
-  /** How often it runs while this server leads. */
-  readonly everyMs: number;
-  run(): Promise<unknown>;
+  lead(): void;
+  /** Stops the role's work; resolves once work under way has ended. */
+  stepDown(): Promise<void>;
 }
 
 export interface RoleRunnerOptions {
@@ -39,8 +43,8 @@ const DEFAULT_LEADERSHIP_LEASE_MS = 15_000;
 export class RoleRunner {
   /** This server's name as a leader candidate; unique per start. */
   readonly holderId = newLeaseToken();
-  private readonly lastRunMs = new Map<Role, number>();
   private readonly leaseMs: number;
+  private readonly renewEveryMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | undefined;
   private isLeading = false;
@@ -51,6 +55,7 @@ export class RoleRunner {
     private readonly options: RoleRunnerOptions,
   ) {
     this.leaseMs = options.leadershipLeaseMs ?? DEFAULT_LEADERSHIP_LEASE_MS;
+    this.renewEveryMs = Math.max(1, Math.floor(this.leaseMs / 3));
   }
 
   /** Whether this server ran the roles at its last tick (always, on a store without election). */
@@ -63,16 +68,16 @@ export class RoleRunner {
     this.schedule(0);
   }
 
-  /** Stops the ticks, waits for a tick under way, and resigns the leadership if held. */
+  /** Stops the ticks, waits for a tick under way, steps the roles down and resigns the leadership if held. */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
     await this.running;
-    const election = this.engine.store.leadership;
-    if (election && this.isLeading) {
-      await election.resign(MAINTENANCE_ROLE, this.holderId).catch((error: unknown) => this.report('resign', error));
-    }
+    if (!this.isLeading) return;
     this.isLeading = false;
+    await this.stepDownAll();
+    const election = this.engine.store.leadership;
+    await election?.resign(MAINTENANCE_ROLE, this.holderId).catch((error: unknown) => this.report('resign', error));
   }
 
   private schedule(delayMs: number): void {
@@ -80,28 +85,34 @@ export class RoleRunner {
     this.timer = setTimeout(() => {
       this.running = this.tick().finally(() => {
         this.running = undefined;
-        this.schedule(this.nextDelayMs());
+        this.schedule(this.renewEveryMs);
       });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Until the next renewal or the next role due, whichever comes first. */
-  private nextDelayMs(): number {
-    const renewEveryMs = Math.max(1, Math.floor(this.leaseMs / 3));
-    const everyMs = Math.min(...this.options.roles.map((role) => role.everyMs));
-    return Math.min(renewEveryMs, Number.isFinite(everyMs) ? everyMs : renewEveryMs);
+  private async tick(): Promise<void> {
+    const leading = await this.lead();
+    if (leading === this.isLeading || this.closed) return;
+    this.isLeading = leading;
+    if (leading) {
+      for (const role of this.options.roles) this.guard(role.name, () => role.lead());
+    } else {
+      await this.stepDownAll();
+    }
   }
 
-  private async tick(): Promise<void> {
-    this.isLeading = await this.lead();
-    if (!this.isLeading) return;
-    const nowMs = this.engine.clock.now().getTime();
-    for (const role of this.options.roles) {
-      if (this.closed) return;
-      if (nowMs - (this.lastRunMs.get(role) ?? Number.NEGATIVE_INFINITY) < role.everyMs) continue;
-      this.lastRunMs.set(role, nowMs);
-      await role.run().catch((error: unknown) => this.report(role.name, error));
+  private async stepDownAll(): Promise<void> {
+    await Promise.all(
+      this.options.roles.map((role) => role.stepDown().catch((error: unknown) => this.report(role.name, error))),
+    );
+  }
+
+  private guard(what: string, work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.report(what, error);
     }
   }
 
@@ -121,12 +132,57 @@ export class RoleRunner {
   }
 }
 
-/** Puts back jobs whose leases expired (claims also do, as they pass); a leader that dies leaves it to them. */
-export function leaseSweeper(engine: Engine, everyMs = 5_000): Role {
-  return { name: 'lease sweep', everyMs, run: () => engine.sweepExpiredLeases() };
+/**
+ * A role that runs `run` every `everyMs` while this server leads, the first
+ * time at once; a run never overlaps the previous one.
+ */
+export function periodicRole(
+  name: string,
+  everyMs: number,
+  run: () => Promise<unknown>,
+  onError?: (error: unknown) => void,
+): Role {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let current: Promise<void> | undefined;
+  let active = false;
+  const loop = () => {
+    current = run()
+      .then(
+        () => undefined,
+        (error: unknown) => onError?.(error),
+      )
+      .finally(() => {
+        current = undefined;
+        if (!active) return;
+        timer = setTimeout(loop, everyMs);
+        timer.unref();
+      });
+  };
+  return {
+    name,
+    lead() {
+      if (active) return;
+      active = true;
+      loop();
+    },
+    async stepDown() {
+      active = false;
+      clearTimeout(timer);
+      await current;
+    },
+  };
 }
 
-/** Deletes finished jobs past their retention; a leader that dies delays it by the leadership lease. */
-export function pruner(engine: Engine, everyMs = 60_000): Role {
-  return { name: 'prune', everyMs, run: () => engine.prune() };
+/**
+ * Puts back jobs whose leases expired. Claims also sweep as they pass, on
+ * every server, so when the leader dies, sweeping goes on wherever workers
+ * claim, and the next leader resumes the timer.
+ */
+export function leaseSweeper(engine: Engine, everyMs = 5_000, onError?: (error: unknown) => void): Role {
+  return periodicRole('lease sweep', everyMs, () => engine.sweepExpiredLeases(), onError);
+}
+
+/** Deletes finished jobs past their retention. When the leader dies, pruning waits for the next leader. */
+export function pruner(engine: Engine, everyMs = 60_000, onError?: (error: unknown) => void): Role {
+  return periodicRole('prune', everyMs, () => engine.prune(), onError);
 }
