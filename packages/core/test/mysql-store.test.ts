@@ -1,7 +1,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newLeaseToken } from '../src/engine/ids.ts';
-import { openStore } from '../src/engine/open-store.ts';
+import { openStore } from '../src/stores/open-store.ts';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';

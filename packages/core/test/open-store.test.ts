@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { openStore, redactUrl } from '../src/engine/open-store.ts';
+import { openStore, redactUrl } from '../src/stores/open-store.ts';
 import { rejection } from './support/fixtures.ts';
 
 describe('openStore', () => {

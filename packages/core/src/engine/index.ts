@@ -21,6 +21,8 @@ export { CronScheduler, describeEntry, occurrenceKey, parseCrontab } from '../ro
 export type { LeaderElection } from '../roles/leadership.ts';
 export type { Role, RoleRunnerOptions } from '../roles/role-runner.ts';
 export { leaseSweeper, periodicRole, pruner, RoleRunner } from '../roles/role-runner.ts';
+export type { OpenStoreOptions } from '../stores/open-store.ts';
+export { openStore, redactUrl } from '../stores/open-store.ts';
 export { backoffDelayMs } from './backoff.ts';
 export type { Clock } from './clock.ts';
 export { systemClock } from './clock.ts';
@@ -37,8 +39,6 @@ export type {
 } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
 export { newJobId, newLeaseToken } from './ids.ts';
-export type { OpenStoreOptions } from './open-store.ts';
-export { openStore, redactUrl } from './open-store.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 export { ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
 export { toJobStatus, visibleState } from './status.ts';

@@ -1,6 +1,6 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { insertedRecord } from '../../engine/inserted-record.ts';
-import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
+import { insertedRecord } from '../shared/inserted-record.ts';
+import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter, MongoClient, UpdateFilter, WriteConcernSettings } from 'mongodb';
-import { keptStates, NOT_STARTED, notStartedState } from '../../engine/not-started.ts';
+import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import {
   type ClaimRequest,
   FINISHED_STATES,

@@ -1,4 +1,4 @@
-import { keptStates } from '../../engine/not-started.ts';
+import { keptStates } from '../shared/not-started.ts';
 import type { JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
 import { type Queryable, selectRows } from './connection.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';

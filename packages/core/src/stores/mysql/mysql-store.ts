@@ -1,5 +1,5 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { notStartedState } from '../../engine/not-started.ts';
+import { notStartedState } from '../shared/not-started.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,

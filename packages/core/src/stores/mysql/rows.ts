@@ -1,7 +1,7 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { leaseExpiry } from '../../engine/inserted-record.ts';
-import { engineState, type KeptState, notStartedState } from '../../engine/not-started.ts';
+import { leaseExpiry } from '../shared/inserted-record.ts';
+import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 

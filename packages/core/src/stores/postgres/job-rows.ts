@@ -1,6 +1,6 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { leaseExpiry } from '../../engine/inserted-record.ts';
-import { engineState, type KeptState } from '../../engine/not-started.ts';
+import { leaseExpiry } from '../shared/inserted-record.ts';
+import { engineState, type KeptState } from '../shared/not-started.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 

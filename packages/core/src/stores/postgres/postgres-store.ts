@@ -1,5 +1,5 @@
 import { newJobId } from '../../engine/ids.ts';
-import { handedRecord, insertedRecord, leaseExpiry } from '../../engine/inserted-record.ts';
+import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,

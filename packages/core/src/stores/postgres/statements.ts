@@ -1,4 +1,4 @@
-import { keptStates } from '../../engine/not-started.ts';
+import { keptStates } from '../shared/not-started.ts';
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import {

@@ -1,4 +1,4 @@
-import type { ClaimRequest, JobRecord, NewJob } from './store.ts';
+import type { ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 
 /**
  * The record a job has right after its insert: what was inserted, waiting,

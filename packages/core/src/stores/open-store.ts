@@ -1,5 +1,5 @@
+import type { Store } from '../engine/store.ts';
 import { WorkqError } from '../errors.ts';
-import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {
   /** How long finished jobs are kept (MongoDB applies it as a TTL index). @defaultValue 7 days */
@@ -19,23 +19,23 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   switch (scheme) {
     case 'postgres':
     case 'postgresql': {
-      const { createPostgresStore } = await import('../stores/postgres/index.ts');
+      const { createPostgresStore } = await import('./postgres/index.ts');
       const { rest, value: schema } = takeParam(url, 'schema');
       return createPostgresStore({ connectionString: rest, ...(schema ? { schema } : {}) });
     }
     case 'pglite': {
-      const { createPgliteStore } = await import('../stores/postgres/index.ts');
+      const { createPgliteStore } = await import('./postgres/index.ts');
       const location = url.slice('pglite://'.length);
       return createPgliteStore({ dataDir: location === '' || location === 'memory' ? undefined : location });
     }
     case 'mongodb':
     case 'mongodb+srv': {
-      const { createMongoStore } = await import('../stores/mongodb/index.ts');
+      const { createMongoStore } = await import('./mongodb/index.ts');
       return createMongoStore({ url, ...options });
     }
     case 'mysql':
     case 'mariadb': {
-      const { createMysqlStore } = await import('../stores/mysql/index.ts');
+      const { createMysqlStore } = await import('./mysql/index.ts');
       const { rest, value: pollMs } = takeParam(url.replace(/^mariadb:/i, 'mysql:'), 'wakeupPollMs');
       return createMysqlStore({ url: rest, ...(pollMs === undefined ? {} : { wakeupPollMs: Number(pollMs) }) });
     }

@@ -1,4 +1,4 @@
-import type { StoredState } from './store.ts';
+import type { StoredState } from '../../engine/store.ts';
 
 /**
  * The states a store keeps a job not yet started in, both the engine's `waiting`. A job written with a run
