@@ -125,9 +125,9 @@ export class Engine {
     return jobs.map(toClaimedJob);
   }
 
-  /** Whether `enqueueForClaim` can lease a new job in its insert (the store has `insertAndClaimJob`). */
+  /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */
   get handsOver(): boolean {
-    return this.store.insertAndClaimJob !== undefined;
+    return this.store.capabilities.insertAndClaim && this.store.insertAndClaimJob !== undefined;
   }
 
   /**
@@ -144,7 +144,7 @@ export class Engine {
   ): Promise<{ result: EnqueueResult; claimed: ClaimedJob | null }> {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
-    if (!this.store.insertAndClaimJob || job.idempotencyKey !== null) {
+    if (!this.handsOver || !this.store.insertAndClaimJob || job.idempotencyKey !== null) {
       const [result] = await this.insert([job], now);
       return { result: result as EnqueueResult, claimed: null };
     }

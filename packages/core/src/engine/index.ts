@@ -51,6 +51,7 @@ export type {
   LeaseRef,
   ListFilter,
   NewJob,
+  RegistryStore,
   SchemaEntry,
   Store,
   StoreCapabilities,

@@ -137,6 +137,12 @@ export interface StoreCapabilities {
    * the maintenance roles; without it, every server runs them.
    */
   leadership: boolean;
+  /**
+   * Insert-and-claim (`Store.insertAndClaimJob`): a job enqueued for a
+   * consumer already waiting is leased to it by its own insert; without it,
+   * the job is inserted and the waiting claim is woken to claim it.
+   */
+  insertAndClaim: boolean;
 }
 
 /** Cross-process wake-up channel, when a store has `capabilities.notify`. */
@@ -160,11 +166,34 @@ export interface ClosableNotifier extends StoreNotifier {
 }
 
 /**
+ * The registries a store keeps beside the jobs: the payload schemas
+ * registered per job version, and the consumers seen (who reads what, from
+ * which host). Separate from the job operations, which never touch them.
+ */
+export interface RegistryStore {
+  /**
+   * Registers the JSON Schema of one (job name, version) if none is
+   * registered; resolves to the entry now stored, which is the earlier one
+   * when it already existed (the caller compares fingerprints).
+   */
+  registerSchema(entry: SchemaEntry): Promise<SchemaEntry>;
+
+  /** Registered schemas, optionally of one job name, ordered by name then version. */
+  listSchemas(name?: string): Promise<SchemaEntry[]>;
+
+  /** Upserts a consumer's presence (who reads what, from which host, last seen). */
+  recordWorker(worker: WorkerPresence): Promise<void>;
+
+  /** Consumers seen at or after `seenSince`. */
+  listWorkers(seenSince: Date): Promise<WorkerPresence[]>;
+}
+
+/**
  * The storage contract. Each operation is one atomic semantic step; stores
  * never read the clock (every time comes in as `now`) and never decide
  * policy (retries, backoff, retention are the engine's).
  */
-export interface Store {
+export interface Store extends RegistryStore {
   /** A short name for logs and test titles, e.g. `postgres`. */
   readonly kind: string;
   readonly capabilities: StoreCapabilities;
@@ -192,7 +221,7 @@ export interface Store {
   claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]>;
 
   /**
-   * Optional, for a consumer already waiting: inserts `job` (which has no
+   * With `capabilities.insertAndClaim`, for a consumer already waiting: inserts `job` (which has no
    * idempotency key) and, in the same atomic step, leases it under `claim`
    * as `claimJobs` would, when `claim` could take it (its version is in
    * range and it is due at `claim.now`) and no job `claim` could take is
@@ -264,22 +293,6 @@ export interface Store {
 
   /** Deletes up to `limit` finished jobs with `finishedAt < finishedBefore`. Resolves to how many. */
   pruneJobs(finishedBefore: Date, limit: number): Promise<number>;
-
-  /**
-   * Registers the JSON Schema of one (job name, version) if none is
-   * registered; resolves to the entry now stored, which is the earlier one
-   * when it already existed (the caller compares fingerprints).
-   */
-  registerSchema(entry: SchemaEntry): Promise<SchemaEntry>;
-
-  /** Registered schemas, optionally of one job name, ordered by name then version. */
-  listSchemas(name?: string): Promise<SchemaEntry[]>;
-
-  /** Upserts a consumer's presence (who reads what, from which host, last seen). */
-  recordWorker(worker: WorkerPresence): Promise<void>;
-
-  /** Consumers seen at or after `seenSince`. */
-  listWorkers(seenSince: Date): Promise<WorkerPresence[]>;
 
   /** Releases connections. Idempotent. */
   close(): Promise<void>;

@@ -76,7 +76,7 @@ export class MongoStore implements Store {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
-    this.capabilities = { notify: parts.notifier !== undefined, leadership: true };
+    this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
     this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
     if (parts.notifier) this.notifier = parts.notifier;
   }

@@ -82,7 +82,7 @@ export class MysqlStore implements Store {
     this.ownsPool = parts.ownsPool;
     this.readCommittedSessions = parts.readCommittedSessions;
     this.notifier = parts.notifier;
-    this.capabilities = { notify: parts.notifier !== undefined, leadership: true };
+    this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
     this.leadership = createMysqlLeaderElection(this.pool, this.t, this.target);
   }
 

@@ -88,7 +88,7 @@ export class PostgresStore implements Store {
     this.quotedSchema = quoteSchema(options.schema);
     this.sql = buildStatements(this.quotedSchema);
     this.ownedNotifier = options.notifier;
-    this.capabilities = { notify: options.notifier !== undefined, leadership: true };
+    this.capabilities = { notify: options.notifier !== undefined, leadership: true, insertAndClaim: true };
     this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
     if (options.notifier) this.notifier = options.notifier;
     this.vacuums = new VacuumPacer(
