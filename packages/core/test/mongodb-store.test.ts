@@ -1,117 +1,14 @@
-import type { MongoClient } from 'mongodb';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine } from '../src/engine/engine.ts';
-import type { Store } from '../src/engine/store.ts';
-import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
+import { describe, expect, it } from 'vitest';
+import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
-import { ManualClock } from './support/manual-clock.ts';
-import {
-  createMongoDriverDouble,
-  type MongoDriverDouble,
-  type MongoDriverDoubleOptions,
-} from './support/mongodb-double.ts';
+import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
+import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
-const DB = 'workq_store_test';
-const opened: Store[] = [];
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((store) => store.close()));
-});
-
-async function openOnDouble(
-  options: Partial<MongoStoreOptions> = {},
-  doubleOptions: MongoDriverDoubleOptions = {},
-  double: MongoDriverDouble = createMongoDriverDouble(doubleOptions),
-) {
-  const client = double.client as unknown as MongoClient;
-  const store = await createMongoStore({ client, dbName: DB, notify: false, ...options });
-  opened.push(store);
-  const clock = new ManualClock();
-  return { double, store, clock, engine: createEngine({ store, clock, leaseSweepIntervalMs: 0 }) };
-}
-
-describe('mongodb store: indexes', () => {
-  it('creates the claim, idempotency, lease, TTL, listing and registry indexes as specified', async () => {
-    const { double } = await openOnDouble({ historyRetentionMs: 3 * 86_400_000 });
-    const jobs = Object.fromEntries(double.indexes(DB, 'workq_jobs').map((index) => [index.name, index]));
-    expect(jobs.claim).toMatchObject({
-      key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
-      partialFilterExpression: { state: 'waiting' },
-    });
-    expect(Object.keys(jobs.claim?.key ?? {})).toEqual(['name', 'priority', 'orderKey', '_id']);
-    expect(jobs.idempotency).toMatchObject({
-      key: { name: 1, idempotencyKey: 1 },
-      unique: true,
-      partialFilterExpression: { idempotencyKey: { $type: 'string' } },
-    });
-    expect(jobs.lease_expiry).toMatchObject({
-      key: { leaseExpiresAt: 1 },
-      partialFilterExpression: { state: 'active' },
-    });
-    expect(jobs.history_ttl).toMatchObject({ key: { finishedAt: 1 }, expireAfterSeconds: 3 * 86_400 });
-    expect(jobs.delayed_due).toMatchObject({
-      key: { name: 1, runAt: 1 },
-      partialFilterExpression: { state: 'delayed' },
-    });
-    expect(jobs.list_by_name?.key).toEqual({ name: 1, state: 1, _id: 1 });
-    const schemas = double.indexes(DB, 'workq_schemas');
-    expect(schemas).toContainEqual(expect.objectContaining({ key: { name: 1, version: 1 }, unique: true }));
-  });
-
-  it('keeps a job due later out of the claim index until a claim of its name finds it due', async () => {
-    const { double, engine, clock } = await openOnDouble();
-    const later = await engine.enqueue({ name: 'later', version: 1, payload: {}, options: { delayMs: 1_000 } });
-    const stored = () => double.collection(DB, 'workq_jobs')?.match({ _id: later.id })[0]?.state;
-    const claim = () => engine.claim({ name: 'later', maxVersion: 1, limit: 1, workerId: 'w' });
-    expect(stored()).toBe('delayed');
-    expect(await claim()).toEqual([]);
-    clock.advance(1_000);
-    expect([stored(), (await engine.get(later.id)).state]).toEqual(['delayed', 'ready']);
-    expect((await claim()).map((job) => job.id)).toEqual([later.id]);
-    expect(stored()).toBe('active');
-  });
-
-  it('moves jobs an earlier version left waiting for later out of the claim index, on the open that creates it', async () => {
-    const double = createMongoDriverDouble();
-    const { engine } = await openOnDouble({}, {}, double);
-    const inAnHour = new Date(Date.now() + 3_600_000);
-    const later = await engine.enqueue({ name: 'old', version: 1, payload: {}, options: { runAt: inAnHour } });
-    const due = await engine.enqueue({ name: 'old', version: 1, payload: {} });
-    // As an earlier version left the store: the later job waiting, and no index for delayed jobs.
-    const data = double.collection(DB, 'workq_jobs');
-    const stored = (id: string) => data?.match({ _id: id })[0] ?? {};
-    const leaveWaiting = () => data?.replace(stored(later.id), { ...stored(later.id), state: 'waiting' });
-    leaveWaiting();
-    data?.dropIndex('delayed_due');
-
-    await openOnDouble({}, {}, double);
-    expect([stored(later.id).state, stored(due.id).state]).toEqual(['delayed', 'waiting']);
-    expect(double.indexes(DB, 'workq_jobs').map((index) => index.name)).toContain('delayed_due');
-    // Once the index exists, an open leaves the jobs as they are.
-    leaveWaiting();
-    await openOnDouble({}, {}, double);
-    expect(stored(later.id).state).toBe('waiting');
-  });
-
-  it('defaults the TTL to 7 days, and a changed retention updates it in place', async () => {
-    const double = createMongoDriverDouble();
-    await openOnDouble({}, {}, double);
-    const ttl = () => double.indexes(DB, 'workq_jobs').find((index) => index.name === 'history_ttl');
-    expect(ttl()?.expireAfterSeconds).toBe(7 * 86_400);
-    await openOnDouble({ historyRetentionMs: 60_000 }, {}, double);
-    expect(ttl()?.expireAfterSeconds).toBe(60);
-  });
-
-  it('uses the collection prefix', async () => {
-    const { double } = await openOnDouble({ collectionPrefix: 'q1_' });
-    expect(double.indexes(DB, 'q1_jobs').length).toBeGreaterThan(0);
-    expect(double.indexes(DB, 'workq_jobs')).toEqual([]);
-  });
-});
+const openOnDouble = storesOnDouble();
 
 describe('mongodb store: durability', () => {
-  it('sends every write with majority, journaled write concern, transactions included', async () => {
-    const { double, engine, store } = await openOnDouble();
+  it('sends every write with majority, journaled, bounded write concern, transactions included', async () => {
+    const { double, engine, store } = await openOnDouble({ writeTimeoutMS: 2_500 });
     await engine.enqueueMany([
       { name: 'wc.a', version: 1, payload: { n: 1 } },
       { name: 'wc.a', version: 1, payload: { n: 2 } },
@@ -133,9 +30,14 @@ describe('mongodb store: durability', () => {
     await engine.prune();
 
     const methods = new Set(double.writes.map((write) => write.method));
-    expect(methods).toEqual(new Set(['insertMany', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']));
-    for (const write of double.writes) expect(write.writeConcern).toEqual({ w: 'majority', journal: true });
-    expect(double.transactions).toEqual([expect.objectContaining({ writeConcern: { w: 'majority', journal: true } })]);
+    expect(methods).toEqual(
+      new Set(['insertMany', 'bulkWrite', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']),
+    );
+    const durable = { w: 'majority', journal: true, wtimeoutMS: 2_500 };
+    for (const write of double.writes.filter((w) => !w.inTransaction)) expect(write.writeConcern).toEqual(durable);
+    expect(double.transactions).toEqual([
+      expect.objectContaining({ writeConcern: { w: 'majority', journal: true }, maxCommitTimeMS: 2_500 }),
+    ]);
     expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
       'findOneAndUpdate',
       'insertOne',
@@ -218,22 +120,6 @@ describe('mongodb store: connections and capabilities', () => {
     expect(double.collection(DB, 'workq_wakeups')?.options).toMatchObject({ capped: true });
   });
 
-  it('the notifier delivers published job names to subscribers until they unsubscribe', async () => {
-    const { store } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
-    const notifier = store.notifier!;
-    const heard: string[] = [];
-    const unsubscribe = await notifier.subscribe((name) => heard.push(name));
-    await notifier.publish('wake.a');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(heard).toEqual(['wake.a']);
-    await unsubscribe();
-    await notifier.publish('wake.b');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(heard).toEqual(['wake.a']);
-    await notifier.subscribe(() => {});
-    await store.close();
-  });
-
   it('close is idempotent and leaves a given client open', async () => {
     const { store, double } = await openOnDouble();
     await store.close();
@@ -265,5 +151,16 @@ describe('mongodb store: connections and capabilities', () => {
   it('rejects a missing url and client, and an invalid url, as VALIDATION', async () => {
     expect((await rejection(createMongoStore({}))).code).toBe('VALIDATION');
     expect((await rejection(createMongoStore({ url: 'mongodb://a:b@/??' }))).code).toBe('VALIDATION');
+  });
+});
+
+describe('mongodb store: the conformance harness', () => {
+  it('keeps the suite’s finished jobs, dated by its manual clock, past a TTL monitor running today', async () => {
+    const { double, engine } = await openOnDouble(CONFORMANCE_STORE_OPTIONS, { ttlMonitor: true });
+    const { id } = await engine.enqueue({ name: 'ttl.a', version: 1, payload: {} });
+    const [job] = await engine.claim({ name: 'ttl.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    await engine.complete(job!);
+    expect(double.expireTtl(new Date())).toBe(0);
+    expect((await engine.get(id)).state).toBe('completed');
   });
 });

@@ -1,12 +1,17 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Aggregator, update as applyModifier, Query } from 'mingo';
 import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
+import type { PlannedIndex } from './mongodb-double-plan.ts';
 
 /** A stored document of the double. */
 export type Doc = Record<string, unknown> & { _id?: unknown };
 
 const DUPLICATE_KEY = 11000;
+const CANNOT_CREATE_INDEX = 67;
 const INDEX_OPTIONS_CONFLICT = 85;
+const INDEX_KEY_SPECS_CONFLICT = 86;
+/** The largest `expireAfterSeconds` the server accepts. */
+const MAX_TTL_SECONDS = 2_147_483_647;
 
 /** What the double needs of an index (the subset of the driver's `IndexDescription` the store uses). */
 export type IndexSpec = IndexDescription & { name: string; key: Record<string, 1 | -1> };
@@ -15,6 +20,24 @@ function idKeyOf(id: unknown): string {
   if (typeof id === 'string') return `s:${id}`;
   if (id instanceof ObjectId) return `o:${id.toHexString()}`;
   return `j:${JSON.stringify(id)}`;
+}
+
+/** Whether two indexes have the same key (in order) and partial filter: what the server identifies an index by. */
+function sameDefinition(a: IndexSpec, b: IndexSpec): boolean {
+  return (
+    isDeepStrictEqual(Object.entries(a.key), Object.entries(b.key)) &&
+    isDeepStrictEqual(a.partialFilterExpression, b.partialFilterExpression)
+  );
+}
+
+function checkTtl(expireAfterSeconds: number): void {
+  if (typeof expireAfterSeconds === 'number' && expireAfterSeconds >= 0 && expireAfterSeconds <= MAX_TTL_SECONDS)
+    return;
+  throw new MongoServerError({
+    message: `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number (${expireAfterSeconds})`,
+    code: CANNOT_CREATE_INDEX,
+    codeName: 'CannotCreateIndex',
+  });
 }
 
 /** A deep copy of a document; `_id` kept as is (an `ObjectId` must keep its class). */
@@ -27,7 +50,8 @@ function keyText(values: unknown[]): string {
   return JSON.stringify(values.map((v) => (v instanceof Date ? { $date: v.getTime() } : (v ?? null))));
 }
 
-function valueAt(doc: Doc, path: string): unknown {
+/** The value at a dotted path of a document. */
+export function valueAt(doc: Doc, path: string): unknown {
   let value: unknown = doc;
   for (const part of path.split('.')) {
     value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
@@ -48,8 +72,8 @@ export function duplicateKeyError(collection: string, index: IndexSpec, keyValue
 
 /**
  * One collection's documents and indexes. Every method does its whole work
- * synchronously, so each call is atomic, as a single-document write (or a
- * whole `updateMany`, which is stronger) is in MongoDB. Unique indexes,
+ * synchronously; what a driver call may leave half done (an interrupted
+ * `updateMany`) is the collection double's to stage. Unique indexes,
  * including partial ones, are enforced with the server's duplicate-key error.
  */
 export class CollectionData {
@@ -57,25 +81,28 @@ export class CollectionData {
   readonly indexes = new Map<string, IndexSpec>();
   private readonly uniqueEntries = new Map<string, Map<string, string>>();
   private readonly partials = new Map<string, Query>();
+  /** The ids each partial index holds. */
+  private readonly partialMembers = new Map<string, Set<string>>();
 
   constructor(
     readonly namespace: string,
     readonly options: Record<string, unknown> = {},
   ) {}
 
+  /**
+   * Creates an index, refusing what the server refuses: the same name with
+   * another key or partial filter (86), the same name or the same key and
+   * partial filter with other options (85), a TTL out of range (67).
+   */
   createIndex(spec: IndexSpec): void {
-    const existing = this.indexes.get(spec.name);
-    if (existing) {
-      if (!isDeepStrictEqual(existing, spec)) {
-        throw new MongoServerError({
-          message: `An existing index has the same name as the requested index but different options: ${spec.name}`,
-          code: INDEX_OPTIONS_CONFLICT,
-        });
-      }
-      return;
-    }
+    if (this.checkIndex(spec)) return;
     const entries = new Map<string, string>();
-    if (spec.partialFilterExpression) this.partials.set(spec.name, new Query(spec.partialFilterExpression, {}));
+    if (spec.partialFilterExpression) {
+      const partial = new Query(spec.partialFilterExpression, {});
+      this.partials.set(spec.name, partial);
+      const members = [...this.docs].filter(([, doc]) => partial.test(doc)).map(([id]) => id);
+      this.partialMembers.set(spec.name, new Set(members));
+    }
     for (const [id, doc] of this.docs) {
       const key = spec.unique ? this.entryKey(spec, doc) : null;
       if (key === null) continue;
@@ -86,11 +113,82 @@ export class CollectionData {
     if (spec.unique) this.uniqueEntries.set(spec.name, entries);
   }
 
+  /** Throws what the server answers to creating `spec`; `true` when it exists already, as specified. */
+  checkIndex(spec: IndexSpec): boolean {
+    const existing = this.indexes.get(spec.name);
+    if (existing) {
+      if (!sameDefinition(existing, spec)) {
+        throw new MongoServerError({
+          message: `An existing index has the same name as the requested index but a different key or partial filter: ${spec.name}`,
+          code: INDEX_KEY_SPECS_CONFLICT,
+          codeName: 'IndexKeySpecsConflict',
+        });
+      }
+      if (!isDeepStrictEqual(existing, spec)) {
+        throw new MongoServerError({
+          message: `An existing index has the same name as the requested index but different options: ${spec.name}`,
+          code: INDEX_OPTIONS_CONFLICT,
+          codeName: 'IndexOptionsConflict',
+        });
+      }
+      return true;
+    }
+    const twin = [...this.indexes.values()].find((index) => sameDefinition(index, spec));
+    if (twin) {
+      throw new MongoServerError({
+        message: `Index already exists with a different name: ${twin.name}`,
+        code: INDEX_OPTIONS_CONFLICT,
+        codeName: 'IndexOptionsConflict',
+      });
+    }
+    if (spec.expireAfterSeconds !== undefined) checkTtl(spec.expireAfterSeconds);
+    return false;
+  }
+
+  /** The `_id` index and the created ones, each with the documents it holds, for `planQuery`. */
+  plannedIndexes(): PlannedIndex[] {
+    const all = () => [...this.docs.values()];
+    const planned: PlannedIndex[] = [{ spec: { name: '_id_', key: { _id: 1 } }, entries: all }];
+    for (const spec of this.indexes.values()) {
+      const members = this.partialMembers.get(spec.name);
+      const held = () => [...(members ?? [])].map((id) => this.docs.get(id) as Doc);
+      planned.push({ spec, entries: members ? held : all });
+    }
+    return planned;
+  }
+
+  /** Deletes what the TTL monitor would at `now`: documents whose TTL field is older than its index allows. */
+  expire(now: Date): number {
+    let removed = 0;
+    for (const index of this.indexes.values()) {
+      const [field, ...others] = Object.keys(index.key);
+      if (index.expireAfterSeconds === undefined || field === undefined || others.length > 0) continue;
+      const cutoff = now.getTime() - index.expireAfterSeconds * 1000;
+      for (const doc of [...this.docs.values()]) {
+        const value = valueAt(doc, field);
+        if (value instanceof Date && value.getTime() < cutoff) {
+          this.remove(doc);
+          removed += 1;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** A copy of the documents and indexes, as a secondary that has applied everything so far holds them. */
+  copy(): CollectionData {
+    const copy = new CollectionData(this.namespace, this.options);
+    for (const spec of this.indexes.values()) copy.createIndex(structuredClone(spec));
+    for (const doc of this.docs.values()) copy.insert(doc);
+    return copy;
+  }
+
   /** Drops an index, as `dropIndex` does (tests use it to stage a store an earlier version left). */
   dropIndex(name: string): void {
     if (!this.indexes.delete(name))
       throw new MongoServerError({ message: `index not found with name [${name}]`, code: 27 });
     this.partials.delete(name);
+    this.partialMembers.delete(name);
     this.uniqueEntries.delete(name);
   }
 
@@ -98,6 +196,7 @@ export class CollectionData {
   modifyIndex(name: string, expireAfterSeconds: number): void {
     const index = this.indexes.get(name);
     if (!index) throw new MongoServerError({ message: `cannot find index ${name}`, code: 27 });
+    checkTtl(expireAfterSeconds);
     index.expireAfterSeconds = expireAfterSeconds;
   }
 
@@ -151,6 +250,7 @@ export class CollectionData {
   clear(): void {
     this.docs.clear();
     for (const entries of this.uniqueEntries.values()) entries.clear();
+    for (const members of this.partialMembers.values()) members.clear();
   }
 
   private write(id: string, doc: Doc, before: Doc | undefined): void {
@@ -166,6 +266,7 @@ export class CollectionData {
       const key = this.entryKey(this.indexes.get(name) as IndexSpec, doc);
       if (key !== null) entries.set(key, id);
     }
+    for (const [name, members] of this.partialMembers) if (this.partials.get(name)?.test(doc)) members.add(id);
     this.docs.set(id, doc);
   }
 
@@ -174,6 +275,7 @@ export class CollectionData {
       const key = this.entryKey(this.indexes.get(name) as IndexSpec, doc);
       if (key !== null && entries.get(key) === idKeyOf(doc._id)) entries.delete(key);
     }
+    for (const members of this.partialMembers.values()) members.delete(idKeyOf(doc._id));
   }
 
   private entryKey(index: IndexSpec, doc: Doc): string | null {

@@ -1,23 +1,8 @@
-import { isDeepStrictEqual } from 'node:util';
-import { Aggregator } from 'mingo';
-import {
-  type BulkWriteResult,
-  MongoBulkWriteError,
-  MongoServerError,
-  type WriteConcernSettings,
-  type WriteError,
-} from 'mongodb';
-import { DoubleChangeStream } from './mongodb-double-change-stream.ts';
-import {
-  CollectionData,
-  cloneDoc,
-  type Doc,
-  type IndexSpec,
-  projected,
-  updatedDoc,
-  upsertSeed,
-  writeError,
-} from './mongodb-double-data.ts';
+import { MongoServerError, type WriteConcernSettings } from 'mongodb';
+import type { DoubleChangeStream } from './mongodb-double-change-stream.ts';
+import { DoubleCollection, type Handle, waitForMajority } from './mongodb-double-collection.ts';
+import { CollectionData, type Doc, type IndexSpec } from './mongodb-double-data.ts';
+import type { QueryPlan } from './mongodb-double-plan.ts';
 
 /** One write the double received, with the write concern it would have run under. */
 export interface RecordedWrite {
@@ -28,45 +13,105 @@ export interface RecordedWrite {
   inTransaction: boolean;
 }
 
+/** One query the double ran (a read, or the filter of a write), with the plan the server would use. */
+export interface RecordedQuery {
+  collection: string;
+  method: string;
+  filter: Doc;
+  sort?: Record<string, 1 | -1>;
+  limit?: number;
+  hint?: string | Record<string, 1 | -1>;
+  /** The effective read preference mode (`'primary'` for writes). */
+  readPreference: string;
+  plan: QueryPlan;
+}
+
+/** One `createIndexes` call, with the options it was sent with (`maxTimeMS`, `commitQuorum`). */
+export interface RecordedIndexBuild {
+  collection: string;
+  names: string[];
+  options: Record<string, unknown>;
+}
+
+/**
+ * A write cut off by a network error after the server applied it. A
+ * retryable write (single-document writes, `insertMany`, a `bulkWrite`
+ * without multi-document operations, on a replica set with `retryWrites`) is
+ * retried by the driver and answered from the server's record of it, so it
+ * succeeds, unless `times` is 2 or more: then the retry fails too. Any other
+ * write (`updateMany`, `deleteMany`) is never retried and fails.
+ */
+export interface WriteFault {
+  collection: string;
+  /** Only a write that changes a document into one this accepts fails (e.g. a job becoming `active`). */
+  when?: (after: Doc) => boolean;
+  /** How many documents the server changed before the connection broke. @defaultValue all of them */
+  appliedDocs?: number;
+  /** Connection failures in a row (the first try, then its retry). @defaultValue 1 */
+  times?: number;
+}
+
 export interface MongoDriverDoubleOptions {
-  /** Answer `hello` as a member of this replica set (so change streams look available). @defaultValue none: a standalone */
+  /** Answer `hello` as a member of this replica set (change streams, retryable writes). @defaultValue none: a standalone */
   replicaSet?: string;
   /** Whether transactions run; `false` answers like a standalone server (code 20). @defaultValue true */
   transactions?: boolean;
+  /** The client's read preference mode, as `?readPreference=` in a connection string sets it. @defaultValue 'primary' */
+  readPreference?: string;
+  /**
+   * A secondary that has applied nothing since the last `replicate()`: reads
+   * sent to secondaries see the data as it was then. @defaultValue false: every read sees every write
+   */
+  laggingSecondary?: boolean;
+  /** The client's `retryWrites`. @defaultValue true */
+  retryWrites?: boolean;
+  /** Run the TTL monitor, by the real clock, before every call, as if it had just run. @defaultValue false */
+  ttlMonitor?: boolean;
 }
-
-interface CallOptions {
-  session?: DoubleSession;
-  writeConcern?: WriteConcernSettings;
-  sort?: Record<string, 1 | -1>;
-  limit?: number;
-  projection?: Record<string, 0 | 1>;
-  returnDocument?: 'before' | 'after';
-  upsert?: boolean;
-  ordered?: boolean;
-  hint?: string;
-}
-
-type Handle = { writeConcern?: WriteConcernSettings };
 
 /**
  * A test double of the MongoDB driver calls the MongoDB store makes, on
  * `mingo` (MongoDB's query, sort, update and aggregation semantics in JS).
- * Not a database: no TTL expiry, change streams of inserts only, no isolation between a
- * transaction and other calls (a failed transaction is rolled back).
+ * Not a database, and no isolation between a transaction and other calls
+ * (a failed transaction is rolled back). Where the real server is strict,
+ * so is the double: index conflicts (85, 86) and TTL ranges (67); hints,
+ * which must name an index the query can use (a partial index only when the
+ * query implies its filter); reads sent to a lagging secondary; writes cut
+ * off after they were applied, retried only where the driver retries; a
+ * majority that cannot acknowledge; change streams that fail or are
+ * invalidated; the TTL monitor.
  */
 export class MongoDriverDouble {
   /** Every write received, in order. */
   readonly writes: RecordedWrite[] = [];
+  /** Every query run (reads, and the filters of writes), in order. */
+  readonly queries: RecordedQuery[] = [];
+  /** Every `createIndexes` call. */
+  readonly indexBuilds: RecordedIndexBuild[] = [];
   /** The options of every transaction started. */
   readonly transactions: Record<string, unknown>[] = [];
   readonly client: DoubleClient;
   readonly databases = new Map<string, Map<string, CollectionData>>();
   /** Open change streams (see `DoubleCollection.watch`). */
   readonly changeStreams = new Set<DoubleChangeStream>();
+  /**
+   * Whether a majority of the replica set acknowledges writes. When `false`,
+   * a majority write is applied but fails after its `wtimeoutMS` with the
+   * server's write-concern timeout (code 64), or never answers without one;
+   * an index build waits on its commit quorum until its `maxTimeMS` (code 50).
+   */
+  majorityAvailable = true;
+  /**
+   * Called after each read with the documents it found, before the caller
+   * gets them: a test's stand-in for what other clients do meanwhile.
+   */
+  onRead: ((query: RecordedQuery, found: readonly Doc[]) => void) | undefined;
+  private readonly faults: WriteFault[] = [];
+  private secondary: Map<string, Map<string, CollectionData>> | null;
 
   constructor(readonly options: MongoDriverDoubleOptions = {}) {
     this.client = new DoubleClient(this);
+    this.secondary = options.laggingSecondary ? new Map() : null;
   }
 
   /** The stored collection, or `undefined` when it does not exist. */
@@ -93,6 +138,49 @@ export class MongoDriverDouble {
     }
     return data;
   }
+
+  /** The collection as a read with this read preference mode sees it: the primary's, or a lagging secondary's. */
+  readable(dbName: string, name: string, mode: string): CollectionData | undefined {
+    if (!this.secondary || mode === 'primary' || mode === 'primaryPreferred') return this.collection(dbName, name);
+    return this.secondary.get(dbName)?.get(name);
+  }
+
+  /** Brings the lagging secondary up to date with every write so far. */
+  replicate(): void {
+    if (!this.secondary) return;
+    this.secondary = new Map(
+      [...this.databases].map(([dbName, collections]) => [
+        dbName,
+        new Map([...collections].map(([name, data]) => [name, data.copy()])),
+      ]),
+    );
+  }
+
+  /** Cuts off a coming write (see `WriteFault`). */
+  failWrite(fault: WriteFault): void {
+    this.faults.push(fault);
+  }
+
+  /** The fault armed for a write on `collection` that changed documents into `changed`, taken off the list. */
+  takeFault(collection: string, changed: Doc[]): WriteFault | undefined {
+    const index = this.faults.findIndex(
+      (fault) => fault.collection === collection && (!fault.when || changed.some((doc) => fault.when?.(doc))),
+    );
+    return index === -1 ? undefined : this.faults.splice(index, 1)[0];
+  }
+
+  /** Runs the TTL monitor at `now` over every collection; resolves to how many documents it deleted. */
+  expireTtl(now: Date = new Date()): number {
+    let removed = 0;
+    for (const collections of this.databases.values())
+      for (const data of collections.values()) removed += data.expire(now);
+    return removed;
+  }
+
+  /** What every call does first: the TTL monitor, when the double runs one. */
+  beforeCall(): void {
+    if (this.options.ttlMonitor) this.expireTtl();
+  }
 }
 
 /** Creates the double; pass `double.client` (cast to `MongoClient`) to the store. */
@@ -105,6 +193,11 @@ class DoubleClient {
   closed = false;
 
   constructor(private readonly double: MongoDriverDouble) {}
+
+  /** The client's read preference mode. */
+  get readPreferenceMode(): string {
+    return this.double.options.readPreference ?? 'primary';
+  }
 
   db(name = 'test', options: Handle = {}): DoubleDb {
     return new DoubleDb(this.double, name, options);
@@ -133,7 +226,7 @@ class DoubleClient {
 }
 
 /** A session whose transaction runs its callback once and rolls back the callback's writes if it throws. */
-class DoubleSession {
+export class DoubleSession {
   private undo: (() => void)[] | null = null;
 
   constructor(private readonly double: MongoDriverDouble) {}
@@ -157,23 +250,28 @@ class DoubleSession {
     }
     this.double.transactions.push(options);
     this.undo = [];
+    let result: T;
     try {
-      const result = await callback(this);
-      return result;
+      result = await callback(this);
     } catch (error) {
       for (const step of this.undo.reverse()) step();
       throw error;
     } finally {
       this.undo = null;
     }
+    // The commit is the transaction's one majority write.
+    const writeConcern = options.writeConcern as WriteConcernSettings | undefined;
+    const maxCommitTimeMS = options.maxCommitTimeMS as number | undefined;
+    await waitForMajority(this.double, 'commitTransaction', writeConcern, false, maxCommitTimeMS);
+    return result;
   }
 
   async endSession(): Promise<void> {}
 }
 
-class DoubleDb {
+export class DoubleDb {
   constructor(
-    private readonly double: MongoDriverDouble,
+    readonly double: MongoDriverDouble,
     readonly databaseName: string,
     readonly options: Handle,
   ) {}
@@ -205,194 +303,5 @@ class DoubleDb {
 
   async dropDatabase(): Promise<boolean> {
     return this.double.databases.delete(this.databaseName);
-  }
-}
-
-/** The driver's `Collection` methods the store calls, each atomic. */
-class DoubleCollection {
-  constructor(
-    private readonly double: MongoDriverDouble,
-    private readonly db: DoubleDb,
-    readonly collectionName: string,
-    private readonly options: Handle,
-  ) {}
-
-  async createIndexes(specs: IndexSpec[]): Promise<string[]> {
-    const data = this.data();
-    for (const spec of specs) data.createIndex(spec);
-    return specs.map((spec) => spec.name);
-  }
-
-  /** The `_id` index and those created; the server's `NamespaceNotFound` when the collection does not exist. */
-  listIndexes() {
-    return {
-      toArray: async (): Promise<IndexSpec[]> => {
-        const data = this.double.collection(this.db.databaseName, this.collectionName);
-        if (!data) {
-          const message = `ns does not exist: ${this.db.databaseName}.${this.collectionName}`;
-          throw new MongoServerError({ message, code: 26, codeName: 'NamespaceNotFound' });
-        }
-        const idIndex: IndexSpec = { name: '_id_', key: { _id: 1 } };
-        return [idIndex, ...data.indexes.values()].map((spec) => structuredClone(spec));
-      },
-    };
-  }
-
-  async insertOne(doc: Doc, options: CallOptions = {}) {
-    this.record('insertOne', options);
-    const stored = this.data().insert(doc);
-    this.undoable(options, stored._id, undefined);
-    doc._id ??= stored._id;
-    for (const stream of this.double.changeStreams) stream.announce(this.db.databaseName, this.collectionName, stored);
-    return { acknowledged: true, insertedId: stored._id };
-  }
-
-  async insertMany(docs: Doc[], options: CallOptions = {}) {
-    this.record('insertMany', options);
-    const data = this.data();
-    const writeErrors: WriteError[] = [];
-    const insertedIds: Record<number, unknown> = {};
-    for (const [index, doc] of docs.entries()) {
-      try {
-        const stored = data.insert(doc);
-        this.undoable(options, stored._id, undefined);
-        doc._id ??= stored._id;
-        insertedIds[index] = stored._id;
-      } catch (error) {
-        if (!(error instanceof MongoServerError)) throw error;
-        writeErrors.push(writeError(index, error, doc));
-        if (options.ordered !== false) break;
-      }
-    }
-    if (writeErrors.length > 0) {
-      const insertedCount = Object.keys(insertedIds).length;
-      const result = { insertedCount, insertedIds, matchedCount: 0, modifiedCount: 0, deletedCount: 0 };
-      const first = writeErrors[0] as WriteError;
-      throw new MongoBulkWriteError(
-        { message: first.errmsg ?? 'write error', code: first.code, writeErrors },
-        result as unknown as BulkWriteResult,
-      );
-    }
-    return { acknowledged: true, insertedCount: docs.length, insertedIds };
-  }
-
-  /** Refuses a hint that names no index of the collection, as the server does. */
-  private checkHint(options: CallOptions): void {
-    if (options.hint !== undefined && !this.data().indexes.has(options.hint)) {
-      throw new MongoServerError({ message: 'hint provided does not correspond to an existing index', code: 2 });
-    }
-  }
-
-  find(filter: Doc = {}, options: CallOptions = {}) {
-    this.checkHint(options);
-    return {
-      toArray: async () =>
-        this.data()
-          .match(filter, options.sort, options.limit)
-          .map((doc) => projected(doc, options.projection)),
-    };
-  }
-
-  async findOne(filter: Doc = {}, options: CallOptions = {}): Promise<Doc | null> {
-    const [doc] = this.data().match(filter, options.sort, 1);
-    return doc ? projected(doc, options.projection) : null;
-  }
-
-  async findOneAndUpdate(filter: Doc, update: Doc | Doc[], options: CallOptions = {}): Promise<Doc | null> {
-    this.record('findOneAndUpdate', options);
-    const result = this.updateFirst(filter, update, options);
-    if (!result) return null;
-    return cloneDoc(options.returnDocument === 'after' ? result.after : (result.before ?? result.after));
-  }
-
-  async updateOne(filter: Doc, update: Doc | Doc[], options: CallOptions = {}) {
-    this.record('updateOne', options);
-    const result = this.updateFirst(filter, update, options);
-    const modified = result?.before !== undefined && !isDeepStrictEqual(result.before, result.after);
-    return {
-      acknowledged: true,
-      matchedCount: result?.before ? 1 : 0,
-      modifiedCount: modified ? 1 : 0,
-      upsertedCount: result && !result.before ? 1 : 0,
-      upsertedId: result && !result.before ? result.after._id : null,
-    };
-  }
-
-  async updateMany(filter: Doc, update: Doc | Doc[], options: CallOptions = {}) {
-    this.checkHint(options);
-    this.record('updateMany', options);
-    const data = this.data();
-    let modifiedCount = 0;
-    const matched = data.match(filter);
-    for (const before of matched) {
-      const after = updatedDoc(before, update, false);
-      if (isDeepStrictEqual(before, after)) continue;
-      data.replace(before, after);
-      this.undoable(options, before._id, before);
-      modifiedCount += 1;
-    }
-    return { acknowledged: true, matchedCount: matched.length, modifiedCount, upsertedCount: 0, upsertedId: null };
-  }
-
-  async deleteMany(filter: Doc, options: CallOptions = {}) {
-    this.record('deleteMany', options);
-    const data = this.data();
-    const matched = data.match(filter);
-    for (const doc of matched) {
-      data.remove(doc);
-      this.undoable(options, doc._id, doc);
-    }
-    return { acknowledged: true, deletedCount: matched.length };
-  }
-
-  aggregate(pipeline: Doc[]) {
-    return { toArray: async () => new Aggregator(pipeline, {}).run(this.data().match({}).map(cloneDoc)) };
-  }
-
-  /**
-   * A minimal change stream of this collection's inserts, on a double made
-   * with `replicaSet` (as the server allows only there). It announces its
-   * resume token at once and emits `change` for each later `insertOne`.
-   */
-  watch(): DoubleChangeStream {
-    if (!this.double.options.replicaSet) {
-      throw new MongoServerError({ message: 'The $changeStream stage is only supported on replica sets', code: 40573 });
-    }
-    const stream = new DoubleChangeStream(this.double.changeStreams, this.db.databaseName, this.collectionName);
-    queueMicrotask(() => stream.emit('resumeTokenChanged', { _data: 'start' }));
-    return stream;
-  }
-
-  private updateFirst(filter: Doc, update: Doc | Doc[], options: CallOptions): { before?: Doc; after: Doc } | null {
-    const data = this.data();
-    const [before] = data.match(filter, options.sort, 1);
-    if (before) {
-      const after = updatedDoc(before, update, false);
-      data.replace(before, after);
-      this.undoable(options, before._id, before);
-      return { before, after };
-    }
-    if (!options.upsert) return null;
-    const stored = data.insert(updatedDoc(upsertSeed(filter), update, true));
-    this.undoable(options, stored._id, undefined);
-    return { after: stored };
-  }
-
-  private undoable(options: CallOptions, id: unknown, before: Doc | undefined): void {
-    const session = options.session;
-    if (session?.inTransaction()) session.recordUndo(() => this.data().restore(id, before));
-  }
-
-  private record(method: string, options: CallOptions): void {
-    const inTransaction = options.session?.inTransaction() ?? false;
-    const transaction = this.double.transactions.at(-1) as Handle | undefined;
-    const writeConcern = inTransaction
-      ? transaction?.writeConcern
-      : (options.writeConcern ?? this.options.writeConcern ?? this.db.options.writeConcern);
-    this.double.writes.push({ collection: this.collectionName, method, writeConcern, inTransaction });
-  }
-
-  private data(): CollectionData {
-    return this.double.data(this.db.databaseName, this.collectionName, true) as CollectionData;
   }
 }
