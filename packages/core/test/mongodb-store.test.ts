@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
+import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
@@ -145,5 +146,16 @@ describe('mongodb store: connections and capabilities', () => {
   it('rejects a missing url and client, and an invalid url, as VALIDATION', async () => {
     expect((await rejection(createMongoStore({}))).code).toBe('VALIDATION');
     expect((await rejection(createMongoStore({ url: 'mongodb://a:b@/??' }))).code).toBe('VALIDATION');
+  });
+});
+
+describe('mongodb store: the conformance harness', () => {
+  it('keeps the suite’s finished jobs, dated by its manual clock, past a TTL monitor running today', async () => {
+    const { double, engine } = await openOnDouble(CONFORMANCE_STORE_OPTIONS, { ttlMonitor: true });
+    const { id } = await engine.enqueue({ name: 'ttl.a', version: 1, payload: {} });
+    const [job] = await engine.claim({ name: 'ttl.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    await engine.complete(job!);
+    expect(double.expireTtl(new Date())).toBe(0);
+    expect((await engine.get(id)).state).toBe('completed');
   });
 });

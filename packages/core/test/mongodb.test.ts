@@ -2,6 +2,7 @@ import { MongoClient } from 'mongodb';
 import { MongoMemoryReplSet } from 'mongodb-memory-server';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { describeStore, type StoreHarness } from './conformance/describe-store.ts';
+import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
 
 /** How long mongodb-memory-server may take to obtain and start a mongod before the suite is skipped. */
 const MEMORY_SERVER_TIMEOUT_MS = 20_000;
@@ -55,7 +56,7 @@ async function makeHarness(found: ReachableMongo): Promise<StoreHarness> {
   const dbName = `workq_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   return {
     separateConnections: true,
-    open: () => createMongoStore({ url: found.uri, dbName }),
+    open: () => createMongoStore({ url: found.uri, dbName, ...CONFORMANCE_STORE_OPTIONS }),
     async close() {
       const client = new MongoClient(found.uri, { serverSelectionTimeoutMS: 3000 });
       try {
