@@ -1,4 +1,4 @@
-import { MongoClient } from 'mongodb';
+import { MongoClient, ReadConcern, ReadPreference } from 'mongodb';
 import type { Store } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import type { WakeupDocument } from './documents.ts';
@@ -78,7 +78,9 @@ function hostsOfClient(client: MongoClient): string {
 /**
  * Opens the MongoDB store: connects (failing fast with `UNAVAILABLE` when no
  * server answers), creates the indexes, and, with `notify`, the wake-up
- * collection. Writes use majority, journaled write concern.
+ * collection. Writes use majority, journaled write concern; reads go to the
+ * primary with read concern `local`, so every read sees the writes before it,
+ * whatever read preference the URL or client sets.
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   const url = options.url;
@@ -102,7 +104,11 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const ownsClient = options.client === undefined;
   try {
     if (ownsClient) await client.connect();
-    const db = client.db(dbName, { writeConcern: DURABLE_WRITES });
+    const db = client.db(dbName, {
+      writeConcern: DURABLE_WRITES,
+      readPreference: ReadPreference.primary,
+      readConcern: new ReadConcern('local'),
+    });
     await ensureIndexes(db, names, historyRetentionMs);
     let notifier: ChangeStreamNotifier | undefined;
     if (notify && (await supportsChangeStreams(db))) {
