@@ -81,3 +81,16 @@ describe('mongodb store: indexes', () => {
     expect(double.indexes(DB, 'workq_jobs')).toEqual([]);
   });
 });
+
+describe('mongodb store: queries use their indexes', () => {
+  it('a duplicate-key enqueue finds the key’s holder through the idempotency index, however many jobs are kept', async () => {
+    const { double, engine } = await openOnDouble();
+    await engine.enqueueMany(Array.from({ length: 500 }, (_, n) => ({ name: 'idx.a', version: 1, payload: { n } })));
+    const holder = await engine.enqueue({ name: 'idx.a', version: 1, payload: {}, options: { idempotencyKey: 'k' } });
+    double.queries.length = 0;
+    const again = await engine.enqueue({ name: 'idx.a', version: 1, payload: {}, options: { idempotencyKey: 'k' } });
+    expect(again).toMatchObject({ id: holder.id, created: false });
+    const lookups = double.queries.filter((query) => query.method === 'find');
+    expect(lookups.map((query) => query.plan)).toEqual([{ index: 'idempotency', examined: 1, sortedByIndex: false }]);
+  });
+});

@@ -27,6 +27,9 @@ export const CLAIM_INDEX = 'claim';
 /** The name of the index through which a claim finds the delayed jobs of its name that came due. */
 export const DELAYED_INDEX = 'delayed_due';
 
+/** The name of the unique index of idempotency keys, through which a duplicate's holder is found. */
+export const IDEMPOTENCY_INDEX = 'idempotency';
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -44,7 +47,7 @@ export function jobIndexes(historyRetentionMs: number): IndexDescription[] {
     },
     { name: DELAYED_INDEX, key: { name: 1, runAt: 1 }, partialFilterExpression: { state: 'delayed' } },
     {
-      name: 'idempotency',
+      name: IDEMPOTENCY_INDEX,
       key: { name: 1, idempotencyKey: 1 },
       unique: true,
       partialFilterExpression: { idempotencyKey: { $type: 'string' } },

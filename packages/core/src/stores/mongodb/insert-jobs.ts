@@ -2,6 +2,7 @@ import type { Collection } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
+import { IDEMPOTENCY_INDEX } from './indexes.ts';
 
 /** How often a key whose holder vanished (pruned between the conflict and the look-up) is inserted again. */
 const MAX_ROUNDS = 5;
@@ -81,9 +82,17 @@ async function insertReportingConflicts(jobs: Collection<JobDocument>, docs: Job
   }
 }
 
+/**
+ * The jobs holding the keys of `wanted`, through the idempotency index: the
+ * query repeats the index's `$type` condition, as the server needs to use a
+ * partial index. It asks for every pair of the names and keys wanted, so the
+ * index bounds are exact; pairs not wanted are ignored.
+ */
 async function findKeyHolders(jobs: Collection<JobDocument>, wanted: NewJob[]): Promise<Map<string, JobDocument>> {
+  const names = [...new Set(wanted.map((job) => job.name))];
+  const keys = [...new Set(wanted.map((job) => job.idempotencyKey as string))];
   const found = await jobs
-    .find({ $or: wanted.map((job) => ({ name: job.name, idempotencyKey: job.idempotencyKey as string })) })
+    .find({ name: { $in: names }, idempotencyKey: { $in: keys, $type: 'string' } }, { hint: IDEMPOTENCY_INDEX })
     .toArray();
   return new Map(found.map((doc) => [keyOf(doc.name, doc.idempotencyKey as string), doc as JobDocument]));
 }
