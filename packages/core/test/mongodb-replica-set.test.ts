@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { storesOnDouble } from './support/mongodb-on-double.ts';
+import { rejection } from './support/fixtures.ts';
+import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store on the driver double set up as a replica set's member,
 // for what a replica set does that a single server does not: secondaries
@@ -8,6 +9,14 @@ import { storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
 const replicaSet = { replicaSet: 'rs0' };
+/** Rejects if `promise` has not settled within `ms`: what a caller would see of a write that waits forever. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 describe('mongodb store on a replica set: reads', () => {
   it('reads its own writes through a client that prefers secondaries: every read goes to the primary', async () => {
@@ -21,5 +30,34 @@ describe('mongodb store on a replica set: reads', () => {
     expect(await engine.enqueue(keyed)).toMatchObject({ id: first.id, created: false });
     expect((await store.getJob(id))?.state).toBe('active');
     expect(new Set(double.queries.map((query) => query.readPreference))).toEqual(new Set(['primary']));
+  });
+});
+
+describe('mongodb store on a replica set: bounded writes', () => {
+  it('fails an enqueue, a claim, an ack and a moveTo with TIMEOUT when no majority acknowledges, instead of waiting', async () => {
+    const { double, engine } = await openOnDouble({ writeTimeoutMS: 50 }, replicaSet);
+    await engine.enqueue({ name: 'wt.b', version: 1, payload: {} });
+    await engine.enqueue({ name: 'wt.b', version: 1, payload: {} });
+    const [job, next] = await engine.claim({ name: 'wt.b', maxVersion: 1, limit: 2, workerId: 'w' });
+    double.majorityAvailable = false;
+    const timedOut = async (promise: Promise<unknown>) => {
+      const error = await rejection(within(promise, 3_000));
+      expect(error).toMatchObject({ code: 'TIMEOUT', retryable: true });
+      expect(error.message).toMatch(/majority/);
+    };
+    await timedOut(engine.enqueue({ name: 'wt.b', version: 1, payload: {} }));
+    await timedOut(engine.claim({ name: 'wt.b', maxVersion: 1, limit: 1, workerId: 'w' }));
+    await timedOut(engine.complete(job!));
+    await timedOut(engine.moveTo(next!, { name: 'wt.c', version: 1, payload: {} }));
+  });
+
+  it('bounds the index builds at start-up: with no majority to commit them, opening fails with TIMEOUT', async () => {
+    const { double } = await openOnDouble({}, replicaSet);
+    double.collection(DB, 'workq_jobs')?.dropIndex('lease_expiry');
+    double.majorityAvailable = false;
+    const error = await rejection(within(openOnDouble({ indexBuildTimeoutMS: 50 }, {}, double), 3_000));
+    expect(error.code).toBe('TIMEOUT');
+    expect(error.message).toMatch(/index/);
+    expect(double.indexBuilds.at(-1)?.options).toMatchObject({ maxTimeMS: 50, commitQuorum: 'majority' });
   });
 });

@@ -7,8 +7,8 @@ import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 const openOnDouble = storesOnDouble();
 
 describe('mongodb store: durability', () => {
-  it('sends every write with majority, journaled write concern, transactions included', async () => {
-    const { double, engine, store } = await openOnDouble();
+  it('sends every write with majority, journaled, bounded write concern, transactions included', async () => {
+    const { double, engine, store } = await openOnDouble({ writeTimeoutMS: 2_500 });
     await engine.enqueueMany([
       { name: 'wc.a', version: 1, payload: { n: 1 } },
       { name: 'wc.a', version: 1, payload: { n: 2 } },
@@ -31,8 +31,11 @@ describe('mongodb store: durability', () => {
 
     const methods = new Set(double.writes.map((write) => write.method));
     expect(methods).toEqual(new Set(['insertMany', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']));
-    for (const write of double.writes) expect(write.writeConcern).toEqual({ w: 'majority', journal: true });
-    expect(double.transactions).toEqual([expect.objectContaining({ writeConcern: { w: 'majority', journal: true } })]);
+    const durable = { w: 'majority', journal: true, wtimeoutMS: 2_500 };
+    for (const write of double.writes.filter((w) => !w.inTransaction)) expect(write.writeConcern).toEqual(durable);
+    expect(double.transactions).toEqual([
+      expect.objectContaining({ writeConcern: { w: 'majority', journal: true }, maxCommitTimeMS: 2_500 }),
+    ]);
     expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
       'findOneAndUpdate',
       'insertOne',

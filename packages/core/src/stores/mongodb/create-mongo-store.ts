@@ -4,8 +4,8 @@ import { WorkqError } from '../../errors.ts';
 import type { WakeupDocument } from './documents.ts';
 import { toWorkqError } from './errors.ts';
 import { collectionNames, ensureIndexes } from './indexes.ts';
-import { DURABLE_WRITES, MongoStore } from './mongo-store.ts';
-import { ChangeStreamNotifier, ensureWakeupCollection, supportsChangeStreams } from './notifier.ts';
+import { durableWrites, MongoStore } from './mongo-store.ts';
+import { ChangeStreamNotifier, describeServer, ensureWakeupCollection } from './notifier.ts';
 
 /** How to reach MongoDB and how the store lays out its data. */
 export interface MongoStoreOptions {
@@ -45,6 +45,20 @@ export interface MongoStoreOptions {
    * @defaultValue 3000
    */
   serverSelectionTimeoutMS?: number;
+  /**
+   * How long a write waits for a majority of the replica set to acknowledge
+   * it (`wtimeoutMS` of the majority write concern). Past it the call fails
+   * with `TIMEOUT`; the write may still be applied.
+   * @defaultValue 10_000
+   */
+  writeTimeoutMS?: number;
+  /**
+   * How long opening the store waits for an index build it starts, which a
+   * majority of the replica set must commit (`maxTimeMS`). Past it opening
+   * fails with `TIMEOUT`; the build goes on in the server.
+   * @defaultValue 120_000
+   */
+  indexBuildTimeoutMS?: number;
 }
 
 const DEFAULTS = {
@@ -53,6 +67,8 @@ const DEFAULTS = {
   historyRetentionMs: 7 * 86_400_000,
   notify: true,
   serverSelectionTimeoutMS: 3000,
+  writeTimeoutMS: 10_000,
+  indexBuildTimeoutMS: 120_000,
 } as const;
 
 const invalidUrlMessage =
@@ -75,12 +91,19 @@ function hostsOfClient(client: MongoClient): string {
   return hosts.length > 0 ? hosts.join(',') : 'the given client';
 }
 
+/** `value` when it is a number of milliseconds in [min, max]; else a `VALIDATION` error naming `option`. */
+function checkedMs(option: string, value: number, min: number, max: number): number {
+  if (Number.isFinite(value) && value >= min && value <= max) return value;
+  throw new WorkqError('VALIDATION', `${option} must be a number of milliseconds from ${min} to ${max}; got ${value}.`);
+}
+
 /**
  * Opens the MongoDB store: connects (failing fast with `UNAVAILABLE` when no
  * server answers), creates the indexes, and, with `notify`, the wake-up
- * collection. Writes use majority, journaled write concern; reads go to the
- * primary with read concern `local`, so every read sees the writes before it,
- * whatever read preference the URL or client sets.
+ * collection. Writes use majority, journaled write concern, bounded by
+ * `writeTimeoutMS`; reads go to the primary with read concern `local`, so
+ * every read sees the writes before it, whatever read preference the URL or
+ * client sets.
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   const url = options.url;
@@ -93,6 +116,13 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const historyRetentionMs = options.historyRetentionMs ?? DEFAULTS.historyRetentionMs;
   const notify = options.notify ?? DEFAULTS.notify;
   const serverSelectionTimeoutMS = options.serverSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
+  const writeTimeoutMS = checkedMs('writeTimeoutMS', options.writeTimeoutMS ?? DEFAULTS.writeTimeoutMS, 1, 2 ** 31 - 1);
+  const indexBuildTimeoutMS = checkedMs(
+    'indexBuildTimeoutMS',
+    options.indexBuildTimeoutMS ?? DEFAULTS.indexBuildTimeoutMS,
+    1,
+    2 ** 31 - 1,
+  );
 
   let client: MongoClient;
   try {
@@ -104,19 +134,24 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const ownsClient = options.client === undefined;
   try {
     if (ownsClient) await client.connect();
+    const writeConcern = durableWrites(writeTimeoutMS);
     const db = client.db(dbName, {
-      writeConcern: DURABLE_WRITES,
+      writeConcern,
       readPreference: ReadPreference.primary,
       readConcern: new ReadConcern('local'),
     });
-    await ensureIndexes(db, names, historyRetentionMs);
+    const server = await describeServer(db);
+    await ensureIndexes(db, names, historyRetentionMs, {
+      timeoutMS: indexBuildTimeoutMS,
+      replicaSet: server.replicaSet,
+    });
     let notifier: ChangeStreamNotifier | undefined;
-    if (notify && (await supportsChangeStreams(db))) {
+    if (notify && server.changeStreams) {
       await ensureWakeupCollection(db, names.wakeups);
       const wakeups = db.collection<WakeupDocument>(names.wakeups);
       notifier = new ChangeStreamNotifier(wakeups, serverSelectionTimeoutMS, hosts);
     }
-    return new MongoStore({ client, db, names, hosts, ownsClient, notifier });
+    return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern });
   } catch (error) {
     if (ownsClient) await client.close().catch(() => undefined);
     throw toWorkqError(error, hosts, 'connect');

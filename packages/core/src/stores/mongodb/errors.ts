@@ -15,12 +15,18 @@ import { WorkqError } from '../../errors.ts';
 /** The server's duplicate-key error code. */
 export const DUPLICATE_KEY = 11000;
 const ILLEGAL_OPERATION = 20;
-const INDEX_OPTIONS_CONFLICT = 85;
 const NAMESPACE_NOT_FOUND = 26;
+const MAX_TIME_MS_EXPIRED = 50;
+/** `WriteConcernFailed` before MongoDB 7.1, `WriteConcernTimeout` since: a majority did not acknowledge in time. */
+const WRITE_CONCERN_TIMEOUT = 64;
+const INDEX_OPTIONS_CONFLICT = 85;
 
 /** The one place the MongoDB store turns driver errors into `WorkqError`s. */
-export function toWorkqError(error: unknown, hosts: string, operation: string): WorkqError {
-  if (error instanceof WorkqError) return error;
+export function toWorkqError(thrown: unknown, hosts: string, operation: string): WorkqError {
+  if (thrown instanceof WorkqError) return thrown;
+  // A bulk write (insertMany, bulkWrite) reports a connection failure wrapped in its own error.
+  const error =
+    thrown instanceof MongoBulkWriteError && thrown.errorResponse instanceof Error ? thrown.errorResponse : thrown;
   if (
     error instanceof MongoServerSelectionError ||
     error instanceof MongoNetworkError ||
@@ -31,19 +37,26 @@ export function toWorkqError(error: unknown, hosts: string, operation: string): 
     return new WorkqError(
       'UNAVAILABLE',
       `Cannot reach MongoDB at ${hosts} (${operation}): check that the server is running and reachable from here.`,
-      { retryable: true, cause: error },
+      { retryable: true, cause: thrown },
+    );
+  }
+  if (isWriteTimeout(error)) {
+    return new WorkqError(
+      'TIMEOUT',
+      `MongoDB at ${hosts} did not confirm the ${operation} on a majority of the replica set within writeTimeoutMS; it may still be applied. Check that a majority of the members is up and reachable.`,
+      { retryable: true, cause: thrown },
     );
   }
   // The connection-string parser has a `MongoParseError` class of its own, so match the name as well.
   if (error instanceof MongoParseError || (error instanceof Error && error.name === 'MongoParseError')) {
     return new WorkqError('VALIDATION', 'The MongoDB connection string is not valid; check its format and options.', {
-      cause: error,
+      cause: thrown,
     });
   }
   if (error instanceof MongoServerError && (error.code === 13 || error.code === 18)) {
     return new WorkqError('UNAVAILABLE', `MongoDB at ${hosts} refused the credentials or permissions (${operation}).`, {
       retryable: false,
-      cause: error,
+      cause: thrown,
     });
   }
   const retryable =
@@ -51,7 +64,7 @@ export function toWorkqError(error: unknown, hosts: string, operation: string): 
     (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError'));
   return new WorkqError('UNAVAILABLE', `MongoDB at ${hosts} failed the ${operation} operation.`, {
     retryable,
-    cause: error,
+    cause: thrown,
   });
 }
 
@@ -72,6 +85,14 @@ export function isTransactionUnsupportedError(error: unknown): boolean {
   return (
     error instanceof MongoServerError &&
     (error.code === ILLEGAL_OPERATION || /Transaction numbers are only allowed/i.test(error.message))
+  );
+}
+
+/** Whether a majority did not acknowledge a write within its `wtimeoutMS`, or a command ran out of its `maxTimeMS`. */
+export function isWriteTimeout(error: unknown): boolean {
+  return (
+    error instanceof MongoServerError &&
+    (error.code === WRITE_CONCERN_TIMEOUT || error.code === MAX_TIME_MS_EXPIRED || error.errInfo?.wtimeout === true)
   );
 }
 

@@ -1,5 +1,6 @@
 import type { Collection, Db, IndexDescription } from 'mongodb';
-import { isIndexOptionsConflict, isNamespaceNotFound } from './errors.ts';
+import { WorkqError } from '../../errors.ts';
+import { isIndexOptionsConflict, isNamespaceNotFound, isWriteTimeout } from './errors.ts';
 
 /** The collections of one store, by role. */
 export interface CollectionNames {
@@ -32,6 +33,12 @@ export const IDEMPOTENCY_INDEX = 'idempotency';
 
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
+
+/** How long an index build may wait (for its commit quorum too), and whether the server is a replica set member. */
+export interface IndexBuild {
+  timeoutMS: number;
+  replicaSet: boolean;
+}
 
 /**
  * The indexes of the jobs collection. The claim index is partial on
@@ -66,25 +73,51 @@ function ttlSeconds(historyRetentionMs: number): number {
 
 /**
  * Creates every index the store relies on, after moving jobs an earlier version left waiting for later out
- * of the claim index; a changed history retention updates the TTL in place.
+ * of the claim index; a changed history retention updates the TTL in place. Each build waits for a majority
+ * of the replica set to commit it, at most `build.timeoutMS`.
  */
-export async function ensureIndexes(db: Db, names: CollectionNames, historyRetentionMs: number): Promise<void> {
+export async function ensureIndexes(
+  db: Db,
+  names: CollectionNames,
+  historyRetentionMs: number,
+  build: IndexBuild,
+): Promise<void> {
   const jobs = db.collection(names.jobs);
   await moveLaterJobsOutOfClaimIndex(jobs);
   try {
-    await jobs.createIndexes(jobIndexes(historyRetentionMs));
+    await createIndexes(jobs, jobIndexes(historyRetentionMs), build);
   } catch (error) {
     if (!isIndexOptionsConflict(error)) throw error;
     await db.command({
       collMod: names.jobs,
       index: { name: HISTORY_TTL_INDEX, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
     });
-    await jobs.createIndexes(jobIndexes(historyRetentionMs));
+    await createIndexes(jobs, jobIndexes(historyRetentionMs), build);
   }
-  await db
-    .collection(names.schemas)
-    .createIndexes([{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }]);
-  await db.collection(names.workers).createIndexes([{ name: 'seen_at', key: { seenAt: 1 } }]);
+  await createIndexes(
+    db.collection(names.schemas),
+    [{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }],
+    build,
+  );
+  await createIndexes(db.collection(names.workers), [{ name: 'seen_at', key: { seenAt: 1 } }], build);
+}
+
+/** Builds what is missing; the server leaves indexes that exist as specified alone. */
+async function createIndexes(collection: Collection, wanted: IndexDescription[], build: IndexBuild): Promise<void> {
+  try {
+    // The default commit quorum is every voting member: one member down would hold the build forever.
+    await collection.createIndexes(wanted, {
+      maxTimeMS: build.timeoutMS,
+      ...(build.replicaSet ? { commitQuorum: 'majority' } : {}),
+    });
+  } catch (error) {
+    if (!isWriteTimeout(error)) throw error;
+    throw new WorkqError(
+      'TIMEOUT',
+      `The indexes of ${collection.collectionName} were not built within indexBuildTimeoutMS (${build.timeoutMS} ms): a majority of the replica set must commit an index build. The build goes on in the server; check that a majority of the members is up, then start again.`,
+      { retryable: true, cause: error },
+    );
+  }
 }
 
 /**

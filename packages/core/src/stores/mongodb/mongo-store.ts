@@ -1,5 +1,12 @@
-import type { Collection, Db, Filter, MongoClient, UpdateFilter, WriteConcernSettings } from 'mongodb';
-import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import type {
+  Collection,
+  Db,
+  Filter,
+  MongoClient,
+  TransactionOptions,
+  UpdateFilter,
+  WriteConcernSettings,
+} from 'mongodb';
 import {
   type ClaimRequest,
   FINISHED_STATES,
@@ -16,6 +23,7 @@ import {
 import { WorkqError } from '../../errors.ts';
 import { JOB_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { claimJobs } from './claim-jobs.ts';
 import {
   cleanError,
@@ -36,8 +44,28 @@ import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts'
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
 
-/** Every write is acknowledged by a majority of the replica set and journaled (DESIGN guarantee 3). */
-export const DURABLE_WRITES: WriteConcernSettings = { w: 'majority', journal: true };
+/**
+ * Every write is acknowledged by a majority of the replica set and journaled
+ * (DESIGN guarantee 3), or fails with `TIMEOUT` after `wtimeoutMS`.
+ */
+export function durableWrites(wtimeoutMS: number): WriteConcernSettings {
+  return { w: 'majority', journal: true, wtimeoutMS };
+}
+
+/**
+ * A transaction's options: majority, journaled, its commit bounded by
+ * `maxCommitTimeMS` rather than `wtimeoutMS`, which `withTransaction` would
+ * keep retrying for two minutes.
+ */
+function transactionOptions(writeConcern: WriteConcernSettings): TransactionOptions {
+  const { wtimeoutMS, ...majority } = writeConcern;
+  return {
+    writeConcern: majority,
+    readConcern: { level: 'majority' },
+    readPreference: 'primary',
+    ...(wtimeoutMS === undefined ? {} : { maxCommitTimeMS: wtimeoutMS }),
+  };
+}
 
 const LIVE_STATES = [...NOT_STARTED, 'active'] as const;
 const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
@@ -51,6 +79,8 @@ export interface MongoStoreParts {
   hosts: string;
   ownsClient: boolean;
   notifier: ChangeStreamNotifier | undefined;
+  /** The write concern of every write, the database handle's (see `durableWrites`). */
+  writeConcern: WriteConcernSettings;
 }
 
 /** The filter of a fenced operation: the job is held by this unexpired lease. */
@@ -181,20 +211,17 @@ export class MongoStore implements Store {
       if (!filter) return null;
       const session = this.parts.client.startSession();
       try {
-        return await session.withTransaction(
-          async () => {
-            const from = await this.jobs.findOneAndUpdate(
-              filter,
-              { $set: { ...ENDED_LEASE, state: 'completed', movedTo: next.id, finishedAt: now, updatedAt: now } },
-              { returnDocument: 'after', session },
-            );
-            if (!from) return null;
-            const doc = toJobDocument(next);
-            await this.jobs.insertOne(doc, { session });
-            return { from: toJobRecord(from), to: toJobRecord(doc) };
-          },
-          { writeConcern: DURABLE_WRITES, readConcern: { level: 'majority' } },
-        );
+        return await session.withTransaction(async () => {
+          const from = await this.jobs.findOneAndUpdate(
+            filter,
+            { $set: { ...ENDED_LEASE, state: 'completed', movedTo: next.id, finishedAt: now, updatedAt: now } },
+            { returnDocument: 'after', session },
+          );
+          if (!from) return null;
+          const doc = toJobDocument(next);
+          await this.jobs.insertOne(doc, { session });
+          return { from: toJobRecord(from), to: toJobRecord(doc) };
+        }, transactionOptions(this.parts.writeConcern));
       } catch (error) {
         if (isTransactionUnsupportedError(error)) {
           throw new WorkqError(

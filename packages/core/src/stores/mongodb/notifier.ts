@@ -5,10 +5,18 @@ import { toWorkqError } from './errors.ts';
 
 const NAMESPACE_EXISTS = 48;
 
-/** Whether the server can run change streams (a replica set member or mongos). */
-export async function supportsChangeStreams(db: Db): Promise<boolean> {
+/** What the store needs to know of the server it opened. */
+export interface ServerDescription {
+  /** A replica set member (index builds take a commit quorum). */
+  replicaSet: boolean;
+  /** A replica set member or mongos: change streams run. */
+  changeStreams: boolean;
+}
+
+export async function describeServer(db: Db): Promise<ServerDescription> {
   const hello = await db.command({ hello: 1 });
-  return typeof hello.setName === 'string' || hello.msg === 'isdbgrid';
+  const replicaSet = typeof hello.setName === 'string';
+  return { replicaSet, changeStreams: replicaSet || hello.msg === 'isdbgrid' };
 }
 
 /** Creates the small capped collection wake-ups go through, if it does not exist. */
