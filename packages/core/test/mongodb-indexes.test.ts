@@ -1,18 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { rejection } from './support/fixtures.ts';
 import { createMongoDriverDouble } from './support/mongodb-double.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
 
+/** The jobs collection of a store on `double`. */
+const jobsOf = (double: ReturnType<typeof createMongoDriverDouble>) => double.collection(DB, 'workq_jobs')!;
+
 describe('mongodb store: indexes', () => {
   it('creates the claim, idempotency, lease, TTL, listing and registry indexes as specified', async () => {
     const { double } = await openOnDouble({ historyRetentionMs: 3 * 86_400_000 });
     const jobs = Object.fromEntries(double.indexes(DB, 'workq_jobs').map((index) => [index.name, index]));
-    expect(jobs.claim).toMatchObject({
-      key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
+    expect(jobs.claim_by_version).toMatchObject({
+      key: { name: 1, version: 1, priority: -1, orderKey: 1, _id: 1 },
       partialFilterExpression: { state: 'waiting' },
     });
-    expect(Object.keys(jobs.claim?.key ?? {})).toEqual(['name', 'priority', 'orderKey', '_id']);
+    expect(Object.keys(jobs.claim_by_version?.key ?? {})).toEqual(['name', 'version', 'priority', 'orderKey', '_id']);
     expect(jobs.idempotency).toMatchObject({
       key: { name: 1, idempotencyKey: 1 },
       unique: true,
@@ -83,6 +87,33 @@ describe('mongodb store: indexes', () => {
 });
 
 describe('mongodb store: queries use their indexes', () => {
+  it('a claim by an older consumer does not step over jobs of newer versions ahead of it', async () => {
+    const { double, engine } = await openOnDouble();
+    const newer = Array.from({ length: 300 }, (_, n) => ({
+      name: 'ver.a',
+      version: 2,
+      payload: { n },
+      options: { priority: 10 },
+    }));
+    await engine.enqueueMany(newer);
+    const older = await engine.enqueue({ name: 'ver.a', version: 1, payload: {} });
+    double.queries.length = 0;
+    const [job] = await engine.claim({ name: 'ver.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    expect(job?.id).toBe(older.id);
+    const examined = double.queries.reduce((sum, query) => sum + query.plan.examined, 0);
+    expect(examined).toBeLessThan(10);
+  });
+
+  it('a claim reads its candidates along the claim index, in claim order, for a range of versions', async () => {
+    const { double, engine } = await openOnDouble();
+    await engine.enqueueMany([1, 2, 3, 2, 1].map((version, n) => ({ name: 'ver.b', version, payload: { n } })));
+    double.queries.length = 0;
+    const claimed = await engine.claim({ name: 'ver.b', minVersion: 1, maxVersion: 2, limit: 3, workerId: 'w' });
+    expect(claimed.map((job) => job.payload)).toEqual([{ n: 0 }, { n: 1 }, { n: 3 }]);
+    const candidates = double.queries.find((query) => query.filter.state === 'waiting' && query.sort);
+    expect(candidates?.plan).toMatchObject({ index: 'claim_by_version', sortedByIndex: true });
+  });
+
   it('a duplicate-key enqueue finds the key’s holder through the idempotency index, however many jobs are kept', async () => {
     const { double, engine } = await openOnDouble();
     await engine.enqueueMany(Array.from({ length: 500 }, (_, n) => ({ name: 'idx.a', version: 1, payload: { n } })));
@@ -92,5 +123,56 @@ describe('mongodb store: queries use their indexes', () => {
     expect(again).toMatchObject({ id: holder.id, created: false });
     const lookups = double.queries.filter((query) => query.method === 'find');
     expect(lookups.map((query) => query.plan)).toEqual([{ index: 'idempotency', examined: 1, sortedByIndex: false }]);
+  });
+});
+
+describe('mongodb store: index changes', () => {
+  it('rebuilds an index whose key or partial filter changed under the same name (server code 86)', async () => {
+    const { double } = await openOnDouble();
+    jobsOf(double).dropIndex('idempotency');
+    jobsOf(double).createIndex({ name: 'idempotency', key: { idempotencyKey: 1 }, unique: true, sparse: true });
+    jobsOf(double).dropIndex('delayed_due');
+    jobsOf(double).createIndex({ name: 'delayed_due', key: { name: 1, runAt: 1 }, partialFilterExpression: {} });
+    await openOnDouble({}, {}, double);
+    const byName = Object.fromEntries(double.indexes(DB, 'workq_jobs').map((index) => [index.name, index]));
+    expect(byName.idempotency).toEqual({
+      name: 'idempotency',
+      key: { name: 1, idempotencyKey: 1 },
+      unique: true,
+      partialFilterExpression: { idempotencyKey: { $type: 'string' } },
+    });
+    expect(byName.delayed_due?.partialFilterExpression).toEqual({ state: 'delayed' });
+  });
+
+  it('rebuilds an index whose options other than the TTL changed under the same name (server code 85)', async () => {
+    const { double } = await openOnDouble();
+    jobsOf(double).dropIndex('list_by_name');
+    jobsOf(double).createIndex({ name: 'list_by_name', key: { name: 1, state: 1, _id: 1 }, sparse: true });
+    await openOnDouble({}, {}, double);
+    const listing = double.indexes(DB, 'workq_jobs').find((index) => index.name === 'list_by_name');
+    expect(listing).toEqual({ name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } });
+  });
+
+  it('opens a store whose claim index an earlier version made, and leaves that index to the servers still using it', async () => {
+    const { double, engine } = await openOnDouble();
+    jobsOf(double).dropIndex('claim_by_version');
+    const earlier = {
+      name: 'claim',
+      key: { name: 1 as const, priority: -1 as const, orderKey: 1 as const, _id: 1 as const },
+      partialFilterExpression: { state: 'waiting' },
+    };
+    jobsOf(double).createIndex(earlier);
+    const { engine: upgraded } = await openOnDouble({}, {}, double);
+    const { id } = await engine.enqueue({ name: 'up.a', version: 1, payload: {} });
+    expect((await upgraded.claim({ name: 'up.a', maxVersion: 1, limit: 1, workerId: 'w' }))[0]?.id).toBe(id);
+    const names = double.indexes(DB, 'workq_jobs').map((index) => index.name);
+    expect(names).toEqual(expect.arrayContaining(['claim', 'claim_by_version']));
+  });
+
+  it('refuses a history retention beyond what a TTL index takes with VALIDATION, naming the option', async () => {
+    const error = await rejection(openOnDouble({ historyRetentionMs: 100 * 365 * 86_400_000 }));
+    expect(error.code).toBe('VALIDATION');
+    expect(error.message).toContain('historyRetentionMs');
+    expect((await rejection(openOnDouble({ historyRetentionMs: 0 }))).code).toBe('VALIDATION');
   });
 });

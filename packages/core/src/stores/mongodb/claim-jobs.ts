@@ -1,4 +1,4 @@
-import type { Collection } from 'mongodb';
+import type { Collection, Filter } from 'mongodb';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
 import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './documents.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './indexes.ts';
@@ -7,9 +7,26 @@ import { CLAIM_INDEX, DELAYED_INDEX } from './indexes.ts';
 const MAX_ROUNDS = 8;
 
 /**
+ * The widest version range a claim names version by version, so the claim
+ * index gives each version's jobs in claim order and the server merges them.
+ * A wider range is read as a range and sorted in memory.
+ */
+const MAX_LISTED_VERSIONS = 64;
+
+/** The versions a claim reads, as a condition the claim index serves; `null` when the range is empty. */
+function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | null {
+  const from = Math.ceil(Number(request.minVersion));
+  const to = Math.floor(Number(request.maxVersion));
+  if (!(from <= to)) return null;
+  if (to - from >= MAX_LISTED_VERSIONS) return { $gte: from, $lte: to };
+  return { $in: Array.from({ length: to - from + 1 }, (_, i) => from + i) };
+}
+
+/**
  * The random-token batch claim. It first moves the name's due delayed jobs
- * into the claim index (see `NOT_STARTED` in engine/not-started.ts). Each round then
- * reads up to the missing number of candidate ids along the claim index,
+ * into the claim index (see `NOT_STARTED` in stores/shared/not-started.ts). Each round
+ * then reads up to the missing number of candidate ids along the claim index, of
+ * the versions the claim reads,
  * and leases them with one `updateMany` whose filter re-checks every claim
  * condition, so each job flips to `active` atomically and at most one claim
  * wins it. Candidates taken by a competing claim meanwhile are simply not
@@ -18,13 +35,9 @@ const MAX_ROUNDS = 8;
  */
 export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
-  if (!(limit > 0)) return [];
-  const ready = {
-    state: 'waiting' as const,
-    name: String(request.name),
-    runAt: { $lte: request.now },
-    version: { $gte: request.minVersion, $lte: request.maxVersion },
-  };
+  const version = versionsOf(request);
+  if (!(limit > 0) || version === null) return [];
+  const ready = { state: 'waiting' as const, name: String(request.name), version, runAt: { $lte: request.now } };
   const leaseExpiresAt =
     request.leaseMs === null ? { $add: [request.now, '$leaseMs'] } : new Date(request.now.getTime() + request.leaseMs);
   const lease = [

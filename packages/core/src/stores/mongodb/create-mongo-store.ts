@@ -3,7 +3,7 @@ import type { Store } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import type { WakeupDocument } from './documents.ts';
 import { toWorkqError } from './errors.ts';
-import { collectionNames, ensureIndexes } from './indexes.ts';
+import { collectionNames, ensureIndexes, MAX_HISTORY_RETENTION_MS } from './indexes.ts';
 import { durableWrites, MongoStore } from './mongo-store.ts';
 import { ChangeStreamNotifier, describeServer, ensureWakeupCollection } from './notifier.ts';
 
@@ -30,7 +30,8 @@ export interface MongoStoreOptions {
    */
   collectionPrefix?: string;
   /**
-   * How long finished jobs are kept; applied as the TTL of the history index.
+   * How long finished jobs are kept; applied as the TTL of the history index,
+   * so at most 2_147_483_647_000 (about 68 years, the largest TTL MongoDB takes).
    * @defaultValue 604_800_000 (7 days)
    */
   historyRetentionMs?: number;
@@ -113,7 +114,12 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const hosts = options.client ? hostsOfClient(options.client) : hostsOfUrl(url as string);
   const dbName = options.dbName ?? (url === undefined ? undefined : databaseOfUrl(url)) ?? DEFAULTS.dbName;
   const names = collectionNames(options.collectionPrefix ?? DEFAULTS.collectionPrefix);
-  const historyRetentionMs = options.historyRetentionMs ?? DEFAULTS.historyRetentionMs;
+  const historyRetentionMs = checkedMs(
+    'historyRetentionMs (the TTL of finished jobs, which MongoDB takes up to about 68 years)',
+    options.historyRetentionMs ?? DEFAULTS.historyRetentionMs,
+    1,
+    MAX_HISTORY_RETENTION_MS,
+  );
   const notify = options.notify ?? DEFAULTS.notify;
   const serverSelectionTimeoutMS = options.serverSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
   const writeTimeoutMS = checkedMs('writeTimeoutMS', options.writeTimeoutMS ?? DEFAULTS.writeTimeoutMS, 1, 2 ** 31 - 1);

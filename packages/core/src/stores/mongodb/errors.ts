@@ -16,10 +16,12 @@ import { WorkqError } from '../../errors.ts';
 export const DUPLICATE_KEY = 11000;
 const ILLEGAL_OPERATION = 20;
 const NAMESPACE_NOT_FOUND = 26;
+const INDEX_NOT_FOUND = 27;
 const MAX_TIME_MS_EXPIRED = 50;
 /** `WriteConcernFailed` before MongoDB 7.1, `WriteConcernTimeout` since: a majority did not acknowledge in time. */
 const WRITE_CONCERN_TIMEOUT = 64;
 const INDEX_OPTIONS_CONFLICT = 85;
+const INDEX_KEY_SPECS_CONFLICT = 86;
 
 /** The one place the MongoDB store turns driver errors into `WorkqError`s. */
 export function toWorkqError(thrown: unknown, hosts: string, operation: string): WorkqError {
@@ -96,9 +98,21 @@ export function isWriteTimeout(error: unknown): boolean {
   );
 }
 
-/** Whether an index exists under the same name with other options (e.g. a changed TTL). */
-export function isIndexOptionsConflict(error: unknown): boolean {
-  return error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT;
+/**
+ * Whether an index stands in the way of one being created: the same name
+ * with another key or partial filter (86), or with other options, or the
+ * same key and partial filter under another name (85).
+ */
+export function isIndexConflict(error: unknown): boolean {
+  return (
+    error instanceof MongoServerError &&
+    (error.code === INDEX_OPTIONS_CONFLICT || error.code === INDEX_KEY_SPECS_CONFLICT)
+  );
+}
+
+/** Whether a call failed because the index it names does not exist (e.g. another server dropped it first). */
+export function isIndexNotFound(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === INDEX_NOT_FOUND;
 }
 
 /** Whether a call failed because its collection does not exist (yet). */

@@ -1,6 +1,7 @@
-import type { Collection, Db, IndexDescription } from 'mongodb';
+import { isDeepStrictEqual } from 'node:util';
+import type { Collection, Db, Document, IndexDescription } from 'mongodb';
 import { WorkqError } from '../../errors.ts';
-import { isIndexOptionsConflict, isNamespaceNotFound, isWriteTimeout } from './errors.ts';
+import { isIndexConflict, isIndexNotFound, isNamespaceNotFound, isWriteTimeout } from './errors.ts';
 
 /** The collections of one store, by role. */
 export interface CollectionNames {
@@ -22,8 +23,15 @@ export function collectionNames(prefix: string): CollectionNames {
   };
 }
 
-/** The name of the claim index, which claims name explicitly (it is partial, and no other index gives the claim order). */
-export const CLAIM_INDEX = 'claim';
+/**
+ * The name of the claim index, which claims name explicitly (it is partial, and no other index gives the
+ * claim order). Earlier versions named a claim index without `version` `claim`; a changed index gets a new
+ * name, so servers of both versions can run side by side during an upgrade.
+ */
+export const CLAIM_INDEX = 'claim_by_version';
+
+/** The key of the claim index, for calls that name an index by its key (`findOneAndUpdate`). */
+export const CLAIM_INDEX_KEY = { name: 1, version: 1, priority: -1, orderKey: 1, _id: 1 } as const;
 
 /** The name of the index through which a claim finds the delayed jobs of its name that came due. */
 export const DELAYED_INDEX = 'delayed_due';
@@ -34,6 +42,12 @@ export const IDEMPOTENCY_INDEX = 'idempotency';
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
+/** The longest history retention a TTL index takes: `expireAfterSeconds` is at most 2^31 - 1. */
+export const MAX_HISTORY_RETENTION_MS = 2_147_483_647_000;
+
+/** An index the store creates, by name. */
+type IndexSpec = IndexDescription & { name: string };
+
 /** How long an index build may wait (for its commit quorum too), and whether the server is a replica set member. */
 export interface IndexBuild {
   timeoutMS: number;
@@ -43,13 +57,15 @@ export interface IndexBuild {
 /**
  * The indexes of the jobs collection. The claim index is partial on
  * `state: 'waiting'`: it holds live jobs only, so finished history never
- * lengthens a claim, and its key order is the claim sort.
+ * lengthens a claim. Its keys are the job name, the version (a claim names
+ * the versions it reads, so jobs of other versions are never scanned) and
+ * then the claim sort, which the index gives within each version.
  */
-export function jobIndexes(historyRetentionMs: number): IndexDescription[] {
+export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
   return [
     {
       name: CLAIM_INDEX,
-      key: { name: 1, priority: -1, orderKey: 1, _id: 1 },
+      key: { ...CLAIM_INDEX_KEY },
       partialFilterExpression: { state: 'waiting' },
     },
     { name: DELAYED_INDEX, key: { name: 1, runAt: 1 }, partialFilterExpression: { state: 'delayed' } },
@@ -72,9 +88,12 @@ function ttlSeconds(historyRetentionMs: number): number {
 }
 
 /**
- * Creates every index the store relies on, after moving jobs an earlier version left waiting for later out
- * of the claim index; a changed history retention updates the TTL in place. Each build waits for a majority
- * of the replica set to commit it, at most `build.timeoutMS`.
+ * Creates every index the store relies on, after moving jobs an earlier
+ * version left waiting for later out of the claim index. Where the server
+ * refuses one because another stands in its way (codes 85 and 86), that
+ * index is made to match: a changed TTL in place, anything else dropped and
+ * rebuilt. Each build waits for a majority of the replica set to commit it,
+ * at most `build.timeoutMS`.
  */
 export async function ensureIndexes(
   db: Db,
@@ -82,28 +101,30 @@ export async function ensureIndexes(
   historyRetentionMs: number,
   build: IndexBuild,
 ): Promise<void> {
-  const jobs = db.collection(names.jobs);
-  await moveLaterJobsOutOfClaimIndex(jobs);
-  try {
-    await createIndexes(jobs, jobIndexes(historyRetentionMs), build);
-  } catch (error) {
-    if (!isIndexOptionsConflict(error)) throw error;
-    await db.command({
-      collMod: names.jobs,
-      index: { name: HISTORY_TTL_INDEX, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
-    });
-    await createIndexes(jobs, jobIndexes(historyRetentionMs), build);
-  }
-  await createIndexes(
-    db.collection(names.schemas),
+  await moveLaterJobsOutOfClaimIndex(db.collection(names.jobs));
+  await ensureCollectionIndexes(db, names.jobs, jobIndexes(historyRetentionMs), build);
+  await ensureCollectionIndexes(
+    db,
+    names.schemas,
     [{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }],
     build,
   );
-  await createIndexes(db.collection(names.workers), [{ name: 'seen_at', key: { seenAt: 1 } }], build);
+  await ensureCollectionIndexes(db, names.workers, [{ name: 'seen_at', key: { seenAt: 1 } }], build);
+}
+
+async function ensureCollectionIndexes(db: Db, name: string, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
+  const collection = db.collection(name);
+  try {
+    await createIndexes(collection, wanted, build);
+  } catch (error) {
+    if (!isIndexConflict(error)) throw error;
+    await clearTheWay(db, collection, wanted);
+    await createIndexes(collection, wanted, build);
+  }
 }
 
 /** Builds what is missing; the server leaves indexes that exist as specified alone. */
-async function createIndexes(collection: Collection, wanted: IndexDescription[], build: IndexBuild): Promise<void> {
+async function createIndexes(collection: Collection, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
   try {
     // The default commit quorum is every voting member: one member down would hold the build forever.
     await collection.createIndexes(wanted, {
@@ -118,6 +139,60 @@ async function createIndexes(collection: Collection, wanted: IndexDescription[],
       { retryable: true, cause: error },
     );
   }
+}
+
+/**
+ * Makes each index that stands in the way of a wanted one match it: under
+ * its name with another TTL, changed in place (`collMod`); under its name
+ * otherwise different, or with its key and partial filter under another
+ * name, dropped (so it is rebuilt as wanted).
+ */
+async function clearTheWay(db: Db, collection: Collection, wanted: IndexSpec[]): Promise<void> {
+  const existing = await collection.listIndexes().toArray();
+  for (const spec of wanted) {
+    const current = existing.find((index) => index.name === spec.name);
+    if (current && !sameIndex(current, spec)) {
+      if (sameIndex({ ...current, expireAfterSeconds: spec.expireAfterSeconds }, spec)) {
+        await db.command({
+          collMod: collection.collectionName,
+          index: { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
+        });
+      } else {
+        await dropIndex(collection, spec.name);
+      }
+    }
+    for (const twin of existing.filter((index) => index.name !== spec.name && sameDefinition(index, spec))) {
+      await dropIndex(collection, String(twin.name));
+    }
+  }
+}
+
+/** Drops an index; one another server dropped first is gone all the same. */
+async function dropIndex(collection: Collection, name: string): Promise<void> {
+  try {
+    await collection.dropIndex(name);
+  } catch (error) {
+    if (!isIndexNotFound(error)) throw error;
+  }
+}
+
+/** What the server identifies an index by: its key, in order, and its partial filter. */
+function sameDefinition(index: Document, spec: IndexSpec): boolean {
+  return (
+    isDeepStrictEqual(Object.entries(index.key ?? {}), Object.entries(spec.key)) &&
+    isDeepStrictEqual(index.partialFilterExpression, spec.partialFilterExpression)
+  );
+}
+
+/** Whether an existing index is the wanted one: its definition and the options the store sets. */
+function sameIndex(index: Document, spec: IndexSpec): boolean {
+  return (
+    sameDefinition(index, spec) &&
+    Boolean(index.unique) === Boolean(spec.unique) &&
+    Boolean(index.sparse) === Boolean(spec.sparse) &&
+    index.expireAfterSeconds === spec.expireAfterSeconds &&
+    index.collation === undefined
+  );
 }
 
 /**
