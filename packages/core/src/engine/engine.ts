@@ -134,9 +134,10 @@ export class Engine {
    * Enqueues one job for a consumer already waiting with `claim`: where the
    * store can, the insert leases the job to that claim in the same step, which
    * saves the claim its round trip. `claimed` is null when it did not (no
-   * such store step, an idempotency key, a job not due yet or outside the
-   * claim's versions, or another job ready first); the job was then enqueued
-   * as `enqueue` does, and announced.
+   * such store step, a job not due yet or outside the claim's versions, or
+   * another job ready first); the job was then enqueued as `enqueue` does,
+   * and announced. Under an idempotency key a retained job holds already, it
+   * is that job, as from `enqueue`, and `claimed` is null.
    */
   async enqueueForClaim(
     input: EnqueueInput,
@@ -144,11 +145,13 @@ export class Engine {
   ): Promise<{ result: EnqueueResult; claimed: ClaimedJob | null }> {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
-    if (!this.handsOver || !this.store.insertAndClaimJob || job.idempotencyKey !== null) {
+    const handed = this.handsOver ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now)) : undefined;
+    // No such store step, or the job's key was taken (the insert then returns the job holding it).
+    if (!handed) {
       const [result] = await this.insert([job], now);
       return { result: result as EnqueueResult, claimed: null };
     }
-    const { job: record, claimed } = await this.store.insertAndClaimJob(job, claimRequest(claim, now));
+    const { job: record, claimed } = handed;
     if (!claimed) this.announce([record]);
     const result = { id: record.id, created: true, state: visibleState(record, now) };
     return { result, claimed: claimed && toClaimedJob(claimed) };

@@ -16,6 +16,11 @@ export interface EnqueueInput {
   version: number;
   payload: unknown;
   options?: EnqueueOptions;
+  /**
+   * This job's idempotency key, in place of `options.idempotencyKey`: the jobs of a batch can then share one
+   * options object (resolved once for all of them) and still each have a key of their own.
+   */
+  idempotencyKey?: string;
 }
 
 import { toStoredValue } from './stored-value.ts';
@@ -70,7 +75,7 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     maxAttempts: settings.maxAttempts,
     backoff: settings.backoff,
     leaseMs: settings.leaseMs,
-    idempotencyKey: checkIdempotencyKey(input.options?.idempotencyKey),
+    idempotencyKey: checkIdempotencyKey(input.idempotencyKey ?? input.options?.idempotencyKey),
     replayOf,
   };
 }

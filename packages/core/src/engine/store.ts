@@ -221,14 +221,19 @@ export interface Store extends RegistryStore {
   claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]>;
 
   /**
-   * With `capabilities.insertAndClaim`, for a consumer already waiting: inserts `job` (which has no
-   * idempotency key) and, in the same atomic step, leases it under `claim`
-   * as `claimJobs` would, when `claim` could take it (its version is in
-   * range and it is due at `claim.now`) and no job `claim` could take is
-   * ready already. Otherwise `job` is inserted waiting, behind the ready
-   * ones (guarantee 5), and `claimed` is null. Durable before it resolves.
+   * With `capabilities.insertAndClaim`, for a consumer already waiting:
+   * inserts `job` and, in the same atomic step, leases it under `claim` as
+   * `claimJobs` would, when `claim` could take it (its version is in range
+   * and it is due at `claim.now`) and no job `claim` could take is ready
+   * already. Otherwise `job` is inserted waiting, behind the ready ones
+   * (guarantee 5), and `claimed` is null. Durable before it resolves. When a
+   * retained job of its type holds `job`'s idempotency key already, nothing
+   * is inserted and it resolves to `null` (`insertJobs` then finds that job).
    */
-  insertAndClaimJob?(job: NewJob, claim: ClaimRequest): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }>;
+  insertAndClaimJob?(
+    job: NewJob,
+    claim: ClaimRequest,
+  ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null>;
 
   /**
    * Fenced: `active` → `completed` with `result`, ending the lease but

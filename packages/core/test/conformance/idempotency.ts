@@ -102,4 +102,39 @@ export function registerIdempotencyTests(ctx: SuiteContext): void {
     expect(await store.getJob(first.id)).toEqual(before);
     expect(await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' })).toEqual([]);
   });
+
+  it('a job enqueued for a waiting claim under a new key is handed to it where the store can; under a taken key it is the job holding that key', async () => {
+    const name = ctx.jobName('idem-handoff');
+    const { engine, store } = ctx.engine();
+    const waiting = { name, minVersion: 1, maxVersion: 1, limit: 1, workerId: 'waiting' };
+    const keyed = (n: number) => ({ name, version: 1, payload: { n }, options: { idempotencyKey: 'handed' } });
+    const first = await engine.enqueueForClaim(keyed(1), waiting);
+    expect(first.result.created).toBe(true);
+    expect(first.claimed?.id ?? null).toBe(engine.handsOver ? first.result.id : null);
+    const again = await engine.enqueueForClaim(keyed(2), waiting);
+    const state = engine.handsOver ? 'active' : 'ready';
+    expect(again).toEqual({ result: { id: first.result.id, created: false, state }, claimed: null });
+    expect(await store.listJobs({ name, limit: 10 })).toHaveLength(1);
+    expect(await store.getJob(first.result.id)).toMatchObject({ idempotencyKey: 'handed', payload: { n: 1 } });
+  });
+
+  it('an enqueue input’s own idempotencyKey stands in for the one in its options, which jobs of a batch share', async () => {
+    const name = ctx.jobName('idem-own-key');
+    const { engine } = ctx.engine();
+    const options = { priority: 3, idempotencyKey: 'shared' };
+    const results = await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options, idempotencyKey: 'own-1' },
+      { name, version: 1, payload: { n: 2 }, options, idempotencyKey: 'own-2' },
+      { name, version: 1, payload: { n: 3 }, options },
+    ]);
+    expect(results.map((r) => r.created)).toEqual([true, true, true]);
+    const statuses = await Promise.all(results.map((r) => engine.get(r.id)));
+    expect(statuses.map((status) => [status.idempotencyKey, status.priority])).toEqual([
+      ['own-1', 3],
+      ['own-2', 3],
+      ['shared', 3],
+    ]);
+    const again = await engine.enqueue({ name, version: 1, payload: { n: 4 }, idempotencyKey: 'own-2' });
+    expect(again).toMatchObject({ id: results[1]!.id, created: false });
+  });
 }

@@ -176,10 +176,12 @@ export class PostgresStore implements Store {
   async insertAndClaimJob(
     job: NewJob,
     claim: ClaimRequest,
-  ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null }> {
+  ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
     const { text, params } = this.insertAndClaimStatement(job, claim);
     const [row] = await this.client.query<{ state: StoredState }>(text, params);
-    if (row?.state !== 'active') return { job: insertedRecord(job), claimed: null };
+    // Only a keyed insert returns no row: its key was taken.
+    if (!row) return null;
+    if (row.state !== 'active') return { job: insertedRecord(job), claimed: null };
     const handed = handedRecord(job, claim);
     return { job: handed, claimed: handed };
   }
@@ -187,7 +189,8 @@ export class PostgresStore implements Store {
   private insertAndClaimStatement(job: NewJob, claim: ClaimRequest): SqlStatement {
     const { now, minVersion, maxVersion, leaseToken, workerId } = claim;
     const params = [...newJobValues(job), now, minVersion, maxVersion, leaseToken, workerId, leaseExpiry(job, claim)];
-    return { text: this.sql.insertAndClaimJob, params };
+    const text = job.idempotencyKey === null ? this.sql.insertAndClaimJob : this.sql.insertAndClaimKeyedJob;
+    return { text, params };
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
@@ -360,9 +363,9 @@ export class PostgresStore implements Store {
   /**
    * The enqueue, claim, complete and handoff statements, run once on a new
    * connection (in a transaction that is rolled back), so the first jobs skip
-   * its parses and catalog loads. Only the handoff insert writes a row: a
-   * throwaway job with a fresh id, so connections warming at once do not wait
-   * on each other's uncommitted key.
+   * its parses and catalog loads. Only the handoff inserts (with and without
+   * an idempotency key) write rows: throwaway jobs with fresh ids and keys, so
+   * connections warming at once do not wait on each other's uncommitted key.
    */
   warmUpStatements(): SqlStatement[] {
     const epoch = new Date(0);
@@ -396,6 +399,7 @@ export class PostgresStore implements Store {
       this.claimStatement(claimNothing),
       this.completeStatement([], epoch),
       this.insertAndClaimStatement(throwaway, claimNothing),
+      this.insertAndClaimStatement({ ...throwaway, id: newJobId(), idempotencyKey: newJobId() }, claimNothing),
     ];
   }
 

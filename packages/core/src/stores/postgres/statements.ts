@@ -103,7 +103,7 @@ function insertValues(field: (name: NewJobField) => string, handed = 'false'): s
  * `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided once: pulled up into
  * the five columns that read it, its two lookups would run five times each.
  */
-function insertAndClaimJobSql(jobs: string): string {
+function insertAndClaimJobSql(jobs: string, options: { skipTakenKey: boolean }): string {
   const field = (name: NewJobField) => fieldParam(NEW_JOB_FIELDS.indexOf(name) + 1, name);
   const leased = (value: string) => `CASE WHEN h.handed THEN ${value} END`;
   return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at)
@@ -119,7 +119,7 @@ FROM (SELECT ${field('run_at')} <= $14::timestamptz
     WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= $14::timestamptz
       AND d.version BETWEEN $15::int AND $16::int)
   OFFSET 0) AS h(handed)
-RETURNING j.state`;
+${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
 }
 
 /**
@@ -167,7 +167,9 @@ export function buildStatements(quotedSchema: string) {
     insertAlikeJobsWithoutKeys: insertJobsSql(jobs, { skipTakenKeys: false, alike: true }),
 
     /** See `insertAndClaimJobSql`. Returns the new job's state: `active` when it was leased. */
-    insertAndClaimJob: insertAndClaimJobSql(jobs),
+    insertAndClaimJob: insertAndClaimJobSql(jobs, { skipTakenKey: false }),
+    /** `insertAndClaimJob` for a job with an idempotency key: no row when the key is taken (nothing inserted). */
+    insertAndClaimKeyedJob: insertAndClaimJobSql(jobs, { skipTakenKey: true }),
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
