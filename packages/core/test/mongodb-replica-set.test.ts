@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rejection } from './support/fixtures.ts';
+import type { Doc } from './support/mongodb-double-data.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store on the driver double set up as a replica set's member,
@@ -9,6 +10,8 @@ import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
 const replicaSet = { replicaSet: 'rs0' };
+const jobs = (n: number, name: string) => Array.from({ length: n }, (_, i) => ({ name, version: 1, payload: { i } }));
+
 /** Rejects if `promise` has not settled within `ms`: what a caller would see of a write that waits forever. */
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -30,6 +33,52 @@ describe('mongodb store on a replica set: reads', () => {
     expect(await engine.enqueue(keyed)).toMatchObject({ id: first.id, created: false });
     expect((await store.getJob(id))?.state).toBe('active');
     expect(new Set(double.queries.map((query) => query.readPreference))).toEqual(new Set(['primary']));
+  });
+});
+
+describe('mongodb store on a replica set: claims', () => {
+  const isLeased = (doc: Doc) => doc.state === 'active';
+
+  it('a lease write cut off after the server applied it is retried: the claim gets its jobs', async () => {
+    const { double, engine } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(3, 'cut.a'));
+    double.failWrite({ collection: 'workq_jobs', when: isLeased });
+    const claimed = await engine.claim({ name: 'cut.a', maxVersion: 1, limit: 3, workerId: 'w' });
+    expect(claimed.map((job) => job.attempt)).toEqual([1, 1, 1]);
+  });
+
+  it('a lease write whose retry fails too gives its jobs back before the claim fails UNAVAILABLE', async () => {
+    const { double, engine } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(3, 'cut.b'));
+    double.failWrite({ collection: 'workq_jobs', when: isLeased, times: 2 });
+    const error = await rejection(engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' }));
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    const again = await engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' });
+    expect(again.map((job) => job.attempt)).toEqual([1, 1, 1]);
+  });
+
+  it('a claim makes one write when no delayed job of its name has come due', async () => {
+    const { double, engine, store, clock } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(3, 'one.a'));
+    await engine.enqueue({ name: 'one.a', version: 1, payload: {}, options: { delayMs: 60_000 } });
+    double.writes.length = 0;
+    const request = { name: 'one.a', minVersion: 1, maxVersion: 1, limit: 2, leaseMs: null, now: clock.now() };
+    expect(await store.claimJobs({ ...request, leaseToken: 't', workerId: 'w' })).toHaveLength(2);
+    expect(double.writes).toHaveLength(1);
+  });
+
+  it('a claim whose candidates competing claims take every time still leases a ready job', async () => {
+    const { double, engine } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(40, 'race.a'));
+    const data = double.collection(DB, 'workq_jobs')!;
+    // Another claimer leases whatever this one has just read as candidates, before it can.
+    double.onRead = (query, found) => {
+      if (query.filter.state !== 'waiting' || !query.sort) return;
+      for (const doc of found) data.replace(doc, { ...doc, state: 'active', leaseToken: 'competitor' });
+    };
+    const claimed = await engine.claim({ name: 'race.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]?.leaseToken).not.toBe('competitor');
   });
 });
 

@@ -30,7 +30,9 @@ describe('mongodb store: durability', () => {
     await engine.prune();
 
     const methods = new Set(double.writes.map((write) => write.method));
-    expect(methods).toEqual(new Set(['insertMany', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']));
+    expect(methods).toEqual(
+      new Set(['insertMany', 'bulkWrite', 'updateMany', 'updateOne', 'findOneAndUpdate', 'insertOne']),
+    );
     const durable = { w: 'majority', journal: true, wtimeoutMS: 2_500 };
     for (const write of double.writes.filter((w) => !w.inTransaction)) expect(write.writeConcern).toEqual(durable);
     expect(double.transactions).toEqual([

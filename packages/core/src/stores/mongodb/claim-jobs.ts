@@ -1,10 +1,10 @@
-import type { Collection, Filter } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Filter } from 'mongodb';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
 import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './documents.ts';
-import { CLAIM_INDEX, DELAYED_INDEX } from './indexes.ts';
+import { CLAIM_INDEX, CLAIM_INDEX_KEY, DELAYED_INDEX } from './indexes.ts';
 
-/** Rounds of a claim that lost candidates to competing claims before it settles for fewer jobs. */
-const MAX_ROUNDS = 8;
+/** Rounds of a batch claim that lost candidates to competing claims before it leases one job at a time. */
+const MAX_ROUNDS = 4;
 
 /**
  * The widest version range a claim names version by version, so the claim
@@ -23,24 +23,95 @@ function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | nul
 }
 
 /**
- * The random-token batch claim. It first moves the name's due delayed jobs
- * into the claim index (see `NOT_STARTED` in stores/shared/not-started.ts). Each round
- * then reads up to the missing number of candidate ids along the claim index, of
- * the versions the claim reads,
- * and leases them with one `updateMany` whose filter re-checks every claim
+ * The random-token batch claim. It first moves the name's delayed jobs that
+ * came due into the claim index (see `NOT_STARTED` in stores/shared/not-started.ts),
+ * writing only when its look-up finds one. Each round then reads up to the
+ * missing number of candidate ids along the claim index, and leases them
+ * with one `bulkWrite` of `updateOne`s whose filters re-check every claim
  * condition, so each job flips to `active` atomically and at most one claim
- * wins it. Candidates taken by a competing claim meanwhile are simply not
- * updated; the next round looks further. The leased jobs are read back by
- * their token.
+ * wins it; being single-document writes, the driver retries them after a
+ * failover, and the server applies each once. Candidates a competing claim
+ * took meanwhile are not updated; the next round looks further. After
+ * `MAX_ROUNDS` rounds that lost candidates, the claim leases one job at a
+ * time with `findOneAndUpdate`, which cannot lose a job to another claim, so
+ * a claim never answers empty while a job it could take is ready. The
+ * leased jobs are read back by their token. If a write or the read-back
+ * fails, the jobs leased under the token are given back before the error
+ * is reported, so none stays leased to a claim that was never answered.
  */
 export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
   const version = versionsOf(request);
   if (!(limit > 0) || version === null) return [];
-  const ready = { state: 'waiting' as const, name: String(request.name), version, runAt: { $lte: request.now } };
+  const name = String(request.name);
+  const token = String(request.leaseToken);
+  const ready = { state: 'waiting' as const, name, version, runAt: { $lte: request.now } };
+  await promoteDueJobs(jobs, name, request.now);
+  try {
+    const leased = await leaseReadyJobs(jobs, request, ready, limit);
+    if (leased.length === 0) return [];
+    const claimed = await jobs
+      .find({ _id: { $in: leased }, leaseToken: token, state: 'active' }, { sort: CLAIM_SORT })
+      .toArray();
+    return claimed.map((doc) => toJobRecord(doc as JobDocument));
+  } catch (error) {
+    await releaseLeases(jobs, name, token, request.now).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Moves the delayed jobs of `name` due at `now` to `waiting`; a look-up first, so a claim with none writes nothing. */
+async function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+  const due = { state: 'delayed' as const, name, runAt: { $lte: now } };
+  const found = await jobs.findOne(due, { projection: { _id: 1 }, hint: DELAYED_INDEX });
+  if (found) await jobs.updateMany(due, { $set: { state: 'waiting' } }, { hint: DELAYED_INDEX });
+}
+
+/** Leases up to `limit` jobs matching `ready`; resolves to the ids it may have leased (the read-back decides). */
+async function leaseReadyJobs(
+  jobs: Collection<JobDocument>,
+  request: ClaimRequest,
+  ready: Filter<JobDocument>,
+  limit: number,
+): Promise<string[]> {
+  const lease = leaseUpdate(request);
+  const tried: string[] = [];
+  let leased = 0;
+  let lost = false;
+  for (let round = 0; round < MAX_ROUNDS && leased < limit; round++) {
+    const candidates = await jobs
+      .find(ready, { sort: CLAIM_SORT, limit: limit - leased, projection: { _id: 1 }, hint: CLAIM_INDEX })
+      .toArray();
+    const ids = candidates.map((doc) => doc._id);
+    if (ids.length === 0) return tried;
+    tried.push(...ids);
+    const writes: AnyBulkWriteOperation<JobDocument>[] = ids.map((_id) => ({
+      updateOne: { filter: { ...ready, _id }, update: lease },
+    }));
+    const { modifiedCount } = await jobs.bulkWrite(writes, { ordered: false });
+    leased += modifiedCount;
+    lost = modifiedCount < ids.length;
+    if (!lost) return tried;
+  }
+  // Competing claims took every round's candidates: one job at a time, each leased atomically where it is found.
+  while (lost && leased < limit) {
+    const doc = await jobs.findOneAndUpdate(ready, lease, {
+      sort: CLAIM_SORT,
+      hint: CLAIM_INDEX_KEY,
+      projection: { _id: 1 },
+    });
+    if (!doc) break;
+    tried.push(doc._id);
+    leased += 1;
+  }
+  return tried;
+}
+
+/** The update pipeline that leases a job to a claim. */
+function leaseUpdate(request: ClaimRequest): Record<string, unknown>[] {
   const leaseExpiresAt =
     request.leaseMs === null ? { $add: [request.now, '$leaseMs'] } : new Date(request.now.getTime() + request.leaseMs);
-  const lease = [
+  return [
     {
       $set: {
         state: 'active',
@@ -52,28 +123,18 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
       },
     },
   ];
+}
 
+/**
+ * Gives back every job of `name` leased under `token`, as if not claimed.
+ * Repeating it changes nothing more, so a multi-document write is safe here.
+ */
+async function releaseLeases(jobs: Collection<JobDocument>, name: string, token: string, now: Date): Promise<void> {
   await jobs.updateMany(
-    { state: 'delayed', name: ready.name, runAt: { $lte: request.now } },
-    { $set: { state: 'waiting' } },
-    { hint: DELAYED_INDEX },
+    { name, state: 'active', leaseToken: token },
+    {
+      $set: { state: 'waiting', leaseToken: null, leaseExpiresAt: null, workerId: null, updatedAt: now },
+      $inc: { attempts: -1 },
+    },
   );
-  const tried: string[] = [];
-  let leased = 0;
-  for (let round = 0; round < MAX_ROUNDS && leased < limit; round++) {
-    const candidates = await jobs
-      .find(ready, { sort: CLAIM_SORT, limit: limit - leased, projection: { _id: 1 }, hint: CLAIM_INDEX })
-      .toArray();
-    if (candidates.length === 0) break;
-    const ids = candidates.map((doc) => doc._id);
-    tried.push(...ids);
-    const { modifiedCount } = await jobs.updateMany({ ...ready, _id: { $in: ids } }, lease);
-    leased += modifiedCount;
-    if (modifiedCount === candidates.length) break;
-  }
-  if (leased === 0) return [];
-  const claimed = await jobs
-    .find({ _id: { $in: tried }, leaseToken: String(request.leaseToken), state: 'active' }, { sort: CLAIM_SORT })
-    .toArray();
-  return claimed.map((doc) => toJobRecord(doc as JobDocument));
 }
