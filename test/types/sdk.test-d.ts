@@ -1,5 +1,11 @@
 import { jobs } from '@workq/schemas';
-import { createClient, type JobHandle } from '@workq/sdk';
+import {
+  type ClientOptions,
+  createClient,
+  type EnqueueManyOptions,
+  type EnqueueOptions,
+  type JobHandle,
+} from '@workq/sdk';
 import { describe, expectTypeOf, it } from 'vitest';
 
 const sdk = createClient({ url: 'http://127.0.0.1:1', jobs });
@@ -17,6 +23,39 @@ describe('producer types', () => {
     >();
     expectTypeOf<Awaited<ReturnType<JobHandle<{ bytes: number }>['result']>>>().toEqualTypeOf<{ bytes: number }>();
     expectTypeOf(sdk.enqueueMany.sendEmail).returns.resolves.toEqualTypeOf<JobHandle<{ messageId: string }>[]>();
+  });
+
+  it('takes options for the whole batch and, per job, options of its own', async () => {
+    const payloads = [
+      { source: 'a.png', output: 'a.webp' },
+      { source: 'b.png', output: 'b.webp', quality: 50 },
+    ];
+    expectTypeOf(sdk.enqueueMany.imageConvert(payloads)).resolves.toEqualTypeOf<
+      JobHandle<{ bytes: number; width?: number | undefined }>[]
+    >();
+    await sdk.enqueueMany.imageConvert(payloads, { priority: 5, leaseMs: 60_000 });
+    await sdk.enqueueMany.imageConvert(payloads, {
+      priority: 5,
+      perJob: [{ idempotencyKey: 'a', delayMs: 1_000 }, undefined],
+    });
+    await sdk.enqueueMany.imageConvert(payloads, { perJob: payloads.map((p) => ({ idempotencyKey: p.output })) });
+    expectTypeOf<EnqueueManyOptions['perJob']>().toEqualTypeOf<readonly (EnqueueOptions | undefined)[] | undefined>();
+    const reject = async () => {
+      // @ts-expect-error a per-job idempotencyKey is a string
+      await sdk.enqueueMany.imageConvert(payloads, { perJob: [{ idempotencyKey: 1 }] });
+      // @ts-expect-error perJob holds options, not payloads
+      await sdk.enqueueMany.imageConvert(payloads, { perJob: [{ source: 'a.png' }] });
+      // @ts-expect-error perJob is an array, one entry per payload
+      await sdk.enqueueMany.imageConvert(payloads, { perJob: { idempotencyKey: 'a' } });
+    };
+    expectTypeOf(reject).toBeFunction();
+  });
+
+  it('takes time limits and enqueue retries as client options', () => {
+    createClient({ url: 'http://127.0.0.1:1', jobs, timeoutMs: 5_000, enqueueRetries: 0, enqueueBudgetMs: 10_000 });
+    expectTypeOf<ClientOptions<typeof jobs>['timeoutMs']>().toEqualTypeOf<number | undefined>();
+    // @ts-expect-error timeoutMs is a number of milliseconds
+    createClient({ url: 'http://127.0.0.1:1', jobs, timeoutMs: '5s' });
   });
 
   it('rejects wrong payloads and unknown jobs at compile time', () => {

@@ -1,5 +1,5 @@
 import type { JobState, JobStatus } from '@workq/core';
-import type { QueueApi } from './transport.ts';
+import type { Call } from './transport.ts';
 
 /** Operations that need the `admin` scope. */
 export interface AdminApi {
@@ -23,12 +23,12 @@ export interface AdminApi {
   replay(id: string): Promise<{ id: string }>;
 }
 
-export function createAdminApi(call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>): AdminApi {
+export function createAdminApi(call: Call): AdminApi {
   return {
-    stats: () => call((api) => api.admin.stats.query()),
-    list: (query = {}) => call((api) => api.admin.list.query(query)),
-    schedules: () => call((api) => api.admin.schedules.query()),
-    retryDead: (target) => call((api) => api.admin.retryDead.mutate(target)),
-    replay: (id) => call((api) => api.admin.replay.mutate({ id })),
+    stats: () => call((api, signal) => api.admin.stats.query(undefined, { signal })),
+    list: (query = {}) => call((api, signal) => api.admin.list.query(query, { signal })),
+    schedules: () => call((api, signal) => api.admin.schedules.query(undefined, { signal })),
+    retryDead: (target) => call((api, signal) => api.admin.retryDead.mutate(target, { signal })),
+    replay: (id) => call((api, signal) => api.admin.replay.mutate({ id }, { signal })),
   };
 }

@@ -30,3 +30,100 @@ describe('createClient().ready()', () => {
     expect(requests).toBe(2);
   });
 });
+
+/** A fetch standing in for a server: answers each procedure with `answer(path, input)`, or fails as it throws. */
+function fakeServer(answer: (path: string, input: Record<string, unknown>) => unknown) {
+  const sent: { path: string; input: Record<string, unknown> }[] = [];
+  const fetch = (async (url: RequestInfo | URL, init?: RequestInit) => {
+    const path = new URL(String(url)).pathname.replace('/trpc/', '');
+    const input = (JSON.parse(String(init?.body ?? '{}')) as { json?: Record<string, unknown> }).json ?? {};
+    sent.push({ path, input });
+    const data = { json: await answer(path, input) };
+    return new Response(JSON.stringify({ result: { data } }), { headers: { 'content-type': 'application/json' } });
+  }) as typeof globalThis.fetch;
+  return { fetch, sent, enqueues: () => sent.filter((request) => request.path.startsWith('jobs.enqueue')) };
+}
+
+const connectionReset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+describe('createClient() enqueue retries', () => {
+  it('sends an enqueue whose answer was lost again under the key it made up, and reports the job as created', async () => {
+    let attempts = 0;
+    const server = fakeServer((path) => {
+      if (path !== 'jobs.enqueue') return null;
+      attempts++;
+      // The first attempt was stored, but its answer never arrived.
+      if (attempts === 1) throw connectionReset();
+      return { id: 'job-1', created: false, state: 'ready' };
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
+    const handle = await client.enqueue.probe({ n: 1 });
+    expect([handle.id, handle.created]).toEqual(['job-1', true]);
+    const keys = server.enqueues().map(({ input }) => (input.options as { idempotencyKey?: string }).idempotencyKey);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{32,36}$/);
+    expect(keys[1]).toBe(keys[0]);
+  });
+
+  it('gives up after its retries, saying the job may have been stored and under which key to send it again', async () => {
+    const server = fakeServer((path) => {
+      if (path.startsWith('jobs.enqueue')) throw connectionReset();
+      return null;
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch, enqueueRetries: 1 });
+    const failure = client.enqueue.probe({ n: 1 }, { idempotencyKey: 'order-7' });
+    await expect(failure).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      retryable: true,
+      message: expect.stringMatching(/after 2 attempts.*may have been stored.*idempotencyKey "order-7"/),
+      details: { attempts: 2, mayBeStored: true, idempotencyKey: 'order-7' },
+    });
+    expect(server.enqueues()).toHaveLength(2);
+  });
+
+  it('says nothing was stored when the server was never reached', async () => {
+    const client = createClient({ url: await closedUrl(), jobs, enqueueRetries: 1 });
+    await expect(client.enqueue.probe({ n: 1 })).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: expect.stringContaining('not stored: the request never reached the server'),
+      details: { mayBeStored: false },
+    });
+  });
+
+  it('with enqueueRetries 0, sends once and makes up no key', async () => {
+    const server = fakeServer((path) => {
+      if (path.startsWith('jobs.enqueue')) throw connectionReset();
+      return null;
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch, enqueueRetries: 0 });
+    await expect(client.enqueue.probe({ n: 1 })).rejects.toMatchObject({
+      message: expect.stringContaining('without an idempotencyKey, enqueueing again may make a second job'),
+    });
+    expect(server.enqueues().map(({ input }) => input.options)).toEqual([{}]);
+  });
+
+  it('sends each job of a batch under its own key, made up where the caller gave none, with the same keys on a retry', async () => {
+    let attempts = 0;
+    const server = fakeServer((path, input) => {
+      if (path !== 'jobs.enqueueMany') return null;
+      attempts++;
+      if (attempts === 1) throw connectionReset();
+      // The first attempt stored them all: each key finds its job.
+      return (input.payloads as unknown[]).map((_, i) => ({ id: `job-${i}`, created: false, state: 'ready' }));
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
+    const handles = await client.enqueueMany.probe([{ n: 0 }, { n: 1 }, { n: 2 }], {
+      priority: 3,
+      perJob: [{ idempotencyKey: 'mine' }, undefined, { delayMs: 500 }],
+    });
+    // Under the caller's own key the job may be someone else's; under a made-up one it can only be this call's.
+    expect(handles.map((handle) => handle.created)).toEqual([false, true, true]);
+    const [first, second] = server.enqueues().map(({ input }) => input);
+    expect(second).toEqual(first);
+    expect(first).toMatchObject({
+      options: { priority: 3 },
+      perJob: [{ idempotencyKey: 'mine' }, null, { delayMs: 500 }],
+      idempotencyKeys: [null, expect.any(String), expect.any(String)],
+    });
+  });
+});

@@ -1,4 +1,4 @@
-import { type Catalog, catalogJsonSchemas, type JobName } from '@workq/core';
+import { type Catalog, catalogJsonSchemas, type JobName, WorkqError } from '@workq/core';
 import { type AdminApi, createAdminApi } from './admin.ts';
 import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
@@ -29,12 +29,47 @@ export interface ClientOptions<C extends Catalog> {
   token?: TokenSource;
   /** A fetch implementation. @defaultValue on Node, a keep-alive `node:http` client; elsewhere `globalThis.fetch` */
   fetch?: typeof fetch;
+  /**
+   * How long a request may go unanswered before it fails with `TIMEOUT` (retryable). A request the server
+   * holds on purpose gets that wait on top: a worker's claim its `pollWaitMs`, `handle.result()` its wait.
+   * A timed-out write may have taken effect on the server all the same.
+   * @defaultValue 30_000
+   */
+  timeoutMs?: number;
+  /**
+   * How many times an `enqueue` or `enqueueMany` that failed with `UNAVAILABLE` or `TIMEOUT` is sent again,
+   * after 250 ms, 500 ms, 1 s, … (doubling up to 4 s, with jitter), within `enqueueBudgetMs`. Each job is sent
+   * under an idempotency key — the caller's, or one made up for it (visible in `status().idempotencyKey`) — so
+   * a retry after a lost answer returns the job stored the first time instead of making a second one. Keys hold
+   * while their job is retained (the server's history retention, 7 days by default). `0` sends each enqueue
+   * once and makes up no keys.
+   * @defaultValue 3
+   */
+  enqueueRetries?: number;
+  /**
+   * The time an enqueue may take, retries included: no attempt starts, nor runs, past it.
+   * @defaultValue 60_000
+   */
+  enqueueBudgetMs?: number;
+}
+
+/** Each `ClientOptions` default, in one place. */
+const CLIENT_DEFAULTS = { timeoutMs: 30_000, enqueueRetries: 3, enqueueBudgetMs: 60_000 } as const;
+
+function positiveInteger(value: number, what: string, min: number): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new WorkqError('VALIDATION', `${what} must be an integer of at least ${min}; got ${String(value)}.`);
+  }
+  return value;
 }
 
 export interface WorkqClient<C extends Catalog> {
   /** `sdk.enqueue.<job>(payload, options)`: one job, typed by the catalog. */
   enqueue: EnqueueFns<C>;
-  /** `sdk.enqueueMany.<job>([payload, …], options)`: many jobs in one round trip. */
+  /**
+   * `sdk.enqueueMany.<job>([payload, …], options)`: many jobs in one round trip, each with the shared options,
+   * over which `options.perJob[i]` gives job `i` its own (an idempotency key per job, a priority, a delay…).
+   */
   enqueueMany: EnqueueManyFns<C>;
   /** Starts a worker for one job type. */
   consume<N extends JobName<C>>(name: N, handler: Handler<C, N>, options?: ConsumeOptions): Worker;
@@ -58,12 +93,19 @@ export interface WorkqClient<C extends Catalog> {
 /** A typed producer and consumer for one catalog, talking tRPC to a queue server. */
 export function createClient<const C extends Catalog>(options: ClientOptions<C>): WorkqClient<C> {
   const { jobs } = options;
-  const transport = createTransport({ url: options.url, token: options.token, fetch: options.fetch });
+  const timeoutMs = positiveInteger(options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs, 'timeoutMs', 1);
+  const retry = {
+    retries: positiveInteger(options.enqueueRetries ?? CLIENT_DEFAULTS.enqueueRetries, 'enqueueRetries', 0),
+    budgetMs: positiveInteger(options.enqueueBudgetMs ?? CLIENT_DEFAULTS.enqueueBudgetMs, 'enqueueBudgetMs', 1),
+  };
+  const transport = createTransport({ url: options.url, token: options.token, fetch: options.fetch, timeoutMs });
   const { call } = transport;
   let registered: Promise<void> | undefined;
   /** Registers this catalog's payload schemas once, before the first call that needs them; retried after a failure. */
   const ready = (): Promise<void> => {
-    registered ??= call((api) => api.schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) })).then(
+    registered ??= call((api, signal) =>
+      api.schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) }, { signal }),
+    ).then(
       () => undefined,
       (error: unknown) => {
         registered = undefined;
@@ -72,7 +114,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     );
     return registered;
   };
-  const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call) };
+  const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call), retry };
   const workers = new Set<Worker>();
   return {
     enqueue: createEnqueue<C>(producerDeps),

@@ -4,7 +4,7 @@ import type { QueueApi } from './transport.ts';
 
 /** A stand-in for the tRPC client that records each request and answers with sequential ids. */
 function recordingApi(fail = false) {
-  const requests: { path: string; count: number; options: unknown }[] = [];
+  const requests: { path: string; count: number; options: unknown; keys?: unknown }[] = [];
   let next = 0;
   const api = {
     jobs: {
@@ -16,15 +16,16 @@ function recordingApi(fail = false) {
         },
       },
       enqueueMany: {
-        mutate: async (input: { payloads: unknown[]; options: unknown }) => {
-          requests.push({ path: 'enqueueMany', count: input.payloads.length, options: input.options });
+        mutate: async (input: { payloads: unknown[]; options: unknown; idempotencyKeys?: unknown }) => {
+          const { payloads, options, idempotencyKeys } = input;
+          requests.push({ path: 'enqueueMany', count: payloads.length, options, keys: idempotencyKeys });
           if (fail) throw new Error('store unavailable');
           return input.payloads.map(() => ({ id: `job-${next++}`, created: true }));
         },
       },
     },
   } as unknown as QueueApi;
-  const call = <T>(run: (a: QueueApi) => Promise<T>) => run(api);
+  const call = <T>(run: (a: QueueApi, signal: AbortSignal) => Promise<T>) => run(api, new AbortController().signal);
   return { requests, batcher: new EnqueueBatcher(call) };
 }
 
@@ -67,5 +68,19 @@ describe('EnqueueBatcher', () => {
     const { batcher } = recordingApi(true);
     const outcomes = await Promise.allSettled([1, 2, 3].map((n) => batcher.enqueue('a', 1, { n }, {})));
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  });
+
+  it('batches enqueues whose options differ only in their keys, sending each job’s key with it', async () => {
+    const { requests, batcher } = recordingApi();
+    await Promise.all([
+      batcher.enqueue('a', 1, { n: 0 }, { priority: 1, idempotencyKey: 'k0' }),
+      batcher.enqueue('a', 1, { n: 1 }, { priority: 1, idempotencyKey: 'k1' }),
+      batcher.enqueue('a', 1, { n: 2 }, { priority: 1 }),
+      batcher.enqueue('a', 1, { n: 3 }, { priority: 1, idempotencyKey: 'k3' }),
+    ]);
+    expect(requests).toEqual([
+      { path: 'enqueue', count: 1, options: { priority: 1, idempotencyKey: 'k0' } },
+      { path: 'enqueueMany', count: 3, options: { priority: 1 }, keys: ['k1', null, 'k3'] },
+    ]);
   });
 });

@@ -1,17 +1,28 @@
 import { canonicalJson, type EnqueueOptions } from '@workq/core';
 import { nextTurn } from './next-turn.ts';
-import type { QueueApi } from './transport.ts';
+import type { Call } from './transport.ts';
+
+/** What the server answers for each enqueued job. */
+export interface EnqueueOutcome {
+  id: string;
+  /** `false` when an idempotency key returned an existing job. */
+  created: boolean;
+}
 
 interface PendingEnqueue {
   payload: unknown;
-  resolve: (result: { id: string; created: boolean }) => void;
+  idempotencyKey: string | undefined;
+  resolve: (result: EnqueueOutcome) => void;
   reject: (error: unknown) => void;
 }
 
 interface Group {
   name: string;
   version: number;
+  /** The options the group's jobs share: their own, without their keys. */
   options: EnqueueOptions;
+  /** The longest time limit of the group's enqueues. */
+  timeoutMs: number;
   pending: PendingEnqueue[];
 }
 
@@ -21,36 +32,40 @@ const MAX_BATCH = 1000;
 /**
  * Merges enqueues made in the same turn of the event loop (e.g. under
  * `Promise.all`) into one `enqueueMany` request per job type, version and
- * options. The first enqueue of a turn goes out at once, so a lone enqueue
- * never waits.
+ * options; each job keeps its own idempotency key. The first enqueue of a
+ * turn goes out at once, so a lone enqueue never waits.
  */
 export class EnqueueBatcher {
   private groups = new Map<string, Group>();
   private windowOpen = false;
 
-  constructor(private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>) {}
+  constructor(private readonly call: Call) {}
 
+  /** Enqueues one job; `options` may carry its idempotency key. `timeoutMs` limits its request. */
   enqueue(
     name: string,
     version: number,
     payload: unknown,
     options: EnqueueOptions,
-  ): Promise<{ id: string; created: boolean }> {
+    timeoutMs?: number,
+  ): Promise<EnqueueOutcome> {
     return new Promise((resolve, reject) => {
       if (!this.windowOpen) {
         // The first enqueue of a turn goes out at once; those that follow in the same turn are batched.
         this.windowOpen = true;
         nextTurn(() => this.flush());
-        void this.send(name, version, options, [{ payload, resolve, reject }]);
+        this.sendOne(name, version, payload, options, timeoutMs).then(resolve, reject);
         return;
       }
-      const key = `${name}\u0000${version}\u0000${canonicalJson(options)}`;
+      const { idempotencyKey, ...shared } = options;
+      const key = `${name}\u0000${version}\u0000${canonicalJson(shared)}`;
       let group = this.groups.get(key);
       if (!group) {
-        group = { name, version, options, pending: [] };
+        group = { name, version, options: shared, timeoutMs: 0, pending: [] };
         this.groups.set(key, group);
       }
-      group.pending.push({ payload, resolve, reject });
+      group.timeoutMs = Math.max(group.timeoutMs, timeoutMs ?? Number.POSITIVE_INFINITY);
+      group.pending.push({ payload, idempotencyKey, resolve, reject });
     });
   }
 
@@ -58,24 +73,42 @@ export class EnqueueBatcher {
     this.windowOpen = false;
     const groups = [...this.groups.values()];
     this.groups = new Map();
-    for (const { name, version, options, pending } of groups) {
-      for (let at = 0; at < pending.length; at += MAX_BATCH)
-        void this.send(name, version, options, pending.slice(at, at + MAX_BATCH));
+    for (const group of groups) {
+      for (let at = 0; at < group.pending.length; at += MAX_BATCH)
+        void this.sendMany(group, group.pending.slice(at, at + MAX_BATCH));
     }
   }
 
-  private async send(name: string, version: number, options: EnqueueOptions, pending: PendingEnqueue[]): Promise<void> {
+  private sendOne(
+    name: string,
+    version: number,
+    payload: unknown,
+    options: EnqueueOptions,
+    timeoutMs: number | undefined,
+  ): Promise<EnqueueOutcome> {
+    return this.call(
+      (api, signal) => api.jobs.enqueue.mutate({ name, version, payload, options }, { signal }),
+      timeoutMs === undefined ? undefined : { timeoutMs },
+    );
+  }
+
+  private async sendMany(group: Group, pending: PendingEnqueue[]): Promise<void> {
+    const { name, version, options } = group;
+    const timing = Number.isFinite(group.timeoutMs) ? { timeoutMs: group.timeoutMs } : undefined;
     try {
       if (pending.length === 1) {
         const [only] = pending as [PendingEnqueue];
-        only.resolve(
-          await this.call((api) => api.jobs.enqueue.mutate({ name, version, payload: only.payload, options })),
-        );
+        const own = only.idempotencyKey === undefined ? options : { ...options, idempotencyKey: only.idempotencyKey };
+        only.resolve(await this.sendOne(name, version, only.payload, own, timing?.timeoutMs));
         return;
       }
       const payloads = pending.map((p) => p.payload);
-      const results = await this.call((api) => api.jobs.enqueueMany.mutate({ name, version, payloads, options }));
-      for (const [i, p] of pending.entries()) p.resolve(results[i] as { id: string; created: boolean });
+      const keys = pending.map((p) => p.idempotencyKey ?? null);
+      const request = keys.some((key) => key !== null)
+        ? { name, version, payloads, options, idempotencyKeys: keys }
+        : { name, version, payloads, options };
+      const results = await this.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), timing);
+      for (const [i, p] of pending.entries()) p.resolve(results[i] as EnqueueOutcome);
     } catch (error) {
       for (const p of pending) p.reject(error);
     }

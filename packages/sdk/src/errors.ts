@@ -30,16 +30,45 @@ export function toWorkqError(error: unknown): WorkqError {
     }
     if (data.httpStatus === 413)
       return new WorkqError('PAYLOAD_TOO_LARGE', 'The request is larger than the server accepts.', { cause: error });
-    return new WorkqError('UNAVAILABLE', `Cannot reach the queue server: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
+    return unreachable(error.message, error);
   }
   if (error instanceof Error && error.name === 'AbortError') {
     return new WorkqError('TIMEOUT', 'The request was aborted before the server answered.', { cause: error });
   }
-  return new WorkqError('UNAVAILABLE', `Cannot reach the queue server: ${String(error)}`, {
+  return unreachable(String(error), error);
+}
+
+function unreachable(reason: string, cause: unknown): WorkqError {
+  const outcome = neverSent(cause) ? 'nothing was sent' : 'the server may have received the request';
+  return new WorkqError('UNAVAILABLE', `Cannot reach the queue server (${reason}); ${outcome}.`, {
     retryable: true,
-    cause: error,
+    cause,
   });
+}
+
+/** A request that got no answer within `limitMs`: the server may have acted on it all the same. */
+export function timedOut(limitMs: number, cause: unknown): WorkqError {
+  return new WorkqError(
+    'TIMEOUT',
+    `The queue server did not answer within ${limitMs} ms; it may have acted on the request all the same.`,
+    { retryable: true, cause },
+  );
+}
+
+/** Socket errors that mean the connection was never made, so the request never left this process. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a failure shows that the request never reached the server: the
+ * connection was refused or the host not found (on Node; a browser's `fetch`
+ * does not say, so there this is `false`).
+ */
+export function neverSent(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && NOT_CONNECTED.has(code)) return true;
+    current = current.cause;
+  }
+  return false;
 }

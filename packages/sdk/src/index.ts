@@ -14,4 +14,4 @@ export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
-export type { JobHandle } from './producer.ts';
+export type { EnqueueManyOptions, JobHandle } from './producer.ts';

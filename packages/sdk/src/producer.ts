@@ -9,16 +9,25 @@ import {
   WorkqError,
 } from '@workq/core';
 import type { EnqueueBatcher } from './enqueue-batcher.ts';
-import type { QueueApi } from './transport.ts';
+import { enqueueFailed, type SentKeys } from './enqueue-failure.ts';
+import { BeforeSending, type EnqueueRetryPolicy, sendWithRetries } from './retry.ts';
+import type { Call } from './transport.ts';
 
 /** A reference to an enqueued job. */
 export interface JobHandle<R = unknown> {
   readonly id: string;
   readonly name: string;
-  /** `false` when an idempotency key returned an existing job. */
+  /**
+   * `false` when an idempotency key returned an existing job. Always `true` under a key the SDK made up: only
+   * this call knew it, so whichever of its attempts stored the job, the job is this call's.
+   */
   readonly created: boolean;
   status(): Promise<JobStatus<R>>;
-  /** The typed result once the job completes; rejects with a `WorkqError` if it ends dead or cancelled, or `TIMEOUT`. */
+  /**
+   * The typed result once the job completes; rejects with a `WorkqError` if it ends dead or cancelled, or
+   * `TIMEOUT` after `timeoutMs` (none: waits as long as it takes). Each wait on the server is one long-poll
+   * request, whose time limit is its wait plus the client's `timeoutMs`.
+   */
   result(options?: { timeoutMs?: number }): Promise<R>;
   /** Resolves to `true` if this call cancelled the job. */
   cancel(): Promise<boolean>;
@@ -28,20 +37,33 @@ export type EnqueueFns<C extends Catalog> = {
   [N in JobName<C>]: (payload: PayloadInput<C, N>, options?: EnqueueOptions) => Promise<JobHandle<ResultOutput<C, N>>>;
 };
 
+/** The options of one `enqueueMany` call: those every job gets, and those of each job. */
+export interface EnqueueManyOptions extends EnqueueOptions {
+  /**
+   * Each job's own options, by index (one entry per payload; `undefined` for none), over the shared ones:
+   * an `idempotencyKey` per job, so that sending the same batch again returns the same jobs (a key in the
+   * shared options is one key for the whole batch, which makes it one job), or a priority, delay or run
+   * time of its own.
+   */
+  perJob?: readonly (EnqueueOptions | undefined)[];
+}
+
 export type EnqueueManyFns<C extends Catalog> = {
   [N in JobName<C>]: (
     payloads: readonly PayloadInput<C, N>[],
-    options?: EnqueueOptions,
+    options?: EnqueueManyOptions,
   ) => Promise<JobHandle<ResultOutput<C, N>>[]>;
 };
 
 export interface ProducerDeps {
   jobs: Catalog;
-  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
+  call: Call;
   /** Resolves once this client's schemas are registered. */
   ready: () => Promise<void>;
   /** Merges enqueues made together into batch requests. */
   enqueues: EnqueueBatcher;
+  /** How an enqueue is sent again after `UNAVAILABLE` or `TIMEOUT`; with no retries, no keys are made up. */
+  retry: EnqueueRetryPolicy;
 }
 
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
@@ -95,12 +117,12 @@ class Handle implements JobHandle {
 
   #status(): Promise<JobStatus> {
     const { id } = this;
-    return this.#deps.call((api) => api.jobs.get.query({ id })) as Promise<JobStatus>;
+    return this.#deps.call((api, signal) => api.jobs.get.query({ id }, { signal })) as Promise<JobStatus>;
   }
 
   #cancel(): Promise<boolean> {
     const { id } = this;
-    return this.#deps.call((api) => api.jobs.cancel.mutate({ id }));
+    return this.#deps.call((api, signal) => api.jobs.cancel.mutate({ id }, { signal }));
   }
 
   async #result(options?: { timeoutMs?: number }): Promise<unknown> {
@@ -109,7 +131,13 @@ class Handle implements JobHandle {
     for (;;) {
       const remainingMs = deadline - Date.now();
       const waitMs = Math.max(0, Math.min(RESULT_POLL_MS, remainingMs));
-      const current = (await this.#deps.call((api) => api.jobs.wait.query({ id, timeoutMs: waitMs }))) as JobStatus;
+      // The server holds the request up to `waitMs`: the request's time limit starts after that.
+      const current = (await this.#deps.call(
+        (api, signal) => api.jobs.wait.query({ id, timeoutMs: waitMs }, { signal }),
+        {
+          waitMs,
+        },
+      )) as JobStatus;
       if (current.state === 'completed') {
         const { result } = this.#definition;
         return result ? parseWith(result, current.result, `Result of "${name}"`) : undefined;
@@ -143,41 +171,115 @@ function checkPayload(jobs: Catalog, name: string, payload: unknown): void {
   parseWith(definitionOf(jobs, name).payload, payload, `Payload of "${name}"`);
 }
 
+/**
+ * A fresh idempotency key: sent with an enqueue the caller gave none, so that
+ * sending it again after a lost answer cannot make a second job.
+ */
+export function newIdempotencyKey(): string {
+  const { crypto } = globalThis;
+  // `randomUUID` exists only in secure contexts in browsers; `getRandomValues` everywhere.
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
+/** Marks a failure of the catalog's registration, which comes before an enqueue's request. */
+function beforeSending(failure: unknown): never {
+  throw new BeforeSending(failure);
+}
+
 export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns<C> {
   return new Proxy({} as EnqueueFns<C>, {
     get: (_target, name) => {
       if (typeof name !== 'string') return undefined;
       return async (payload: unknown, options?: EnqueueOptions) => {
-        const definition = definitionOf(deps.jobs, name);
+        const { version } = definitionOf(deps.jobs, name);
         checkPayload(deps.jobs, name, payload);
-        await deps.ready();
         const resolved = withDefaults(deps.jobs, name, options);
-        const result = await deps.enqueues.enqueue(name, definition.version, payload, resolved);
-        return createHandle(deps, name, result.id, result.created);
+        // Under a key of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
+        const generated = resolved.idempotencyKey === undefined && deps.retry.retries > 0;
+        if (generated) resolved.idempotencyKey = newIdempotencyKey();
+        try {
+          const result = await sendWithRetries(deps.retry, async (timeoutMs) => {
+            await deps.ready().catch(beforeSending);
+            return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
+          });
+          // Nobody else knows a made-up key: the job is this call's, whichever attempt stored it.
+          return createHandle(deps, name, result.id, generated || result.created);
+        } catch (error) {
+          throw enqueueFailed(error, name, 1, resolved.idempotencyKey);
+        }
       };
     },
   });
+}
+
+/**
+ * The key each job of a batch is sent under where it has none of its own (`null` where it has), or
+ * `undefined` when none is made up: the batch shares one key, or retries are off.
+ */
+function madeUpKeys(
+  count: number,
+  shared: EnqueueOptions,
+  perJob: EnqueueManyOptions['perJob'],
+  retries: number,
+): (string | null)[] | undefined {
+  if (retries === 0 || shared.idempotencyKey !== undefined) return undefined;
+  // One random prefix per batch, numbered per job: as unique as a key per job, for a fraction of the cost.
+  const prefix = newIdempotencyKey();
+  const keys: (string | null)[] = new Array(count);
+  for (let i = 0; i < count; i++) keys[i] = perJob?.[i]?.idempotencyKey === undefined ? `${prefix}-${i}` : null;
+  return keys;
+}
+
+/** The key each job of a batch went out under (`null`: none), or the batch's one key. */
+function keysSent(
+  count: number,
+  shared: EnqueueOptions,
+  perJob: EnqueueManyOptions['perJob'],
+  madeUp: readonly (string | null)[] | undefined,
+): SentKeys {
+  if (!madeUp && !perJob) return shared.idempotencyKey;
+  return Array.from(
+    { length: count },
+    (_, i) => madeUp?.[i] ?? perJob?.[i]?.idempotencyKey ?? shared.idempotencyKey ?? null,
+  );
 }
 
 export function createEnqueueMany<C extends Catalog>(deps: ProducerDeps): EnqueueManyFns<C> {
   return new Proxy({} as EnqueueManyFns<C>, {
     get: (_target, name) => {
       if (typeof name !== 'string') return undefined;
-      return async (payloads: readonly unknown[], options?: EnqueueOptions) => {
-        const definition = definitionOf(deps.jobs, name);
+      return async (payloads: readonly unknown[], options?: EnqueueManyOptions) => {
+        const { version } = definitionOf(deps.jobs, name);
         for (const payload of payloads) checkPayload(deps.jobs, name, payload);
+        const { perJob, ...own } = options ?? {};
+        if (perJob !== undefined && perJob.length !== payloads.length) {
+          throw new WorkqError(
+            'VALIDATION',
+            `perJob has ${perJob.length} entries for ${payloads.length} payloads; give one per payload (undefined for none).`,
+          );
+        }
         if (payloads.length === 0) return [];
-        await deps.ready();
-        const resolved = withDefaults(deps.jobs, name, options);
-        const results = await deps.call((api) =>
-          api.jobs.enqueueMany.mutate({
-            name,
-            version: definition.version,
-            payloads: [...payloads],
-            options: resolved,
-          }),
-        );
-        return results.map((r) => createHandle(deps, name, r.id, r.created));
+        const shared = withDefaults(deps.jobs, name, own);
+        const keys = madeUpKeys(payloads.length, shared, perJob, deps.retry.retries);
+        const request = {
+          name,
+          version,
+          payloads: [...payloads],
+          options: shared,
+          ...(perJob ? { perJob: perJob.map((entry) => entry ?? null) } : {}),
+          ...(keys ? { idempotencyKeys: keys } : {}),
+        };
+        try {
+          const results = await sendWithRetries(deps.retry, async (timeoutMs) => {
+            await deps.ready().catch(beforeSending);
+            return deps.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), { timeoutMs });
+          });
+          return results.map((r, i) => createHandle(deps, name, r.id, r.created || typeof keys?.[i] === 'string'));
+        } catch (error) {
+          throw enqueueFailed(error, name, payloads.length, keysSent(payloads.length, shared, perJob, keys));
+        }
       };
     },
   });

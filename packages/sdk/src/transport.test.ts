@@ -10,7 +10,7 @@ async function authorizationSent(token: TokenSource | undefined, between?: () =>
       headers: { 'content-type': 'application/json' },
     });
   }) as typeof fetch;
-  const { call } = createTransport({ url: 'http://queue.invalid', token, fetch: recording });
+  const { call } = createTransport({ url: 'http://queue.invalid', token, fetch: recording, timeoutMs: 1_000 });
   await call((api) => api.schemas.list.query());
   between?.();
   await call((api) => api.schemas.list.query());
@@ -50,5 +50,46 @@ describe('createTransport token', () => {
       retryable: true,
       message: expect.stringContaining('no session'),
     });
+  });
+});
+
+/** A fetch that never answers: its promise settles only when the request's signal aborts. */
+const silent = ((_input: RequestInfo | URL, init?: RequestInit) =>
+  new Promise((_, reject) => {
+    const signal = init?.signal;
+    if (signal?.aborted) reject(signal.reason);
+    signal?.addEventListener('abort', () => reject(signal.reason));
+  })) as typeof fetch;
+
+describe('createTransport time limits', () => {
+  it('fails a request the server does not answer with TIMEOUT (retryable) once the time limit passes', async () => {
+    const { call } = createTransport({ url: 'http://queue.invalid', fetch: silent, timeoutMs: 100 });
+    const startedAt = Date.now();
+    const outcome = call((api, signal) => api.schemas.list.query(undefined, { signal }));
+    await expect(outcome).rejects.toMatchObject({
+      code: 'TIMEOUT',
+      retryable: true,
+      message: expect.stringContaining('within 100 ms'),
+    });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(95);
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+  });
+
+  it('gives a request the server holds on purpose its wait on top, and lets one ask for less time', async () => {
+    const { call } = createTransport({ url: 'http://queue.invalid', fetch: silent, timeoutMs: 100 });
+    const held = call((api, signal) => api.schemas.list.query(undefined, { signal }), { waitMs: 200 });
+    await expect(held).rejects.toMatchObject({ message: expect.stringContaining('within 300 ms') });
+    const shorter = call((api, signal) => api.schemas.list.query(undefined, { signal }), { timeoutMs: 20 });
+    await expect(shorter).rejects.toMatchObject({ message: expect.stringContaining('within 20 ms') });
+    const longer = call((api, signal) => api.schemas.list.query(undefined, { signal }), { timeoutMs: 5_000 });
+    await expect(longer).rejects.toMatchObject({ message: expect.stringContaining('within 100 ms') });
+  });
+
+  it('ends a request early when the caller’s signal aborts, without calling that a timeout', async () => {
+    const { call } = createTransport({ url: 'http://queue.invalid', fetch: silent, timeoutMs: 10_000 });
+    const stop = new AbortController();
+    const outcome = call((api, signal) => api.schemas.list.query(undefined, { signal }), { signal: stop.signal });
+    stop.abort();
+    await expect(outcome).rejects.toMatchObject({ code: 'UNAVAILABLE' });
   });
 });

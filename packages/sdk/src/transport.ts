@@ -2,7 +2,7 @@ import { createTRPCClient, httpLink } from '@trpc/client';
 import { WorkqError, wireTransformer } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
 import { defaultFetch } from '#default-fetch';
-import { toWorkqError } from './errors.ts';
+import { timedOut, toWorkqError } from './errors.ts';
 
 export type QueueApi = ReturnType<typeof createTRPCClient<AppRouter>>;
 
@@ -17,7 +17,26 @@ export interface TransportOptions {
   url: string;
   token?: TokenSource;
   fetch?: typeof fetch;
+  /** How long a request may go unanswered before it fails with `TIMEOUT`. */
+  timeoutMs: number;
 }
+
+/** How one request is timed. */
+export interface CallOptions {
+  /** How long the server may hold the request on purpose (a long poll's wait): added to the time limit. */
+  waitMs?: number;
+  /** A shorter time limit for this request; the client's `timeoutMs` when larger or absent. */
+  timeoutMs?: number;
+  /** Ends the request early, on purpose: it then fails as the link reports it, not with `TIMEOUT`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs one request: `run` must hand `signal` to the tRPC call, which ends the
+ * request when its time is up. Any failure becomes a `WorkqError`; one that
+ * ran out of time is `TIMEOUT` (retryable).
+ */
+export type Call = <T>(run: (api: QueueApi, signal: AbortSignal) => Promise<T>, options?: CallOptions) => Promise<T>;
 
 /**
  * The tRPC client to a queue server; `call` runs a request and converts any
@@ -25,25 +44,46 @@ export interface TransportOptions {
  * the SDK batches where batching pays (enqueues made together, acks, lease
  * extensions), so no call waits on a batching timer.
  */
-export function createTransport(options: TransportOptions): {
-  api: QueueApi;
-  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
-} {
+export function createTransport(options: TransportOptions): { api: QueueApi; call: Call } {
   const url = `${options.url.replace(/\/+$/, '')}/trpc`;
   const headers = authorizationHeaders(options.token);
   const api = createTRPCClient<AppRouter>({
     links: [httpLink({ url, transformer: wireTransformer, headers, fetch: options.fetch ?? defaultFetch })],
   });
+  const defaultTimeoutMs = options.timeoutMs;
   return {
     api,
-    call: async (run) => {
+    call: async (run, callOptions) => {
+      const ownMs = callOptions?.timeoutMs;
+      const limitMs =
+        (ownMs === undefined || ownMs > defaultTimeoutMs ? defaultTimeoutMs : ownMs) + (callOptions?.waitMs ?? 0);
+      // One controller and one timer per request, cleared when it settles: cheaper than `AbortSignal.timeout`,
+      // whose timer lives on until the signal is collected.
+      const request = new AbortController();
+      const timer = setTimeout(abortRequest, limitMs, request);
+      const early = callOptions?.signal;
+      const onEarly = early ? () => request.abort(early.reason) : undefined;
+      if (early && onEarly) {
+        if (early.aborted) onEarly();
+        else early.addEventListener('abort', onEarly, { once: true });
+      }
       try {
-        return await run(api);
+        return await run(api, request.signal);
       } catch (error) {
-        throw toWorkqError(error);
+        throw request.signal.reason === TIMED_OUT ? timedOut(limitMs, error) : toWorkqError(error);
+      } finally {
+        clearTimeout(timer);
+        if (early && onEarly) early.removeEventListener('abort', onEarly);
       }
     },
   };
+}
+
+/** The reason a request's controller is aborted with when its time is up. */
+const TIMED_OUT = new WorkqError('TIMEOUT', 'The queue server did not answer in time.', { retryable: true });
+
+function abortRequest(request: AbortController): void {
+  request.abort(TIMED_OUT);
 }
 
 type AuthHeaders = { authorization?: string };

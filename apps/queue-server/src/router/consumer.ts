@@ -187,6 +187,20 @@ export const consumerRouter = router({
       return { state: status.state, runAt: status.runAt, attempts: status.attempts };
     }),
 
+  /**
+   * Gives held jobs of one type back unstarted, ready again in their place with their attempt not counted:
+   * for a worker that, by the time it could start them, finds their leases expired or about to expire.
+   * Fenced: a job whose lease is lost already is left as it is. Resolves to the ids released.
+   */
+  release: authedProcedure
+    .input(z.object({ name: jobName, items: z.array(lease).min(1) }))
+    .mutation(({ ctx, input }) => {
+      requireScope(ctx.principal, 'consume', input.name);
+      checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'release');
+      const { name } = input;
+      return ctx.services.engine.release(input.items.map(({ id, leaseToken }) => ({ id, leaseToken, name })));
+    }),
+
   /** Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`. */
   extend: authedProcedure
     .input(z.object({ items: z.array(lease.extend({ leaseMs: z.number().int().min(1).optional() })).min(1) }))

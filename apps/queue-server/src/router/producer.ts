@@ -2,28 +2,81 @@ import { WorkqError } from '@workq/core';
 import type { EnqueueInput, EnqueueResult } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
-import { checkBatchSize, checkPayloads, enqueueOptions, jobId, jobName, toEnqueueInputs, version } from './inputs.ts';
+import {
+  checkBatchSize,
+  checkPayloads,
+  type EnqueueOptionsInput,
+  enqueueOptions,
+  jobId,
+  jobName,
+  toEnqueueInputs,
+  version,
+} from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 
-/** Validates size and schema of each payload, then enqueues them, with the same options, in one store round trip. */
+/** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
+export interface PerJobInputs {
+  /** Each job's own options (`null`: none), over the batch's. */
+  options?: readonly (NonNullable<EnqueueOptionsInput> | null)[] | undefined;
+  /** Each job's own idempotency key (`null`: none), over any in its options. */
+  idempotencyKeys?: readonly (string | null)[] | undefined;
+}
+
+/**
+ * Validates size and schema of each payload, then enqueues them in one store round trip, each with the
+ * batch's options, or its own from `perJob`.
+ */
 export async function enqueueValidated(
   services: ServerServices,
   name: string,
   jobVersion: number,
   payloads: readonly unknown[],
-  options: z.infer<typeof enqueueOptions>,
+  options: EnqueueOptionsInput,
+  perJob?: PerJobInputs,
 ): Promise<EnqueueResult[]> {
   const { limits } = services.options;
   checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
+  checkPerJobLength(payloads.length, perJob?.options, 'perJob');
+  checkPerJobLength(payloads.length, perJob?.idempotencyKeys, 'idempotencyKeys');
   await checkPayloads(services, name, jobVersion, payloads);
-  const inputs = toEnqueueInputs(name, jobVersion, payloads, options);
+  const inputs = withPerJob(toEnqueueInputs(name, jobVersion, payloads, options), options, perJob);
   // A lone job goes straight to a consumer waiting on this server, if one is; batches share inserts instead.
   const handed = inputs.length === 1 ? await services.handoffs.enqueue(inputs[0] as EnqueueInput) : undefined;
   const results = handed ? [handed] : await services.enqueues.submit(inputs);
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
   return results;
+}
+
+function checkPerJobLength(jobs: number, items: readonly unknown[] | undefined, field: string): void {
+  if (items !== undefined && items.length !== jobs) {
+    throw new WorkqError(
+      'VALIDATION',
+      `${field} has ${items.length} items for ${jobs} payloads; give one per payload.`,
+    );
+  }
+}
+
+/**
+ * Gives the jobs of a batch their own options and keys (both parsed by the router's schema, so they hold only
+ * known fields). A job with only a key of its own keeps the batch's options object, so the engine still
+ * resolves it once for the whole batch.
+ */
+function withPerJob(
+  inputs: EnqueueInput[],
+  shared: EnqueueOptionsInput,
+  perJob: PerJobInputs | undefined,
+): EnqueueInput[] {
+  if (!perJob) return inputs;
+  const { options, idempotencyKeys } = perJob;
+  for (const [i, input] of inputs.entries()) {
+    const own = options?.[i];
+    if (own) input.options = { ...shared, ...own };
+    const key = idempotencyKeys?.[i];
+    if (key) input.idempotencyKey = key;
+  }
+  return inputs;
 }
 
 /** A job's status, visible to tokens that may produce or consume its type. */
@@ -50,13 +103,19 @@ export const producerRouter = router({
         name: jobName,
         version,
         payloads: z.array(z.unknown()).min(1),
-        /** Applied to every job of the batch. */
+        /** Applied to every job of the batch (a key here is one key for the whole batch: one job). */
         options: enqueueOptions,
+        /** Each job's own options, by index, over `options`; `null` for none. */
+        perJob: z.array(enqueueOptions.unwrap().nullable()).optional(),
+        /** Each job's own idempotency key, by index, over any in its options; `null` for none. */
+        idempotencyKeys: z.array(enqueueOptions.unwrap().shape.idempotencyKey.unwrap().nullable()).optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {
       requireScope(ctx.principal, 'produce', input.name);
-      return enqueueValidated(ctx.services, input.name, input.version, input.payloads, input.options);
+      const { name, payloads, perJob, idempotencyKeys } = input;
+      const each = perJob || idempotencyKeys ? { options: perJob, idempotencyKeys } : undefined;
+      return enqueueValidated(ctx.services, name, input.version, payloads, input.options, each);
     }),
 
   get: authedProcedure

@@ -1,5 +1,5 @@
-import type { QueueApi } from '../transport.ts';
-import { retrying } from './retry.ts';
+import { retrying } from '../retry.ts';
+import type { Call } from '../transport.ts';
 
 /** A completion waiting to reach the server. */
 export interface PendingAck {
@@ -23,7 +23,7 @@ export class AckBatcher {
   private readonly sending = new Set<Promise<void>>();
 
   constructor(
-    private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>,
+    private readonly call: Call,
     private readonly maxBatch: number,
   ) {}
 
@@ -77,7 +77,10 @@ export class AckBatcher {
       const batch = this.pending.splice(0, this.maxBatch);
       const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
       const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
-      const sent = retrying(() => this.call((api) => api.consumer.complete.mutate({ items })), giveUpAt).then(
+      const sent = retrying(
+        () => this.call((api, signal) => api.consumer.complete.mutate({ items }, { signal })),
+        giveUpAt,
+      ).then(
         (outcomes) =>
           this.settle(
             batch,

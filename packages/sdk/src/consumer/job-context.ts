@@ -1,12 +1,12 @@
 import { type AnyJobDefinition, parseWith } from '@workq/core';
-import type { QueueApi } from '../transport.ts';
+import type { Call } from '../transport.ts';
 import type { JobAbort } from './lease-keeper.ts';
 import type { JobContext } from './types.ts';
 
 export interface JobContextDeps {
   /** Resolves a job name (the job's own, or a `moveTo` target) to its definition (or fails with UNKNOWN_JOB). */
   definitionOf: (name: string) => AnyJobDefinition;
-  call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>;
+  call: Call;
 }
 
 /**
@@ -49,14 +49,18 @@ export class HandlerContext implements JobContext<never> {
 
   async #progress(percent: number): Promise<void> {
     const { id, leaseToken } = this.#lease;
-    await this.#deps.call((api) => api.consumer.progress.mutate({ id, leaseToken, progress: percent }));
+    await this.#deps.call((api, signal) =>
+      api.consumer.progress.mutate({ id, leaseToken, progress: percent }, { signal }),
+    );
   }
 
   async #updatePayload(payload: unknown): Promise<void> {
     const { id, leaseToken, name } = this.#lease;
     const { version, payload: schema } = this.#deps.definitionOf(name);
     parseWith(schema, payload, `updatePayload payload of "${name}"`);
-    await this.#deps.call((api) => api.consumer.updatePayload.mutate({ id, leaseToken, name, version, payload }));
+    await this.#deps.call((api, signal) =>
+      api.consumer.updatePayload.mutate({ id, leaseToken, name, version, payload }, { signal }),
+    );
   }
 
   async #moveTo(nextName: string, payload: unknown, nextOptions?: object): Promise<void> {
@@ -64,7 +68,7 @@ export class HandlerContext implements JobContext<never> {
     parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
     const nextJob = { name: nextName, version: next.version, payload, options: { ...next.defaults, ...nextOptions } };
     const { id, leaseToken } = this.#lease;
-    await this.#deps.call((api) => api.consumer.moveTo.mutate({ id, leaseToken, next: nextJob }));
+    await this.#deps.call((api, signal) => api.consumer.moveTo.mutate({ id, leaseToken, next: nextJob }, { signal }));
     this.#moved = true;
   }
 }

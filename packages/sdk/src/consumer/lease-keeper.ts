@@ -1,12 +1,49 @@
 import { WorkqError } from '@workq/core';
-import type { QueueApi } from '../transport.ts';
+import type { Call } from '../transport.ts';
 
 interface HeldLease {
   id: string;
   leaseToken: string;
   leaseMs: number;
+  /** When the lease runs out, by this process's clock (see `localLeaseExpiry`). */
   expiresAtMs: number;
   jobAbort: JobAbort;
+}
+
+/** How a lease came to this worker: the request that granted or extended it, and the server's answer. */
+export interface LeaseGrant {
+  leaseMs: number;
+  /** The expiry the server gave, by its clock (epoch ms). */
+  serverExpiresAtMs: number;
+  /** When the request that granted or extended it was sent, by this process's clock. */
+  sentAtMs: number;
+  /** When its answer was read, by this process's clock. */
+  receivedAtMs: number;
+}
+
+/**
+ * When a lease runs out, by this process's clock. The server granted it after
+ * the request was sent and before the answer was read, so it ends between
+ * `sentAtMs + leaseMs` and `receivedAtMs + leaseMs`. Within that, the
+ * server's own expiry is taken (exact when the clocks agree). The bounds
+ * need no clock: the lower one catches a process that was paused (stopped,
+ * swapped out, frozen in a long GC) while the answer waited to be read; it
+ * also keeps a clock running ahead of the server's from making every lease
+ * look expired. A clock running behind the server's by more than the start
+ * margin can still make a lease look longer than it is.
+ */
+export function localLeaseExpiry(grant: LeaseGrant): number {
+  const { leaseMs, serverExpiresAtMs, sentAtMs, receivedAtMs } = grant;
+  return Math.max(sentAtMs + leaseMs, Math.min(serverExpiresAtMs, receivedAtMs + leaseMs));
+}
+
+/**
+ * How much of its lease a job must have left for this worker to start it:
+ * a tenth of the lease, at most a second. A job with less is handed back
+ * unstarted rather than run while another worker may already hold it.
+ */
+export function startMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.floor(leaseMs / 10));
 }
 
 /**
@@ -42,23 +79,41 @@ export class JobAbort {
 }
 
 /**
- * Keeps the leases of running jobs alive: every third of the shortest lease
- * it extends all of them in one request. A lease the server reports lost
- * (expired, job cancelled) aborts that job's signal.
+ * Keeps the leases of held jobs alive (running, or prefetched and waiting
+ * for a slot): every third of the shortest lease it extends all of them in
+ * one request. A lease the server reports lost (expired, job cancelled)
+ * aborts that job's signal.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, HeldLease>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
 
-  constructor(private readonly call: <T>(run: (api: QueueApi) => Promise<T>) => Promise<T>) {}
+  /** `now`: this process's clock (epoch ms). */
+  constructor(
+    private readonly call: Call,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
 
-  hold(lease: Omit<HeldLease, 'jobAbort'>): JobAbort {
+  /** Holds a lease from the claim that granted it. */
+  hold(id: string, leaseToken: string, grant: LeaseGrant): JobAbort {
     const jobAbort = new JobAbort();
-    const { id, leaseToken, leaseMs, expiresAtMs } = lease;
-    this.held.set(id, { id, leaseToken, leaseMs, expiresAtMs, jobAbort });
+    const { leaseMs } = grant;
+    this.held.set(id, { id, leaseToken, leaseMs, expiresAtMs: localLeaseExpiry(grant), jobAbort });
     this.schedule();
     return jobAbort;
+  }
+
+  /**
+   * Whether job `id` may start now: its lease is held, not lost, and has more than `startMarginMs` left.
+   * A job that may not is no longer kept alive.
+   */
+  mayStart(id: string): boolean {
+    const lease = this.held.get(id);
+    if (!lease || lease.jobAbort.aborted) return false;
+    if (lease.expiresAtMs - this.now() > startMarginMs(lease.leaseMs)) return true;
+    this.held.delete(id);
+    return false;
   }
 
   release(id: string): void {
@@ -85,17 +140,22 @@ export class LeaseKeeper {
     this.timer = undefined;
     const leases = [...this.held.values()];
     if (leases.length === 0 || this.stopped) return;
+    const items = leases.map(({ id, leaseToken, leaseMs }) => ({ id, leaseToken, leaseMs }));
+    // An answer later than the next round is of no use: that round asks again.
+    const timeoutMs = Math.max(1_000, Math.floor(Math.min(...items.map((l) => l.leaseMs)) / 3));
+    const sentAtMs = this.now();
     try {
-      const outcomes = await this.call((api) =>
-        api.consumer.extend.mutate({
-          items: leases.map(({ id, leaseToken, leaseMs }) => ({ id, leaseToken, leaseMs })),
-        }),
-      );
+      const outcomes = await this.call((api, signal) => api.consumer.extend.mutate({ items }, { signal }), {
+        timeoutMs,
+      });
+      const receivedAtMs = this.now();
       for (const outcome of outcomes) {
         const lease = this.held.get(outcome.id);
         if (!lease) continue;
         if (outcome.ok) {
-          lease.expiresAtMs = outcome.leaseExpiresAt.getTime();
+          const { leaseMs } = lease;
+          const serverExpiresAtMs = outcome.leaseExpiresAt.getTime();
+          lease.expiresAtMs = localLeaseExpiry({ leaseMs, serverExpiresAtMs, sentAtMs, receivedAtMs });
         } else {
           this.held.delete(outcome.id);
           lease.jobAbort.abort(
@@ -106,7 +166,7 @@ export class LeaseKeeper {
     } catch {
       // The server is unreachable: the next round tries again; a lease that runs out meanwhile is redelivered.
       for (const lease of leases) {
-        if (lease.expiresAtMs <= Date.now()) {
+        if (lease.expiresAtMs <= this.now()) {
           this.held.delete(lease.id);
           lease.jobAbort.abort(
             new WorkqError('LEASE_LOST', `Job ${lease.id}'s lease ran out while the server was unreachable.`),

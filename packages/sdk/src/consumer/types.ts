@@ -40,6 +40,11 @@ export interface ConsumeOptions {
    * queue): a finished job's slot starts the next one without a round trip, and claims come in fewer, larger
    * batches. Their leases are kept alive while they wait, and `close()` runs them too. A prefetched job waits
    * in this worker even when another worker is idle, so keep it small when jobs are slow.
+   *
+   * Whether prefetched or not, a job is started only while its lease has more than a tenth of its length left
+   * (at most 1 s): one whose lease ran out, or nearly, before it could start (this process was paused, or
+   * the claim's answer or a slot came late) may be another worker's already, so it is handed back unstarted,
+   * ready again at once with its attempt not counted, and reported to `onError` as `LEASE_LOST`.
    * @defaultValue 0
    */
   prefetch?: number;
@@ -50,7 +55,11 @@ export interface ConsumeOptions {
    * @defaultValue 1
    */
   claimLanes?: number;
-  /** How long one claim request waits on the server for work. @defaultValue 25_000 */
+  /**
+   * How long one claim request waits on the server for work. Its request's time limit is this plus the
+   * client's `timeoutMs`.
+   * @defaultValue 25_000
+   */
   pollWaitMs?: number;
   /** How long `close()` lets running jobs finish before aborting their signals. @defaultValue 30_000 */
   closeGraceMs?: number;

@@ -1,11 +1,12 @@
 import { type AnyJobDefinition, parseWith, upgradePayload, WorkqError } from '@workq/core';
 import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
+import { reconnectDelayMs, retrying, sleep } from '../retry.ts';
 import { AckBatcher } from './ack-batcher.ts';
+import { HandBack } from './hand-back.ts';
 import { HandlerContext, type JobContextDeps } from './job-context.ts';
 import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
 import { runConsumerLoop } from './loop.ts';
-import { reconnectDelayMs, retrying, sleep } from './retry.ts';
 import type { ConsumeOptions, JobContext, Worker } from './types.ts';
 
 export interface WorkerDeps extends JobContextDeps {
@@ -41,6 +42,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call);
   const acks = new AckBatcher(call, 1000);
+  const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
   /** Drops the claims still out: when closing, unless their server answers them at once. */
   const dropClaims = new AbortController();
@@ -60,18 +62,23 @@ export function startWorker(deps: WorkerDeps): Worker {
     const carried = acks.take();
     const complete = carried.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
     try {
-      const signal = dropClaims.signal;
-      const claimed = await call((api) => api.consumer.claim.mutate({ ...input, complete }, { signal }));
+      const sentAtMs = Date.now();
+      // The server holds the claim up to `pollWaitMs` when there is no work: its time limit starts after that.
+      const claimed = await call((api, signal) => api.consumer.claim.mutate({ ...input, complete }, { signal }), {
+        waitMs: pollWaitMs,
+        signal: dropClaims.signal,
+      });
+      const receivedAtMs = Date.now();
       if (claimed.acksFailed) acks.restore(carried);
       else acks.settle(carried, claimed.completed);
       // Leases are kept alive from the claim on, also while a prefetched job waits for a slot.
       return claimed.jobs.map((job) => ({
         job,
-        jobAbort: leases.hold({
-          id: job.id,
-          leaseToken: job.leaseToken,
+        jobAbort: leases.hold(job.id, job.leaseToken, {
           leaseMs: job.leaseMs,
-          expiresAtMs: job.leaseExpiresAtMs,
+          serverExpiresAtMs: job.leaseExpiresAtMs,
+          sentAtMs,
+          receivedAtMs,
         }),
       }));
     } catch (error) {
@@ -99,8 +106,9 @@ export function startWorker(deps: WorkerDeps): Worker {
    */
   const endWaitingClaims = async (): Promise<void> => {
     if (claimsOut === 0) return;
-    const signal = dropClaims.signal;
-    const here = await call((api) => api.consumer.stopWaiting.mutate({ workerId }, { signal })).then(
+    const here = await call((api, signal) => api.consumer.stopWaiting.mutate({ workerId }, { signal }), {
+      signal: dropClaims.signal,
+    }).then(
       ({ claims }) => claims,
       () => 0,
     );
@@ -116,8 +124,8 @@ export function startWorker(deps: WorkerDeps): Worker {
   ): Promise<void> => {
     const permanent = unreadable || error instanceof PermanentError;
     const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
-    const lease = { id: job.id, leaseToken: job.leaseToken };
-    await retrying(() => call((api) => api.consumer.fail.mutate({ ...lease, message, permanent })), giveUpAtMs);
+    const report = { id: job.id, leaseToken: job.leaseToken, message, permanent };
+    await retrying(() => call((api, signal) => api.consumer.fail.mutate(report, { signal })), giveUpAtMs);
   };
 
   const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
@@ -125,6 +133,12 @@ export function startWorker(deps: WorkerDeps): Worker {
     try {
       // A prefetched job whose lease was lost while it waited is someone else's now.
       if (jobAbort.aborted) return;
+      // One whose lease ran out, or nearly, before it could start (the claim's answer or a slot came late) may
+      // be someone else's already, or soon: it goes back unstarted, and another worker runs it.
+      if (!leases.mayStart(job.id)) {
+        handBack.add(job.id, job.leaseToken);
+        return;
+      }
       let payload: unknown;
       try {
         payload = upgradePayload(name, definition, job.version, job.payload);
@@ -183,7 +197,8 @@ export function startWorker(deps: WorkerDeps): Worker {
     },
     stopClaiming.signal,
   )
-    .then(() => acks.drain())
+    .then(() => Promise.all([acks.drain(), handBack.drain()]))
+    .then(() => undefined)
     .finally(() => leases.stop());
 
   let closing: Promise<void> | undefined;

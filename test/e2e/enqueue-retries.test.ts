@@ -1,0 +1,153 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { createClient } from '@workq/sdk';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { collectingLogger } from '../support/quiet-logger.ts';
+import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
+
+/**
+ * A TCP relay to a server that can lose the answer to the next request: the request reaches the server and is
+ * carried out, but its answer is dropped with the connection, as when a link or a proxy fails at that moment.
+ */
+interface LossyProxy {
+  url: string;
+  /** The next answer from the server is dropped, and the connection with it. */
+  loseNextAnswer(): void;
+  /** Answers dropped so far. */
+  lost(): number;
+  close(): Promise<void>;
+}
+
+async function startLossyProxy(target: string): Promise<LossyProxy> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  let loseNext = false;
+  let lost = 0;
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const relay: Server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    track(client);
+    track(upstream);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      if (loseNext) {
+        loseNext = false;
+        lost++;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      client.write(chunk);
+    });
+    client.once('close', () => upstream.destroy());
+    upstream.once('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(relay.address() as { port: number }).port}`,
+    loseNextAnswer: () => {
+      loseNext = true;
+    },
+    lost: () => lost,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+    },
+  };
+}
+
+const payloadsOf = (tag: string, count: number) =>
+  Array.from({ length: count }, (_, i) => ({ source: `in/${tag}-${i}.png`, output: `out/${tag}-${i}.webp` }));
+
+await describeEachStore(E2E_STORES, 'enqueues sent again over $label', ({ open }) => {
+  let target: FreshStore | undefined;
+  let server: QueueServer;
+  let proxy: LossyProxy;
+
+  beforeAll(async () => {
+    target = await open();
+    server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
+    proxy = await startLossyProxy(server.url);
+  });
+
+  afterAll(async () => {
+    await proxy?.close();
+    await server?.close();
+    await target?.drop();
+  });
+
+  /** How many imageConvert jobs the store holds, in any state. */
+  const storedJobs = async (): Promise<number> => {
+    const { counts } = await createClient({ url: server.url, jobs }).admin.stats();
+    return counts.filter((row) => row.name === 'imageConvert').reduce((sum, row) => sum + row.count, 0);
+  };
+
+  it('an enqueue whose answer was lost is sent again and makes exactly one job', async () => {
+    const sdk = createClient({ url: proxy.url, jobs });
+    await sdk.ready();
+    const [before, lostBefore] = [await storedJobs(), proxy.lost()];
+    proxy.loseNextAnswer();
+    const handle = await sdk.enqueue.imageConvert({ source: 'in/lone.png', output: 'out/lone.webp' });
+    expect(proxy.lost() - lostBefore).toBe(1);
+    expect(handle.created).toBe(true);
+    expect((await storedJobs()) - before).toBe(1);
+    expect((await handle.status()).idempotencyKey).toEqual(expect.any(String));
+  });
+
+  it('an enqueueMany whose answer was lost is sent again and makes each job once', async () => {
+    const sdk = createClient({ url: proxy.url, jobs });
+    await sdk.ready();
+    const [before, lostBefore] = [await storedJobs(), proxy.lost()];
+    proxy.loseNextAnswer();
+    const handles = await sdk.enqueueMany.imageConvert(payloadsOf('batch', 25));
+    expect(proxy.lost() - lostBefore).toBe(1);
+    expect(new Set(handles.map((handle) => handle.id)).size).toBe(25);
+    expect(handles.every((handle) => handle.created)).toBe(true);
+    expect((await storedJobs()) - before).toBe(25);
+  });
+
+  it('enqueueMany with a key per job: the same batch sent again returns the same jobs and makes none', async () => {
+    const sdk = createClient({ url: server.url, jobs });
+    const before = await storedJobs();
+    const payloads = payloadsOf('keyed', 10);
+    const perJob = payloads.map((payload) => ({ idempotencyKey: payload.output }));
+    const first = await sdk.enqueueMany.imageConvert(payloads, { priority: 2, perJob });
+    expect(first.every((handle) => handle.created)).toBe(true);
+    expect(new Set(first.map((handle) => handle.id)).size).toBe(10);
+
+    const again = await sdk.enqueueMany.imageConvert(payloads, { priority: 2, perJob });
+    expect(again.map((handle) => handle.id)).toEqual(first.map((handle) => handle.id));
+    expect(again.every((handle) => !handle.created)).toBe(true);
+
+    // A batch that overlaps: the known keys return their jobs, the new ones make jobs.
+    const more = payloadsOf('keyed', 12).slice(8);
+    const overlapping = await sdk.enqueueMany.imageConvert(more, {
+      perJob: more.map((payload) => ({ idempotencyKey: payload.output })),
+    });
+    expect(overlapping.map((handle) => handle.created)).toEqual([false, false, true, true]);
+    expect(overlapping.slice(0, 2).map((handle) => handle.id)).toEqual(first.slice(8).map((handle) => handle.id));
+    expect((await storedJobs()) - before).toBe(12);
+    const status = await first[3]?.status();
+    expect(status).toMatchObject({ idempotencyKey: 'out/keyed-3.webp', priority: 2 });
+  });
+
+  it('enqueueMany gives each job the options of its own over the batch’s', async () => {
+    const sdk = createClient({ url: server.url, jobs });
+    const payloads = payloadsOf('own', 3);
+    const handles = await sdk.enqueueMany.imageConvert(payloads, {
+      priority: 1,
+      perJob: [undefined, { priority: 9, maxAttempts: 2 }, { delayMs: 60_000 }],
+    });
+    const statuses = await Promise.all(handles.map((handle) => handle.status()));
+    expect(statuses.map((status) => [status.priority, status.maxAttempts, status.state])).toEqual([
+      [1, 5, 'ready'],
+      [9, 2, 'ready'],
+      [1, 5, 'scheduled'],
+    ]);
+  });
+});
