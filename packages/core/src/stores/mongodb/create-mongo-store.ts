@@ -1,11 +1,10 @@
 import { MongoClient, ReadConcern, ReadPreference } from 'mongodb';
 import type { Store } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import type { WakeupDocument } from './documents.ts';
 import { toWorkqError } from './errors.ts';
 import { collectionNames, ensureIndexes, MAX_HISTORY_RETENTION_MS } from './indexes.ts';
 import { durableWrites, MongoStore } from './mongo-store.ts';
-import { ChangeStreamNotifier, describeServer, ensureWakeupCollection } from './notifier.ts';
+import { ChangeStreamNotifier, describeServer } from './notifier.ts';
 
 /** How to reach MongoDB and how the store lays out its data. */
 export interface MongoStoreOptions {
@@ -153,9 +152,8 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
     });
     let notifier: ChangeStreamNotifier | undefined;
     if (notify && server.changeStreams) {
-      await ensureWakeupCollection(db, names.wakeups);
-      const wakeups = db.collection<WakeupDocument>(names.wakeups);
-      notifier = new ChangeStreamNotifier(wakeups, serverSelectionTimeoutMS, hosts);
+      notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts);
+      await notifier.ensureCollection();
     }
     return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern });
   } catch (error) {
