@@ -1,8 +1,8 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { insertedRecord } from '../shared/inserted-record.ts';
-import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
+import { insertedRecord } from '../shared/inserted-record.ts';
+import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
 /**
  * A job as the MongoDB store keeps it. `_id` is the job id (UUIDv7, so `_id`
