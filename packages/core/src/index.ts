@@ -8,8 +8,14 @@ export { checkCompatibility, snapshotCatalog } from './contract/compatibility.ts
 export { defineCatalog, isValidJobName } from './contract/define-catalog.ts';
 export type { JobSpec } from './contract/define-job.ts';
 export { defineJob } from './contract/define-job.ts';
-export type { JobJsonSchema, SchemaChange } from './contract/json-schema.ts';
-export { canonicalJson, catalogJsonSchemas, diffJsonSchemas, toPayloadJsonSchema } from './contract/json-schema.ts';
+export type { JobJsonSchema, SchemaChange, UncheckedConstraint } from './contract/json-schema.ts';
+export {
+  canonicalJson,
+  catalogJsonSchemas,
+  diffJsonSchemas,
+  toPayloadJsonSchema,
+  uncheckedConstraintsOf,
+} from './contract/json-schema.ts';
 export { parseWith, payloadSchemaOf, upgradePayload } from './contract/payload.ts';
 export type {
   AnyJobDefinition,

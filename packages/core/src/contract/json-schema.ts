@@ -24,9 +24,138 @@ export function catalogJsonSchemas(catalog: Catalog): JobJsonSchema[] {
   return entries;
 }
 
-/** A payload schema as JSON Schema; parts JSON Schema cannot express (transforms, refinements) become `{}`. */
+/**
+ * The keyword under which a payload JSON Schema lists what it cannot check:
+ * `[{ "path", "constraint" }]`, present only when something is unchecked.
+ * JSON Schema validators ignore it; the queue server reports it.
+ */
+export const UNCHECKED_KEYWORD = 'x-workq-unchecked';
+
+/** A constraint of a Zod payload schema its JSON Schema does not check. */
+export interface UncheckedConstraint {
+  /** Where, as a dotted path from the payload root (`(root)` for the payload itself; `[]` for every item). */
+  path: string;
+  constraint: string;
+}
+
+/**
+ * A payload schema as JSON Schema (input side): it accepts every payload the
+ * Zod schema accepts, and lists under `UNCHECKED_KEYWORD` the constraints it
+ * cannot express — refinements, the output side of pipes and transforms,
+ * coercion and preprocessing, and types JSON has not (dates, bigints, maps,
+ * …) — so a validator of this schema accepts some payloads Zod refuses, and
+ * says so. Parts that accept any input (coerced, preprocessed, `.catch`) are
+ * `{}` and not required.
+ */
 export function toPayloadJsonSchema(schema: z.ZodType): Record<string, unknown> {
-  return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const unchecked = new Map<string, UncheckedConstraint>();
+  const note = (path: readonly (string | number)[], constraint: string) => {
+    const at = payloadPathOf(path);
+    unchecked.set(`${at}\u0000${constraint}`, { path: at, constraint });
+  };
+  const json = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: ({ zodSchema, jsonSchema, path }) => {
+      const def = defOf(zodSchema);
+      if (def.checks?.some((check) => defOf(check).check === 'custom'))
+        note(path, 'refinement (.refine, .superRefine or .check)');
+      if (def.coerce) note(path, 'coercion (z.coerce): the coerced value is not checked');
+      const missing = def.type === undefined ? undefined : MISSING_IN_JSON_SCHEMA[def.type];
+      if (missing) note(path, missing);
+      if (def.type === 'pipe' && def.in && def.out) {
+        if (defOf(def.in).type === 'transform')
+          note(path, 'preprocessing (z.preprocess): the processed value is not checked');
+        else
+          note(path, defOf(def.out).type === 'transform' ? 'transform (.transform)' : 'the schema piped into (.pipe)');
+      }
+      if (acceptsAnyInput(def)) clear(jsonSchema as Record<string, unknown>);
+      if (def.type === 'object' && def.shape) {
+        const optional = Object.keys(def.shape).filter((key) => acceptsAnyInput(defOf(def.shape?.[key])));
+        const required = (jsonSchema as { required?: string[] }).required;
+        if (required && optional.length > 0) {
+          const left = required.filter((key) => !optional.includes(key));
+          if (left.length > 0) (jsonSchema as { required?: string[] }).required = left;
+          else delete (jsonSchema as { required?: string[] }).required;
+        }
+      }
+    },
+  }) as Record<string, unknown>;
+  if (unchecked.size > 0) {
+    json[UNCHECKED_KEYWORD] = [...unchecked.values()].sort(
+      (a, b) => a.path.localeCompare(b.path) || a.constraint.localeCompare(b.constraint),
+    );
+  }
+  return json;
+}
+
+/** The constraints a registered payload JSON Schema lists as unchecked (see `toPayloadJsonSchema`). */
+export function uncheckedConstraintsOf(jsonSchema: unknown): UncheckedConstraint[] {
+  const listed = (jsonSchema as Record<string, unknown> | null)?.[UNCHECKED_KEYWORD];
+  if (!Array.isArray(listed)) return [];
+  return listed.flatMap((item: unknown) => {
+    const { path, constraint } = (item ?? {}) as Record<string, unknown>;
+    return typeof path === 'string' && typeof constraint === 'string' ? [{ path, constraint }] : [];
+  });
+}
+
+/** The parts of a Zod schema's definition read here (Zod 4 keeps them on `_zod.def`). */
+interface ZodDefinition {
+  type?: string;
+  coerce?: boolean;
+  check?: string;
+  checks?: readonly unknown[];
+  in?: unknown;
+  out?: unknown;
+  shape?: Record<string, unknown>;
+}
+
+function defOf(schema: unknown): ZodDefinition {
+  return ((schema as { _zod?: { def?: ZodDefinition } } | undefined)?._zod?.def ?? {}) as ZodDefinition;
+}
+
+/** Zod types that JSON Schema cannot express at all: their JSON Schema is `{}`. */
+const MISSING_IN_JSON_SCHEMA: Readonly<Record<string, string>> = {
+  custom: 'custom check (z.custom)',
+  transform: 'transform (z.transform)',
+  date: 'type Date (not JSON; plain HTTP cannot send one)',
+  bigint: 'type bigint (not JSON; plain HTTP cannot send one)',
+  map: 'type Map (not JSON; plain HTTP cannot send one)',
+  set: 'type Set (not JSON; plain HTTP cannot send one)',
+  nan: 'NaN (not JSON)',
+  symbol: 'type symbol',
+  function: 'type function',
+  promise: 'type promise',
+};
+
+/** Whether a schema takes any input: coerced, preprocessed, caught, a bare transform or custom check. */
+function acceptsAnyInput(def: ZodDefinition): boolean {
+  if (def.coerce || def.type === 'catch' || def.type === 'transform' || def.type === 'custom') return true;
+  return def.type === 'pipe' && defOf(def.in).type === 'transform';
+}
+
+/** Leaves only annotations (`default`, `description`, …): a schema any value satisfies. */
+function clear(jsonSchema: Record<string, unknown>): void {
+  for (const key of Object.keys(jsonSchema)) {
+    if (!ANNOTATIONS.has(key)) delete jsonSchema[key];
+  }
+}
+
+const ANNOTATIONS = new Set(['default', 'description', 'title', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
+
+/** A JSON Schema location (`properties.a.items`) as a payload path (`a[]`). */
+function payloadPathOf(path: readonly (string | number)[]): string {
+  let out = '';
+  for (let i = 0; i < path.length; i++) {
+    const step = path[i];
+    if (step === 'properties' || step === 'patternProperties') out += `.${String(path[++i])}`;
+    else if (step === 'items') out += '[]';
+    else if (step === 'prefixItems') out += `[${String(path[++i])}]`;
+    else if (step === 'additionalProperties') out += '.*';
+    else if (step === 'anyOf' || step === 'oneOf' || step === 'allOf') i++;
+    else if (step === '$defs' || step === 'definitions') out = `#${String(path[++i])}`;
+  }
+  return out === '' ? '(root)' : out.replace(/^\./, '');
 }
 
 /** JSON with object keys sorted at every depth: equal values give equal text, which fingerprints rely on. */

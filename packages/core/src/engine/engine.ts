@@ -7,7 +7,7 @@ import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
 import type { ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
 import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
-import { fromStoredValue, toStoredValue } from './stored-value.ts';
+import { fromStoredValue, toStoredText, toStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
 export type { EnqueueInput } from './new-job.ts';
@@ -215,7 +215,11 @@ export class Engine {
     const now = this.clock.now();
     const job = await this.store.getJob(lease.id);
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-    const error: JobError = { message: String(failure.message).slice(0, 4000), attempt: job.attempts, at: now };
+    const error: JobError = {
+      message: toStoredText(String(failure.message).slice(0, 4000)),
+      attempt: job.attempts,
+      at: now,
+    };
     if (failure.permanent) error.permanent = true;
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
     const retryAt = retry ? retryTime(job, now) : null;

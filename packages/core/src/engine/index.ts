@@ -60,4 +60,4 @@ export type {
   WorkerPresence,
 } from './store.ts';
 export { FINISHED_STATES } from './store.ts';
-export { fromStoredValue, toStoredValue } from './stored-value.ts';
+export { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';

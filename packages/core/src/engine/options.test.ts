@@ -94,6 +94,9 @@ describe('resolveRunAt', () => {
     expect(validationMessage(() => resolveRunAt({ delayMs: 0.5 }, now))).toMatch(/delayMs/);
     expect(validationMessage(() => resolveRunAt({ runAt: new Date(Number.NaN) }, now))).toMatch(/runAt/);
     expect(validationMessage(() => resolveRunAt({ runAt: '2026-01-01' as never }, now))).toMatch(/runAt/);
+    // Outside what every store keeps: refused the same way on each.
+    expect(validationMessage(() => resolveRunAt({ runAt: new Date(Date.UTC(12_000, 0, 1)) }, now))).toMatch(/9999/);
+    expect(validationMessage(() => resolveRunAt({ runAt: new Date(-1) }, now))).toMatch(/1970/);
   });
 });
 

@@ -67,13 +67,18 @@ export function resolveJobOptions(
   };
 }
 
-/** When a job may first run: `runAt`, else now + `delayMs`, else now. */
+/** The run times every store keeps (MySQL's DATETIME ends with year 9999). */
+const EARLIEST_RUN_AT_MS = 0;
+const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** When a job may first run: `runAt` (1970 to 9999), else now + `delayMs`, else now. */
 export function resolveRunAt(options: EnqueueOptions | undefined, now: Date): Date {
   if (options?.runAt !== undefined) {
-    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
-      throw new WorkqError('VALIDATION', 'runAt must be a valid Date.');
+    const ms = options.runAt instanceof Date ? options.runAt.getTime() : Number.NaN;
+    if (!(ms >= EARLIEST_RUN_AT_MS && ms <= LATEST_RUN_AT_MS)) {
+      throw new WorkqError('VALIDATION', 'runAt must be a valid Date from 1970-01-01 to 9999-12-31 (UTC).');
     }
-    return options.runAt;
+    return options.runAt as Date;
   }
   const delayMs = checkInteger(options?.delayMs ?? 0, 'delayMs', 0, 365 * DAY_MS);
   return new Date(now.getTime() + delayMs);

@@ -278,6 +278,13 @@ export interface Store extends RegistryStore {
 
   getJob(id: string): Promise<JobRecord | null>;
 
+  /**
+   * Optional: the cheapest round trip that proves the store answers (SQL:
+   * `SELECT 1`), for health checks; fails with `UNAVAILABLE` like any
+   * operation. Where absent, callers probe with `getJob` of an id no job has.
+   */
+  ping?(): Promise<void>;
+
   /** Jobs matching `filter`, ordered by id. */
   listJobs(filter: ListFilter): Promise<JobRecord[]>;
 

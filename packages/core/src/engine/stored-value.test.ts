@@ -1,6 +1,6 @@
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
-import { fromStoredValue, toStoredValue } from './stored-value.ts';
+import { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';
 
 /** What a store hands back: the stored value after a trip through JSON text. */
 const throughJson = (value: unknown): unknown => fromStoredValue(JSON.parse(JSON.stringify(toStoredValue(value))));
@@ -42,5 +42,60 @@ describe('stored values', () => {
     const shared = { n: 1 };
     expect(throughJson({ a: shared, b: shared })).toEqual({ a: { n: 1 }, b: { n: 1 } });
     expect(toStoredValue(new Date(0))).not.toBeInstanceOf(Date);
+  });
+});
+
+describe('values no store can keep', () => {
+  const refusal = (value: unknown): string => {
+    try {
+      toStoredValue(value, 'Payload of "sendEmail"');
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'VALIDATION' });
+      return (error as Error).message;
+    }
+    throw new Error('expected a VALIDATION error');
+  };
+
+  it('refuses a lone surrogate anywhere, naming where, and keeps well-formed pairs', () => {
+    expect(refusal({ body: 'a\ud800b' })).toMatch(/^Payload of "sendEmail" contains a lone UTF-16 surrogate at body:/);
+    expect(refusal({ list: ['ok', { deep: '\udc00' }] })).toMatch(/at list\.1\.deep/);
+    expect(refusal({ 'key\udbff': 1 })).toMatch(/lone UTF-16 surrogate in the key key\uFFFD/);
+    expect(refusal(new Map([['x', '\ud800']]))).toMatch(/lone UTF-16 surrogate/);
+    const emoji = { text: '👩🏽‍💻 \udbff\udfff' };
+    expect(throughJson(emoji)).toEqual(emoji);
+  });
+
+  it('refuses a NUL character, but not the text "\\u0000"', () => {
+    expect(refusal({ body: 'a\u0000b' })).toMatch(/NUL character \(\\u0000\) at body/);
+    expect(refusal(['\u0000'])).toMatch(/at 0/);
+    expect(throughJson({ body: '\\u0000' })).toEqual({ body: '\\u0000' });
+  });
+
+  it(`keeps ${MAX_STORED_DEPTH} levels of nesting and refuses one more, without deep recursion`, () => {
+    const nested = (levels: number): unknown => {
+      let value: unknown = 1;
+      for (let i = 0; i < levels; i++) value = [value];
+      return value;
+    };
+    expect(throughJson(nested(MAX_STORED_DEPTH))).toEqual(nested(MAX_STORED_DEPTH));
+    expect(refusal(nested(MAX_STORED_DEPTH + 1))).toMatch(/more than 64 levels deep/);
+    expect(refusal(nested(100_000))).toMatch(/more than 64 levels deep/);
+    expect(refusal({ at: new Date(0), deep: nested(100_000) })).toMatch(/more than 64 levels deep/);
+  });
+
+  it('encodes shared and circular references once, however many paths reach them', () => {
+    const circular: Record<string, unknown> = { name: 'loop' };
+    circular.self = circular;
+    const back = throughJson(circular) as Record<string, unknown>;
+    expect(back.self).toBe(back);
+    // 2^40 paths through 40 shared arrays: walked and stored once each.
+    let shared: unknown = ['leaf'];
+    for (let i = 0; i < 40; i++) shared = [shared, shared];
+    expect(JSON.stringify(toStoredValue(shared)).length).toBeLessThan(10_000);
+  });
+
+  it('turns the same characters into U+FFFD in free text such as error messages', () => {
+    expect(toStoredText('plain')).toBe('plain');
+    expect(toStoredText('a\u0000b\ud800c\udbff\udfff')).toBe('a\uFFFDb\uFFFDc\udbff\udfff');
   });
 });

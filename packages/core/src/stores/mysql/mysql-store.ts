@@ -285,6 +285,10 @@ export class MysqlStore implements Store {
     return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
   }
 
+  async ping(): Promise<void> {
+    await this.retry('ping', () => selectRows(this.pool, 'SELECT 1'));
+  }
+
   async listJobs(filter: ListFilter): Promise<JobRecord[]> {
     if (filter.states?.length === 0 || filter.limit <= 0) return [];
     const { sql, values } = listJobsQuery(this.t, filter);

@@ -280,6 +280,10 @@ export class PostgresStore implements Store {
     return this.one(this.client, this.sql.getJob, [id]);
   }
 
+  async ping(): Promise<void> {
+    await this.client.query('SELECT 1');
+  }
+
   async listJobs(filter: ListFilter): Promise<JobRecord[]> {
     if (filter.limit <= 0 || filter.states?.length === 0) return [];
     const { text, params } = buildListJobs(this.quotedSchema, filter);
