@@ -3,6 +3,7 @@ import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectNoLeak } from '../support/leaks.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { failure, listAllJobs, type RawClient, rawClient, rawFailure } from '../support/raw-client.ts';
 
@@ -15,17 +16,6 @@ const TOKENS = [
 ];
 const MAX_PAYLOAD_BYTES = 2048;
 const MAX_BATCH_SIZE = 10;
-
-/** Stack frames, source paths and PostgreSQL wording that must never reach a client. */
-const LEAKS = [
-  /\bat [\w.<>]+ \(/,
-  /\bat (file:|\/|node:)/,
-  /\/work\//,
-  /node_modules/,
-  /\.ts:\d+/,
-  /"stack"/,
-  /SQLSTATE|syntax error|violates|relation "|invalid byte sequence|unsupported Unicode|jsonb|postgres/i,
-];
 
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
@@ -43,10 +33,6 @@ describe('auth and limits over pglite://memory', () => {
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     return { status: response.status, text: await response.text() };
-  };
-
-  const expectNoLeak = (text: string) => {
-    for (const leak of LEAKS) expect(text).not.toMatch(leak);
   };
 
   /** The server still answers health checks, reaches its store and serves an authorized query. */

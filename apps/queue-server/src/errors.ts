@@ -27,20 +27,51 @@ const WORKQ_CODE_OF_TRPC: Partial<Record<TrpcCode, WorkqErrorCode>> = {
   FORBIDDEN: 'FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
   METHOD_NOT_SUPPORTED: 'VALIDATION',
+  UNSUPPORTED_MEDIA_TYPE: 'VALIDATION',
   TIMEOUT: 'TIMEOUT',
   CONFLICT: 'CONFLICT',
 };
 
 /**
+ * What a failed request was doing, which decides what an `UNAVAILABLE`
+ * answer may promise: a `read` changed nothing; a write that lost its store
+ * mid-way (a connection can drop during `COMMIT`) may or may not have been
+ * stored, and what is safe next depends on the write.
+ */
+export type RequestKind = 'read' | 'enqueue' | 'claim' | 'ack' | 'write';
+
+/** The kind of a tRPC call, by its type and procedure path. */
+export function requestKindOf(type: string, path: string | undefined): RequestKind {
+  if (type === 'query') return 'read';
+  if (path === 'jobs.enqueue' || path === 'jobs.enqueueMany') return 'enqueue';
+  if (path === 'consumer.claim') return 'claim';
+  if (path === 'consumer.complete') return 'ack';
+  return 'write';
+}
+
+/** What is safe after a write whose outcome is unknown. */
+const AFTER_UNKNOWN_WRITE: Readonly<Record<Exclude<RequestKind, 'read'>, string>> = {
+  enqueue:
+    'Retrying with the same idempotencyKey is safe: it returns the job if it was stored (without a key, a retry may enqueue it twice).',
+  claim:
+    'Claiming again is safe: jobs a lost claim leased are delivered again when their lease expires, and acks it carried that were stored are recognised as repeated.',
+  ack: 'Retrying is safe: an ack that was stored is recognised as repeated.',
+  write: "Check the job's state before repeating the request, unless doing it twice is harmless.",
+};
+
+/**
  * What a client may see of any error: a `WorkqError` keeps its code and
  * message; anything else becomes a generic `UNAVAILABLE`, with no stack and
- * no database text.
+ * no database text. An `UNAVAILABLE` message says what `kind` of request
+ * may have changed (default: an unknown write).
  */
-export function toClientError(error: unknown): WorkqError {
+export function toClientError(error: unknown, kind: RequestKind = 'write'): WorkqError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (cause instanceof WorkqError) {
     if (cause.code === 'UNAVAILABLE') {
-      return new WorkqError('UNAVAILABLE', publicUnavailableMessage(cause), { retryable: cause.retryable });
+      return new WorkqError('UNAVAILABLE', publicUnavailableMessage(cause.retryable, kind), {
+        retryable: cause.retryable,
+      });
     }
     return cause;
   }
@@ -51,19 +82,17 @@ export function toClientError(error: unknown): WorkqError {
     }
     if (code) return new WorkqError(code, error.message);
   }
-  return new WorkqError(
-    'UNAVAILABLE',
-    'The queue server hit an internal error; the request was not completed. Try again.',
-    {
-      retryable: true,
-    },
-  );
+  const outcome =
+    kind === 'read' ? 'nothing was changed' : `whether it changed anything is unknown. ${AFTER_UNKNOWN_WRITE[kind]}`;
+  return new WorkqError('UNAVAILABLE', `The queue server hit an internal error; ${outcome}`, { retryable: true });
 }
 
-function publicUnavailableMessage(error: WorkqError): string {
-  return error.retryable
-    ? 'The job store is unreachable right now; nothing was changed. Try again shortly.'
-    : 'The job store failed to complete the request; nothing was changed.';
+function publicUnavailableMessage(retryable: boolean, kind: RequestKind): string {
+  const failure = retryable
+    ? 'The job store could not be reached or dropped the request'
+    : 'The job store failed to complete the request (see the server log)';
+  if (kind === 'read') return `${failure}; nothing was changed.${retryable ? ' Try again shortly.' : ''}`;
+  return `${failure}, so whether the change was stored is unknown. ${AFTER_UNKNOWN_WRITE[kind]}`;
 }
 
 function summarizeIssues(issues: unknown): string {

@@ -1,4 +1,4 @@
-import type { Engine } from '@workq/core/engine';
+import type { JobCount } from '@workq/core/engine';
 import { Counter, Gauge, Registry } from 'prom-client';
 
 const COUNTS_CACHE_MS = 5_000;
@@ -47,9 +47,20 @@ export class ServerMetrics {
     labelNames: ['name', 'outcome'],
     registers: [this.registry],
   });
+  readonly storeUp = new Gauge({
+    name: 'workq_store_up',
+    help: 'Whether the job store answers this server (1), or is in an outage (0)',
+    registers: [this.registry],
+  });
+  readonly storeOutages = new Counter({
+    name: 'workq_store_outages_total',
+    help: 'Job store outages this server saw begin (a failed call confirmed by a failed probe)',
+    registers: [this.registry],
+  });
   private countsReadAt = 0;
 
-  constructor(engine: Engine) {
+  /** `countJobs` reads the job counts from the store (the engine's `counts`). */
+  constructor(countJobs: () => Promise<JobCount[]>) {
     const metrics = this;
     new Gauge({
       name: 'workq_jobs',
@@ -59,8 +70,11 @@ export class ServerMetrics {
       async collect() {
         if (Date.now() - metrics.countsReadAt < COUNTS_CACHE_MS) return;
         metrics.countsReadAt = Date.now();
+        // Without the store the last counts stay, so the other metrics (workq_store_up among them) still answer.
+        const counts = await countJobs().catch(() => undefined);
+        if (counts === undefined) return;
         this.reset();
-        for (const row of await engine.counts()) {
+        for (const row of counts) {
           this.set({ name: row.name, version: String(row.version), state: row.state }, row.count);
         }
       },

@@ -1,3 +1,4 @@
+import type { Catalog } from '@workq/core';
 import type { CronEntry } from './cron-entry.ts';
 
 /** A bearer token and what it may do. */
@@ -71,6 +72,18 @@ export interface ServerOptions {
    * @defaultValue []
    */
   crontab?: readonly CronEntry[];
+  /**
+   * The job catalog (`defineCatalog`), when the server is built with it.
+   * Payloads of the job versions it declares are then parsed with its Zod
+   * schemas — refinements, pipes, coercion and all, exactly as the SDK parses
+   * them — over tRPC and plain HTTP alike; other jobs and versions are checked
+   * against the JSON Schema clients registered, and a plain HTTP enqueue's
+   * answer lists, under `warnings`, the constraints that schema cannot
+   * express. Its schemas are registered at start (`CONFLICT` when a version
+   * is registered with a different schema).
+   * @defaultValue none (registered JSON Schemas only)
+   */
+  jobs?: Catalog;
   /** Where log lines go. @defaultValue JSON lines on stderr */
   logger?: Logger;
 }
@@ -93,6 +106,7 @@ export interface ResolvedServerOptions {
   pollIntervalMs: number;
   historyRetentionMs: number;
   crontab: readonly CronEntry[];
+  jobs: Catalog | undefined;
   logger: Logger;
 }
 
@@ -125,6 +139,7 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     historyRetentionMs: options.historyRetentionMs ?? 7 * 86_400_000,
     crontab: [...(options.crontab ?? [])],
+    jobs: options.jobs,
     logger: options.logger ?? jsonLineLogger(),
   };
 }

@@ -1,8 +1,18 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, diffJsonSchemas, isValidJobName, WorkqError } from '@workq/core';
-import type { Clock, SchemaEntry, Store } from '@workq/core/engine';
+import {
+  type Catalog,
+  canonicalJson,
+  diffJsonSchemas,
+  isValidJobName,
+  parseWith,
+  payloadSchemaOf,
+  uncheckedConstraintsOf,
+  WorkqError,
+} from '@workq/core';
+import { type Clock, type SchemaEntry, type Store, toStoredValue } from '@workq/core/engine';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import type { z } from 'zod';
 
 /** What a client registers: one version of one job's payload schema. */
 export interface SchemaRegistration {
@@ -19,16 +29,27 @@ const keyOf = (name: string, version: number): string => `${name}@${version}`;
 
 /**
  * The payload schemas clients registered, kept in the store so every server
- * instance validates against the same contract without a redeploy.
+ * instance validates against the same contract without a redeploy. Given the
+ * catalog itself, payloads of the versions it declares are parsed with its
+ * Zod schemas instead, exactly as the SDK parses them.
  */
 export class SchemaRegistry {
-  private readonly ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  // `unicode: false`: string lengths count UTF-16 code units, as Zod's `.min` and `.max` do (Ajv calls the
+  // option deprecated, hence no logger: Ajv's only other messages are schema warnings, which `strict: false` drops).
+  private readonly ajv = new Ajv2020({
+    strict: false,
+    allErrors: true,
+    validateFormats: true,
+    unicode: false,
+    logger: false,
+  });
   private readonly entries = new Map<string, SchemaEntry>();
   private readonly validators = new Map<string, ValidateFunction>();
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly catalog?: Catalog,
   ) {
     (addFormats as unknown as (ajv: Ajv2020) => void)(this.ajv);
     // Compiles the JSON Schema meta-schema now, at start, rather than in the first registration's request.
@@ -45,6 +66,9 @@ export class SchemaRegistry {
     for (const registration of registrations) {
       const { name, version, jsonSchema } = registration;
       if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
+      if (toStoredValue(jsonSchema, `The JSON Schema of "${name}" v${version}`) !== jsonSchema) {
+        throw new WorkqError('VALIDATION', `The JSON Schema of "${name}" v${version} must be plain JSON.`);
+      }
       const fingerprint = fingerprintOf(jsonSchema);
       this.validatorFor({ name, version, fingerprint, jsonSchema });
       const known = this.entries.get(keyOf(name, version));
@@ -59,8 +83,20 @@ export class SchemaRegistry {
     return stored;
   }
 
-  /** Checks each payload against the registered schema of its exact (name, version): one lookup, then a plain loop. */
+  /**
+   * Checks each payload against the schema of its exact (name, version): the
+   * catalog's Zod schema when the server has one that declares that version,
+   * otherwise the registered JSON Schema (one lookup, then a plain loop).
+   */
   async validateAll(name: string, version: number, payloads: readonly unknown[]): Promise<void> {
+    const zodSchema = this.catalogSchema(name, version);
+    if (zodSchema) {
+      for (const [index, payload] of payloads.entries()) {
+        const which = payloads.length > 1 ? `Payload ${index + 1} of ${payloads.length}` : 'Payload';
+        parseWith(zodSchema, payload, `${which} of "${name}" v${version}`);
+      }
+      return;
+    }
     const entry = await this.lookup(name, version);
     const validator = this.validatorFor(entry);
     for (const [index, payload] of payloads.entries()) {
@@ -73,6 +109,29 @@ export class SchemaRegistry {
       const text = issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ');
       throw new WorkqError('VALIDATION', `${which} of "${name}" v${version} is invalid: ${text}`, { details: issues });
     }
+  }
+
+  /**
+   * What a payload of (name, version) that passed `validateAll` was not
+   * checked for, one sentence, or none: nothing when the catalog checked it,
+   * else the constraints its registered JSON Schema lists as inexpressible.
+   * Read from the entry `validateAll` looked up.
+   */
+  uncheckedWarnings(name: string, version: number): string[] {
+    if (this.catalogSchema(name, version)) return [];
+    const unchecked = uncheckedConstraintsOf(this.entries.get(keyOf(name, version))?.jsonSchema);
+    if (unchecked.length === 0) return [];
+    const listed = unchecked.map(({ path, constraint }) => `${path}: ${constraint}`).join('; ');
+    return [
+      `Checked against the registered JSON Schema of "${name}" v${version}; constraints it cannot express are not checked here, and a payload that breaks one fails at the consumer: ${listed}. Start the server with the catalog (startServer({ jobs })) to check them.`,
+    ];
+  }
+
+  /** The catalog's payload schema of (name, version), when the server has a catalog that declares it. */
+  private catalogSchema(name: string, version: number): z.ZodType | undefined {
+    const definition = this.catalog && Object.hasOwn(this.catalog, name) ? this.catalog[name] : undefined;
+    if (!definition?.versions.includes(version)) return undefined;
+    return payloadSchemaOf(name, definition, version);
   }
 
   /** The newest version registered for `name`; `UNKNOWN_JOB` when none is. */
@@ -89,6 +148,8 @@ export class SchemaRegistry {
   private async lookup(name: string, version: number): Promise<SchemaEntry> {
     const cached = this.entries.get(keyOf(name, version));
     if (cached) return cached;
+    // No store keeps a schema under a name that is not a job name: answered without asking one.
+    if (!isValidJobName(name)) throw unknownJob(name);
     const registered = await this.store.listSchemas(name);
     for (const entry of registered) this.entries.set(keyOf(entry.name, entry.version), entry);
     const entry = this.entries.get(keyOf(name, version));

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
-import { WorkqError } from '@workq/core';
+import { catalogJsonSchemas, isWorkqError, WorkqError } from '@workq/core';
 import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { ClaimsInProgress } from './claims-in-progress.ts';
@@ -19,6 +19,7 @@ import { appRouter } from './router/index.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
 import { CronScheduler, enqueueThroughServer, parseCrontab } from './scheduler.ts';
 import { SchemaRegistry } from './schema-registry.ts';
+import { StoreHealth } from './store-health.ts';
 import { Wakeups } from './wakeups.ts';
 
 export interface QueueServer {
@@ -33,6 +34,9 @@ export interface QueueServer {
 
 const MAINTENANCE_EVERY_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
+/** How often an unreachable store is probed, and how long a probe may take. */
+const STORE_PROBE_EVERY_MS = 1_000;
+const STORE_PROBE_TIMEOUT_MS = 5_000;
 
 /** Starts a queue server; resolves once it listens and its store is ready. */
 export async function startServer(options: ServerOptions = {}): Promise<QueueServer> {
@@ -48,26 +52,47 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const cors = createCors(resolved.cors.origins);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
-  const engine = createEngine({ store: opened.store, historyRetentionMs: resolved.historyRetentionMs });
-  const wakeups = new Wakeups(engine, opened.store.capabilities.notify ? opened.store.notifier : undefined);
+  const storeUrl = redactUrl(opened.url);
+  const metrics = new ServerMetrics(() => engine.counts());
+  const health = new StoreHealth(opened.store, {
+    storeUrl,
+    logger,
+    metrics,
+    probeEveryMs: STORE_PROBE_EVERY_MS,
+    probeTimeoutMs: STORE_PROBE_TIMEOUT_MS,
+  });
+  const store = health.store;
+  const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs });
+  const wakeups = new Wakeups(engine, store.capabilities.notify ? store.notifier : undefined);
   await wakeups.start();
   const services: ServerServices = {
     engine,
-    registry: new SchemaRegistry(opened.store, engine.clock),
+    registry: new SchemaRegistry(store, engine.clock, resolved.jobs),
     wakeups,
     handoffs: new Handoffs(engine, {
       generation: (name) => wakeups.generation(name),
       freshForMs: resolved.pollIntervalMs,
     }),
     claims: new ClaimsInProgress(),
-    presence: new PresenceTracker(opened.store, engine.clock),
+    presence: new PresenceTracker(store, engine.clock),
     authority,
-    metrics: new ServerMetrics(engine),
+    metrics,
     enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
     completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
     crontab,
     options: resolved,
   };
+
+  if (resolved.jobs) {
+    // The catalog's schemas are registered as a client's would be, so plain HTTP producers and other servers see them.
+    await services.registry.register(catalogJsonSchemas(resolved.jobs)).catch(async (error: unknown) => {
+      health.close();
+      await wakeups.close();
+      await engine.close();
+      await opened.stop();
+      throw error;
+    });
+  }
 
   const scheduler = new CronScheduler(services.crontab, {
     now: () => engine.clock.now(),
@@ -108,12 +133,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return sendJson(res, 200, { ok: true });
     if (path === '/readyz') {
-      const ready =
-        !closing &&
-        (await opened.store.getJob('00000000-0000-0000-0000-000000000000').then(
-          () => true,
-          () => false,
-        ));
+      const ready = !closing && (await health.check());
       return sendJson(res, ready ? 200 : 503, { ready });
     }
     if (path === '/metrics') return serveMetrics(req, res, services);
@@ -125,6 +145,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const server = createServer((req, res) => {
     inFlight++;
     res.on('close', () => {
+      if (res.statusCode >= 500 && req.url !== '/readyz') health.requestFailed();
       inFlight--;
       if (inFlight === 0) drained?.();
     });
@@ -135,11 +156,15 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   });
   server.keepAliveTimeout = 65_000;
 
+  // A store that cannot be reached is logged once, as an outage; other failures each time.
+  const warnUnlessOutage = (message: string) => (error: unknown) => {
+    if (!(isWorkqError(error, 'UNAVAILABLE') && error.retryable)) logger.warn(message, { error: String(error) });
+  };
   const maintenance = setInterval(() => {
-    engine.sweepExpiredLeases().catch((error: unknown) => logger.warn('lease sweep failed', { error: String(error) }));
+    engine.sweepExpiredLeases().catch(warnUnlessOutage('lease sweep failed'));
   }, MAINTENANCE_EVERY_MS);
   const pruner = setInterval(() => {
-    engine.prune().catch((error: unknown) => logger.warn('prune failed', { error: String(error) }));
+    engine.prune().catch(warnUnlessOutage('prune failed'));
   }, PRUNE_EVERY_MS);
   maintenance.unref();
   pruner.unref();
@@ -151,7 +176,6 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const port = (server.address() as AddressInfo).port;
   scheduler.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
-  const storeUrl = redactUrl(opened.url);
   logger.info('workq queue server listening', {
     url: `http://${urlHost}:${port}`,
     store: storeUrl,
@@ -171,6 +195,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       if (inFlight > 0) await new Promise<void>((r) => (drained = r));
       server.closeAllConnections();
       await stopped;
+      health.close();
       await engine.close();
       await opened.stop();
       logger.info('workq queue server stopped');

@@ -5,6 +5,7 @@ import { requireScope } from '../auth.ts';
 import { toClientError } from '../errors.ts';
 import { checkPayloads, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
 import type { ServerServices } from '../router/trpc.ts';
+import { isJsonContentType } from './content-type.ts';
 import { readBodyText } from './read-body.ts';
 
 const HTTP_STATUS = {
@@ -25,18 +26,20 @@ const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enque
 
 /**
  * Plain JSON over HTTP, for producers that are not TypeScript:
- * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }`.
- * Payloads are validated against the registered schema, exactly as over tRPC.
+ * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }` and
+ * `content-type: application/json` (415 `VALIDATION` otherwise). Payloads
+ * are validated as over tRPC: with the server's catalog when it has one,
+ * otherwise against the registered JSON Schema, in which case the answer's
+ * `warnings` name the constraints that schema cannot express (not checked).
  */
 export async function handleRest(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
   try {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const name = /^\/v1\/jobs\/([^/]+)$/.exec(url.pathname)?.[1];
-    if (req.method !== 'POST' || name === undefined) {
-      throw new WorkqError('NOT_FOUND', 'Unknown route: enqueue with POST /v1/jobs/<name>.');
+    const jobName = routeOf(req);
+    if (!isJsonContentType(req.headers['content-type'])) {
+      req.resume();
+      return sendError(res, 415, new WorkqError('VALIDATION', NOT_JSON));
     }
     const principal = await services.authority.authenticate(req.headers.authorization);
-    const jobName = decodeURIComponent(name);
     requireScope(principal, 'produce', jobName);
     const body = restEnqueueBody.safeParse(await readJson(req, services.options.limits.maxRequestBytes));
     if (!body.success) {
@@ -50,12 +53,31 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     const result = await services.engine.enqueue(
       toEnqueueInput(jobName, body.data.version, body.data.payload, options),
     );
-    sendJson(res, result.created ? 201 : 200, result);
+    const warnings = services.registry.uncheckedWarnings(jobName, body.data.version);
+    sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {
-    const clientError = toClientError(error);
-    sendJson(res, HTTP_STATUS[clientError.code], {
-      error: { code: clientError.code, message: clientError.message, details: clientError.details },
-    });
+    const clientError = toClientError(error, 'enqueue');
+    sendError(res, HTTP_STATUS[clientError.code], clientError);
+  }
+}
+
+const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
+
+function sendError(res: ServerResponse, status: number, error: WorkqError): void {
+  sendJson(res, status, { error: { code: error.code, message: error.message, details: error.details } });
+}
+
+/** The job name of a `POST /v1/jobs/<name>` request: `NOT_FOUND` for another route, `VALIDATION` for a name that does not decode. */
+function routeOf(req: IncomingMessage): string {
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  const name = /^\/v1\/jobs\/([^/]+)$/.exec(path)?.[1];
+  if (req.method !== 'POST' || name === undefined) {
+    throw new WorkqError('NOT_FOUND', 'Unknown route: enqueue with POST /v1/jobs/<name>.');
+  }
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    throw new WorkqError('VALIDATION', 'The job name in the path is not valid percent-encoding (RFC 3986).');
   }
 }
 
@@ -82,7 +104,7 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, se
     res.writeHead(200, { 'content-type': contentType });
     res.end(body);
   } catch (error) {
-    const clientError = toClientError(error);
+    const clientError = toClientError(error, 'read');
     sendJson(res, HTTP_STATUS[clientError.code], { error: { code: clientError.code, message: clientError.message } });
   }
 }

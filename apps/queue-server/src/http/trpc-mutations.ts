@@ -9,6 +9,7 @@ import {
 } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { WorkqError } from '@workq/core';
+import { isJsonContentType } from './content-type.ts';
 import { readBodyText } from './read-body.ts';
 
 export interface TrpcMutationOptions<TContext> {
@@ -26,8 +27,11 @@ export interface TrpcMutationOptions<TContext> {
  * procedure call, error shape and response transform: the same bytes on the
  * wire as tRPC's standalone adapter, without building a Fetch `Request` and
  * `Response` for every call, which cost as much server time as an enqueue's
- * insert. The handler returns `false` for anything else (queries, batches,
- * other content types), which the standalone adapter then serves.
+ * insert. A POST whose body is not JSON (`content-type` other than
+ * `application/json`, such as the form data and octet streams tRPC's
+ * adapter would take) is refused here, 415 with workq code `VALIDATION`.
+ * The handler returns `false` for anything else (queries, batches), which
+ * the standalone adapter then serves.
  */
 export function createTrpcMutationHandler<TContext>(
   options: TrpcMutationOptions<TContext>,
@@ -37,13 +41,33 @@ export function createTrpcMutationHandler<TContext>(
   const procedures = router._def.procedures as Record<string, { _def: { type: string } } | undefined>;
 
   return (req, res) => {
-    if (req.method !== 'POST' || !req.url?.startsWith(basePath) || req.url.includes('?')) return false;
-    if (!req.headers['content-type']?.startsWith('application/json')) return false;
+    if (req.method !== 'POST' || !req.url?.startsWith(basePath)) return false;
+    if (!isJsonContentType(req.headers['content-type'])) {
+      req.resume();
+      sendError(res, new TRPCError({ code: 'UNSUPPORTED_MEDIA_TYPE', message: NOT_JSON }));
+      return true;
+    }
+    if (req.url.includes('?')) return false;
     const path = procedurePath(req.url.slice(basePath.length));
     if (path === undefined || procedures[path]?._def.type !== 'mutation') return false;
     void respond(path, req, res);
     return true;
   };
+
+  /** Answers with `error` in tRPC's error shape, before any procedure is called. */
+  function sendError(res: ServerResponse, error: TRPCError): void {
+    const shape = getTRPCErrorShape({
+      config,
+      error,
+      type: 'unknown',
+      path: undefined,
+      input: undefined,
+      ctx: undefined,
+    });
+    const json = JSON.stringify(transformTRPCResponse(config, { error: shape }));
+    res.writeHead(getHTTPStatusCodeFromError(error), { 'content-type': 'application/json' });
+    res.end(json);
+  }
 
   async function respond(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const signal = abortOnDisconnect(req, res);
@@ -82,6 +106,8 @@ export function createTrpcMutationHandler<TContext>(
     res.end(json);
   }
 }
+
+const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
 
 /** The procedure path in a URL path, or `undefined` when it does not decode. */
 function procedurePath(encoded: string): string | undefined {

@@ -2,7 +2,7 @@ import { JOB_STATES } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
 import { describeEntry } from '../scheduler.ts';
-import { jobId, jobName } from './inputs.ts';
+import { jobId, jobName, storableText } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
 
 const CONSUMER_SEEN_WITHIN_MS = 60_000;
@@ -14,7 +14,7 @@ export const adminRouter = router({
         name: jobName.optional(),
         state: z.enum(JOB_STATES).optional(),
         limit: z.number().int().min(1).max(1000).optional(),
-        cursor: z.string().max(64).optional(),
+        cursor: storableText(0, 64).optional(),
       }),
     )
     .query(({ ctx, input }) => {

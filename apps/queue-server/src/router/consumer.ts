@@ -1,8 +1,17 @@
 import { isWorkqError, WorkqError } from '@workq/core';
-import type { ClaimedJob } from '@workq/core/engine';
+import { type ClaimedJob, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
-import { checkBatchSize, checkPayloads, enqueueOptions, jobName, lease, toEnqueueInput, version } from './inputs.ts';
+import {
+  checkBatchSize,
+  checkPayloads,
+  enqueueOptions,
+  jobName,
+  lease,
+  storableText,
+  toEnqueueInput,
+  version,
+} from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
@@ -60,6 +69,8 @@ async function completeHeld(
 ): Promise<{ id: string; ok: boolean }[]> {
   if (items.length === 0) return [];
   checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
+  // Refused here, by itself, rather than failing the other requests' acks it would be merged with.
+  for (const { id, result } of items) toStoredValue(result, `Result of job ${id}`);
   const outcomes = await services.completions.submit(
     items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
   );
@@ -82,8 +93,8 @@ export const consumerRouter = router({
         minVersion: version.default(1),
         maxVersion: version,
         limit: z.number().int().min(1),
-        workerId: z.string().min(1).max(64),
-        host: z.string().max(255).optional(),
+        workerId: storableText(1, 64),
+        host: storableText(0, 255).optional(),
         waitMs: z.number().int().min(0).default(0),
         leaseMs: z.number().int().min(1).optional(),
         complete: z.array(completion).default([]),
@@ -164,7 +175,7 @@ export const consumerRouter = router({
    * here; with none, they are on another server, and the worker drops them.
    * Only claims of job types the caller's token may consume are touched.
    */
-  stopWaiting: authedProcedure.input(z.object({ workerId: z.string().min(1).max(64) })).mutation(({ ctx, input }) => {
+  stopWaiting: authedProcedure.input(z.object({ workerId: storableText(1, 64) })).mutation(({ ctx, input }) => {
     requireSomeConsumeScope(ctx.principal);
     return { claims: ctx.services.claims.stopWaiting(input.workerId, ctx.principal) };
   }),

@@ -1,12 +1,31 @@
-import { WorkqError } from '@workq/core';
-import { type EnqueueInput, toStoredValue } from '@workq/core/engine';
+import { isValidJobName, WorkqError } from '@workq/core';
+import { type EnqueueInput, toStoredText, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import type { ServerServices } from './trpc.ts';
 
+/**
+ * Text a store can keep or look up as it is, the same on every store: no NUL
+ * characters, no lone surrogates (see `toStoredText`).
+ */
+export function storableText(minLength: number, maxLength: number) {
+  return z
+    .string()
+    .min(minLength)
+    .max(maxLength)
+    .refine(
+      (text) => toStoredText(text) === text,
+      'must be well-formed text, without NUL characters or lone surrogates',
+    );
+}
+
 /** Envelope schemas of the router's inputs. Payloads are checked separately, against the registered schema. */
-export const jobName = z.string().min(1).max(100);
-export const jobId = z.string().min(1).max(64);
-export const leaseToken = z.string().min(1).max(64);
+export const jobName = z
+  .string()
+  .min(1)
+  .max(100)
+  .refine(isValidJobName, 'is not a valid job name (a letter, then letters, digits, "_", "." or "-")');
+export const jobId = storableText(1, 64);
+export const leaseToken = storableText(1, 64);
 export const version = z.number().int().min(1).max(1_000_000);
 
 export const enqueueOptions = z
@@ -14,12 +33,7 @@ export const enqueueOptions = z
     priority: z.number().int().optional(),
     delayMs: z.number().int().nonnegative().optional(),
     runAt: z.date().optional(),
-    idempotencyKey: z
-      .string()
-      .min(1)
-      .max(255)
-      .refine((key) => !key.includes('\u0000'), 'must not contain a NUL character')
-      .optional(),
+    idempotencyKey: storableText(1, 255).optional(),
     maxAttempts: z.number().int().optional(),
     backoff: z
       .object({
@@ -63,20 +77,15 @@ export function toEnqueueInput(
   return toEnqueueInputs(name, jobVersion, [payload], options)[0] as EnqueueInput;
 }
 
-/** A `\u0000` escape in JSON text, not preceded by an escaped backslash. */
-const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
-
-/** Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE` before anything is stored. */
+/**
+ * Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE`, and one no
+ * store can keep (NUL, lone surrogates, too deep: see `toStoredValue`) with
+ * `VALIDATION`, before anything is stored.
+ */
 export function checkPayloadSize(payload: unknown, maxBytes: number, name: string): void {
   // Measured as stored: a bigint, Date or Map counts with its encoding.
-  const text = JSON.stringify(toStoredValue(payload));
+  const text = JSON.stringify(toStoredValue(payload, `Payload of "${name}"`));
   if (text === undefined) throw new WorkqError('VALIDATION', `Payload of "${name}" must be a JSON value.`);
-  if (ESCAPED_NUL.test(text)) {
-    throw new WorkqError(
-      'VALIDATION',
-      `Payload of "${name}" contains a NUL character (\\u0000), which job stores cannot keep; remove it or encode the data.`,
-    );
-  }
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     throw new WorkqError(

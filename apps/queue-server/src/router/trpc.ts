@@ -4,7 +4,7 @@ import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@work
 import type { Principal, TokenAuthority } from '../auth.ts';
 import type { ClaimsInProgress } from '../claims-in-progress.ts';
 import type { Coalescer } from '../coalescer.ts';
-import { TRPC_CODE_OF, toClientError } from '../errors.ts';
+import { requestKindOf, TRPC_CODE_OF, toClientError } from '../errors.ts';
 import type { Handoffs } from '../handoffs.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
@@ -53,8 +53,8 @@ export interface ServerContext extends RequestContext {
 const t = initTRPC.context<RequestContext>().create({
   transformer: wireTransformer,
   isDev: false,
-  errorFormatter({ shape, error }) {
-    const clientError = toClientError(error);
+  errorFormatter({ shape, error, type, path }) {
+    const clientError = toClientError(error, requestKindOf(type, path));
     return {
       code: shape.code,
       message: clientError.message,

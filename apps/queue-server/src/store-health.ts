@@ -1,0 +1,174 @@
+import { isWorkqError } from '@workq/core';
+import type { Store } from '@workq/core/engine';
+import type { ServerMetrics } from './metrics.ts';
+import type { Logger } from './options.ts';
+
+/** An id no job has: how stores without `ping` are probed. */
+const NO_JOB_ID = '00000000-0000-0000-0000-000000000000';
+
+export interface StoreHealthOptions {
+  /** The store's address for log lines, password redacted (`redactUrl`). */
+  storeUrl: string;
+  logger: Logger;
+  metrics: ServerMetrics;
+  /** How often the store is probed while it is unreachable. */
+  probeEveryMs: number;
+  /** A probe that has not answered by then counts as failed. */
+  probeTimeoutMs: number;
+}
+
+/**
+ * Whether the job store answers, as this server sees it. A store call that
+ * fails with a retryable `UNAVAILABLE` makes the store suspect, and a probe
+ * (`ping`, or `getJob` where a store has none) decides: when it fails too,
+ * the outage begins — logged once as a warning, counted in
+ * `workq_store_outages_total`, `workq_store_up` 0 — and the store is probed
+ * every `probeEveryMs` until it answers; the first answer (a probe's or any
+ * call's) ends it, logged once with its length and how many requests failed
+ * meanwhile. Deadlocks and other one-off retryable failures end at the probe,
+ * unlogged.
+ */
+export class StoreHealth {
+  /** The store, with every operation's outcome observed: what the engine and the server use. */
+  readonly store: Store;
+  private state: 'up' | 'suspect' | 'down' = 'up';
+  private outageStartedAtMs = 0;
+  /** Requests answered with a server error since the store became suspect. */
+  private failedRequests = 0;
+  private probing: Promise<boolean> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly raw: Store,
+    private readonly options: StoreHealthOptions,
+  ) {
+    this.store = observeStore(raw, {
+      answered: () => {
+        if (this.state !== 'up' && !this.closed) this.recovered();
+      },
+      failed: (error) => {
+        if (this.state === 'up' && !this.closed && isWorkqError(error, 'UNAVAILABLE') && error.retryable) {
+          this.state = 'suspect';
+          void this.check();
+        }
+      },
+    });
+    options.metrics.storeUp.set(1);
+  }
+
+  /** `false` while an outage is known; a probe (`check`) may learn of one sooner. */
+  get up(): boolean {
+    return this.state !== 'down';
+  }
+
+  /** Probes the store now (sharing a probe already under way); resolves to whether it answered. */
+  check(): Promise<boolean> {
+    this.probing ??= this.probe().then((failure) => {
+      this.probing = undefined;
+      if (!this.closed) {
+        if (failure === undefined) this.recovered();
+        else this.unreachable(failure);
+      }
+      return failure === undefined;
+    });
+    return this.probing;
+  }
+
+  /** A request was answered with a server error: counted toward the outage it falls in, if any. */
+  requestFailed(): void {
+    if (this.state !== 'up') this.failedRequests++;
+  }
+
+  /** Stops probing; later outcomes are ignored (the store is closing). */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+  }
+
+  /** Resolves to `undefined` when the store answered, otherwise to why not. */
+  private async probe(): Promise<{ reason: string } | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ reason: string }>((resolve) => {
+      timer = setTimeout(() => resolve({ reason: 'no answer in time' }), this.options.probeTimeoutMs);
+    });
+    const call = this.raw.ping ? this.raw.ping() : this.raw.getJob(NO_JOB_ID);
+    const answered = call.then(
+      () => undefined,
+      (error: unknown) => ({ reason: error instanceof Error ? error.message : String(error) }),
+    );
+    try {
+      return await Promise.race([answered, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private unreachable(failure: { reason: string }): void {
+    if (this.state !== 'down') {
+      this.state = 'down';
+      this.outageStartedAtMs = Date.now();
+      this.options.metrics.storeUp.set(0);
+      this.options.metrics.storeOutages.inc();
+      this.options.logger.warn('job store unreachable: requests that need it fail with UNAVAILABLE until it answers', {
+        store: this.options.storeUrl,
+        error: failure.reason,
+      });
+    }
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.check(), this.options.probeEveryMs);
+    this.timer.unref();
+  }
+
+  private recovered(): void {
+    const wasDown = this.state === 'down';
+    this.state = 'up';
+    clearTimeout(this.timer);
+    if (wasDown) {
+      this.options.metrics.storeUp.set(1);
+      this.options.logger.info('job store reachable again', {
+        store: this.options.storeUrl,
+        outageMs: Date.now() - this.outageStartedAtMs,
+        failedRequests: this.failedRequests,
+      });
+    }
+    this.failedRequests = 0;
+  }
+}
+
+interface Observer {
+  answered(): void;
+  failed(error: unknown): void;
+}
+
+/**
+ * `store` with each operation's settled promise reported to `observer`
+ * (`close` excepted). The store's own calls between its methods are not
+ * seen: they run on the store itself.
+ */
+function observeStore(store: Store, observer: Observer): Store {
+  const answered = <T>(value: T): T => {
+    observer.answered();
+    return value;
+  };
+  const failed = (error: unknown): never => {
+    observer.failed(error);
+    throw error;
+  };
+  const wrapped = new Map<PropertyKey, unknown>();
+  return new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function' || key === 'close') return value;
+      let operation = wrapped.get(key);
+      if (operation === undefined) {
+        operation = (...args: unknown[]) => {
+          const result: unknown = value.apply(target, args);
+          return result instanceof Promise ? result.then(answered, failed) : result;
+        };
+        wrapped.set(key, operation);
+      }
+      return operation;
+    },
+  });
+}
