@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { WorkqError } from '@workq/core';
+import type { StopScope } from '@workq/core/engine';
 import type { TokenGrant } from './options.ts';
 import { tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
 
@@ -67,6 +68,22 @@ export function hasScope(principal: Principal, kind: ScopeKind | 'admin', name?:
   if (scopes === null || scopes.has('admin')) return true;
   if (kind === 'admin') return false;
   return scopes.has(`${kind}:*`) || (name !== undefined && scopes.has(`${kind}:${name}`));
+}
+
+/** The same stop scope for every request of one token, so a worker's stop marks stay one per caller. */
+const stopScopes = new WeakMap<ReadonlySet<string>, StopScope>();
+const OPEN_STOP_SCOPE: StopScope = { covers: () => true };
+
+/** What a caller may stop waiting: claims of the job types its token may consume. */
+export function stopScopeOf(principal: Principal): StopScope {
+  const scopes = principal.scopes;
+  if (scopes === null) return OPEN_STOP_SCOPE;
+  let scope = stopScopes.get(scopes);
+  if (!scope) {
+    scope = { covers: (jobName) => hasScope({ scopes }, 'consume', jobName) };
+    stopScopes.set(scopes, scope);
+  }
+  return scope;
 }
 
 export function requireScope(principal: Principal, kind: ScopeKind | 'admin', name?: string): void {

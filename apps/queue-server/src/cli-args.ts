@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { type CronEntry, parseCrontab } from '@workq/core/engine';
 import { parseTokenList } from './auth.ts';
 import { DEFAULT_LIMITS, type ServerOptions } from './options.ts';
-import { type CronEntry, parseCrontab } from './scheduler.ts';
 
 export const HELP = `workq-server: the workq queue server
 

@@ -1,8 +1,8 @@
 import { defineCatalog, defineJob, isWorkqError } from '@workq/core';
+import { parseCrontab } from '@workq/core/engine';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineCrontab } from './define-crontab.ts';
-import { parseCrontab } from './scheduler.ts';
 
 const jobs = defineCatalog({
   imageConvert: defineJob({

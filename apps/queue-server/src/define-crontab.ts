@@ -1,5 +1,5 @@
 import { type Catalog, type JobName, type PayloadInput, parseWith, WorkqError } from '@workq/core';
-import type { CronEntry } from './scheduler.ts';
+import type { CronEntry } from '@workq/core/engine';
 
 /** A crontab entry for one job of catalog `C`, its payload typed by that job's current version. */
 export type CatalogCronEntry<C extends Catalog> = {

@@ -1,5 +1,5 @@
 import type { Catalog } from '@workq/core';
-import type { CronEntry } from './cron-entry.ts';
+import type { CronEntry } from '@workq/core/engine';
 
 /** A bearer token and what it may do. */
 export interface TokenGrant {

@@ -3,24 +3,31 @@ import type { AddressInfo } from 'node:net';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { catalogJsonSchemas, isWorkqError, WorkqError } from '@workq/core';
-import { createEngine, openStore, redactUrl, type Store } from '@workq/core/engine';
+import {
+  ClaimDispatcher,
+  CronScheduler,
+  createEngine,
+  leaseSweeper,
+  openStore,
+  parseCrontab,
+  pruner,
+  RoleRunner,
+  redactUrl,
+  type Store,
+  WakeupBus,
+} from '@workq/core/engine';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
-import { ClaimsInProgress } from './claims-in-progress.ts';
-import { Coalescer } from './coalescer.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
-import { Handoffs } from './handoffs.ts';
 import { createCors } from './http/cors.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
-import { PresenceTracker } from './presence.ts';
 import { appRouter } from './router/index.ts';
+import { enqueueThroughServer } from './router/producer.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
-import { CronScheduler, enqueueThroughServer, parseCrontab } from './scheduler.ts';
 import { SchemaRegistry } from './schema-registry.ts';
 import { StoreHealth } from './store-health.ts';
-import { Wakeups } from './wakeups.ts';
 
 export interface QueueServer {
   /** Base URL clients connect to, e.g. `http://127.0.0.1:4000`. */
@@ -32,8 +39,10 @@ export interface QueueServer {
   close(): Promise<void>;
 }
 
-const MAINTENANCE_EVERY_MS = 5_000;
-const PRUNE_EVERY_MS = 60_000;
+/** How long the maintenance roles' leader holds its lease; another server takes over this long after it dies. */
+const LEADERSHIP_LEASE_MS = 15_000;
+/** On taking over, the new leader enqueues the crontab occurrences of this last stretch, in case they were missed. */
+const CRON_CATCH_UP_MS = 2 * LEADERSHIP_LEASE_MS;
 /** How often an unreachable store is probed, and how long a probe may take. */
 const STORE_PROBE_EVERY_MS = 1_000;
 const STORE_PROBE_TIMEOUT_MS = 5_000;
@@ -63,22 +72,30 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   });
   const store = health.store;
   const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs });
-  const wakeups = new Wakeups(engine, store.capabilities.notify ? store.notifier : undefined);
-  await wakeups.start();
+  const bus = new WakeupBus(engine, store.capabilities.notify ? store.notifier : undefined);
+  await bus.start();
+  const dispatcher = new ClaimDispatcher(engine, bus, {
+    pollIntervalMs: resolved.pollIntervalMs,
+    maxWaitMs: resolved.limits.maxLongPollMs,
+    maxBatchSize: resolved.limits.maxBatchSize,
+    observer: {
+      claimAttempt: (name, queried) => metrics.claimQueries.inc({ name, query: queried ? 'ran' : 'skipped' }),
+      delivered: (name, count, handedOver) => {
+        metrics.claimed.inc({ name }, count);
+        if (handedOver) metrics.handedOver.inc({ name }, count);
+      },
+      completed: (count) => metrics.completed.inc(count),
+      releaseFailed: (error) =>
+        logger.warn('could not release the jobs of a claim whose client went away', { error: String(error) }),
+    },
+  });
   const services: ServerServices = {
     engine,
     registry: new SchemaRegistry(store, engine.clock, resolved.jobs),
-    wakeups,
-    handoffs: new Handoffs(engine, {
-      generation: (name) => wakeups.generation(name),
-      freshForMs: resolved.pollIntervalMs,
-    }),
-    claims: new ClaimsInProgress(),
-    presence: new PresenceTracker(store, engine.clock),
+    bus,
+    dispatcher,
     authority,
     metrics,
-    enqueues: new Coalescer((inputs) => engine.enqueueMany(inputs), resolved.limits.maxBatchSize),
-    completions: new Coalescer((items) => engine.completeMany(items), resolved.limits.maxBatchSize),
     crontab,
     options: resolved,
   };
@@ -87,17 +104,30 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     // The catalog's schemas are registered as a client's would be, so plain HTTP producers and other servers see them.
     await services.registry.register(catalogJsonSchemas(resolved.jobs)).catch(async (error: unknown) => {
       health.close();
-      await wakeups.close();
+      await bus.close();
       await engine.close();
       await opened.stop();
       throw error;
     });
   }
 
-  const scheduler = new CronScheduler(services.crontab, {
-    now: () => engine.clock.now(),
-    enqueue: enqueueThroughServer(services),
-    logger,
+  // A store that cannot be reached is logged once, as an outage; other failures each time.
+  const warnUnlessOutage = (message: string) => (error: unknown) => {
+    if (!(isWorkqError(error, 'UNAVAILABLE') && error.retryable)) logger.warn(message, { error: String(error) });
+  };
+  const roles = new RoleRunner(engine, {
+    leadershipLeaseMs: LEADERSHIP_LEASE_MS,
+    roles: [
+      leaseSweeper(engine, undefined, warnUnlessOutage('lease sweep failed')),
+      pruner(engine, undefined, warnUnlessOutage('prune failed')),
+      new CronScheduler(services.crontab, {
+        now: () => engine.clock.now(),
+        enqueue: enqueueThroughServer(services),
+        logger,
+        catchUpMs: CRON_CATCH_UP_MS,
+      }),
+    ],
+    onError: (what, error) => warnUnlessOutage(`${what} failed`)(error),
   });
 
   const createContext = (req: IncomingMessage): ServerContext => ({
@@ -156,25 +186,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   });
   server.keepAliveTimeout = 65_000;
 
-  // A store that cannot be reached is logged once, as an outage; other failures each time.
-  const warnUnlessOutage = (message: string) => (error: unknown) => {
-    if (!(isWorkqError(error, 'UNAVAILABLE') && error.retryable)) logger.warn(message, { error: String(error) });
-  };
-  const maintenance = setInterval(() => {
-    engine.sweepExpiredLeases().catch(warnUnlessOutage('lease sweep failed'));
-  }, MAINTENANCE_EVERY_MS);
-  const pruner = setInterval(() => {
-    engine.prune().catch(warnUnlessOutage('prune failed'));
-  }, PRUNE_EVERY_MS);
-  maintenance.unref();
-  pruner.unref();
-
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(resolved.port, host, () => resolveListen());
   });
   const port = (server.address() as AddressInfo).port;
-  scheduler.start();
+  roles.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
   logger.info('workq queue server listening', {
     url: `http://${urlHost}:${port}`,
@@ -186,11 +203,9 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const close = (): Promise<void> => {
     closed ??= (async () => {
       closing = true;
-      await scheduler.close();
-      clearInterval(maintenance);
-      clearInterval(pruner);
+      await roles.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
-      await wakeups.close();
+      await bus.close();
       server.closeIdleConnections();
       if (inFlight > 0) await new Promise<void>((r) => (drained = r));
       server.closeAllConnections();

@@ -1,7 +1,7 @@
 import { JOB_STATES } from '@workq/core';
+import { describeEntry } from '@workq/core/engine';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
-import { describeEntry } from '../scheduler.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
 

@@ -1,7 +1,7 @@
 import { isWorkqError, WorkqError } from '@workq/core';
 import { type ClaimedJob, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
-import { hasScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
+import { hasScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
 import {
   checkBatchSize,
   checkPayloads,
@@ -38,45 +38,20 @@ function toWireJob(job: ClaimedJob): WireClaimedJob {
   };
 }
 
-/**
- * The jobs a claim leased, as its answer carries them. When its client has gone away meanwhile (it closed,
- * or its connection dropped), nobody would run them: they go back to the queue unstarted rather than wait
- * out their leases with an attempt spent. (A client seen to leave only after this is answered in vain.)
- */
-async function deliver(
-  services: ServerServices,
-  name: string,
-  jobs: readonly ClaimedJob[],
-  requestSignal: AbortSignal,
-): Promise<WireClaimedJob[]> {
-  if (jobs.length === 0) return [];
-  if (requestSignal.aborted) {
-    await services.engine.release(jobs).catch((error: unknown) => {
-      services.options.logger.warn('could not release the jobs of a claim whose client went away', {
-        error: String(error),
-      });
-    });
-    return [];
-  }
-  services.metrics.claimed.inc({ name }, jobs.length);
-  return jobs.map(toWireJob);
+/** Checks a batch of acks before any goes to the store: its size, and that each result can be stored. */
+function checkAcks(services: ServerServices, items: readonly z.infer<typeof completion>[]): void {
+  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
+  for (const { id, result } of items) toStoredValue(result, `Result of job ${id}`);
 }
 
-/** Completes held jobs, merged with other requests' acks into shared store writes. */
-async function completeHeld(
-  services: ServerServices,
-  items: readonly z.infer<typeof completion>[],
-): Promise<{ id: string; ok: boolean }[]> {
-  if (items.length === 0) return [];
-  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
-  // Refused here, by itself, rather than failing the other requests' acks it would be merged with.
-  for (const { id, result } of items) toStoredValue(result, `Result of job ${id}`);
-  const outcomes = await services.completions.submit(
-    items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result })),
-  );
-  services.metrics.completed.inc(outcomes.filter((o) => o.ok).length);
-  // A repeat of an applied ack, whichever server applied it, finds its lease gone: the job is completed all the same.
-  return outcomes.map(({ id, ok, repeated }) => ({ id, ok: ok || repeated }));
+/** Whether the acks a claim carries can go to the store; those that cannot are answered as failed acks. */
+function acksAreStorable(services: ServerServices, items: readonly z.infer<typeof completion>[]): boolean {
+  try {
+    checkAcks(services, items);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export const consumerRouter = router({
@@ -103,68 +78,28 @@ export const consumerRouter = router({
     .mutation(
       async ({ ctx, input, signal }): Promise<{ jobs: WireClaimedJob[]; completed: string[]; acksFailed: boolean }> => {
         requireScope(ctx.principal, 'consume', input.name);
-        const { engine, wakeups, presence, options } = ctx.services;
+        const { dispatcher, options } = ctx.services;
         checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
-        // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
-        // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
-        const acked = completeHeld(ctx.services, input.complete).then(
-          (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
-          () => ({ completed: [] as string[], acksFailed: true }),
+        const acksValid = acksAreStorable(ctx.services, input.complete);
+        const answer = await dispatcher.claim(
+          {
+            name: input.name,
+            minVersion: input.minVersion,
+            maxVersion: input.maxVersion,
+            limit: input.limit,
+            workerId: input.workerId,
+            host: input.host ?? ctx.remoteAddress,
+            waitMs: input.waitMs,
+            leaseMs: input.leaseMs,
+            acks: acksValid ? input.complete : [],
+          },
+          signal ?? new AbortController().signal,
         );
-        const host = input.host ?? ctx.remoteAddress;
-        const { name, minVersion, maxVersion, workerId } = input;
-        await presence.seen({ id: workerId, host, name, minVersion, maxVersion });
-        const deadline = Date.now() + Math.min(input.waitMs, options.limits.maxLongPollMs);
-        const aborted = signal ?? new AbortController().signal;
-        const claimInput = { name, minVersion, maxVersion, limit: input.limit, workerId, leaseMs: input.leaseMs };
-        const inProgress = ctx.services.claims.begin(workerId, name);
-        try {
-          // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
-          let skipQuery = input.waitMs > 0 && ctx.services.handoffs.nothingReadySinceHandoff(claimInput);
-          for (;;) {
-            const seen = wakeups.generation(name);
-            ctx.services.metrics.claimQueries.inc({ name, query: skipQuery ? 'skipped' : 'ran' });
-            const query = skipQuery ? async () => [] : () => engine.claim(claimInput);
-            skipQuery = false;
-            // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
-            // can already hand its job over.
-            const { jobs, parked } = await ctx.services.handoffs.attempt(
-              claimInput,
-              aborted,
-              query,
-              () => deadline > Date.now() && !aborted.aborted && !inProgress.stop.aborted && !wakeups.isClosed,
-            );
-            if (!parked) {
-              const acks = await acked;
-              return { jobs: await deliver(ctx.services, name, jobs, aborted), ...acks };
-            }
-            const acks = await acked;
-            // Acks that found their lease lost are answered now rather than after the wait, so that the worker
-            // reports them while they are news. (Acks that failed are sent again after the wait, as before: an
-            // answer at once would bring them straight back while the store still fails them.)
-            const leasesLost = !acks.acksFailed && acks.completed.length < input.complete.length;
-            if (!leasesLost) {
-              const waitMs = Math.min(Math.max(0, deadline - Date.now()), options.pollIntervalMs);
-              const waitEnds = AbortSignal.any([aborted, parked.taken, inProgress.stop]);
-              await wakeups.waitForReady(name, seen, waitMs, waitEnds);
-            }
-            const handed = await ctx.services.handoffs.withdraw(parked);
-            if (handed.length > 0) {
-              const delivered = await deliver(ctx.services, name, handed, aborted);
-              ctx.services.metrics.handedOver.inc({ name }, delivered.length);
-              return { jobs: delivered, ...acks };
-            }
-            // Its worker is closing and asked for an answer now, or leases were lost.
-            if (inProgress.stop.aborted || leasesLost) return { jobs: [], ...acks };
-            // A wake-up can run before this process has read that the client went away (an in-process
-            // store such as PGlite answers without yielding to I/O). One turn of the event loop lets a
-            // closed connection abort the request first, rather than leasing jobs to nobody.
-            await new Promise((resolve) => setImmediate(resolve));
-            if (aborted.aborted) return { jobs: [], ...acks };
-          }
-        } finally {
-          inProgress.end();
-        }
+        return {
+          jobs: answer.jobs.map(toWireJob),
+          completed: answer.completed,
+          acksFailed: answer.acksFailed || !acksValid,
+        };
       },
     ),
 
@@ -177,13 +112,14 @@ export const consumerRouter = router({
    */
   stopWaiting: authedProcedure.input(z.object({ workerId: storableText(1, 64) })).mutation(({ ctx, input }) => {
     requireSomeConsumeScope(ctx.principal);
-    return { claims: ctx.services.claims.stopWaiting(input.workerId, ctx.principal) };
+    return { claims: ctx.services.dispatcher.stopWaiting(input.workerId, stopScopeOf(ctx.principal)) };
   }),
 
   /** Completes a batch of held jobs; a lost lease fails only its own item. */
   complete: authedProcedure.input(z.object({ items: z.array(completion).min(1) })).mutation(({ ctx, input }) => {
     requireSomeConsumeScope(ctx.principal);
-    return completeHeld(ctx.services, input.items);
+    checkAcks(ctx.services, input.items);
+    return ctx.services.dispatcher.complete(input.items);
   }),
 
   fail: authedProcedure

@@ -1,5 +1,5 @@
 import { WorkqError } from '@workq/core';
-import type { EnqueueInput, EnqueueResult } from '@workq/core/engine';
+import { type EnqueueInput, type EnqueueResult, FINISHED_STATES, type SchedulerDeps } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
 import {
@@ -14,7 +14,7 @@ import {
 } from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
-const FINISHED = new Set(['completed', 'dead', 'cancelled']);
+const isFinished = (state: string): boolean => (FINISHED_STATES as readonly string[]).includes(state);
 
 /** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
 export interface PerJobInputs {
@@ -42,9 +42,7 @@ export async function enqueueValidated(
   checkPerJobLength(payloads.length, perJob?.idempotencyKeys, 'idempotencyKeys');
   await checkPayloads(services, name, jobVersion, payloads);
   const inputs = withPerJob(toEnqueueInputs(name, jobVersion, payloads, options), options, perJob);
-  // A lone job goes straight to a consumer waiting on this server, if one is; batches share inserts instead.
-  const handed = inputs.length === 1 ? await services.handoffs.enqueue(inputs[0] as EnqueueInput) : undefined;
-  const results = handed ? [handed] : await services.enqueues.submit(inputs);
+  const results = await services.dispatcher.enqueue(inputs);
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
   return results;
 }
@@ -132,14 +130,27 @@ export const producerRouter = router({
   wait: authedProcedure
     .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
     .query(async ({ ctx, input, signal }) => {
-      const { wakeups, options } = ctx.services;
+      const { bus, options } = ctx.services;
       const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
       const aborted = signal ?? new AbortController().signal;
       for (;;) {
         const status = await readableStatus(ctx.services, ctx.principal, input.id);
         const remainingMs = deadline - Date.now();
-        if (FINISHED.has(status.state) || remainingMs <= 0 || aborted.aborted || wakeups.isClosed) return status;
-        await wakeups.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
+        if (isFinished(status.state) || remainingMs <= 0 || aborted.aborted || bus.isClosed) return status;
+        await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
       }
     }),
 });
+
+/** Enqueues crontab occurrences as a producer's enqueue would be: size and schema checked, handed to a waiting consumer. */
+export function enqueueThroughServer(services: ServerServices): SchedulerDeps['enqueue'] {
+  return async ({ entry }, at, idempotencyKey) => {
+    const jobVersion = entry.version ?? (await services.registry.newestVersion(entry.name));
+    const options = { ...entry.options, runAt: at, idempotencyKey };
+    const [result] = (await enqueueValidated(services, entry.name, jobVersion, [entry.payload ?? {}], options)) as [
+      EnqueueResult,
+    ];
+    services.metrics.cronEnqueues.inc({ name: entry.name, outcome: result.created ? 'created' : 'existing' });
+    return result;
+  };
+}

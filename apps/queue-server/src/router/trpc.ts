@@ -1,34 +1,22 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
-import type { CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '@workq/core/engine';
+import type { ClaimDispatcher, Engine, ScheduledEntry, WakeupBus } from '@workq/core/engine';
 import type { Principal, TokenAuthority } from '../auth.ts';
-import type { ClaimsInProgress } from '../claims-in-progress.ts';
-import type { Coalescer } from '../coalescer.ts';
 import { requestKindOf, TRPC_CODE_OF, toClientError } from '../errors.ts';
-import type { Handoffs } from '../handoffs.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
-import type { PresenceTracker } from '../presence.ts';
-import type { ScheduledEntry } from '../scheduler.ts';
 import type { SchemaRegistry } from '../schema-registry.ts';
-import type { Wakeups } from '../wakeups.ts';
 
 /** What every procedure can reach: built once per server. */
 export interface ServerServices {
   engine: Engine;
   registry: SchemaRegistry;
-  wakeups: Wakeups;
-  /** Claims waiting on this server, which a new job can be handed to directly. */
-  handoffs: Handoffs;
-  /** Claim requests in progress, by worker, so a closing worker can end its own waits. */
-  claims: ClaimsInProgress;
-  presence: PresenceTracker;
+  /** Wakes waiting requests, in this process and across servers. */
+  bus: WakeupBus;
+  /** What claims and enqueues do between store calls: waiting, handoffs, stop-waiting, merged writes. */
+  dispatcher: ClaimDispatcher;
   authority: TokenAuthority;
   metrics: ServerMetrics;
-  /** Concurrent enqueues, merged into shared store inserts. */
-  enqueues: Coalescer<EnqueueInput, EnqueueResult>;
-  /** Concurrent acks, merged into shared store updates. */
-  completions: Coalescer<{ id: string; leaseToken: string; result: unknown }, CompleteOutcome>;
   /** This server's crontab, checked. */
   crontab: readonly ScheduledEntry[];
   options: ResolvedServerOptions;
