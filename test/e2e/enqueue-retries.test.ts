@@ -4,7 +4,7 @@ import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 /**
  * A TCP relay to a server that can lose the answer to the next request: the request reaches the server and is
@@ -64,14 +64,19 @@ async function startLossyProxy(target: string): Promise<LossyProxy> {
 const payloadsOf = (tag: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ source: `in/${tag}-${i}.png`, output: `out/${tag}-${i}.webp` }));
 
-await describeEachStore(E2E_STORES, 'enqueues sent again over $label', ({ open }) => {
+await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({ open }) => {
   let target: FreshStore | undefined;
   let server: QueueServer;
   let proxy: LossyProxy;
 
   beforeAll(async () => {
     target = await open();
-    server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
+    server = await startServer({
+      store: target.store ?? target.url,
+      port: 0,
+      logger: collectingLogger(),
+      pollIntervalMs: 200,
+    });
     proxy = await startLossyProxy(server.url);
   });
 

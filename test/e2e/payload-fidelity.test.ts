@@ -4,7 +4,7 @@ import { createClient, type Worker } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 const jobs = defineCatalog({
   ledgerEntry: defineJob({
@@ -43,14 +43,19 @@ function entry(i: number): Entry {
   };
 }
 
-await describeEachStore(E2E_STORES, 'payloads and results keep their types over $label', ({ open }) => {
+await describeEachStore(IN_PROCESS_STORES, 'payloads and results keep their types over $label', ({ open }) => {
   let target: FreshStore | undefined;
   let server: QueueServer;
   let worker: Worker | undefined;
 
   beforeAll(async () => {
     target = await open();
-    server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
+    server = await startServer({
+      store: target.store ?? target.url,
+      port: 0,
+      logger: collectingLogger(),
+      pollIntervalMs: 200,
+    });
   });
 
   afterAll(async () => {

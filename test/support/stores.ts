@@ -2,6 +2,7 @@ import { type JobRecord, redactUrl, type Store } from '@workq/core/engine';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { describe } from 'vitest';
+import { mongoStoreOnDouble } from '../../packages/core/test/support/mongodb-on-double.ts';
 
 /** The local PostgreSQL server the end-to-end tests use; `WORKQ_TEST_POSTGRES_URL` overrides. */
 export const POSTGRES_URL = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -12,6 +13,8 @@ export const MYSQL_URL = process.env.WORKQ_TEST_MYSQL_URL ?? 'mysql://root@127.0
 /** A store one test file has to itself: the URL a queue server opens, and how to remove it afterwards. */
 export interface FreshStore {
   url: string;
+  /** An opened store to give a queue server in this process instead of `url`, for a store no URL reaches. */
+  store?: Store;
   drop: () => Promise<void>;
 }
 
@@ -78,6 +81,22 @@ const mariadb: E2EStoreKind = { label: 'mysql', open: freshMysqlStore, unreachab
 
 /** The stores every end-to-end flow runs on. */
 export const E2E_STORES: readonly E2EStoreKind[] = [postgres, pglite, mariadb];
+
+/**
+ * The MongoDB store on the driver double (no MongoDB server runs here; see
+ * docs/stores/mongodb.md), given to the queue server as an opened store,
+ * which the server closes; `drop` then clears the double.
+ */
+const mongodbDouble: E2EStoreKind = {
+  label: 'mongodb (driver double)',
+  open: async () => {
+    const { double, store } = await mongoStoreOnDouble();
+    return { url: 'mongodb://driver-double/', store, drop: async () => double.databases.clear() };
+  },
+};
+
+/** The stores a queue server in the test's own process runs on: every one of `E2E_STORES`, and the MongoDB driver double. */
+export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongodbDouble];
 
 /** The stores on a database server of their own, shared by every process and outliving any queue server. */
 export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb];

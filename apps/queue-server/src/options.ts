@@ -1,5 +1,5 @@
 import type { Catalog } from '@workq/core';
-import type { CronEntry } from '@workq/core/engine';
+import type { CronEntry, Store } from '@workq/core/engine';
 
 /** A bearer token and what it may do. */
 export interface TokenGrant {
@@ -36,11 +36,13 @@ export interface ServerLimits {
 
 export interface ServerOptions {
   /**
-   * Store URL: `postgres://`, `mongodb://`, `mysql://`, `pglite://memory`, `pglite://<dir>`.
+   * Store URL: `postgres://`, `mongodb://`, `mysql://`, `pglite://memory`, `pglite://<dir>`; or a
+   * store already opened (e.g. by `createMongoStore` over a client of your own), which the server
+   * then uses and closes when it closes.
    * @defaultValue the embedded default: MongoDB via mongodb-memory-server under `.workq/`,
    * else PGlite under `.workq/` where no MongoDB binary can be had
    */
-  store?: string;
+  store?: string | Store;
   /** @defaultValue 4000 (0 picks a free port) */
   port?: number;
   /** @defaultValue '127.0.0.1' */
@@ -95,7 +97,7 @@ export interface Logger {
 }
 
 export interface ResolvedServerOptions {
-  store: string | undefined;
+  store: string | Store | undefined;
   port: number;
   host: string;
   tokens: readonly TokenGrant[];

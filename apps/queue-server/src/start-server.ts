@@ -221,11 +221,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
 }
 
 async function openConfiguredStore(
-  url: string | undefined,
+  url: string | Store | undefined,
   dataDir: string,
   logger: ServerOptions['logger'] & object,
   historyRetentionMs: number,
 ): Promise<EmbeddedStore> {
+  if (typeof url === 'object') return { store: url, url: `${url.kind} (given to startServer)`, stop: async () => {} };
   if (url === undefined || url === '') return openEmbeddedStore(dataDir, logger, historyRetentionMs);
   const store: Store = await openStore(url, { historyRetentionMs });
   return { store, url, stop: async () => undefined };

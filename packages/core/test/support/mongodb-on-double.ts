@@ -10,6 +10,18 @@ import { createMongoDriverDouble, type MongoDriverDouble, type MongoDriverDouble
 export const DB = 'workq_store_test';
 
 /**
+ * A MongoDB store on a fresh driver double that answers as a replica set's
+ * member (change-stream wake-ups, transactions, retried writes), for tests
+ * that run a whole queue server on it; the caller closes the store.
+ */
+export async function mongoStoreOnDouble(options: Partial<MongoStoreOptions> = {}) {
+  const double = createMongoDriverDouble({ replicaSet: 'rs0' });
+  const client = double.client as unknown as MongoClient;
+  const store = await createMongoStore({ client, dbName: DB, ...options });
+  return { double, store };
+}
+
+/**
  * Registers the clean-up of a test file's stores (call it at the file's top
  * level) and returns how to open one: a MongoDB store on the driver double
  * (a fresh one, or `double`), with an engine on a manual clock.
