@@ -1,7 +1,6 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newLeaseToken } from '../src/engine/ids.ts';
-import { openStore } from '../src/stores/open-store.ts';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';
@@ -9,6 +8,7 @@ import { claimCandidatesSql } from '../src/stores/mysql/job-queries.ts';
 import { migrations } from '../src/stores/mysql/migrations.ts';
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
+import { openStore } from '../src/stores/open-store.ts';
 import { newJob, rejection } from './support/fixtures.ts';
 import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';

@@ -95,7 +95,7 @@ export function registerOrderingTests(ctx: SuiteContext): void {
         clock.advance(10);
       }
       const [held] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'crashed' });
-      expect((held?.payload as { label: string }).label).toBe(order === 'fifo' ? 'first' : 'third');
+      expect(held?.payload).toEqual({ label: order === 'fifo' ? 'first' : 'third' });
       // A backlog arrives while the job is held; then its worker dies and the lease runs out.
       for (const label of ['later-1', 'later-2']) {
         await engine.enqueue({ name, version: 1, payload: { label }, options: { order } });
@@ -121,7 +121,7 @@ export function registerOrderingTests(ctx: SuiteContext): void {
     const [first] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
     await engine.fail({ id: first?.id as string, leaseToken: first?.leaseToken as string }, { message: 'flaky' });
     const [again] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
-    expect([(again?.payload as { label: string }).label, again?.attempt]).toEqual(['first', 2]);
+    expect([again?.payload, again?.attempt]).toEqual([{ label: 'first' }, 2]);
   });
 
   it('a job enqueued for a waiting claim is leased in its insert only when no job that claim takes is ready', async () => {

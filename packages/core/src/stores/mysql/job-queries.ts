@@ -1,5 +1,5 @@
-import { keptStates } from '../shared/not-started.ts';
 import type { JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
+import { keptStates } from '../shared/not-started.ts';
 import { type Queryable, selectRows } from './connection.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';
 import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';

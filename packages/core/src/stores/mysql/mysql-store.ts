@@ -1,5 +1,4 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { notStartedState } from '../shared/not-started.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,
@@ -18,6 +17,7 @@ import type {
 import { WorkqError } from '../../errors.ts';
 import type { JobError, JobState } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import {

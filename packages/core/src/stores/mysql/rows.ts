@@ -1,9 +1,9 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { leaseExpiry } from '../shared/inserted-record.ts';
-import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
+import { leaseExpiry } from '../shared/inserted-record.ts';
+import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
 export const JOB_COLUMNS = [

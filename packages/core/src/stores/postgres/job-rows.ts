@@ -1,8 +1,8 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import { leaseExpiry } from '../shared/inserted-record.ts';
-import { engineState, type KeptState } from '../shared/not-started.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
+import { leaseExpiry } from '../shared/inserted-record.ts';
+import { engineState, type KeptState } from '../shared/not-started.ts';
 
 /**
  * The columns a claim returns, read into a `ClaimedRecord` with what the claim request already says (name,

@@ -1,5 +1,4 @@
 import { newJobId } from '../../engine/ids.ts';
-import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import type {
   ClaimedRecord,
   ClaimRequest,
@@ -20,6 +19,7 @@ import type {
 import { WorkqError } from '../../errors.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import {
   type ClaimedRow,
   type JobRow,

@@ -1,6 +1,6 @@
-import { keptStates } from '../shared/not-started.ts';
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
+import { keptStates } from '../shared/not-started.ts';
 import {
   CLAIMED_COLUMNS,
   JOB_COLUMNS,
@@ -45,7 +45,7 @@ const NOT_STARTED_SQL = `('delayed', 'waiting')`;
  * excepted: see `arrayParam`), so PostgreSQL parses each value once, as it binds the statement. A text
  * parameter cast in the select list is parsed again for every row and every use (a batch's run time three
  * times a row): a prepared statement's generic plan folds no such cast, and `timestamptz` input, which
- * depends on the time zone, is never folded. That was over a quarter of a 1,000-job bulk insert's time.
+ * depends on the time zone, is never folded.
  */
 const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   id: 'text',
@@ -71,9 +71,7 @@ function fieldParam(n: number, field: NewJobField): string {
 /**
  * Parameter `$n`, an array of `field`'s values: of its type, except that a `jsonb` field's array is `text[]`,
  * each element cast in its own row (`unnestedValue`), so still parsed once. PostgreSQL reads a `jsonb[]`
- * parameter more slowly than it casts the same texts one by one. Inserting 1,000 jobs whose payloads have a
- * few string fields (one connection, p50, three alternating rounds): 11.0–14.3 ms against 12.8–17.3 with
- * shared settings, 15.5–23.8 against 18.5–27.7 with per-job settings. Payloads of one number: no difference.
+ * parameter more slowly than it casts the same texts one by one (docs/stores/postgres.md has the figures).
  */
 function arrayParam(n: number, field: NewJobField): string {
   const type = NEW_JOB_FIELD_TYPES[field];
