@@ -155,18 +155,19 @@ function observeStore(store: Store, observer: Observer): Store {
     observer.failed(error);
     throw error;
   };
-  const wrapped = new Map<PropertyKey, unknown>();
+  /** Each operation's observed form, made once per function. */
+  const wrapped = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== 'function' || key === 'close') return value;
-      let operation = wrapped.get(key);
+      let operation = wrapped.get(value);
       if (operation === undefined) {
         operation = (...args: unknown[]) => {
           const result: unknown = value.apply(target, args);
           return result instanceof Promise ? result.then(answered, failed) : result;
         };
-        wrapped.set(key, operation);
+        wrapped.set(value, operation);
       }
       return operation;
     },
