@@ -95,11 +95,67 @@ const mongodbDouble: E2EStoreKind = {
   },
 };
 
-/** The stores a queue server in the test's own process runs on: every one of `E2E_STORES`, and the MongoDB driver double. */
-export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongodbDouble];
+/** A real MongoDB replica set, where `WORKQ_TEST_MONGODB_URI` names one (the hosted CI workflow starts one). */
+export const MONGODB_URI = process.env.WORKQ_TEST_MONGODB_URI;
 
-/** The stores on a database server of their own, shared by every process and outliving any queue server. */
-export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb];
+/** A fresh database on the real MongoDB server, dropped by `drop()`. */
+async function freshMongoStore(): Promise<FreshStore> {
+  const { MongoClient } = await import('mongodb');
+  const url = new URL(MONGODB_URI as string);
+  const database = `workq_e2e_${randomSuffix()}`;
+  url.pathname = `/${database}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new MongoClient(MONGODB_URI as string, { serverSelectionTimeoutMS: 5_000 });
+      try {
+        await client.db(database).dropDatabase();
+      } finally {
+        await client.close();
+      }
+    },
+  };
+}
+
+let mongoReachability: Promise<string | undefined> | undefined;
+
+/** Why no real MongoDB can be reached, or `undefined` when one can. Checked once per test file. */
+function mongoUnreachableReason(): Promise<string | undefined> {
+  if (MONGODB_URI === undefined) {
+    return Promise.resolve('WORKQ_TEST_MONGODB_URI is unset; no MongoDB server runs on this machine');
+  }
+  mongoReachability ??= (async () => {
+    const { MongoClient } = await import('mongodb');
+    const client = new MongoClient(MONGODB_URI, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      await client.db('admin').command({ ping: 1 });
+      return undefined;
+    } catch (error) {
+      return `MongoDB not reachable at ${redactUrl(MONGODB_URI)}: ${(error as Error).message}`;
+    } finally {
+      await client.close();
+    }
+  })();
+  return mongoReachability;
+}
+
+const mongodbReal: E2EStoreKind = {
+  label: 'mongodb (real)',
+  open: freshMongoStore,
+  unreachableReason: mongoUnreachableReason,
+};
+
+/**
+ * The stores a queue server in the test's own process runs on: every one of `E2E_STORES`, the MongoDB
+ * driver double, and a real MongoDB where one is reachable.
+ */
+export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongodbDouble, mongodbReal];
+
+/**
+ * The stores on a database server of their own, shared by every process and outliving any queue server
+ * (the driver double lives in one process, so it cannot be one of them).
+ */
+export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbReal];
 
 /**
  * `describe.each` over store kinds: `title` may name `$label`. A kind that cannot be reached here
