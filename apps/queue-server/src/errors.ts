@@ -3,20 +3,24 @@ import { isWorkqErrorCode, WorkqError, type WorkqErrorCode } from '@workq/core';
 
 type TrpcCode = TRPCError['code'];
 
-/** The one table from workq error codes to tRPC (and so HTTP) codes. */
-export const TRPC_CODE_OF: Readonly<Record<WorkqErrorCode, TrpcCode>> = Object.freeze({
-  VALIDATION: 'BAD_REQUEST',
-  UNAUTHORIZED: 'UNAUTHORIZED',
-  FORBIDDEN: 'FORBIDDEN',
-  NOT_FOUND: 'NOT_FOUND',
-  UNKNOWN_JOB: 'NOT_FOUND',
-  UNSUPPORTED_VERSION: 'UNPROCESSABLE_CONTENT',
-  LEASE_LOST: 'CONFLICT',
-  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
-  CONFLICT: 'CONFLICT',
-  TIMEOUT: 'TIMEOUT',
-  UNAVAILABLE: 'SERVICE_UNAVAILABLE',
-});
+/**
+ * The one table from workq error codes to what the server answers with: the
+ * tRPC code a procedure fails with, and the HTTP status of the plain HTTP
+ * API, which is the status tRPC gives that code.
+ */
+export const STATUS_OF_ERROR = {
+  VALIDATION: { trpc: 'BAD_REQUEST', http: 400 },
+  UNAUTHORIZED: { trpc: 'UNAUTHORIZED', http: 401 },
+  FORBIDDEN: { trpc: 'FORBIDDEN', http: 403 },
+  NOT_FOUND: { trpc: 'NOT_FOUND', http: 404 },
+  UNKNOWN_JOB: { trpc: 'NOT_FOUND', http: 404 },
+  UNSUPPORTED_VERSION: { trpc: 'UNPROCESSABLE_CONTENT', http: 422 },
+  LEASE_LOST: { trpc: 'CONFLICT', http: 409 },
+  PAYLOAD_TOO_LARGE: { trpc: 'PAYLOAD_TOO_LARGE', http: 413 },
+  CONFLICT: { trpc: 'CONFLICT', http: 409 },
+  TIMEOUT: { trpc: 'TIMEOUT', http: 408 },
+  UNAVAILABLE: { trpc: 'SERVICE_UNAVAILABLE', http: 503 },
+} as const satisfies Record<WorkqErrorCode, { trpc: TrpcCode; http: number }>;
 
 /** For errors raised by tRPC itself (bad JSON, body too large, batch too large). */
 const WORKQ_CODE_OF_TRPC: Partial<Record<TrpcCode, WorkqErrorCode>> = {

@@ -1,5 +1,5 @@
-import type { Catalog } from '@workq/core';
-import type { CronEntry, Store } from '@workq/core/engine';
+import { type Catalog, MAX_BATCH_SIZE } from '@workq/core';
+import { type CronEntry, DEFAULT_HISTORY_RETENTION_MS, type Store } from '@workq/core/engine';
 
 /** A bearer token and what it may do. */
 export interface TokenGrant {
@@ -114,7 +114,7 @@ export interface ResolvedServerOptions {
 
 export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxPayloadBytes: 256 * 1024,
-  maxBatchSize: 1000,
+  maxBatchSize: MAX_BATCH_SIZE,
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
@@ -139,7 +139,7 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,
-    historyRetentionMs: options.historyRetentionMs ?? 7 * 86_400_000,
+    historyRetentionMs: options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS,
     crontab: [...(options.crontab ?? [])],
     jobs: options.jobs,
     logger: options.logger ?? jsonLineLogger(),

@@ -33,6 +33,6 @@ export type {
 } from './contract/types.ts';
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
-export type { EnqueueOptions, JobError, JobState, JobStatus } from './jobs.ts';
-export { JOB_STATES } from './jobs.ts';
+export type { EnqueueOptions, FinishedState, JobError, JobState, JobStatus } from './jobs.ts';
+export { FINISHED_STATES, isFinishedState, JOB_STATES, MAX_BATCH_SIZE } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

@@ -1,7 +1,18 @@
 import type { Backoff, JobOrder } from './contract/types.ts';
 
+/** The states a job ends in: it is never delivered again, and its history is pruned after the retention. */
+export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const;
+
+/** A state a job ends in. */
+export type FinishedState = (typeof FINISHED_STATES)[number];
+
+/** Whether `state` is one a job ends in. */
+export function isFinishedState(state: string): state is FinishedState {
+  return (FINISHED_STATES as readonly string[]).includes(state);
+}
+
 /** A job's state as users see it. */
-export const JOB_STATES = ['scheduled', 'ready', 'active', 'completed', 'dead', 'cancelled'] as const;
+export const JOB_STATES = ['scheduled', 'ready', 'active', ...FINISHED_STATES] as const;
 
 /**
  * - `scheduled`: `runAt` is in the future (delayed, or waiting out a retry backoff)
@@ -47,6 +58,13 @@ export interface JobStatus<Result = unknown> {
   /** For a replayed job: the id of the job it replays. */
   replayOf?: string;
 }
+
+/**
+ * The most items one call takes: jobs enqueued, claimed, completed, released
+ * or listed at once. A server may set a lower limit (`limits.maxBatchSize`);
+ * this is its default, and what a client splits larger batches by.
+ */
+export const MAX_BATCH_SIZE = 1000;
 
 /** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
 export interface EnqueueOptions {

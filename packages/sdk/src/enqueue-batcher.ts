@@ -1,4 +1,4 @@
-import { canonicalJson, type EnqueueOptions } from '@workq/core';
+import { canonicalJson, type EnqueueOptions, MAX_BATCH_SIZE } from '@workq/core';
 import { nextTurn } from './next-turn.ts';
 import type { Call } from './transport.ts';
 
@@ -25,9 +25,6 @@ interface Group {
   timeoutMs: number;
   pending: PendingEnqueue[];
 }
-
-/** The server's default batch limit: larger groups go out in several requests. */
-const MAX_BATCH = 1000;
 
 /**
  * Merges enqueues made in the same turn of the event loop (e.g. under
@@ -74,8 +71,8 @@ export class EnqueueBatcher {
     const groups = [...this.groups.values()];
     this.groups = new Map();
     for (const group of groups) {
-      for (let at = 0; at < group.pending.length; at += MAX_BATCH)
-        void this.sendMany(group, group.pending.slice(at, at + MAX_BATCH));
+      for (let at = 0; at < group.pending.length; at += MAX_BATCH_SIZE)
+        void this.sendMany(group, group.pending.slice(at, at + MAX_BATCH_SIZE));
     }
   }
 

@@ -1,6 +1,7 @@
 import {
   type Catalog,
   type EnqueueOptions,
+  isFinishedState,
   type JobName,
   type JobStatus,
   type PayloadInput,
@@ -66,7 +67,6 @@ export interface ProducerDeps {
   retry: EnqueueRetryPolicy;
 }
 
-const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 const RESULT_POLL_MS = 25_000;
 
 /** The job's `defaults` under the caller's options: what the server receives. */
@@ -142,7 +142,7 @@ class Handle implements JobHandle {
         const { result } = this.#definition;
         return result ? parseWith(result, current.result, `Result of "${name}"`) : undefined;
       }
-      if (FINISHED.has(current.state)) {
+      if (isFinishedState(current.state)) {
         const reason = current.error ? `: ${current.error.message}` : '';
         throw new WorkqError(
           'CONFLICT',

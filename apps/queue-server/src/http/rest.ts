@@ -2,25 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkqError } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
-import { toClientError } from '../errors.ts';
+import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import { checkPayloads, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
 import type { ServerServices } from '../router/trpc.ts';
 import { isJsonContentType } from './content-type.ts';
 import { readBodyText } from './read-body.ts';
-
-const HTTP_STATUS = {
-  VALIDATION: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  UNKNOWN_JOB: 404,
-  UNSUPPORTED_VERSION: 422,
-  LEASE_LOST: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  CONFLICT: 409,
-  TIMEOUT: 408,
-  UNAVAILABLE: 503,
-} as const;
 
 const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enqueueOptions });
 
@@ -57,7 +43,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {
     const clientError = toClientError(error, 'enqueue');
-    sendError(res, HTTP_STATUS[clientError.code], clientError);
+    sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError);
   }
 }
 
@@ -105,6 +91,8 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, se
     res.end(body);
   } catch (error) {
     const clientError = toClientError(error, 'read');
-    sendJson(res, HTTP_STATUS[clientError.code], { error: { code: clientError.code, message: clientError.message } });
+    sendJson(res, STATUS_OF_ERROR[clientError.code].http, {
+      error: { code: clientError.code, message: clientError.message },
+    });
   }
 }

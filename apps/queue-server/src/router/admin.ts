@@ -1,4 +1,4 @@
-import { JOB_STATES } from '@workq/core';
+import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { describeEntry } from '@workq/core/engine';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
@@ -13,7 +13,7 @@ export const adminRouter = router({
       z.object({
         name: jobName.optional(),
         state: z.enum(JOB_STATES).optional(),
-        limit: z.number().int().min(1).max(1000).optional(),
+        limit: z.number().int().min(1).max(MAX_BATCH_SIZE).optional(),
         cursor: storableText(0, 64).optional(),
       }),
     )
@@ -43,7 +43,7 @@ export const adminRouter = router({
   }),
 
   retryDead: authedProcedure
-    .input(z.object({ name: jobName.optional(), ids: z.array(jobId).max(1000).optional() }))
+    .input(z.object({ name: jobName.optional(), ids: z.array(jobId).max(MAX_BATCH_SIZE).optional() }))
     .mutation(({ ctx, input }) => {
       requireScope(ctx.principal, 'admin');
       const target = input.ids ? { ids: input.ids } : { name: input.name };

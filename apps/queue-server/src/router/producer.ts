@@ -1,5 +1,5 @@
-import { WorkqError } from '@workq/core';
-import { type EnqueueInput, type EnqueueResult, FINISHED_STATES, type SchedulerDeps } from '@workq/core/engine';
+import { isFinishedState, WorkqError } from '@workq/core';
+import type { EnqueueInput, EnqueueResult, SchedulerDeps } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
 import {
@@ -13,8 +13,6 @@ import {
   version,
 } from './inputs.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
-
-const isFinished = (state: string): boolean => (FINISHED_STATES as readonly string[]).includes(state);
 
 /** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
 export interface PerJobInputs {
@@ -136,7 +134,7 @@ export const producerRouter = router({
       for (;;) {
         const status = await readableStatus(ctx.services, ctx.principal, input.id);
         const remainingMs = deadline - Date.now();
-        if (isFinished(status.state) || remainingMs <= 0 || aborted.aborted || bus.isClosed) return status;
+        if (isFinishedState(status.state) || remainingMs <= 0 || aborted.aborted || bus.isClosed) return status;
         await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
       }
     }),

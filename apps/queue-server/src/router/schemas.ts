@@ -1,4 +1,4 @@
-import { WorkqError } from '@workq/core';
+import { MAX_BATCH_SIZE, WorkqError } from '@workq/core';
 import { z } from 'zod';
 import { hasScope } from '../auth.ts';
 import { jobName, version } from './inputs.ts';
@@ -16,7 +16,9 @@ export const schemasRouter = router({
   register: authedProcedure
     .input(
       z.object({
-        schemas: z.array(z.object({ name: jobName, version, jsonSchema: z.record(z.string(), z.unknown()) })).max(1000),
+        schemas: z
+          .array(z.object({ name: jobName, version, jsonSchema: z.record(z.string(), z.unknown()) }))
+          .max(MAX_BATCH_SIZE),
       }),
     )
     .mutation(async ({ ctx, input }) => {

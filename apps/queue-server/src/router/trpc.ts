@@ -2,7 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
 import type { ClaimDispatcher, Engine, ScheduledEntry, WakeupBus } from '@workq/core/engine';
 import type { Principal, TokenAuthority } from '../auth.ts';
-import { requestKindOf, TRPC_CODE_OF, toClientError } from '../errors.ts';
+import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
 import type { SchemaRegistry } from '../schema-registry.ts';
@@ -63,7 +63,7 @@ const mapErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (!result.ok && result.error.cause instanceof WorkqError && result.error.code === 'INTERNAL_SERVER_ERROR') {
     const cause = result.error.cause;
-    throw new TRPCError({ code: TRPC_CODE_OF[cause.code], message: cause.message, cause });
+    throw new TRPCError({ code: STATUS_OF_ERROR[cause.code].trpc, message: cause.message, cause });
   }
   return result;
 });

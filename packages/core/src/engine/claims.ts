@@ -1,9 +1,7 @@
+import { MAX_BATCH_SIZE } from '../jobs.ts';
 import { newLeaseToken } from './ids.ts';
 import type { ClaimedRecord, ClaimRequest } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
-
-/** The most items one engine call takes: jobs claimed, enqueued, completed or listed. */
-export const MAX_BATCH = 1000;
 
 /** A consumer's request to lease up to `limit` jobs of one type. */
 export interface ClaimInput {
@@ -39,7 +37,7 @@ export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
     name: input.name,
     minVersion: input.minVersion ?? 1,
     maxVersion: input.maxVersion,
-    limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH),
+    limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH_SIZE),
     leaseToken: newLeaseToken(),
     workerId: input.workerId,
     leaseMs: input.leaseMs ?? null,

@@ -1,10 +1,10 @@
 import { WorkqError } from '../errors.ts';
-import { JOB_STATES, type JobError, type JobState, type JobStatus } from '../jobs.ts';
+import { JOB_STATES, type JobError, type JobState, type JobStatus, MAX_BATCH_SIZE } from '../jobs.ts';
 import { backoffDelayMs } from './backoff.ts';
-import { type ClaimedJob, type ClaimInput, claimRequest, MAX_BATCH, toClaimedJob } from './claims.ts';
+import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
-import type { ResolvedJobOptions } from './options.ts';
+import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
 import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
 import { fromStoredValue, toStoredText, toStoredValue } from './stored-value.ts';
@@ -62,7 +62,9 @@ function leaseLost(id: string): WorkqError {
 }
 
 function checkBatch(size: number, what: string): void {
-  if (size > MAX_BATCH) throw new WorkqError('VALIDATION', `${what} takes at most ${MAX_BATCH} items; got ${size}.`);
+  if (size > MAX_BATCH_SIZE) {
+    throw new WorkqError('VALIDATION', `${what} takes at most ${MAX_BATCH_SIZE} items; got ${size}.`);
+  }
 }
 
 /**
@@ -84,7 +86,7 @@ export class Engine {
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults;
-    this.historyRetentionMs = options.historyRetentionMs ?? 7 * 86_400_000;
+    this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
   }
 
@@ -301,7 +303,7 @@ export class Engine {
 
   /** A page of jobs by name and state, ordered by id (creation time); pass `nextCursor` back for the next page. */
   async list(query: ListQuery = {}): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
-    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 100)), MAX_BATCH);
+    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 100)), MAX_BATCH_SIZE);
     const now = this.clock.now();
     const filter: ListFilter = { limit: limit + 1 };
     if (query.name !== undefined) filter.name = query.name;

@@ -13,6 +13,7 @@ export type {
 } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
+export { FINISHED_STATES } from '../jobs.ts';
 export type { WakeupMessage, WakeupNotification } from '../notify/messages.ts';
 export { decodeWakeups, encodeWakeups } from '../notify/messages.ts';
 export { WakeupBus } from '../notify/wakeup-bus.ts';
@@ -40,7 +41,7 @@ export type {
 export { createEngine, Engine } from './engine.ts';
 export { newJobId, newLeaseToken } from './ids.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
-export { ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
+export { DEFAULT_HISTORY_RETENTION_MS, ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type {
   ClaimRequest,
@@ -59,5 +60,4 @@ export type {
   StoreNotifier,
   WorkerPresence,
 } from './store.ts';
-export { FINISHED_STATES } from './store.ts';
 export { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';

@@ -23,6 +23,9 @@ export const ENGINE_JOB_DEFAULTS: ResolvedJobOptions = Object.freeze({
 
 const DAY_MS = 86_400_000;
 
+/** How long finished jobs are kept as history, unless a server or store is told otherwise: 7 days. */
+export const DEFAULT_HISTORY_RETENTION_MS = 7 * DAY_MS;
+
 function checkInteger(value: number, what: string, min: number, max: number): number {
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new WorkqError('VALIDATION', `${what} must be an integer from ${min} to ${max}; got ${String(value)}.`);

@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import type { JobError, JobState } from '../jobs.ts';
+import { FINISHED_STATES, type JobError, type JobState } from '../jobs.ts';
 import type { LeaderElection } from '../roles/leadership.ts';
 
 /**
@@ -7,11 +7,9 @@ import type { LeaderElection } from '../roles/leadership.ts';
  * which one a job is in follows from `runAt` and the clock, so time passing
  * never needs a write.
  */
-export const STORED_STATES = ['waiting', 'active', 'completed', 'dead', 'cancelled'] as const;
+export const STORED_STATES = ['waiting', 'active', ...FINISHED_STATES] as const;
 
 export type StoredState = (typeof STORED_STATES)[number];
-
-export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const satisfies readonly StoredState[];
 
 /**
  * A job as every store keeps it. Dates are `Date`s; payload, result and error

@@ -1,9 +1,6 @@
-import { WorkqError } from '@workq/core';
+import { MAX_BATCH_SIZE, WorkqError } from '@workq/core';
 import { nextTurn } from '../next-turn.ts';
 import type { Call } from '../transport.ts';
-
-/** Most jobs in one release request: the server's default batch limit. */
-const MAX_BATCH = 1000;
 
 /**
  * Jobs a worker gives back unstarted because their leases ran out, or nearly,
@@ -41,7 +38,7 @@ export class HandBack {
   private flush(): void {
     const { name } = this;
     while (this.pending.length > 0) {
-      const items = this.pending.splice(0, MAX_BATCH);
+      const items = this.pending.splice(0, MAX_BATCH_SIZE);
       this.onError(
         new WorkqError(
           'LEASE_LOST',

@@ -1,4 +1,4 @@
-import { type AnyJobDefinition, parseWith, upgradePayload, WorkqError } from '@workq/core';
+import { type AnyJobDefinition, MAX_BATCH_SIZE, parseWith, upgradePayload, WorkqError } from '@workq/core';
 import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
 import { reconnectDelayMs, retrying, sleep } from '../retry.ts';
@@ -41,7 +41,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const onError = options.onError ?? (() => undefined);
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call);
-  const acks = new AckBatcher(call, 1000);
+  const acks = new AckBatcher(call, MAX_BATCH_SIZE);
   const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
   /** Drops the claims still out: when closing, unless their server answers them at once. */

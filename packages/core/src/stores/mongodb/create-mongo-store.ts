@@ -1,4 +1,5 @@
 import { MongoClient, ReadConcern, ReadPreference } from 'mongodb';
+import { DEFAULT_HISTORY_RETENTION_MS } from '../../engine/options.ts';
 import type { Store } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { toWorkqError } from './errors.ts';
@@ -64,7 +65,7 @@ export interface MongoStoreOptions {
 const DEFAULTS = {
   dbName: 'workq',
   collectionPrefix: 'workq_',
-  historyRetentionMs: 7 * 86_400_000,
+  historyRetentionMs: DEFAULT_HISTORY_RETENTION_MS,
   notify: true,
   serverSelectionTimeoutMS: 3000,
   writeTimeoutMS: 10_000,

@@ -9,7 +9,6 @@ import type {
 } from 'mongodb';
 import {
   type ClaimRequest,
-  FINISHED_STATES,
   type JobCount,
   type LeaseRef,
   type ListFilter,
@@ -21,7 +20,7 @@ import {
   type WorkerPresence,
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { JOB_STATES, type JobError } from '../../jobs.ts';
+import { FINISHED_STATES, JOB_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { claimJobs } from './claim-jobs.ts';

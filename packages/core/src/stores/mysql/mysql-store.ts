@@ -15,7 +15,7 @@ import type {
   WorkerPresence,
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import type { JobError, JobState } from '../../jobs.ts';
+import { FINISHED_STATES, type JobError, type JobState } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
@@ -47,6 +47,9 @@ import {
   writeJson,
 } from './rows.ts';
 import type { Tables } from './tables.ts';
+
+/** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */
+const FINISHED_STATE_PLACEHOLDERS = FINISHED_STATES.map(() => '?').join(', ');
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
 export interface MysqlStoreParts {
@@ -375,8 +378,8 @@ export class MysqlStore implements Store {
       const pruned = await execute(
         this.pool,
         `DELETE FROM ${this.t.jobs}
-         WHERE finished_at < ? AND state IN ('completed', 'dead', 'cancelled') ORDER BY finished_at LIMIT ?`,
-        [sqlDate(finishedBefore), Math.floor(limit)],
+         WHERE finished_at < ? AND state IN (${FINISHED_STATE_PLACEHOLDERS}) ORDER BY finished_at LIMIT ?`,
+        [sqlDate(finishedBefore), ...FINISHED_STATES, Math.floor(limit)],
       );
       return pruned.affectedRows;
     });
