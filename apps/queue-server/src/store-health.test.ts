@@ -8,7 +8,7 @@ import { StoreHealth } from './store-health.ts';
 const unreachable = () => new WorkqError('UNAVAILABLE', 'Cannot reach the test store.', { retryable: true });
 
 /** A store whose calls and probes fail while `down` is set; only the operations used here. */
-function fakeStore(options: { ping: boolean }) {
+function fakeStore() {
   const state = { down: false, probes: 0 };
   const answer = async () => {
     if (state.down) throw unreachable();
@@ -21,18 +21,13 @@ function fakeStore(options: { ping: boolean }) {
       return [];
     },
     getJob: async () => {
-      state.probes++;
       await answer();
       return null;
     },
-    ...(options.ping
-      ? {
-          ping: async () => {
-            state.probes++;
-            await answer();
-          },
-        }
-      : {}),
+    ping: async () => {
+      state.probes++;
+      await answer();
+    },
     close: async () => undefined,
   } as unknown as Store;
   return { store, state };
@@ -63,7 +58,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe('store health', () => {
   it('lets a one-off retryable failure pass unlogged when the probe that follows answers', async () => {
-    const { store } = fakeStore({ ping: true });
+    const { store } = fakeStore();
     const { health, logger, gauge } = healthOf(store);
     await expect(health.store.countJobs(new Date())).resolves.toEqual([]);
     // A deadlock, say: the call fails, the store itself answers.
@@ -82,7 +77,7 @@ describe('store health', () => {
   });
 
   it('logs an outage once when it starts and once when it ends, with its length and the requests that failed', async () => {
-    const { store, state } = fakeStore({ ping: true });
+    const { store, state } = fakeStore();
     const { health, logger, gauge } = healthOf(store);
     state.down = true;
     for (let i = 0; i < 3; i++) {
@@ -115,7 +110,7 @@ describe('store health', () => {
   });
 
   it('ignores failures that are not about reaching the store', async () => {
-    const { store, state } = fakeStore({ ping: true });
+    const { store, state } = fakeStore();
     const { health, logger } = healthOf(store);
     store.countJobs = async () => {
       throw new WorkqError('UNAVAILABLE', 'A statement failed.', { retryable: false });
@@ -127,8 +122,8 @@ describe('store health', () => {
     health.close();
   });
 
-  it('probes with getJob a store that has no ping', async () => {
-    const { store, state } = fakeStore({ ping: false });
+  it('probes the store with ping', async () => {
+    const { store, state } = fakeStore();
     const { health } = healthOf(store);
     expect(await health.check()).toBe(true);
     state.down = true;

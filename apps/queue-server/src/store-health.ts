@@ -3,9 +3,6 @@ import type { Store } from '@workq/core/engine';
 import type { ServerMetrics } from './metrics.ts';
 import type { Logger } from './options.ts';
 
-/** An id no job has: how stores without `ping` are probed. */
-const NO_JOB_ID = '00000000-0000-0000-0000-000000000000';
-
 export interface StoreHealthOptions {
   /** The store's address for log lines, password redacted (`redactUrl`). */
   storeUrl: string;
@@ -20,7 +17,7 @@ export interface StoreHealthOptions {
 /**
  * Whether the job store answers, as this server sees it. A store call that
  * fails with a retryable `UNAVAILABLE` makes the store suspect, and a probe
- * (`ping`, or `getJob` where a store has none) decides: when it fails too,
+ * (`Store.ping`) decides: when it fails too,
  * the outage begins — logged once as a warning, counted in
  * `workq_store_outages_total`, `workq_store_up` 0 — and the store is probed
  * every `probeEveryMs` until it answers; the first answer (a probe's or any
@@ -92,8 +89,7 @@ export class StoreHealth {
     const timedOut = new Promise<{ reason: string }>((resolve) => {
       timer = setTimeout(() => resolve({ reason: 'no answer in time' }), this.options.probeTimeoutMs);
     });
-    const call = this.raw.ping ? this.raw.ping() : this.raw.getJob(NO_JOB_ID);
-    const answered = call.then(
+    const answered = this.raw.ping().then(
       () => undefined,
       (error: unknown) => ({ reason: error instanceof Error ? error.message : String(error) }),
     );

@@ -39,7 +39,7 @@ describe('mongodb store: durability', () => {
       expect.objectContaining({ writeConcern: { w: 'majority', journal: true }, maxCommitTimeMS: 2_500 }),
     ]);
     expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
-      'findOneAndUpdate',
+      'updateOne',
       'insertOne',
     ]);
   });
@@ -88,15 +88,19 @@ describe('mongodb store: duplicate keys', () => {
     expect(await store.listJobs({ name: 'dup.b', limit: 10 })).toHaveLength(3);
   });
 
-  it('a moveTo whose next job hits a used key is CONFLICT and rolls back: the job stays held', async () => {
+  it('a moveTo whose next job hits a used key moves into the job holding it, in one transaction', async () => {
     const { engine, store } = await openOnDouble();
-    await engine.enqueue({ name: 'dup.next', version: 1, payload: {}, options: { idempotencyKey: 'taken' } });
+    const taken = await engine.enqueue({
+      name: 'dup.next',
+      version: 1,
+      payload: {},
+      options: { idempotencyKey: 'taken' },
+    });
     await engine.enqueue({ name: 'dup.c', version: 1, payload: {} });
     const [job] = await engine.claim({ name: 'dup.c', maxVersion: 1, limit: 1, workerId: 'w' });
     const next = { name: 'dup.next', version: 1, payload: {}, options: { idempotencyKey: 'taken' } };
-    expect((await rejection(engine.moveTo(job!, next))).code).toBe('CONFLICT');
-    expect((await store.getJob(job!.id))?.state).toBe('active');
-    await engine.complete(job!);
+    expect(await engine.moveTo(job!, next)).toEqual({ id: taken.id, created: false, state: 'ready' });
+    expect(await store.getJob(job!.id)).toMatchObject({ state: 'completed', movedTo: taken.id });
   });
 });
 

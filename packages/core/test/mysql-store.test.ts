@@ -86,7 +86,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       `SELECT version, name FROM \`${database}\`.${t.migrations} ORDER BY version`,
     );
     expect(rows.map((row) => Number(row.version))).toEqual(migrations(t).map((m) => m.version));
-    expect((await first!.getJob(outcome!.job.id))?.id).toBe(outcome!.job.id);
+    expect((await first!.getJob(outcome!.job!.id))?.id).toBe(outcome!.job!.id);
   });
 
   it('the claim reads the claim index, in order, without scanning finished history', async () => {
@@ -142,7 +142,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       const claimed = await store.claimJobs({ ...claim, now });
       // Stepping over the later jobs reads each of their 2,000 index entries.
       expect((await readNext()) - before).toBeLessThan(100);
-      expect(claimed.map((job) => job.id).sort()).toEqual(due.map((outcome) => outcome.job.id).sort());
+      expect(claimed.map((job) => job.id).sort()).toEqual(due.map((outcome) => outcome.job!.id).sort());
       expect(await store.claimJobs({ ...claim, now: later })).toHaveLength(10);
     } finally {
       await pool.end();
@@ -164,7 +164,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       `SELECT state, delayed_until = run_at AS kept FROM \`${database}\`.${t.jobs}`,
     );
     expect(rows.map((row) => [row.state, Number(row.kept)])).toEqual([['delayed', 1]]);
-    expect((await store.getJob(waiting!.job.id))?.state).toBe('waiting');
+    expect((await store.getJob(waiting!.job!.id))?.state).toBe('waiting');
   });
 
   it('keeps times exact in UTC, whatever time zone the pool was given', async () => {
@@ -175,7 +175,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       const [outcome] = await store.insertJobs([
         newJob('tz', { createdAt: new Date('2030-06-15T12:00:00.007Z'), runAt }),
       ]);
-      const job = await store.getJob(outcome!.job.id);
+      const job = await store.getJob(outcome!.job!.id);
       expect(job?.runAt.toISOString()).toBe(runAt.toISOString());
       expect(job?.createdAt.toISOString()).toBe('2030-06-15T12:00:00.007Z');
       await store.close();
@@ -199,8 +199,8 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
     const again = await store.insertJobs(
       keys.map((key) => newJob('keyed', { runAt: now, createdAt: now, idempotencyKey: key })),
     );
-    expect(again.map((o) => o.job.id)).toEqual(outcomes.map((o) => o.job.id));
-    expect(again.map((o) => o.job.idempotencyKey)).toEqual(keys);
+    expect(again.map((o) => o.job!.id)).toEqual(outcomes.map((o) => o.job!.id));
+    expect(again.map((o) => o.job!.idempotencyKey)).toEqual(keys);
   });
 
   it('reports a missing database as UNAVAILABLE, not retryable', async () => {
@@ -314,7 +314,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       try {
         const store = await open({ tablePrefix: 'lockwait_', pool, url: authUrl() });
         const [outcome] = await store.insertJobs([newJob('lw')]);
-        const id = outcome!.job.id;
+        const id = outcome!.job!.id;
         await other.beginTransaction();
         await other.query(`SELECT id FROM ${tableNames('lockwait_').jobs} WHERE id = ? FOR UPDATE`, [id]);
         const started = Date.now();
@@ -347,7 +347,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
         const prefix = `kill_${kill.toLowerCase()}_`;
         const store = await open({ tablePrefix: prefix, url: authUrl() });
         const [outcome] = await store.insertJobs([newJob('killed')]);
-        const id = outcome!.job.id;
+        const id = outcome!.job!.id;
         const other = await otherSession();
         try {
           await other.beginTransaction();

@@ -365,9 +365,9 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     const results = await Promise.all(batches.map((batch, b) => writers[b % writers.length]!.insertJobs(batch)));
     const idByKey = new Map<string, Set<string>>();
     for (const outcome of results.flat()) {
-      const ids = idByKey.get(outcome.job.idempotencyKey!) ?? new Set();
-      ids.add(outcome.job.id);
-      idByKey.set(outcome.job.idempotencyKey!, ids);
+      const ids = idByKey.get(outcome.job!.idempotencyKey!) ?? new Set();
+      ids.add(outcome.job!.id);
+      idByKey.set(outcome.job!.idempotencyKey!, ids);
     }
     expect([...idByKey.values()].every((ids) => ids.size === 1)).toBe(true);
     expect(results.flat().filter((outcome) => outcome.created)).toHaveLength(keys.length);
@@ -467,9 +467,9 @@ describe('pglite store', () => {
     expect(a.capabilities).toEqual({ notify: false, leadership: true, insertAndClaim: true });
     expect(a.notifier).toBeUndefined();
     const [outcome] = await a.insertJobs([newJob('pglite.shared')]);
-    expect(await b.getJob(outcome!.job.id)).toMatchObject({ name: 'pglite.shared', state: 'waiting' });
+    expect(await b.getJob(outcome!.job!.id)).toMatchObject({ name: 'pglite.shared', state: 'waiting' });
     await Promise.all([a.close(), a.close()]);
-    expect(await b.getJob(outcome!.job.id)).not.toBeNull();
+    expect(await b.getJob(outcome!.job!.id)).not.toBeNull();
     await b.close();
   });
 

@@ -3,6 +3,7 @@ import { JOB_STATES, type JobError, type JobState, type JobStatus, MAX_BATCH_SIZ
 import { backoffDelayMs } from './backoff.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
+import { insertDistinct, KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
@@ -225,8 +226,8 @@ export class Engine {
     if (failure.permanent) error.permanent = true;
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
     const retryAt = retry ? retryTime(job, now) : null;
-    const updated = await this.store.failJob(lease, { error, retryAt }, now);
-    if (!updated) throw leaseLost(lease.id);
+    if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
+    const updated = failedRecord(job, error, retryAt, now);
     if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
     const status = toJobStatus(updated, now);
     // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
@@ -244,8 +245,7 @@ export class Engine {
       lengthMs = job.leaseMs;
     }
     const expiresAt = new Date(now.getTime() + lengthMs);
-    const updated = await this.store.extendLease(lease, expiresAt, now);
-    if (!updated) throw leaseLost(lease.id);
+    if (!(await this.store.extendLease(lease, expiresAt, now))) throw leaseLost(lease.id);
     return { leaseExpiresAt: expiresAt };
   }
 
@@ -253,8 +253,7 @@ export class Engine {
     if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0 || progress > 100) {
       throw new WorkqError('VALIDATION', `progress must be a number from 0 to 100; got ${String(progress)}.`);
     }
-    const updated = await this.store.recordProgress(lease, progress, this.clock.now());
-    if (!updated) throw leaseLost(lease.id);
+    if (!(await this.store.recordProgress(lease, progress, this.clock.now()))) throw leaseLost(lease.id);
   }
 
   /**
@@ -273,18 +272,27 @@ export class Engine {
       throw new WorkqError('VALIDATION', `Job ${lease.id} is a "${job.name}" job, not "${change.name}".`);
     }
     const payload = toStoredValue(change.payload);
-    const updated = await this.store.updatePayload(lease, { payload, version: change.version }, now);
-    if (!updated) throw leaseLost(lease.id);
+    if (!(await this.store.updatePayload(lease, { payload, version: change.version }, now))) throw leaseLost(lease.id);
   }
 
-  /** Atomically completes the held job and enqueues `next` in its place. Resolves to the new job's id. */
+  /**
+   * Atomically completes the held job and enqueues `next` in its place. Under an idempotency key a retained
+   * job of `next`'s type holds already, the job moves into that job, which is returned as `enqueue` returns
+   * it (`created: false`) and left unchanged. Resolves to the next job.
+   */
   async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     const now = this.clock.now();
-    const moved = await this.store.moveJob(lease, this.newJob(next, now, null), now);
-    if (!moved) throw leaseLost(lease.id);
-    this.emitFinished(moved.from.id, 'completed');
-    this.announce([moved.to]);
-    return { id: moved.to.id, created: true, state: visibleState(moved.to, now) };
+    const job = this.newJob(next, now, null);
+    for (let tries = 1; ; tries++) {
+      const moved = await this.store.moveJob(lease, job, now);
+      if (!moved) throw leaseLost(lease.id);
+      if (moved.job !== null) {
+        this.emitFinished(lease.id, 'completed');
+        if (moved.created) this.announce([moved.job]);
+        return { id: moved.job.id, created: moved.created, state: visibleState(moved.job, now) };
+      }
+      if (tries >= KEY_HOLDER_TRIES) throw keyHolderGone(`the next ${job.name} job`);
+    }
   }
 
   /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */
@@ -357,7 +365,7 @@ export class Engine {
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
     const replay = this.newJob({ ...input, options: { priority, maxAttempts, backoff, leaseMs, order } }, now, id);
-    const [outcome] = await this.store.insertJobs([replay]);
+    const [outcome] = await insertDistinct(this.store, [replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
     this.announce([outcome.job]);
     return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
@@ -398,7 +406,7 @@ export class Engine {
 
   /** Inserts new jobs made at `now` and announces those created. */
   private async insert(jobs: readonly NewJob[], now: Date): Promise<EnqueueResult[]> {
-    const outcomes = await this.store.insertJobs(jobs);
+    const outcomes = await insertDistinct(this.store, jobs);
     this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
     return outcomes.map(({ job, created }) => ({ id: job.id, created, state: visibleState(job, now) }));
   }
@@ -414,6 +422,20 @@ export class Engine {
   private emitFinished(id: string, state: StoredState): void {
     for (const listener of this.finishedListeners) listener(id, state);
   }
+}
+
+/** `job`, read while its lease held, as `Store.failJob` leaves it: the change the engine asked for applied. */
+function failedRecord(job: JobRecord, error: JobError, retryAt: Date | null, now: Date): JobRecord {
+  return {
+    ...job,
+    state: retryAt === null ? 'dead' : 'waiting',
+    runAt: retryAt ?? job.runAt,
+    error,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    finishedAt: retryAt === null ? now : job.finishedAt,
+    updatedAt: now,
+  };
 }
 
 function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {

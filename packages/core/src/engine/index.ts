@@ -49,6 +49,7 @@ export type {
   InsertOutcome,
   JobCount,
   JobRecord,
+  KeyHolderGone,
   LeaseRef,
   ListFilter,
   NewJob,

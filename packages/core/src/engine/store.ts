@@ -80,10 +80,23 @@ export interface NewJob {
   replayOf: string | null;
 }
 
-export interface InsertOutcome {
-  job: JobRecord;
-  /** `false` when an idempotency key matched a retained job, which is returned instead. */
-  created: boolean;
+/** What an insert did with one job. */
+export type InsertOutcome =
+  | {
+      job: JobRecord;
+      /** `false` when an idempotency key matched a retained job, which is returned instead. */
+      created: boolean;
+    }
+  | KeyHolderGone;
+
+/**
+ * The job's idempotency key was taken, but the job holding it was gone (pruned) by the time the store read
+ * it, so the key may be free again. Nothing was inserted for this job and nothing else changed for it; the
+ * engine inserts it again (a bounded number of times, then fails with a retryable `UNAVAILABLE`).
+ */
+export interface KeyHolderGone {
+  job: null;
+  created: false;
 }
 
 export interface ClaimRequest {
@@ -200,10 +213,13 @@ export interface Store extends RegistryStore {
   readonly leadership?: LeaderElection;
 
   /**
-   * Inserts jobs in one round trip where the store allows. A job whose
-   * `(name, idempotencyKey)` matches a retained job is not inserted; that job
-   * is returned with `created: false`. Durable before it resolves. Outcomes
-   * are in input order.
+   * Inserts jobs in one round trip where the store allows. No two jobs of one
+   * call share a `(name, idempotencyKey)`: the engine resolves repeats within
+   * a batch before it calls. A job whose `(name, idempotencyKey)` matches a
+   * retained job is not inserted; that job is returned with `created: false`,
+   * or, when it vanished before the store could read it, `KeyHolderGone`.
+   * Each job is inserted or not on its own; the ones inserted are durable
+   * before it resolves. Outcomes are in input order.
    */
   insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]>;
 
@@ -234,42 +250,54 @@ export interface Store extends RegistryStore {
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null>;
 
   /**
-   * Fenced: `active` → `completed` with `result`, ending the lease but
-   * keeping its token on the record. Resolves to the ids that were completed.
+   * Fenced, per job: `active` → `completed` with `result`, ending the lease
+   * but keeping its token on the record. Each job is completed or not on its
+   * own. Resolves to the ids that were completed: those their token held.
    */
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
 
   /**
-   * Fenced: gives leased jobs back as if they had not been claimed, for a
-   * claim whose client went away before it was answered: `waiting` again in
-   * their place in the queue, the lease ended and its attempt not counted.
-   * Resolves to the ids that were released.
+   * Fenced, per job: gives leased jobs back as if they had not been claimed,
+   * for a claim whose client went away before it was answered: `waiting`
+   * again in their place in the queue, the lease ended and its attempt not
+   * counted. Resolves to the ids that were released.
    */
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]>;
 
   /**
-   * Fenced: records `error` and either returns the job to `waiting` at
-   * `retryAt`, or, when `retryAt` is `null`, makes it `dead`.
+   * Fenced, one atomic write: records `error` and either returns the job to
+   * `waiting` at `retryAt` (its order key following), or, when `retryAt` is
+   * `null`, makes it `dead` with `finishedAt` `now`; the lease ends either
+   * way. Resolves to whether the lease held and the change was made (the
+   * engine knows the outcome it asked for, so no record is returned).
    */
-  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<JobRecord | null>;
+  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean>;
 
-  /** Fenced: moves the lease expiry to `leaseExpiresAt`. */
-  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null>;
+  /** Fenced, one atomic write: moves the lease expiry to `leaseExpiresAt`. Resolves to whether the lease held. */
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean>;
 
-  /** Fenced: records progress (0-100). */
-  recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null>;
+  /** Fenced, one atomic write: records progress (0-100). Resolves to whether the lease held. */
+  recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean>;
 
   /**
-   * Fenced: replaces the held job's payload, and its version with the one
-   * that payload is written in; the job stays active under the same lease.
+   * Fenced, one atomic write: replaces the held job's payload, and its
+   * version with the one that payload is written in; the job stays active
+   * under the same lease. Resolves to whether the lease held.
    */
-  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<JobRecord | null>;
+  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean>;
 
   /**
-   * Fenced and atomic: completes the job (recording `movedTo`) and inserts
-   * `next`, or does neither.
+   * Fenced and atomic: completes the held job, recording in `movedTo` the job
+   * it became, and inserts `next`, or does neither. When a retained job of
+   * `next`'s type holds `next`'s idempotency key already, nothing is
+   * inserted: the move completes into that job (`movedTo` is its id), which
+   * is returned with `created: false` and left as it was, as an enqueue with
+   * that key would return it. When that holder vanished before the store
+   * could read it, nothing changed at all and it resolves to `KeyHolderGone`
+   * (the engine tries again). Resolves to `null`, changing nothing, when the
+   * lease did not hold.
    */
-  moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null>;
+  moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null>;
 
   /** `waiting` or `active` → `cancelled` (clearing any lease). `null` when the job is unknown or finished. */
   cancelJob(id: string, now: Date): Promise<JobRecord | null>;
@@ -277,11 +305,12 @@ export interface Store extends RegistryStore {
   getJob(id: string): Promise<JobRecord | null>;
 
   /**
-   * Optional: the cheapest round trip that proves the store answers (SQL:
-   * `SELECT 1`), for health checks; fails with `UNAVAILABLE` like any
-   * operation. Where absent, callers probe with `getJob` of an id no job has.
+   * The cheapest round trip that proves the store answers (SQL: `SELECT 1`,
+   * MongoDB: the `ping` command), for health checks. Changes nothing; fails
+   * with `UNAVAILABLE` like any operation when the database cannot be reached
+   * or the store is closed.
    */
-  ping?(): Promise<void>;
+  ping(): Promise<void>;
 
   /** Jobs matching `filter`, ordered by id. */
   listJobs(filter: ListFilter): Promise<JobRecord[]>;

@@ -5,6 +5,7 @@ import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
 import type { StoreHarness } from './harness.ts';
+import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
 import { registerLeadershipTests } from './leadership.ts';
 import { registerLifecycleTests } from './lifecycle.ts';
@@ -46,6 +47,7 @@ export function describeStore(
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('registries', () => registerRegistryTests(state));
+    describe('health', () => registerHealthTests(state));
     describe('leadership', () => registerLeadershipTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };

@@ -52,7 +52,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
     const outcomes = await ctx.store.insertJobs([fresh(1, null), fresh(2, 'key-2'), fresh(3, null)]);
     for (const { job, created } of outcomes) {
       expect(created).toBe(true);
-      expect(await reader.getJob(job.id)).toEqual(job);
+      expect(await reader.getJob(job!.id)).toEqual(job);
     }
     // Jobs enqueued together usually share every setting but their payload and key; a store may send those once.
     const alike = (n: number, idempotencyKey: string | null): NewJob => ({
@@ -67,7 +67,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
     ]) {
       for (const { job, created } of await ctx.store.insertJobs(batch)) {
         expect(created).toBe(true);
-        expect(await reader.getJob(job.id)).toEqual(job);
+        expect(await reader.getJob(job!.id)).toEqual(job);
       }
     }
     const [held] = await ctx.store.claimJobs({
@@ -85,7 +85,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
       fresh(4, null),
       new Date(now.getTime() + 20),
     );
-    expect(await reader.getJob(moved!.to.id)).toEqual(moved!.to);
+    expect(await reader.getJob(moved!.job!.id)).toEqual(moved!.job);
   });
 
   it('a worker that dies loses only its lease: the job is delivered again after leaseMs and the attempt counts', async () => {

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { ManualClock } from '../support/manual-clock.ts';
-import { claimOne, type SuiteContext } from './context.ts';
+import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 
 const CONCURRENT = 200;
 const CLIENTS = 8;
@@ -116,6 +116,40 @@ export function registerIdempotencyTests(ctx: SuiteContext): void {
     expect(again).toEqual({ result: { id: first.result.id, created: false, state }, claimed: null });
     expect(await store.listJobs({ name, limit: 10 })).toHaveLength(1);
     expect(await store.getJob(first.result.id)).toMatchObject({ idempotencyKey: 'handed', payload: { n: 1 } });
+  });
+
+  it('moveTo under a key a retained job of the next type holds completes the job into that job, returned as an enqueue with the key returns it; nothing else changes', async () => {
+    const name = ctx.jobName('idem-move-from');
+    const nextName = ctx.jobName('idem-move-to');
+    const { engine, store, clock } = ctx.engine();
+    const keyed = (n: number) => ({
+      name: nextName,
+      version: 1,
+      payload: { n },
+      options: { idempotencyKey: 'next', delayMs: 60_000 },
+    });
+    const holder = await engine.enqueue(keyed(1));
+    const holderBefore = await store.getJob(holder.id);
+    const { id } = await engine.enqueue({ name, version: 1, payload: { step: 1 } });
+    const lease = await claimOne(engine, name);
+    const fromBefore = await store.getJob(id);
+    const now = clock.advance(5);
+
+    const moved = await engine.moveTo(lease, keyed(2));
+    expect(moved).toEqual({ id: holder.id, created: false, state: 'scheduled' });
+    expect(await engine.enqueue(keyed(3))).toEqual(moved);
+    expect(await store.getJob(id)).toEqual({
+      ...fromBefore,
+      state: 'completed',
+      movedTo: holder.id,
+      leaseToken: null,
+      leaseExpiresAt: null,
+      finishedAt: now,
+      updatedAt: now,
+    });
+    expect(await store.getJob(holder.id)).toEqual(holderBefore);
+    expect((await store.listJobs({ name: nextName, limit: 10 })).map((job) => job.id)).toEqual([holder.id]);
+    await expectWorkqError(engine.moveTo(lease, keyed(4)), 'LEASE_LOST');
   });
 
   it('an enqueue input’s own idempotencyKey stands in for the one in its options, which jobs of a batch share', async () => {

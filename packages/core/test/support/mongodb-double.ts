@@ -1,4 +1,4 @@
-import { MongoServerError, type WriteConcernSettings } from 'mongodb';
+import { MongoNotConnectedError, MongoServerError, type WriteConcernSettings } from 'mongodb';
 import type { DoubleChangeStream } from './mongodb-double-change-stream.ts';
 import { DoubleCollection, type Handle, waitForMajority } from './mongodb-double-collection.ts';
 import { CollectionData, type Doc, type IndexSpec } from './mongodb-double-data.ts';
@@ -289,6 +289,10 @@ export class DoubleDb {
   }
 
   async command(command: Record<string, unknown>): Promise<Record<string, unknown>> {
+    // As the driver does once its client was closed: it never reconnects on its own.
+    if (this.double.client.closed)
+      throw new MongoNotConnectedError('Client must be connected before running operations');
+    if (command.ping === 1) return { ok: 1 };
     if (command.hello === 1) {
       const setName = this.double.options.replicaSet;
       return setName ? { isWritablePrimary: true, setName, ok: 1 } : { isWritablePrimary: true, ok: 1 };

@@ -9,6 +9,7 @@ import type {
 } from 'mongodb';
 import {
   type ClaimRequest,
+  type InsertOutcome,
   type JobCount,
   type LeaseRef,
   type ListFilter,
@@ -22,6 +23,7 @@ import {
 import { WorkqError } from '../../errors.ts';
 import { FINISHED_STATES, JOB_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { storeClosed } from '../shared/closed-store.ts';
 import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { claimJobs } from './claim-jobs.ts';
 import {
@@ -37,7 +39,7 @@ import {
   type WorkerDocument,
 } from './documents.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError, toWorkqError } from './errors.ts';
-import type { CollectionNames } from './indexes.ts';
+import { type CollectionNames, IDEMPOTENCY_INDEX } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
@@ -159,67 +161,81 @@ export class MongoStore implements Store {
     return changed.filter((id): id is string => id !== null);
   }
 
-  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date) {
+  failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
+    const error = cleanError(outcome.error);
+    if (outcome.retryAt === null) {
+      return this.updateHeld('fail', lease, now, { ...ENDED_LEASE, state: 'dead', error, finishedAt: now });
+    }
+    const retryAt = outcome.retryAt;
     return this.run('fail', async () => {
       const filter = heldBy(lease, now);
-      if (!filter) return null;
-      const error = cleanError(outcome.error);
-      const doc =
-        outcome.retryAt === null
-          ? await this.jobs.findOneAndUpdate(
-              filter,
-              { $set: { ...ENDED_LEASE, state: 'dead', error, finishedAt: now, updatedAt: now } },
-              { returnDocument: 'after' },
-            )
-          : await this.jobs.findOneAndUpdate(
-              filter,
-              [
-                {
-                  $set: {
-                    ...ENDED_LEASE,
-                    state: notStartedState(outcome.retryAt, now),
-                    error: literal(error),
-                    runAt: outcome.retryAt,
-                    orderKey: orderKeyExpression(outcome.retryAt),
-                    workerId: null,
-                    updatedAt: now,
-                  },
-                },
-              ],
-              { returnDocument: 'after' },
-            );
-      return doc ? toJobRecord(doc) : null;
+      if (!filter) return false;
+      const { matchedCount } = await this.jobs.updateOne(filter, [
+        {
+          $set: {
+            ...ENDED_LEASE,
+            state: notStartedState(retryAt, now),
+            error: literal(error),
+            runAt: retryAt,
+            orderKey: orderKeyExpression(retryAt),
+            workerId: null,
+            updatedAt: now,
+          },
+        },
+      ]);
+      return matchedCount === 1;
     });
   }
 
-  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date) {
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
     return this.updateHeld('extend', lease, now, { leaseExpiresAt });
   }
 
-  recordProgress(lease: LeaseRef, progress: number, now: Date) {
+  recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
     return this.updateHeld('progress', lease, now, { progress: Number(progress) });
   }
 
-  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date) {
+  updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
     return this.updateHeld('updatePayload', lease, now, { payload: toJson(change.payload), version: change.version });
   }
 
-  moveJob(lease: LeaseRef, next: NewJob, now: Date) {
+  /**
+   * One transaction: the next job's key holder looked up (when it has a key), the held job completed into
+   * it or into `next`, and `next` inserted when no job holds its key. A key taken by a concurrent insert
+   * after the look-up aborts it all: nothing changed, and the engine tries again (`KeyHolderGone`).
+   */
+  moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
     return this.run('moveTo', async () => {
       const filter = heldBy(lease, now);
       if (!filter) return null;
       const session = this.parts.client.startSession();
       try {
-        return await session.withTransaction(async () => {
-          const from = await this.jobs.findOneAndUpdate(
+        return await session.withTransaction(async (): Promise<InsertOutcome | null> => {
+          const holder =
+            next.idempotencyKey === null
+              ? null
+              : await this.jobs.findOne(
+                  { name: next.name, idempotencyKey: { $eq: next.idempotencyKey, $type: 'string' } },
+                  { session, hint: IDEMPOTENCY_INDEX },
+                );
+          const { matchedCount } = await this.jobs.updateOne(
             filter,
-            { $set: { ...ENDED_LEASE, state: 'completed', movedTo: next.id, finishedAt: now, updatedAt: now } },
-            { returnDocument: 'after', session },
+            {
+              $set: {
+                ...ENDED_LEASE,
+                state: 'completed',
+                movedTo: holder?._id ?? next.id,
+                finishedAt: now,
+                updatedAt: now,
+              },
+            },
+            { session },
           );
-          if (!from) return null;
+          if (matchedCount === 0) return null;
+          if (holder) return { job: toJobRecord(holder), created: false };
           const doc = toJobDocument(next);
           await this.jobs.insertOne(doc, { session });
-          return { from: toJobRecord(from), to: toJobRecord(doc) };
+          return { job: toJobRecord(doc), created: true };
         }, transactionOptions(this.parts.writeConcern));
       } catch (error) {
         if (isTransactionUnsupportedError(error)) {
@@ -229,13 +245,8 @@ export class MongoStore implements Store {
             { retryable: false, cause: error },
           );
         }
-        if (isDuplicateKeyError(error)) {
-          throw new WorkqError(
-            'CONFLICT',
-            `moveTo could not enqueue the next ${next.name} job: its idempotency key is already used; nothing was changed.`,
-            { cause: error },
-          );
-        }
+        // The key was taken after the look-up: the transaction rolled back.
+        if (isDuplicateKeyError(error)) return { job: null, created: false };
         throw error;
       } finally {
         await session.endSession();
@@ -253,6 +264,13 @@ export class MongoStore implements Store {
         { returnDocument: 'after' },
       );
       return doc ? toJobRecord(doc) : null;
+    });
+  }
+
+  ping(): Promise<void> {
+    return this.run('ping', async () => {
+      if (this.closing) throw storeClosed(this.kind);
+      await this.parts.db.command({ ping: 1 });
     });
   }
 
@@ -408,16 +426,13 @@ export class MongoStore implements Store {
     return this.closing;
   }
 
-  private updateHeld(operation: string, lease: LeaseRef, now: Date, fields: Partial<JobDocument>) {
+  /** A fenced single-document update; resolves to whether the lease held (the document matched). */
+  private updateHeld(operation: string, lease: LeaseRef, now: Date, fields: Partial<JobDocument>): Promise<boolean> {
     return this.run(operation, async () => {
       const filter = heldBy(lease, now);
-      if (!filter) return null;
-      const doc = await this.jobs.findOneAndUpdate(
-        filter,
-        { $set: { ...fields, updatedAt: now } },
-        { returnDocument: 'after' },
-      );
-      return doc ? toJobRecord(doc) : null;
+      if (!filter) return false;
+      const { matchedCount } = await this.jobs.updateOne(filter, { $set: { ...fields, updatedAt: now } });
+      return matchedCount === 1;
     });
   }
 

@@ -14,9 +14,10 @@ import type {
   StoreCapabilities,
   WorkerPresence,
 } from '../../engine/store.ts';
-import { WorkqError } from '../../errors.ts';
 import { FINISHED_STATES, type JobError, type JobState } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { storeClosed } from '../shared/closed-store.ts';
+import { insertedRecord } from '../shared/inserted-record.ts';
 import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
@@ -50,6 +51,9 @@ import type { Tables } from './tables.ts';
 
 /** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */
 const FINISHED_STATE_PLACEHOLDERS = FINISHED_STATES.map(() => '?').join(', ');
+
+/** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
+class KeyHolderVanished extends Error {}
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
 export interface MysqlStoreParts {
@@ -91,30 +95,23 @@ export class MysqlStore implements Store {
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
     if (jobs.length === 0) return [];
-    // A key repeated within the batch names one job: only its first occurrence is inserted.
-    const seen = new Set<string>();
-    const rows = jobs.filter((job) => {
-      if (job.idempotencyKey === null) return true;
-      const ref = idempotencyRef(job.name, job.idempotencyKey);
-      if (seen.has(ref)) return false;
-      seen.add(ref);
-      return true;
-    });
+    const keyed = jobs.filter((job) => job.idempotencyKey !== null);
     return this.retry('insertJobs', async () => {
       // ON DUPLICATE KEY UPDATE turns a key conflict into a no-op, unlike INSERT IGNORE, which would hide other errors.
       await execute(
         this.pool,
         `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
-        [rows.map(newJobValues)],
+        [jobs.map(newJobValues)],
       );
-      const stored = await selectInserted(this.pool, this.t, jobs);
-      return jobs.map((job) => {
-        const found =
-          job.idempotencyKey === null
-            ? stored.byId.get(job.id)
-            : stored.byKey.get(idempotencyRef(job.name, job.idempotencyKey));
-        if (!found) throw new WorkqError('UNAVAILABLE', `The MySQL store lost job ${job.id} right after inserting it.`);
-        return { job: found, created: found.id === job.id };
+      // A job without a key was inserted as sent; only a key may have been taken, so only keyed jobs are read.
+      if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
+      const { byKey } = await selectInserted(this.pool, this.t, keyed);
+      return jobs.map((job): InsertOutcome => {
+        if (job.idempotencyKey === null) return { job: insertedRecord(job), created: true };
+        const found = byKey.get(idempotencyRef(job.name, job.idempotencyKey));
+        // No holder: it was pruned between the two statements (see `KeyHolderGone`).
+        if (!found) return { job: null, created: false };
+        return found.id === job.id ? { job: insertedRecord(job), created: true } : { job: found, created: false };
       });
     });
   }
@@ -203,11 +200,7 @@ export class MysqlStore implements Store {
     return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken).map((lease) => lease.id));
   }
 
-  async failJob(
-    lease: LeaseRef,
-    outcome: { error: JobError; retryAt: Date | null },
-    now: Date,
-  ): Promise<JobRecord | null> {
+  async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
     const { retryAt } = outcome;
     const error = writeJson(outcome.error);
     if (retryAt === null) {
@@ -226,50 +219,48 @@ export class MysqlStore implements Store {
     );
   }
 
-  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null> {
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
     return this.fencedUpdate('extendLease', lease, now, 'lease_expires_at = ?', [sqlDate(leaseExpiresAt)]);
   }
 
-  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null> {
+  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
     return this.fencedUpdate('recordProgress', lease, now, 'progress = ?', [progress]);
   }
 
-  async updatePayload(
-    lease: LeaseRef,
-    change: { payload: unknown; version: number },
-    now: Date,
-  ): Promise<JobRecord | null> {
+  async updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
     const values = [writeJson(change.payload), change.version];
     return this.fencedUpdate('updatePayload', lease, now, 'payload = ?, version = ?', values);
   }
 
-  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
-    return this.transaction('moveJob', async (c) => {
-      const moved = await execute(
-        c,
-        `UPDATE ${this.t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-         WHERE ${FENCE}`,
-        [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
-      );
-      if (moved.affectedRows === 0) return null;
-      await execute(
-        c,
-        `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
-        [[newJobValues(next)]],
-      );
-      // A next job whose idempotency key is taken becomes that retained job, as an enqueue would.
-      const stored = await selectInserted(c, this.t, [next]);
-      const to =
-        next.idempotencyKey === null
-          ? stored.byId.get(next.id)
-          : stored.byKey.get(idempotencyRef(next.name, next.idempotencyKey));
-      if (!to) throw new WorkqError('UNAVAILABLE', `The MySQL store lost job ${next.id} right after inserting it.`);
-      if (to.id !== next.id) {
-        await execute(c, `UPDATE ${this.t.jobs} SET moved_to = ? WHERE id = ?`, [to.id, lease.id]);
-      }
-      const from = (await selectJobsByIds(c, this.t, [lease.id])).get(lease.id);
-      return from ? { from, to } : null;
-    });
+  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
+    try {
+      return await this.transaction('moveJob', async (c) => {
+        const moved = await execute(
+          c,
+          `UPDATE ${this.t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+           WHERE ${FENCE}`,
+          [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
+        );
+        if (moved.affectedRows === 0) return null;
+        await execute(
+          c,
+          `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
+          [[newJobValues(next)]],
+        );
+        if (next.idempotencyKey === null) return { job: insertedRecord(next), created: true };
+        // A next job whose idempotency key is taken becomes that retained job, as an enqueue would.
+        const holder = (await selectInserted(c, this.t, [next])).byKey.get(
+          idempotencyRef(next.name, next.idempotencyKey),
+        );
+        if (!holder) throw new KeyHolderVanished();
+        if (holder.id === next.id) return { job: insertedRecord(next), created: true };
+        await execute(c, `UPDATE ${this.t.jobs} SET moved_to = ? WHERE id = ?`, [holder.id, lease.id]);
+        return { job: holder, created: false };
+      });
+    } catch (error) {
+      if (error instanceof KeyHolderVanished) return { job: null, created: false };
+      throw error;
+    }
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
@@ -289,6 +280,7 @@ export class MysqlStore implements Store {
   }
 
   async ping(): Promise<void> {
+    if (this.closing) throw storeClosed(this.kind);
     await this.retry('ping', () => selectRows(this.pool, 'SELECT 1'));
   }
 
@@ -409,21 +401,24 @@ export class MysqlStore implements Store {
     return this.closing;
   }
 
-  /** A fenced single-row update; resolves to the row as it stands after the update, or `null` when the fence failed. */
+  /**
+   * A fenced single-row update, one statement; resolves to whether the lease held (`affectedRows` counts the
+   * matched row, see `execute`).
+   */
   private fencedUpdate(
     operation: string,
     lease: LeaseRef,
     now: Date,
     set: string,
     values: readonly unknown[],
-  ): Promise<JobRecord | null> {
-    return this.transaction(operation, async (c) => {
-      const updated = await execute(c, `UPDATE ${this.t.jobs} SET ${set}, updated_at = ? WHERE ${FENCE}`, [
+  ): Promise<boolean> {
+    return this.retry(operation, async () => {
+      const updated = await execute(this.pool, `UPDATE ${this.t.jobs} SET ${set}, updated_at = ? WHERE ${FENCE}`, [
         ...values,
         sqlDate(now),
         ...fenceValues(lease, now),
       ]);
-      return updated.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [lease.id])).get(lease.id) ?? null);
+      return updated.affectedRows === 1;
     });
   }
 

@@ -16,9 +16,9 @@ import type {
   StoreNotifier,
   WorkerPresence,
 } from '../../engine/store.ts';
-import { WorkqError } from '../../errors.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { storeClosed } from '../shared/closed-store.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import {
   type ClaimedRow,
@@ -62,8 +62,8 @@ function compareKeys(a: NewJob, b: NewJob): number {
   return keyA < keyB ? -1 : keyA > keyB ? 1 : 0;
 }
 
-/** How often `insertJobs` retries keys whose holding job was pruned between its two statements. */
-const INSERT_TRIES = 3;
+/** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
+class KeyHolderVanished extends Error {}
 
 /**
  * The PostgreSQL store, over any `SqlClient` (node-postgres or PGlite). Each
@@ -100,61 +100,31 @@ export class PostgresStore implements Store {
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
     if (jobs.length === 0) return [];
-    // A key repeated inside the batch is inserted once; the later jobs map to the first one's outcome.
-    const firstByKey = new Map<string, NewJob>();
-    for (const job of jobs) {
-      if (job.idempotencyKey === null) continue;
-      const ref = idempotencyRef(job.name, job.idempotencyKey);
-      if (!firstByKey.has(ref)) firstByKey.set(ref, job);
-    }
     // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
-    const unique =
-      firstByKey.size === 0
-        ? jobs
-        : jobs
-            .filter(
-              (job) =>
-                job.idempotencyKey === null || firstByKey.get(idempotencyRef(job.name, job.idempotencyKey)) === job,
-            )
-            .sort(compareKeys);
-    const outcomes = await this.insertUnique(unique, INSERT_TRIES);
-    return jobs.map((job) => {
-      const own = outcomes.get(job.id);
-      if (own) return own;
-      const first = firstByKey.get(idempotencyRef(job.name, job.idempotencyKey ?? '')) as NewJob;
-      return { job: (outcomes.get(first.id) as InsertOutcome).job, created: false };
-    });
-  }
-
-  /** Inserts jobs with distinct keys; a job whose key is taken gets the job holding it. Outcomes by new job id. */
-  private async insertUnique(jobs: readonly NewJob[], triesLeft: number): Promise<Map<string, InsertOutcome>> {
+    const sorted = jobs.some((job) => job.idempotencyKey !== null) ? [...jobs].sort(compareKeys) : jobs;
     const outcomes = new Map<string, InsertOutcome>();
-    for (const job of await this.insertNew(this.client, jobs)) {
+    for (const job of await this.insertNew(this.client, sorted)) {
       outcomes.set(job.id, { job: insertedRecord(job), created: true });
     }
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
-    if (conflicted.length === 0) return outcomes;
-    const holders = new Map<string, JobRecord>();
-    const rows = await this.client.query<JobRow>(this.sql.selectByIdempotencyKeys, [
-      conflicted.map((job) => job.name),
-      conflicted.map((job) => job.idempotencyKey),
+    if (conflicted.length > 0) {
+      const holders = await this.keyHolders(this.client, conflicted);
+      for (const job of conflicted) {
+        const holder = holders.get(idempotencyRef(job.name, job.idempotencyKey ?? ''));
+        // No holder: it was pruned between the two statements (see `KeyHolderGone`).
+        outcomes.set(job.id, holder ? { job: holder, created: false } : { job: null, created: false });
+      }
+    }
+    return jobs.map((job) => outcomes.get(job.id) as InsertOutcome);
+  }
+
+  /** The retained jobs holding the keys of `jobs`, by `idempotencyRef`. */
+  private async keyHolders(on: SqlQueryable, jobs: readonly NewJob[]): Promise<Map<string, JobRecord>> {
+    const rows = await on.query<JobRow>(this.sql.selectByIdempotencyKeys, [
+      jobs.map((job) => job.name),
+      jobs.map((job) => job.idempotencyKey),
     ]);
-    for (const row of rows) holders.set(idempotencyRef(row.name, row.idempotency_key ?? ''), toJobRecord(row));
-    const vanished: NewJob[] = [];
-    for (const job of conflicted) {
-      const holder = holders.get(idempotencyRef(job.name, job.idempotencyKey ?? ''));
-      if (holder) outcomes.set(job.id, { job: holder, created: false });
-      else vanished.push(job);
-    }
-    if (vanished.length === 0) return outcomes;
-    // The job holding a key was pruned between the two statements: the key is free again.
-    if (triesLeft <= 1) {
-      throw new WorkqError('CONFLICT', 'The idempotency keys of this batch kept changing hands; try again.', {
-        retryable: true,
-      });
-    }
-    for (const [id, outcome] of await this.insertUnique(vanished, triesLeft - 1)) outcomes.set(id, outcome);
-    return outcomes;
+    return new Map(rows.map((row) => [idempotencyRef(row.name, row.idempotency_key ?? ''), toJobRecord(row)]));
   }
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
@@ -217,57 +187,41 @@ export class PostgresStore implements Store {
     return rows.map((row) => row.id);
   }
 
-  async failJob(
-    lease: LeaseRef,
-    outcome: { error: JobError; retryAt: Date | null },
-    now: Date,
-  ): Promise<JobRecord | null> {
-    return this.one(this.client, this.sql.failJob, [
-      lease.id,
-      lease.leaseToken,
-      outcome.retryAt,
-      toJsonText(outcome.error),
-      now,
-    ]);
+  async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
+    const values = [lease.id, lease.leaseToken, outcome.retryAt, toJsonText(outcome.error), now];
+    return this.changed(this.sql.failJob, values);
   }
 
-  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<JobRecord | null> {
-    return this.one(this.client, this.sql.extendLease, [lease.id, lease.leaseToken, leaseExpiresAt, now]);
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
+    return this.changed(this.sql.extendLease, [lease.id, lease.leaseToken, leaseExpiresAt, now]);
   }
 
-  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<JobRecord | null> {
-    return this.one(this.client, this.sql.recordProgress, [lease.id, lease.leaseToken, progress, now]);
+  async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
+    return this.changed(this.sql.recordProgress, [lease.id, lease.leaseToken, progress, now]);
   }
 
-  async updatePayload(
-    lease: LeaseRef,
-    change: { payload: unknown; version: number },
-    now: Date,
-  ): Promise<JobRecord | null> {
+  async updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
     const values = [lease.id, lease.leaseToken, toJsonText(change.payload), change.version, now];
-    return this.one(this.client, this.sql.updatePayload, values);
+    return this.changed(this.sql.updatePayload, values);
   }
 
-  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<{ from: JobRecord; to: JobRecord } | null> {
-    return this.client.transaction(async (tx) => {
-      const from = await this.one(tx, this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
-      if (!from) return null;
-      const [inserted] = await this.insertNew(tx, [next]);
-      if (inserted) return { from, to: insertedRecord(inserted) };
-      // `next` carries an idempotency key already used: the job moves into that job.
-      const [existing] = await tx.query<JobRow>(this.sql.selectByIdempotencyKeys, [[next.name], [next.idempotencyKey]]);
-      if (!existing) {
-        throw new WorkqError(
-          'CONFLICT',
-          `The idempotency key of job ${next.id} changed hands while moving; try again.`,
-          {
-            retryable: true,
-          },
-        );
-      }
-      const moved = await this.one(tx, this.sql.setMovedTo, [from.id, existing.id]);
-      return { from: moved ?? from, to: toJobRecord(existing) };
-    });
+  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
+    try {
+      return await this.client.transaction(async (tx) => {
+        const [from] = await tx.query(this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
+        if (!from) return null;
+        const [inserted] = await this.insertNew(tx, [next]);
+        if (inserted) return { job: insertedRecord(inserted), created: true };
+        // `next` carries an idempotency key a retained job holds: the job moves into that job.
+        const holder = (await this.keyHolders(tx, [next])).get(idempotencyRef(next.name, next.idempotencyKey ?? ''));
+        if (!holder) throw new KeyHolderVanished();
+        await tx.query(this.sql.setMovedTo, [lease.id, holder.id]);
+        return { job: holder, created: false };
+      });
+    } catch (error) {
+      if (error instanceof KeyHolderVanished) return { job: null, created: false };
+      throw error;
+    }
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
@@ -281,6 +235,7 @@ export class PostgresStore implements Store {
   }
 
   async ping(): Promise<void> {
+    if (this.closing) throw storeClosed(this.kind);
     await this.client.query('SELECT 1');
   }
 
@@ -427,6 +382,11 @@ export class PostgresStore implements Store {
   private async estimateRows(): Promise<number> {
     const [estimate] = await this.client.query<{ rows: number }>(this.sql.estimateJobRows);
     return Math.max(0, estimate?.rows ?? 0);
+  }
+
+  /** Runs a fenced single-row update; resolves to whether it changed the row (the lease held). */
+  private async changed(text: string, params: readonly unknown[]): Promise<boolean> {
+    return (await this.client.query(text, params)).length === 1;
   }
 
   private async one(on: SqlQueryable, text: string, params: readonly unknown[]): Promise<JobRecord | null> {

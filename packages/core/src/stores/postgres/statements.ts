@@ -200,7 +200,7 @@ FROM unnest($1::text[], $2::text[]) AS u(id, lease_token)
 WHERE ${fenced('u.id', 'u.lease_token', '$3')}
 RETURNING j.id`,
 
-    /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. */
+    /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. Fenced: returns the id when the lease held. */
     failJob: `UPDATE ${jobs} AS j
 SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('$3::timestamptz', '$5::timestamptz')} END,
   run_at = coalesce($3::timestamptz, j.run_at),
@@ -209,32 +209,32 @@ SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('
   finished_at = CASE WHEN $3::timestamptz IS NULL THEN $5::timestamptz END,
   updated_at = $5::timestamptz
 WHERE ${fenced('$1', '$2', '$5')}
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 id, $2 token, $3 new expiry, $4 now. */
     extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 id, $2 token, $3 progress, $4 now. */
     recordProgress: `UPDATE ${jobs} AS j SET progress = $3::double precision, updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 id, $2 token, $3 payload JSON, $4 its version, $5 now. */
     updatePayload: `UPDATE ${jobs} AS j SET payload = $3::text::jsonb, version = $4::int, updated_at = $5::timestamptz
 WHERE ${fenced('$1', '$2', '$5')}
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 id, $2 token, $3 next job's id, $4 now. Completes the held job, recording where it moved. */
     completeMovedJob: `UPDATE ${jobs} AS j
 SET state = 'completed', moved_to = $3, lease_token = NULL, lease_expires_at = NULL,
   finished_at = $4::timestamptz, updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
-RETURNING ${JOB_COLUMNS}`,
+RETURNING j.id`,
 
     /** $1 id, $2 the job it moved into. Within `moveJob`'s transaction, after `completeMovedJob`. */
-    setMovedTo: `UPDATE ${jobs} AS j SET moved_to = $2 WHERE j.id = $1 RETURNING ${JOB_COLUMNS}`,
+    setMovedTo: `UPDATE ${jobs} AS j SET moved_to = $2 WHERE j.id = $1`,
 
     /** $1 id, $2 now. */
     cancelJob: `UPDATE ${jobs} AS j
