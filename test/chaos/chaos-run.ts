@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type JobRecord, openStore, type Store } from '@workq/core/engine';
 import { createClient } from '@workq/sdk';
-import { freePort, until } from '../support/processes.ts';
+import { freePort, until } from '@workq/test-support';
 import { analyse, type BacklogSample, type Checks, type FaultEvent } from './analysis.ts';
 import { CHAOS_LEASE_MS, chaosJobs } from './catalog.ts';
 import { failoverFetch } from './failover-fetch.ts';

@@ -9,9 +9,9 @@ import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rea
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@workq/test-support';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { freePort } from '../support/processes.ts';
 
 export type DatabaseKind = 'postgres' | 'mysql';
 

@@ -6,7 +6,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { exited, until } from '../support/processes.ts';
+import { until } from '@workq/test-support';
+import { exited } from '../support/processes.ts';
 import type { NodeProcesses } from './node-processes.ts';
 
 const WORKER_ENTRY = join(import.meta.dirname, 'worker-process.ts');

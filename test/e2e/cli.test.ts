@@ -2,9 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintToken } from '@workq/queue-server';
+import { freePort, until } from '@workq/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerArgs } from '../../apps/queue-server/src/cli-args.ts';
-import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
+import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
 
 const BIN = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq-server.js');
 

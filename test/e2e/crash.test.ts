@@ -5,8 +5,9 @@ import { openStore, type Store } from '@workq/core/engine';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
+import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ChildProcesses, exited, TSX_CLI, until } from '../support/processes.ts';
+import { ChildProcesses, exited, TSX_CLI } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { describeEachStore, type FreshStore, listStoredJobs, SERVER_STORES } from '../support/stores.ts';
 

@@ -1,11 +1,11 @@
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
+import { freshPostgresSchema, POSTGRES_URL } from '@workq/test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
-import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
 
 /**
  * Handoffs to parked claims. A consumer's claim carries its previous jobs'
@@ -14,7 +14,7 @@ import { freshPostgresStore, POSTGRES_URL } from '../support/stores.ts';
  * it by its insert. And a job handed to a claim whose client has gone by the
  * time the handoff commits goes back to the queue, its attempt unspent.
  */
-const target = freshPostgresStore();
+const target = freshPostgresSchema('workq_e2e');
 let server: QueueServer;
 let sdk: ReturnType<typeof createClient<typeof jobs>>;
 const email = { to: 'ops@example.com', subject: 'handoff', body: '' };

@@ -3,9 +3,10 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleForBrowser, NODE_BUILTINS } from '../support/browser-bundle.ts';
-import { ChildProcesses, exited, freePort, REPO_ROOT, until } from '../support/processes.ts';
+import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
 
 const run = promisify(execFile);
 const PACKED = join(REPO_ROOT, 'packed');

@@ -1,8 +1,8 @@
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
+import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { until } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';

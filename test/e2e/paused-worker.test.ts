@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
+import { freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ChildProcesses, exited, TSX_CLI, until } from '../support/processes.ts';
+import { ChildProcesses, exited, TSX_CLI } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { type FreshStore, freshPostgresStore } from '../support/stores.ts';
+import type { FreshStore } from '../support/stores.ts';
 
 const LEASE_MS = 1_500;
 const WORKER_SCRIPT = join(import.meta.dirname, '..', 'support', 'worker-process.ts');
@@ -40,7 +41,7 @@ describe('a worker process paused past its leases, then resumed', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'workq-paused-'));
-    target = freshPostgresStore();
+    target = freshPostgresSchema('workq_e2e');
     server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 200 });
   });
 

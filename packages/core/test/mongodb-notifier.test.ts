@@ -1,6 +1,6 @@
+import { until } from '@workq/test-support';
 import { describe, expect, it } from 'vitest';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
-import { until } from './support/wait-for.ts';
 
 const openOnDouble = storesOnDouble();
 

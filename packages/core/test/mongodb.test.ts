@@ -1,3 +1,4 @@
+import { MONGODB_URI } from '@workq/test-support';
 import { MongoClient } from 'mongodb';
 import { MongoMemoryReplSet } from 'mongodb-memory-server';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
@@ -40,8 +41,7 @@ function shortReason(error: unknown): string {
 }
 
 async function findMongo(): Promise<ReachableMongo | { reason: string }> {
-  const uri = process.env.WORKQ_TEST_MONGODB_URI;
-  if (uri) return { uri, stop: async () => {} };
+  if (MONGODB_URI) return { uri: MONGODB_URI, stop: async () => {} };
   try {
     return await startMemoryReplSet();
   } catch (error) {

@@ -1,3 +1,11 @@
+import {
+  mysqlUnreachableReason,
+  mysqlUrl,
+  startTcpProxy,
+  type TcpProxy,
+  until,
+  MYSQL_URL as url,
+} from '@workq/test-support';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
@@ -5,9 +13,6 @@ import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/in
 import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { rejection } from './support/fixtures.ts';
-import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
-import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
-import { until } from './support/wait-for.ts';
 
 const POLL_MS = 50;
 
@@ -27,7 +32,7 @@ describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
   /** Each store has its own pool, as separate processes would. */
   async function open(options: Partial<MysqlStoreOptions> = {}): Promise<Store> {
     const store = await createMysqlStore({
-      url: withDatabase(database),
+      url: mysqlUrl(database),
       poolSize: 4,
       wakeupPollMs: POLL_MS,
       ...options,
@@ -92,7 +97,7 @@ describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
   it('delivers a message whose lower seq commits after a higher one was read', async () => {
     const [publisher, subscriber] = [await open(), await open()];
     const { received, unsubscribe } = await subscribe(subscriber);
-    const slow = await mysql.createConnection(withDatabase(database));
+    const slow = await mysql.createConnection(mysqlUrl(database));
     try {
       await slow.beginTransaction();
       const [late] = await slow.query<mysql.ResultSetHeader>(
@@ -118,7 +123,7 @@ describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
     const proxy = await startTcpProxy(target.hostname, Number(target.port || 3306));
     proxies.push(proxy);
     const publisher = await open();
-    const subscriber = await open({ url: withDatabase(database, proxy.port), connectTimeoutMs: 1_000 });
+    const subscriber = await open({ url: mysqlUrl(database, proxy.port), connectTimeoutMs: 1_000 });
     const { received, unsubscribe } = await subscribe(subscriber);
     await publisher.notifier!.publish('first');
     await until(() => received.includes('first'), 2_000);
@@ -153,7 +158,7 @@ describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
   });
 
   it('stops polling on close, leaving no query running, and its timer never holds the process open', async () => {
-    const pool = mysql.createPool({ uri: withDatabase(database), connectionLimit: 2 });
+    const pool = mysql.createPool({ uri: mysqlUrl(database), connectionLimit: 2 });
     let running = 0;
     let afterClose = 0;
     let closed = false;
@@ -196,8 +201,6 @@ describe.skipIf(!serverUp)('mysql store wake-ups (polled notifier)', () => {
     const store = await open({ wakeupPollMs: 0 });
     expect(store.capabilities.notify).toBe(false);
     expect(store.notifier).toBeUndefined();
-    expect((await rejection(createMysqlStore({ url: withDatabase(database), wakeupPollMs: -1 }))).code).toBe(
-      'VALIDATION',
-    );
+    expect((await rejection(createMysqlStore({ url: mysqlUrl(database), wakeupPollMs: -1 }))).code).toBe('VALIDATION');
   });
 });

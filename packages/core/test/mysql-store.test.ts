@@ -1,3 +1,4 @@
+import { mysqlUnreachableReason, mysqlUrl, startTcpProxy, MYSQL_URL as url, waitFor } from '@workq/test-support';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newLeaseToken } from '../src/engine/ids.ts';
@@ -10,9 +11,6 @@ import { sqlDate } from '../src/stores/mysql/rows.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { openStore } from '../src/stores/open-store.ts';
 import { newJob, rejection } from './support/fixtures.ts';
-import { mysqlUnreachableReason, MYSQL_URL as url, withDatabase } from './support/mysql-server.ts';
-import { startTcpProxy } from './support/tcp-proxy.ts';
-import { waitFor } from './support/wait-for.ts';
 
 describe('createMysqlStore without a server', () => {
   it('fails fast with a retryable UNAVAILABLE that names the server but not the password', async () => {
@@ -43,7 +41,7 @@ if (skipReason) console.log(`mysql store tests: skipped — ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)('mysql store', () => {
   const database = `workq_t_${Math.random().toString(36).slice(2, 10)}`;
-  const dbUrl = withDatabase(database);
+  const dbUrl = mysqlUrl(database);
   let admin: mysql.Connection;
   const stores: Store[] = [];
 
@@ -204,7 +202,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
   });
 
   it('reports a missing database as UNAVAILABLE, not retryable', async () => {
-    const error = await rejection(createMysqlStore({ url: withDatabase(`${database}_missing`) }));
+    const error = await rejection(createMysqlStore({ url: mysqlUrl(`${database}_missing`) }));
     expect(error.code).toBe('UNAVAILABLE');
     expect(error.retryable).toBe(false);
   });

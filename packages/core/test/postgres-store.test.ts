@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { postgresUnreachableReason, POSTGRES_URL as url, waitFor } from '@workq/test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
@@ -12,24 +13,10 @@ import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
 import { createPoolSqlClient } from '../src/stores/postgres/sql-client.ts';
 import { buildListJobs, buildStatements } from '../src/stores/postgres/statements.ts';
 import { newJob } from './support/fixtures.ts';
-import { waitFor } from './support/wait-for.ts';
 
-const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-async function reachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-const serverUp = await reachable();
-if (!serverUp) console.log(`postgres store tests: skipped — PostgreSQL not reachable at ${url}`);
+const skipReason = await postgresUnreachableReason();
+const serverUp = skipReason === undefined;
+if (skipReason) console.log(`postgres store tests: skipped — ${skipReason}`);
 
 describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
   const schema = `workq_t_${Math.random().toString(36).slice(2, 10)}`;

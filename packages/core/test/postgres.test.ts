@@ -1,8 +1,7 @@
+import { freshPostgresSchema, postgresUnreachableReason, POSTGRES_URL as url } from '@workq/test-support';
 import pg from 'pg';
 import { createPostgresStore } from '../src/stores/postgres/index.ts';
 import { describeStore, type StoreHarness } from './conformance/describe-store.ts';
-
-const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
  * Each test file gets its own schema, dropped when the suite ends. Each
@@ -11,7 +10,7 @@ const url = process.env.WORKQ_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.
  * the server allows a hundred connections in all.
  */
 async function makePostgresHarness(): Promise<StoreHarness> {
-  const schema = `workq_t_${Math.random().toString(36).slice(2, 10)}`;
+  const { schema, drop } = freshPostgresSchema();
   const pools: pg.Pool[] = [];
   return {
     separateConnections: true,
@@ -22,30 +21,14 @@ async function makePostgresHarness(): Promise<StoreHarness> {
       return createPostgresStore({ pool, schema });
     },
     async close() {
-      const admin = new pg.Client({ connectionString: url });
-      await admin.connect();
       try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await drop();
       } finally {
-        await admin.end();
         await Promise.all(pools.splice(0).map((pool) => pool.end()));
       }
     },
   };
 }
 
-async function unreachableReason(): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  try {
-    await client.connect();
-    return undefined;
-  } catch (error) {
-    const where = url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
-    return `PostgreSQL not reachable at ${where} (${(error as Error).message})`;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-const skipReason = await unreachableReason();
+const skipReason = await postgresUnreachableReason();
 describeStore('postgres', makePostgresHarness, skipReason === undefined ? {} : { skipReason });

@@ -1,0 +1,19 @@
+/**
+ * What the core tests and the end-to-end tests share: waits, free ports, a
+ * TCP proxy that stands for an outage, and the test databases — their URLs
+ * (each overridable from the environment), whether they can be reached, and
+ * fresh schemas or databases for one test file. Nothing here knows workq:
+ * helpers that need `@workq/core` stay beside the tests that use them.
+ */
+
+export type { FreshMongoDatabase } from './mongodb.ts';
+export { freshMongoDatabase, MONGODB_URI, mongoUnreachableReason } from './mongodb.ts';
+export type { FreshMysqlDatabase } from './mysql.ts';
+export { freshMysqlDatabase, MYSQL_URL, mysqlUnreachableReason, mysqlUrl } from './mysql.ts';
+export { shownUrl, uniqueName } from './names.ts';
+export { freePort } from './ports.ts';
+export type { FreshPostgresSchema } from './postgres.ts';
+export { freshPostgresSchema, POSTGRES_URL, postgresUnreachableReason } from './postgres.ts';
+export type { TcpProxy } from './tcp-proxy.ts';
+export { startTcpProxy } from './tcp-proxy.ts';
+export { until, waitFor } from './waits.ts';
