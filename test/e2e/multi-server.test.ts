@@ -5,18 +5,18 @@ import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 /**
  * Long enough that only the store's cross-server wake-ups can explain a fast delivery: LISTEN/NOTIFY on
- * PostgreSQL, the wakeups table polled every 100 ms on MySQL/MariaDB.
+ * PostgreSQL, the wakeups table polled every 100 ms on MySQL/MariaDB, change streams on MongoDB.
  */
 const POLL_INTERVAL_MS = 30_000;
 const JOB_COUNT = 50;
 /** Jobs enqueued one at a time, each waited for, to time the cross-server wake-up. */
 const SINGLE_JOBS = 20;
 
-await describeEachStore(SERVER_STORES, 'two queue servers on one $label store', ({ label, open }) => {
+await describeEachStore(SHARED_STORES, 'two queue servers on one $label store', ({ label, open }) => {
   let target: FreshStore | undefined;
   let serverA: QueueServer;
   let serverB: QueueServer;
@@ -24,9 +24,9 @@ await describeEachStore(SERVER_STORES, 'two queue servers on one $label store', 
 
   beforeAll(async () => {
     target = await open();
-    const options = { store: target.url, port: 0, pollIntervalMs: POLL_INTERVAL_MS, logger: collectingLogger() };
-    serverA = await startServer(options);
-    serverB = await startServer(options);
+    const options = { port: 0, pollIntervalMs: POLL_INTERVAL_MS, logger: collectingLogger() };
+    serverA = await startServer({ ...options, store: await serverStore(target) });
+    serverB = await startServer({ ...options, store: await serverStore(target) });
   });
 
   afterAll(async () => {

@@ -6,12 +6,12 @@ import { freePort, until } from '@workq/test-support';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, listStoredJobs, SERVER_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, listStoredJobs, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 const JOB_COUNT = 200;
 const HANDLER_MS = 40;
 
-await describeEachStore(SERVER_STORES, 'a worker across a server restart, over $label', ({ label, open }) => {
+await describeEachStore(SHARED_STORES, 'a worker across a server restart, over $label', ({ label, open }) => {
   let target: FreshStore | undefined;
   /** The store read directly, not through the servers under test. */
   let store: Store | undefined;
@@ -19,7 +19,12 @@ await describeEachStore(SERVER_STORES, 'a worker across a server restart, over $
   const workers: Worker[] = [];
 
   const start = async (port: number, pollIntervalMs = 200): Promise<QueueServer> => {
-    const server = await startServer({ store: target!.url, port, logger: collectingLogger(), pollIntervalMs });
+    const server = await startServer({
+      store: await serverStore(target!),
+      port,
+      logger: collectingLogger(),
+      pollIntervalMs,
+    });
     servers.add(server);
     return server;
   };
@@ -30,7 +35,8 @@ await describeEachStore(SERVER_STORES, 'a worker across a server restart, over $
 
   beforeAll(async () => {
     target = await open();
-    store = await openStore(target.url);
+    const direct = await serverStore(target);
+    store = typeof direct === 'string' ? await openStore(direct) : direct;
   });
 
   afterEach(async () => {

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 /** The catalog services deployed before imageConvert v2: the same v1 payload schema the v2 catalog keeps in `previous`. */
 const catalogV1 = defineCatalog({
@@ -36,7 +36,7 @@ const probeCatalog = defineCatalog({
   readyProbe: defineJob({ version: 3, payload: z.object({ n: z.number() }) }),
 });
 
-await describeEachStore(SERVER_STORES, 'rolling deploy of imageConvert v1 → v2 over $label', ({ open }) => {
+await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2 over $label', ({ open }) => {
   let target: FreshStore | undefined;
   let server: QueueServer;
   const workers: Worker[] = [];
@@ -45,7 +45,7 @@ await describeEachStore(SERVER_STORES, 'rolling deploy of imageConvert v1 → v2
   beforeAll(async () => {
     target = await open();
     server = await startServer({
-      store: target.url,
+      store: await serverStore(target),
       port: 0,
       pollIntervalMs: 200,
       logger: collectingLogger(),

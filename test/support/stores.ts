@@ -15,7 +15,17 @@ export interface FreshStore {
   url: string;
   /** An opened store to give a queue server in this process instead of `url`, for a store no URL reaches. */
   store?: Store;
+  /** For a store no URL reaches: opens another store object over the same data (as another connection would). */
+  openAnother?: () => Promise<Store>;
   drop: () => Promise<void>;
+}
+
+/**
+ * What to give one more queue server in this process for `target`'s data: its URL, or, for a store no URL
+ * reaches, another opened store object over the same data, which that server closes.
+ */
+export async function serverStore(target: FreshStore): Promise<string | Store> {
+  return target.openAnother ? target.openAnother() : target.url;
 }
 
 /** A kind of store the end-to-end tests run on, one row of `describeEachStore`. */
@@ -43,14 +53,25 @@ export const E2E_STORES: readonly E2EStoreKind[] = [postgres, pglite, mariadb];
 
 /**
  * The MongoDB store on the driver double (no MongoDB server runs here; see
- * docs/stores/mongodb.md), given to the queue server as an opened store,
- * which the server closes; `drop` then clears the double.
+ * docs/stores/mongodb.md), given to each queue server as an opened store of
+ * its own over the one double, which that server closes; `drop` closes any
+ * left open, then clears the double.
  */
 const mongodbDouble: E2EStoreKind = {
   label: 'mongodb (driver double)',
   open: async () => {
     const { double, store } = await mongoStoreOnDouble();
-    return { url: 'mongodb://driver-double/', store, drop: async () => double.databases.clear() };
+    const opened = [store];
+    const openAnother = async () => {
+      const another = (await mongoStoreOnDouble({}, double)).store;
+      opened.push(another);
+      return another;
+    };
+    const drop = async () => {
+      await Promise.all(opened.map((each) => each.close()));
+      double.databases.clear();
+    };
+    return { url: 'mongodb://driver-double/', store, openAnother, drop };
   },
 };
 
@@ -71,6 +92,13 @@ export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongod
  * (the driver double lives in one process, so it cannot be one of them).
  */
 export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbReal];
+
+/**
+ * The stores several queue servers in the test's own process can share, one after another or at once:
+ * every one of `SERVER_STORES`, and the MongoDB driver double, each server given a store object of its
+ * own over the one double (see `serverStore`).
+ */
+export const SHARED_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbDouble, mongodbReal];
 
 /**
  * `describe.each` over store kinds: `title` may name `$label`. A kind that cannot be reached here

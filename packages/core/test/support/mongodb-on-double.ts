@@ -10,12 +10,16 @@ import { createMongoDriverDouble, type MongoDriverDouble, type MongoDriverDouble
 export const DB = 'workq_store_test';
 
 /**
- * A MongoDB store on a fresh driver double that answers as a replica set's
- * member (change-stream wake-ups, transactions, retried writes), for tests
- * that run a whole queue server on it; the caller closes the store.
+ * A MongoDB store on a driver double that answers as a replica set's member
+ * (change-stream wake-ups, transactions, retried writes), for tests that run
+ * a whole queue server on it; the caller closes the store. The double is a
+ * fresh one unless `double` is given: then the store is another over the same
+ * data, as another connection to one replica set would be.
  */
-export async function mongoStoreOnDouble(options: Partial<MongoStoreOptions> = {}) {
-  const double = createMongoDriverDouble({ replicaSet: 'rs0' });
+export async function mongoStoreOnDouble(
+  options: Partial<MongoStoreOptions> = {},
+  double: MongoDriverDouble = createMongoDriverDouble({ replicaSet: 'rs0' }),
+) {
   const client = double.client as unknown as MongoClient;
   const store = await createMongoStore({ client, dbName: DB, ...options });
   return { double, store };
