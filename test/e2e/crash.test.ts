@@ -9,7 +9,7 @@ import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ChildProcesses, exited, TSX_CLI } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, listStoredJobs, SERVER_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, listStoredJobs, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 const JOB_COUNT = 2_000;
 const WORKER_COUNT = 3;
@@ -43,7 +43,7 @@ async function readyPid(output: () => string): Promise<number> {
   return Number(/^ready (\d+)$/m.exec(output())?.[1]);
 }
 
-await describeEachStore(SERVER_STORES, 'a worker process killed mid-run over $label', ({ label, open }) => {
+await describeEachStore(SHARED_STORES, 'a worker process killed mid-run over $label', ({ label, open }) => {
   const children = new ChildProcesses();
   let target: FreshStore | undefined;
   let server: QueueServer;
@@ -56,8 +56,14 @@ await describeEachStore(SERVER_STORES, 'a worker process killed mid-run over $la
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'workq-crash-'));
     target = await open();
-    server = await startServer({ store: target.url, port: 0, logger: collectingLogger(), pollIntervalMs: 500 });
-    store = await openStore(target.url);
+    server = await startServer({
+      store: await serverStore(target),
+      port: 0,
+      logger: collectingLogger(),
+      pollIntervalMs: 500,
+    });
+    const direct = await serverStore(target);
+    store = typeof direct === 'string' ? await openStore(direct) : direct;
   });
 
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { listAllJobs, rawClient } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 const report = { accountId: 'acct-7', kind: 'usage', from: '2026-01-01', to: '2026-01-31' } as const;
 
@@ -37,7 +37,7 @@ async function cronCounts(servers: readonly QueueServer[]) {
   return { created, existing };
 }
 
-await describeEachStore(SERVER_STORES, 'a crontab on two queue servers over one $label store', ({ open }) => {
+await describeEachStore(SHARED_STORES, 'a crontab on two queue servers over one $label store', ({ open }) => {
   let target: FreshStore | undefined;
   const servers: QueueServer[] = [];
   const loggers = [collectingLogger(), collectingLogger()];
@@ -46,7 +46,9 @@ await describeEachStore(SERVER_STORES, 'a crontab on two queue servers over one 
   beforeAll(async () => {
     target = await open();
     for (const logger of loggers) {
-      servers.push(await startServer({ store: target.url, port: 0, pollIntervalMs: 200, crontab: CRONTAB, logger }));
+      servers.push(
+        await startServer({ store: await serverStore(target), port: 0, pollIntervalMs: 200, crontab: CRONTAB, logger }),
+      );
     }
   });
 

@@ -92,13 +92,11 @@ describe('a worker process paused past its leases, then resumed', () => {
     // Stopped mid-run: two jobs running, six claimed ahead and waiting for a slot.
     await until(async () => (await readRuns(log)).length >= 3, 30_000);
     children.signal(child, 'SIGSTOP', { group: true });
-    const stoppedAtMs = Date.now();
 
-    // Its leases run out; another worker runs every job, those it held included.
+    // Its leases run out (they ran from its claims, before the stop); another worker runs every job, those it held included.
     const rescued: Run[] = [];
     startRescuer(sdk, rescued);
     await Promise.all(handles.map((handle) => handle.result({ timeoutMs: 30_000 })));
-    expect(Date.now() - stoppedAtMs).toBeGreaterThan(LEASE_MS);
 
     children.signal(child, 'SIGCONT', { group: true });
     const resumedAtMs = Date.now();
