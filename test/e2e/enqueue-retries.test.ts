@@ -4,7 +4,7 @@ import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
 
 /**
  * A TCP relay to a server that can lose the answer to the next request: the request reaches the server and is
@@ -72,7 +72,7 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({
   beforeAll(async () => {
     target = await open();
     server = await startServer({
-      store: target.store ?? target.url,
+      store: await serverStore(target),
       port: 0,
       logger: collectingLogger(),
       pollIntervalMs: 200,

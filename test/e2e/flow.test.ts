@@ -3,7 +3,7 @@ import { jobs } from '@workq/schemas';
 import { createClient, defaultFetch, PermanentError, type Worker, WorkqError } from '@workq/sdk';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
 
 await describeEachStore(IN_PROCESS_STORES, 'enqueue → consume → result over $label', ({ open, label }) => {
   let target: FreshStore | undefined;
@@ -14,7 +14,7 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueue → consume → result over 
   beforeAll(async () => {
     target = await open();
     server = await startServer({
-      store: target.store ?? target.url,
+      store: await serverStore(target),
       port: 0,
       logger: collectingLogger(),
       pollIntervalMs: 200,

@@ -4,7 +4,7 @@ import { createClient, type Worker } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
 
 const jobs = defineCatalog({
   ledgerEntry: defineJob({
@@ -51,7 +51,7 @@ await describeEachStore(IN_PROCESS_STORES, 'payloads and results keep their type
   beforeAll(async () => {
     target = await open();
     server = await startServer({
-      store: target.store ?? target.url,
+      store: await serverStore(target),
       port: 0,
       logger: collectingLogger(),
       pollIntervalMs: 200,

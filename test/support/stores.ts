@@ -8,13 +8,12 @@ import {
   mysqlUnreachableReason,
 } from '@workq/test-support';
 import { describe } from 'vitest';
+import { createMongoDriverDouble } from '../../packages/core/test/support/mongodb-double.ts';
 import { mongoStoreOnDouble } from '../../packages/core/test/support/mongodb-on-double.ts';
 
 /** A store one test file has to itself: the URL a queue server opens, and how to remove it afterwards. */
 export interface FreshStore {
   url: string;
-  /** An opened store to give a queue server in this process instead of `url`, for a store no URL reaches. */
-  store?: Store;
   /** For a store no URL reaches: opens another store object over the same data (as another connection would). */
   openAnother?: () => Promise<Store>;
   drop: () => Promise<void>;
@@ -60,8 +59,8 @@ export const E2E_STORES: readonly E2EStoreKind[] = [postgres, pglite, mariadb];
 const mongodbDouble: E2EStoreKind = {
   label: 'mongodb (driver double)',
   open: async () => {
-    const { double, store } = await mongoStoreOnDouble();
-    const opened = [store];
+    const double = createMongoDriverDouble({ replicaSet: 'rs0' });
+    const opened: Store[] = [];
     const openAnother = async () => {
       const another = (await mongoStoreOnDouble({}, double)).store;
       opened.push(another);
@@ -71,7 +70,7 @@ const mongodbDouble: E2EStoreKind = {
       await Promise.all(opened.map((each) => each.close()));
       double.databases.clear();
     };
-    return { url: 'mongodb://driver-double/', store, openAnother, drop };
+    return { url: 'mongodb://driver-double/', openAnother, drop };
   },
 };
 
