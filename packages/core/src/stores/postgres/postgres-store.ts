@@ -14,6 +14,9 @@ import type {
   StoreCapabilities,
   StoredState,
   StoreNotifier,
+  ScheduleRun,
+  ScheduleStore,
+  StoredSchedule,
   WorkerPresence,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
@@ -32,7 +35,8 @@ import {
 } from './job-rows.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { postgresSchedules } from './schedules.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
 import { VacuumPacer } from './vacuum-pacer.ts';
@@ -57,9 +61,11 @@ export interface PostgresStoreInit {
 
 const idempotencyRef = (name: string, key: string) => JSON.stringify([name, key]);
 
-function compareKeys(a: NewJob, b: NewJob): number {
-  const [keyA, keyB] = [idempotencyRef(a.name, a.idempotencyKey ?? ''), idempotencyRef(b.name, b.idempotencyKey ?? '')];
-  return keyA < keyB ? -1 : keyA > keyB ? 1 : 0;
+/** `jobs` ordered by `(name, idempotency key)`; each job's ref is built once, not once per comparison. */
+function sortedByKey(jobs: readonly NewJob[]): NewJob[] {
+  const refs = jobs.map((job) => ({ ref: idempotencyRef(job.name, job.idempotencyKey ?? ''), job }));
+  refs.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+  return refs.map(({ job }) => job);
 }
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
@@ -81,6 +87,7 @@ export class PostgresStore implements Store {
   private readonly ownedNotifier: ClosableNotifier | undefined;
   private closing: Promise<void> | undefined;
   private readonly vacuums: VacuumPacer;
+  private readonly schedules: ScheduleStore;
 
   constructor(options: PostgresStoreInit) {
     this.kind = options.kind;
@@ -90,6 +97,7 @@ export class PostgresStore implements Store {
     this.ownedNotifier = options.notifier;
     this.capabilities = { notify: options.notifier !== undefined, leadership: true, insertAndClaim: true };
     this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
+    this.schedules = postgresSchedules(this.client, this.quotedSchema);
     if (options.notifier) this.notifier = options.notifier;
     this.vacuums = new VacuumPacer(
       options.vacuumEveryRows ?? 0,
@@ -101,7 +109,7 @@ export class PostgresStore implements Store {
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
     if (jobs.length === 0) return [];
     // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
-    const sorted = jobs.some((job) => job.idempotencyKey !== null) ? [...jobs].sort(compareKeys) : jobs;
+    const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : jobs;
     const outcomes = new Map<string, InsertOutcome>();
     for (const job of await this.insertNew(this.client, sorted)) {
       outcomes.set(job.id, { job: insertedRecord(job), created: true });
@@ -290,6 +298,30 @@ export class PostgresStore implements Store {
 
   listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
     return listWorkers(this.client, this.sql, seenSince);
+  }
+
+  touchWorkers(ids: readonly string[], seenAt: Date): Promise<void> {
+    return touchWorkers(this.client, this.sql, ids, seenAt);
+  }
+
+  upsertSchedule(schedule: StoredSchedule): Promise<void> {
+    return this.schedules.upsertSchedule(schedule);
+  }
+
+  removeSchedule(key: string): Promise<boolean> {
+    return this.schedules.removeSchedule(key);
+  }
+
+  listSchedules(): Promise<StoredSchedule[]> {
+    return this.schedules.listSchedules();
+  }
+
+  recordScheduleRun(run: ScheduleRun): Promise<void> {
+    return this.schedules.recordScheduleRun(run);
+  }
+
+  listScheduleRuns(keys: readonly string[]): Promise<ScheduleRun[]> {
+    return this.schedules.listScheduleRuns(keys);
   }
 
   /**
