@@ -4,6 +4,7 @@ import { SuiteState } from './context.ts';
 import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
+import { registerFlowControlTests } from './flow-control.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
@@ -49,6 +50,7 @@ export function describeStore(
     describe('registries', () => registerRegistryTests(state));
     describe('health', () => registerHealthTests(state));
     describe('leadership', () => registerLeadershipTests(state));
+    describe('flow control', () => registerFlowControlTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

@@ -226,6 +226,51 @@ CREATE TABLE leaders (
 );
 `,
   },
+  {
+    version: 10,
+    name: 'flow control: per-type settings, job groups and their turns',
+    // A type's settings row is what limited claims of the type lock, one at a time, so that counting its active
+    // jobs and leasing more is one atomic step among them. `recent_starts` keeps the start times (epoch ms) of
+    // the type's latest starts, at most the rate limit's `max`, so a window is checked exactly; `last_turn`
+    // numbers starts, and `queue_groups` keeps the number of each group's last start, so groups take turns.
+    // The group claim index holds only jobs with a group: jobs without one cost no more to insert.
+    sql: `
+CREATE TABLE queue_settings (
+  name text COLLATE "C" PRIMARY KEY,
+  paused boolean NOT NULL DEFAULT false,
+  concurrency integer,
+  rate_max integer,
+  rate_per_ms bigint,
+  group_concurrency integer,
+  grouped boolean NOT NULL DEFAULT false,
+  recent_starts bigint[] NOT NULL DEFAULT '{}',
+  last_turn bigint NOT NULL DEFAULT 0,
+  updated_at timestamptz NOT NULL
+);
+CREATE TABLE queue_groups (
+  name text COLLATE "C" NOT NULL,
+  job_group text COLLATE "C" NOT NULL,
+  last_turn bigint NOT NULL,
+  PRIMARY KEY (name, job_group)
+);
+ALTER TABLE jobs ADD COLUMN job_group text COLLATE "C";
+CREATE INDEX jobs_group_claim_idx ON jobs (name, job_group, priority DESC, order_key, order_tie)
+  WHERE state = 'waiting' AND job_group IS NOT NULL;
+`,
+  },
+  {
+    version: 12,
+    name: 'idempotency keys that expire, and debounce keys',
+    // A key with a TTL holds until `idempotency_expires_at`; after it, the next insert with the key clears it on
+    // the old job (still under the unique index, so concurrent inserts settle on one new holder) and inserts.
+    // A debounce key is unique per type too, among the jobs that hold one; an insert with it updates the
+    // holder while it waits, and clears it on a holder that started or finished. Both columns are nullable with
+    // no default, so adding them rewrites no rows, and the index holds only debounced jobs.
+    sql: `
+ALTER TABLE jobs ADD COLUMN idempotency_expires_at timestamptz, ADD COLUMN debounce_key text COLLATE "C";
+CREATE UNIQUE INDEX jobs_debounce_idx ON jobs (name, debounce_key) WHERE debounce_key IS NOT NULL;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

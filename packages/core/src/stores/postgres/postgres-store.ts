@@ -7,8 +7,11 @@ import type {
   JobCount,
   JobRecord,
   LeaseRef,
+  LimitedClaim,
   ListFilter,
   NewJob,
+  QueueSettings,
+  QueueSettingsChange,
   SchemaEntry,
   Store,
   StoreCapabilities,
@@ -33,6 +36,13 @@ import {
   toJobRecord,
   toJsonText,
 } from './job-rows.ts';
+import {
+  buildFlowStatements,
+  claimLimitedJobs,
+  type FlowStatements,
+  listQueueSettings,
+  updateQueueSettings,
+} from './flow-control.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
@@ -84,6 +94,7 @@ export class PostgresStore implements Store {
   private readonly client: SqlClient;
   private readonly quotedSchema: string;
   private readonly sql: Statements;
+  private readonly flowSql: FlowStatements;
   private readonly ownedNotifier: ClosableNotifier | undefined;
   private closing: Promise<void> | undefined;
   private readonly vacuums: VacuumPacer;
@@ -94,6 +105,7 @@ export class PostgresStore implements Store {
     this.client = options.client;
     this.quotedSchema = quoteSchema(options.schema);
     this.sql = buildStatements(this.quotedSchema);
+    this.flowSql = buildFlowStatements(this.quotedSchema);
     this.ownedNotifier = options.notifier;
     this.capabilities = { notify: options.notifier !== undefined, leadership: true, insertAndClaim: true };
     this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
@@ -141,6 +153,23 @@ export class PostgresStore implements Store {
     const rows = await this.client.query<ClaimedRow>(text, params);
     this.vacuums.noteChangedRows(rows.length);
     return rows.map((row) => toClaimedRecord(row, request));
+  }
+
+  listQueueSettings(name?: string): Promise<QueueSettings[]> {
+    return listQueueSettings(this.client, this.flowSql, name);
+  }
+
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
+    return updateQueueSettings(this.client, this.flowSql, name, change, now);
+  }
+
+  async claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
+    const claimed = await claimLimitedJobs(this.client, this.flowSql, request, async (tx, claim) => {
+      const { text, params } = this.claimStatement(claim);
+      return (await tx.query<ClaimedRow>(text, params)).map((row) => toClaimedRecord(row, claim));
+    });
+    this.vacuums.noteChangedRows(claimed.jobs.length);
+    return claimed;
   }
 
   private claimStatement(request: ClaimRequest): SqlStatement {

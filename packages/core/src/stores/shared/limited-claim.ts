@@ -1,0 +1,154 @@
+import type { ClaimedRecord, ClaimRequest, LimitedClaim, QueueSettings } from '../../engine/store.ts';
+
+/**
+ * The group key of jobs enqueued without a group, among the groups of a grouped type: they take their turns
+ * as one group, which `groupConcurrency` does not limit. (An enqueue's group is never empty.)
+ */
+export const NO_GROUP = '';
+
+/** A type's settings as a limited claim reads them, with the state the store keeps for its limits. */
+export interface FlowState extends QueueSettings {
+  /** Start times (epoch ms) of the type's latest starts, at most `rateLimit.max` of them. */
+  recentStarts: readonly number[];
+  /** The number of the type's last start, counted from 1; groups take turns by it. */
+  lastTurn: number;
+}
+
+/** A group with ready jobs, and the number of its last start (`null`: never started). */
+export interface ReadyGroup {
+  group: string;
+  lastTurn: number | null;
+}
+
+/**
+ * The steps of one limited claim, run by a store inside one unit of work
+ * that holds the type's settings (a transaction with the settings row
+ * locked, or a lock document), so no other limited claim of the type runs
+ * between them.
+ */
+export interface LimitedClaimSteps {
+  /** The number of `active` jobs of the claim's type. */
+  countActive(): Promise<number>;
+  /** The number of `active` jobs of each group of the claim's type (groups with none may be left out). */
+  countActiveByGroup(): Promise<Map<string, number>>;
+  /** The groups with jobs the claim could take (`NO_GROUP` for those without), with their last turns. */
+  readyGroups(): Promise<ReadyGroup[]>;
+  /**
+   * Up to `cap` ids of jobs the claim could take in each group, in claim order, locked for this unit
+   * where the store locks rows (a job another claim holds is skipped).
+   */
+  candidates(groups: readonly { group: string; cap: number }[]): Promise<Map<string, string[]>>;
+  /** Leases the jobs with these ids (the store re-checks each is still ready); resolves to them in this order. */
+  lease(ids: readonly string[]): Promise<ClaimedRecord[]>;
+  /** Leases up to `limit` jobs in claim order, as `claimJobs` does. */
+  claimInOrder(limit: number): Promise<ClaimedRecord[]>;
+  /** Stores the new rate-limit log, turn counter and group turns. */
+  save(change: { recentStarts: number[]; lastTurn: number; groupTurns: Map<string, number> }): Promise<void>;
+}
+
+/** Whether claims of a type with these settings choose between groups. */
+export function takesTurns(settings: QueueSettings): boolean {
+  return settings.grouped || settings.groupConcurrency !== null;
+}
+
+/**
+ * The starts still inside the rate-limit window at `nowMs` (oldest first), how many more may start now, and,
+ * when none may, when the next may.
+ */
+export function rateWindow(
+  settings: FlowState,
+  nowMs: number,
+): { recent: number[]; allowed: number; nextStartAt: Date | null } {
+  const rate = settings.rateLimit;
+  if (rate === null) return { recent: [], allowed: Number.POSITIVE_INFINITY, nextStartAt: null };
+  const recent = settings.recentStarts.filter((at) => at > nowMs - rate.perMs).sort((a, b) => a - b);
+  const allowed = Math.max(0, rate.max - recent.length);
+  return { recent, allowed, nextStartAt: allowed > 0 ? null : nextStart(recent, rate) };
+}
+
+/** When a window with these starts (oldest first, at least `max`) lets the next one in. */
+function nextStart(recent: readonly number[], rate: { max: number; perMs: number }): Date {
+  return new Date((recent[recent.length - rate.max] as number) + rate.perMs);
+}
+
+/**
+ * A limited claim, given the type's settings (already held) and the store's steps: the one algorithm every
+ * store runs, so that they count, cap and take turns alike.
+ */
+export async function claimUnderSettings(
+  request: ClaimRequest,
+  settings: FlowState,
+  steps: LimitedClaimSteps,
+): Promise<LimitedClaim> {
+  if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
+  const nowMs = request.now.getTime();
+  const rate = rateWindow(settings, nowMs);
+  let room = Math.min(request.limit, rate.allowed);
+  if (settings.concurrency !== null && room > 0) room = Math.min(room, settings.concurrency - (await steps.countActive()));
+  if (room <= 0) return { jobs: [], paused: false, nextStartAt: rate.nextStartAt };
+  const turns = takesTurns(settings);
+  const groupOf = new Map<string, string>();
+  const jobs = turns ? await claimByTurns(settings, room, steps, groupOf) : await steps.claimInOrder(room);
+  if (jobs.length === 0) return { jobs, paused: false, nextStartAt: null };
+  // Claims of other servers may have started jobs at a later `now` than this one's: the log is kept sorted.
+  const recentStarts = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
+  const kept = settings.rateLimit === null ? [] : recentStarts.slice(-settings.rateLimit.max);
+  const groupTurns = new Map<string, number>();
+  if (turns) jobs.forEach((job, i) => groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1));
+  await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
+  const full = settings.rateLimit !== null && kept.length >= settings.rateLimit.max;
+  return { jobs, paused: false, nextStartAt: full && settings.rateLimit ? nextStart(kept, settings.rateLimit) : null };
+}
+
+/**
+ * Up to `room` jobs taken in turns: groups in the order of their last start (never-started first), one job per
+ * group per round, each group capped by `groupConcurrency` less its active jobs. Records each leased job's
+ * group in `groupOf`.
+ */
+async function claimByTurns(
+  settings: FlowState,
+  room: number,
+  steps: LimitedClaimSteps,
+  groupOf: Map<string, string>,
+): Promise<ClaimedRecord[]> {
+  const groups = await steps.readyGroups();
+  // No job with a group is waiting: jobs enqueued without one before the type had groups are claimed in order.
+  if (groups.length === 0) return steps.claimInOrder(room);
+  const active = settings.groupConcurrency === null ? new Map<string, number>() : await steps.countActiveByGroup();
+  const capOf = (group: string): number =>
+    settings.groupConcurrency === null || group === NO_GROUP
+      ? room
+      : Math.min(room, settings.groupConcurrency - (active.get(group) ?? 0));
+  const open = groups
+    .map((g) => ({ group: g.group, turn: g.lastTurn ?? 0, cap: capOf(g.group) }))
+    .filter((g) => g.cap > 0)
+    .sort((a, b) => a.turn - b.turn || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+  // Candidates are read for `room` groups at a time, in turn order, until they are enough for the claim (a group
+  // may have none the claim can take: not due, or of versions it does not read).
+  const candidates = new Map<string, string[]>();
+  let found = 0;
+  for (let at = 0; at < open.length && found < room; at += room) {
+    for (const [group, ids] of await steps.candidates(open.slice(at, at + room))) {
+      candidates.set(group, ids);
+      found += ids.length;
+    }
+  }
+  const chosen: string[] = [];
+  const chosenGroup = new Map<string, string>();
+  for (let round = 0; chosen.length < room; round++) {
+    let any = false;
+    for (const { group } of open) {
+      const id = candidates.get(group)?.[round];
+      if (id === undefined) continue;
+      any = true;
+      chosen.push(id);
+      chosenGroup.set(id, group);
+      if (chosen.length >= room) break;
+    }
+    if (!any) break;
+  }
+  if (chosen.length === 0) return [];
+  const leased = await steps.lease(chosen);
+  for (const job of leased) groupOf.set(job.id, chosenGroup.get(job.id) ?? NO_GROUP);
+  return leased;
+}
