@@ -13,6 +13,7 @@ import {
   pruner,
   RoleRunner,
   redactUrl,
+  SchemaRegistry,
   type Store,
   WakeupBus,
 } from '@workq/core/engine';
@@ -26,7 +27,6 @@ import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { appRouter } from './router/index.ts';
 import { enqueueThroughServer } from './router/producer.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
-import { SchemaRegistry } from './schema-registry.ts';
 import { StoreHealth } from './store-health.ts';
 
 export interface QueueServer {

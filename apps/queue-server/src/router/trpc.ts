@@ -1,11 +1,10 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
-import type { ClaimDispatcher, Engine, ScheduledEntry, WakeupBus } from '@workq/core/engine';
+import type { ClaimDispatcher, Engine, ScheduledEntry, SchemaRegistry, WakeupBus } from '@workq/core/engine';
 import type { Principal, TokenAuthority } from '../auth.ts';
 import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
-import type { SchemaRegistry } from '../schema-registry.ts';
 
 /** What every procedure can reach: built once per server. */
 export interface ServerServices {

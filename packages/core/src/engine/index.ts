@@ -42,6 +42,8 @@ export { createEngine, Engine } from './engine.ts';
 export { newJobId, newLeaseToken } from './ids.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
+export type { SchemaRegistration } from './schema-registry.ts';
+export { fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type {
   ClaimRequest,

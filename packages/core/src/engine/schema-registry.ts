@@ -1,18 +1,15 @@
 import { createHash } from 'node:crypto';
-import {
-  type Catalog,
-  canonicalJson,
-  diffJsonSchemas,
-  isValidJobName,
-  parseWith,
-  payloadSchemaOf,
-  uncheckedConstraintsOf,
-  WorkqError,
-} from '@workq/core';
-import { type Clock, type SchemaEntry, type Store, toStoredValue } from '@workq/core/engine';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { z } from 'zod';
+import { isValidJobName } from '../contract/define-catalog.ts';
+import { canonicalJson, diffJsonSchemas, uncheckedConstraintsOf } from '../contract/json-schema.ts';
+import { parseWith, payloadSchemaOf } from '../contract/payload.ts';
+import type { Catalog } from '../contract/types.ts';
+import { WorkqError } from '../errors.ts';
+import type { Clock } from './clock.ts';
+import type { SchemaEntry, Store } from './store.ts';
+import { toStoredValue } from './stored-value.ts';
 
 /** What a client registers: one version of one job's payload schema. */
 export interface SchemaRegistration {
