@@ -97,7 +97,11 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     let running = true;
     const sweeper = (async () => {
       while (running) {
-        await ctx.store.requeueExpiredLeases(new Date(), { message: 'lease expired', code: 'LEASE_EXPIRED', at: new Date() });
+        await ctx.store.requeueExpiredLeases(new Date(), {
+          message: 'lease expired',
+          code: 'LEASE_EXPIRED',
+          at: new Date(),
+        });
         await sleep(3);
       }
     })();
@@ -146,7 +150,11 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
           for (const _ of claim.jobs) starts.push(request.now.getTime());
           if (claim.nextStartAt) hints.push({ now: request.now.getTime(), next: claim.nextStartAt.getTime() });
           if (claim.jobs.length > 0) {
-            const leases = claim.jobs.map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: null }));
+            const leases = claim.jobs.map((job) => ({
+              id: job.id,
+              leaseToken: job.leaseToken as string,
+              result: null,
+            }));
             await store.completeJobs(leases, new Date());
           } else {
             await sleep(Math.min(50, Math.max(1, (claim.nextStartAt?.getTime() ?? 0) - Date.now())));

@@ -61,7 +61,7 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
 }
 
 /** Moves the delayed jobs of `name` due at `now` to `waiting`; a look-up first, so a claim with none writes nothing. */
-async function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+export async function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
   const due = { state: 'delayed' as const, name, runAt: { $lte: now } };
   const found = await jobs.findOne(due, { projection: { _id: 1 }, hint: DELAYED_INDEX });
   if (found) await jobs.updateMany(due, { $set: { state: 'waiting' } }, { hint: DELAYED_INDEX });
@@ -108,7 +108,7 @@ async function leaseReadyJobs(
 }
 
 /** The update pipeline that leases a job to a claim. */
-function leaseUpdate(request: ClaimRequest): Record<string, unknown>[] {
+export function leaseUpdate(request: ClaimRequest): Record<string, unknown>[] {
   const leaseExpiresAt =
     request.leaseMs === null ? { $add: [request.now, '$leaseMs'] } : new Date(request.now.getTime() + request.leaseMs);
   return [

@@ -39,6 +39,8 @@ export interface JobDocument {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
+  /** The job's group (the enqueue option `group`), in the group claim index while waiting; absent: none. */
+  group?: string | null;
 }
 
 /** The claim order: higher priority first, then `orderKey` (run time per fifo/lifo), then id. */

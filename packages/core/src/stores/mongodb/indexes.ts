@@ -11,6 +11,9 @@ export interface CollectionNames {
   wakeups: string;
   /** Leader election: a lease document per role (see leadership.ts). */
   leaders: string;
+  /** Flow control: each job type's settings (keyed by name), and each group's last turn (see flow-control.ts). */
+  queueSettings: string;
+  queueGroups: string;
 }
 
 export function collectionNames(prefix: string): CollectionNames {
@@ -20,6 +23,8 @@ export function collectionNames(prefix: string): CollectionNames {
     workers: `${prefix}workers`,
     wakeups: `${prefix}wakeups`,
     leaders: `${prefix}leaders`,
+    queueSettings: `${prefix}queue_settings`,
+    queueGroups: `${prefix}queue_groups`,
   };
 }
 
@@ -35,6 +40,9 @@ export const CLAIM_INDEX_KEY = { name: 1, version: 1, priority: -1, orderKey: 1,
 
 /** The name of the index through which a claim finds the delayed jobs of its name that came due. */
 export const DELAYED_INDEX = 'delayed_due';
+
+/** The name of the index through which a limited claim finds a group's waiting jobs in claim order. */
+export const GROUP_INDEX = 'group_claim';
 
 /** The name of the unique index of idempotency keys, through which a duplicate's holder is found. */
 export const IDEMPOTENCY_INDEX = 'idempotency';
@@ -69,6 +77,12 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       partialFilterExpression: { state: 'waiting' },
     },
     { name: DELAYED_INDEX, key: { name: 1, runAt: 1 }, partialFilterExpression: { state: 'delayed' } },
+    // Only jobs with a group are in it: jobs without one cost no more to insert.
+    {
+      name: GROUP_INDEX,
+      key: { name: 1, group: 1, priority: -1, orderKey: 1, _id: 1 },
+      partialFilterExpression: { state: 'waiting', group: { $type: 'string' } },
+    },
     {
       name: IDEMPOTENCY_INDEX,
       key: { name: 1, idempotencyKey: 1 },

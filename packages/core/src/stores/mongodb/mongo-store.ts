@@ -12,8 +12,11 @@ import {
   type InsertOutcome,
   type JobCount,
   type LeaseRef,
+  type LimitedClaim,
   type ListFilter,
   type NewJob,
+  type QueueSettings,
+  type QueueSettingsChange,
   type SchemaEntry,
   STORED_STATES,
   type Store,
@@ -39,6 +42,14 @@ import {
   type WorkerDocument,
 } from './documents.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError, toWorkqError } from './errors.ts';
+import {
+  claimLimitedJobs,
+  type FlowCollections,
+  listQueueSettings,
+  type QueueGroupDocument,
+  type QueueSettingsDocument,
+  updateQueueSettings,
+} from './flow-control.ts';
 import { type CollectionNames, IDEMPOTENCY_INDEX } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
@@ -101,12 +112,18 @@ export class MongoStore implements Store {
   private readonly jobs: Collection<JobDocument>;
   private readonly schemas: Collection<SchemaDocument>;
   private readonly workers: Collection<WorkerDocument>;
+  private readonly flow: FlowCollections;
   private closing: Promise<void> | null = null;
 
   constructor(private readonly parts: MongoStoreParts) {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
+    this.flow = {
+      jobs: this.jobs,
+      settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
+      groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),
+    };
     this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
     this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
     if (parts.notifier) this.notifier = parts.notifier;
@@ -118,6 +135,18 @@ export class MongoStore implements Store {
 
   claimJobs(request: ClaimRequest) {
     return this.run('claim', () => claimJobs(this.jobs, request));
+  }
+
+  listQueueSettings(name?: string): Promise<QueueSettings[]> {
+    return this.run('listQueueSettings', () => listQueueSettings(this.flow.settings, name));
+  }
+
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
+    return this.run('updateQueueSettings', () => updateQueueSettings(this.flow.settings, name, change, now));
+  }
+
+  claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
+    return this.run('claim', () => claimLimitedJobs(this.flow, request));
   }
 
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {

@@ -1,6 +1,6 @@
-import type { JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
+import type { ClaimRequest, JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
 import { keptStates } from '../shared/not-started.ts';
-import { type Queryable, selectRows } from './connection.ts';
+import { execute, type Queryable, selectRows } from './connection.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';
 import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
@@ -49,6 +49,22 @@ export function claimCandidatesSql(t: Tables): string {
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
+}
+
+/** Leases the jobs with these ids, locked by the claim's transaction, to `request`. */
+export async function leaseJobs(c: Queryable, t: Tables, ids: readonly string[], request: ClaimRequest): Promise<void> {
+  const { now } = request;
+  const expiry =
+    request.leaseMs === null
+      ? { sql: 'TIMESTAMPADD(MICROSECOND, lease_ms * 1000, CAST(? AS DATETIME(3)))', value: sqlDate(now) }
+      : { sql: '?', value: sqlDate(new Date(now.getTime() + request.leaseMs)) };
+  await execute(
+    c,
+    `UPDATE ${t.jobs} SET state = 'active', lease_token = ?, lease_expires_at = ${expiry.sql},
+       worker_id = ?, attempts = attempts + 1, updated_at = ?
+     WHERE id IN (?)`,
+    [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
+  );
 }
 
 /** The jobs with these ids, by id; unknown ids are absent. */

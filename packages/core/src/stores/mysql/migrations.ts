@@ -16,6 +16,9 @@ export interface Migration {
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
 
+/** Name of the index through which a limited claim finds a group's jobs in claim order. */
+export const GROUP_INDEX = 'group_order';
+
 /** Name of the index through which a claim finds the delayed jobs that came due. */
 export const DELAYED_INDEX = 'delayed_due';
 
@@ -132,6 +135,47 @@ export function migrations(t: Tables): readonly Migration[] {
           PRIMARY KEY (role)
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
+    },
+    {
+      version: 5,
+      name: 'flow control: per-type settings, job groups and their turns',
+      // A type's settings row is what limited claims of the type lock, one at a time (see flow-control.ts).
+      // The group index leaves out the state, so claims and acks, which change only the state, never write it:
+      // jobs without a group cost one index entry more to insert, and nothing more to claim.
+      jobsColumns: { job_group: 'VARCHAR(255) NULL' },
+      jobsIndexes: { [GROUP_INDEX]: 'name, job_group, priority DESC, order_key, tie_key, id' },
+      statements: [
+        `CREATE TABLE IF NOT EXISTS ${t.queueSettings} (
+          name VARCHAR(100) NOT NULL,
+          paused TINYINT(1) NOT NULL DEFAULT 0,
+          concurrency INT NULL,
+          rate_max INT NULL,
+          rate_per_ms BIGINT NULL,
+          group_concurrency INT NULL,
+          grouped TINYINT(1) NOT NULL DEFAULT 0,
+          recent_starts LONGTEXT NOT NULL,
+          last_turn BIGINT NOT NULL DEFAULT 0,
+          updated_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (name)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `CREATE TABLE IF NOT EXISTS ${t.queueGroups} (
+          name VARCHAR(100) NOT NULL,
+          job_group VARCHAR(255) NOT NULL,
+          last_turn BIGINT NOT NULL,
+          PRIMARY KEY (name, job_group)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
+    {
+      version: 7,
+      name: 'idempotency keys that expire, and debounce keys',
+      // A key with a TTL holds until `idempotency_expires_at`; after it, the next insert with the key clears it on
+      // the old job and inserts. A debounce key is unique per type among the jobs holding one (NULLs do not
+      // collide); an insert with it updates the holder while it waits, and clears it on one that started or
+      // finished. The debounce key is VARBINARY for the reason the idempotency key is (see migration 1).
+      jobsColumns: { idempotency_expires_at: 'DATETIME(3) NULL', debounce_key: 'VARBINARY(1020) NULL' },
+      jobsUniqueIndexes: { debounce: 'name, debounce_key' },
+      statements: [],
     },
   ];
 }

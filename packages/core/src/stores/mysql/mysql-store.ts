@@ -7,8 +7,11 @@ import type {
   JobCount,
   JobRecord,
   LeaseRef,
+  LimitedClaim,
   ListFilter,
   NewJob,
+  QueueSettings,
+  QueueSettingsChange,
   SchemaEntry,
   Store,
   StoreCapabilities,
@@ -21,12 +24,14 @@ import { insertedRecord } from '../shared/inserted-record.ts';
 import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
+import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import {
   claimCandidatesSql,
   END_LEASE_KEEPING_TOKEN,
   FENCE,
   fenceValues,
   idempotencyRef,
+  leaseJobs,
   listJobsQuery,
   PROMOTE_BATCH,
   promoteDueJobsSql,
@@ -117,37 +122,48 @@ export class MysqlStore implements Store {
   }
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
-    const { now } = request;
+    return this.transaction('claimJobs', (c) => this.claimOn(c, request), {
+      readCommitted: !this.readCommittedSessions,
+    });
+  }
+
+  listQueueSettings(name?: string): Promise<QueueSettings[]> {
+    return this.retry('listQueueSettings', () => listQueueSettings(this.pool, this.t, name));
+  }
+
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
+    return this.transaction('updateQueueSettings', (c) => updateQueueSettings(c, this.t, name, change, now));
+  }
+
+  claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
     return this.transaction(
-      'claimJobs',
-      async (c) => {
-        // Every due job, however many came due at once, so that none ranked before a claimed one is left delayed.
-        const promote = promoteDueJobsSql(this.t);
-        while ((await execute(c, promote, [request.name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
-        const locked = await selectRows(c, claimCandidatesSql(this.t), [
-          request.name,
-          sqlDate(now),
-          request.minVersion,
-          request.maxVersion,
-          request.limit,
-        ]);
-        if (locked.length === 0) return [];
-        const ids = locked.map((row) => String(row.id));
-        const expiry =
-          request.leaseMs === null
-            ? { sql: 'TIMESTAMPADD(MICROSECOND, lease_ms * 1000, CAST(? AS DATETIME(3)))', value: sqlDate(now) }
-            : { sql: '?', value: sqlDate(new Date(now.getTime() + request.leaseMs)) };
-        await execute(
-          c,
-          `UPDATE ${this.t.jobs} SET state = 'active', lease_token = ?, lease_expires_at = ${expiry.sql},
-             worker_id = ?, attempts = attempts + 1, updated_at = ?
-           WHERE id IN (?)`,
-          [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
-        );
-        return locked.map((row) => claimedRecord(row, request));
-      },
+      'claimLimitedJobs',
+      (c) => claimLimitedJobs(c, this.t, request, (on, claim) => this.claimOn(on, claim)),
       { readCommitted: !this.readCommittedSessions },
     );
+  }
+
+  /** `claimJobs` on a connection in a transaction. */
+  private async claimOn(c: PoolConnection, request: ClaimRequest): Promise<ClaimedRecord[]> {
+    const { now } = request;
+    // Every due job, however many came due at once, so that none ranked before a claimed one is left delayed.
+    const promote = promoteDueJobsSql(this.t);
+    while ((await execute(c, promote, [request.name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+    const locked = await selectRows(c, claimCandidatesSql(this.t), [
+      request.name,
+      sqlDate(now),
+      request.minVersion,
+      request.maxVersion,
+      request.limit,
+    ]);
+    if (locked.length === 0) return [];
+    await leaseJobs(
+      c,
+      this.t,
+      locked.map((row) => String(row.id)),
+      request,
+    );
+    return locked.map((row) => claimedRecord(row, request));
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {

@@ -11,6 +11,9 @@ export interface Tables {
   wakeups: string;
   /** Leader election: a lease row per role (see leadership.ts). */
   leaders: string;
+  /** Flow control: each job type's settings, and the last turn of each of its groups (see flow-control.ts). */
+  queueSettings: string;
+  queueGroups: string;
   migrations: string;
 }
 
@@ -32,6 +35,8 @@ export function tableNames(prefix: string): Tables {
     workers: quoted('workers'),
     wakeups: quoted('wakeups'),
     leaders: quoted('leaders'),
+    queueSettings: quoted('queue_settings'),
+    queueGroups: quoted('queue_groups'),
     migrations: quoted('migrations'),
   };
 }

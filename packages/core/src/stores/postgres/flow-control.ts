@@ -124,7 +124,11 @@ UPDATE ${schema}.queue_settings AS q SET recent_starts = $2::bigint[], last_turn
 export type FlowStatements = ReturnType<typeof buildFlowStatements>;
 
 /** See `FlowControlStore.listQueueSettings`. */
-export async function listQueueSettings(db: SqlQueryable, sql: FlowStatements, name?: string): Promise<QueueSettings[]> {
+export async function listQueueSettings(
+  db: SqlQueryable,
+  sql: FlowStatements,
+  name?: string,
+): Promise<QueueSettings[]> {
   return (await db.query<SettingsRow>(sql.listSettings, [name ?? null])).map(toSettings);
 }
 

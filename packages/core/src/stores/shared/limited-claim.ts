@@ -84,7 +84,8 @@ export async function claimUnderSettings(
   const nowMs = request.now.getTime();
   const rate = rateWindow(settings, nowMs);
   let room = Math.min(request.limit, rate.allowed);
-  if (settings.concurrency !== null && room > 0) room = Math.min(room, settings.concurrency - (await steps.countActive()));
+  if (settings.concurrency !== null && room > 0)
+    room = Math.min(room, settings.concurrency - (await steps.countActive()));
   if (room <= 0) return { jobs: [], paused: false, nextStartAt: rate.nextStartAt };
   const turns = takesTurns(settings);
   const groupOf = new Map<string, string>();
@@ -94,7 +95,9 @@ export async function claimUnderSettings(
   const recentStarts = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
   const kept = settings.rateLimit === null ? [] : recentStarts.slice(-settings.rateLimit.max);
   const groupTurns = new Map<string, number>();
-  if (turns) jobs.forEach((job, i) => groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1));
+  if (turns) {
+    for (const [i, job] of jobs.entries()) groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1);
+  }
   await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
   const full = settings.rateLimit !== null && kept.length >= settings.rateLimit.max;
   return { jobs, paused: false, nextStartAt: full && settings.rateLimit ? nextStart(kept, settings.rateLimit) : null };

@@ -1,0 +1,186 @@
+/** Flow control on MySQL/MariaDB: the per-type settings table and the limited claim (see `FlowControlStore`). */
+import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
+import type {
+  ClaimedRecord,
+  ClaimRequest,
+  LimitedClaim,
+  QueueSettings,
+  QueueSettingsChange,
+} from '../../engine/store.ts';
+import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
+import { execute, type Queryable, selectRows } from './connection.ts';
+import { leaseJobs } from './job-queries.ts';
+import { GROUP_INDEX } from './migrations.ts';
+import { claimedRecord, readDate, sqlDate } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+const SETTINGS_SELECT =
+  'name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at';
+
+function toFlowState(row: RowDataPacket): FlowState {
+  return {
+    name: String(row.name),
+    paused: Number(row.paused) === 1,
+    concurrency: row.concurrency === null ? null : Number(row.concurrency),
+    rateLimit: row.rate_max === null ? null : { max: Number(row.rate_max), perMs: Number(row.rate_per_ms) },
+    groupConcurrency: row.group_concurrency === null ? null : Number(row.group_concurrency),
+    grouped: Number(row.grouped) === 1,
+    updatedAt: readDate(row.updated_at),
+    recentStarts: (JSON.parse(String(row.recent_starts)) as number[]).map(Number),
+    lastTurn: Number(row.last_turn),
+  };
+}
+
+function toSettings(row: RowDataPacket): QueueSettings {
+  const { recentStarts: _starts, lastTurn: _turn, ...settings } = toFlowState(row);
+  return settings;
+}
+
+/** See `FlowControlStore.listQueueSettings`. */
+export async function listQueueSettings(db: Queryable, t: Tables, name?: string): Promise<QueueSettings[]> {
+  const where = name === undefined ? '' : 'WHERE name = ?';
+  const rows = await selectRows(db, `SELECT ${SETTINGS_SELECT} FROM ${t.queueSettings} ${where} ORDER BY name`, [
+    ...(name === undefined ? [] : [name]),
+  ]);
+  return rows.map(toSettings);
+}
+
+/** See `FlowControlStore.updateQueueSettings`: one upsert, then the row read back on the same connection. */
+export async function updateQueueSettings(
+  c: PoolConnection,
+  t: Tables,
+  name: string,
+  change: QueueSettingsChange,
+  now: Date,
+): Promise<QueueSettings> {
+  const sets: string[] = ['updated_at = VALUES(updated_at)'];
+  const values: unknown[] = [];
+  if (change.paused !== undefined) sets.push('paused = VALUES(paused)');
+  if (change.concurrency !== undefined) sets.push('concurrency = VALUES(concurrency)');
+  if (change.rateLimit !== undefined) sets.push('rate_max = VALUES(rate_max), rate_per_ms = VALUES(rate_per_ms)');
+  if (change.groupConcurrency !== undefined) sets.push('group_concurrency = VALUES(group_concurrency)');
+  if (change.grouped) sets.push('grouped = 1');
+  values.push(
+    name,
+    change.paused ? 1 : 0,
+    change.concurrency ?? null,
+    change.rateLimit?.max ?? null,
+    change.rateLimit?.perMs ?? null,
+    change.groupConcurrency ?? null,
+    change.grouped ? 1 : 0,
+    sqlDate(now),
+  );
+  await execute(
+    c,
+    `INSERT INTO ${t.queueSettings}
+       (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, '[]', 0, ?)
+     ON DUPLICATE KEY UPDATE ${sets.join(', ')}`,
+    values,
+  );
+  const [row] = await selectRows(c, `SELECT ${SETTINGS_SELECT} FROM ${t.queueSettings} WHERE name = ?`, [name]);
+  return toSettings(row as RowDataPacket);
+}
+
+/**
+ * See `FlowControlStore.claimLimitedJobs`, on a connection in a transaction: locks the type's settings row, then
+ * runs `claimUnderSettings`. `plainClaim` is the store's claim, run on that connection.
+ */
+export async function claimLimitedJobs(
+  c: PoolConnection,
+  t: Tables,
+  request: ClaimRequest,
+  plainClaim: (c: PoolConnection, request: ClaimRequest) => Promise<ClaimedRecord[]>,
+): Promise<LimitedClaim> {
+  const { name, now } = request;
+  const [row] = await selectRows(c, `SELECT ${SETTINGS_SELECT} FROM ${t.queueSettings} WHERE name = ? FOR UPDATE`, [
+    name,
+  ]);
+  if (!row) return { jobs: await plainClaim(c, request), paused: false, nextStartAt: null };
+  const ready = `state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
+  const readyValues = [name, sqlDate(now), request.minVersion, request.maxVersion];
+  return claimUnderSettings(request, toFlowState(row), {
+    countActive: async () => {
+      const [count] = await selectRows(
+        c,
+        `SELECT COUNT(*) AS count FROM ${t.jobs} FORCE INDEX (listing) WHERE name = ? AND state = 'active'`,
+        [name],
+      );
+      return Number(count?.count ?? 0);
+    },
+    countActiveByGroup: async () => {
+      const rows = await selectRows(
+        c,
+        `SELECT job_group, COUNT(*) AS count FROM ${t.jobs} FORCE INDEX (listing)
+         WHERE name = ? AND state = 'active' AND job_group IS NOT NULL GROUP BY job_group`,
+        [name],
+      );
+      return new Map(rows.map((r) => [String(r.job_group), Number(r.count)]));
+    },
+    readyGroups: async () => {
+      // A claim of nothing moves the type's due delayed jobs into the waiting range first, as a claim does.
+      await plainClaim(c, { ...request, limit: 0 });
+      const rows = await selectRows(
+        c,
+        `SELECT w.job_group, g.last_turn FROM (
+           SELECT DISTINCT job_group FROM ${t.jobs} FORCE INDEX (listing)
+           WHERE name = ? AND state = 'waiting' AND job_group IS NOT NULL) AS w
+         LEFT JOIN ${t.queueGroups} AS g ON g.name = ? AND g.job_group = w.job_group`,
+        [name, name],
+      );
+      return rows.map((r) => ({
+        group: String(r.job_group),
+        lastTurn: r.last_turn === null ? null : Number(r.last_turn),
+      }));
+    },
+    candidates: async (groups) => {
+      const byGroup = new Map<string, string[]>();
+      for (const { group, cap } of groups) {
+        const rows = await selectRows(
+          c,
+          `SELECT id FROM ${t.jobs} FORCE INDEX (${GROUP_INDEX})
+           WHERE ${ready} AND job_group = ?
+           ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+          [...readyValues, group, cap],
+        );
+        byGroup.set(
+          group,
+          rows.map((r) => String(r.id)),
+        );
+      }
+      return byGroup;
+    },
+    lease: async (ids) => {
+      const rows = await selectRows(
+        c,
+        `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context
+         FROM ${t.jobs} WHERE id IN (?) AND state = 'waiting'`,
+        [ids],
+      );
+      if (rows.length === 0) return [];
+      await leaseJobs(
+        c,
+        t,
+        rows.map((r) => String(r.id)),
+        request,
+      );
+      const byId = new Map(rows.map((r) => [String(r.id), claimedRecord(r, request)]));
+      return ids.flatMap((id) => byId.get(id) ?? []);
+    },
+    claimInOrder: (limit) => plainClaim(c, { ...request, limit }),
+    save: async ({ recentStarts, lastTurn, groupTurns }) => {
+      await execute(c, `UPDATE ${t.queueSettings} SET recent_starts = ?, last_turn = ? WHERE name = ?`, [
+        JSON.stringify(recentStarts),
+        lastTurn,
+        name,
+      ]);
+      if (groupTurns.size === 0) return;
+      await execute(
+        c,
+        `INSERT INTO ${t.queueGroups} (name, job_group, last_turn) VALUES ?
+         ON DUPLICATE KEY UPDATE last_turn = VALUES(last_turn)`,
+        [[...groupTurns].map(([group, turn]) => [name, group, turn])],
+      );
+    },
+  });
+}
