@@ -7,6 +7,7 @@ import {
   ClaimDispatcher,
   CronScheduler,
   createEngine,
+  EventHub,
   leaseSweeper,
   openStore,
   parseCrontab,
@@ -71,9 +72,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     probeTimeoutMs: STORE_PROBE_TIMEOUT_MS,
   });
   const store = health.store;
-  const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs });
+  // The engine's event sink: job events go to this server's subscribers and, over the bus, to the other servers'.
+  const events = new EventHub({ readJob: (id) => engine.get(id) });
+  const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs, events });
   const bus = new WakeupBus(engine, store.capabilities.notify ? store.notifier : undefined);
   await bus.start();
+  events.attach(bus);
   const dispatcher = new ClaimDispatcher(engine, bus, {
     pollIntervalMs: resolved.pollIntervalMs,
     maxWaitMs: resolved.limits.maxLongPollMs,
@@ -94,6 +98,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     registry: new SchemaRegistry(store, engine.clock, resolved.jobs),
     bus,
     dispatcher,
+    events,
     authority,
     metrics,
     crontab,
@@ -205,6 +210,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       closing = true;
       await roles.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
+      events.close();
       await bus.close();
       server.closeIdleConnections();
       if (inFlight > 0) await new Promise<void>((r) => (drained = r));

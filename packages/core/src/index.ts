@@ -31,6 +31,8 @@ export type {
   ResultInput,
   ResultOutput,
 } from './contract/types.ts';
+export type { JobEvent, JobEventError, JobEventType } from './engine/job-events.ts';
+export { JOB_EVENT_TYPES } from './engine/job-events.ts';
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type { EnqueueOptions, FinishedState, JobError, JobState, JobStatus } from './jobs.ts';

@@ -3,6 +3,7 @@ import { type AdminApi, createAdminApi } from './admin.ts';
 import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
 import { EnqueueBatcher } from './enqueue-batcher.ts';
+import { createEvents, type EventsFn } from './events.ts';
 import {
   createEnqueue,
   createEnqueueMany,
@@ -75,6 +76,12 @@ export interface WorkqClient<C extends Catalog> {
   consume<N extends JobName<C>>(name: N, handler: Handler<C, N>, options?: ConsumeOptions): Worker;
   /** Inspection and dead-letter operations (`admin` scope). */
   admin: AdminApi;
+  /**
+   * Live job events of one job type, or of every type in the catalog the token may produce, consume or
+   * administer: `for await (const event of sdk.events('imageConvert', { signal }))`. See docs/events.md for
+   * what a subscriber that falls behind or reconnects receives.
+   */
+  events: EventsFn<C>;
   /** A handle to a job by id. */
   job<N extends JobName<C>>(name: N, id: string): JobHandle;
   /**
@@ -134,6 +141,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
       return worker;
     },
     admin: createAdminApi(call),
+    events: createEvents(jobs, transport.api),
     job: (name, id) => createHandle(producerDeps, name, id, false),
     ready,
     close: async () => {

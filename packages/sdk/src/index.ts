@@ -14,4 +14,5 @@ export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
+export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';

@@ -1,6 +1,7 @@
-import { createTRPCClient, httpLink } from '@trpc/client';
+import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink } from '@trpc/client';
 import { WorkqError, wireTransformer } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
+import { EventSource } from 'eventsource';
 import { defaultFetch } from '#default-fetch';
 import { timedOut, toWorkqError } from './errors.ts';
 
@@ -48,7 +49,18 @@ export function createTransport(options: TransportOptions): { api: QueueApi; cal
   const url = `${options.url.replace(/\/+$/, '')}/trpc`;
   const headers = authorizationHeaders(options.token);
   const api = createTRPCClient<AppRouter>({
-    links: [httpLink({ url, transformer: wireTransformer, headers, fetch: options.fetch ?? defaultFetch })],
+    links: [
+      splitLink({
+        condition: (op) => op.type === 'subscription',
+        true: httpSubscriptionLink({
+          url,
+          transformer: wireTransformer,
+          EventSource,
+          eventSourceOptions: () => ({ fetch: streamingFetch(options.fetch, headers) }),
+        }),
+        false: httpLink({ url, transformer: wireTransformer, headers, fetch: options.fetch ?? defaultFetch }),
+      }),
+    ],
   });
   const defaultTimeoutMs = options.timeoutMs;
   return {
@@ -84,6 +96,24 @@ const TIMED_OUT = new WorkqError('TIMEOUT', 'The queue server did not answer in 
 
 function abortRequest(request: AbortController): void {
   request.abort(TIMED_OUT);
+}
+
+/**
+ * The fetch a subscription's event stream runs on, with the token's header on
+ * every (re)connection: the given fetch, or the platform's, whose response
+ * body streams (the SDK's own Node client reads whole bodies). The
+ * `EventSource` used is the `eventsource` package's, which takes a fetch, so
+ * a browser sends the token as a header too.
+ */
+function streamingFetch(
+  given: typeof fetch | undefined,
+  headers: AuthHeaders | (() => AuthHeaders | Promise<AuthHeaders>),
+): typeof fetch {
+  return async (input, init) => {
+    const auth = typeof headers === 'function' ? await headers() : headers;
+    const fetchImpl = given ?? globalThis.fetch;
+    return fetchImpl(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } });
+  };
 }
 
 type AuthHeaders = { authorization?: string };

@@ -1,5 +1,6 @@
 import { adminRouter } from './admin.ts';
 import { consumerRouter } from './consumer.ts';
+import { eventsRouter } from './events.ts';
 
 export type { WireClaimedJob } from './consumer.ts';
 
@@ -13,6 +14,7 @@ export const appRouter = router({
   consumer: consumerRouter,
   schemas: schemasRouter,
   admin: adminRouter,
+  events: eventsRouter,
 });
 
 export type AppRouter = typeof appRouter;

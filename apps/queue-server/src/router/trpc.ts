@@ -1,6 +1,13 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
-import type { ClaimDispatcher, Engine, ScheduledEntry, SchemaRegistry, WakeupBus } from '@workq/core/engine';
+import type {
+  ClaimDispatcher,
+  Engine,
+  EventHub,
+  ScheduledEntry,
+  SchemaRegistry,
+  WakeupBus,
+} from '@workq/core/engine';
 import type { Principal, TokenAuthority } from '../auth.ts';
 import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import type { ServerMetrics } from '../metrics.ts';
@@ -14,6 +21,8 @@ export interface ServerServices {
   bus: WakeupBus;
   /** What claims and enqueues do between store calls: waiting, handoffs, stop-waiting, merged writes. */
   dispatcher: ClaimDispatcher;
+  /** Job events of every server on the store, for this server's subscribers. */
+  events: EventHub;
   authority: TokenAuthority;
   metrics: ServerMetrics;
   /** This server's crontab, checked. */

@@ -4,6 +4,7 @@ import { backoffDelayMs } from './backoff.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { insertDistinct, KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
+import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
@@ -50,6 +51,8 @@ export interface EngineOptions {
   historyRetentionMs?: number;
   /** How often claims sweep expired leases back to the queue. @defaultValue 1000 */
   leaseSweepIntervalMs?: number;
+  /** Where job events go (the server's event hub). @defaultValue none: no events are built */
+  events?: JobEventSink;
 }
 
 export type ReadyListener = (name: string) => void;
@@ -82,6 +85,7 @@ export class Engine {
   private lastSweepMs = Number.NEGATIVE_INFINITY;
   private readonly readyListeners = new Set<ReadyListener>();
   private readonly finishedListeners = new Set<FinishedListener>();
+  private readonly events: JobEventEmitter;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -89,6 +93,7 @@ export class Engine {
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
+    this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
   }
 
   /** Called with a job name whenever jobs of it may have become ready in this process. */
@@ -124,8 +129,9 @@ export class Engine {
   async claim(input: ClaimInput): Promise<ClaimedJob[]> {
     const now = this.clock.now();
     await this.sweepExpiredLeases(now);
-    const jobs = await this.store.claimJobs(claimRequest(input, now));
-    return jobs.map(toClaimedJob);
+    const claimed = (await this.store.claimJobs(claimRequest(input, now))).map(toClaimedJob);
+    this.events.started(claimed, now);
+    return claimed;
   }
 
   /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */
@@ -156,8 +162,11 @@ export class Engine {
     }
     const { job: record, claimed } = handed;
     if (!claimed) this.announce([record]);
+    this.events.enqueued([record], now);
     const result = { id: record.id, created: true, state: visibleState(record, now) };
-    return { result, claimed: claimed && toClaimedJob(claimed) };
+    const claimedJob = claimed && toClaimedJob(claimed);
+    if (claimedJob) this.events.started([claimedJob], now);
+    return { result, claimed: claimedJob };
   }
 
   /** Completes the job `lease` holds; `LEASE_LOST` when it holds it no more, also when it completed it already. */
@@ -173,13 +182,15 @@ export class Engine {
   async completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
     checkBatch(items.length, 'completeMany');
     if (items.length === 0) return [];
+    const now = this.clock.now();
     const done = new Set(
       await this.store.completeJobs(
         items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) })),
-        this.clock.now(),
+        now,
       ),
     );
     for (const id of done) this.emitFinished(id, 'completed');
+    if (this.events.listening) this.events.completed(items.filter(({ id }) => done.has(id)), now);
     const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
     return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
   }
@@ -204,6 +215,7 @@ export class Engine {
     if (jobs.length === 0) return [];
     const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
     const released = await this.store.releaseJobs(leases, this.clock.now());
+    this.events.released(released);
     const releasedIds = new Set(released);
     const names = new Set(jobs.filter((job) => releasedIds.has(job.id)).map((job) => job.name));
     for (const name of names) this.emitReady(name);
@@ -227,6 +239,7 @@ export class Engine {
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
     const retryAt = retry ? retryTime(job, now) : null;
     if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
+    this.events.failed(job, error, retryAt !== null, now);
     const updated = failedRecord(job, error, retryAt, now);
     if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
     const status = toJobStatus(updated, now);
@@ -253,7 +266,9 @@ export class Engine {
     if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0 || progress > 100) {
       throw new WorkqError('VALIDATION', `progress must be a number from 0 to 100; got ${String(progress)}.`);
     }
-    if (!(await this.store.recordProgress(lease, progress, this.clock.now()))) throw leaseLost(lease.id);
+    const now = this.clock.now();
+    if (!(await this.store.recordProgress(lease, progress, now))) throw leaseLost(lease.id);
+    this.events.progress(lease.id, progress, now);
   }
 
   /**
@@ -288,7 +303,11 @@ export class Engine {
       if (!moved) throw leaseLost(lease.id);
       if (moved.job !== null) {
         this.emitFinished(lease.id, 'completed');
-        if (moved.created) this.announce([moved.job]);
+        this.events.completed([{ id: lease.id }], now);
+        if (moved.created) {
+          this.announce([moved.job]);
+          this.events.enqueued([moved.job], now);
+        }
         return { id: moved.job.id, created: moved.created, state: visibleState(moved.job, now) };
       }
       if (tries >= KEY_HOLDER_TRIES) throw keyHolderGone(`the next ${job.name} job`);
@@ -297,8 +316,12 @@ export class Engine {
 
   /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */
   async cancel(id: string): Promise<boolean> {
-    const cancelled = await this.store.cancelJob(id, this.clock.now());
-    if (cancelled) this.emitFinished(id, 'cancelled');
+    const now = this.clock.now();
+    const cancelled = await this.store.cancelJob(id, now);
+    if (cancelled) {
+      this.emitFinished(id, 'cancelled');
+      this.events.cancelled(cancelled, now);
+    }
     return cancelled !== null;
   }
 
@@ -368,6 +391,7 @@ export class Engine {
     const [outcome] = await insertDistinct(this.store, [replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
     this.announce([outcome.job]);
+    this.events.enqueued([outcome.job], now);
     return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
   }
 
@@ -407,7 +431,9 @@ export class Engine {
   /** Inserts new jobs made at `now` and announces those created. */
   private async insert(jobs: readonly NewJob[], now: Date): Promise<EnqueueResult[]> {
     const outcomes = await insertDistinct(this.store, jobs);
-    this.announce(outcomes.filter((o) => o.created).map((o) => o.job));
+    const created = outcomes.filter((o) => o.created).map((o) => o.job);
+    this.announce(created);
+    this.events.enqueued(created, now);
     return outcomes.map(({ job, created }) => ({ id: job.id, created, state: visibleState(job, now) }));
   }
 

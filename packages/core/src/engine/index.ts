@@ -14,7 +14,9 @@ export type {
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { FINISHED_STATES } from '../jobs.ts';
-export type { WakeupMessage, WakeupNotification } from '../notify/messages.ts';
+export type { EventBatch, EventHubOptions, EventSubscription, ResyncEvent } from '../notify/event-hub.ts';
+export { EventHub } from '../notify/event-hub.ts';
+export type { BusJobEvent, WakeupMessage, WakeupNotification } from '../notify/messages.ts';
 export { decodeWakeups, encodeWakeups } from '../notify/messages.ts';
 export { WakeupBus } from '../notify/wakeup-bus.ts';
 export type { CronEntry, ScheduledEntry, SchedulerDeps } from '../roles/cron.ts';
@@ -40,6 +42,8 @@ export type {
 } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
 export { newJobId, newLeaseToken } from './ids.ts';
+export type { JobEvent, JobEventError, JobEventSink, JobEventType } from './job-events.ts';
+export { JOB_EVENT_TYPES } from './job-events.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
 export type { SchemaRegistration } from './schema-registry.ts';

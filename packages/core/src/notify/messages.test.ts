@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
+import {
+  type BusJobEvent,
+  decodeWakeups,
+  encodeWakeups,
+  MAX_EVENT_PART_CHARS,
+  type WakeupMessage,
+} from './messages.ts';
 
 describe('the wake-up codec', () => {
   it('round-trips every kind of message, with its sender', () => {
@@ -49,5 +55,50 @@ describe('the wake-up codec', () => {
     }
     const decoded = notifications.flatMap((text) => decodeWakeups(text).messages);
     expect(decoded.flatMap((m) => (m.type === 'finished' ? m.ids : []))).toEqual(ids);
+  });
+
+  it('carries job events with their results, as few ASCII characters as bytes', () => {
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    const events: BusJobEvent[] = [
+      { type: 'completed', id: 'j1', name: 'imageConvert', version: 2, at, attempt: 1, result: { bytes: 5, when: at } },
+      {
+        type: 'failed',
+        id: 'j2',
+        name: 'sendEmail',
+        version: 1,
+        at,
+        attempt: 3,
+        error: { message: 'caf\u00e9 \u{1f600}' },
+        willRetry: true,
+      },
+    ];
+    const messages: WakeupMessage[] = [
+      { type: 'listening', instance: 'i-2' },
+      ...events.map((event) => ({ type: 'event' as const, event })),
+      { type: 'eventsLost' },
+    ];
+    const [text, ...more] = encodeWakeups('i-1', messages, 7_000);
+    expect(more).toEqual([]);
+    expect(Buffer.byteLength(text as string)).toBe((text as string).length);
+    expect(decodeWakeups(text as string)).toEqual({ from: 'i-1', messages });
+  });
+
+  it('sends an event too large for a notification without its result and error, marked for reading back', () => {
+    const at = new Date();
+    const large: BusJobEvent = {
+      type: 'completed',
+      id: 'j1',
+      name: 'generateReport',
+      version: 1,
+      at,
+      result: { url: 'x'.repeat(20_000) },
+    };
+    const notifications = encodeWakeups('i-1', [{ type: 'event', event: large }], 7_000);
+    expect(notifications).toHaveLength(1);
+    expect((notifications[0] as string).length).toBeLessThanOrEqual(MAX_EVENT_PART_CHARS + 'from:i-1\n'.length);
+    const { result: _result, ...rest } = large;
+    expect(decodeWakeups(notifications[0] as string).messages).toEqual([
+      { type: 'event', event: { ...rest, omitted: true } },
+    ]);
   });
 });

@@ -9,18 +9,38 @@
  * - `finished:<id>,<id>,…`: those jobs finished;
  * - `watching:<instance>`: that instance has result requests waiting, so the
  *   others should announce the jobs they finish;
- * - `*`: wake-ups may have been missed (a store notifier's resync).
+ * - `*`: wake-ups may have been missed (a store notifier's resync);
+ * - `listening:<instance>`: that instance has job-event subscribers, so the
+ *   others should send it their job events;
+ * - `events-lost`: the sender dropped job events it could not send in time;
+ * - `event:<json>`: one job event (`BusJobEvent`), as ASCII-only JSON of at
+ *   most `MAX_EVENT_PART_CHARS` characters. An event that would be longer is
+ *   sent without its `result` and `error`, marked `omitted`: the receiver
+ *   reads those from the job. So a notification stays within PostgreSQL's
+ *   NOTIFY limit (8000 bytes) whatever a handler returns.
  * No job name contains `:` or a newline, so no part is taken for another.
  * The format is the one earlier servers speak, so servers of either version
- * share a store during a rolling deploy.
+ * share a store during a rolling deploy (an earlier server takes an
+ * `event:` or `listening:` part for a job name that no consumer waits on).
  */
+
+import type { JobEvent } from '../engine/job-events.ts';
+import { fromStoredValue, toStoredValue } from '../engine/stored-value.ts';
+
+/** A job event between servers: `omitted` when its `result` and `error` were too large to carry. */
+export interface BusJobEvent extends JobEvent {
+  omitted?: true;
+}
 
 /** One message between servers. */
 export type WakeupMessage =
   | { readonly type: 'ready'; readonly name: string }
   | { readonly type: 'finished'; readonly ids: readonly string[] }
   | { readonly type: 'watching'; readonly instance: string }
-  | { readonly type: 'resync' };
+  | { readonly type: 'resync' }
+  | { readonly type: 'listening'; readonly instance: string }
+  | { readonly type: 'eventsLost' }
+  | { readonly type: 'event'; readonly event: BusJobEvent };
 
 /** A decoded notification: its sender (absent from a store's own `'*'`) and its messages. */
 export interface WakeupNotification {
@@ -32,6 +52,12 @@ const FROM = 'from:';
 const FINISHED = 'finished:';
 const WATCHING = 'watching:';
 const RESYNC = '*';
+const LISTENING = 'listening:';
+const EVENT = 'event:';
+const EVENTS_LOST = 'events-lost';
+
+/** The longest `event:` part: several fit in one notification, and one always does. */
+export const MAX_EVENT_PART_CHARS = 2_000;
 
 /** Ids per `finished` part. */
 const FINISHED_IDS_PER_PART = 100;
@@ -44,6 +70,12 @@ function encodeMessage(message: WakeupMessage): string[] {
       return [`${WATCHING}${message.instance}`];
     case 'resync':
       return [RESYNC];
+    case 'listening':
+      return [`${LISTENING}${message.instance}`];
+    case 'event':
+      return [encodeEvent(message.event)];
+    case 'eventsLost':
+      return [EVENTS_LOST];
     case 'finished': {
       const parts: string[] = [];
       for (let at = 0; at < message.ids.length; at += FINISHED_IDS_PER_PART) {
@@ -57,8 +89,11 @@ function encodeMessage(message: WakeupMessage): string[] {
 function decodePart(part: string): WakeupMessage | undefined {
   if (part === '') return undefined;
   if (part === RESYNC) return { type: 'resync' };
+  if (part === EVENTS_LOST) return { type: 'eventsLost' };
   if (part.startsWith(FINISHED)) return { type: 'finished', ids: part.slice(FINISHED.length).split(',') };
   if (part.startsWith(WATCHING)) return { type: 'watching', instance: part.slice(WATCHING.length) };
+  if (part.startsWith(LISTENING)) return { type: 'listening', instance: part.slice(LISTENING.length) };
+  if (part.startsWith(EVENT)) return decodeEvent(part.slice(EVENT.length));
   if (part.startsWith(FROM)) return undefined;
   return { type: 'ready', name: part };
 }
@@ -93,4 +128,42 @@ export function decodeWakeups(notification: string): WakeupNotification {
     if (message) messages.push(message);
   }
   return { from, messages };
+}
+
+/** JSON with every non-ASCII character escaped, so its length in characters is its length in bytes. */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+function encodeEvent(event: BusJobEvent): string {
+  const { at, result, ...rest } = event;
+  const wire: Record<string, unknown> = { ...rest, at: at.getTime() };
+  if (result !== undefined) {
+    try {
+      wire.result = toStoredValue(result);
+    } catch {
+      wire.omitted = true;
+    }
+  }
+  const part = `${EVENT}${asciiJson(wire)}`;
+  if (part.length <= MAX_EVENT_PART_CHARS) return part;
+  const { result: _result, error: _error, ...small } = wire;
+  return `${EVENT}${asciiJson({ ...small, omitted: true })}`;
+}
+
+function decodeEvent(json: string): WakeupMessage | undefined {
+  try {
+    const wire = JSON.parse(json) as Record<string, unknown>;
+    if (typeof wire.id !== 'string' || typeof wire.name !== 'string' || typeof wire.type !== 'string') {
+      return undefined;
+    }
+    const event = { ...wire, at: new Date(Number(wire.at)) } as BusJobEvent;
+    if ('result' in wire) event.result = fromStoredValue(wire.result);
+    return { type: 'event', event };
+  } catch {
+    return undefined;
+  }
 }

@@ -1,9 +1,11 @@
 import type { Engine } from '../engine/engine.ts';
 import { newLeaseToken } from '../engine/ids.ts';
 import type { StoreNotifier } from '../engine/store.ts';
-import { decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
+import { type BusJobEvent, decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
 
 type Wake = () => void;
+/** Job events from other instances, or `'lost'`: some may have been missed. */
+export type BusEventListener = (events: readonly BusJobEvent[] | 'lost') => void;
 
 /** How often an instance says it has result requests waiting, while it has. */
 const WATCHING_ANNOUNCE_MS = 1_000;
@@ -13,6 +15,8 @@ const WATCHING_HEARD_FOR_MS = 3 * WATCHING_ANNOUNCE_MS;
 const MAX_NOTIFICATION_BYTES = 7_000;
 /** Notifications go out at most this often: a stream of enqueues and acks costs a few a second, not one a job. */
 const PUBLISH_WINDOW_MS = 20;
+/** Job events kept for one publish window; past it they are dropped and the others told so. */
+const MAX_PENDING_EVENTS = 5_000;
 
 /**
  * The wake-up bus: wakes waiting claim and result requests. In-process, the
@@ -40,6 +44,13 @@ export class WakeupBus {
   private watchingTimer: ReturnType<typeof setInterval> | undefined;
   /** Until when another instance may have result requests waiting (epoch ms). */
   private othersWatchingUntil = 0;
+  /** Until when another instance may have job-event subscribers (epoch ms). */
+  private othersListeningUntil = 0;
+  private listeningPending = false;
+  private listeningTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly pendingEvents: BusJobEvent[] = [];
+  private eventsLost = false;
+  private readonly eventListeners = new Set<BusEventListener>();
   private flushScheduled = false;
   private lastFlushAt = 0;
   private readonly detach: (() => void)[] = [];
@@ -93,9 +104,56 @@ export class WakeupBus {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.watchingTimer);
+    clearInterval(this.listeningTimer);
+    this.eventListeners.clear();
     for (const off of this.detach.splice(0)) off();
     for (const waiters of [...this.readyWaiters.values(), ...this.finishWaiters.values()]) this.wakeAll(waiters);
     await this.unsubscribe?.();
+  }
+
+  /** Whether another instance has said lately that it has job-event subscribers. */
+  get othersListening(): boolean {
+    return Date.now() <= this.othersListeningUntil;
+  }
+
+  /** Calls `listener` with the job events other instances send, and with `'lost'` when some may have been missed. */
+  onEvents(listener: BusEventListener): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  /**
+   * Sends job events to the other instances, batched with the rest of the
+   * window, only while one of them has said it listens. Past
+   * `MAX_PENDING_EVENTS` in one window, events are dropped and the others
+   * told that some were lost.
+   */
+  sendEvents(events: readonly BusJobEvent[]): void {
+    if (!this.notifier || this.closed || !this.othersListening) return;
+    if (this.pendingEvents.length + events.length > MAX_PENDING_EVENTS) this.eventsLost = true;
+    else this.pendingEvents.push(...events);
+    this.flushSoon();
+  }
+
+  /** Says, now and every `WATCHING_ANNOUNCE_MS` while `active()` holds, that this instance has job-event subscribers. */
+  announceListening(active: () => boolean): void {
+    if (!this.notifier || this.closed || this.listeningTimer) return;
+    const announce = () => {
+      if (!active() || this.closed) {
+        clearInterval(this.listeningTimer);
+        this.listeningTimer = undefined;
+        return;
+      }
+      this.listeningPending = true;
+      this.flushSoon();
+    };
+    this.listeningTimer = setInterval(announce, WATCHING_ANNOUNCE_MS);
+    this.listeningTimer.unref();
+    announce();
+  }
+
+  private eventsReceived(events: readonly BusJobEvent[] | 'lost'): void {
+    for (const listener of this.eventListeners) listener(events);
   }
 
   private wait(registry: Map<string, Set<Wake>>, key: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
@@ -133,7 +191,12 @@ export class WakeupBus {
   private received(text: string): void {
     const { from, messages } = decodeWakeups(text);
     if (from === this.instanceId) return;
-    for (const message of messages) this.receivedMessage(message);
+    const events: BusJobEvent[] = [];
+    for (const message of messages) {
+      if (message.type === 'event') events.push(message.event);
+      else this.receivedMessage(message);
+    }
+    if (events.length > 0) this.eventsReceived(events);
   }
 
   private receivedMessage(message: WakeupMessage): void {
@@ -147,11 +210,22 @@ export class WakeupBus {
       case 'watching':
         this.heardWatching();
         break;
+      case 'listening':
+        this.othersListeningUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+        break;
+      case 'eventsLost':
+        this.eventsReceived('lost');
+        break;
+      case 'event':
+        this.eventsReceived([message.event]);
+        break;
       case 'resync':
         // Anything may have been missed, a word that another instance has result requests waiting too.
         this.heardWatching();
         for (const waiters of [...this.finishWaiters.values()]) this.wakeAll(waiters);
         this.wakeReady('*');
+        this.othersListeningUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+        this.eventsReceived('lost');
         break;
     }
   }
@@ -202,9 +276,15 @@ export class WakeupBus {
       const messages: WakeupMessage[] = [...this.pendingReady].map((name) => ({ type: 'ready', name }));
       if (this.watchingPending) messages.push({ type: 'watching', instance: this.instanceId });
       if (this.pendingFinished.size > 0) messages.push({ type: 'finished', ids: [...this.pendingFinished] });
+      if (this.listeningPending) messages.push({ type: 'listening', instance: this.instanceId });
+      for (const event of this.pendingEvents) messages.push({ type: 'event', event });
+      if (this.eventsLost) messages.push({ type: 'eventsLost' });
       this.pendingReady.clear();
       this.pendingFinished.clear();
       this.watchingPending = false;
+      this.listeningPending = false;
+      this.pendingEvents.length = 0;
+      this.eventsLost = false;
       for (const notification of encodeWakeups(this.instanceId, messages, MAX_NOTIFICATION_BYTES)) {
         this.notifier?.publish(notification).catch(() => undefined);
       }

@@ -1,0 +1,265 @@
+import { newLeaseToken } from '../engine/ids.ts';
+import type { JobEvent, JobEventSink } from '../engine/job-events.ts';
+import { WorkqError } from '../errors.ts';
+import type { BusJobEvent } from './messages.ts';
+import type { WakeupBus } from './wakeup-bus.ts';
+
+/** Said to a subscriber that may have missed events: what it knows of job states may be stale. */
+export interface ResyncEvent {
+  type: 'resync';
+  at: Date;
+}
+
+/** What a subscriber receives at once: its events in order, and the id to resume after them. */
+export interface EventBatch {
+  /** The id of the last event this batch covers; pass it back as `lastEventId` to resume after it. */
+  id: string;
+  events: (JobEvent | ResyncEvent)[];
+}
+
+export interface EventSubscription {
+  /** Which job names this subscriber may see (its name filter and its token's scopes). */
+  wants: (name: string) => boolean;
+  /** The `id` of the last batch it received, when it reconnects. */
+  lastEventId?: string;
+  /** Ends the subscription. */
+  signal: AbortSignal;
+}
+
+export interface EventHubOptions {
+  /** Events kept per subscriber while it does not read; past it they are dropped and it gets `resync`. @defaultValue 10_000 */
+  maxBufferedEvents?: number;
+  /** Recent events kept for subscribers that reconnect. @defaultValue 10_000 */
+  resumeEvents?: number;
+  /** How long events are still built and kept after the last subscriber left, so it can resume. @defaultValue 60_000 */
+  resumeWindowMs?: number;
+  /** Reads a job's result and error, for an event another server sent without them (too large to carry). */
+  readJob: (id: string) => Promise<{ result?: unknown; error?: { message: string } } | undefined>;
+}
+
+/** Each `EventHubOptions` default, in one place. */
+const EVENT_HUB_DEFAULTS = { maxBufferedEvents: 10_000, resumeEvents: 10_000, resumeWindowMs: 60_000 } as const;
+
+interface Entry {
+  seq: number;
+  event: JobEvent;
+}
+
+/**
+ * The job events of every server on one store, fanned out to this server's
+ * subscribers. It is the engine's event sink: events made here are numbered,
+ * kept for resumption, handed to the subscribers that want them and sent to
+ * the other servers over the wake-up bus; events the bus brings from the
+ * others are handled the same way, except that they are not sent on.
+ *
+ * A subscriber never slows the queue: each has its own bounded buffer, and
+ * one that falls `maxBufferedEvents` behind loses what is buffered and gets a
+ * `resync` event instead. A subscriber that reconnects with the id of the
+ * last batch it received resumes after it when this server still keeps the
+ * events since (`resumeEvents` of them, and none lost to the bus meanwhile);
+ * otherwise it starts with `resync`.
+ */
+export class EventHub implements JobEventSink {
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly recent: Entry[] = [];
+  private seq = 0;
+  /** Events up to this seq may be missing (lost on the bus): no resume from before it. */
+  private gapSeq = 0;
+  /** Names this hub's event ids: unique per process start, so an id from another server or run never resumes here. */
+  private readonly instanceId = newLeaseToken();
+  private lastSubscriberLeftAt = Number.NEGATIVE_INFINITY;
+  private readonly options: Required<Omit<EventHubOptions, 'readJob'>> & Pick<EventHubOptions, 'readJob'>;
+  private bus: WakeupBus | undefined;
+  private detach: (() => void) | undefined;
+  private closed = false;
+
+  /** The hub is the engine's sink before the bus exists (the bus needs the engine); `attach` connects it. */
+  constructor(options: EventHubOptions) {
+    this.options = {
+      maxBufferedEvents: options.maxBufferedEvents ?? EVENT_HUB_DEFAULTS.maxBufferedEvents,
+      resumeEvents: options.resumeEvents ?? EVENT_HUB_DEFAULTS.resumeEvents,
+      resumeWindowMs: options.resumeWindowMs ?? EVENT_HUB_DEFAULTS.resumeWindowMs,
+      readJob: options.readJob,
+    };
+  }
+
+  /** Starts relaying events over `bus`, to and from the other servers on the store. */
+  attach(bus: WakeupBus): void {
+    this.bus = bus;
+    this.detach = bus.onEvents((events) => {
+      if (events === 'lost') this.lost();
+      else if (this.keeping) void this.received(events);
+    });
+  }
+
+  /** Whether events are wanted: by a subscriber here (or one that may reconnect soon), or by another server. */
+  get listening(): boolean {
+    return this.keeping || this.bus?.othersListening === true;
+  }
+
+  /** Events made on this server (the engine's sink). */
+  publish(events: readonly JobEvent[]): void {
+    if (this.closed) return;
+    this.bus?.sendEvents(events);
+    if (this.keeping) this.deliver(events);
+  }
+
+  /** A subscriber's batches, until its signal aborts or the hub closes. */
+  subscribe(subscription: EventSubscription): AsyncIterable<EventBatch> {
+    const subscriber = new Subscriber(subscription.wants, this.options.maxBufferedEvents, () => this.lastId());
+    if (!this.resume(subscriber, subscription.lastEventId)) subscriber.resync();
+    this.subscribers.add(subscriber);
+    this.bus?.announceListening(() => this.keeping);
+    const leave = () => {
+      if (this.subscribers.delete(subscriber) && this.subscribers.size === 0) {
+        this.lastSubscriberLeftAt = Date.now();
+      }
+      subscriber.end();
+    };
+    subscription.signal.addEventListener('abort', leave, { once: true });
+    if (subscription.signal.aborted || this.closed) leave();
+    return subscriber.batches(() => subscription.signal.removeEventListener('abort', leave));
+  }
+
+  /** Ends every subscription with a retryable `UNAVAILABLE`, so that subscribers reconnect (elsewhere). */
+  close(): void {
+    this.closed = true;
+    this.detach?.();
+    const closing = new WorkqError('UNAVAILABLE', 'The queue server is shutting down; reconnect to resume.', {
+      retryable: true,
+    });
+    for (const subscriber of this.subscribers) subscriber.end(closing);
+    this.subscribers.clear();
+  }
+
+  /** Whether this server keeps events: it has subscribers, or had one within the resume window. */
+  private get keeping(): boolean {
+    return (
+      !this.closed &&
+      (this.subscribers.size > 0 || Date.now() - this.lastSubscriberLeftAt < this.options.resumeWindowMs)
+    );
+  }
+
+  private lastId(): string {
+    return `${this.instanceId}:${this.seq}`;
+  }
+
+  /** Queues, for a reconnecting subscriber, the events after `lastEventId`; false when they are not all here. */
+  private resume(subscriber: Subscriber, lastEventId: string | undefined): boolean {
+    if (lastEventId === undefined) return true;
+    const at = lastEventId.lastIndexOf(':');
+    const seq = Number(lastEventId.slice(at + 1));
+    if (lastEventId.slice(0, at) !== this.instanceId || !Number.isInteger(seq) || seq > this.seq) return false;
+    const oldest = this.recent[0]?.seq ?? this.seq + 1;
+    if (seq < this.gapSeq || seq < oldest - 1) return false;
+    for (const entry of this.recent)
+      if (entry.seq > seq && subscriber.wants(entry.event.name)) subscriber.offer(entry.event);
+    return true;
+  }
+
+  /** Events another server sent: those sent without a result too large to carry get it read back, if wanted here. */
+  private async received(events: readonly BusJobEvent[]): Promise<void> {
+    const complete = await Promise.all(
+      events.map(async (event): Promise<JobEvent> => {
+        if (!event.omitted) return event;
+        const { omitted: _omitted, ...rest } = event;
+        if (![...this.subscribers].some((s) => s.wants(event.name))) return rest;
+        const job = await this.options.readJob(event.id).catch(() => undefined);
+        if (job?.result !== undefined && event.type === 'completed') rest.result = job.result;
+        if (job?.error && (event.type === 'failed' || event.type === 'dead')) {
+          rest.error = { ...rest.error, message: job.error.message };
+        }
+        return rest;
+      }),
+    );
+    if (!this.closed) this.deliver(complete);
+  }
+
+  private deliver(events: readonly JobEvent[]): void {
+    for (const event of events) {
+      this.seq += 1;
+      this.recent.push({ seq: this.seq, event });
+    }
+    const excess = this.recent.length - this.options.resumeEvents;
+    if (excess > 0) this.recent.splice(0, excess);
+    for (const subscriber of this.subscribers) {
+      for (const event of events) if (subscriber.wants(event.name)) subscriber.offer(event);
+    }
+  }
+
+  /** Events from other servers may have been missed: every subscriber resyncs, and no one resumes from before. */
+  private lost(): void {
+    if (!this.keeping) return;
+    this.gapSeq = this.seq + 1;
+    for (const subscriber of this.subscribers) subscriber.resync();
+  }
+}
+
+/** One subscriber's bounded buffer, drained as batches by its stream. */
+class Subscriber {
+  private buffer: JobEvent[] = [];
+  private resyncDue = false;
+  /** The first batch goes out at once, even empty: it gives the subscriber an id to resume from. */
+  private greetDue = true;
+  private ended = false;
+  private endedWith: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    readonly wants: (name: string) => boolean,
+    private readonly maxBuffered: number,
+    private readonly lastId: () => string,
+  ) {}
+
+  offer(event: JobEvent): void {
+    if (this.ended) return;
+    if (this.buffer.length >= this.maxBuffered) {
+      this.resync();
+      return;
+    }
+    this.buffer.push(event);
+    this.notify();
+  }
+
+  /** Drops what is buffered; the next batch starts with `resync`. */
+  resync(): void {
+    this.buffer = [];
+    this.resyncDue = true;
+    this.notify();
+  }
+
+  /** Ends the stream: it returns, or throws `error`. */
+  end(error?: Error): void {
+    this.ended = true;
+    this.endedWith ??= error;
+    this.notify();
+  }
+
+  async *batches(cleanup: () => void): AsyncGenerator<EventBatch> {
+    try {
+      while (true) {
+        if (!this.resyncDue && !this.greetDue && this.buffer.length === 0 && !this.ended) {
+          await new Promise<void>((resolve) => {
+            this.wake = resolve;
+          });
+        }
+        if (this.endedWith) throw this.endedWith;
+        if (this.ended) return;
+        const events: (JobEvent | ResyncEvent)[] = this.resyncDue ? [{ type: 'resync', at: new Date() }] : [];
+        events.push(...this.buffer);
+        this.buffer = [];
+        this.resyncDue = false;
+        this.greetDue = false;
+        yield { id: this.lastId(), events };
+      }
+    } finally {
+      cleanup();
+    }
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}

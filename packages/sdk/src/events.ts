@@ -1,0 +1,187 @@
+import {
+  type Catalog,
+  type JobEventError,
+  type JobEventType,
+  type JobName,
+  type ResultOutput,
+  WorkqError,
+} from '@workq/core';
+import { toWorkqError } from './errors.ts';
+import type { QueueApi } from './transport.ts';
+
+/**
+ * One change of one job's state, typed by the catalog: `result` is the job
+ * type's result as its schema parses it. `attempt` is set on `started`,
+ * `failed` and `dead`; `progress` on `progress`; `result` on `completed`;
+ * `error` on `failed` and `dead`, and `willRetry` on `failed`.
+ */
+export type JobEvent<C extends Catalog, N extends JobName<C> = JobName<C>> = {
+  [K in N]: {
+    type: JobEventType;
+    id: string;
+    name: K;
+    version: number;
+    at: Date;
+    attempt?: number;
+    progress?: number;
+    result?: ResultOutput<C, K>;
+    error?: JobEventError;
+    willRetry?: boolean;
+  };
+}[N];
+
+/**
+ * Events may have been missed (the subscriber fell behind, or reconnected
+ * where its place could not be resumed): what it knows of job states may be
+ * stale, so it should read the jobs it cares about again.
+ */
+export interface ResyncEvent {
+  type: 'resync';
+  at: Date;
+}
+
+export interface EventsOptions {
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /**
+   * Events kept while the loop body is busy; past it they are dropped and the
+   * next event is a `resync`. @defaultValue 10_000
+   */
+  maxBufferedEvents?: number;
+}
+
+/** `sdk.events(name?, options)`. */
+export type EventsFn<C extends Catalog> = <N extends JobName<C> = JobName<C>>(
+  name?: N,
+  options?: EventsOptions,
+) => AsyncIterable<JobEvent<C, N> | ResyncEvent>;
+
+/** Each `EventsOptions` default, in one place. */
+const EVENTS_DEFAULTS = { maxBufferedEvents: 10_000 } as const;
+/** Waits between reconnections after a failure: doubling from the first to the last. */
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 4_000;
+/** Failures that another try cannot mend: the iteration ends with them. */
+const FINAL = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION', 'UNKNOWN_JOB', 'NOT_FOUND']);
+
+interface WireEvent {
+  type: string;
+  name: string;
+  result?: unknown;
+}
+
+export function createEvents<C extends Catalog>(jobs: C, api: QueueApi): EventsFn<C> {
+  return ((name?: string, options: EventsOptions = {}) => {
+    if (name !== undefined && !Object.hasOwn(jobs, name)) {
+      throw new WorkqError('UNKNOWN_JOB', `"${name}" is not in this client's catalog.`);
+    }
+    return { [Symbol.asyncIterator]: () => watch(jobs, api, name, options) };
+  }) as EventsFn<C>;
+}
+
+/**
+ * Subscribes, and subscribes again after a connection fails or the server
+ * goes away, passing the id of the last batch received, so the server
+ * resumes after it or starts with `resync`.
+ */
+async function* watch(
+  jobs: Catalog,
+  api: QueueApi,
+  name: string | undefined,
+  options: EventsOptions,
+): AsyncGenerator<unknown> {
+  const maxBuffered = options.maxBufferedEvents ?? EVENTS_DEFAULTS.maxBufferedEvents;
+  const signal = options.signal;
+  let buffer: unknown[] = [];
+  let wake: (() => void) | undefined;
+  let failure: WorkqError | undefined;
+  let ended = false;
+  let lastEventId: string | undefined;
+  let failures = 0;
+  const notify = () => {
+    const resolve = wake;
+    wake = undefined;
+    resolve?.();
+  };
+  const take = (events: readonly WireEvent[]) => {
+    for (const event of events) {
+      if (event.type !== 'resync' && !Object.hasOwn(jobs, event.name)) continue;
+      if (buffer.length >= maxBuffered) buffer = [{ type: 'resync', at: new Date() }];
+      else buffer.push(decoded(jobs, event));
+    }
+    notify();
+  };
+  signal?.addEventListener('abort', notify);
+  try {
+    while (!signal?.aborted) {
+      failure = undefined;
+      ended = false;
+      const subscription = api.events.watch.subscribe(
+        { name, lastEventId },
+        {
+          onData: ({ id, data }) => {
+            lastEventId = id;
+            failures = 0;
+            take(data as WireEvent[]);
+          },
+          onError: (error) => {
+            failure = toWorkqError(error);
+            notify();
+          },
+          onComplete: () => {
+            ended = true;
+            notify();
+          },
+        },
+      );
+      try {
+        while (!signal?.aborted) {
+          if (buffer.length > 0) {
+            const events = buffer;
+            buffer = [];
+            yield* events;
+            continue;
+          }
+          if (failure || ended) break;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        }
+      } finally {
+        subscription.unsubscribe();
+      }
+      if (signal?.aborted) return;
+      // Set by the subscription's callbacks, which the compiler does not follow.
+      const failed = failure as WorkqError | undefined;
+      if (failed && FINAL.has(failed.code)) throw failed;
+      const delayMs = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** failures);
+      failures += 1;
+      await sleep(delayMs, signal);
+    }
+  } finally {
+    signal?.removeEventListener('abort', notify);
+  }
+}
+
+/** A wire event with its result parsed by the catalog; a result its schema refuses is left out. */
+function decoded(jobs: Catalog, event: WireEvent): unknown {
+  if (event.type !== 'completed' || event.result === undefined) return event;
+  const schema = jobs[event.name]?.result;
+  if (!schema) return event;
+  const parsed = schema.safeParse(event.result);
+  if (parsed.success) return { ...event, result: parsed.data };
+  const { result: _refused, ...rest } = event;
+  return rest;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
