@@ -75,6 +75,18 @@ export interface ServerOptions {
    */
   crontab?: readonly CronEntry[];
   /**
+   * The worker registry (`admin.workers`) lists the consumers seen within
+   * this window: claiming, or extending the leases of the jobs they run.
+   * @defaultValue 60_000
+   */
+  presenceWindowMs?: number;
+  /**
+   * How often the leader reads the schedules kept in the store
+   * (`admin.upsertSchedule`) again; a schedule written on the leader itself
+   * is read at once. @defaultValue 5_000
+   */
+  scheduleReloadMs?: number;
+  /**
    * The job catalog (`defineCatalog`), when the server is built with it.
    * Payloads of the job versions it declares are then parsed with its Zod
    * schemas — refinements, pipes, coercion and all, exactly as the SDK parses
@@ -108,6 +120,8 @@ export interface ResolvedServerOptions {
   pollIntervalMs: number;
   historyRetentionMs: number;
   crontab: readonly CronEntry[];
+  presenceWindowMs: number;
+  scheduleReloadMs: number;
   jobs: Catalog | undefined;
   logger: Logger;
 }
@@ -141,6 +155,8 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     historyRetentionMs: options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS,
     crontab: [...(options.crontab ?? [])],
+    presenceWindowMs: options.presenceWindowMs ?? 60_000,
+    scheduleReloadMs: options.scheduleReloadMs ?? 5_000,
     jobs: options.jobs,
     logger: options.logger ?? jsonLineLogger(),
   };

@@ -26,7 +26,7 @@ import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { appRouter } from './router/index.ts';
-import { enqueueThroughServer } from './router/producer.ts';
+import { enqueueAndRecord, loadStoredSchedules } from './router/admin-schedules.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
 import { StoreHealth } from './store-health.ts';
 
@@ -82,6 +82,8 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     pollIntervalMs: resolved.pollIntervalMs,
     maxWaitMs: resolved.limits.maxLongPollMs,
     maxBatchSize: resolved.limits.maxBatchSize,
+    // A consumer's presence is written often enough that it never drops out of the registry's window between writes.
+    presenceReportEveryMs: Math.min(5_000, Math.floor(resolved.presenceWindowMs / 4)),
     observer: {
       claimAttempt: (name, queried) => metrics.claimQueries.inc({ name, query: queried ? 'ran' : 'skipped' }),
       delivered: (name, count, handedOver) => {
@@ -93,6 +95,15 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
         logger.warn('could not release the jobs of a claim whose client went away', { error: String(error) }),
     },
   });
+  // The cron role reaches the services through closures: it enqueues as a producer would, and reads the store.
+  const scheduler = new CronScheduler(crontab, {
+    now: () => engine.clock.now(),
+    enqueue: (...occurrence) => enqueueAndRecord(services)(...occurrence),
+    loadStored: () => loadStoredSchedules(services),
+    reloadEveryMs: resolved.scheduleReloadMs,
+    logger,
+    catchUpMs: CRON_CATCH_UP_MS,
+  });
   const services: ServerServices = {
     engine,
     registry: new SchemaRegistry(store, engine.clock, resolved.jobs),
@@ -102,6 +113,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     authority,
     metrics,
     crontab,
+    scheduler,
     options: resolved,
   };
 
@@ -125,12 +137,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     roles: [
       leaseSweeper(engine, undefined, warnUnlessOutage('lease sweep failed')),
       pruner(engine, undefined, warnUnlessOutage('prune failed')),
-      new CronScheduler(services.crontab, {
-        now: () => engine.clock.now(),
-        enqueue: enqueueThroughServer(services),
-        logger,
-        catchUpMs: CRON_CATCH_UP_MS,
-      }),
+      scheduler,
     ],
     onError: (what, error) => warnUnlessOutage(`${what} failed`)(error),
   });

@@ -26,7 +26,8 @@ describe('mongodb store: durability', () => {
       jsonSchema: {},
       registeredAt: new Date(),
     });
-    await store.recordWorker({ id: 'w', host: 'h', name: 'wc.a', minVersion: 1, maxVersion: 1, seenAt: new Date() });
+    const worker = { id: 'w', host: 'h', name: 'wc.a', minVersion: 1, maxVersion: 1, pid: 1, startedAt: new Date() };
+    await store.recordWorker({ ...worker, seenAt: new Date() });
     await engine.prune();
 
     const methods = new Set(double.writes.map((write) => write.method));

@@ -13,14 +13,77 @@ export interface AdminApi {
     jobs: JobStatus[];
     nextCursor: string | null;
   }>;
-  /** The recurring jobs the server's crontab enqueues, each with its key and next occurrence (`null`: none). */
-  schedules(): Promise<
-    { key: string; cron: string; timezone: string; name: string; version: number | null; nextRunAt: Date | null }[]
-  >;
+  /**
+   * The recurring jobs: the server's crontab entries and the schedules kept in the store, each with its key,
+   * source, next occurrence (`null`: none) and last run (the job it enqueued, when, and that job's state now).
+   */
+  schedules(): Promise<ScheduleListing[]>;
+  /**
+   * Keeps a recurring job in the store, or replaces the one with its `key`: every server's leader enqueues each
+   * occurrence once. `payload` is checked against the job's schema (`version`, or the newest registered).
+   * Rejects with `VALIDATION` (expression, time zone, options, payload) or `UNKNOWN_JOB`.
+   */
+  upsertSchedule(schedule: ScheduleInput): Promise<Omit<ScheduleListing, 'lastRun'>>;
+  /** Removes a stored schedule; resolves to whether there was one. */
+  removeSchedule(key: string): Promise<boolean>;
+  /**
+   * The worker registry: each consumer seen recently (claiming, or extending the leases of jobs it runs), with
+   * its host, process id, job types and versions, start time, last seen time and the jobs it holds.
+   */
+  workers(): Promise<WorkerListing[]>;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
   retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
   /** Enqueues a finished job again as a new job. */
   replay(id: string): Promise<{ id: string }>;
+}
+
+/** A recurring job, as `admin.schedules()` lists it. */
+export interface ScheduleListing {
+  key: string;
+  /** `crontab`: from a server's crontab; `stored`: kept in the store by `upsertSchedule`. */
+  source: 'crontab' | 'stored';
+  cron: string;
+  timezone: string;
+  name: string;
+  version: number | null;
+  nextRunAt: Date | null;
+  lastRun: { jobId: string; at: Date; state: JobState | null } | null;
+}
+
+/** A schedule to keep in the store. */
+export interface ScheduleInput {
+  /** Names it: an upsert with the same key replaces it. */
+  key: string;
+  /** Five fields (minute, hour, day of month, month, day of week), or six with seconds first. */
+  cron: string;
+  /** The IANA time zone the expression is read in. @defaultValue 'UTC' */
+  timezone?: string;
+  name: string;
+  payload?: unknown;
+  /** The payload's version. @defaultValue the newest registered when each occurrence is enqueued */
+  version?: number;
+  /** Enqueue options of every occurrence. */
+  options?: {
+    priority?: number;
+    maxAttempts?: number;
+    backoff?: { type: 'fixed' | 'exponential'; delayMs: number; maxDelayMs?: number };
+    leaseMs?: number;
+    order?: 'fifo' | 'lifo';
+  };
+}
+
+/** A connected worker, as `admin.workers()` lists it. */
+export interface WorkerListing {
+  /** Unique per `sdk.consume` call. */
+  id: string;
+  host: string;
+  /** `null` when the worker sent none (a browser). */
+  pid: number | null;
+  names: string[];
+  versions: number[];
+  startedAt: Date | null;
+  lastSeenAt: Date;
+  activeJobIds: string[];
 }
 
 export function createAdminApi(call: Call): AdminApi {
@@ -28,6 +91,9 @@ export function createAdminApi(call: Call): AdminApi {
     stats: () => call((api, signal) => api.admin.stats.query(undefined, { signal })),
     list: (query = {}) => call((api, signal) => api.admin.list.query(query, { signal })),
     schedules: () => call((api, signal) => api.admin.schedules.query(undefined, { signal })),
+    upsertSchedule: (schedule) => call((api, signal) => api.admin.upsertSchedule.mutate(schedule, { signal })),
+    removeSchedule: (key) => call((api, signal) => api.admin.removeSchedule.mutate({ key }, { signal })),
+    workers: () => call((api, signal) => api.admin.workers.query(undefined, { signal })),
     retryDead: (target) => call((api, signal) => api.admin.retryDead.mutate(target, { signal })),
     replay: (id) => call((api, signal) => api.admin.replay.mutate({ id }, { signal })),
   };

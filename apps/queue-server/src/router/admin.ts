@@ -1,11 +1,10 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
-import { describeEntry } from '@workq/core/engine';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
+import { scheduleProcedures } from './admin-schedules.ts';
+import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
-
-const CONSUMER_SEEN_WITHIN_MS = 60_000;
 
 export const adminRouter = router({
   list: authedProcedure
@@ -30,17 +29,13 @@ export const adminRouter = router({
   stats: authedProcedure.query(async ({ ctx }) => {
     requireScope(ctx.principal, 'admin');
     const { engine } = ctx.services;
-    const since = new Date(engine.clock.now().getTime() - CONSUMER_SEEN_WITHIN_MS);
+    const since = new Date(engine.clock.now().getTime() - ctx.services.options.presenceWindowMs);
     const [counts, consumers] = await Promise.all([engine.counts(), engine.store.listWorkers(since)]);
     return { counts, consumers };
   }),
 
-  /** This server's crontab entries (see `CronEntry`), each with its key and next occurrence. */
-  schedules: authedProcedure.query(({ ctx }) => {
-    requireScope(ctx.principal, 'admin');
-    const now = ctx.services.engine.clock.now();
-    return ctx.services.crontab.map((scheduled) => describeEntry(scheduled, now));
-  }),
+  ...scheduleProcedures,
+  ...workerProcedures,
 
   retryDead: authedProcedure
     .input(z.object({ name: jobName.optional(), ids: z.array(jobId).max(MAX_BATCH_SIZE).optional() }))

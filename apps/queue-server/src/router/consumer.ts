@@ -70,6 +70,9 @@ export const consumerRouter = router({
         limit: z.number().int().min(1),
         workerId: storableText(1, 64),
         host: storableText(0, 255).optional(),
+        /** The worker's process id and start time, for the worker registry. */
+        pid: z.number().int().min(0).max(2 ** 31 - 1).optional(),
+        startedAt: z.date().optional(),
         waitMs: z.number().int().min(0).default(0),
         leaseMs: z.number().int().min(1).optional(),
         complete: z.array(completion).default([]),
@@ -89,6 +92,8 @@ export const consumerRouter = router({
             limit: input.limit,
             workerId: input.workerId,
             host: input.host ?? ctx.remoteAddress,
+            pid: input.pid ?? null,
+            startedAt: input.startedAt ?? null,
             waitMs: input.waitMs,
             leaseMs: input.leaseMs,
             acks: acksValid ? input.complete : [],
@@ -148,12 +153,22 @@ export const consumerRouter = router({
       return ctx.services.engine.release(input.items.map(({ id, leaseToken }) => ({ id, leaseToken, name })));
     }),
 
-  /** Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`. */
+  /**
+   * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
+   * `workerId` names the worker extending them, which the worker registry then counts as seen.
+   */
   extend: authedProcedure
-    .input(z.object({ items: z.array(lease.extend({ leaseMs: z.number().int().min(1).optional() })).min(1) }))
+    .input(
+      z.object({
+        items: z.array(lease.extend({ leaseMs: z.number().int().min(1).optional() })).min(1),
+        workerId: storableText(1, 64).optional(),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       requireSomeConsumeScope(ctx.principal);
       checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'extend');
+      // Presence is bookkeeping: a store that cannot write it must not cost the worker its leases.
+      if (input.workerId) ctx.services.dispatcher.presence.touched(input.workerId).catch(() => undefined);
       return Promise.all(
         input.items.map(async ({ id, leaseToken, leaseMs }) => {
           try {

@@ -2,6 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
 import type {
   ClaimDispatcher,
+  CronScheduler,
   Engine,
   EventHub,
   ScheduledEntry,
@@ -27,6 +28,8 @@ export interface ServerServices {
   metrics: ServerMetrics;
   /** This server's crontab, checked. */
   crontab: readonly ScheduledEntry[];
+  /** The cron role: told to read the stored schedules again when one is written here (it reads them only while leading). */
+  scheduler: Pick<CronScheduler, 'reload'>;
   options: ResolvedServerOptions;
 }
 

@@ -21,6 +21,9 @@ export interface DispatchedClaim {
   workerId: string;
   /** The worker's host, for the worker registry. */
   host: string;
+  /** The worker's process id and start time, for the worker registry, when it sent them. */
+  pid?: number | null;
+  startedAt?: Date | null;
   /** How long to wait for work when none is ready; capped by `maxWaitMs`. */
   waitMs: number;
   leaseMs?: number;
@@ -55,6 +58,12 @@ export interface DispatcherOptions {
   maxWaitMs: number;
   /** Most items in one store call when concurrent enqueues or acks are merged. */
   maxBatchSize: number;
+  /**
+   * Longest a consumer's presence goes unwritten while it claims or extends leases (writes are spaced at least
+   * this far apart per consumer). Keep it well under the window the worker registry lists consumers seen in.
+   * @defaultValue 5_000
+   */
+  presenceReportEveryMs?: number;
   observer?: DispatchObserver;
 }
 
@@ -71,7 +80,8 @@ export interface DispatcherOptions {
 export class ClaimDispatcher {
   private readonly handoffs: Handoffs;
   private readonly claims = new ClaimsInProgress();
-  private readonly presence: PresenceTracker;
+  /** Records the worker registry's presence: claims here, lease extensions by the server's router. */
+  readonly presence: PresenceTracker;
   private readonly enqueues: Coalescer<EnqueueInput, EnqueueResult>;
   private readonly completions: Coalescer<CarriedAck, CompleteOutcome>;
   private readonly observer: DispatchObserver;
@@ -86,7 +96,7 @@ export class ClaimDispatcher {
       generation: (name) => bus.generation(name),
       freshForMs: options.pollIntervalMs,
     });
-    this.presence = new PresenceTracker(engine.store, engine.clock);
+    this.presence = new PresenceTracker(engine.store, engine.clock, options.presenceReportEveryMs);
     this.enqueues = new Coalescer((inputs) => engine.enqueueMany(inputs), options.maxBatchSize);
     this.completions = new Coalescer((items) => engine.completeMany(items), options.maxBatchSize);
   }
@@ -130,7 +140,8 @@ export class ClaimDispatcher {
       (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
       () => ({ completed: [] as string[], acksFailed: true }),
     );
-    await this.presence.seen({ id: workerId, host: request.host, name, minVersion, maxVersion });
+    const { host, pid = null, startedAt = null } = request;
+    await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
     const deadline = Date.now() + Math.min(request.waitMs, this.options.maxWaitMs);
     const claimInput = { name, minVersion, maxVersion, limit, workerId, leaseMs };
     const inProgress = this.claims.begin(workerId, name);

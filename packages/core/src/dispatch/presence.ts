@@ -1,29 +1,45 @@
 import type { Clock } from '../engine/clock.ts';
-import type { Store } from '../engine/store.ts';
+import type { Store, WorkerPresence } from '../engine/store.ts';
 
-const REPORT_EVERY_MS = 5_000;
+const DEFAULT_REPORT_EVERY_MS = 5_000;
+/** Entries kept per map before it is cleared (a server that saw this many consumers starts counting again). */
+const MAX_TRACKED = 10_000;
 
-/** Records which consumers read which job versions, at most once per consumer and job every few seconds. */
+/**
+ * Records the worker registry's presence: which consumers read which job
+ * versions, from which host and process, and when each was last seen. A
+ * claim writes a consumer's whole presence, a lease extension only its
+ * last-seen time (a worker busy with long jobs claims nothing meanwhile, and
+ * stays listed). Each consumer's writes are at least `reportEveryMs` apart.
+ */
 export class PresenceTracker {
   private readonly lastReported = new Map<string, number>();
+  private readonly lastTouched = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly reportEveryMs = DEFAULT_REPORT_EVERY_MS,
   ) {}
 
-  async seen(worker: {
-    id: string;
-    host: string;
-    name: string;
-    minVersion: number;
-    maxVersion: number;
-  }): Promise<void> {
+  /** A consumer claimed: its presence is written unless it was within `reportEveryMs`. */
+  async seen(worker: Omit<WorkerPresence, 'seenAt'>): Promise<void> {
     const now = this.clock.now();
-    const key = `${worker.id}\u0000${worker.name}`;
-    if (now.getTime() - (this.lastReported.get(key) ?? 0) < REPORT_EVERY_MS) return;
-    this.lastReported.set(key, now.getTime());
-    if (this.lastReported.size > 10_000) this.lastReported.clear();
+    if (!this.due(this.lastReported, `${worker.id}\u0000${worker.name}`, now)) return;
     await this.store.recordWorker({ ...worker, seenAt: now });
+  }
+
+  /** A consumer extended its leases: its last-seen time moves, unless it moved within `reportEveryMs`. */
+  async touched(workerId: string): Promise<void> {
+    const now = this.clock.now();
+    if (!this.due(this.lastTouched, workerId, now)) return;
+    await this.store.touchWorkers([workerId], now);
+  }
+
+  private due(last: Map<string, number>, key: string, now: Date): boolean {
+    if (now.getTime() - (last.get(key) ?? 0) < this.reportEveryMs) return false;
+    if (last.size >= MAX_TRACKED) last.clear();
+    last.set(key, now.getTime());
+    return true;
   }
 }

@@ -19,8 +19,18 @@ export { EventHub } from '../notify/event-hub.ts';
 export type { BusJobEvent, WakeupMessage, WakeupNotification } from '../notify/messages.ts';
 export { decodeWakeups, encodeWakeups } from '../notify/messages.ts';
 export { WakeupBus } from '../notify/wakeup-bus.ts';
-export type { CronEntry, ScheduledEntry, SchedulerDeps } from '../roles/cron.ts';
-export { CronScheduler, describeEntry, occurrenceKey, parseCrontab } from '../roles/cron.ts';
+export type { SchedulerDeps } from '../roles/cron.ts';
+export { CronScheduler } from '../roles/cron.ts';
+export type { CronEntry, ScheduledEntry } from '../roles/cron-entries.ts';
+export {
+  describeEntry,
+  fromStoredSchedule,
+  occurrenceKey,
+  parseCrontab,
+  parseSchedule,
+  runKey,
+  toStoredSchedule,
+} from '../roles/cron-entries.ts';
 export type { LeaderElection } from '../roles/leadership.ts';
 export type { Role, RoleRunnerOptions } from '../roles/role-runner.ts';
 export { leaseSweeper, periodicRole, pruner, RoleRunner } from '../roles/role-runner.ts';
@@ -60,9 +70,12 @@ export type {
   ListFilter,
   NewJob,
   RegistryStore,
+  ScheduleRun,
+  ScheduleStore,
   SchemaEntry,
   Store,
   StoreCapabilities,
+  StoredSchedule,
   StoredState,
   StoreNotifier,
   WorkerPresence,

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EnqueueResult } from '../engine/engine.ts';
 import { isWorkqError, WorkqError } from '../errors.ts';
-import { CronScheduler, occurrenceKey, parseCrontab, type ScheduledEntry } from './cron.ts';
+import { CronScheduler } from './cron.ts';
+import { occurrenceKey, parseCrontab, type ScheduledEntry } from './cron-entries.ts';
 
 const silent = { warn: vi.fn() };
 

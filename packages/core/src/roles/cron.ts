@@ -1,149 +1,8 @@
-import { createHash } from 'node:crypto';
-import { Cron } from 'croner';
-import { z } from 'zod';
-import { isValidJobName } from '../contract/define-catalog.ts';
 import { canonicalJson } from '../contract/json-schema.ts';
 import type { EnqueueResult } from '../engine/engine.ts';
-import { resolveJobOptions } from '../engine/options.ts';
 import { WorkqError } from '../errors.ts';
+import { occurrenceKey, runKey, type ScheduledEntry } from './cron-entries.ts';
 import type { Role } from './role-runner.ts';
-
-/**
- * One recurring job: at every time its cron expression names, the server
- * enqueues one job of `name` with `payload`. Servers that share a store and
- * an entry enqueue each occurrence once between them: the occurrence's
- * idempotency key names the entry and the time.
- */
-export interface CronEntry {
-  /**
-   * When: five fields (minute, hour, day of month, month, day of week), or
-   * six with seconds first, e.g. `0 3 * * *` for 03:00 every day.
-   */
-  cron: string;
-  /** The job type each occurrence enqueues; its schema must be registered (by any producer or consumer). */
-  name: string;
-  /** The payload of every occurrence, checked against the registered schema when it is enqueued. @defaultValue {} */
-  payload?: unknown;
-  /** The payload's version. @defaultValue the newest version registered for `name` */
-  version?: number;
-  /** The IANA time zone the expression is read in, e.g. `Europe/Berlin`. @defaultValue 'UTC' */
-  timezone?: string;
-  /**
-   * Names the entry across servers and deploys. @defaultValue derived from
-   * the name, expression, time zone, version and payload (so changing any of
-   * them makes a new entry)
-   */
-  key?: string;
-  /** Enqueue options of every occurrence. The catalog's `defaults` are the SDK's, so they do not apply here. */
-  options?: {
-    priority?: number;
-    maxAttempts?: number;
-    backoff?: { type: 'fixed' | 'exponential'; delayMs: number; maxDelayMs?: number };
-    leaseMs?: number;
-    order?: 'fifo' | 'lifo';
-  };
-}
-
-/** An entry, checked and with its expression parsed. */
-export interface ScheduledEntry {
-  entry: CronEntry;
-  /** The prefix of its occurrences' idempotency keys. */
-  key: string;
-  /** The time zone its expression is read in (`entry.timezone`, or UTC). */
-  timezone: string;
-  times: Cron;
-}
-
-const backoff = z
-  .object({ type: z.enum(['fixed', 'exponential']), delayMs: z.number(), maxDelayMs: z.number().optional() })
-  .strict();
-const cronEntry = z
-  .object({
-    cron: z.string().min(1).max(200),
-    name: z.string().refine(isValidJobName, 'must be a valid job name'),
-    payload: z.unknown().optional(),
-    version: z.number().int().min(1).max(1_000_000).optional(),
-    timezone: z.string().min(1).max(100).optional(),
-    key: z
-      .string()
-      .min(1)
-      .max(200)
-      .refine((key) => !key.includes('\u0000'), 'must not contain a NUL character')
-      .optional(),
-    options: z
-      .object({
-        priority: z.number().optional(),
-        maxAttempts: z.number().optional(),
-        backoff: backoff.optional(),
-        leaseMs: z.number().optional(),
-        order: z.enum(['fifo', 'lifo']).optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
-
-/**
- * Checks a crontab and parses its expressions; refuses it with `VALIDATION`,
- * naming the entry and what is wrong, before anything runs.
- */
-export function parseCrontab(entries: readonly unknown[]): ScheduledEntry[] {
-  const keys = new Set<string>();
-  return entries.map((raw, index) => {
-    const which = `Crontab entry ${index + 1}`;
-    const parsed = cronEntry.safeParse(raw);
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`).join('; ');
-      throw new WorkqError('VALIDATION', `${which} is invalid: ${issues}`);
-    }
-    const entry = parsed.data as CronEntry;
-    try {
-      resolveJobOptions(entry.options, undefined);
-    } catch (error) {
-      throw new WorkqError('VALIDATION', `${which} is invalid: options: ${(error as Error).message}`);
-    }
-    const timezone = entry.timezone ?? 'UTC';
-    let times: Cron;
-    try {
-      times = new Cron(entry.cron, { timezone, mode: '5-or-6-parts' });
-      times.nextRun();
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new WorkqError('VALIDATION', `${which} ("${entry.cron}" for "${entry.name}") cannot be read: ${reason}`);
-    }
-    const key = entry.key ?? derivedKey(entry, timezone);
-    if (keys.has(key)) {
-      throw new WorkqError(
-        'VALIDATION',
-        `${which} repeats an earlier entry (key "${key}"): give one of them a different \`key\`.`,
-      );
-    }
-    keys.add(key);
-    return { entry, key, timezone, times };
-  });
-}
-
-function derivedKey({ name, cron, version: jobVersion, payload }: CronEntry, timezone: string): string {
-  const identity = canonicalJson({ name, cron, timezone, version: jobVersion ?? null, payload });
-  return `${name}:${createHash('sha256').update(identity).digest('hex').slice(0, 16)}`;
-}
-
-/** An entry as the admin API lists it: what it enqueues, and when next. */
-export function describeEntry({ entry, key, timezone, times }: ScheduledEntry, now: Date) {
-  return {
-    key,
-    cron: entry.cron,
-    timezone,
-    name: entry.name,
-    version: entry.version ?? null,
-    nextRunAt: times.nextRun(now),
-  };
-}
-
-/** The idempotency key of one occurrence: its entry's key and its time. */
-export function occurrenceKey(scheduled: ScheduledEntry, at: Date): string {
-  return `cron:${scheduled.key}:${at.toISOString()}`;
-}
 
 export interface SchedulerDeps {
   now(): Date;
@@ -156,87 +15,173 @@ export interface SchedulerDeps {
    * their idempotency keys). @defaultValue 0: none are caught up
    */
   catchUpMs?: number;
+  /**
+   * Reads the schedules kept in the store, which run beside the crontab's
+   * entries; the leader reads them when it starts leading, every
+   * `reloadEveryMs`, and on `reload()`. @defaultValue none: the crontab only
+   */
+  loadStored?: () => Promise<ScheduledEntry[]>;
+  /** How often the leader reads the stored schedules again. @defaultValue 5_000 */
+  reloadEveryMs?: number;
 }
 
 /** Longest single timer: a later occurrence is waited for in steps, so clock changes and long gaps are followed. */
 const MAX_WAIT_MS = 60_000;
 const FIRST_RETRY_MS = 1_000;
 const MAX_RETRY_MS = 30_000;
+const DEFAULT_RELOAD_EVERY_MS = 5_000;
 /** An entry's warning repeated with the same error is logged at most this often. */
 const REPEAT_WARNING_EVERY_MS = 60_000;
 
+/** One entry this server enqueues while it leads: stopped on its own when a stored schedule changes or goes. */
+interface Armed {
+  scheduled: ScheduledEntry;
+  /** The entry's definition, to tell a changed schedule from the same one read again. */
+  identity: string;
+  stop: AbortController;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
 /**
- * Enqueues each crontab entry's occurrences as they come due: at the
- * occurrence's time, one job whose run time is that time. A role: it runs
- * on the leading server only (`lead`, `stepDown`). When a server becomes the
- * leader it first enqueues, late, the occurrences of the last `catchUpMs`,
- * so those a dying leader missed are not lost; their idempotency keys keep
- * each occurrence one job, whichever servers enqueue it. An enqueue that
- * fails (store unavailable, schema not registered yet) is retried with
- * backoff until the entry's next occurrence. A process that stalls enqueues
- * the occurrence it was waiting for, late, and skips the ones it stalled past.
+ * Enqueues each crontab entry's and stored schedule's occurrences as they
+ * come due: at the occurrence's time, one job whose run time is that time.
+ * A role: it runs on the leading server only (`lead`, `stepDown`). When a
+ * server becomes the leader it first enqueues, late, the occurrences of the
+ * last `catchUpMs`, so those a dying leader missed are not lost; their
+ * idempotency keys keep each occurrence one job, whichever servers enqueue
+ * it. A stored schedule is also caught up from the time it was written, so
+ * one written on another server loses no occurrence before the leader reads
+ * it. An enqueue that fails (store unavailable, schema not registered yet) is
+ * retried with backoff until the entry's next occurrence. A process that
+ * stalls enqueues the occurrence it was waiting for, late, and skips the
+ * ones it stalled past.
  */
 export class CronScheduler implements Role {
   readonly name = 'cron';
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private readonly armed = new Map<string, Armed>();
   private readonly pending = new Set<Promise<void>>();
   private closing = new AbortController();
+  private leading = false;
+  /** Occurrences after this time are caught up: the start of this term, less `catchUpMs`. */
+  private catchUpSince = new Date(0);
+  private reloadTimer: ReturnType<typeof setTimeout> | undefined;
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
   /** Per entry key: the last warning logged (message and error), and how many like it were held back since. */
   private readonly warned = new Map<string, { reason: string; atMs: number; heldBack: number }>();
 
   constructor(
-    private readonly entries: readonly ScheduledEntry[],
+    private readonly crontab: readonly ScheduledEntry[],
     private readonly deps: SchedulerDeps,
   ) {}
 
   /** Starts enqueueing: the occurrences of the last `catchUpMs`, late, then each as it comes due. */
   lead(): void {
-    if (!this.closing.signal.aborted && this.timers.size > 0) return;
+    if (this.leading) return;
+    this.leading = true;
     this.closing = new AbortController();
-    const now = this.deps.now();
-    const since = new Date(now.getTime() - (this.deps.catchUpMs ?? 0));
-    for (const scheduled of this.entries) {
-      for (let at = scheduled.times.nextRun(since); at && at < now; at = scheduled.times.nextRun(at)) {
-        this.track(this.enqueueOccurrence(scheduled, at));
-      }
-      this.armAfter(scheduled, now);
-    }
+    this.catchUpSince = new Date(this.deps.now().getTime() - (this.deps.catchUpMs ?? 0));
+    for (const scheduled of this.crontab) this.arm(scheduled);
+    if (this.deps.loadStored) void this.reload();
   }
 
   /** Arms no more occurrences; resolves once enqueues under way are done. */
   async stepDown(): Promise<void> {
+    this.leading = false;
     this.closing.abort();
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    await Promise.allSettled([...this.pending]);
+    clearTimeout(this.reloadTimer);
+    for (const armed of [...this.armed.values()]) this.disarm(armed);
+    await Promise.allSettled([this.reloading, ...this.pending]);
   }
 
-  private armAfter(scheduled: ScheduledEntry, after: Date): void {
-    const at = scheduled.times.nextRun(after);
-    if (at) this.waitUntil(at, () => this.fire(scheduled, at));
+  /**
+   * Reads the stored schedules now, while leading (a schedule was written on
+   * this server, or another announced one): new ones are armed, changed ones
+   * armed anew, removed ones stopped. Resolves once done; never rejects.
+   */
+  reload(): Promise<void> {
+    if (!this.leading || !this.deps.loadStored) return Promise.resolve();
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    clearTimeout(this.reloadTimer);
+    this.reloading = this.loadAndSync().finally(() => {
+      this.reloading = undefined;
+      if (!this.leading) return;
+      if (this.reloadAgain) {
+        this.reloadAgain = false;
+        void this.reload();
+        return;
+      }
+      this.reloadTimer = setTimeout(() => void this.reload(), this.deps.reloadEveryMs ?? DEFAULT_RELOAD_EVERY_MS);
+      this.reloadTimer.unref();
+    });
+    return this.reloading;
   }
 
-  private waitUntil(at: Date, then: () => void): void {
-    if (this.closing.signal.aborted) return;
+  private async loadAndSync(): Promise<void> {
+    let stored: ScheduledEntry[];
+    try {
+      stored = (await this.deps.loadStored?.()) ?? [];
+    } catch (error) {
+      const reason = error instanceof WorkqError ? `${error.code}: ${error.message}` : String(error);
+      this.warn('schedules', 'stored schedules could not be read; keeping those read before', { error: reason });
+      return;
+    }
+    if (!this.leading) return;
+    const wanted = new Map(stored.map((scheduled) => [runKey(scheduled), scheduled]));
+    for (const armed of [...this.armed.values()]) {
+      if (armed.scheduled.source === 'stored' && !wanted.has(runKey(armed.scheduled))) this.disarm(armed);
+    }
+    for (const [key, scheduled] of wanted) {
+      const current = this.armed.get(key);
+      if (current?.identity === identityOf(scheduled)) continue;
+      if (current) this.disarm(current);
+      this.arm(scheduled);
+    }
+  }
+
+  /** Enqueues the entry's occurrences since the catch-up time (for a stored one, not before it was written), then each as it comes due. */
+  private arm(scheduled: ScheduledEntry): void {
+    const stop = new AbortController();
+    this.closing.signal.addEventListener('abort', () => stop.abort(), { once: true });
+    const armed: Armed = { scheduled, identity: identityOf(scheduled), stop, timer: undefined };
+    this.armed.set(runKey(scheduled), armed);
+    const now = this.deps.now();
+    const storedAt = scheduled.storedAt;
+    const since = storedAt && storedAt > this.catchUpSince ? storedAt : this.catchUpSince;
+    for (let at = scheduled.times.nextRun(since); at && at < now; at = scheduled.times.nextRun(at)) {
+      this.track(this.enqueueOccurrence(armed, at));
+    }
+    this.armAfter(armed, now);
+  }
+
+  private disarm(armed: Armed): void {
+    armed.stop.abort();
+    clearTimeout(armed.timer);
+    if (this.armed.get(runKey(armed.scheduled)) === armed) this.armed.delete(runKey(armed.scheduled));
+  }
+
+  private armAfter(armed: Armed, after: Date): void {
+    const at = armed.scheduled.times.nextRun(after);
+    if (at) this.waitUntil(armed, at, () => this.fire(armed, at));
+  }
+
+  private waitUntil(armed: Armed, at: Date, then: () => void): void {
+    if (armed.stop.signal.aborted) return;
     const waitMs = at.getTime() - this.deps.now().getTime();
     if (waitMs <= 0) {
       then();
       return;
     }
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(timer);
-        this.waitUntil(at, then);
-      },
-      Math.min(waitMs, MAX_WAIT_MS),
-    );
-    timer.unref();
-    this.timers.add(timer);
+    armed.timer = setTimeout(() => this.waitUntil(armed, at, then), Math.min(waitMs, MAX_WAIT_MS));
+    armed.timer.unref();
   }
 
-  private fire(scheduled: ScheduledEntry, at: Date): void {
-    this.track(this.enqueueOccurrence(scheduled, at));
-    this.armAfter(scheduled, this.deps.now());
+  private fire(armed: Armed, at: Date): void {
+    this.track(this.enqueueOccurrence(armed, at));
+    this.armAfter(armed, this.deps.now());
   }
 
   private track(enqueue: Promise<void>): void {
@@ -257,28 +202,34 @@ export class CronScheduler implements Role {
     this.warned.set(key, { reason, atMs: nowMs, heldBack: 0 });
   }
 
-  private async enqueueOccurrence(scheduled: ScheduledEntry, at: Date): Promise<void> {
+  private async enqueueOccurrence({ scheduled, stop }: Armed, at: Date): Promise<void> {
     const fields = { name: scheduled.entry.name, cron: scheduled.entry.cron, at: at.toISOString() };
+    const warnKey = runKey(scheduled);
     const next = scheduled.times.nextRun(at);
     let retryMs = FIRST_RETRY_MS;
     for (;;) {
       try {
         await this.deps.enqueue(scheduled, at, occurrenceKey(scheduled, at));
-        this.warned.delete(scheduled.key);
+        this.warned.delete(warnKey);
         return;
       } catch (error) {
         const reason = error instanceof WorkqError ? `${error.code}: ${error.message}` : String(error);
         const retryAt = this.deps.now().getTime() + retryMs;
-        if (this.closing.signal.aborted || (next !== null && retryAt >= next.getTime())) {
-          this.warn(scheduled.key, 'cron occurrence skipped: its enqueue failed', { ...fields, error: reason });
+        if (stop.signal.aborted || (next !== null && retryAt >= next.getTime())) {
+          this.warn(warnKey, 'cron occurrence skipped: its enqueue failed', { ...fields, error: reason });
           return;
         }
-        this.warn(scheduled.key, 'cron enqueue failed; retrying', { ...fields, error: reason, retryInMs: retryMs });
-        if (!(await pause(retryMs, this.closing.signal))) return;
+        this.warn(warnKey, 'cron enqueue failed; retrying', { ...fields, error: reason, retryInMs: retryMs });
+        if (!(await pause(retryMs, stop.signal))) return;
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
     }
   }
+}
+
+/** What makes two readings of a schedule the same schedule. */
+function identityOf({ entry, timezone, storedAt }: ScheduledEntry): string {
+  return canonicalJson({ entry, timezone, storedAt: storedAt?.toISOString() ?? null });
 }
 
 /** Resolves `true` after `ms`, or `false` as soon as `signal` aborts. */

@@ -13,6 +13,7 @@ import { registerLifecycleTests } from './lifecycle.ts';
 import { registerOrderingTests } from './ordering.ts';
 import { registerRegistryTests } from './registries.ts';
 import { registerRetryTests } from './retries.ts';
+import { registerScheduleTests } from './schedules.ts';
 import { registerScaleTests } from './scale.ts';
 import { registerTimeTests } from './time.ts';
 import { registerVersionTests } from './versions.ts';
@@ -48,6 +49,7 @@ export function describeStore(
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('registries', () => registerRegistryTests(state));
+    describe('schedules', () => registerScheduleTests(state));
     describe('health', () => registerHealthTests(state));
     describe('leadership', () => registerLeadershipTests(state));
     describe('flow control', () => registerFlowControlTests(state));

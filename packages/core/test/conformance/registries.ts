@@ -55,11 +55,32 @@ export function registerRegistryTests(ctx: SuiteContext): void {
     const id = ctx.jobName('worker');
     const name = ctx.jobName('worker-job');
     const base = Date.UTC(2026, 0, 1);
-    const first: WorkerPresence = { id, host: 'host-a', name, minVersion: 1, maxVersion: 2, seenAt: new Date(base) };
+    const first: WorkerPresence = {
+      id,
+      host: 'host-a',
+      name,
+      minVersion: 1,
+      maxVersion: 2,
+      pid: 4242,
+      startedAt: new Date(base - 30_000),
+      seenAt: new Date(base),
+    };
     await store.recordWorker(first);
-    const stale: WorkerPresence = { ...first, id: ctx.jobName('worker-stale'), seenAt: new Date(base - 60_000) };
+    const stale: WorkerPresence = {
+      ...first,
+      id: ctx.jobName('worker-stale'),
+      pid: null,
+      startedAt: null,
+      seenAt: new Date(base - 60_000),
+    };
     await store.recordWorker(stale);
-    const again: WorkerPresence = { ...first, host: 'host-b', maxVersion: 3, seenAt: new Date(base + 5_000) };
+    const again: WorkerPresence = {
+      ...first,
+      host: 'host-b',
+      maxVersion: 3,
+      pid: 4343,
+      seenAt: new Date(base + 5_000),
+    };
     await store.recordWorker(again);
 
     const mine = (seen: WorkerPresence[]) => seen.filter((w) => w.id === id || w.id === stale.id);
@@ -68,5 +89,29 @@ export function registerRegistryTests(ctx: SuiteContext): void {
     expect(mine(await store.listWorkers(new Date(base + 5_001)))).toEqual([]);
     const withStale = mine(await store.listWorkers(new Date(base - 60_000)));
     expect(withStale.sort((a, b) => a.seenAt.getTime() - b.seenAt.getTime())).toEqual([stale, again]);
+  });
+
+  it('touchWorkers moves the last-seen time of known consumers forward only, and inserts none', async () => {
+    const { store } = ctx.engine();
+    const base = Date.UTC(2026, 0, 2);
+    const busy: WorkerPresence = {
+      id: ctx.jobName('worker-busy'),
+      host: 'host-a',
+      name: ctx.jobName('worker-busy-job'),
+      minVersion: 1,
+      maxVersion: 1,
+      pid: 7,
+      startedAt: new Date(base - 1_000),
+      seenAt: new Date(base),
+    };
+    await store.recordWorker(busy);
+    const unknown = ctx.jobName('worker-unknown');
+
+    await store.touchWorkers([busy.id, unknown], new Date(base + 10_000));
+    await store.touchWorkers([busy.id], new Date(base + 2_000));
+    await store.touchWorkers([], new Date(base + 20_000));
+
+    const seen = (await store.listWorkers(new Date(base - 1))).filter((w) => w.id === busy.id || w.id === unknown);
+    expect(seen).toEqual([{ ...busy, seenAt: new Date(base + 10_000) }]);
   });
 }

@@ -89,10 +89,11 @@ export class LeaseKeeper {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
 
-  /** `now`: this process's clock (epoch ms). */
+  /** `now`: this process's clock (epoch ms). `workerId`: sent with each extension, for the worker registry. */
   constructor(
     private readonly call: Call,
     private readonly now: () => number = () => Date.now(),
+    private readonly workerId?: string,
   ) {}
 
   /** Holds a lease from the claim that granted it. */
@@ -145,9 +146,12 @@ export class LeaseKeeper {
     const timeoutMs = Math.max(1_000, Math.floor(Math.min(...items.map((l) => l.leaseMs)) / 3));
     const sentAtMs = this.now();
     try {
-      const outcomes = await this.call((api, signal) => api.consumer.extend.mutate({ items }, { signal }), {
-        timeoutMs,
-      });
+      const outcomes = await this.call(
+        (api, signal) => api.consumer.extend.mutate({ items, workerId: this.workerId }, { signal }),
+        {
+          timeoutMs,
+        },
+      );
       const receivedAtMs = this.now();
       for (const outcome of outcomes) {
         const lease = this.held.get(outcome.id);

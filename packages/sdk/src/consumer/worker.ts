@@ -19,6 +19,9 @@ export interface WorkerDeps extends JobContextDeps {
 
 const MAX_ERROR_MESSAGE = 4000;
 
+/** This process's id, for the worker registry; none in a browser. */
+const PROCESS_ID: number | undefined = (globalThis as { process?: { pid?: number } }).process?.pid;
+
 /** How long a closing worker waits for its server to answer its claims, before dropping them. */
 const STOP_WAITING_MS = 5_000;
 
@@ -40,7 +43,8 @@ export function startWorker(deps: WorkerDeps): Worker {
   const pollWaitMs = options.pollWaitMs ?? 25_000;
   const onError = options.onError ?? (() => undefined);
   const workerId = globalThis.crypto.randomUUID();
-  const leases = new LeaseKeeper(call);
+  const leases = new LeaseKeeper(call, undefined, workerId);
+  const startedAt = new Date();
   const acks = new AckBatcher(call, MAX_BATCH_SIZE);
   const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
@@ -58,6 +62,8 @@ export function startWorker(deps: WorkerDeps): Worker {
       workerId,
       waitMs: pollWaitMs,
       ...(options.host ? { host: options.host } : {}),
+      ...(PROCESS_ID === undefined ? {} : { pid: PROCESS_ID }),
+      startedAt,
     };
     const carried = acks.take();
     const complete = carried.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));

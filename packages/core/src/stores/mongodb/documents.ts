@@ -180,6 +180,28 @@ export interface WorkerDocument {
   minVersion: number;
   maxVersion: number;
   seenAt: Date;
+  /** Absent on presence a server of an earlier version wrote. */
+  pid?: number | null;
+  startedAt?: Date | null;
+}
+
+/** A schedule kept in the store; `_id` is its key. Payload and options are JSON text (they may have `$` keys). */
+export interface ScheduleDocument {
+  _id: string;
+  cron: string;
+  timezone: string;
+  name: string;
+  version: number | null;
+  payload: string | null;
+  options: string | null;
+  updatedAt: Date;
+}
+
+/** The last run of a schedule; `_id` is the schedule's occurrence-key prefix. */
+export interface ScheduleRunDocument {
+  _id: string;
+  jobId: string;
+  at: Date;
 }
 
 /** One cross-process wake-up. */

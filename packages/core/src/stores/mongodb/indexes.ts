@@ -11,6 +11,9 @@ export interface CollectionNames {
   wakeups: string;
   /** Leader election: a lease document per role (see leadership.ts). */
   leaders: string;
+  /** Schedules kept in the store, and the last run of each schedule (see schedules.ts); keyed by `_id`. */
+  schedules: string;
+  scheduleRuns: string;
   /** Flow control: each job type's settings (keyed by name), and each group's last turn (see flow-control.ts). */
   queueSettings: string;
   queueGroups: string;
@@ -23,6 +26,8 @@ export function collectionNames(prefix: string): CollectionNames {
     workers: `${prefix}workers`,
     wakeups: `${prefix}wakeups`,
     leaders: `${prefix}leaders`,
+    schedules: `${prefix}schedules`,
+    scheduleRuns: `${prefix}schedule_runs`,
     queueSettings: `${prefix}queue_settings`,
     queueGroups: `${prefix}queue_groups`,
   };

@@ -17,10 +17,13 @@ import {
   type NewJob,
   type QueueSettings,
   type QueueSettingsChange,
+  type ScheduleRun,
+  type ScheduleStore,
   type SchemaEntry,
   STORED_STATES,
   type Store,
   type StoreCapabilities,
+  type StoredSchedule,
   type WorkerPresence,
 } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
@@ -34,6 +37,8 @@ import {
   type JobDocument,
   literal,
   orderKeyExpression,
+  type ScheduleDocument,
+  type ScheduleRunDocument,
   type SchemaDocument,
   stringOrNull,
   toJobDocument,
@@ -54,7 +59,8 @@ import { type CollectionNames, IDEMPOTENCY_INDEX } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { mongoSchedules } from './schedules.ts';
 
 /**
  * Every write is acknowledged by a majority of the replica set and journaled
@@ -112,6 +118,7 @@ export class MongoStore implements Store {
   private readonly jobs: Collection<JobDocument>;
   private readonly schemas: Collection<SchemaDocument>;
   private readonly workers: Collection<WorkerDocument>;
+  private readonly schedules: ScheduleStore;
   private readonly flow: FlowCollections;
   private closing: Promise<void> | null = null;
 
@@ -119,6 +126,10 @@ export class MongoStore implements Store {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
+    this.schedules = mongoSchedules(
+      parts.db.collection<ScheduleDocument>(parts.names.schedules),
+      parts.db.collection<ScheduleRunDocument>(parts.names.scheduleRuns),
+    );
     this.flow = {
       jobs: this.jobs,
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
@@ -445,6 +456,30 @@ export class MongoStore implements Store {
 
   listWorkers(seenSince: Date) {
     return this.run('listWorkers', () => listWorkers(this.workers, seenSince));
+  }
+
+  touchWorkers(ids: readonly string[], seenAt: Date) {
+    return this.run('touchWorkers', () => touchWorkers(this.workers, ids, seenAt));
+  }
+
+  upsertSchedule(schedule: StoredSchedule) {
+    return this.run('upsertSchedule', () => this.schedules.upsertSchedule(schedule));
+  }
+
+  removeSchedule(key: string) {
+    return this.run('removeSchedule', () => this.schedules.removeSchedule(key));
+  }
+
+  listSchedules() {
+    return this.run('listSchedules', () => this.schedules.listSchedules());
+  }
+
+  recordScheduleRun(run: ScheduleRun) {
+    return this.run('recordScheduleRun', () => this.schedules.recordScheduleRun(run));
+  }
+
+  listScheduleRuns(keys: readonly string[]) {
+    return this.run('listScheduleRuns', () => this.schedules.listScheduleRuns(keys));
   }
 
   close(): Promise<void> {

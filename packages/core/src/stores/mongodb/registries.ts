@@ -33,23 +33,36 @@ export async function listSchemas(schemas: Collection<SchemaDocument>, name?: st
 export async function recordWorker(workers: Collection<WorkerDocument>, worker: WorkerPresence): Promise<void> {
   const id = stringOrNull(worker.id);
   if (id === null) throw new WorkqError('VALIDATION', 'A worker id must be a string.');
-  const { minVersion, maxVersion, seenAt } = worker;
+  const { minVersion, maxVersion, seenAt, pid, startedAt } = worker;
   await workers.updateOne(
     { _id: id },
-    { $set: { host: String(worker.host), name: String(worker.name), minVersion, maxVersion, seenAt } },
+    { $set: { host: String(worker.host), name: String(worker.name), minVersion, maxVersion, seenAt, pid, startedAt } },
     { upsert: true },
   );
+}
+
+/** Marks the consumers with these ids seen at `seenAt`, unless seen later already; inserts nothing. */
+export async function touchWorkers(
+  workers: Collection<WorkerDocument>,
+  ids: readonly string[],
+  seenAt: Date,
+): Promise<void> {
+  const known = ids.filter((id) => typeof id === 'string');
+  if (known.length === 0) return;
+  await workers.updateMany({ _id: { $in: known }, seenAt: { $lt: seenAt } }, { $set: { seenAt } });
 }
 
 /** Consumers seen at or after `seenSince`, by id. */
 export async function listWorkers(workers: Collection<WorkerDocument>, seenSince: Date): Promise<WorkerPresence[]> {
   const docs = await workers.find({ seenAt: { $gte: seenSince } }, { sort: { _id: 1 } }).toArray();
-  return docs.map(({ _id, host, name, minVersion, maxVersion, seenAt }) => ({
+  return docs.map(({ _id, host, name, minVersion, maxVersion, seenAt, pid, startedAt }) => ({
     id: _id,
     host,
     name,
     minVersion,
     maxVersion,
+    pid: pid ?? null,
+    startedAt: startedAt ?? null,
     seenAt,
   }));
 }

@@ -177,6 +177,45 @@ export function migrations(t: Tables): readonly Migration[] {
       jobsUniqueIndexes: { debounce: 'name, debounce_key' },
       statements: [],
     },
+    {
+      version: 8,
+      name: 'schedules kept in the store, their last runs, and the worker registry’s process id and start time',
+      // The workers table holds only presence, which live consumers write again within seconds, so it is made
+      // anew with the added columns (a drop and a create run again safely; MySQL 8 has no ADD COLUMN IF NOT
+      // EXISTS). Servers of the previous version keep writing it: the added columns are nullable.
+      statements: [
+        `DROP TABLE IF EXISTS ${t.workers}`,
+        `CREATE TABLE IF NOT EXISTS ${t.workers} (
+          id VARCHAR(255) NOT NULL,
+          host VARCHAR(255) NOT NULL,
+          name VARCHAR(100) NOT NULL,
+          min_version INT NOT NULL,
+          max_version INT NOT NULL,
+          seen_at DATETIME(3) NOT NULL,
+          pid INT NULL,
+          started_at DATETIME(3) NULL,
+          PRIMARY KEY (id),
+          KEY seen (seen_at)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `CREATE TABLE IF NOT EXISTS ${t.schedules} (
+          schedule_key VARCHAR(200) NOT NULL,
+          cron VARCHAR(200) NOT NULL,
+          timezone VARCHAR(100) NOT NULL,
+          name VARCHAR(100) NOT NULL,
+          version INT NULL,
+          payload LONGTEXT NULL,
+          options LONGTEXT NULL,
+          updated_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (schedule_key)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+        `CREATE TABLE IF NOT EXISTS ${t.scheduleRuns} (
+          schedule_key VARCHAR(220) NOT NULL,
+          job_id VARCHAR(36) NOT NULL,
+          run_at DATETIME(3) NOT NULL,
+          PRIMARY KEY (schedule_key)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      ],
+    },
   ];
 }
 

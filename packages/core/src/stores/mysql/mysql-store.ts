@@ -12,9 +12,12 @@ import type {
   NewJob,
   QueueSettings,
   QueueSettingsChange,
+  ScheduleRun,
+  ScheduleStore,
   SchemaEntry,
   Store,
   StoreCapabilities,
+  StoredSchedule,
   WorkerPresence,
 } from '../../engine/store.ts';
 import { FINISHED_STATES, type JobError, type JobState } from '../../jobs.ts';
@@ -40,7 +43,8 @@ import {
   selectJobsByIds,
 } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { mysqlSchedules } from './schedules.ts';
 import {
   claimedRecord,
   delayedUntil,
@@ -86,6 +90,7 @@ export class MysqlStore implements Store {
   private readonly ownsPool: boolean;
   private readonly readCommittedSessions: boolean;
   private closing: Promise<void> | null = null;
+  private readonly schedules: ScheduleStore;
 
   constructor(parts: MysqlStoreParts) {
     this.pool = parts.pool;
@@ -96,6 +101,7 @@ export class MysqlStore implements Store {
     this.notifier = parts.notifier;
     this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
     this.leadership = createMysqlLeaderElection(this.pool, this.t, this.target);
+    this.schedules = mysqlSchedules(this.pool, this.t);
   }
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -407,6 +413,30 @@ export class MysqlStore implements Store {
 
   async listWorkers(seenSince: Date): Promise<WorkerPresence[]> {
     return this.retry('listWorkers', () => listWorkers(this.pool, this.t, seenSince));
+  }
+
+  async touchWorkers(ids: readonly string[], seenAt: Date): Promise<void> {
+    return this.retry('touchWorkers', () => touchWorkers(this.pool, this.t, ids, seenAt));
+  }
+
+  async upsertSchedule(schedule: StoredSchedule): Promise<void> {
+    return this.retry('upsertSchedule', () => this.schedules.upsertSchedule(schedule));
+  }
+
+  async removeSchedule(key: string): Promise<boolean> {
+    return this.retry('removeSchedule', () => this.schedules.removeSchedule(key));
+  }
+
+  async listSchedules(): Promise<StoredSchedule[]> {
+    return this.retry('listSchedules', () => this.schedules.listSchedules());
+  }
+
+  async recordScheduleRun(run: ScheduleRun): Promise<void> {
+    return this.retry('recordScheduleRun', () => this.schedules.recordScheduleRun(run));
+  }
+
+  async listScheduleRuns(keys: readonly string[]): Promise<ScheduleRun[]> {
+    return this.retry('listScheduleRuns', () => this.schedules.listScheduleRuns(keys));
   }
 
   async close(): Promise<void> {

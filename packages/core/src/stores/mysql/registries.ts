@@ -4,7 +4,7 @@ import { readDate, sqlDate, writeJson } from './rows.ts';
 import type { Tables } from './tables.ts';
 
 const SCHEMA_SELECT = 'name, version, fingerprint, json_schema, registered_at';
-const WORKER_SELECT = 'id, host, name, min_version, max_version, seen_at';
+const WORKER_SELECT = 'id, host, name, min_version, max_version, seen_at, pid, started_at';
 
 function schemaRow(row: Record<string, unknown>): SchemaEntry {
   return {
@@ -23,6 +23,8 @@ function workerRow(row: Record<string, unknown>): WorkerPresence {
     name: String(row.name),
     minVersion: Number(row.min_version),
     maxVersion: Number(row.max_version),
+    pid: row.pid === null || row.pid === undefined ? null : Number(row.pid),
+    startedAt: row.started_at === null || row.started_at === undefined ? null : readDate(row.started_at),
     seenAt: readDate(row.seen_at),
   };
 }
@@ -55,11 +57,31 @@ export async function recordWorker(db: Queryable, t: Tables, worker: WorkerPrese
   // VALUES(col) works on MariaDB and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).
   await execute(
     db,
-    `INSERT INTO ${t.workers} (${WORKER_SELECT}) VALUES (?, ?, ?, ?, ?, ?)
+    `INSERT INTO ${t.workers} (${WORKER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON DUPLICATE KEY UPDATE host = VALUES(host), name = VALUES(name), min_version = VALUES(min_version),
-       max_version = VALUES(max_version), seen_at = VALUES(seen_at)`,
-    [worker.id, worker.host, worker.name, worker.minVersion, worker.maxVersion, sqlDate(worker.seenAt)],
+       max_version = VALUES(max_version), seen_at = VALUES(seen_at), pid = VALUES(pid),
+       started_at = VALUES(started_at)`,
+    [
+      worker.id,
+      worker.host,
+      worker.name,
+      worker.minVersion,
+      worker.maxVersion,
+      sqlDate(worker.seenAt),
+      worker.pid,
+      worker.startedAt === null ? null : sqlDate(worker.startedAt),
+    ],
   );
+}
+
+/** Marks the consumers with these ids seen at `seenAt`, unless seen later already. */
+export async function touchWorkers(db: Queryable, t: Tables, ids: readonly string[], seenAt: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await execute(db, `UPDATE ${t.workers} SET seen_at = ? WHERE id IN (?) AND seen_at < ?`, [
+    sqlDate(seenAt),
+    ids,
+    sqlDate(seenAt),
+  ]);
 }
 
 /** Consumers seen at or after `seenSince`, ordered by id. */

@@ -11,6 +11,9 @@ export interface Tables {
   wakeups: string;
   /** Leader election: a lease row per role (see leadership.ts). */
   leaders: string;
+  /** Schedules kept in the store, and the last run of each schedule (see schedules.ts). */
+  schedules: string;
+  scheduleRuns: string;
   /** Flow control: each job type's settings, and the last turn of each of its groups (see flow-control.ts). */
   queueSettings: string;
   queueGroups: string;
@@ -35,6 +38,8 @@ export function tableNames(prefix: string): Tables {
     workers: quoted('workers'),
     wakeups: quoted('wakeups'),
     leaders: quoted('leaders'),
+    schedules: quoted('schedules'),
+    scheduleRuns: quoted('schedule_runs'),
     queueSettings: quoted('queue_settings'),
     queueGroups: quoted('queue_groups'),
     migrations: quoted('migrations'),

@@ -271,6 +271,28 @@ ALTER TABLE jobs ADD COLUMN idempotency_expires_at timestamptz, ADD COLUMN debou
 CREATE UNIQUE INDEX jobs_debounce_idx ON jobs (name, debounce_key) WHERE debounce_key IS NOT NULL;
 `,
   },
+  {
+    version: 13,
+    name: 'schedules kept in the store, their last runs, and the worker registry’s process id and start time',
+    sql: `
+CREATE TABLE schedules (
+  key text COLLATE "C" PRIMARY KEY,
+  cron text NOT NULL,
+  timezone text NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  version integer,
+  payload jsonb,
+  options jsonb,
+  updated_at timestamptz NOT NULL
+);
+CREATE TABLE schedule_runs (
+  key text COLLATE "C" PRIMARY KEY,
+  job_id text NOT NULL,
+  run_at timestamptz NOT NULL
+);
+ALTER TABLE workers ADD COLUMN pid integer, ADD COLUMN started_at timestamptz;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -19,6 +19,8 @@ interface WorkerRow {
   min_version: number;
   max_version: number;
   seen_at: Date;
+  pid: number | null;
+  started_at: Date | null;
 }
 
 function toSchemaEntry(row: SchemaRow): SchemaEntry {
@@ -58,7 +60,19 @@ export async function recordWorker(db: SqlQueryable, sql: Statements, worker: Wo
     worker.minVersion,
     worker.maxVersion,
     worker.seenAt,
+    worker.pid,
+    worker.startedAt,
   ]);
+}
+
+/** See `Store.touchWorkers`. */
+export async function touchWorkers(
+  db: SqlQueryable,
+  sql: Statements,
+  ids: readonly string[],
+  seenAt: Date,
+): Promise<void> {
+  if (ids.length > 0) await db.query(sql.touchWorkers, [ids, seenAt]);
 }
 
 /** See `Store.listWorkers`. */
@@ -70,6 +84,8 @@ export async function listWorkers(db: SqlQueryable, sql: Statements, seenSince: 
     name: row.name,
     minVersion: row.min_version,
     maxVersion: row.max_version,
+    pid: row.pid,
+    startedAt: row.started_at,
     seenAt: row.seen_at,
   }));
 }

@@ -306,10 +306,14 @@ WHERE $1::text IS NULL OR name = $1
 ORDER BY name, version`,
 
     /** $1 id, $2 host, $3 name, $4 min version, $5 max version, $6 seen at. */
-    recordWorker: `INSERT INTO ${quotedSchema}.workers (id, host, name, min_version, max_version, seen_at)
-VALUES ($1, $2, $3, $4::int, $5::int, $6::timestamptz)
+    recordWorker: `INSERT INTO ${quotedSchema}.workers (id, host, name, min_version, max_version, seen_at, pid, started_at)
+VALUES ($1, $2, $3, $4::int, $5::int, $6::timestamptz, $7::int, $8::timestamptz)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_version = excluded.min_version,
-  max_version = excluded.max_version, seen_at = excluded.seen_at`,
+  max_version = excluded.max_version, seen_at = excluded.seen_at, pid = excluded.pid, started_at = excluded.started_at`,
+
+    /** $1 worker ids, $2 seen at. */
+    touchWorkers: `UPDATE ${quotedSchema}.workers SET seen_at = $2::timestamptz
+WHERE id = ANY($1::text[]) AND seen_at < $2::timestamptz`,
 
     /**
      * Housekeeping, not a guarantee (see `vacuumEveryRows`). `PARALLEL 0`: otherwise each run starts and ends
@@ -322,7 +326,7 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_v
     estimateJobRows: `SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = '${jobs}'::regclass`,
 
     /** $1 seen since. */
-    listWorkers: `SELECT id, host, name, min_version, max_version, seen_at FROM ${quotedSchema}.workers
+    listWorkers: `SELECT id, host, name, min_version, max_version, seen_at, pid, started_at FROM ${quotedSchema}.workers
 WHERE seen_at >= $1::timestamptz
 ORDER BY id`,
   };
