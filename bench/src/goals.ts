@@ -2,6 +2,7 @@ import type { RunConfig } from './config.ts';
 import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
 import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
+import { EVENTS_DRAIN_LABEL } from './scenarios/events-drain.ts';
 
 interface Goal {
   goal: string;
@@ -105,6 +106,14 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
       detail: describe(history, empty, 'jobs/s'),
     });
   }
+  const watched = value('workq-sdk-pg', EVENTS_DRAIN_LABEL, 50);
+  const unwatched = value('workq-sdk-pg', 'drain', 50);
+  goals.push({
+    goal: 'drain c=50, SDK/tRPC on PostgreSQL, with one events subscriber ≥ 0.9× without',
+    ratio: speedRatio(watched, unwatched, 'jobs/s'),
+    target: 0.9,
+    detail: describe(watched, unwatched, 'jobs/s'),
+  });
   return goals;
 }
 

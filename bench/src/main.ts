@@ -13,6 +13,7 @@ import { cpuMarkdown, header, markdownTable, ResultTable } from './report.ts';
 import { claimScenario } from './scenarios/claim.ts';
 import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
 import { enqueueScenario } from './scenarios/enqueue.ts';
+import { eventsDrainScenario } from './scenarios/events-drain.ts';
 import { latencyScenario } from './scenarios/latency.ts';
 import type { Scenario } from './scenarios/types.ts';
 import { bullmqSystem } from './systems/bullmq.ts';
@@ -56,6 +57,7 @@ const allScenarios: Scenario[] = [
   latencyScenario,
   ...config.claimSizes.map(claimScenario),
   historyDrainScenario,
+  eventsDrainScenario,
 ];
 const scenarios = allScenarios.filter((s) => picked(s.id, config.scenarios));
 

@@ -13,9 +13,11 @@ export interface BenchSystem {
     latency: boolean;
     claim: boolean;
     history: boolean;
+    /** Live job events (`QueueUnderTest.watchEvents`); absent: not available. */
+    events?: boolean;
   };
   /** Why a scenario cannot run on this system (shown in the table instead of a figure). */
-  notAvailable?: Partial<Record<'latency' | 'claim' | 'history', string>>;
+  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events', string>>;
   /** Opens a fresh, empty queue (own schema / database / key prefix). */
   open(tag: string): Promise<QueueUnderTest>;
   /** Ends what the system keeps across scenarios (a server process), once the run is over. */
@@ -40,6 +42,8 @@ export interface QueueUnderTest {
   seedReady?(count: number): Promise<void>;
   /** Adds `count` finished jobs as history directly in the system's own tables. */
   seedFinished?(count: number): Promise<void>;
+  /** Attaches one live-events subscriber to this queue's job type, counting what it receives, until `stop`. */
+  watchEvents?(): Promise<{ received(): number; stop(): Promise<void> }>;
   /** Claims one job and acks it; resolves to the milliseconds the claim itself took. */
   claimOne?(): Promise<number>;
   /** Drops everything this queue made and closes its connections. */

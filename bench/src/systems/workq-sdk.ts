@@ -117,6 +117,20 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
       Number(
         (await pgQuery<{ c: string }>(`SELECT count(*) AS c FROM "${schema}".jobs WHERE state = 'completed'`))[0]?.c,
       ),
+    watchEvents: async () => {
+      const controller = new AbortController();
+      let received = 0;
+      const watching = (async () => {
+        for await (const _event of sdk.events('benchNoop', { signal: controller.signal })) received += 1;
+      })();
+      return {
+        received: () => received,
+        stop: async () => {
+          controller.abort();
+          await watching;
+        },
+      };
+    },
     seedReady: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'waiting', 0),
     seedFinished: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'completed', 0),
     close: async () => {
@@ -132,7 +146,7 @@ export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
   return {
     id: 'workq-sdk-pg',
     label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
-    supports: { latency: true, claim: false, history: true },
+    supports: { latency: true, claim: false, history: true, events: true },
     notAvailable: { claim: 'claim is not a public SDK call; measured on workq core in-process' },
     open: (tag) => openSdkQueue(tag, options, host),
     dispose: () => host.dispose(),

@@ -29,7 +29,7 @@ export interface EventSubscription {
 export interface EventHubOptions {
   /** Events kept per subscriber while it does not read; past it they are dropped and it gets `resync`. @defaultValue 10_000 */
   maxBufferedEvents?: number;
-  /** Recent events kept for subscribers that reconnect. @defaultValue 10_000 */
+  /** Recent events kept for subscribers that reconnect (up to half as many more between trims). @defaultValue 10_000 */
   resumeEvents?: number;
   /** How long events are still built and kept after the last subscriber left, so it can resume. @defaultValue 60_000 */
   resumeWindowMs?: number;
@@ -180,8 +180,10 @@ export class EventHub implements JobEventSink {
       this.seq += 1;
       this.recent.push({ seq: this.seq, event });
     }
-    const excess = this.recent.length - this.options.resumeEvents;
-    if (excess > 0) this.recent.splice(0, excess);
+    // Trimmed in steps of half the window, so that keeping it costs no copy per event.
+    if (this.recent.length >= this.options.resumeEvents * 1.5) {
+      this.recent.splice(0, this.recent.length - this.options.resumeEvents);
+    }
     for (const subscriber of this.subscribers) {
       for (const event of events) if (subscriber.wants(event.name)) subscriber.offer(event);
     }
