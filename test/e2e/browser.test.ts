@@ -99,7 +99,10 @@ describe.skipIf(missingBrowser)('a page on another origin, in Chromium', () => {
   });
 
   /** Opens the page and returns what it printed once its script finished. */
-  async function visit(origin: string, query: string): Promise<{ ok: boolean; bytes?: number[]; code?: string }> {
+  async function visit(
+    origin: string,
+    query: string,
+  ): Promise<{ ok: boolean; bytes?: number[]; eventBytes?: number; code?: string }> {
     const page: Page = await browser.newPage();
     page.on('console', (message) => {
       if (message.type() === 'error') consoleErrors.push(message.text());
@@ -124,6 +127,12 @@ describe.skipIf(missingBrowser)('a page on another origin, in Chromium', () => {
     expect(await visit(app.origin, '')).toEqual({ ok: true, bytes: [770, 770, 770] });
     // The token function is called per request that needs it (enqueue, then each result wait).
     expect(app.tokensMinted() - before).toBeGreaterThanOrEqual(2);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('watches live events over server-sent events, with the minted token, and reads the typed result', async () => {
+    consoleErrors.length = 0;
+    expect(await visit(app.origin, '&events=1')).toEqual({ ok: true, eventBytes: 770 });
     expect(consoleErrors).toEqual([]);
   });
 
