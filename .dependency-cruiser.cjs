@@ -49,8 +49,9 @@ module.exports = {
     {
       name: 'application-does-not-import-transport',
       severity: 'error',
-      comment: "The server's transport (router/, http/) calls its application modules, never the other way.",
-      from: { path: '^apps/queue-server/src/(?!router/|http/|start-server\\.ts|index\\.ts|cli\\.ts)' },
+      comment:
+        "The server's transport (router/, http/) calls its application modules, never the other way. The workq admin CLI (tools/admin/) is a client of that transport, as the SDK is: it reads the router's types.",
+      from: { path: '^apps/queue-server/src/(?!router/|http/|tools/admin/|start-server\\.ts|index\\.ts|cli\\.ts)' },
       to: { path: '^apps/queue-server/src/(router|http)/' },
     },
   ],

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { ADMIN_USAGE, runAdminCli } from './admin/admin-cli.ts';
 import { checkSnapshot, writeSnapshot } from './schemas-command.ts';
 
-const HELP = `workq: tools for workq job catalogs
-
-Usage:
+const SCHEMAS_USAGE = `Checking job catalogs:
   workq schemas check    [--catalog <module>] [--export <name>] [--snapshot <file>]
   workq schemas snapshot [--catalog <module>] [--export <name>] [--snapshot <file>]
 
@@ -13,23 +12,43 @@ Usage:
   --snapshot  the committed snapshot (default packages/schemas/schemas.snapshot.json)
 `;
 
-const { values, positionals } = parseArgs({
-  args: process.argv.slice(2),
-  allowPositionals: true,
-  options: {
-    catalog: { type: 'string', default: 'packages/schemas/src/index.ts' },
-    export: { type: 'string', default: 'jobs' },
-    snapshot: { type: 'string', default: 'packages/schemas/schemas.snapshot.json' },
-    help: { type: 'boolean' },
-  },
-});
+const HELP = `workq: tools for workq job catalogs and queue servers
 
-const options = { catalogPath: values.catalog, exportName: values.export, snapshotPath: values.snapshot };
-const [group, command] = positionals;
-if (values.help || group !== 'schemas' || (command !== 'check' && command !== 'snapshot')) {
-  process.stdout.write(HELP);
-  process.exit(values.help ? 0 : 2);
+${SCHEMAS_USAGE}
+${ADMIN_USAGE}`;
+
+async function schemas(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      catalog: { type: 'string', default: 'packages/schemas/src/index.ts' },
+      export: { type: 'string', default: 'jobs' },
+      snapshot: { type: 'string', default: 'packages/schemas/schemas.snapshot.json' },
+      help: { type: 'boolean' },
+    },
+  });
+  const options = { catalogPath: values.catalog, exportName: values.export, snapshotPath: values.snapshot };
+  const [command] = positionals;
+  if (values.help || (command !== 'check' && command !== 'snapshot')) {
+    process.stdout.write(SCHEMAS_USAGE);
+    return values.help ? 0 : 2;
+  }
+  const outcome = command === 'check' ? await checkSnapshot(options) : await writeSnapshot(options);
+  for (const line of outcome.lines) process.stdout.write(`${line}\n`);
+  return outcome.exitCode;
 }
-const outcome = command === 'check' ? await checkSnapshot(options) : await writeSnapshot(options);
-for (const line of outcome.lines) process.stdout.write(`${line}\n`);
-process.exit(outcome.exitCode);
+
+const args = process.argv.slice(2);
+if (args.length === 0 || args[0] === '--help' || args[0] === '-h' || args[0] === 'help') {
+  process.stdout.write(HELP);
+  process.exit(args.length === 0 ? 2 : 0);
+}
+process.exitCode =
+  args[0] === 'schemas'
+    ? await schemas(args.slice(1))
+    : await runAdminCli(args, {
+        out: (text) => process.stdout.write(text),
+        err: (text) => process.stderr.write(text),
+        env: process.env,
+      });

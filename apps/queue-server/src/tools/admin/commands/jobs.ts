@@ -1,0 +1,80 @@
+import { JOB_STATES, type JobState, MAX_BATCH_SIZE } from '@workq/core';
+import { type CommandContext, jobIdArgument, UsageError } from '../command.ts';
+import { fields, json, table } from '../output.ts';
+import { CallFailed } from '../server-client.ts';
+
+function listQuery(ctx: CommandContext) {
+  const { name, state, limit, cursor } = ctx.options;
+  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
+    throw new UsageError(`--state must be one of ${JOB_STATES.join(', ')}; got "${state}".`);
+  }
+  const count = limit === undefined ? undefined : Number(limit);
+  if (count !== undefined && !(Number.isInteger(count) && count >= 1 && count <= MAX_BATCH_SIZE)) {
+    throw new UsageError(`--limit must be a whole number from 1 to ${MAX_BATCH_SIZE}; got "${limit}".`);
+  }
+  return { name, state: state as JobState | undefined, limit: count, cursor };
+}
+
+/** `workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]`: a page of jobs, oldest first. */
+async function list(ctx: CommandContext): Promise<void> {
+  if (ctx.positionals.length > 0) throw new UsageError('workq jobs list takes no arguments, only options.');
+  const page = await ctx.client.list(listQuery(ctx));
+  if (ctx.json) return ctx.out(json(page));
+  ctx.out(
+    table(
+      ['ID', 'NAME', 'VERSION', 'STATE', 'ATTEMPTS', 'RUN AT', 'CREATED', 'ERROR'],
+      page.jobs.map((job) => [
+        job.id,
+        job.name,
+        job.version,
+        job.state,
+        `${job.attempts}/${job.maxAttempts}`,
+        job.runAt,
+        job.createdAt,
+        job.error?.message,
+      ]),
+    ),
+  );
+  if (page.nextCursor) ctx.out(`more: --cursor ${page.nextCursor}\n`);
+}
+
+/** `workq jobs show <id>`: one job's status, result and last error. */
+async function show(ctx: CommandContext): Promise<void> {
+  const job = await ctx.client.get(jobIdArgument(ctx, 'show'));
+  if (ctx.json) return ctx.out(json(job));
+  ctx.out(fields(Object.entries(job).filter(([, value]) => value !== undefined)));
+}
+
+/** `workq jobs retry <id>`: a dead job ready again, with fresh attempts. */
+async function retry(ctx: CommandContext): Promise<void> {
+  const id = jobIdArgument(ctx, 'retry');
+  const retried = await ctx.client.retryDead([id]);
+  if (retried === 0) {
+    const { state } = await ctx.client.get(id);
+    throw new CallFailed('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
+  }
+  ctx.out(ctx.json ? json({ id, retried: true }) : `retried ${id}\n`);
+}
+
+/** `workq jobs cancel <id>`: a waiting or active job cancelled. */
+async function cancel(ctx: CommandContext): Promise<void> {
+  const id = jobIdArgument(ctx, 'cancel');
+  if (!(await ctx.client.cancel(id))) {
+    const { state } = await ctx.client.get(id);
+    throw new CallFailed(
+      'CONFLICT',
+      `Job ${id} is ${state} already: only scheduled, ready or active jobs can be cancelled.`,
+    );
+  }
+  ctx.out(ctx.json ? json({ id, cancelled: true }) : `cancelled ${id}\n`);
+}
+
+/** `workq jobs replay <id>`: a finished job enqueued again, as a new job. */
+async function replay(ctx: CommandContext): Promise<void> {
+  const id = jobIdArgument(ctx, 'replay');
+  const replayed = await ctx.client.replay(id);
+  ctx.out(ctx.json ? json({ id, replayedAs: replayed.id }) : `replayed ${id} as ${replayed.id}\n`);
+}
+
+/** The `workq jobs` subcommands, by name. */
+export const JOB_COMMANDS = { list, show, retry, cancel, replay } as const;
