@@ -17,6 +17,8 @@ describe('browser bundles', () => {
     for (const driver of DRIVERS)
       expect(inputs.filter((input) => input.includes(`/node_modules/${driver}/`))).toEqual([]);
     expect(inputs.some((input) => input.includes('@trpc/client'))).toBe(true);
+    // OpenTelemetry is an optional peer, imported at run time where installed: never bundled, nor required.
+    expect(inputs.filter((input) => input.includes('@opentelemetry'))).toEqual([]);
   });
 
   it('importing @workq/core loads no database driver and no Node built-in', async () => {

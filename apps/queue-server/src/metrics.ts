@@ -1,7 +1,13 @@
-import type { JobCount } from '@workq/core/engine';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { type JobCount, leaseClaimedAtMs } from '@workq/core/engine';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const COUNTS_CACHE_MS = 5_000;
+
+/** Histogram buckets, in seconds, for waits and handler runs: from milliseconds to an hour. */
+const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+
+/** How a lease ended, as the handler duration histogram labels it. */
+export type HandledOutcome = 'completed' | 'retry' | 'dead';
 
 /** The server's Prometheus metrics: operation counters, and job counts read from the store at most every few seconds. */
 export class ServerMetrics {
@@ -57,6 +63,22 @@ export class ServerMetrics {
     help: 'Job store outages this server saw begin (a failed call confirmed by a failed probe)',
     registers: [this.registry],
   });
+  /** See `observeClaimed`. */
+  readonly waitTime = new Histogram({
+    name: 'workq_job_wait_seconds',
+    help: 'Time from when a job became due (its run time: enqueue, delay end, retry backoff end) to the claim that leased it, observed at that claim',
+    labelNames: ['name'],
+    buckets: DURATION_BUCKETS_S,
+    registers: [this.registry],
+  });
+  /** See `observeHandled`. */
+  readonly handlerDuration = new Histogram({
+    name: 'workq_job_handler_seconds',
+    help: 'Time from the claim that leased a job to the ack or failure that ended the lease, as the servers saw them, by outcome (completed, retry, dead)',
+    labelNames: ['name', 'outcome'],
+    buckets: DURATION_BUCKETS_S,
+    registers: [this.registry],
+  });
   private countsReadAt = 0;
 
   /** `countJobs` reads the job counts from the store (the engine's `counts`). */
@@ -79,6 +101,27 @@ export class ServerMetrics {
         }
       },
     });
+  }
+
+  /**
+   * Observes, for jobs a claim leased at `nowMs`, how long each waited ready: from its run time, so a delayed
+   * job or a retry counts from when it became due, not from its enqueue. A job delivered again after a lost
+   * lease keeps its run time, so its wait includes the lost lease.
+   */
+  observeClaimed(jobs: readonly { name: string; runAt: Date }[], nowMs: number): void {
+    for (const job of jobs) this.waitTime.observe({ name: job.name }, Math.max(0, nowMs - job.runAt.getTime()) / 1000);
+  }
+
+  /**
+   * Observes how long a lease was held when its ack or failure arrives at `nowMs`: from the claim time its
+   * token carries (`leaseClaimedAtMs`), read on whichever server took the claim. That spans the handler's
+   * run and what the server cannot see apart from it: the claim's answer in transit, a prefetched job's wait
+   * in the worker, and the ack's batching. A token without a claim time is not observed.
+   */
+  observeHandled(name: string, leaseToken: string, outcome: HandledOutcome, nowMs: number): void {
+    const claimedAtMs = leaseClaimedAtMs(leaseToken);
+    if (claimedAtMs === null) return;
+    this.handlerDuration.observe({ name, outcome }, Math.max(0, nowMs - claimedAtMs) / 1000);
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -84,4 +84,15 @@ export interface EnqueueOptions {
   leaseMs?: number;
   /** @defaultValue 'fifo' */
   order?: JobOrder;
+  /**
+   * The trace context the job was created in, as a propagation carrier (W3C: `traceparent`, and `tracestate`
+   * when there is one): stored with the job, so the span that processes it links to, or continues, the
+   * producer's trace. The SDK sets it from the active span when OpenTelemetry is installed (docs/observability.md);
+   * a plain HTTP producer may set it itself. At most 8 entries, keys of 1-64 and values of 1-1024 characters.
+   * @defaultValue none
+   */
+  traceContext?: TraceContext;
 }
+
+/** A trace propagation carrier: header names (`traceparent`, `tracestate`) to their values. */
+export type TraceContext = Readonly<Record<string, string>>;

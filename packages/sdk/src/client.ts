@@ -13,6 +13,7 @@ import {
   type EnqueueManyFns,
   type JobHandle,
 } from './producer.ts';
+import { TracingLoader, type TracingOptions } from './tracing.ts';
 import { createTransport, type TokenSource } from './transport.ts';
 
 export interface ClientOptions<C extends Catalog> {
@@ -52,6 +53,13 @@ export interface ClientOptions<C extends Catalog> {
    * @defaultValue 60_000
    */
   enqueueBudgetMs?: number;
+  /**
+   * OpenTelemetry spans: a `create` span around each enqueue, whose context is stored with the job, and a
+   * `process` span around each handler, linked to it (docs/observability.md). `false` turns them off.
+   * @defaultValue on where `@opentelemetry/api` can be imported (an optional peer dependency); spans are
+   * recorded only once an OpenTelemetry SDK is registered
+   */
+  tracing?: false | TracingOptions;
 }
 
 /** Each `ClientOptions` default, in one place. */
@@ -121,7 +129,8 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
     );
     return registered;
   };
-  const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call), retry };
+  const tracing = new TracingLoader(options.tracing);
+  const producerDeps = { jobs, call, ready, enqueues: new EnqueueBatcher(call), retry, tracing };
   const workers = new Set<Worker>();
   return {
     enqueue: createEnqueue<C>(producerDeps),
@@ -133,6 +142,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
         definitionOf: (target) => definitionOf(jobs, target),
         call,
         ready,
+        tracing,
         handler: handler as never,
         options: consumeOptions,
       });

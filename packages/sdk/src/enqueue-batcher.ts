@@ -1,4 +1,4 @@
-import { canonicalJson, type EnqueueOptions, MAX_BATCH_SIZE } from '@workq/core';
+import { canonicalJson, type EnqueueOptions, MAX_BATCH_SIZE, type TraceContext } from '@workq/core';
 import { nextTurn } from './next-turn.ts';
 import type { Call } from './transport.ts';
 
@@ -12,6 +12,7 @@ export interface EnqueueOutcome {
 interface PendingEnqueue {
   payload: unknown;
   idempotencyKey: string | undefined;
+  traceContext: TraceContext | undefined;
   resolve: (result: EnqueueOutcome) => void;
   reject: (error: unknown) => void;
 }
@@ -29,7 +30,7 @@ interface Group {
 /**
  * Merges enqueues made in the same turn of the event loop (e.g. under
  * `Promise.all`) into one `enqueueMany` request per job type, version and
- * options; each job keeps its own idempotency key. The first enqueue of a
+ * options; each job keeps its own idempotency key and trace context. The first enqueue of a
  * turn goes out at once, so a lone enqueue never waits.
  */
 export class EnqueueBatcher {
@@ -54,7 +55,7 @@ export class EnqueueBatcher {
         this.sendOne(name, version, payload, options, timeoutMs).then(resolve, reject);
         return;
       }
-      const { idempotencyKey, ...shared } = options;
+      const { idempotencyKey, traceContext, ...shared } = options;
       const key = `${name}\u0000${version}\u0000${canonicalJson(shared)}`;
       let group = this.groups.get(key);
       if (!group) {
@@ -62,7 +63,7 @@ export class EnqueueBatcher {
         this.groups.set(key, group);
       }
       group.timeoutMs = Math.max(group.timeoutMs, timeoutMs ?? Number.POSITIVE_INFINITY);
-      group.pending.push({ payload, idempotencyKey, resolve, reject });
+      group.pending.push({ payload, idempotencyKey, traceContext, resolve, reject });
     });
   }
 
@@ -95,15 +96,27 @@ export class EnqueueBatcher {
     try {
       if (pending.length === 1) {
         const [only] = pending as [PendingEnqueue];
-        const own = only.idempotencyKey === undefined ? options : { ...options, idempotencyKey: only.idempotencyKey };
+        const { idempotencyKey, traceContext } = only;
+        const own =
+          idempotencyKey === undefined && traceContext === undefined
+            ? options
+            : { ...options, idempotencyKey, traceContext };
         only.resolve(await this.sendOne(name, version, only.payload, own, timing?.timeoutMs));
         return;
       }
       const payloads = pending.map((p) => p.payload);
       const keys = pending.map((p) => p.idempotencyKey ?? null);
-      const request = keys.some((key) => key !== null)
-        ? { name, version, payloads, options, idempotencyKeys: keys }
-        : { name, version, payloads, options };
+      const keyed = keys.some((key) => key !== null);
+      // Traced jobs each carry the context of their own `create` span.
+      const traced = pending.some((p) => p.traceContext !== undefined);
+      const request = {
+        name,
+        version,
+        payloads,
+        options,
+        ...(keyed ? { idempotencyKeys: keys } : {}),
+        ...(traced ? { perJob: pending.map((p) => (p.traceContext ? { traceContext: p.traceContext } : null)) } : {}),
+      };
       const results = await this.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), timing);
       for (const [i, p] of pending.entries()) p.resolve(results[i] as EnqueueOutcome);
     } catch (error) {

@@ -2,7 +2,7 @@
 
 import { defaultFetch as platformFetch } from '#default-fetch';
 
-export type { EnqueueOptions, JobState, JobStatus, WorkqErrorCode } from '@workq/core';
+export type { EnqueueOptions, JobState, JobStatus, TraceContext, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
 /**
  * On Node, the keep-alive `node:http` client the SDK uses when no `fetch` is given, for wrapping (timing,
@@ -16,3 +16,4 @@ export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from '.
 export { PermanentError } from './errors.ts';
 export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';
+export type { OpenTelemetryApi, OtelTracerProvider, TracingOptions } from './tracing.ts';

@@ -7,11 +7,13 @@ import {
   type PayloadInput,
   parseWith,
   type ResultOutput,
+  type TraceContext,
   WorkqError,
 } from '@workq/core';
 import type { EnqueueBatcher } from './enqueue-batcher.ts';
 import { enqueueFailed, type SentKeys } from './enqueue-failure.ts';
 import { BeforeSending, type EnqueueRetryPolicy, sendWithRetries } from './retry.ts';
+import type { TracingLoader } from './tracing.ts';
 import type { Call } from './transport.ts';
 
 /** A reference to an enqueued job. */
@@ -65,6 +67,8 @@ export interface ProducerDeps {
   enqueues: EnqueueBatcher;
   /** How an enqueue is sent again after `UNAVAILABLE` or `TIMEOUT`; with no retries, no keys are made up. */
   retry: EnqueueRetryPolicy;
+  /** Spans around enqueues, when OpenTelemetry is there. */
+  tracing: TracingLoader;
 }
 
 const RESULT_POLL_MS = 25_000;
@@ -199,16 +203,23 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         // Under a key of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
         const generated = resolved.idempotencyKey === undefined && deps.retry.retries > 0;
         if (generated) resolved.idempotencyKey = newIdempotencyKey();
-        try {
-          const result = await sendWithRetries(deps.retry, async (timeoutMs) => {
-            await deps.ready().catch(beforeSending);
-            return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
-          });
-          // Nobody else knows a made-up key: the job is this call's, whichever attempt stored it.
-          return createHandle(deps, name, result.id, generated || result.created);
-        } catch (error) {
-          throw enqueueFailed(error, name, 1, resolved.idempotencyKey);
-        }
+        const send = async (traceContext: TraceContext | undefined): Promise<JobHandle> => {
+          resolved.traceContext ??= traceContext;
+          try {
+            const result = await sendWithRetries(deps.retry, async (timeoutMs) => {
+              await deps.ready().catch(beforeSending);
+              return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
+            });
+            // Nobody else knows a made-up key: the job is this call's, whichever attempt stored it.
+            return createHandle(deps, name, result.id, generated || result.created);
+          } catch (error) {
+            throw enqueueFailed(error, name, 1, resolved.idempotencyKey);
+          }
+        };
+        const loaded = deps.tracing.get();
+        // Awaited only until `@opentelemetry/api` has been looked for, so later enqueues keep their turn.
+        const tracing = loaded instanceof Promise ? await loaded : loaded;
+        return tracing ? tracing.create(name, 1, send, (handle) => handle.id) : send(undefined);
       };
     },
   });
@@ -262,25 +273,47 @@ export function createEnqueueMany<C extends Catalog>(deps: ProducerDeps): Enqueu
         }
         if (payloads.length === 0) return [];
         const shared = withDefaults(deps.jobs, name, own);
-        const keys = madeUpKeys(payloads.length, shared, perJob, deps.retry.retries);
-        const request = {
-          name,
-          version,
-          payloads: [...payloads],
-          options: shared,
-          ...(perJob ? { perJob: perJob.map((entry) => entry ?? null) } : {}),
-          ...(keys ? { idempotencyKeys: keys } : {}),
-        };
-        try {
-          const results = await sendWithRetries(deps.retry, async (timeoutMs) => {
-            await deps.ready().catch(beforeSending);
-            return deps.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), { timeoutMs });
-          });
-          return results.map((r, i) => createHandle(deps, name, r.id, r.created || typeof keys?.[i] === 'string'));
-        } catch (error) {
-          throw enqueueFailed(error, name, payloads.length, keysSent(payloads.length, shared, perJob, keys));
+        const loaded = deps.tracing.get();
+        // Awaited only until `@opentelemetry/api` has been looked for, so later enqueues keep their turn.
+        const tracing = loaded instanceof Promise ? await loaded : loaded;
+        if (tracing) {
+          const send = (traceContext: TraceContext | undefined) => {
+            shared.traceContext ??= traceContext;
+            return sendBatch(deps, name, version, payloads, shared, perJob);
+          };
+          return tracing.create(name, payloads.length, send, () => undefined);
         }
+        return sendBatch(deps, name, version, payloads, shared, perJob);
       };
     },
   });
+}
+
+/** Sends one `enqueueMany` batch (retried as `enqueue` is) and makes its handles. */
+async function sendBatch(
+  deps: ProducerDeps,
+  name: string,
+  version: number,
+  payloads: readonly unknown[],
+  shared: EnqueueOptions,
+  perJob: EnqueueManyOptions['perJob'],
+): Promise<JobHandle[]> {
+  const keys = madeUpKeys(payloads.length, shared, perJob, deps.retry.retries);
+  const request = {
+    name,
+    version,
+    payloads: [...payloads],
+    options: shared,
+    ...(perJob ? { perJob: perJob.map((entry) => entry ?? null) } : {}),
+    ...(keys ? { idempotencyKeys: keys } : {}),
+  };
+  try {
+    const results = await sendWithRetries(deps.retry, async (timeoutMs) => {
+      await deps.ready().catch(beforeSending);
+      return deps.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), { timeoutMs });
+    });
+    return results.map((r, i) => createHandle(deps, name, r.id, r.created || typeof keys?.[i] === 'string'));
+  } catch (error) {
+    throw enqueueFailed(error, name, payloads.length, keysSent(payloads.length, shared, perJob, keys));
+  }
 }

@@ -1,4 +1,4 @@
-import { isWorkqError, WorkqError } from '@workq/core';
+import { isWorkqError, type TraceContext, WorkqError } from '@workq/core';
 import { type ClaimedJob, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
@@ -18,13 +18,17 @@ const completion = lease.extend({ result: z.unknown() });
 
 /**
  * A leased job as the claim response carries it: the lease expiry as epoch
- * milliseconds, so a batch of plain-JSON payloads travels as plain JSON.
+ * milliseconds, so a batch of plain-JSON payloads travels as plain JSON, and
+ * the trace context the job was created in only when it has one.
  */
-export type WireClaimedJob = Omit<ClaimedJob, 'leaseExpiresAt'> & { leaseExpiresAtMs: number };
+export type WireClaimedJob = Omit<ClaimedJob, 'leaseExpiresAt' | 'runAt' | 'traceContext'> & {
+  leaseExpiresAtMs: number;
+  traceContext?: TraceContext;
+};
 
 /** Built field by field, not by rest and spread: it runs for every claimed job, where a spread copy is far slower. */
 function toWireJob(job: ClaimedJob): WireClaimedJob {
-  return {
+  const wire: WireClaimedJob = {
     id: job.id,
     name: job.name,
     version: job.version,
@@ -36,6 +40,8 @@ function toWireJob(job: ClaimedJob): WireClaimedJob {
     progress: job.progress,
     leaseExpiresAtMs: job.leaseExpiresAt.getTime(),
   };
+  if (job.traceContext !== null) wire.traceContext = job.traceContext;
+  return wire;
 }
 
 /** Checks a batch of acks before any goes to the store: its size, and that each result can be stored. */
@@ -51,6 +57,32 @@ function acksAreStorable(services: ServerServices, items: readonly z.infer<typeo
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Observes, for the metrics, the wait of each job a claim leased, and the lease of each carried ack it completed. */
+function observeClaim(
+  services: ServerServices,
+  name: string,
+  answer: { jobs: readonly ClaimedJob[]; completed: readonly string[] },
+  acks: readonly z.infer<typeof completion>[],
+): void {
+  services.metrics.observeClaimed(answer.jobs, Date.now());
+  // A worker claims one job type, and carries the acks of that type.
+  observeAcks(services, name, acks, answer.completed);
+}
+
+function observeAcks(
+  services: ServerServices,
+  name: string,
+  acks: readonly z.infer<typeof completion>[],
+  completedIds: readonly string[],
+): void {
+  if (completedIds.length === 0) return;
+  const completed = new Set(completedIds);
+  const nowMs = Date.now();
+  for (const ack of acks) {
+    if (completed.has(ack.id)) services.metrics.observeHandled(name, ack.leaseToken, 'completed', nowMs);
   }
 }
 
@@ -100,6 +132,7 @@ export const consumerRouter = router({
           },
           signal ?? new AbortController().signal,
         );
+        observeClaim(ctx.services, input.name, answer, input.complete);
         return {
           jobs: answer.jobs.map(toWireJob),
           completed: answer.completed,
@@ -120,12 +153,22 @@ export const consumerRouter = router({
     return { claims: ctx.services.dispatcher.stopWaiting(input.workerId, stopScopeOf(ctx.principal)) };
   }),
 
-  /** Completes a batch of held jobs; a lost lease fails only its own item. */
-  complete: authedProcedure.input(z.object({ items: z.array(completion).min(1) })).mutation(({ ctx, input }) => {
-    requireSomeConsumeScope(ctx.principal);
-    checkAcks(ctx.services, input.items);
-    return ctx.services.dispatcher.complete(input.items);
-  }),
+  /**
+   * Completes a batch of held jobs; a lost lease fails only its own item. `name`, the jobs' type, labels
+   * the handler duration metric; without it the batch is not observed there.
+   */
+  complete: authedProcedure
+    .input(z.object({ items: z.array(completion).min(1), name: jobName.optional() }))
+    .mutation(async ({ ctx, input }) => {
+      requireSomeConsumeScope(ctx.principal);
+      checkAcks(ctx.services, input.items);
+      const outcomes = await ctx.services.dispatcher.complete(input.items);
+      if (input.name !== undefined) {
+        const completed = outcomes.filter((o) => o.ok).map((o) => o.id);
+        observeAcks(ctx.services, input.name, input.items, completed);
+      }
+      return outcomes;
+    }),
 
   fail: authedProcedure
     .input(lease.extend({ message: z.string().max(10_000), permanent: z.boolean().default(false) }))
@@ -135,7 +178,9 @@ export const consumerRouter = router({
         { id: input.id, leaseToken: input.leaseToken },
         { message: input.message, permanent: input.permanent },
       );
-      ctx.services.metrics.failed.inc({ outcome: status.state === 'dead' ? 'dead' : 'retry' });
+      const outcome = status.state === 'dead' ? 'dead' : 'retry';
+      ctx.services.metrics.failed.inc({ outcome });
+      ctx.services.metrics.observeHandled(status.name, input.leaseToken, outcome, Date.now());
       return { state: status.state, runAt: status.runAt, attempts: status.attempts };
     }),
 

@@ -1,5 +1,5 @@
 import { isValidJobName, WorkqError } from '@workq/core';
-import { type EnqueueInput, toStoredText, toStoredValue } from '@workq/core/engine';
+import { type EnqueueInput, TRACE_CONTEXT_LIMITS, toStoredText, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import type { ServerServices } from './trpc.ts';
 
@@ -28,6 +28,14 @@ export const jobId = storableText(1, 64);
 export const leaseToken = storableText(1, 64);
 export const version = z.number().int().min(1).max(1_000_000);
 
+/** A trace propagation carrier (`traceparent`, `tracestate`), within core's `TRACE_CONTEXT_LIMITS`. */
+const traceContext = z
+  .record(storableText(1, TRACE_CONTEXT_LIMITS.keyLength), storableText(1, TRACE_CONTEXT_LIMITS.valueLength))
+  .refine(
+    (carrier) => Object.keys(carrier).length <= TRACE_CONTEXT_LIMITS.entries,
+    `has more than ${TRACE_CONTEXT_LIMITS.entries} entries`,
+  );
+
 export const enqueueOptions = z
   .object({
     priority: z.number().int().optional(),
@@ -44,6 +52,7 @@ export const enqueueOptions = z
       .optional(),
     leaseMs: z.number().int().optional(),
     order: z.enum(['fifo', 'lifo']).optional(),
+    traceContext: traceContext.optional(),
   })
   .optional();
 
@@ -62,8 +71,8 @@ export function toEnqueueInputs(
   options: EnqueueOptionsInput,
 ): EnqueueInput[] {
   if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
-  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order } = options;
-  const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order };
+  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
+  const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }
 

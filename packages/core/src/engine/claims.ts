@@ -1,4 +1,4 @@
-import { MAX_BATCH_SIZE } from '../jobs.ts';
+import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
 import { newLeaseToken } from './ids.ts';
 import type { ClaimedRecord, ClaimRequest } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
@@ -29,6 +29,10 @@ export interface ClaimedJob {
   leaseExpiresAt: Date;
   leaseMs: number;
   progress: number;
+  /** When the job became due: how long it waited ready is the claim's time less this. */
+  runAt: Date;
+  /** The trace context the job was created in, when it has one. */
+  traceContext: TraceContext | null;
 }
 
 /** The store request of a claim made at `now`, with a fresh fencing token. */
@@ -38,7 +42,7 @@ export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
     minVersion: input.minVersion ?? 1,
     maxVersion: input.maxVersion,
     limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH_SIZE),
-    leaseToken: newLeaseToken(),
+    leaseToken: newLeaseToken(now),
     workerId: input.workerId,
     leaseMs: input.leaseMs ?? null,
     now,
@@ -58,5 +62,7 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
     leaseExpiresAt: job.leaseExpiresAt as Date,
     leaseMs: job.leaseMs,
     progress: job.progress,
+    runAt: job.runAt,
+    traceContext: job.traceContext,
   };
 }

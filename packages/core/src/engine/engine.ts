@@ -387,7 +387,10 @@ export class Engine {
     const now = this.clock.now();
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
-    const replay = this.newJob({ ...input, options: { priority, maxAttempts, backoff, leaseMs, order } }, now, id);
+    // The replay keeps the trace context of the job it replays: its processing links to the original producer.
+    const traceContext = job.traceContext ?? undefined;
+    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext };
+    const replay = this.newJob({ ...input, options }, now, id);
     const [outcome] = await insertDistinct(this.store, [replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
     this.announce([outcome.job]);

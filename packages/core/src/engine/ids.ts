@@ -37,7 +37,22 @@ export function newJobId(): string {
   return uuidv7({ random, msecs: last.msecs, seq: last.seq });
 }
 
-/** A lease's fencing token: 122 random bits, unguessable by other workers. */
-export function newLeaseToken(): string {
-  return globalThis.crypto.randomUUID();
+/**
+ * A lease's fencing token: 122 random bits, unguessable by other workers. Given the time of its claim, the
+ * token begins with it (epoch milliseconds in base 36, then `.`), so whichever server later sees the
+ * lease end can tell how long it was held (`leaseClaimedAtMs`) without storing the claim time.
+ */
+export function newLeaseToken(claimedAt?: Date): string {
+  const random = globalThis.crypto.randomUUID();
+  return claimedAt === undefined ? random : `${claimedAt.getTime().toString(36)}.${random}`;
+}
+
+const CLAIM_TIME_PREFIX = /^([0-9a-z]{1,11})\./;
+
+/** The claim time a lease token begins with (see `newLeaseToken`), in epoch milliseconds; `null` when it has none. */
+export function leaseClaimedAtMs(leaseToken: string): number | null {
+  const match = CLAIM_TIME_PREFIX.exec(leaseToken);
+  if (!match) return null;
+  const ms = Number.parseInt(match[1] as string, 36);
+  return Number.isSafeInteger(ms) ? ms : null;
 }

@@ -51,11 +51,16 @@ export type {
   ReadyListener,
 } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
-export { newJobId, newLeaseToken } from './ids.ts';
+export { leaseClaimedAtMs, newJobId, newLeaseToken } from './ids.ts';
 export type { JobEvent, JobEventError, JobEventSink, JobEventType } from './job-events.ts';
 export { JOB_EVENT_TYPES } from './job-events.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
-export { DEFAULT_HISTORY_RETENTION_MS, ENGINE_JOB_DEFAULTS, resolveJobOptions } from './options.ts';
+export {
+  DEFAULT_HISTORY_RETENTION_MS,
+  ENGINE_JOB_DEFAULTS,
+  resolveJobOptions,
+  TRACE_CONTEXT_LIMITS,
+} from './options.ts';
 export type { SchemaRegistration } from './schema-registry.ts';
 export { fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';

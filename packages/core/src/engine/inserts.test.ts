@@ -27,6 +27,7 @@ function newJob(idempotencyKey: string | null, name = 'a'): NewJob {
     leaseMs: 1_000,
     idempotencyKey,
     replayOf: null,
+    traceContext: null,
   };
 }
 

@@ -3,6 +3,7 @@ import { WorkqError } from '../errors.ts';
 import { newJobId } from './ids.ts';
 import {
   checkIdempotencyKey,
+  checkTraceContext,
   type EnqueueOptions,
   type ResolvedJobOptions,
   resolveJobOptions,
@@ -77,5 +78,6 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     leaseMs: settings.leaseMs,
     idempotencyKey: checkIdempotencyKey(input.idempotencyKey ?? input.options?.idempotencyKey),
     replayOf,
+    traceContext: checkTraceContext(input.options?.traceContext),
   };
 }

@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import type { EnqueueOptions } from '../jobs.ts';
+import type { EnqueueOptions, TraceContext } from '../jobs.ts';
 
 export type { EnqueueOptions };
 
@@ -85,6 +85,35 @@ export function resolveRunAt(options: EnqueueOptions | undefined, now: Date): Da
   }
   const delayMs = checkInteger(options?.delayMs ?? 0, 'delayMs', 0, 365 * DAY_MS);
   return new Date(now.getTime() + delayMs);
+}
+
+/** The most entries, and the longest key and value, a stored trace context may have. */
+export const TRACE_CONTEXT_LIMITS = { entries: 8, keyLength: 64, valueLength: 1024 } as const;
+
+/**
+ * A trace context as a job stores it: a copy holding only string entries within `TRACE_CONTEXT_LIMITS`,
+ * `null` for none or an empty one; anything else is a `VALIDATION` error.
+ */
+export function checkTraceContext(carrier: TraceContext | undefined): TraceContext | null {
+  if (carrier === undefined || carrier === null) return null;
+  const invalid = () =>
+    new WorkqError(
+      'VALIDATION',
+      `traceContext must be an object of at most ${TRACE_CONTEXT_LIMITS.entries} string entries (keys of 1-${TRACE_CONTEXT_LIMITS.keyLength} characters, values of 1-${TRACE_CONTEXT_LIMITS.valueLength}), such as { traceparent: '00-…' }.`,
+    );
+  if (typeof carrier !== 'object' || Array.isArray(carrier)) throw invalid();
+  const entries = Object.entries(carrier);
+  if (entries.length === 0) return null;
+  if (entries.length > TRACE_CONTEXT_LIMITS.entries) throw invalid();
+  const copy: Record<string, string> = {};
+  for (const [key, value] of entries) {
+    if (key.length < 1 || key.length > TRACE_CONTEXT_LIMITS.keyLength) throw invalid();
+    if (typeof value !== 'string' || value.length < 1 || value.length > TRACE_CONTEXT_LIMITS.valueLength) {
+      throw invalid();
+    }
+    copy[key] = value;
+  }
+  return copy;
 }
 
 export function checkIdempotencyKey(key: string | undefined): string | null {

@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import { FINISHED_STATES, type JobError, type JobState } from '../jobs.ts';
+import { FINISHED_STATES, type JobError, type JobState, type TraceContext } from '../jobs.ts';
 import type { LeaderElection } from '../roles/leadership.ts';
 
 /**
@@ -46,6 +46,8 @@ export interface JobRecord {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
+  /** The trace context the job was created in (see `EnqueueOptions.traceContext`), kept as given; `null`: none. */
+  traceContext: TraceContext | null;
 }
 
 /** What a claim returns of each job it leased, in claim order: what a worker is handed. */
@@ -61,6 +63,8 @@ export type ClaimedRecord = Pick<
   | 'leaseToken'
   | 'leaseExpiresAt'
   | 'progress'
+  | 'runAt'
+  | 'traceContext'
 >;
 
 /** A job to insert. The engine resolves every option before it reaches a store. */
@@ -78,6 +82,8 @@ export interface NewJob {
   leaseMs: number;
   idempotencyKey: string | null;
   replayOf: string | null;
+  /** Stored as given and returned by every read and claim of the job. */
+  traceContext: TraceContext | null;
 }
 
 /** What an insert did with one job. */

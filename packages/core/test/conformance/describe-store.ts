@@ -16,6 +16,7 @@ import { registerRetryTests } from './retries.ts';
 import { registerScheduleTests } from './schedules.ts';
 import { registerScaleTests } from './scale.ts';
 import { registerTimeTests } from './time.ts';
+import { registerTraceContextTests } from './trace-context.ts';
 import { registerVersionTests } from './versions.ts';
 
 export type { StoreHarness } from './harness.ts';
@@ -52,6 +53,7 @@ export function describeStore(
     describe('schedules', () => registerScheduleTests(state));
     describe('health', () => registerHealthTests(state));
     describe('leadership', () => registerLeadershipTests(state));
+    describe('trace context', () => registerTraceContextTests(state));
     describe('flow control', () => registerFlowControlTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };

@@ -48,6 +48,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
       leaseMs: 1_234,
       idempotencyKey,
       replayOf: null,
+      traceContext: null,
     });
     const outcomes = await ctx.store.insertJobs([fresh(1, null), fresh(2, 'key-2'), fresh(3, null)]);
     for (const { job, created } of outcomes) {

@@ -54,6 +54,7 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
     leaseMs: 1000,
     idempotencyKey: null,
     replayOf: null,
+    traceContext: null,
   };
   expect(await store.moveJob(ref, next, now)).toBeNull();
   expect(await store.getJob(next.id)).toBeNull();

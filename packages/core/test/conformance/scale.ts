@@ -32,6 +32,7 @@ async function addHistory(store: Store, clock: ManualClock, name: string, count:
       leaseMs: 60_000,
       idempotencyKey: null,
       replayOf: null,
+      traceContext: null,
     }));
     await store.insertJobs(jobs);
     const leaseToken = newLeaseToken();

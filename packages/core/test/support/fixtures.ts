@@ -21,6 +21,7 @@ export function newJob(name: string, overrides: Partial<NewJob> = {}): NewJob {
     leaseMs: 30_000,
     idempotencyKey: null,
     replayOf: null,
+    traceContext: null,
     ...overrides,
   };
 }

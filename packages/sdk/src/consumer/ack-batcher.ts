@@ -22,9 +22,11 @@ export class AckBatcher {
   private scheduled = false;
   private readonly sending = new Set<Promise<void>>();
 
+  /** `name`: the job type of the acks, which labels the server's handler duration metric. */
   constructor(
     private readonly call: Call,
     private readonly maxBatch: number,
+    private readonly name?: string,
   ) {}
 
   /**
@@ -78,7 +80,7 @@ export class AckBatcher {
       const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
       const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
       const sent = retrying(
-        () => this.call((api, signal) => api.consumer.complete.mutate({ items }, { signal })),
+        () => this.call((api, signal) => api.consumer.complete.mutate({ items, name: this.name }, { signal })),
         giveUpAt,
       ).then(
         (outcomes) =>

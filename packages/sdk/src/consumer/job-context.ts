@@ -1,4 +1,5 @@
-import { type AnyJobDefinition, parseWith } from '@workq/core';
+import { type AnyJobDefinition, type EnqueueOptions, parseWith } from '@workq/core';
+import type { TracingLoader } from '../tracing.ts';
 import type { Call } from '../transport.ts';
 import type { JobAbort } from './lease-keeper.ts';
 import type { JobContext } from './types.ts';
@@ -7,6 +8,8 @@ export interface JobContextDeps {
   /** Resolves a job name (the job's own, or a `moveTo` target) to its definition (or fails with UNKNOWN_JOB). */
   definitionOf: (name: string) => AnyJobDefinition;
   call: Call;
+  /** Spans around handlers, and the trace context a `moveTo` passes on. @defaultValue none */
+  tracing?: TracingLoader;
 }
 
 /**
@@ -66,7 +69,10 @@ export class HandlerContext implements JobContext<never> {
   async #moveTo(nextName: string, payload: unknown, nextOptions?: object): Promise<void> {
     const next = this.#deps.definitionOf(nextName);
     parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
-    const nextJob = { name: nextName, version: next.version, payload, options: { ...next.defaults, ...nextOptions } };
+    const options: EnqueueOptions = { ...next.defaults, ...nextOptions };
+    // The next job is created in this handler's `process` span: its own processing links to it.
+    options.traceContext ??= this.#deps.tracing?.resolved?.activeContext();
+    const nextJob = { name: nextName, version: next.version, payload, options };
     const { id, leaseToken } = this.#lease;
     await this.#deps.call((api, signal) => api.consumer.moveTo.mutate({ id, leaseToken, next: nextJob }, { signal }));
     this.#moved = true;

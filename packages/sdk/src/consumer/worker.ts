@@ -45,7 +45,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call, undefined, workerId);
   const startedAt = new Date();
-  const acks = new AckBatcher(call, MAX_BATCH_SIZE);
+  const acks = new AckBatcher(call, MAX_BATCH_SIZE, name);
   const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
   /** Drops the claims still out: when closing, unless their server answers them at once. */
@@ -97,6 +97,8 @@ export function startWorker(deps: WorkerDeps): Worker {
     claimsOut++;
     try {
       await deps.ready();
+      // Handlers run traced from the first job on, when `@opentelemetry/api` is there.
+      await deps.tracing?.get();
       // Closed while the catalog was being registered: nothing more is claimed.
       if (stopClaiming.signal.aborted) return [];
       return await claimFromServer(limit);
@@ -162,7 +164,10 @@ export function startWorker(deps: WorkerDeps): Worker {
           maxAttempts: job.maxAttempts,
           version: job.version,
         };
-        const returned = await deps.handler(consumed, ctx);
+        const tracing = deps.tracing?.resolved;
+        const returned = tracing
+          ? await tracing.process(job, async () => deps.handler(consumed, ctx))
+          : await deps.handler(consumed, ctx);
         if (ctx.moved) return;
         outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
       } catch (error) {

@@ -1,6 +1,6 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
-import type { JobError } from '../../jobs.ts';
+import type { JobError, TraceContext } from '../../jobs.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
@@ -39,6 +39,11 @@ export interface JobDocument {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
+  /**
+   * The trace context the job was created in, as JSON text (its keys are the producer's, so they are never
+   * field names). Absent on jobs a server of an earlier version wrote.
+   */
+  traceContext?: string | null;
   /** The job's group (the enqueue option `group`), in the group claim index while waiting; absent: none. */
   group?: string | null;
 }
@@ -130,6 +135,7 @@ export function toJobDocument(job: NewJob): JobDocument {
     result: null,
     orderKey: orderKeyOf(job.order, job.runAt, job.id),
     backoff: cleanBackoff(job.backoff),
+    traceContext: job.traceContext === null ? null : toJson(job.traceContext),
   };
 }
 
@@ -160,6 +166,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     finishedAt: doc.finishedAt ?? null,
     movedTo: doc.movedTo ?? null,
     replayOf: doc.replayOf ?? null,
+    traceContext: fromJson(doc.traceContext) as TraceContext | null,
   };
 }
 

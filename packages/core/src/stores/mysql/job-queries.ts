@@ -45,7 +45,7 @@ export function promoteDueJobsSql(t: Tables): string {
  * name, now, minVersion, maxVersion, limit.
  */
 export function claimCandidatesSql(t: Tables): string {
-  return `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress
+  return `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;

@@ -216,6 +216,14 @@ export function migrations(t: Tables): readonly Migration[] {
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       ],
     },
+    {
+      version: 9,
+      name: 'the trace context a job was created in',
+      // Kept as given (a propagation carrier such as { traceparent, tracestate }, as JSON text) and returned by
+      // claims, so the worker's span links to the producer's. Nullable: existing rows need no value.
+      jobsColumns: { trace_context: 'TEXT NULL' },
+      statements: [],
+    },
   ];
 }
 

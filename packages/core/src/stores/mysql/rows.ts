@@ -1,7 +1,7 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
-import type { JobError } from '../../jobs.ts';
+import type { JobError, TraceContext } from '../../jobs.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
@@ -34,6 +34,7 @@ export const JOB_COLUMNS = [
   'moved_to',
   'replay_of',
   'delayed_until',
+  'trace_context',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -127,6 +128,8 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
     leaseToken: claim.leaseToken,
     leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
     progress: Number(row.progress),
+    runAt: readDate(row.run_at),
+    traceContext: readJson(row.trace_context) as TraceContext | null,
   };
 }
 
@@ -157,6 +160,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
     finishedAt: readNullableDate(row.finished_at),
     movedTo: readText(row.moved_to),
     replayOf: readText(row.replay_of),
+    traceContext: readJson(row.trace_context) as TraceContext | null,
   };
 }
 
@@ -190,6 +194,7 @@ export function newJobValues(job: NewJob): unknown[] {
     moved_to: null,
     replay_of: job.replayOf,
     delayed_until: delayedUntil(notStartedState(job.runAt, job.createdAt), job.runAt),
+    trace_context: job.traceContext === null ? null : writeJson(job.traceContext),
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -8,13 +8,22 @@ import { engineState, type KeptState } from '../shared/not-started.ts';
  * The columns a claim returns, read into a `ClaimedRecord` with what the claim request already says (name,
  * lease token, expiry): no more than a worker needs to be sent and parsed.
  */
-const CLAIMED_FIELDS = ['id', 'version', 'payload', 'attempts', 'max_attempts', 'lease_ms', 'progress'] as const;
+const CLAIMED_FIELDS = [
+  'id',
+  'version',
+  'payload',
+  'attempts',
+  'max_attempts',
+  'lease_ms',
+  'progress',
+  'run_at',
+  'trace_context',
+] as const;
 
 const OTHER_FIELDS = [
   'name',
   'priority',
   'job_order',
-  'run_at',
   'lease_token',
   'lease_expires_at',
   'state',
@@ -66,6 +75,8 @@ export interface JobRow {
   finished_at: Date | null;
   moved_to: string | null;
   replay_of: string | null;
+  /** Migration 14. */
+  trace_context: Record<string, string> | null;
 }
 
 /** A row of `CLAIMED_COLUMNS`. */
@@ -85,6 +96,8 @@ export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRe
     leaseToken: claim.leaseToken,
     leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
     progress: row.progress,
+    runAt: row.run_at,
+    traceContext: row.trace_context,
   };
 }
 
@@ -114,6 +127,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     finishedAt: row.finished_at,
     movedTo: row.moved_to,
     replayOf: row.replay_of,
+    traceContext: row.trace_context,
   };
 }
 
@@ -123,7 +137,7 @@ export function toJsonText(value: unknown): string {
 }
 
 /** The fields of a new job that differ from job to job; the others are its settings. */
-export const PER_JOB_FIELDS = ['id', 'payload', 'idempotency_key'] as const;
+export const PER_JOB_FIELDS = ['id', 'payload', 'idempotency_key', 'trace_context'] as const;
 
 /** The other fields of a new job: its settings, usually the same for every job of a batch. */
 export const SETTINGS_FIELDS = [
@@ -183,9 +197,14 @@ export function shareSettings(jobs: readonly NewJob[]): boolean {
   return first === undefined || jobs.every((job) => sameSettings(job, first));
 }
 
+/** A job's trace context as JSON text for its `jsonb` column, or SQL `NULL` for none. */
+function traceContextText(job: NewJob): string | null {
+  return job.traceContext === null ? null : JSON.stringify(job.traceContext);
+}
+
 /** One new job's insert values as text, in `NEW_JOB_FIELDS` order. */
 export function newJobValues(job: NewJob): (string | null)[] {
-  return [job.id, toJsonText(job.payload), job.idempotencyKey, ...settingsOf(job)];
+  return [job.id, toJsonText(job.payload), job.idempotencyKey, traceContextText(job), ...settingsOf(job)];
 }
 
 /**
@@ -194,13 +213,14 @@ export function newJobValues(job: NewJob): (string | null)[] {
  * driver-specific array typing: every value goes as text, and the statement
  * types each parameter, as `arrayParam` in statements.ts says).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
- * after the per-job arrays: 3 values per job to encode and parse instead of 13.
+ * after the per-job arrays: 4 values per job to encode and parse instead of 14.
  */
 export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string | null | (string | null)[])[] {
   const perJob = [
     jobs.map((job) => job.id),
     jobs.map((job) => toJsonText(job.payload)),
     jobs.map((job) => job.idempotencyKey),
+    jobs.map(traceContextText),
   ];
   const [first] = jobs;
   if (alike) return [...perJob, ...(first ? settingsOf(first) : SETTINGS_FIELDS.map(() => null))];

@@ -293,6 +293,15 @@ CREATE TABLE schedule_runs (
 ALTER TABLE workers ADD COLUMN pid integer, ADD COLUMN started_at timestamptz;
 `,
   },
+  {
+    version: 14,
+    name: 'the trace context a job was created in',
+    // Kept as given (a propagation carrier such as { traceparent, tracestate }) and returned by claims, so the
+    // worker's span links to the producer's. Nullable with no default: adding it rewrites no rows.
+    sql: `
+ALTER TABLE jobs ADD COLUMN trace_context jsonb;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -403,6 +403,7 @@ export class PostgresStore implements Store {
       leaseMs: 1,
       idempotencyKey: null,
       replayOf: null,
+      traceContext: null,
     };
     const claimNothing: ClaimRequest = {
       name: '',

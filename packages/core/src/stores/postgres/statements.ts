@@ -27,7 +27,7 @@ function fenced(id: string, token: string, now: string): string {
 }
 
 const INSERT_COLUMNS =
-  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of';
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context';
 
 /**
  * The stored state of a job not yet started that runs at `runAt`, written at `now` (SQL expressions):
@@ -51,6 +51,7 @@ const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   id: 'text',
   payload: 'jsonb',
   idempotency_key: 'text',
+  trace_context: 'jsonb',
   name: 'text',
   version: 'int',
   priority: 'int',
@@ -91,31 +92,34 @@ function unnestedValue(field: NewJobField): string {
 function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const [runAt, createdAt, order] = [field('run_at'), field('created_at'), field('job_order')];
   const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
-  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}`;
 }
 
 /**
- * The insert of one job, `NEW_JOB_FIELDS` as scalar parameters $1-$13, leased in the same statement
- * to the claim of $14 now, $15 min version, $16 max version, $17 lease token, $18 worker id, $19 lease
- * expiry, when it is due, in range, and no job that claim could take is ready or due; otherwise inserted as
+ * The insert of one job, `NEW_JOB_FIELDS` as scalar parameters, leased in the same statement to the
+ * claim of the six parameters after them (now, min version, max version, lease token, worker id, lease
+ * expiry), when it is due, in range, and no job that claim could take is ready or due; otherwise inserted as
  * `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided once: pulled up into
  * the five columns that read it, its two lookups would run five times each.
  */
 function insertAndClaimJobSql(jobs: string, options: { skipTakenKey: boolean }): string {
   const field = (name: NewJobField) => fieldParam(NEW_JOB_FIELDS.indexOf(name) + 1, name);
   const leased = (value: string) => `CASE WHEN h.handed THEN ${value} END`;
+  const claimParam = (k: number) => `$${NEW_JOB_FIELDS.length + k}`;
+  const [now, minVersion, maxVersion] = [claimParam(1), claimParam(2), claimParam(3)] as const;
+  const [token, worker, expiry] = [claimParam(4), claimParam(5), claimParam(6)] as const;
   return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at)
-SELECT ${insertValues(field, 'h.handed')}, ${leased('$17')}, ${leased('$18')}, ${leased('$19::timestamptz')}
-FROM (SELECT ${field('run_at')} <= $14::timestamptz
-  AND ${field('version')} BETWEEN $15::int AND $16::int
+SELECT ${insertValues(field, 'h.handed')}, ${leased(token)}, ${leased(worker)}, ${leased(`${expiry}::timestamptz`)}
+FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
+  AND ${field('version')} BETWEEN ${minVersion}::int AND ${maxVersion}::int
   AND NOT EXISTS (
     SELECT 1 FROM ${jobs} AS c
-    WHERE c.state = 'waiting' AND c.name = ${field('name')} AND c.run_at <= $14::timestamptz
-      AND c.version BETWEEN $15::int AND $16::int)
+    WHERE c.state = 'waiting' AND c.name = ${field('name')} AND c.run_at <= ${now}::timestamptz
+      AND c.version BETWEEN ${minVersion}::int AND ${maxVersion}::int)
   AND NOT EXISTS (
     SELECT 1 FROM ${jobs} AS d
-    WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= $14::timestamptz
-      AND d.version BETWEEN $15::int AND $16::int)
+    WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= ${now}::timestamptz
+      AND d.version BETWEEN ${minVersion}::int AND ${maxVersion}::int)
   OFFSET 0) AS h(handed)
 ${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
 }

@@ -32,6 +32,7 @@ export function insertedRecord(job: NewJob): JobRecord {
     finishedAt: null,
     movedTo: null,
     replayOf: job.replayOf,
+    traceContext: job.traceContext,
   };
 }
 
