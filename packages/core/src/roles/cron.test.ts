@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EnqueueResult } from '../engine/engine.ts';
 import { isWorkqError, WorkqError } from '../errors.ts';
 import { CronScheduler } from './cron.ts';
-import { occurrenceKey, parseCrontab, type ScheduledEntry } from './cron-entries.ts';
+import { occurrenceKey, parseCrontab, parseSchedule, type ScheduledEntry } from './cron-entries.ts';
 
 const silent = { warn: vi.fn() };
 
@@ -214,6 +214,55 @@ describe('CronScheduler', () => {
     expect(vi.getTimerCount()).toBe(1);
     expect(calls).toEqual([]);
     await scheduler.stepDown();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('runs stored schedules beside the crontab: caught up from when they were written, re-armed when changed, stopped when removed', async () => {
+    // 23:59:30. A schedule written at 23:59:00 on another server, read by this leader later.
+    let stored: ScheduledEntry[] = [
+      parseSchedule({ key: 'kept', cron: '*/10 * * * * *', name: 'tenth' }, new Date('2026-03-28T23:59:05Z')),
+    ];
+    const calls: { key: string; at: string }[] = [];
+    const scheduler = new CronScheduler(parseCrontab([{ cron: '0 * * * *', name: 'hourly', key: 'hourly' }]), {
+      now: () => new Date(),
+      logger: silent,
+      catchUpMs: 60_000,
+      reloadEveryMs: 1_000,
+      loadStored: async () => stored,
+      enqueue: async (_scheduled, at, key) => {
+        calls.push({ key, at: at.toISOString() });
+        return { id: 'j', created: true, state: 'ready' };
+      },
+    });
+    scheduler.lead();
+    await vi.advanceTimersByTimeAsync(0);
+    // Its occurrences since it was written (not the minute's catch-up before that), under its own key space.
+    expect(calls.map((c) => c.key)).toEqual([
+      'schedule:kept:2026-03-28T23:59:10.000Z',
+      'schedule:kept:2026-03-28T23:59:20.000Z',
+      'schedule:kept:2026-03-28T23:59:30.000Z',
+    ]);
+    calls.length = 0;
+
+    // Changed (another expression): from the next read on, the old arming (due 23:59:40) is stopped, the new one runs.
+    stored = [parseSchedule({ key: 'kept', cron: '*/15 * * * * *', name: 'tenth' }, new Date('2026-03-28T23:59:30Z'))];
+    await vi.advanceTimersByTimeAsync(15_500);
+    expect(calls.map((c) => c.at)).toEqual(['2026-03-28T23:59:45.000Z']);
+    calls.length = 0;
+
+    // Removed: nothing more of it after the next read; the crontab's entry keeps running.
+    stored = [];
+    await vi.advanceTimersByTimeAsync(1_000);
+    calls.length = 0;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls.map((c) => c.key)).toEqual(['cron:hourly:2026-03-29T00:00:00.000Z']);
+
+    // A follower reads nothing: reload() does nothing while not leading.
+    await scheduler.stepDown();
+    stored = [parseSchedule({ key: 'late', cron: '* * * * * *', name: 'tenth' }, new Date())];
+    await scheduler.reload();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(calls).toHaveLength(1);
     expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -151,7 +151,7 @@ export class CronScheduler implements Role {
     const now = this.deps.now();
     const storedAt = scheduled.storedAt;
     const since = storedAt && storedAt > this.catchUpSince ? storedAt : this.catchUpSince;
-    for (let at = scheduled.times.nextRun(since); at && at < now; at = scheduled.times.nextRun(at)) {
+    for (let at = scheduled.times.nextRun(since); at && at <= now; at = scheduled.times.nextRun(at)) {
       this.track(this.enqueueOccurrence(armed, at));
     }
     this.armAfter(armed, now);
