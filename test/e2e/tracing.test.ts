@@ -210,6 +210,31 @@ describe('OpenTelemetry: the producer’s trace continues in the handler', () =>
       expect(finished()).toEqual([]);
     });
 
+    it('a plain-HTTP enqueue keeps the request’s traceparent and tracestate headers; options.traceContext wins', async () => {
+      const producer = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const post = (options?: object) =>
+        fetch(`${server.url}/v1/jobs/imageConvert`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', traceparent: producer, tracestate: 'app=1' },
+          body: JSON.stringify({ version: 2, payload: image(13), ...(options ? { options } : {}) }),
+        }).then((res) => res.json() as Promise<{ id: string }>);
+      const fromHeaders = await post();
+      expect((await store.getJob(fromHeaders.id))?.traceContext).toEqual({
+        traceparent: producer,
+        tracestate: 'app=1',
+      });
+      const own = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
+      const fromOptions = await post({ traceContext: own });
+      expect((await store.getJob(fromOptions.id))?.traceContext).toEqual(own);
+
+      const sdk = createClient({ url: server.url, jobs });
+      workers.push(sdk.consume('imageConvert', async () => ({ bytes: 1 })));
+      await sdk.job('imageConvert', fromHeaders.id).result({ timeoutMs: 20_000 });
+      await sdk.job('imageConvert', fromOptions.id).result({ timeoutMs: 20_000 });
+      const linked = named('process imageConvert').map((span) => span.links[0]?.context.spanId);
+      expect(linked.sort()).toEqual(['00f067aa0ba902b7', 'b7ad6b7169203331']);
+    });
+
     it('tracing: false records nothing and stores no context', async () => {
       const sdk = createClient({ url: server.url, jobs, tracing: false });
       workers.push(sdk.consume('imageConvert', async () => ({ bytes: 1 })));

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { WorkqError } from '@workq/core';
+import { type TraceContext, WorkqError } from '@workq/core';
+import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
 import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
@@ -17,6 +18,8 @@ const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enque
  * are validated as over tRPC: with the server's catalog when it has one,
  * otherwise against the registered JSON Schema, in which case the answer's
  * `warnings` name the constraints that schema cannot express (not checked).
+ * Without `options.traceContext`, the job keeps the request's W3C `traceparent`
+ * (and `tracestate`) headers, as an instrumented HTTP client sends them.
  */
 export async function handleRest(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
   try {
@@ -34,7 +37,8 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
         `Body must be {"version": <int>, "payload": <json>, "options"?: {...}}: ${body.error.issues[0]?.message}`,
       );
     }
-    const { options } = body.data;
+    const traceContext = body.data.options?.traceContext ?? headerTraceContext(req);
+    const options = traceContext ? { ...body.data.options, traceContext } : body.data.options;
     await checkPayloads(services, jobName, body.data.version, [body.data.payload]);
     const result = await services.engine.enqueue(
       toEnqueueInput(jobName, body.data.version, body.data.payload, options),
@@ -45,6 +49,15 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     const clientError = toClientError(error, 'enqueue');
     sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError);
   }
+}
+
+/** The request's W3C trace context headers, when they fit what a job stores (others are ignored, not refused). */
+function headerTraceContext(req: IncomingMessage): TraceContext | undefined {
+  const fits = (value: unknown): value is string =>
+    typeof value === 'string' && value.length > 0 && value.length <= TRACE_CONTEXT_LIMITS.valueLength;
+  const { traceparent, tracestate } = req.headers;
+  if (!fits(traceparent)) return undefined;
+  return fits(tracestate) ? { traceparent, tracestate } : { traceparent };
 }
 
 const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
