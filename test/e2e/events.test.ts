@@ -1,3 +1,4 @@
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, isWorkqError, type JobEvent, PermanentError, type ResyncEvent, type Worker } from '@workq/sdk';
@@ -317,3 +318,81 @@ await describeEachStore(POSTGRES, 'a subscriber that reconnects, on $label', ({ 
     }
   });
 });
+
+/** An event stream read with plain HTTP, which the test can stop reading: a subscriber whose socket fills. */
+async function openRawStream(serverUrl: string, name: string) {
+  const input = encodeURIComponent(JSON.stringify({ json: { name } }));
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    const request = httpGet(`${serverUrl}/trpc/events.watch?input=${input}`, {
+      headers: { accept: 'text/event-stream' },
+    });
+    request.once('response', resolve);
+    request.once('error', reject);
+  });
+  let text = '';
+  response.setEncoding('utf8');
+  response.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  response.on('error', () => undefined);
+  return { response, text: () => text };
+}
+
+await describeEachStore(POSTGRES, 'a subscriber that stops reading, on $label', ({ open }) => {
+  it('never holds the queue back: the queue drains, the subscriber later gets resync, and a stalled one does not hold the shutdown', async () => {
+    const target = await open();
+    const server = await startServer({
+      port: 0,
+      store: await serverStore(target),
+      logger: collectingLogger(),
+      limits: { maxBufferedEvents: 50 },
+    });
+    const sdk = createClient({ url: server.url, jobs });
+    let worker: Worker | undefined;
+    const streams: Awaited<ReturnType<typeof openRawStream>>[] = [];
+    try {
+      const report = { accountId: 'acc', kind: 'usage', from: '2026-01-01', to: '2026-01-31' } as const;
+      await sdk.ready();
+      const slow = await openRawStream(server.url, 'generateReport');
+      const stalled = await openRawStream(server.url, 'generateReport');
+      streams.push(slow, stalled);
+      expect(slow.response.statusCode).toBe(200);
+      await until(() => slow.text().includes('data:') && stalled.text().includes('data:'), 10_000);
+      slow.response.pause();
+      stalled.response.pause();
+
+      // Each completed event carries a 32 KiB result: a few hundred fill any socket buffer, then the server's own.
+      const bigUrl = `https://reports.example.com/${'x'.repeat(32 * 1024)}`;
+      const done = new Set<string>();
+      worker = sdk.consume(
+        'generateReport',
+        async (job) => {
+          done.add(job.id);
+          return { url: bigUrl, rows: 1 };
+        },
+        { concurrency: 20 },
+      );
+      const handles = await sdk.enqueueMany.generateReport(Array.from({ length: 400 }, () => report));
+      await until(() => handles.every((h) => done.has(h.id)), 30_000, 50);
+      await worker.close();
+      worker = undefined;
+
+      slow.response.resume();
+      await until(() => slow.text().includes('"type":"resync"'), 30_000, 50);
+
+      const closing = server.close();
+      await expect(Promise.race([closing.then(() => 'closed'), sleep(15_000).then(() => 'stuck')])).resolves.toBe(
+        'closed',
+      );
+    } finally {
+      for (const stream of streams) stream.response.destroy();
+      await worker?.close();
+      await server.close();
+      await target.drop();
+    }
+  });
+});
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -27,6 +27,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
+  --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
+                            (default ${DEFAULT_LIMITS.maxBufferedEvents})
   --help
 `;
 
@@ -55,6 +57,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-batch-size': { type: 'string' },
       'max-trpc-batch-size': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
+      'max-buffered-events': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -66,6 +69,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxBatchSize: intOption(values['max-batch-size'] ?? env.WORKQ_MAX_BATCH_SIZE, 'max-batch-size'),
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
+    maxBufferedEvents: intOption(
+      values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS,
+      'max-buffered-events',
+    ),
   };
   const crontabFile = values.crontab ?? env.WORKQ_CRONTAB;
   const tokenSecret = values['token-secret'] || env.WORKQ_TOKEN_SECRET || undefined;

@@ -46,7 +46,8 @@ export type RequestKind = 'read' | 'enqueue' | 'claim' | 'ack' | 'write';
 
 /** The kind of a tRPC call, by its type and procedure path. */
 export function requestKindOf(type: string, path: string | undefined): RequestKind {
-  if (type === 'query') return 'read';
+  // A subscription (job events) changes nothing: it is read again by subscribing again.
+  if (type === 'query' || type === 'subscription') return 'read';
   if (path === 'jobs.enqueue' || path === 'jobs.enqueueMany') return 'enqueue';
   if (path === 'consumer.claim') return 'claim';
   if (path === 'consumer.complete') return 'ack';

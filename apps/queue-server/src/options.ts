@@ -32,6 +32,11 @@ export interface ServerLimits {
   maxRequestBytes?: number;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
   maxLongPollMs?: number;
+  /**
+   * Job events kept for one event subscriber that is not reading; past it they are dropped and the
+   * subscriber gets `resync` (docs/events.md). @defaultValue 10_000
+   */
+  maxBufferedEvents?: number;
 }
 
 export interface ServerOptions {
@@ -132,6 +137,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
+  maxBufferedEvents: 10_000,
 });
 
 function jsonLineLogger(): Logger {

@@ -40,6 +40,8 @@ export interface QueueServer {
   close(): Promise<void>;
 }
 
+/** The job-event subscription's path (`events.watch`, over server-sent events). */
+const EVENTS_PATH = '/trpc/events.watch';
 /** How long the maintenance roles' leader holds its lease; another server takes over this long after it dies. */
 const LEADERSHIP_LEASE_MS = 15_000;
 /** On taking over, the new leader enqueues the crontab occurrences of this last stretch, in case they were missed. */
@@ -73,7 +75,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   });
   const store = health.store;
   // The engine's event sink: job events go to this server's subscribers and, over the bus, to the other servers'.
-  const events = new EventHub({ readJob: (id) => engine.get(id) });
+  const events = new EventHub({
+    readJob: (id) => engine.get(id),
+    maxBufferedEvents: resolved.limits.maxBufferedEvents,
+  });
   const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs, events });
   const bus = new WakeupBus(engine, store.capabilities.notify ? store.notifier : undefined);
   await bus.start();
@@ -170,6 +175,8 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   let inFlight = 0;
   let closing = false;
   let drained: (() => void) | undefined;
+  /** Open job-event streams: on close, one its client no longer reads is cut, so it cannot hold the shutdown. */
+  const eventStreams = new Set<ServerResponse>();
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (cors.handle(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
@@ -182,6 +189,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
     if (trpcMutations(req, res)) return;
+    if (path === EVENTS_PATH) {
+      eventStreams.add(res);
+      res.once('close', () => eventStreams.delete(res));
+    }
     return trpcHandler(req, res);
   };
   const server = createServer((req, res) => {
@@ -217,7 +228,11 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       closing = true;
       await roles.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
+      // Streams end with a retryable error, on which clients reconnect; those that cannot be written to are cut.
       events.close();
+      setImmediate(() => {
+        for (const res of eventStreams) res.destroy();
+      });
       await bus.close();
       server.closeIdleConnections();
       if (inFlight > 0) await new Promise<void>((r) => (drained = r));
