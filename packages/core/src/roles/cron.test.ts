@@ -218,7 +218,7 @@ describe('CronScheduler', () => {
   });
 
   it('runs stored schedules beside the crontab: caught up from when they were written, re-armed when changed, stopped when removed', async () => {
-    // 23:59:30. A schedule written at 23:59:00 on another server, read by this leader later.
+    // 23:59:30. A schedule written at 23:59:05 on another server, read by this leader when it takes the lead.
     let stored: ScheduledEntry[] = [
       parseSchedule({ key: 'kept', cron: '*/10 * * * * *', name: 'tenth' }, new Date('2026-03-28T23:59:05Z')),
     ];

@@ -1,0 +1,38 @@
+import { jobs } from '@workq/schemas';
+import { createClient, type JobState, type ScheduleListing, type WorkerListing } from '@workq/sdk';
+import { describe, expectTypeOf, it } from 'vitest';
+
+const sdk = createClient({ url: 'http://127.0.0.1:1', jobs });
+
+describe('admin types: the worker registry and schedules', () => {
+  it('types each worker as DESIGN.md lists it', () => {
+    expectTypeOf(sdk.admin.workers).returns.resolves.toEqualTypeOf<WorkerListing[]>();
+    expectTypeOf<WorkerListing>().toEqualTypeOf<{
+      id: string;
+      host: string;
+      pid: number | null;
+      names: string[];
+      versions: number[];
+      startedAt: Date | null;
+      lastSeenAt: Date;
+      activeJobIds: string[];
+    }>();
+  });
+
+  it('types upsertSchedule’s input and the listing with its source, next run and last run', () => {
+    expectTypeOf(sdk.admin.schedules).returns.resolves.toEqualTypeOf<ScheduleListing[]>();
+    expectTypeOf<ScheduleListing['source']>().toEqualTypeOf<'crontab' | 'stored'>();
+    expectTypeOf<ScheduleListing['nextRunAt']>().toEqualTypeOf<Date | null>();
+    expectTypeOf<ScheduleListing['lastRun']>().toEqualTypeOf<{
+      jobId: string;
+      at: Date;
+      state: JobState | null;
+    } | null>();
+    expectTypeOf(sdk.admin.removeSchedule).toEqualTypeOf<(key: string) => Promise<boolean>>();
+    void sdk.admin.upsertSchedule({ key: 'k', cron: '0 3 * * *', name: 'generateReport', payload: {} });
+    // @ts-expect-error a schedule needs its key
+    void sdk.admin.upsertSchedule({ cron: '0 3 * * *', name: 'generateReport' });
+    // @ts-expect-error options are the crontab's, not arbitrary
+    void sdk.admin.upsertSchedule({ key: 'k', cron: '* * * * *', name: 'x', options: { runAt: new Date() } });
+  });
+});
