@@ -103,3 +103,30 @@ it('skips its own messages, since its own events woke its waiters already, and a
   expect(notifier.published.some((message) => message.split('\n').includes('echo'))).toBe(true);
   expect([a.wakeups.generation('echo'), b.wakeups.generation('echo')]).toEqual([1, 1]);
 });
+
+it('sends job events to the other instances only while one of them has subscribers, and says when it dropped some', async () => {
+  const notifier = sharedNotifier();
+  const a = await instance(notifier);
+  const b = await instance(notifier);
+  const heard: (string[] | 'lost')[] = [];
+  b.wakeups.onEvents((events) => heard.push(events === 'lost' ? 'lost' : events.map((e) => e.id)));
+  const event = (id: string) => ({ type: 'enqueued' as const, id, name: 'mail', version: 1, at: new Date() });
+
+  a.wakeups.sendEvents([event('unheard')]);
+  await settle();
+  expect(heard).toEqual([]);
+  expect(notifier.published.some((message) => message.includes('event:'))).toBe(false);
+
+  let listening = true;
+  b.wakeups.announceListening(() => listening);
+  await settle();
+  expect(a.wakeups.othersListening).toBe(true);
+  a.wakeups.sendEvents([event('e1'), event('e2')]);
+  await settle();
+  expect(heard).toEqual([['e1', 'e2']]);
+
+  a.wakeups.sendEvents(Array.from({ length: 6_000 }, (_, i) => event(`x${i}`)));
+  await settle();
+  expect(heard.at(-1)).toBe('lost');
+  listening = false;
+});

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createPgliteStore } from '../stores/postgres/index.ts';
+import { createEngine } from './engine.ts';
+import type { JobEvent, JobEventSink } from './job-events.ts';
+import type { Store } from './store.ts';
+
+let store: Store;
+
+beforeAll(async () => {
+  store = await createPgliteStore();
+});
+
+afterAll(() => store?.close());
+
+function recordingSink(listening = true): JobEventSink & { events: JobEvent[] } {
+  const events: JobEvent[] = [];
+  return {
+    events,
+    get listening() {
+      return listening;
+    },
+    publish: (batch) => void events.push(...batch),
+  };
+}
+
+it('builds no events while nobody listens', async () => {
+  const sink = recordingSink(false);
+  const engine = createEngine({ store, events: sink, leaseSweepIntervalMs: 0 });
+  const { id } = await engine.enqueue({ name: 'quiet', version: 1, payload: {} });
+  const [job] = await engine.claim({ name: 'quiet', maxVersion: 1, limit: 1, workerId: 'w' });
+  await engine.complete({ id, leaseToken: job?.leaseToken as string }, { ok: true });
+  expect(sink.events).toEqual([]);
+});
+
+it("names the job of an ack for a lease another process made, reading it back, with the ack's result", async () => {
+  const claimer = createEngine({ store, leaseSweepIntervalMs: 0 });
+  const sink = recordingSink();
+  const acker = createEngine({ store, events: sink, leaseSweepIntervalMs: 0 });
+  const { id } = await claimer.enqueue({ name: 'elsewhere', version: 3, payload: {} });
+  const [job] = await claimer.claim({ name: 'elsewhere', maxVersion: 3, limit: 1, workerId: 'w' });
+  await acker.complete({ id, leaseToken: job?.leaseToken as string }, { rows: 2 });
+  await expect.poll(() => sink.events.length).toBe(1);
+  expect(sink.events[0]).toMatchObject({
+    type: 'completed',
+    id,
+    name: 'elsewhere',
+    version: 3,
+    attempt: 1,
+    result: { rows: 2 },
+  });
+});
