@@ -60,7 +60,6 @@ export class CronScheduler implements Role {
   readonly name = 'cron';
   private readonly armed = new Map<string, Armed>();
   private readonly pending = new Set<Promise<void>>();
-  private closing = new AbortController();
   private leading = false;
   /** Occurrences after this time are caught up: the start of this term, less `catchUpMs`. */
   private catchUpSince = new Date(0);
@@ -79,7 +78,6 @@ export class CronScheduler implements Role {
   lead(): void {
     if (this.leading) return;
     this.leading = true;
-    this.closing = new AbortController();
     this.catchUpSince = new Date(this.deps.now().getTime() - (this.deps.catchUpMs ?? 0));
     for (const scheduled of this.crontab) this.arm(scheduled);
     if (this.deps.loadStored) void this.reload();
@@ -88,7 +86,6 @@ export class CronScheduler implements Role {
   /** Arms no more occurrences; resolves once enqueues under way are done. */
   async stepDown(): Promise<void> {
     this.leading = false;
-    this.closing.abort();
     clearTimeout(this.reloadTimer);
     for (const armed of [...this.armed.values()]) this.disarm(armed);
     await Promise.allSettled([this.reloading, ...this.pending]);
@@ -145,7 +142,6 @@ export class CronScheduler implements Role {
   /** Enqueues the entry's occurrences since the catch-up time (for a stored one, not before it was written), then each as it comes due. */
   private arm(scheduled: ScheduledEntry): void {
     const stop = new AbortController();
-    this.closing.signal.addEventListener('abort', () => stop.abort(), { once: true });
     const armed: Armed = { scheduled, identity: identityOf(scheduled), stop, timer: undefined };
     this.armed.set(runKey(scheduled), armed);
     const now = this.deps.now();
