@@ -1,25 +1,16 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { mintToken, type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleForBrowser } from '../support/browser-bundle.ts';
+import { chromiumMissing, launchChromium } from '../support/chromium.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-];
 const SECRET = 'browser-test-secret-of-at-least-32-bytes!';
 const WORKER_TOKEN = 'worker-token';
 
@@ -58,9 +49,7 @@ async function startPageServer(
 const closeServer = (server: Server | undefined) =>
   new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
 
-// CI installs Chromium (.ci/run), so there a missing browser fails the tests; elsewhere they are skipped, saying why.
-const missingBrowser = !existsSync(CHROMIUM) && !process.env.CI;
-if (missingBrowser) console.log(`browser: skipped — ${CHROMIUM} is missing (apt-get install chromium)`);
+const missingBrowser = chromiumMissing('browser');
 
 describe.skipIf(missingBrowser)('a page on another origin, in Chromium', () => {
   let queue: QueueServer;
@@ -87,7 +76,7 @@ describe.skipIf(missingBrowser)('a page on another origin, in Chromium', () => {
     worker = sdk.consume('imageConvert', async (job) => ({
       bytes: job.payload.source.length * 100 + job.payload.quality,
     }));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

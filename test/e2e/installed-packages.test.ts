@@ -53,6 +53,12 @@ describe('the packed packages', () => {
     expect(manifest.private).toBeUndefined();
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('tsx');
   });
+
+  it('@workq/queue-server ships the built dashboard', async () => {
+    const listing = (await sh('tar', ['tzf', tarball('queue-server')], REPO_ROOT)).split('\n');
+    expect(listing).toContain('package/dist/ui/index.html');
+    expect(listing.filter((file) => /^package\/dist\/ui\/assets\/index-[\w-]+\.js$/.test(file))).toHaveLength(1);
+  });
 });
 
 describe('a service outside the repository', () => {
@@ -100,6 +106,17 @@ describe('a service outside the repository', () => {
       60_000,
       100,
     );
+    // The dashboard, from the installed package's own files: the page, its client routes and its hashed assets.
+    const page = await fetch(`${serverUrl}/ui/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toContain('<div id="app"></div>');
+    const script = /src="(\/ui\/assets\/index-[\w-]+\.js)"/.exec(html)?.[1];
+    const asset = await fetch(`${serverUrl}${script}`);
+    expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect(await (await fetch(`${serverUrl}/ui/jobs/some-id`)).text()).toBe(html);
 
     const worker = processes.spawn(process.execPath, ['dist/worker.js', serverUrl], { cwd: project });
     const producer = processes.spawn(process.execPath, ['dist/producer.js', serverUrl], { cwd: project });

@@ -21,6 +21,7 @@ import {
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { createCors } from './http/cors.ts';
+import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -186,6 +187,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       return sendJson(res, ready ? 200 : 503, { ready });
     }
     if (path === '/metrics') return serveMetrics(req, res, services);
+    if (path === DASHBOARD_PATH || path?.startsWith(`${DASHBOARD_PATH}/`)) return serveDashboard(req, res, path);
     if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
     if (trpcMutations(req, res)) return;

@@ -1,6 +1,7 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
+import { jobProcedures } from './admin-jobs.ts';
 import { scheduleProcedures } from './admin-schedules.ts';
 import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
@@ -44,6 +45,8 @@ export const adminRouter = router({
       const target = input.ids ? { ids: input.ids } : { name: input.name };
       return ctx.services.engine.retryDead(target);
     }),
+
+  ...jobProcedures,
 
   replay: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
     requireScope(ctx.principal, 'admin');

@@ -1,0 +1,136 @@
+import { useState } from 'preact/hooks';
+import { bulkActions } from '../bulk.ts';
+import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
+import { ErrorNote, formatDuration, formatTime, JsonView, relativeTime, StateBadge } from '../components/format.tsx';
+import { useLoad } from '../load.ts';
+import { Link } from '../router.tsx';
+import { useApi } from '../use-api.ts';
+
+/** One job: payload, result, error, attempts, progress, run time, lease holder, and where it came from. */
+export function JobPage(props: { id: string }) {
+  const api = useApi();
+  const [pending, setPending] = useState<PendingAction | null>(null);
+  const loaded = useLoad(() => api.admin.job.query({ id: props.id }), [props.id]);
+  const workers = useLoad(() => api.admin.workers.query(), []);
+  const job = loaded.data;
+  if (!job) {
+    return (
+      <section>
+        <p>
+          <Link to="/jobs">← Jobs</Link>
+        </p>
+        {loaded.error ? <ErrorNote error={loaded.error} /> : <p class="muted">Loading…</p>}
+      </section>
+    );
+  }
+  const holder = workers.data?.find((worker) => worker.id === job.workerId || worker.activeJobIds.includes(job.id));
+  const ranMs = job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.runAt).getTime() : undefined;
+  const actions = bulkActions(api, { describe: `job ${job.id}`, jobs: [job] });
+  return (
+    <section class="job" data-state={job.state}>
+      <p>
+        <Link to={`/jobs?name=${encodeURIComponent(job.name)}`}>← {job.name} jobs</Link>
+      </p>
+      <header class="job-head">
+        <h1 class="mono">{job.id}</h1>
+        <StateBadge state={job.state} />
+        <span class="spacer" />
+        {actions.map(({ label, action }) => (
+          <button type="button" key={label} onClick={() => setPending(action)}>
+            {label.replace(/ 1 (dead )?job$/, '')}
+          </button>
+        ))}
+      </header>
+      <dl class="facts">
+        <dt>Type</dt>
+        <dd>
+          {job.name} v{job.version}
+        </dd>
+        <dt>Attempts</dt>
+        <dd>
+          {job.attempts} of {job.maxAttempts}
+        </dd>
+        <dt>Progress</dt>
+        <dd>
+          <progress max={100} value={job.progress} /> {job.progress}%
+        </dd>
+        <dt>Priority</dt>
+        <dd>{job.priority}</dd>
+        <dt>Created</dt>
+        <dd>{formatTime(job.createdAt)}</dd>
+        <dt>Runs at</dt>
+        <dd>
+          {formatTime(job.runAt)} <span class="muted">({relativeTime(job.runAt)})</span>
+        </dd>
+        <dt>Finished</dt>
+        <dd>
+          {formatTime(job.finishedAt)}
+          {ranMs !== undefined && <span class="muted"> ({formatDuration(ranMs)} after its run time)</span>}
+        </dd>
+        {job.leaseExpiresAt && (
+          <>
+            <dt>Lease</dt>
+            <dd>until {formatTime(job.leaseExpiresAt)}</dd>
+          </>
+        )}
+        <dt>Lease holder</dt>
+        <dd>
+          {holder ? (
+            <Link to="/workers">
+              {holder.host}
+              {holder.pid !== null ? ` (pid ${holder.pid})` : ''}
+            </Link>
+          ) : job.workerId ? (
+            <span class="mono">{job.workerId}</span>
+          ) : (
+            '—'
+          )}
+        </dd>
+        {job.idempotencyKey && (
+          <>
+            <dt>Idempotency key</dt>
+            <dd class="mono">{job.idempotencyKey}</dd>
+          </>
+        )}
+        {job.replayOf && (
+          <>
+            <dt>Replay of</dt>
+            <dd class="mono">
+              <Link to={`/jobs/${encodeURIComponent(job.replayOf)}`}>{job.replayOf}</Link>
+            </dd>
+          </>
+        )}
+        {job.movedTo && (
+          <>
+            <dt>Moved to</dt>
+            <dd class="mono">
+              <Link to={`/jobs/${encodeURIComponent(job.movedTo)}`}>{job.movedTo}</Link>
+            </dd>
+          </>
+        )}
+      </dl>
+      {job.error && (
+        <div class="card error-box" role="note">
+          <h2>Error (attempt {job.error.attempt})</h2>
+          <p class="worker-message">{job.error.message}</p>
+          <p class="muted small">
+            {job.error.code ? `${job.error.code} · ` : ''}
+            {job.error.permanent ? 'permanent · ' : ''}
+            {formatTime(job.error.at)}
+          </p>
+        </div>
+      )}
+      <div class="split">
+        <div>
+          <h2>Payload</h2>
+          <JsonView value={job.payload} label="payload" />
+        </div>
+        <div>
+          <h2>Result</h2>
+          <JsonView value={job.result} label="result" />
+        </div>
+      </div>
+      <ConfirmDialog action={pending} onClose={() => setPending(null)} />
+    </section>
+  );
+}

@@ -1,0 +1,147 @@
+import type { JobState } from '@workq/core';
+import { ErrorNote, STATE_ORDER, StateBadge } from '../components/format.tsx';
+import { Sparkline } from '../components/sparkline.tsx';
+import { useLive } from '../live.ts';
+import { useLoad } from '../load.ts';
+import { Link } from '../router.tsx';
+import { useApi } from '../use-api.ts';
+
+interface TypeSummary {
+  name: string;
+  total: Record<string, number>;
+  versions: { version: number; counts: Record<string, number>; read: boolean }[];
+  read: boolean;
+}
+
+interface Counted {
+  name: string;
+  version: number;
+  state: JobState;
+  count: number;
+}
+
+interface Reader {
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+}
+
+/** Counts grouped by job type and version, with whether a connected worker reads each. */
+export function summarize(counts: readonly Counted[], readers: readonly Reader[]): TypeSummary[] {
+  const types = new Map<string, TypeSummary>();
+  for (const { name, version, state, count } of counts) {
+    const type = types.get(name) ?? { name, total: {}, versions: [], read: false };
+    types.set(name, type);
+    type.total[state] = (type.total[state] ?? 0) + count;
+    let row = type.versions.find((v) => v.version === version);
+    if (!row) {
+      row = { version, counts: {}, read: false };
+      type.versions.push(row);
+    }
+    row.counts[state] = (row.counts[state] ?? 0) + count;
+  }
+  for (const type of types.values()) {
+    const own = readers.filter((reader) => reader.name === type.name);
+    type.read = own.length > 0;
+    for (const row of type.versions) {
+      row.read = own.some((reader) => reader.minVersion <= row.version && row.version <= reader.maxVersion);
+    }
+    type.versions.sort((a, b) => b.version - a.version);
+  }
+  return [...types.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Every job type: counts by state and version, the last hour's throughput, and where no worker reads. */
+export function OverviewPage() {
+  const api = useApi();
+  const live = useLive();
+  const stats = useLoad(() => api.admin.stats.query(), []);
+  const types = stats.data ? summarize(stats.data.counts, stats.data.consumers) : [];
+  return (
+    <section>
+      <h1>Job types</h1>
+      <ErrorNote error={stats.error} />
+      {stats.data && types.length === 0 && <p class="muted">No jobs yet.</p>}
+      <div class="types">
+        {types.map((type) => {
+          const throughput = live.throughput(type.name);
+          const completed = throughput.completed.reduce((a, b) => a + b, 0);
+          const failed = throughput.failed.reduce((a, b) => a + b, 0);
+          return (
+            <article class="card type" key={type.name} data-type={type.name}>
+              <header>
+                <h2>
+                  <Link to={`/jobs?name=${encodeURIComponent(type.name)}`}>{type.name}</Link>
+                </h2>
+                {!type.read && (
+                  <span class="badge warn" title="No connected worker consumes this type">
+                    no worker
+                  </span>
+                )}
+              </header>
+              <ul class="counts">
+                {STATE_ORDER.map((state) => (
+                  <li key={state}>
+                    <Link to={`/jobs?name=${encodeURIComponent(type.name)}&state=${state}`}>
+                      <StateBadge state={state} />
+                      <strong data-count={state}>{type.total[state] ?? 0}</strong>
+                    </Link>
+                  </li>
+                ))}
+              </ul>
+              <div class="throughput">
+                <Sparkline
+                  label={`${type.name}: completed and failed per minute`}
+                  series={[
+                    { values: throughput.completed, class: 'ok' },
+                    { values: throughput.failed, class: 'bad' },
+                  ]}
+                />
+                <span class="muted" data-throughput>
+                  Seen live, last hour: <span class="ok-text">{completed} completed</span>,{' '}
+                  <span class="bad-text">{failed} failed</span>
+                </span>
+              </div>
+              <div class="versions-wrap">
+                <table class="versions">
+                  <thead>
+                    <tr>
+                      <th>Version</th>
+                      {STATE_ORDER.map((state) => (
+                        <th key={state} class="num">
+                          {state}
+                        </th>
+                      ))}
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {type.versions.map((row) => (
+                      <tr key={row.version}>
+                        <td>
+                          v{row.version}{' '}
+                          {!row.read && type.read && (
+                            <span class="badge warn" title="No connected worker reads this version">
+                              no worker
+                            </span>
+                          )}
+                        </td>
+                        {STATE_ORDER.map((state) => (
+                          <td key={state} class="num">
+                            {row.counts[state] ?? 0}
+                          </td>
+                        ))}
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            </article>
+          );
+        })}
+      </div>
+      <p class="muted small">
+        Counts are the store's; throughput counts the events this page has seen since it opened.
+      </p>
+    </section>
+  );
+}
