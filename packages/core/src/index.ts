@@ -35,6 +35,14 @@ export type { JobEvent, JobEventError, JobEventType } from './engine/job-events.
 export { JOB_EVENT_TYPES } from './engine/job-events.ts';
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
-export type { EnqueueOptions, FinishedState, JobError, JobState, JobStatus, TraceContext } from './jobs.ts';
+export type {
+  DebounceOptions,
+  EnqueueOptions,
+  FinishedState,
+  JobError,
+  JobState,
+  JobStatus,
+  TraceContext,
+} from './jobs.ts';
 export { FINISHED_STATES, isFinishedState, JOB_STATES, MAX_BATCH_SIZE } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

@@ -48,6 +48,10 @@ export interface JobStatus<Result = unknown> {
   result?: Result;
   error?: JobError;
   idempotencyKey?: string;
+  /** Until when `idempotencyKey` holds, for a job enqueued with `idempotencyTtlMs`. */
+  idempotencyExpiresAt?: Date;
+  /** The `debounce.key` the job was enqueued with, while later enqueues with it may still replace it. */
+  debounceKey?: string;
   createdAt: Date;
   updatedAt: Date;
   runAt: Date;
@@ -74,8 +78,26 @@ export interface EnqueueOptions {
   delayMs?: number;
   /** Do not deliver before this time. */
   runAt?: Date;
-  /** A retained job of this type with the same key is returned instead of a new one. 1-255 characters. */
+  /**
+   * A retained job of this type with the same key is returned instead of a new one. 1-255 characters.
+   * Not with `debounce`.
+   */
   idempotencyKey?: string;
+  /**
+   * With `idempotencyKey`: the key holds only this long after the job that took it was enqueued
+   * (throttling). Later, an enqueue with the key makes a new job, which takes the key over, even while the
+   * earlier job is retained. 1 ms to 365 days.
+   * @defaultValue none: the key holds while its job is retained
+   */
+  idempotencyTtlMs?: number;
+  /**
+   * Debouncing: while a job of this type enqueued with `debounce.key` is still waiting (not started), this
+   * enqueue replaces its payload and options and moves its run time to now + `delayMs`, and the handle is
+   * that job; otherwise a new job is made, to run `delayMs` from now. Concurrent enqueues leave one waiting
+   * job, with the payload of the last. Key: 1-255 characters; `delayMs`: 0 to 365 days. Not with
+   * `idempotencyKey`, `idempotencyTtlMs`, `delayMs` or `runAt`.
+   */
+  debounce?: DebounceOptions;
   /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
   maxAttempts?: number;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
@@ -96,3 +118,11 @@ export interface EnqueueOptions {
 
 /** A trace propagation carrier: header names (`traceparent`, `tracestate`) to their values. */
 export type TraceContext = Readonly<Record<string, string>>;
+
+/** The enqueue option `debounce`. */
+export interface DebounceOptions {
+  /** Enqueues of one job type with the same key share one waiting job. 1-255 characters. */
+  key: string;
+  /** How long after the latest of them the job runs, 0 to 365 days. */
+  delayMs: number;
+}

@@ -2,7 +2,7 @@
 
 import { defaultFetch as platformFetch } from '#default-fetch';
 
-export type { EnqueueOptions, JobState, JobStatus, TraceContext, WorkqErrorCode } from '@workq/core';
+export type { DebounceOptions, EnqueueOptions, JobState, JobStatus, TraceContext, WorkqErrorCode } from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
 /**
  * On Node, the keep-alive `node:http` client the SDK uses when no `fetch` is given, for wrapping (timing,
@@ -12,7 +12,7 @@ export const defaultFetch: typeof fetch | undefined = platformFetch;
 export type { AdminApi, ScheduleInput, ScheduleListing, WorkerListing } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
-export type { ConsumedJob, ConsumeOptions, Handler, JobContext, Worker } from './consumer/types.ts';
+export type { ConsumedJob, ConsumeOptions, Handler, JobContext, MoveToOptions, Worker } from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
 export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';

@@ -201,7 +201,7 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         checkPayload(deps.jobs, name, payload);
         const resolved = withDefaults(deps.jobs, name, options);
         // Under a key of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
-        const generated = resolved.idempotencyKey === undefined && deps.retry.retries > 0;
+        const generated = takesMadeUpKey(resolved) && deps.retry.retries > 0;
         if (generated) resolved.idempotencyKey = newIdempotencyKey();
         const send = async (traceContext: TraceContext | undefined): Promise<JobHandle> => {
           resolved.traceContext ??= traceContext;
@@ -226,6 +226,17 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
 }
 
 /**
+ * Whether an enqueue with `options` is sent under a key made up for it: not when it has a key, nor when it
+ * is deduplicated otherwise. A TTL without a key is the server's `VALIDATION` error; a debounce takes no key
+ * and is safe to send again as it is (a repeat replaces the waiting job's payload with the same one).
+ */
+function takesMadeUpKey(options: EnqueueOptions): boolean {
+  return (
+    options.idempotencyKey === undefined && options.idempotencyTtlMs === undefined && options.debounce === undefined
+  );
+}
+
+/**
  * The key each job of a batch is sent under where it has none of its own (`null` where it has), or
  * `undefined` when none is made up: the batch shares one key, or retries are off.
  */
@@ -235,11 +246,14 @@ function madeUpKeys(
   perJob: EnqueueManyOptions['perJob'],
   retries: number,
 ): (string | null)[] | undefined {
-  if (retries === 0 || shared.idempotencyKey !== undefined) return undefined;
+  if (retries === 0 || !takesMadeUpKey(shared)) return undefined;
   // One random prefix per batch, numbered per job: as unique as a key per job, for a fraction of the cost.
   const prefix = newIdempotencyKey();
   const keys: (string | null)[] = new Array(count);
-  for (let i = 0; i < count; i++) keys[i] = perJob?.[i]?.idempotencyKey === undefined ? `${prefix}-${i}` : null;
+  for (let i = 0; i < count; i++) {
+    const own = perJob?.[i];
+    keys[i] = own === undefined || takesMadeUpKey(own) ? `${prefix}-${i}` : null;
+  }
   return keys;
 }
 

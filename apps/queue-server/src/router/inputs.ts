@@ -42,6 +42,8 @@ export const enqueueOptions = z
     delayMs: z.number().int().nonnegative().optional(),
     runAt: z.date().optional(),
     idempotencyKey: storableText(1, 255).optional(),
+    idempotencyTtlMs: z.number().int().positive().optional(),
+    debounce: z.object({ key: storableText(1, 255), delayMs: z.number().int().nonnegative() }).optional(),
     maxAttempts: z.number().int().optional(),
     backoff: z
       .object({
@@ -73,6 +75,8 @@ export function toEnqueueInputs(
   if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
   const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
   const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
+  const { idempotencyTtlMs, debounce } = options;
+  Object.assign(shared, { idempotencyTtlMs, debounce: debounce && { key: debounce.key, delayMs: debounce.delayMs } });
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }
 

@@ -154,7 +154,11 @@ export class Engine {
   ): Promise<{ result: EnqueueResult; claimed: ClaimedJob | null }> {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
-    const handed = this.handsOver ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now)) : undefined;
+    // A debounced job may replace a waiting one, which only `debounceJobs` does.
+    const handed =
+      this.handsOver && job.debounceKey === null
+        ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now))
+        : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).
     if (!handed) {
       const [result] = await this.insert([job], now);
@@ -293,10 +297,17 @@ export class Engine {
   /**
    * Atomically completes the held job and enqueues `next` in its place. Under an idempotency key a retained
    * job of `next`'s type holds already, the job moves into that job, which is returned as `enqueue` returns
-   * it (`created: false`) and left unchanged. Resolves to the next job.
+   * it (`created: false`) and left unchanged. Resolves to the next job. `debounce` and `idempotencyTtlMs`
+   * are `VALIDATION` errors here.
    */
   async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     const now = this.clock.now();
+    if (next.options?.debounce !== undefined || next.options?.idempotencyTtlMs !== undefined) {
+      throw new WorkqError(
+        'VALIDATION',
+        'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
+      );
+    }
     const job = this.newJob(next, now, null);
     for (let tries = 1; ; tries++) {
       const moved = await this.store.moveJob(lease, job, now);

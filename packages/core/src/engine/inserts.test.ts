@@ -26,6 +26,8 @@ function newJob(idempotencyKey: string | null, name = 'a'): NewJob {
     backoff: { type: 'fixed', delayMs: 0 },
     leaseMs: 1_000,
     idempotencyKey,
+    idempotencyExpiresAt: null,
+    debounceKey: null,
     replayOf: null,
     traceContext: null,
   };
@@ -99,5 +101,37 @@ describe('inserts: the engine’s one policy for idempotency keys', () => {
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     expect(failing.calls).toHaveLength(KEY_HOLDER_TRIES);
+  });
+});
+
+describe('inserts: debounced jobs in a batch', () => {
+  it('sends the last job of each debounce key to debounceJobs, the rest to insertJobs; the first of a key reports the outcome', async () => {
+    const sent: { insert: NewJob[][]; debounce: NewJob[][] } = { insert: [], debounce: [] };
+    let vanished = 0;
+    const store = {
+      insertJobs: async (jobs: readonly NewJob[]) => {
+        sent.insert.push([...jobs]);
+        return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
+      },
+      // The first debounce finds its key's holder started: the engine sends that job again.
+      debounceJobs: async (jobs: readonly NewJob[]) => {
+        sent.debounce.push([...jobs]);
+        return jobs.map((job) =>
+          vanished++ === 0 ? { job: null, created: false } : { job: insertedRecord(job), created: true },
+        );
+      },
+    } as unknown as Store;
+    const debounced = (key: string, n: number): NewJob => ({ ...newJob(null), debounceKey: key, payload: { n } });
+    const jobs = [debounced('d', 1), newJob('k'), debounced('d', 2), debounced('e', 3), newJob(null)];
+    const outcomes = await insertDistinct(store, jobs);
+    expect(sent.insert).toEqual([[jobs[1], jobs[4]]]);
+    expect(sent.debounce).toEqual([[jobs[2], jobs[3]], [jobs[2]]]);
+    expect(outcomes.map((o) => [o.job.id, o.created])).toEqual([
+      [jobs[2]?.id, true],
+      [jobs[1]?.id, true],
+      [jobs[2]?.id, false],
+      [jobs[3]?.id, true],
+      [jobs[4]?.id, true],
+    ]);
   });
 });

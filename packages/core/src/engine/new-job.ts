@@ -2,10 +2,12 @@ import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
 import { newJobId } from './ids.ts';
 import {
+  checkDeduplication,
   checkIdempotencyKey,
   checkTraceContext,
   type EnqueueOptions,
   type ResolvedJobOptions,
+  resolveDeduplication,
   resolveJobOptions,
   resolveRunAt,
 } from './options.ts';
@@ -26,8 +28,12 @@ export interface EnqueueInput {
 
 import { toStoredValue } from './stored-value.ts';
 
-/** What a job's options resolve to: its settings and when it may first run. */
-export type JobSettings = ResolvedJobOptions & { runAt: Date };
+/** What a job's options resolve to: its settings, when it may first run, and how it is deduplicated. */
+export type JobSettings = ResolvedJobOptions & {
+  runAt: Date;
+  idempotencyExpiresAt: Date | null;
+  debounceKey: string | null;
+};
 
 /** Resolves a job's options to its settings. */
 export type SettingsOf = (options: EnqueueOptions | undefined) => JobSettings;
@@ -42,9 +48,12 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
   return (options) => {
     if (!last || last.options !== options) {
       const { priority, maxAttempts, backoff, leaseMs, order } = resolveJobOptions(options, defaults);
+      const { idempotencyExpiresAt, debounce } = resolveDeduplication(options, now);
+      const runAt = debounce?.runAt ?? resolveRunAt(options, now);
+      const debounceKey = debounce?.key ?? null;
       last = {
         options,
-        settings: { priority, maxAttempts, backoff, leaseMs, order, runAt: resolveRunAt(options, now) },
+        settings: { priority, maxAttempts, backoff, leaseMs, order, runAt, idempotencyExpiresAt, debounceKey },
       };
     }
     return last.settings;
@@ -63,6 +72,10 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     throw new WorkqError('UNSUPPORTED_VERSION', `Job version must be an integer >= 1; got ${String(input.version)}.`);
   }
   const settings = settingsOf(input.options);
+  const idempotencyKey = checkIdempotencyKey(input.idempotencyKey ?? input.options?.idempotencyKey);
+  if (settings.idempotencyExpiresAt !== null || settings.debounceKey !== null) {
+    checkDeduplication(idempotencyKey, settings.idempotencyExpiresAt, settings.debounceKey);
+  }
   // Built field by field, not by spreading the settings: this runs for every job of a bulk enqueue.
   return {
     id: newJobId(),
@@ -76,7 +89,9 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     maxAttempts: settings.maxAttempts,
     backoff: settings.backoff,
     leaseMs: settings.leaseMs,
-    idempotencyKey: checkIdempotencyKey(input.idempotencyKey ?? input.options?.idempotencyKey),
+    idempotencyKey,
+    idempotencyExpiresAt: settings.idempotencyExpiresAt,
+    debounceKey: settings.debounceKey,
     replayOf,
     traceContext: checkTraceContext(input.options?.traceContext),
   };

@@ -116,6 +116,61 @@ export function checkTraceContext(carrier: TraceContext | undefined): TraceConte
   return copy;
 }
 
+/**
+ * How a job's options deduplicate it beyond `idempotencyKey`, resolved at `now`: until when its key holds
+ * (`idempotencyTtlMs`), and its debounce key and run time (`debounce`). Bad values and combinations that
+ * contradict each other are `VALIDATION` errors; whether a key comes with a TTL is checked per job
+ * (`checkDeduplication`), since a job of a batch may have a key of its own.
+ */
+export function resolveDeduplication(
+  options: EnqueueOptions | undefined,
+  now: Date,
+): { idempotencyExpiresAt: Date | null; debounce: { key: string; runAt: Date } | null } {
+  const ttlMs = options?.idempotencyTtlMs;
+  const debounce = options?.debounce;
+  if (ttlMs === undefined && debounce === undefined) return { idempotencyExpiresAt: null, debounce: null };
+  const idempotencyExpiresAt =
+    ttlMs === undefined ? null : new Date(now.getTime() + checkInteger(ttlMs, 'idempotencyTtlMs', 1, 365 * DAY_MS));
+  if (debounce === undefined) return { idempotencyExpiresAt, debounce: null };
+  if (typeof debounce !== 'object' || debounce === null) {
+    throw new WorkqError('VALIDATION', 'debounce must be an object { key: string; delayMs: number }.');
+  }
+  const conflicting = (['idempotencyKey', 'idempotencyTtlMs', 'delayMs', 'runAt'] as const).filter(
+    (option) => options?.[option] !== undefined,
+  );
+  if (conflicting.length > 0) {
+    throw new WorkqError(
+      'VALIDATION',
+      `debounce cannot be combined with ${conflicting.join(' or ')}: a debounced job is found by its debounce key, not an idempotency key, and runs debounce.delayMs after the latest enqueue.`,
+    );
+  }
+  if (typeof debounce.key !== 'string' || debounce.key.length < 1 || debounce.key.length > 255) {
+    throw new WorkqError('VALIDATION', 'debounce.key must be a string of 1 to 255 characters.');
+  }
+  const delayMs = checkInteger(debounce.delayMs, 'debounce.delayMs', 0, 365 * DAY_MS);
+  return { idempotencyExpiresAt: null, debounce: { key: debounce.key, runAt: new Date(now.getTime() + delayMs) } };
+}
+
+/**
+ * Checks a job's own key against its deduplication: a TTL needs a key to hold, and a debounced job takes
+ * none (a key of its own in a batch included).
+ */
+export function checkDeduplication(
+  idempotencyKey: string | null,
+  idempotencyExpiresAt: Date | null,
+  debounceKey: string | null,
+): void {
+  if (idempotencyExpiresAt !== null && idempotencyKey === null) {
+    throw new WorkqError('VALIDATION', 'idempotencyTtlMs needs an idempotencyKey: it says how long that key holds.');
+  }
+  if (debounceKey !== null && idempotencyKey !== null) {
+    throw new WorkqError(
+      'VALIDATION',
+      'debounce cannot be combined with idempotencyKey: a debounced job is found by its debounce key.',
+    );
+  }
+}
+
 export function checkIdempotencyKey(key: string | undefined): string | null {
   if (key === undefined) return null;
   if (typeof key !== 'string' || key.length < 1 || key.length > 255) {

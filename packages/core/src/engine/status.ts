@@ -26,6 +26,8 @@ export function toJobStatus(job: JobRecord, now: Date): JobStatus {
     status.result = fromStoredValue(job.result);
   if (job.error) status.error = job.error;
   if (job.idempotencyKey) status.idempotencyKey = job.idempotencyKey;
+  if (job.idempotencyKey && job.idempotencyExpiresAt) status.idempotencyExpiresAt = job.idempotencyExpiresAt;
+  if (job.debounceKey) status.debounceKey = job.debounceKey;
   if (job.finishedAt) status.finishedAt = job.finishedAt;
   if (job.state === 'active' && job.leaseExpiresAt) status.leaseExpiresAt = job.leaseExpiresAt;
   if (job.movedTo) status.movedTo = job.movedTo;

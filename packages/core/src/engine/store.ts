@@ -43,6 +43,13 @@ export interface JobRecord {
   result: unknown;
   error: JobError | null;
   idempotencyKey: string | null;
+  /** Until when `idempotencyKey` holds (`idempotencyTtlMs`); `null`: while the job is retained. */
+  idempotencyExpiresAt: Date | null;
+  /**
+   * The debounce key the job was enqueued with (`debounce.key`), while it holds it: a store takes it off the
+   * job when a later debounce finds the job started or finished (see `debounceJobs`).
+   */
+  debounceKey: string | null;
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
@@ -81,6 +88,10 @@ export interface NewJob {
   backoff: Backoff;
   leaseMs: number;
   idempotencyKey: string | null;
+  /** With an `idempotencyKey`: the key holds until then (`createdAt` + `idempotencyTtlMs`); `null`: while retained. */
+  idempotencyExpiresAt: Date | null;
+  /** Set only on the jobs `debounceJobs` inserts; `null` on every other. */
+  debounceKey: string | null;
   replayOf: string | null;
   /** Stored as given and returned by every read and claim of the job. */
   traceContext: TraceContext | null;
@@ -96,9 +107,11 @@ export type InsertOutcome =
   | KeyHolderGone;
 
 /**
- * The job's idempotency key was taken, but the job holding it was gone (pruned) by the time the store read
- * it, so the key may be free again. Nothing was inserted for this job and nothing else changed for it; the
- * engine inserts it again (a bounded number of times, then fails with a retryable `UNAVAILABLE`).
+ * The job's idempotency (or debounce) key was taken, but the job holding it was gone (pruned) by the time the
+ * store read it, or had let go of it, so the key is free again: its `idempotencyExpiresAt` had passed at the
+ * new job's `createdAt`, or, for a debounce key, it had started or finished; the store took the key off it.
+ * Nothing was inserted for this job; the engine inserts it again (a bounded number of times, then fails with
+ * a retryable `UNAVAILABLE`).
  */
 export interface KeyHolderGone {
   job: null;
@@ -257,10 +270,30 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * a batch before it calls. A job whose `(name, idempotencyKey)` matches a
    * retained job is not inserted; that job is returned with `created: false`,
    * or, when it vanished before the store could read it, `KeyHolderGone`.
-   * Each job is inserted or not on its own; the ones inserted are durable
-   * before it resolves. Outcomes are in input order.
+   * A holder whose `idempotencyExpiresAt` is at or before the job's
+   * `createdAt` has let go of the key: the store clears the key on it (only
+   * while that still holds) and answers `KeyHolderGone`. Each job is inserted
+   * or not on its own; the ones inserted are durable before it resolves.
+   * Outcomes are in input order. Jobs with a `debounceKey` go to `debounceJobs`.
    */
   insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]>;
+
+  /**
+   * Inserts jobs that carry a `debounceKey` (no two of one call share a
+   * `(name, debounceKey)`: the engine merges repeats first). Each job, in one
+   * atomic step of its own: when a job of its name holds that debounce key
+   * and has not started (waiting, no attempts), that job takes this one's payload, version, priority,
+   * attempts limit, backoff, lease length and run time (keeping its id,
+   * creation time, order and attempts) and is returned, updated, with
+   * `created: false`; when no job holds the key, this one is inserted with
+   * it (`created: true`); when the holder has started (even if it waits for a
+   * retry now) or finished, the store
+   * clears the key on it and answers `KeyHolderGone`, so the engine sends the
+   * job again. A claim and a debounce of one job never both take effect on
+   * the job as it was: the claimed job keeps its payload, and the debounce
+   * then makes a new job. Durable before it resolves; outcomes in input order.
+   */
+  debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]>;
 
   /**
    * Atomically leases up to `limit` ready jobs (state `waiting`, `runAt <= now`)

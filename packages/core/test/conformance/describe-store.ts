@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe } from 'vitest';
 import { registerClaimingTests } from './claiming.ts';
 import { SuiteState } from './context.ts';
+import { registerDeduplicationTests } from './deduplication.ts';
 import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
@@ -47,6 +48,7 @@ export function describeStore(
     describe('6. retries', () => registerRetryTests(state));
     describe('7. time', () => registerTimeTests(state));
     describe('8. idempotency', () => registerIdempotencyTests(state));
+    describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('registries', () => registerRegistryTests(state));

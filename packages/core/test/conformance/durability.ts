@@ -47,6 +47,8 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
       backoff: { type: 'exponential', delayMs: 50, maxDelayMs: 500 },
       leaseMs: 1_234,
       idempotencyKey,
+      idempotencyExpiresAt: null,
+      debounceKey: null,
       replayOf: null,
       traceContext: null,
     });

@@ -53,6 +53,8 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
     backoff: { type: 'fixed' as const, delayMs: 0 },
     leaseMs: 1000,
     idempotencyKey: null,
+    idempotencyExpiresAt: null,
+    debounceKey: null,
     replayOf: null,
     traceContext: null,
   };

@@ -31,6 +31,8 @@ async function addHistory(store: Store, clock: ManualClock, name: string, count:
       backoff: { type: 'fixed', delayMs: 0 },
       leaseMs: 60_000,
       idempotencyKey: null,
+      idempotencyExpiresAt: null,
+      debounceKey: null,
       replayOf: null,
       traceContext: null,
     }));

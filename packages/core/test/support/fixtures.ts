@@ -20,6 +20,8 @@ export function newJob(name: string, overrides: Partial<NewJob> = {}): NewJob {
     backoff: { type: 'fixed', delayMs: 0 },
     leaseMs: 30_000,
     idempotencyKey: null,
+    idempotencyExpiresAt: null,
+    debounceKey: null,
     replayOf: null,
     traceContext: null,
     ...overrides,

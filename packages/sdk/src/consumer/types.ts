@@ -1,5 +1,8 @@
 import type { Catalog, EnqueueOptions, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
 
+/** The options of `ctx.moveTo`: those of an enqueue, but the next job is made as this one ends, so no debounce or key TTL. */
+export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs'>;
+
 /** A job as a handler receives it: the payload parsed and upgraded to the current version. */
 export interface ConsumedJob<Payload> {
   id: string;
@@ -23,8 +26,11 @@ export interface JobContext<C extends Catalog, N extends JobName<C> = JobName<C>
    * `job.payload` is left as it was.
    */
   updatePayload(payload: PayloadInput<C, N>): Promise<void>;
-  /** Atomically ends this job and enqueues `payload` as a job of `name` in its place; the handler's return value is then ignored. */
-  moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: EnqueueOptions): Promise<void>;
+  /**
+   * Atomically ends this job and enqueues `payload` as a job of `name` in its place; the handler's return value
+   * is then ignored. Takes the enqueue options but `debounce` and `idempotencyTtlMs`.
+   */
+  moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: MoveToOptions): Promise<void>;
 }
 
 export type Handler<C extends Catalog, N extends JobName<C>> = (

@@ -36,6 +36,10 @@ export interface JobDocument {
   result: string | null;
   error: JobError | null;
   idempotencyKey: string | null;
+  /** Until when `idempotencyKey` holds; `null` (or absent, on jobs stored before it): while retained. */
+  idempotencyExpiresAt?: Date | null;
+  /** In the unique `debounce` index while a string; `null` (or absent) on every job not debounced. */
+  debounceKey?: string | null;
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
@@ -163,6 +167,8 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     result: fromJson(doc.result),
     error: doc.error ? cleanError(doc.error) : null,
     idempotencyKey: doc.idempotencyKey ?? null,
+    idempotencyExpiresAt: doc.idempotencyExpiresAt ?? null,
+    debounceKey: doc.debounceKey ?? null,
     finishedAt: doc.finishedAt ?? null,
     movedTo: doc.movedTo ?? null,
     replayOf: doc.replayOf ?? null,

@@ -52,6 +52,12 @@ export const GROUP_INDEX = 'group_claim';
 /** The name of the unique index of idempotency keys, through which a duplicate's holder is found. */
 export const IDEMPOTENCY_INDEX = 'idempotency';
 
+/** The name of the unique index of debounce keys, through which a debounce finds the job holding its key. */
+export const DEBOUNCE_INDEX = 'debounce';
+
+/** The key of the debounce index, for calls that name an index by its key (`findOneAndUpdate`). */
+export const DEBOUNCE_INDEX_KEY = { name: 1, debounceKey: 1 } as const;
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -93,6 +99,12 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       key: { name: 1, idempotencyKey: 1 },
       unique: true,
       partialFilterExpression: { idempotencyKey: { $type: 'string' } },
+    },
+    {
+      name: DEBOUNCE_INDEX,
+      key: { ...DEBOUNCE_INDEX_KEY },
+      unique: true,
+      partialFilterExpression: { debounceKey: { $type: 'string' } },
     },
     { name: 'lease_expiry', key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
     // Only finished jobs carry a `finishedAt` date, so only they expire.

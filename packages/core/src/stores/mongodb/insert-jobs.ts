@@ -1,5 +1,6 @@
 import type { Collection } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
+import { keyExpired } from '../shared/deduplication.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
@@ -21,11 +22,29 @@ export async function insertJobs(jobs: Collection<JobDocument>, input: readonly 
     jobs,
     [...conflicts].map((position) => input[position] as NewJob),
   );
-  return input.map((job, position): InsertOutcome => {
+  const expired: NewJob[] = [];
+  const outcomes = input.map((job, position): InsertOutcome => {
     if (!conflicts.has(position)) return { job: toJobRecord(docs[position] as JobDocument), created: true };
     const holder = holders.get(keyOf(job.name, job.idempotencyKey as string));
-    return holder ? { job: toJobRecord(holder), created: false } : { job: null, created: false };
+    // No holder: it was pruned before the look-up; an expired one lets go of its key (see `KeyHolderGone`).
+    if (!holder) return { job: null, created: false };
+    const record = toJobRecord(holder);
+    if (!keyExpired(record, job)) return { job: record, created: false };
+    expired.push(job);
+    return { job: null, created: false };
   });
+  for (const job of expired) {
+    await jobs.updateOne(
+      {
+        name: job.name,
+        idempotencyKey: { $eq: job.idempotencyKey, $type: 'string' },
+        idempotencyExpiresAt: { $lte: job.createdAt },
+      },
+      { $set: { idempotencyKey: null } },
+      { hint: IDEMPOTENCY_INDEX },
+    );
+  }
+  return outcomes;
 }
 
 /** Inserts `docs`; resolves to the positions that failed on the idempotency index. Any other failure throws. */

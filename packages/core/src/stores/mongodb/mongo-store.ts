@@ -32,6 +32,7 @@ import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { claimJobs } from './claim-jobs.ts';
+import { debounceJobs } from './debounce-jobs.ts';
 import {
   cleanError,
   type JobDocument,
@@ -142,6 +143,10 @@ export class MongoStore implements Store {
 
   insertJobs(jobs: readonly NewJob[]) {
     return this.run('insert', () => (jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs)));
+  }
+
+  debounceJobs(jobs: readonly NewJob[]) {
+    return this.run('debounce', () => debounceJobs(this.jobs, jobs));
   }
 
   claimJobs(request: ClaimRequest) {

@@ -10,6 +10,8 @@ export interface Migration {
   jobsColumns?: Record<string, string>;
   /** Indexes (name: columns) added to the jobs table next, each only where it is missing. */
   jobsIndexes?: Record<string, string>;
+  /** Unique indexes (name: columns), added like `jobsIndexes`. */
+  jobsUniqueIndexes?: Record<string, string>;
   statements: string[];
 }
 
@@ -283,6 +285,9 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
         }
         for (const [index, columns] of Object.entries(migration.jobsIndexes ?? {})) {
           await addToJobs(connection, t, { index, sql: `ADD INDEX ${index} (${columns})` });
+        }
+        for (const [index, columns] of Object.entries(migration.jobsUniqueIndexes ?? {})) {
+          await addToJobs(connection, t, { index, sql: `ADD UNIQUE INDEX ${index} (${columns})` });
         }
         for (const statement of migration.statements) await connection.query(statement);
         await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [

@@ -23,9 +23,11 @@ import type {
 import { FINISHED_STATES, type JobError, type JobState } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
+import { keyExpired } from '../shared/deduplication.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
+import { debounceJob, releaseExpiredKeys } from './deduplication.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import {
@@ -117,14 +119,27 @@ export class MysqlStore implements Store {
       // A job without a key was inserted as sent; only a key may have been taken, so only keyed jobs are read.
       if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
       const { byKey } = await selectInserted(this.pool, this.t, keyed);
-      return jobs.map((job): InsertOutcome => {
+      const expired: NewJob[] = [];
+      const outcomes = jobs.map((job): InsertOutcome => {
         if (job.idempotencyKey === null) return { job: insertedRecord(job), created: true };
         const found = byKey.get(idempotencyRef(job.name, job.idempotencyKey));
-        // No holder: it was pruned between the two statements (see `KeyHolderGone`).
+        // No holder: it was pruned between the two statements; an expired one lets go of its key (see `KeyHolderGone`).
         if (!found) return { job: null, created: false };
-        return found.id === job.id ? { job: insertedRecord(job), created: true } : { job: found, created: false };
+        if (found.id === job.id) return { job: insertedRecord(job), created: true };
+        if (!keyExpired(found, job)) return { job: found, created: false };
+        expired.push(job);
+        return { job: null, created: false };
       });
+      await releaseExpiredKeys(this.pool, this.t, expired);
+      return outcomes;
     });
+  }
+
+  async debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    const outcomes: InsertOutcome[] = [];
+    // One transaction per job, each atomic on its own: a batch rarely debounces more than one key.
+    for (const job of jobs) outcomes.push(await this.transaction('debounceJobs', (c) => debounceJob(c, this.t, job)));
+    return outcomes;
   }
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {

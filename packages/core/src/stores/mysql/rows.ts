@@ -35,6 +35,8 @@ export const JOB_COLUMNS = [
   'replay_of',
   'delayed_until',
   'trace_context',
+  'idempotency_expires_at',
+  'debounce_key',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -157,6 +159,8 @@ export function jobRow(row: RowDataPacket): JobRecord {
     result: readJson(row.result),
     error: readError(row.error),
     idempotencyKey: readText(row.idempotency_key),
+    idempotencyExpiresAt: readNullableDate(row.idempotency_expires_at),
+    debounceKey: readText(row.debounce_key),
     finishedAt: readNullableDate(row.finished_at),
     movedTo: readText(row.moved_to),
     replayOf: readText(row.replay_of),
@@ -195,6 +199,8 @@ export function newJobValues(job: NewJob): unknown[] {
     replay_of: job.replayOf,
     delayed_until: delayedUntil(notStartedState(job.runAt, job.createdAt), job.runAt),
     trace_context: job.traceContext === null ? null : writeJson(job.traceContext),
+    idempotency_expires_at: job.idempotencyExpiresAt === null ? null : sqlDate(job.idempotencyExpiresAt),
+    debounce_key: job.debounceKey,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -34,6 +34,8 @@ const OTHER_FIELDS = [
   'result',
   'error',
   'idempotency_key',
+  'idempotency_expires_at',
+  'debounce_key',
   'finished_at',
   'moved_to',
   'replay_of',
@@ -72,6 +74,9 @@ export interface JobRow {
   result: unknown;
   error: (Omit<JobError, 'at'> & { at: string }) | null;
   idempotency_key: string | null;
+  /** Migration 12. */
+  idempotency_expires_at: Date | null;
+  debounce_key: string | null;
   finished_at: Date | null;
   moved_to: string | null;
   replay_of: string | null;
@@ -124,6 +129,8 @@ export function toJobRecord(row: JobRow): JobRecord {
     result: row.result ?? null,
     error: row.error === null ? null : { ...row.error, at: new Date(row.error.at) },
     idempotencyKey: row.idempotency_key,
+    idempotencyExpiresAt: row.idempotency_expires_at,
+    debounceKey: row.debounce_key,
     finishedAt: row.finished_at,
     movedTo: row.moved_to,
     replayOf: row.replay_of,
@@ -151,6 +158,7 @@ export const SETTINGS_FIELDS = [
   'backoff',
   'lease_ms',
   'replay_of',
+  'idempotency_expires_at',
 ] as const;
 
 /** The fields an insert sends for each new job. */
@@ -171,6 +179,7 @@ function settingsOf(job: NewJob): (string | null)[] {
     toJsonText(job.backoff),
     String(job.leaseMs),
     job.replayOf,
+    job.idempotencyExpiresAt?.toISOString() ?? null,
   ];
 }
 
@@ -187,7 +196,8 @@ function sameSettings(a: NewJob, b: NewJob): boolean {
     a.backoff.delayMs === b.backoff.delayMs &&
     a.backoff.maxDelayMs === b.backoff.maxDelayMs &&
     a.leaseMs === b.leaseMs &&
-    a.replayOf === b.replayOf
+    a.replayOf === b.replayOf &&
+    a.idempotencyExpiresAt?.getTime() === b.idempotencyExpiresAt?.getTime()
   );
 }
 

@@ -25,6 +25,7 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
+import { keyExpired } from '../shared/deduplication.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import {
   type ClaimedRow,
@@ -129,13 +130,43 @@ export class PostgresStore implements Store {
     const conflicted = jobs.filter((job) => !outcomes.has(job.id));
     if (conflicted.length > 0) {
       const holders = await this.keyHolders(this.client, conflicted);
+      const expired: NewJob[] = [];
       for (const job of conflicted) {
         const holder = holders.get(idempotencyRef(job.name, job.idempotencyKey ?? ''));
-        // No holder: it was pruned between the two statements (see `KeyHolderGone`).
-        outcomes.set(job.id, holder ? { job: holder, created: false } : { job: null, created: false });
+        if (holder && keyExpired(holder, job)) expired.push(job);
+        // No holder: it was pruned between the two statements; an expired one lets go of its key (see `KeyHolderGone`).
+        const held = holder && !keyExpired(holder, job);
+        outcomes.set(job.id, held ? { job: holder, created: false } : { job: null, created: false });
       }
+      await this.releaseExpiredKeys(expired);
     }
     return jobs.map((job) => outcomes.get(job.id) as InsertOutcome);
+  }
+
+  /** Clears the keys whose holders let them expire by the time `jobs` found them taken. */
+  private async releaseExpiredKeys(jobs: readonly NewJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.client.query(this.sql.releaseExpiredKeys, [
+      jobs.map((job) => job.name),
+      jobs.map((job) => job.idempotencyKey),
+      jobs.map((job) => job.createdAt),
+    ]);
+  }
+
+  async debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    const outcomes: InsertOutcome[] = [];
+    // One statement per job, each atomic on its own: a batch rarely debounces more than one key.
+    for (const job of jobs) {
+      const [row] = await this.client.query<JobRow>(this.sql.debounceJob, [...newJobValues(job), job.debounceKey]);
+      if (row) {
+        outcomes.push({ job: toJobRecord(row), created: row.id === job.id });
+        continue;
+      }
+      // The holder started or finished: it lets go of the key, and the engine sends the job again.
+      await this.client.query(this.sql.releaseDebounceKey, [job.name, job.debounceKey]);
+      outcomes.push({ job: null, created: false });
+    }
+    return outcomes;
   }
 
   /** The retained jobs holding the keys of `jobs`, by `idempotencyRef`. */
@@ -402,6 +433,8 @@ export class PostgresStore implements Store {
       backoff: { type: 'fixed', delayMs: 0 },
       leaseMs: 1,
       idempotencyKey: null,
+      idempotencyExpiresAt: null,
+      debounceKey: null,
       replayOf: null,
       traceContext: null,
     };

@@ -27,7 +27,7 @@ function fenced(id: string, token: string, now: string): string {
 }
 
 const INSERT_COLUMNS =
-  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context';
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at';
 
 /**
  * The stored state of a job not yet started that runs at `runAt`, written at `now` (SQL expressions):
@@ -62,6 +62,7 @@ const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   backoff: 'jsonb',
   lease_ms: 'bigint',
   replay_of: 'text',
+  idempotency_expires_at: 'timestamptz',
 };
 
 /** Parameter `$n` of `field`'s type. */
@@ -92,7 +93,7 @@ function unnestedValue(field: NewJobField): string {
 function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const [runAt, createdAt, order] = [field('run_at'), field('created_at'), field('job_order')];
   const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
-  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}`;
 }
 
 /**
@@ -122,6 +123,26 @@ FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
       AND d.version BETWEEN ${minVersion}::int AND ${maxVersion}::int)
   OFFSET 0) AS h(handed)
 ${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
+}
+
+/**
+ * The debounce of one job (see `Store.debounceJobs`): `NEW_JOB_FIELDS` as scalar parameters, then its debounce
+ * key. Inserted when no job holds the key; when one not yet started does, it takes the new job's payload,
+ * settings and run time instead. The conflict locks the holder, so a claim (which skips locked jobs) and this
+ * update never both apply to it as it was. Returns the job inserted or updated; no row when the holder has
+ * started (even if it now waits for a retry) or finished: it is left unchanged.
+ */
+function debounceJobSql(jobs: string): string {
+  const field = (name: NewJobField) => fieldParam(NEW_JOB_FIELDS.indexOf(name) + 1, name);
+  return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, debounce_key)
+SELECT ${insertValues(field)}, $${NEW_JOB_FIELDS.length + 1}::text
+ON CONFLICT (name, debounce_key) WHERE debounce_key IS NOT NULL DO UPDATE
+SET payload = excluded.payload, version = excluded.version, priority = excluded.priority,
+  max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
+  run_at = excluded.run_at, order_key = ${orderKeySql('j.job_order', 'excluded.run_at')}, state = excluded.state,
+  updated_at = excluded.created_at
+WHERE j.state IN ${NOT_STARTED_SQL} AND j.attempts = 0
+RETURNING ${JOB_COLUMNS}`;
 }
 
 /**
@@ -172,6 +193,21 @@ export function buildStatements(quotedSchema: string) {
     insertAndClaimJob: insertAndClaimJobSql(jobs, { skipTakenKey: false }),
     /** `insertAndClaimJob` for a job with an idempotency key: no row when the key is taken (nothing inserted). */
     insertAndClaimKeyedJob: insertAndClaimJobSql(jobs, { skipTakenKey: true }),
+
+    /** See `debounceJobSql`. */
+    debounceJob: debounceJobSql(jobs),
+
+    /** $1 name, $2 debounce key: clears the key on a holder that has started (once, at least) or finished. */
+    releaseDebounceKey: `UPDATE ${jobs} AS j SET debounce_key = NULL
+WHERE j.name = $1 AND j.debounce_key = $2 AND (j.state NOT IN ${NOT_STARTED_SQL} OR j.attempts > 0)`,
+
+    /**
+     * $1 names, $2 idempotency keys, $3 the times of the inserts that found them taken (parallel arrays): clears
+     * each key on its holder when the key expired by then.
+     */
+    releaseExpiredKeys: `UPDATE ${jobs} AS j SET idempotency_key = NULL
+FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(name, idempotency_key, now)
+WHERE j.name = k.name AND j.idempotency_key = k.idempotency_key AND j.idempotency_expires_at <= k.now`,
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j

@@ -29,6 +29,8 @@ export function insertedRecord(job: NewJob): JobRecord {
     result: null,
     error: null,
     idempotencyKey: job.idempotencyKey,
+    idempotencyExpiresAt: job.idempotencyExpiresAt,
+    debounceKey: job.debounceKey,
     finishedAt: null,
     movedTo: null,
     replayOf: job.replayOf,

@@ -1,0 +1,67 @@
+import type { Collection } from 'mongodb';
+import type { InsertOutcome, NewJob } from '../../engine/store.ts';
+import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import {
+  cleanBackoff,
+  type JobDocument,
+  literal,
+  orderKeyExpression,
+  toJobDocument,
+  toJobRecord,
+  toJson,
+} from './documents.ts';
+import { isDuplicateKeyError } from './errors.ts';
+import { DEBOUNCE_INDEX, DEBOUNCE_INDEX_KEY } from './indexes.ts';
+
+/** `Store.debounceJobs`: one job at a time, each atomic on its own (a batch rarely debounces more than one key). */
+export async function debounceJobs(jobs: Collection<JobDocument>, input: readonly NewJob[]): Promise<InsertOutcome[]> {
+  const outcomes: InsertOutcome[] = [];
+  for (const job of input) outcomes.push(await debounceJob(jobs, job));
+  return outcomes;
+}
+
+/**
+ * The holder of `job`'s debounce key takes its payload, settings and run time in one `findOneAndUpdate`
+ * while it waits, never started (a claim's `findOneAndUpdate` of the same document is atomic with it: one of them sees the
+ * other's result). With none waiting, the job is inserted; the unique index refuses it when a job that
+ * started or finished holds the key, which that job then lets go of, and the engine sends the job again.
+ * The query repeats the index's `$type` condition, as the server needs to use a partial index.
+ */
+async function debounceJob(jobs: Collection<JobDocument>, job: NewJob): Promise<InsertOutcome> {
+  const holder = { name: job.name, debounceKey: { $eq: job.debounceKey, $type: 'string' as const } };
+  const updated = await jobs.findOneAndUpdate(
+    { ...holder, state: { $in: [...NOT_STARTED] }, attempts: 0 },
+    [
+      {
+        $set: {
+          payload: literal(toJson(job.payload)),
+          version: literal(job.version),
+          priority: literal(job.priority),
+          maxAttempts: literal(job.maxAttempts),
+          backoff: literal(cleanBackoff(job.backoff)),
+          leaseMs: literal(job.leaseMs),
+          runAt: literal(job.runAt),
+          orderKey: orderKeyExpression(job.runAt),
+          state: literal(notStartedState(job.runAt, job.createdAt)),
+          updatedAt: literal(job.createdAt),
+        },
+      },
+    ],
+    { returnDocument: 'after', hint: DEBOUNCE_INDEX_KEY },
+  );
+  if (updated) return { job: toJobRecord(updated as JobDocument), created: false };
+  const doc = toJobDocument(job);
+  try {
+    await jobs.insertOne(doc);
+    return { job: toJobRecord(doc), created: true };
+  } catch (error) {
+    if (!isDuplicateKeyError(error)) throw error;
+  }
+  // Taken by a job that started or finished, or by one a concurrent debounce inserted (left as it is).
+  await jobs.updateOne(
+    { ...holder, $or: [{ state: { $nin: [...NOT_STARTED] } }, { attempts: { $gt: 0 } }] },
+    { $set: { debounceKey: null } },
+    { hint: DEBOUNCE_INDEX },
+  );
+  return { job: null, created: false };
+}

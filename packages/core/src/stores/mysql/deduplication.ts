@@ -1,0 +1,63 @@
+import type { PoolConnection } from 'mysql2/promise';
+import type { InsertOutcome, NewJob } from '../../engine/store.ts';
+import { execute, type Queryable, selectRows } from './connection.ts';
+import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues, sqlDate } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** `column` takes the inserted row's value only on a holder not yet started (never claimed, so no attempts). */
+function whileWaiting(column: string, value = `VALUES(${column})`): string {
+  return `${column} = IF(state IN ${NOT_STARTED_SQL} AND attempts = 0, ${value}, ${column})`;
+}
+
+/**
+ * What an insert that finds the debounce key taken does to its holder: while it waits, it takes the new
+ * job's payload, settings and run time. Assignments apply left to right, each seeing the ones before, so the
+ * state, which every condition reads, comes last. The order key keeps the holder's order (fifo or lifo):
+ * it is the run time in ms, negated for lifo.
+ */
+const DEBOUNCE_UPDATE = [
+  whileWaiting('payload'),
+  whileWaiting('version'),
+  whileWaiting('priority'),
+  whileWaiting('max_attempts'),
+  whileWaiting('backoff'),
+  whileWaiting('lease_ms'),
+  whileWaiting('run_at'),
+  whileWaiting('order_key', 'IF(job_order = VALUES(job_order), VALUES(order_key), -VALUES(order_key))'),
+  whileWaiting('updated_at', 'VALUES(created_at)'),
+  whileWaiting('delayed_until'),
+  whileWaiting('state'),
+].join(', ');
+
+/**
+ * `Store.debounceJobs` for one job, in the transaction of `c`: the insert (or the holder's update) locks the
+ * holder until the transaction ends, so what the read after it sees is what this step did, and a claim, which
+ * skips locked rows, cannot take the holder in between.
+ */
+export async function debounceJob(c: PoolConnection, t: Tables, job: NewJob): Promise<InsertOutcome> {
+  await execute(
+    c,
+    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE ${DEBOUNCE_UPDATE}`,
+    [[newJobValues(job)]],
+  );
+  const [row] = await selectRows(
+    c,
+    `SELECT ${JOB_SELECT} FROM ${t.jobs} WHERE name = ? AND debounce_key = ? FOR UPDATE`,
+    [job.name, job.debounceKey],
+  );
+  const holder = row ? jobRow(row) : null;
+  if (holder === null) return { job: null, created: false };
+  if (holder.id === job.id) return { job: holder, created: true };
+  if (holder.state === 'waiting' && holder.attempts === 0) return { job: holder, created: false };
+  // The holder started or finished, so it was left as it was: it lets go of the key, and the engine sends the job again.
+  await execute(c, `UPDATE ${t.jobs} SET debounce_key = NULL WHERE id = ?`, [holder.id]);
+  return { job: null, created: false };
+}
+
+/** Clears each key of `jobs` on its holder when it expired by the time the job found it taken. */
+export async function releaseExpiredKeys(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const match = jobs.map(() => '(name = ? AND idempotency_key = ? AND idempotency_expires_at <= ?)').join(' OR ');
+  const values = jobs.flatMap((job) => [job.name, job.idempotencyKey, sqlDate(job.createdAt)]);
+  await execute(db, `UPDATE ${t.jobs} SET idempotency_key = NULL WHERE ${match}`, values);
+}

@@ -1,0 +1,102 @@
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { createClient, type Worker, WorkqError } from '@workq/sdk';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { collectingLogger } from '../support/quiet-logger.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+
+const email = (subject: string) => ({ to: 'a@example.com', subject, body: 'hello' });
+
+await describeEachStore(IN_PROCESS_STORES, 'debounce and idempotency TTLs through the SDK over $label', ({ open }) => {
+  let target: FreshStore | undefined;
+  let server: QueueServer;
+  let sdk: ReturnType<typeof createClient<typeof jobs>>;
+  const workers: Worker[] = [];
+
+  beforeAll(async () => {
+    target = await open();
+    server = await startServer({
+      store: await serverStore(target),
+      port: 0,
+      logger: collectingLogger(),
+      pollIntervalMs: 100,
+    });
+    sdk = createClient({ url: server.url, jobs });
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.close()));
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await target?.drop();
+  });
+
+  it('debounced enqueues are one job, run once with the last payload, delayMs after the last of them', async () => {
+    const debounce = { key: 'digest:user-1', delayMs: 800 };
+    const first = await sdk.enqueue.sendEmail(email('one'), { debounce });
+    const firstRunAt = (await first.status()).runAt.getTime();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = await sdk.enqueue.sendEmail(email('two'), { debounce });
+    const [third, fourth] = await sdk.enqueueMany.sendEmail([email('three'), email('four')], { debounce });
+    expect(first.created).toBe(true);
+    expect([second, third, fourth].map((handle) => [handle?.id, handle?.created])).toEqual([
+      [first.id, false],
+      [first.id, false],
+      [first.id, false],
+    ]);
+    const status = await first.status();
+    expect(status).toMatchObject({ state: 'scheduled', debounceKey: 'digest:user-1' });
+    expect(status.runAt.getTime()).toBeGreaterThan(firstRunAt);
+
+    const seen: string[] = [];
+    workers.push(
+      sdk.consume('sendEmail', async (job) => {
+        seen.push(job.payload.subject);
+        return { messageId: job.payload.subject };
+      }),
+    );
+    await expect(first.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'four' });
+    expect(Date.now()).toBeGreaterThanOrEqual(status.runAt.getTime());
+    expect(seen).toEqual(['four']);
+
+    // The job ran, so the next debounce of the key makes a new one.
+    const next = await sdk.enqueue.sendEmail(email('five'), { debounce: { ...debounce, delayMs: 0 } });
+    expect(next.created).toBe(true);
+    expect(next.id).not.toBe(first.id);
+    await expect(next.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'five' });
+  });
+
+  it('an idempotency key with a TTL returns its job within the TTL and makes a new one after it', async () => {
+    const options = { idempotencyKey: 'report:acct-1', idempotencyTtlMs: 400 };
+    const payload = { accountId: 'acct-1', kind: 'usage', from: '2026-01-01', to: '2026-01-31' } as const;
+    const first = await sdk.enqueue.generateReport(payload, options);
+    const again = await sdk.enqueue.generateReport(payload, options);
+    expect([first.created, again.created, again.id]).toEqual([true, false, first.id]);
+    expect((await first.status()).idempotencyExpiresAt).toBeInstanceOf(Date);
+
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const later = await sdk.enqueue.generateReport(payload, options);
+    expect(later.created).toBe(true);
+    expect(later.id).not.toBe(first.id);
+    expect(await first.status()).toMatchObject({ state: 'ready' });
+    expect((await first.status()).idempotencyKey).toBeUndefined();
+    expect((await later.status()).idempotencyKey).toBe('report:acct-1');
+  });
+
+  it('contradicting options are VALIDATION errors through the SDK, for one job and for a batch', async () => {
+    const debounce = { key: 'k', delayMs: 10 };
+    for (const enqueue of [
+      () => sdk.enqueue.sendEmail(email('x'), { debounce, idempotencyKey: 'k' }),
+      () => sdk.enqueue.sendEmail(email('x'), { debounce, delayMs: 5 }),
+      () => sdk.enqueue.sendEmail(email('x'), { idempotencyTtlMs: 1000 }),
+      () => sdk.enqueueMany.sendEmail([email('x')], { debounce, perJob: [{ idempotencyKey: 'own' }] }),
+      () => sdk.enqueue.sendEmail(email('x'), { debounce: { key: '', delayMs: 10 } }),
+    ]) {
+      const error = await enqueue().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(WorkqError);
+      expect(error).toMatchObject({ code: 'VALIDATION' });
+    }
+  });
+});
