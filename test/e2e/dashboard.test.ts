@@ -16,6 +16,9 @@ const ADMIN_TOKEN = 'dashboard-admin-token';
 const SCREENSHOTS = join(REPO_ROOT, 'test', '.screenshots', 'dashboard');
 const HOUR_MS = 3_600_000;
 
+/** A time as a `datetime-local` field takes it: local time, to the second (the browser runs in this process's zone). */
+const localTime = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+
 const missingBrowser = chromiumMissing('dashboard');
 
 describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
@@ -141,10 +144,19 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.waitForSelector('input[name="q"]');
       await page.fill('input[name="q"]', 'invoice-42');
       await page.press('input[name="q"]', 'Enter');
-      await waitForText(page, '[data-testid="match-count"]', '1 job');
+      await page.waitForSelector('[data-testid="match-count"][data-count="1"]');
       expect(await page.locator('tr[data-job]').count()).toBe(1);
       expect(await page.getAttribute('tr[data-job]', 'data-job')).toBe(ids.invoice);
       await page.screenshot({ path: join(SCREENSHOTS, 'search-1280.png'), fullPage: true });
+      // A creation time range around it keeps it; one that starts after it leaves nothing.
+      await page.fill('input[name="from"]', localTime(Date.now() - HOUR_MS));
+      await page.fill('input[name="to"]', localTime(Date.now() + HOUR_MS));
+      await page.click('form.filters button[type="submit"]');
+      await page.waitForFunction(() => new URL(location.href).searchParams.has('to'));
+      await page.waitForSelector('[data-testid="match-count"][data-count="1"]');
+      await page.fill('input[name="from"]', localTime(Date.now() + 60_000));
+      await page.click('form.filters button[type="submit"]');
+      await page.waitForSelector('[data-testid="match-count"][data-count="0"]');
     } finally {
       await context.close();
     }
@@ -155,7 +167,7 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     const { context, page } = await signedIn(1280, 900);
     try {
       await page.click('[data-type="imageConvert"] a[href$="state=dead"]');
-      await waitForText(page, '[data-testid="match-count"]', '3 jobs');
+      await page.waitForSelector('[data-testid="match-count"][data-count="3"]');
       const deadId = await page.getAttribute('tr[data-job]', 'data-job');
       await page.click(`tr[data-job="${deadId}"] a`);
       await page.waitForSelector('.job[data-state="dead"]');
@@ -178,10 +190,10 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     const { context, page } = await signedIn(1280, 900);
     try {
       await page.click('[data-type="imageConvert"] a[href$="state=dead"]');
-      await waitForText(page, '[data-testid="match-count"]', '2 jobs');
+      await page.waitForSelector('[data-testid="match-count"][data-count="2"]');
       await page.click('button:text-is("Retry all 2 dead jobs")');
       await confirm(page, 'Retry 2 dead jobs', '2 jobs retried.');
-      await waitForText(page, '[data-testid="match-count"]', '0 jobs');
+      await page.waitForSelector('[data-testid="match-count"][data-count="0"]');
       await until(async () => (await countsOf('imageConvert')).completed === 6, 15_000);
       expect((await countsOf('imageConvert')).dead).toBeUndefined();
       // The overview counts the completions it saw on the event stream into the last hour's throughput.

@@ -9,8 +9,8 @@ export const WINDOW_MINUTES = 60;
 const POLL_EVERY_MS = 3_000;
 /** How often they reload while it is up: scheduled jobs come due without an event. */
 const REFRESH_EVERY_MS = 15_000;
-/** Events arriving together cause one reload, not one each. */
-const RELOAD_COALESCE_MS = 250;
+/** Events arriving within this cause one reload, not one each: a busy queue does not reload pages without pause. */
+const RELOAD_COALESCE_MS = 500;
 
 /** Jobs finished per minute of the last hour: `completed[i]` is minute `i`, oldest first. */
 export interface Throughput {

@@ -1,16 +1,14 @@
-import { JOB_STATES, type JobState, type JobStatus, MAX_BATCH_SIZE } from '@workq/core';
+import { JOB_STATES, type JobStatus } from '@workq/core';
 import { useState } from 'preact/hooks';
-import type { Api } from '../api.ts';
 import { bulkActions } from '../bulk.ts';
 import { ConfirmDialog, type PendingAction, plural } from '../components/confirm.tsx';
 import { ErrorNote, relativeTime, StateBadge } from '../components/format.tsx';
+import { MAX_SCANNED, scanJobs } from '../job-scan.ts';
 import { useLoad } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
 import { useApi } from '../use-api.ts';
 
 const PAGE_SIZE = 50;
-/** The most jobs of one filter read to sort newest first and search: the store pages by id, oldest first. */
-export const MAX_SCANNED = 10 * MAX_BATCH_SIZE;
 
 /** The list's filter, as it stands in the page's URL. */
 interface Filter {
@@ -40,23 +38,6 @@ function hrefOf(filter: Filter): string {
   return text ? `/jobs?${text}` : '/jobs';
 }
 
-/** Reads every job of a type and state, up to `MAX_SCANNED`, newest first. */
-async function scan(api: Api, name: string, state: string): Promise<{ jobs: JobStatus[]; truncated: boolean }> {
-  const jobs: JobStatus[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await api.admin.list.query({
-      ...(name ? { name } : {}),
-      ...(state ? { state: state as JobState } : {}),
-      limit: MAX_BATCH_SIZE,
-      ...(cursor ? { cursor } : {}),
-    });
-    jobs.push(...(page.jobs as JobStatus[]));
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor && jobs.length < MAX_SCANNED);
-  return { jobs: jobs.reverse(), truncated: cursor !== undefined };
-}
-
 /** Whether `job` matches the search text (its id or idempotency key) and the time range (by creation). */
 function matches(job: JobStatus, filter: Filter): boolean {
   const q = filter.q.trim();
@@ -75,7 +56,16 @@ export function JobsPage(props: { query: URLSearchParams }) {
   const filter = filterOf(props.query);
   const [pending, setPending] = useState<PendingAction | null>(null);
   const names = useLoad(async () => [...new Set((await api.admin.stats.query()).counts.map((c) => c.name))].sort(), []);
-  const scanned = useLoad(() => scan(api, filter.name, filter.state), [filter.name, filter.state]);
+  const scanned = useLoad(
+    () =>
+      scanJobs(api, {
+        name: filter.name,
+        state: filter.state,
+        ...(filter.from ? { fromMs: new Date(filter.from).getTime() } : {}),
+        ...(filter.to ? { toMs: new Date(filter.to).getTime() } : {}),
+      }),
+    [filter.name, filter.state, filter.from, filter.to],
+  );
   const matching = (scanned.data?.jobs ?? []).filter((job) => matches(job, filter));
   const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
   const page = Math.min(filter.page, pages - 1);
@@ -147,9 +137,10 @@ export function JobsPage(props: { query: URLSearchParams }) {
       </form>
       <ErrorNote error={scanned.error} />
       <div class="toolbar">
-        <span class="muted" data-testid="match-count">
+        <span class="muted" data-testid="match-count" data-count={scanned.data ? matching.length : undefined}>
           {scanned.loading && !scanned.data ? 'Loading…' : `${plural(matching.length, 'job')}`}
-          {scanned.data?.truncated && ` among the newest ${MAX_SCANNED.toLocaleString()} read`}
+          {scanned.data?.truncated &&
+            ` among the newest ${MAX_SCANNED.toLocaleString()} read: narrow the time range to reach older ones`}
         </span>
         <span class="spacer" />
         {actions.map(({ label, action }) => (
