@@ -148,6 +148,12 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       expect(await page.locator('tr[data-job]').count()).toBe(1);
       expect(await page.getAttribute('tr[data-job]', 'data-job')).toBe(ids.invoice);
       await page.screenshot({ path: join(SCREENSHOTS, 'search-1280.png'), fullPage: true });
+      // A whole id finds its job in any state.
+      await page.fill('input[name="q"]', ids.slow!);
+      await page.press('input[name="q"]', 'Enter');
+      await page.waitForSelector(`tr[data-job="${ids.slow}"]`);
+      expect(await page.locator('tr[data-job]').count()).toBe(1);
+      await page.fill('input[name="q"]', 'invoice-42');
       // A creation time range around it keeps it; one that starts after it leaves nothing.
       await page.fill('input[name="from"]', localTime(Date.now() - HOUR_MS));
       await page.fill('input[name="to"]', localTime(Date.now() + HOUR_MS));

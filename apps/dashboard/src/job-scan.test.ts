@@ -1,7 +1,7 @@
 import type { JobStatus } from '@workq/core';
 import { describe, expect, it } from 'vitest';
 import type { Api } from './api.ts';
-import { idAt, MAX_SCANNED, scanJobs } from './job-scan.ts';
+import { idAt, MAX_SCANNED, scanJobs, timeOfId } from './job-scan.ts';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const MINUTE = 60_000;
@@ -32,6 +32,20 @@ describe('scanJobs', () => {
   it('cursors sort before every id made at or after their time, and after every id made before', () => {
     expect(idAt(NOW) < idMadeAt(NOW)).toBe(true);
     expect(idAt(NOW) > idMadeAt(NOW - 1, 999)).toBe(true);
+  });
+
+  it('reads the creation time back from a job id, and from nothing else', () => {
+    expect(timeOfId(idMadeAt(NOW - 400 * DAY, 7))).toBe(NOW - 400 * DAY);
+    expect(timeOfId('invoice-42')).toBeUndefined();
+    expect(timeOfId('0190b7a2-aaaa-4bbb-8ccc-dddddddddddd')).toBeUndefined();
+  });
+
+  it('finds an old job by its id in one read of its millisecond', async () => {
+    const store = listing(ids);
+    const at = timeOfId(ids[4]!)!;
+    const { jobs } = await scanJobs(store.api, { name: '', state: '', fromMs: at, toMs: at }, NOW);
+    expect(jobs.map((job) => job.id)).toEqual([ids[4]]);
+    expect(store.calls()).toBe(1);
   });
 
   it('reads every job, newest first, window by window back in time', async () => {

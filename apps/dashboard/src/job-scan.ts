@@ -18,6 +18,14 @@ export function idAt(ms: number): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
 
+const UUID_V7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** When the job with this id was created (epoch ms), read from the id; `undefined` for text that is not a UUIDv7. */
+export function timeOfId(text: string): number | undefined {
+  const match = UUID_V7.exec(text);
+  return match ? Number.parseInt(`${match[1]}${match[2]}`, 16) : undefined;
+}
+
 export interface ScanQuery {
   name: string;
   state: string;

@@ -1,4 +1,4 @@
-import type { JobEvent } from '@workq/core';
+import type { JobEventType } from '@workq/core';
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.ts';
@@ -78,9 +78,13 @@ export class LiveFeed {
     clearTimeout(this.reloadTimer);
   }
 
-  /** Counts finishes per minute; a `resync` (events were missed) only reloads, as every batch does. */
-  private receive(events: readonly (JobEvent | { type: 'resync' })[]): void {
+  /**
+   * Counts finishes per minute; a `resync` (events were missed) only reloads,
+   * as every batch does. An event's time may come as a `Date` or as epoch ms.
+   */
+  private receive(events: readonly SeenEvent[]): void {
     for (const event of events) {
+      if (event.name === undefined) continue;
       if (event.type !== 'completed' && event.type !== 'failed' && event.type !== 'dead') continue;
       const byMinute = this.minutes.get(event.name) ?? new Map<number, { completed: number; failed: number }>();
       this.minutes.set(event.name, byMinute);
@@ -109,6 +113,13 @@ export class LiveFeed {
     clearInterval(this.pollTimer);
     this.pollTimer = setInterval(() => this.changed(), this.connected ? REFRESH_EVERY_MS : POLL_EVERY_MS);
   }
+}
+
+/** What the feed reads of an event: its type, job name and time (a `Date`, or epoch ms as the stream may send it). */
+interface SeenEvent {
+  type: JobEventType | 'resync';
+  name?: string;
+  at: Date | number;
 }
 
 export const LiveContext = createContext<LiveFeed | null>(null);

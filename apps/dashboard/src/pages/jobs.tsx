@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { bulkActions } from '../bulk.ts';
 import { ConfirmDialog, type PendingAction, plural } from '../components/confirm.tsx';
 import { ErrorNote, relativeTime, StateBadge } from '../components/format.tsx';
-import { MAX_SCANNED, scanJobs } from '../job-scan.ts';
+import { MAX_SCANNED, scanJobs, timeOfId } from '../job-scan.ts';
 import { useLoad } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
 import { useApi } from '../use-api.ts';
@@ -56,15 +56,19 @@ export function JobsPage(props: { query: URLSearchParams }) {
   const filter = filterOf(props.query);
   const [pending, setPending] = useState<PendingAction | null>(null);
   const names = useLoad(async () => [...new Set((await api.admin.stats.query()).counts.map((c) => c.name))].sort(), []);
+  // A whole job id names its creation time: only that millisecond is read, however old the job.
+  const idTime = timeOfId(filter.q.trim());
+  const fromMs = idTime ?? (filter.from ? new Date(filter.from).getTime() : undefined);
+  const toMs = idTime ?? (filter.to ? new Date(filter.to).getTime() : undefined);
   const scanned = useLoad(
     () =>
       scanJobs(api, {
         name: filter.name,
         state: filter.state,
-        ...(filter.from ? { fromMs: new Date(filter.from).getTime() } : {}),
-        ...(filter.to ? { toMs: new Date(filter.to).getTime() } : {}),
+        ...(fromMs !== undefined ? { fromMs } : {}),
+        ...(toMs !== undefined ? { toMs } : {}),
       }),
-    [filter.name, filter.state, filter.from, filter.to],
+    [filter.name, filter.state, fromMs, toMs],
   );
   const matching = (scanned.data?.jobs ?? []).filter((job) => matches(job, filter));
   const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
