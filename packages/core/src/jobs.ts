@@ -98,6 +98,12 @@ export interface EnqueueOptions {
    * `idempotencyKey`, `idempotencyTtlMs`, `delayMs` or `runAt`.
    */
   debounce?: DebounceOptions;
+  /**
+   * The job's group: among ready jobs of its type, groups take turns (round-robin), so one group's backlog
+   * does not hold back another's, and at most the type's `groupConcurrency` jobs of one group run at once.
+   * Priority and order still apply within a group. 1-255 characters. @defaultValue none
+   */
+  group?: string;
   /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
   maxAttempts?: number;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */

@@ -31,10 +31,48 @@ export interface AdminApi {
    * its host, process id, job types and versions, start time, last seen time and the jobs it holds.
    */
   workers(): Promise<WorkerListing[]>;
+  /**
+   * Pauses a job type on every server: claims lease none of its jobs until `resume`, and the consumers'
+   * waiting claims stay parked; its jobs keep arriving. Kept in the store.
+   */
+  pause(name: string): Promise<void>;
+  /** Ends a `pause`: claims of the type lease again at once. */
+  resume(name: string): Promise<void>;
+  /**
+   * Changes a job type's limits, kept in the store and honoured by every server's claims: a limit left out
+   * stays as it is, `null` clears it. Resolves to the limits now set. See docs/flow-control.md.
+   */
+  setLimits(name: string, limits: LimitsChange): Promise<QueueLimits>;
+  /** Per job type (with jobs or settings): paused or not, its limits, and its job counts by state and version. */
+  queues(): Promise<QueueListing[]>;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
   retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
   /** Enqueues a finished job again as a new job. */
   replay(id: string): Promise<{ id: string }>;
+}
+
+/** A job type's limits; `null`: no such limit. */
+export interface QueueLimits {
+  /** Active jobs of the type across all workers and servers, never exceeded. */
+  concurrency: number | null;
+  /** At most `max` jobs of the type start in any window of `perMs`, across all workers. */
+  rateLimit: { max: number; perMs: number } | null;
+  /** Active jobs per group (the enqueue option `group`). */
+  groupConcurrency: number | null;
+}
+
+/** A change of limits for `setLimits`: a limit left out stays as it is, `null` clears it. */
+export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] };
+
+/** A job type, as `admin.queues()` lists it. */
+export interface QueueListing {
+  name: string;
+  paused: boolean;
+  limits: QueueLimits;
+  /** Its jobs by state, every version together. */
+  counts: Record<JobState, number>;
+  /** Its jobs by state, per version enqueued, oldest first. */
+  versions: { version: number; counts: Record<JobState, number> }[];
 }
 
 /** A recurring job, as `admin.schedules()` lists it. */
@@ -94,6 +132,10 @@ export function createAdminApi(call: Call): AdminApi {
     upsertSchedule: (schedule) => call((api, signal) => api.admin.upsertSchedule.mutate(schedule, { signal })),
     removeSchedule: (key) => call((api, signal) => api.admin.removeSchedule.mutate({ key }, { signal })),
     workers: () => call((api, signal) => api.admin.workers.query(undefined, { signal })),
+    pause: (name) => call((api, signal) => api.admin.pause.mutate({ name }, { signal })),
+    resume: (name) => call((api, signal) => api.admin.resume.mutate({ name }, { signal })),
+    setLimits: (name, limits) => call((api, signal) => api.admin.setLimits.mutate({ name, limits }, { signal })),
+    queues: () => call((api, signal) => api.admin.queues.query(undefined, { signal })),
     retryDead: (target) => call((api, signal) => api.admin.retryDead.mutate(target, { signal })),
     replay: (id) => call((api, signal) => api.admin.replay.mutate({ id }, { signal })),
   };

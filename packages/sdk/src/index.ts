@@ -9,7 +9,15 @@ export { isWorkqError, WorkqError } from '@workq/core';
  * tracing). `undefined` elsewhere, where the SDK uses the platform's `fetch`.
  */
 export const defaultFetch: typeof fetch | undefined = platformFetch;
-export type { AdminApi, ScheduleInput, ScheduleListing, WorkerListing } from './admin.ts';
+export type {
+  AdminApi,
+  LimitsChange,
+  QueueLimits,
+  QueueListing,
+  ScheduleInput,
+  ScheduleListing,
+  WorkerListing,
+} from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, MoveToOptions, Worker } from './consumer/types.ts';

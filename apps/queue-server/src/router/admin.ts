@@ -2,6 +2,7 @@ import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
 import { jobProcedures } from './admin-jobs.ts';
+import { queueProcedures } from './admin-queues.ts';
 import { scheduleProcedures } from './admin-schedules.ts';
 import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
@@ -35,6 +36,7 @@ export const adminRouter = router({
     return { counts, consumers };
   }),
 
+  ...queueProcedures,
   ...scheduleProcedures,
   ...workerProcedures,
 

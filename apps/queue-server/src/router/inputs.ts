@@ -55,6 +55,7 @@ export const enqueueOptions = z
     leaseMs: z.number().int().optional(),
     order: z.enum(['fifo', 'lifo']).optional(),
     traceContext: traceContext.optional(),
+    group: storableText(1, 255).optional(),
   })
   .optional();
 
@@ -77,6 +78,7 @@ export function toEnqueueInputs(
   const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
   const { idempotencyTtlMs, debounce } = options;
   Object.assign(shared, { idempotencyTtlMs, debounce: debounce && { key: debounce.key, delayMs: debounce.delayMs } });
+  if (options.group !== undefined) Object.assign(shared, { group: options.group });
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }
 

@@ -137,7 +137,11 @@ export class ClaimDispatcher {
     // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
     // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
     const acked = this.complete(request.acks).then(
-      (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
+      (outcomes) => {
+        const completed = outcomes.filter((o) => o.ok).map((o) => o.id);
+        if (completed.length > 0) this.engine.freed(name);
+        return { completed, acksFailed: false };
+      },
       () => ({ completed: [] as string[], acksFailed: true }),
     );
     const { host, pid = null, startedAt = null } = request;
@@ -152,7 +156,15 @@ export class ClaimDispatcher {
       for (;;) {
         const seen = this.bus.generation(name);
         this.observer.claimAttempt?.(name, !skipQuery);
-        const query = skipQuery ? async () => [] : () => this.engine.claim(claimInput);
+        // A type's rate limit says when its next job may start: the claim waits until then, not a poll interval.
+        let nextStartAt: Date | null = null;
+        const query = skipQuery
+          ? async () => []
+          : async () => {
+              const outcome = await this.engine.claimUnderLimits(claimInput);
+              nextStartAt = outcome.nextStartAt;
+              return outcome.jobs;
+            };
         skipQuery = false;
         // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
         // can already hand its job over.
@@ -166,7 +178,9 @@ export class ClaimDispatcher {
         // sent again after the wait: an answer at once would bring them straight back while the store fails.)
         const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
         if (!leasesLost) {
-          const waitMs = Math.min(Math.max(0, deadline - Date.now()), this.options.pollIntervalMs);
+          const pollMs =
+            nextStartAt === null ? this.options.pollIntervalMs : (nextStartAt as Date).getTime() - Date.now();
+          const waitMs = Math.min(Math.max(0, deadline - Date.now()), Math.max(1, pollMs));
           await this.bus.waitForReady(name, seen, waitMs, AbortSignal.any([signal, parked.taken, inProgress.stop]));
         }
         const handed = await this.handoffs.withdraw(parked);

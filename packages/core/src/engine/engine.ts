@@ -3,6 +3,7 @@ import { JOB_STATES, type JobError, type JobState, type JobStatus, MAX_BATCH_SIZ
 import { backoffDelayMs } from './backoff.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
+import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
 import { insertDistinct, KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
@@ -51,6 +52,11 @@ export interface EngineOptions {
   historyRetentionMs?: number;
   /** How often claims sweep expired leases back to the queue. @defaultValue 1000 */
   leaseSweepIntervalMs?: number;
+  /**
+   * How long a server keeps the flow-control settings (pause, limits) it read before it reads them again;
+   * a change made through another server reaches it sooner where the store notifies. @defaultValue 1000
+   */
+  settingsRefreshMs?: number;
   /** Where job events go (the server's event hub). @defaultValue none: no events are built */
   events?: JobEventSink;
 }
@@ -85,6 +91,8 @@ export class Engine {
   private lastSweepMs = Number.NEGATIVE_INFINITY;
   private readonly readyListeners = new Set<ReadyListener>();
   private readonly finishedListeners = new Set<FinishedListener>();
+  /** Pause, limits and the claims that honour them (see `FlowControl`). */
+  readonly flow: FlowControl;
   private readonly events: JobEventEmitter;
 
   constructor(options: EngineOptions) {
@@ -93,6 +101,7 @@ export class Engine {
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
+    this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
     this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
   }
 
@@ -125,13 +134,24 @@ export class Engine {
     );
   }
 
-  /** Leases up to `limit` ready jobs of one type; see `Store.claimJobs`. */
+  /** Leases up to `limit` ready jobs of one type, honouring its pause and limits; see `Store.claimJobs`. */
   async claim(input: ClaimInput): Promise<ClaimedJob[]> {
+    return (await this.claimUnderLimits(input)).jobs;
+  }
+
+  /**
+   * `claim`, also saying whether the type is paused and, when its rate limit holds further starts back,
+   * when the next may start (see `LimitedClaim`).
+   */
+  async claimUnderLimits(
+    input: ClaimInput,
+  ): Promise<{ jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
     const now = this.clock.now();
     await this.sweepExpiredLeases(now);
-    const claimed = (await this.store.claimJobs(claimRequest(input, now))).map(toClaimedJob);
+    const outcome = await this.flow.claim(claimRequest(input, now));
+    const claimed = outcome.jobs.map(toClaimedJob);
     this.events.started(claimed, now);
-    return claimed;
+    return { jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
   }
 
   /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */
@@ -154,9 +174,10 @@ export class Engine {
   ): Promise<{ result: EnqueueResult; claimed: ClaimedJob | null }> {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
+    await this.flow.placeInGroups([job]);
     // A debounced job may replace a waiting one, which only `debounceJobs` does.
     const handed =
-      this.handsOver && job.debounceKey === null
+      this.handsOver && job.debounceKey === null && (await this.flow.handsOver(job.name))
         ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now))
         : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).
@@ -194,7 +215,11 @@ export class Engine {
       ),
     );
     for (const id of done) this.emitFinished(id, 'completed');
-    if (this.events.listening) this.events.completed(items.filter(({ id }) => done.has(id)), now);
+    if (this.events.listening)
+      this.events.completed(
+        items.filter(({ id }) => done.has(id)),
+        now,
+      );
     const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
     return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
   }
@@ -309,6 +334,7 @@ export class Engine {
       );
     }
     const job = this.newJob(next, now, null);
+    await this.flow.placeInGroups([job]);
     for (let tries = 1; ; tries++) {
       const moved = await this.store.moveJob(lease, job, now);
       if (!moved) throw leaseLost(lease.id);
@@ -370,6 +396,52 @@ export class Engine {
     };
   }
 
+  /**
+   * Says that jobs of `name` finished: where its settings limit how many run at once, claims waiting for a
+   * free place (here, and where the store notifies, on other servers) are woken. Nothing for other types.
+   */
+  freed(name: string): void {
+    void this.flow.settingsOf(name).then(
+      (settings) => {
+        if (settings && (settings.concurrency !== null || settings.groupConcurrency !== null)) this.emitReady(name);
+      },
+      () => undefined,
+    );
+  }
+
+  /**
+   * Claims lease nothing of `name` until `resume`, on every server; its jobs keep arriving. Resolves once
+   * every server holds its claims (see `settingsRefreshMs`).
+   */
+  async pause(name: string): Promise<void> {
+    await this.flow.change(checkName(name), { paused: true }, { settle: true });
+  }
+
+  /** Ends a `pause`: claims of `name` lease again, and the ones waiting on this server are woken. */
+  async resume(name: string): Promise<void> {
+    await this.flow.change(checkName(name), { paused: false });
+    this.emitReady(name);
+  }
+
+  /**
+   * Changes the limits of `name` (see `QueueLimits`); `null` clears one. Resolves to the limits now set, once
+   * every server's claims honour them (see `settingsRefreshMs`).
+   */
+  async setLimits(name: string, limits: LimitsChange): Promise<QueueInfo['limits']> {
+    const settings = await this.flow.change(checkName(name), checkLimits(limits), { settle: true });
+    this.emitReady(name);
+    return {
+      concurrency: settings.concurrency,
+      rateLimit: settings.rateLimit,
+      groupConcurrency: settings.groupConcurrency,
+    };
+  }
+
+  /** Every job type with jobs or settings: paused or not, its limits, and its job counts by state and version. */
+  async queues(): Promise<QueueInfo[]> {
+    return this.flow.queues(await this.counts());
+  }
+
   /** Job counts by name, version and state. */
   async counts(): Promise<JobCount[]> {
     return this.store.countJobs(this.clock.now());
@@ -400,8 +472,10 @@ export class Engine {
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
     // The replay keeps the trace context of the job it replays: its processing links to the original producer.
     const traceContext = job.traceContext ?? undefined;
-    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext };
+    const group = job.group || undefined;
+    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext, group };
     const replay = this.newJob({ ...input, options }, now, id);
+    await this.flow.placeInGroups([replay]);
     const [outcome] = await insertDistinct(this.store, [replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
     this.announce([outcome.job]);
@@ -444,6 +518,7 @@ export class Engine {
 
   /** Inserts new jobs made at `now` and announces those created. */
   private async insert(jobs: readonly NewJob[], now: Date): Promise<EnqueueResult[]> {
+    await this.flow.placeInGroups(jobs);
     const outcomes = await insertDistinct(this.store, jobs);
     const created = outcomes.filter((o) => o.created).map((o) => o.job);
     this.announce(created);
@@ -485,6 +560,16 @@ function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
     job.leaseExpiresAt !== null &&
     job.leaseExpiresAt.getTime() > now.getTime()
   );
+}
+
+function checkName(name: string): string {
+  if (typeof name !== 'string' || name === '' || name.length > 100) {
+    throw new WorkqError(
+      'VALIDATION',
+      `A job type name is a non-empty string of at most 100 characters; got ${String(name)}.`,
+    );
+  }
+  return name;
 }
 
 export function createEngine(options: EngineOptions): Engine {

@@ -51,6 +51,7 @@ export type {
   ReadyListener,
 } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
+export type { LimitsChange, QueueInfo, StateCounts } from './flow-control.ts';
 export { leaseClaimedAtMs, newJobId, newLeaseToken } from './ids.ts';
 export type { JobEvent, JobEventError, JobEventSink, JobEventType } from './job-events.ts';
 export { JOB_EVENT_TYPES } from './job-events.ts';
@@ -72,8 +73,12 @@ export type {
   JobRecord,
   KeyHolderGone,
   LeaseRef,
+  LimitedClaim,
   ListFilter,
   NewJob,
+  QueueLimits,
+  QueueSettings,
+  QueueSettingsChange,
   RegistryStore,
   ScheduleRun,
   ScheduleStore,

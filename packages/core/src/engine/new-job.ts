@@ -3,6 +3,7 @@ import { WorkqError } from '../errors.ts';
 import { newJobId } from './ids.ts';
 import {
   checkDeduplication,
+  checkGroup,
   checkIdempotencyKey,
   checkTraceContext,
   type EnqueueOptions,
@@ -94,5 +95,6 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     debounceKey: settings.debounceKey,
     replayOf,
     traceContext: checkTraceContext(input.options?.traceContext),
+    group: checkGroup(input.options?.group),
   };
 }

@@ -171,6 +171,15 @@ export function checkDeduplication(
   }
 }
 
+/** Checks the enqueue option `group`. */
+export function checkGroup(group: string | undefined): string | null {
+  if (group === undefined) return null;
+  if (typeof group !== 'string' || group.length < 1 || group.length > 255) {
+    throw new WorkqError('VALIDATION', 'group must be a string of 1 to 255 characters.');
+  }
+  return group;
+}
+
 export function checkIdempotencyKey(key: string | undefined): string | null {
   if (key === undefined) return null;
   if (typeof key !== 'string' || key.length < 1 || key.length > 255) {

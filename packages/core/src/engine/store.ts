@@ -55,6 +55,8 @@ export interface JobRecord {
   replayOf: string | null;
   /** The trace context the job was created in (see `EnqueueOptions.traceContext`), kept as given; `null`: none. */
   traceContext: TraceContext | null;
+  /** The job's group (`EnqueueOptions.group`); `null`: none. */
+  group: string | null;
 }
 
 /** What a claim returns of each job it leased, in claim order: what a worker is handed. */
@@ -95,6 +97,11 @@ export interface NewJob {
   replayOf: string | null;
   /** Stored as given and returned by every read and claim of the job. */
   traceContext: TraceContext | null;
+  /**
+   * The group claims of a grouped type take turns between (`EnqueueOptions.group`); absent or `null`: none.
+   * In a type whose jobs have groups, the engine gives a job without one the group `''`.
+   */
+  group?: string | null;
 }
 
 /** What an insert did with one job. */
@@ -460,6 +467,12 @@ export interface ScheduleRun {
   /** The occurrence's time. */
   at: Date;
 }
+
+/**
+ * The group of a job enqueued without one into a grouped type (`NewJob.group`): those jobs take their turns
+ * as one group, which `groupConcurrency` does not limit. (An enqueue's group is never empty.)
+ */
+export const NO_GROUP = '';
 
 /** The limits of one job type; `null`: no such limit. */
 export interface QueueLimits {

@@ -13,6 +13,8 @@
  * - `listening:<instance>`: that instance has job-event subscribers, so the
  *   others should send it their job events;
  * - `events-lost`: the sender dropped job events it could not send in time;
+ * - `settings:<job name>`: that type's flow-control settings (pause, limits)
+ *   changed, so the others read them again and wake its waiting claims;
  * - `event:<json>`: one job event (`BusJobEvent`), as ASCII-only JSON of at
  *   most `MAX_EVENT_PART_CHARS` characters. An event that would be longer is
  *   sent without its `result` and `error`, marked `omitted`: the receiver
@@ -40,6 +42,7 @@ export type WakeupMessage =
   | { readonly type: 'resync' }
   | { readonly type: 'listening'; readonly instance: string }
   | { readonly type: 'eventsLost' }
+  | { readonly type: 'settings'; readonly name: string }
   | { readonly type: 'event'; readonly event: BusJobEvent };
 
 /** A decoded notification: its sender (absent from a store's own `'*'`) and its messages. */
@@ -55,6 +58,7 @@ const RESYNC = '*';
 const LISTENING = 'listening:';
 const EVENT = 'event:';
 const EVENTS_LOST = 'events-lost';
+const SETTINGS = 'settings:';
 
 /** The longest `event:` part: several fit in one notification, and one always does. */
 export const MAX_EVENT_PART_CHARS = 2_000;
@@ -76,6 +80,8 @@ function encodeMessage(message: WakeupMessage): string[] {
       return [encodeEvent(message.event)];
     case 'eventsLost':
       return [EVENTS_LOST];
+    case 'settings':
+      return [`${SETTINGS}${message.name}`];
     case 'finished': {
       const parts: string[] = [];
       for (let at = 0; at < message.ids.length; at += FINISHED_IDS_PER_PART) {
@@ -92,6 +98,7 @@ function decodePart(part: string): WakeupMessage | undefined {
   if (part === EVENTS_LOST) return { type: 'eventsLost' };
   if (part.startsWith(FINISHED)) return { type: 'finished', ids: part.slice(FINISHED.length).split(',') };
   if (part.startsWith(WATCHING)) return { type: 'watching', instance: part.slice(WATCHING.length) };
+  if (part.startsWith(SETTINGS)) return { type: 'settings', name: part.slice(SETTINGS.length) };
   if (part.startsWith(LISTENING)) return { type: 'listening', instance: part.slice(LISTENING.length) };
   if (part.startsWith(EVENT)) return decodeEvent(part.slice(EVENT.length));
   if (part.startsWith(FROM)) return undefined;

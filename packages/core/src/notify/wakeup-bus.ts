@@ -38,6 +38,7 @@ export class WakeupBus {
   private readonly generations = new Map<string, number>();
   private readonly pendingReady = new Set<string>();
   private readonly pendingFinished = new Set<string>();
+  private readonly pendingSettings = new Set<string>();
   /** This instance's id on the bus; unique per process start. */
   readonly instanceId = newLeaseToken();
   private watchingPending = false;
@@ -68,6 +69,10 @@ export class WakeupBus {
       this.engine.onReady((name) => {
         this.wakeReady(name);
         this.announceReady(name);
+      }),
+      this.engine.flow.onChange((name) => {
+        this.wakeReady(name);
+        this.announce(this.pendingSettings, name);
       }),
       this.engine.onFinished((id) => {
         this.wakeAll(this.finishWaiters.get(id));
@@ -216,10 +221,15 @@ export class WakeupBus {
       case 'eventsLost':
         this.eventsReceived('lost');
         break;
+      case 'settings':
+        this.engine.flow.forget();
+        this.wakeReady(message.name);
+        break;
       case 'event':
         this.eventsReceived([message.event]);
         break;
       case 'resync':
+        this.engine.flow.forget();
         // Anything may have been missed, a word that another instance has result requests waiting too.
         this.heardWatching();
         for (const waiters of [...this.finishWaiters.values()]) this.wakeAll(waiters);
@@ -234,6 +244,13 @@ export class WakeupBus {
   private announceReady(name: string): void {
     if (!this.notifier || this.closed) return;
     this.pendingReady.add(name);
+    this.flushSoon();
+  }
+
+  /** Adds `item` to a pending set, sent with the rest of the window. */
+  private announce(pending: Set<string>, item: string): void {
+    if (!this.notifier || this.closed) return;
+    pending.add(item);
     this.flushSoon();
   }
 
@@ -279,6 +296,8 @@ export class WakeupBus {
       if (this.listeningPending) messages.push({ type: 'listening', instance: this.instanceId });
       for (const event of this.pendingEvents) messages.push({ type: 'event', event });
       if (this.eventsLost) messages.push({ type: 'eventsLost' });
+      for (const name of this.pendingSettings) messages.push({ type: 'settings', name });
+      this.pendingSettings.clear();
       this.pendingReady.clear();
       this.pendingFinished.clear();
       this.watchingPending = false;

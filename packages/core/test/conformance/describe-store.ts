@@ -6,6 +6,7 @@ import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
 import { registerFlowControlTests } from './flow-control.ts';
+import { registerFlowGroupTests } from './flow-groups.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
@@ -57,6 +58,7 @@ export function describeStore(
     describe('leadership', () => registerLeadershipTests(state));
     describe('trace context', () => registerTraceContextTests(state));
     describe('flow control', () => registerFlowControlTests(state));
+    describe('flow control: groups', () => registerFlowGroupTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

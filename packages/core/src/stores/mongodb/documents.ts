@@ -130,9 +130,11 @@ export function cleanError(error: JobError): JobError {
 
 /** The document a new job is inserted as: its inserted record, with the fields MongoDB keeps its own way. */
 export function toJobDocument(job: NewJob): JobDocument {
-  const { id, ...record } = insertedRecord(job);
+  const { id, group, ...record } = insertedRecord(job);
   return {
     ...record,
+    // Only a job with a group carries the field, which puts it in the group claim index.
+    ...(group === null ? {} : { group }),
     _id: id,
     state: notStartedState(job.runAt, job.createdAt),
     payload: toJson(job.payload),
@@ -173,6 +175,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     movedTo: doc.movedTo ?? null,
     replayOf: doc.replayOf ?? null,
     traceContext: fromJson(doc.traceContext) as TraceContext | null,
+    group: doc.group ?? null,
   };
 }
 

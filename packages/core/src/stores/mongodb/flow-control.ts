@@ -176,7 +176,11 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
         const byGroup = new Map<string, string[]>();
         for (const { group, cap } of groups) {
           const docs = await c.jobs
-            .find({ ...ready, group }, { sort: CLAIM_SORT, limit: cap, projection: { _id: 1 }, hint: GROUP_INDEX })
+            .find(
+              // The filter names the index's partial condition (`$type`) so the server may use it.
+              { ...ready, group: { $type: 'string', $eq: group } },
+              { sort: CLAIM_SORT, limit: cap, projection: { _id: 1 }, hint: GROUP_INDEX },
+            )
             .toArray();
           byGroup.set(
             group,

@@ -37,6 +37,7 @@ export const JOB_COLUMNS = [
   'trace_context',
   'idempotency_expires_at',
   'debounce_key',
+  'job_group',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -165,6 +166,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
     movedTo: readText(row.moved_to),
     replayOf: readText(row.replay_of),
     traceContext: readJson(row.trace_context) as TraceContext | null,
+    group: readText(row.job_group),
   };
 }
 
@@ -201,6 +203,7 @@ export function newJobValues(job: NewJob): unknown[] {
     trace_context: job.traceContext === null ? null : writeJson(job.traceContext),
     idempotency_expires_at: job.idempotencyExpiresAt === null ? null : sqlDate(job.idempotencyExpiresAt),
     debounce_key: job.debounceKey,
+    job_group: job.group ?? null,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -39,6 +39,7 @@ const OTHER_FIELDS = [
   'finished_at',
   'moved_to',
   'replay_of',
+  'job_group',
 ] as const;
 
 const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
@@ -80,6 +81,7 @@ export interface JobRow {
   finished_at: Date | null;
   moved_to: string | null;
   replay_of: string | null;
+  job_group: string | null;
   /** Migration 14. */
   trace_context: Record<string, string> | null;
 }
@@ -134,6 +136,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     finishedAt: row.finished_at,
     movedTo: row.moved_to,
     replayOf: row.replay_of,
+    group: row.job_group,
     traceContext: row.trace_context,
   };
 }
@@ -144,7 +147,7 @@ export function toJsonText(value: unknown): string {
 }
 
 /** The fields of a new job that differ from job to job; the others are its settings. */
-export const PER_JOB_FIELDS = ['id', 'payload', 'idempotency_key', 'trace_context'] as const;
+export const PER_JOB_FIELDS = ['id', 'payload', 'idempotency_key', 'trace_context', 'job_group'] as const;
 
 /** The other fields of a new job: its settings, usually the same for every job of a batch. */
 export const SETTINGS_FIELDS = [
@@ -214,7 +217,14 @@ function traceContextText(job: NewJob): string | null {
 
 /** One new job's insert values as text, in `NEW_JOB_FIELDS` order. */
 export function newJobValues(job: NewJob): (string | null)[] {
-  return [job.id, toJsonText(job.payload), job.idempotencyKey, traceContextText(job), ...settingsOf(job)];
+  return [
+    job.id,
+    toJsonText(job.payload),
+    job.idempotencyKey,
+    traceContextText(job),
+    job.group ?? null,
+    ...settingsOf(job),
+  ];
 }
 
 /**
@@ -223,7 +233,7 @@ export function newJobValues(job: NewJob): (string | null)[] {
  * driver-specific array typing: every value goes as text, and the statement
  * types each parameter, as `arrayParam` in statements.ts says).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
- * after the per-job arrays: 4 values per job to encode and parse instead of 14.
+ * after the per-job arrays: 5 values per job to encode and parse instead of 16.
  */
 export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string | null | (string | null)[])[] {
   const perJob = [
@@ -231,6 +241,7 @@ export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string |
     jobs.map((job) => toJsonText(job.payload)),
     jobs.map((job) => job.idempotencyKey),
     jobs.map(traceContextText),
+    jobs.map((job) => job.group ?? null),
   ];
   const [first] = jobs;
   if (alike) return [...perJob, ...(first ? settingsOf(first) : SETTINGS_FIELDS.map(() => null))];

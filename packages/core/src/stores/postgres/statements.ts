@@ -27,7 +27,7 @@ function fenced(id: string, token: string, now: string): string {
 }
 
 const INSERT_COLUMNS =
-  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at';
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at, job_group';
 
 /**
  * The stored state of a job not yet started that runs at `runAt`, written at `now` (SQL expressions):
@@ -52,6 +52,7 @@ const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   payload: 'jsonb',
   idempotency_key: 'text',
   trace_context: 'jsonb',
+  job_group: 'text',
   name: 'text',
   version: 'int',
   priority: 'int',
@@ -93,7 +94,7 @@ function unnestedValue(field: NewJobField): string {
 function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const [runAt, createdAt, order] = [field('run_at'), field('created_at'), field('job_order')];
   const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
-  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}, ${field('job_group')}`;
 }
 
 /**

@@ -35,6 +35,7 @@ export function insertedRecord(job: NewJob): JobRecord {
     movedTo: null,
     replayOf: job.replayOf,
     traceContext: job.traceContext,
+    group: job.group ?? null,
   };
 }
 

@@ -1,10 +1,10 @@
-import type { ClaimedRecord, ClaimRequest, LimitedClaim, QueueSettings } from '../../engine/store.ts';
-
-/**
- * The group key of jobs enqueued without a group, among the groups of a grouped type: they take their turns
- * as one group, which `groupConcurrency` does not limit. (An enqueue's group is never empty.)
- */
-export const NO_GROUP = '';
+import {
+  type ClaimedRecord,
+  type ClaimRequest,
+  type LimitedClaim,
+  NO_GROUP,
+  type QueueSettings,
+} from '../../engine/store.ts';
 
 /** A type's settings as a limited claim reads them, with the state the store keeps for its limits. */
 export interface FlowState extends QueueSettings {
@@ -91,16 +91,19 @@ export async function claimUnderSettings(
   const groupOf = new Map<string, string>();
   const jobs = turns ? await claimByTurns(settings, room, steps, groupOf) : await steps.claimInOrder(room);
   if (jobs.length === 0) return { jobs, paused: false, nextStartAt: null };
-  // Claims of other servers may have started jobs at a later `now` than this one's: the log is kept sorted.
-  const recentStarts = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
+  // The latest `max` starts are kept, whatever this claim's `now`: a claim made earlier by another clock (or
+  // that waited for this one) still needs the starts inside its own window. The log is kept sorted.
+  const recentStarts = [...settings.recentStarts, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
   const kept = settings.rateLimit === null ? [] : recentStarts.slice(-settings.rateLimit.max);
   const groupTurns = new Map<string, number>();
   if (turns) {
     for (const [i, job] of jobs.entries()) groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1);
   }
   await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
-  const full = settings.rateLimit !== null && kept.length >= settings.rateLimit.max;
-  return { jobs, paused: false, nextStartAt: full && settings.rateLimit ? nextStart(kept, settings.rateLimit) : null };
+  const rateLimit = settings.rateLimit;
+  const inWindow = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
+  const full = rateLimit !== null && inWindow.length >= rateLimit.max;
+  return { jobs, paused: false, nextStartAt: full ? nextStart(inWindow, rateLimit) : null };
 }
 
 /**

@@ -1,0 +1,40 @@
+import type { QueueInfo } from '@workq/core/engine';
+import { z } from 'zod';
+import { requireScope } from '../auth.ts';
+import { jobName } from './inputs.ts';
+import { authedProcedure } from './trpc.ts';
+
+const positive = z.number().int().min(1).max(1_000_000_000);
+
+/** A `setLimits` change: a limit left out stays as it is, `null` clears it. */
+const limitsInput = z
+  .object({
+    concurrency: positive.nullable().optional(),
+    rateLimit: z.object({ max: positive, perMs: positive }).strict().nullable().optional(),
+    groupConcurrency: positive.nullable().optional(),
+  })
+  .strict();
+
+/** Flow control: pause, resume and limits per job type, kept in the store for every server; and the queues. */
+export const queueProcedures = {
+  pause: authedProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
+    requireScope(ctx.principal, 'admin');
+    await ctx.services.engine.pause(input.name);
+  }),
+
+  resume: authedProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
+    requireScope(ctx.principal, 'admin');
+    await ctx.services.engine.resume(input.name);
+  }),
+
+  setLimits: authedProcedure.input(z.object({ name: jobName, limits: limitsInput })).mutation(({ ctx, input }) => {
+    requireScope(ctx.principal, 'admin');
+    return ctx.services.engine.setLimits(input.name, input.limits);
+  }),
+
+  /** Per job type with jobs or settings: paused or not, its limits, and its job counts by state and version. */
+  queues: authedProcedure.query(({ ctx }): Promise<QueueInfo[]> => {
+    requireScope(ctx.principal, 'admin');
+    return ctx.services.engine.queues();
+  }),
+};

@@ -1,0 +1,213 @@
+import { WorkqError } from '../errors.ts';
+import { JOB_STATES, type JobState } from '../jobs.ts';
+import type { Clock } from './clock.ts';
+import {
+  type ClaimRequest,
+  type JobCount,
+  type LimitedClaim,
+  type NewJob,
+  NO_GROUP,
+  type QueueLimits,
+  type QueueSettings,
+  type QueueSettingsChange,
+  type Store,
+} from './store.ts';
+
+/** Limits to change with `setLimits`: a limit left out stays as it is; `null` clears it. */
+export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] | null };
+
+/** Counts of one job type's jobs by visible state. */
+export type StateCounts = Record<JobState, number>;
+
+/** One job type as `admin.queues()` shows it. */
+export interface QueueInfo {
+  name: string;
+  paused: boolean;
+  limits: QueueLimits;
+  /** Its jobs by state, every version together. */
+  counts: StateCounts;
+  /** Its jobs by state, per version enqueued, oldest version first. */
+  versions: { version: number; counts: StateCounts }[];
+}
+
+/** Past `refreshMs`, for a claim that read settings just before a change to finish its statement. */
+const SETTLE_MARGIN_MS = 50;
+
+const NO_LIMITS: QueueLimits = { concurrency: null, rateLimit: null, groupConcurrency: null };
+
+function zeroCounts(): StateCounts {
+  return Object.fromEntries(JOB_STATES.map((state) => [state, 0])) as StateCounts;
+}
+
+function checkPositive(value: unknown, what: string): number | null {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000_000) {
+    throw new WorkqError(
+      'VALIDATION',
+      `${what} must be a whole number from 1 to 1,000,000,000, or null to clear it; got ${String(value)}.`,
+    );
+  }
+  return value;
+}
+
+/** Checks a `setLimits` change and returns the store change it makes. */
+export function checkLimits(limits: LimitsChange): QueueSettingsChange {
+  if (typeof limits !== 'object' || limits === null) {
+    throw new WorkqError('VALIDATION', 'setLimits takes an object such as { concurrency: 20 }.');
+  }
+  const known = ['concurrency', 'rateLimit', 'groupConcurrency'];
+  const unknown = Object.keys(limits).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw new WorkqError('VALIDATION', `Unknown limit ${unknown.join(', ')}: the limits are ${known.join(', ')}.`);
+  }
+  const change: QueueSettingsChange = {};
+  if (limits.concurrency !== undefined) change.concurrency = checkPositive(limits.concurrency, 'concurrency');
+  if (limits.groupConcurrency !== undefined) {
+    change.groupConcurrency = checkPositive(limits.groupConcurrency, 'groupConcurrency');
+  }
+  if (limits.rateLimit !== undefined) {
+    const rate = limits.rateLimit;
+    if (rate !== null && (typeof rate !== 'object' || Array.isArray(rate))) {
+      throw new WorkqError(
+        'VALIDATION',
+        'rateLimit must be { max, perMs } (for example { max: 100, perMs: 1000 }), or null to clear it.',
+      );
+    }
+    change.rateLimit =
+      rate === null
+        ? null
+        : {
+            max: checkPositive(rate.max, 'rateLimit.max') as number,
+            perMs: checkPositive(rate.perMs, 'rateLimit.perMs') as number,
+          };
+  }
+  return change;
+}
+
+/**
+ * The engine's side of flow control: the settings every server reads from the store, kept here for
+ * `refreshMs` at most (or until a wake-up says they changed), so that a claim of a type without settings
+ * reads nothing more than before, and the claim that honours them when a type has some.
+ */
+export class FlowControl {
+  private cache: { settings: Map<string, QueueSettings>; loadedAt: number } | null = null;
+  private loading: Promise<Map<string, QueueSettings>> | null = null;
+  private readonly changeListeners = new Set<(name: string) => void>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly refreshMs: number,
+  ) {}
+
+  /** The settings of `name`, or `null` when it has none; read from the store at most once per `refreshMs`. */
+  async settingsOf(name: string): Promise<QueueSettings | null> {
+    return (await this.all()).get(name) ?? null;
+  }
+
+  /** Forgets what was read, so the next claim reads the settings again (another server changed them). */
+  forget(): void {
+    this.cache = null;
+  }
+
+  /** Called with a type's name when this process changed its settings. */
+  onChange(listener: (name: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** Leases as `Store.claimJobs` does, or, for a type with settings, as `Store.claimLimitedJobs` does. */
+  async claim(request: ClaimRequest): Promise<LimitedClaim> {
+    const settings = await this.settingsOf(request.name);
+    if (settings === null) return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null };
+    if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
+    const claimed = await this.store.claimLimitedJobs(request);
+    // Resumed or paused elsewhere since the settings were read: read them again next time.
+    if (claimed.paused !== settings.paused) this.forget();
+    return claimed;
+  }
+
+  /** Whether an insert may lease a job of `name` to a waiting claim: only for types without settings. */
+  async handsOver(name: string): Promise<boolean> {
+    return (await this.settingsOf(name)) === null;
+  }
+
+  /**
+   * Before new jobs are inserted: marks their types grouped in the store when they bring the first groups
+   * (claims of a grouped type take turns between groups), and gives the jobs of a grouped type that have no
+   * group the group `NO_GROUP`, so they take their turns as one group.
+   */
+  async placeInGroups(jobs: readonly NewJob[]): Promise<void> {
+    const grouped = new Set<string>();
+    for (const name of new Set(jobs.map((job) => job.name))) {
+      const settings = await this.settingsOf(name);
+      if (settings?.grouped) grouped.add(name);
+      else if (jobs.some((job) => job.name === name && job.group != null)) {
+        await this.change(name, { grouped: true });
+        grouped.add(name);
+      }
+    }
+    for (const job of jobs) if (job.group == null && grouped.has(job.name)) job.group = NO_GROUP;
+  }
+
+  /**
+   * Applies `change` to the settings of `name` in the store and tells this process's listeners. With
+   * `settle`, it resolves only once every server has read the change: after `refreshMs` (the longest any
+   * server keeps settings it read before the change, when all run with the same `refreshMs`), so that a
+   * limit or pause holds for every claim that starts after it resolves.
+   */
+  async change(name: string, change: QueueSettingsChange, options: { settle?: boolean } = {}): Promise<QueueSettings> {
+    const settings = await this.store.updateQueueSettings(name, change, this.clock.now());
+    if (this.cache) this.cache.settings.set(name, settings);
+    for (const listener of this.changeListeners) listener(name);
+    if (options.settle) await new Promise((resolve) => setTimeout(resolve, this.refreshMs + SETTLE_MARGIN_MS));
+    return settings;
+  }
+
+  /** Every job type with jobs or settings, with its settings and its counts by state and version. */
+  async queues(counts: readonly JobCount[]): Promise<QueueInfo[]> {
+    const settings = new Map((await this.store.listQueueSettings()).map((s) => [s.name, s]));
+    const queues = new Map<string, QueueInfo>();
+    const queueOf = (name: string): QueueInfo => {
+      let queue = queues.get(name);
+      if (!queue) {
+        const s = settings.get(name);
+        const limits = s
+          ? { concurrency: s.concurrency, rateLimit: s.rateLimit, groupConcurrency: s.groupConcurrency }
+          : NO_LIMITS;
+        queue = { name, paused: s?.paused ?? false, limits: { ...limits }, counts: zeroCounts(), versions: [] };
+        queues.set(name, queue);
+      }
+      return queue;
+    };
+    for (const name of settings.keys()) queueOf(name);
+    for (const { name, version, state, count } of counts) {
+      const queue = queueOf(name);
+      queue.counts[state] += count;
+      let byVersion = queue.versions.find((v) => v.version === version);
+      if (!byVersion) {
+        byVersion = { version, counts: zeroCounts() };
+        queue.versions.push(byVersion);
+      }
+      byVersion.counts[state] += count;
+    }
+    for (const queue of queues.values()) queue.versions.sort((a, b) => a.version - b.version);
+    return [...queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  private async all(): Promise<Map<string, QueueSettings>> {
+    const nowMs = Date.now();
+    if (this.cache && nowMs - this.cache.loadedAt < this.refreshMs) return this.cache.settings;
+    this.loading ??= this.store
+      .listQueueSettings()
+      .then((list) => {
+        const settings = new Map(list.map((s) => [s.name, s]));
+        this.cache = { settings, loadedAt: nowMs };
+        return settings;
+      })
+      .finally(() => {
+        this.loading = null;
+      });
+    return this.loading;
+  }
+}
