@@ -1,0 +1,40 @@
+import { jobs } from '@workq/schemas';
+import { createClient, type JobState, type QueueLimits, type QueueListing } from '@workq/sdk';
+import { describe, expectTypeOf, it } from 'vitest';
+
+const sdk = createClient({ url: 'http://127.0.0.1:1', jobs });
+
+describe('flow-control types: pause, limits, queues and the enqueue option group', () => {
+  it('types pause, resume and setLimits, where null clears a limit', () => {
+    expectTypeOf(sdk.admin.pause).toEqualTypeOf<(name: string) => Promise<void>>();
+    expectTypeOf(sdk.admin.resume).toEqualTypeOf<(name: string) => Promise<void>>();
+    expectTypeOf(sdk.admin.setLimits).returns.resolves.toEqualTypeOf<QueueLimits>();
+    void sdk.admin.setLimits('imageConvert', {
+      concurrency: 20,
+      rateLimit: { max: 100, perMs: 1000 },
+      groupConcurrency: 1,
+    });
+    void sdk.admin.setLimits('imageConvert', { concurrency: null, rateLimit: null });
+    // @ts-expect-error a rate limit has both max and perMs
+    void sdk.admin.setLimits('imageConvert', { rateLimit: { max: 100 } });
+    // @ts-expect-error concurrency is a number
+    void sdk.admin.setLimits('imageConvert', { concurrency: '20' });
+  });
+
+  it('types each queue with its pause, limits and counts by state and version', () => {
+    expectTypeOf(sdk.admin.queues).returns.resolves.toEqualTypeOf<QueueListing[]>();
+    expectTypeOf<QueueListing>().toEqualTypeOf<{
+      name: string;
+      paused: boolean;
+      limits: QueueLimits;
+      counts: Record<JobState, number>;
+      versions: { version: number; counts: Record<JobState, number> }[];
+    }>();
+  });
+
+  it('takes a group as an enqueue option', () => {
+    void sdk.enqueue.sendEmail({ to: 'a@example.com', subject: 's', body: 'b' }, { group: 'tenant-1' });
+    // @ts-expect-error a group is a string
+    void sdk.enqueue.sendEmail({ to: 'a@example.com', subject: 's', body: 'b' }, { group: 1 });
+  });
+});
