@@ -121,6 +121,8 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(shown.code).toBe(0);
     expect(shown.out).toMatch(new RegExp(`^id: +${ids.dead}$`, 'm'));
     expect(shown.out).toMatch(/^state: +dead$/m);
+    expect(shown.out).toMatch(/^payload: +\{.*"subject":"dead".*\}$/m);
+    expect(shown.out).toMatch(/^workerId: +\S+$/m);
     expect(JSON.parse((await workq(['jobs', 'show', ids.completed, '--json'])).out)).toMatchObject({
       state: 'completed',
       result: { messageId: `m-${ids.completed}` },

@@ -9,7 +9,7 @@ import { adminClient, CallFailed } from './server-client.ts';
 export const ADMIN_USAGE = `Operating a queue server (needs a token with the admin scope):
   workq queues                        job types: paused, limits, jobs by state
   workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]
-  workq jobs show <id>                one job's status, result and error
+  workq jobs show <id>                one job: status, payload, result, error, holder
   workq jobs retry <id>               a dead job ready again, with fresh attempts
   workq jobs cancel <id>              a scheduled, ready or active job cancelled
   workq jobs replay <id>              a finished job enqueued again as a new job

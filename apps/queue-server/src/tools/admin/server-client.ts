@@ -86,7 +86,7 @@ export function adminClient(target: ServerTarget) {
   return {
     stats: () => query<Outputs['admin']['stats']>('admin.stats'),
     list: (input: Inputs['admin']['list']) => query<Outputs['admin']['list']>('admin.list', input),
-    get: (id: string) => query<Outputs['jobs']['get']>('jobs.get', { id }),
+    job: (id: string) => query<Outputs['admin']['job']>('admin.job', { id }),
     retryDead: (ids: string[]) => mutate<Outputs['admin']['retryDead']>('admin.retryDead', { ids }),
     cancel: (id: string) => mutate<Outputs['jobs']['cancel']>('jobs.cancel', { id }),
     replay: (id: string) => mutate<Outputs['admin']['replay']>('admin.replay', { id }),

@@ -38,9 +38,9 @@ async function list(ctx: CommandContext): Promise<void> {
   if (page.nextCursor) ctx.out(`more: --cursor ${page.nextCursor}\n`);
 }
 
-/** `workq jobs show <id>`: one job's status, result and last error. */
+/** `workq jobs show <id>`: one job's status, payload, result, last error and lease holder. */
 async function show(ctx: CommandContext): Promise<void> {
-  const job = await ctx.client.get(jobIdArgument(ctx, 'show'));
+  const job = await ctx.client.job(jobIdArgument(ctx, 'show'));
   if (ctx.json) return ctx.out(json(job));
   ctx.out(fields(Object.entries(job).filter(([, value]) => value !== undefined)));
 }
@@ -50,7 +50,7 @@ async function retry(ctx: CommandContext): Promise<void> {
   const id = jobIdArgument(ctx, 'retry');
   const retried = await ctx.client.retryDead([id]);
   if (retried === 0) {
-    const { state } = await ctx.client.get(id);
+    const { state } = await ctx.client.job(id);
     throw new CallFailed('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
   }
   ctx.out(ctx.json ? json({ id, retried: true }) : `retried ${id}\n`);
@@ -60,7 +60,7 @@ async function retry(ctx: CommandContext): Promise<void> {
 async function cancel(ctx: CommandContext): Promise<void> {
   const id = jobIdArgument(ctx, 'cancel');
   if (!(await ctx.client.cancel(id))) {
-    const { state } = await ctx.client.get(id);
+    const { state } = await ctx.client.job(id);
     throw new CallFailed(
       'CONFLICT',
       `Job ${id} is ${state} already: only scheduled, ready or active jobs can be cancelled.`,
