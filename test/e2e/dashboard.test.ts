@@ -241,6 +241,21 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
+  it('pauses and resumes a job type', async () => {
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await page.click('[data-type="imageConvert"] button:text-is("Pause")');
+      await page.waitForSelector('[data-type="imageConvert"] .badge.paused');
+      expect((await sdk.admin.queues()).find((q) => q.name === 'imageConvert')?.paused).toBe(true);
+      await page.click('[data-type="imageConvert"] button:text-is("Resume")');
+      await page.waitForSelector('[data-type="imageConvert"] .badge.paused', { state: 'detached' });
+      expect((await sdk.admin.queues()).find((q) => q.name === 'imageConvert')?.paused).toBe(false);
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
   it('reads at a phone’s width, with nothing wider than the screen', async () => {
     const { context, page } = await signedIn(390, 844);
     try {

@@ -1,4 +1,5 @@
 import type { JobState } from '@workq/core';
+import { FlowControl } from '../components/flow-control.tsx';
 import { ErrorNote, STATE_ORDER, StateBadge } from '../components/format.tsx';
 import { Sparkline } from '../components/sparkline.tsx';
 import { useLive } from '../live.ts';
@@ -56,6 +57,7 @@ export function OverviewPage() {
   const api = useApi();
   const live = useLive();
   const stats = useLoad(() => api.admin.stats.query(), []);
+  const queues = useLoad(() => api.admin.queues.query(), []);
   const types = stats.data ? summarize(stats.data.counts, stats.data.consumers) : [];
   return (
     <section>
@@ -64,6 +66,7 @@ export function OverviewPage() {
       {stats.data && types.length === 0 && <p class="muted">No jobs yet.</p>}
       <div class="types">
         {types.map((type) => {
+          const queue = queues.data?.find((listed) => listed.name === type.name);
           const throughput = live.throughput(type.name);
           const completed = throughput.completed.reduce((a, b) => a + b, 0);
           const failed = throughput.failed.reduce((a, b) => a + b, 0);
@@ -73,12 +76,14 @@ export function OverviewPage() {
                 <h2>
                   <Link to={`/jobs?name=${encodeURIComponent(type.name)}`}>{type.name}</Link>
                 </h2>
+                {queue?.paused && <span class="badge paused">paused</span>}
                 {!type.read && (
                   <span class="badge warn" title="No connected worker consumes this type">
                     no worker
                   </span>
                 )}
               </header>
+              {queue && <FlowControl name={type.name} settings={queue} />}
               <ul class="counts">
                 {STATE_ORDER.map((state) => (
                   <li key={state}>
