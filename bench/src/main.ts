@@ -14,6 +14,7 @@ import { claimScenario } from './scenarios/claim.ts';
 import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
 import { enqueueScenario } from './scenarios/enqueue.ts';
 import { eventsDrainScenario } from './scenarios/events-drain.ts';
+import { flowScenario } from './scenarios/flow.ts';
 import { latencyScenario } from './scenarios/latency.ts';
 import type { Scenario } from './scenarios/types.ts';
 import { bullmqSystem } from './systems/bullmq.ts';
@@ -58,6 +59,8 @@ const allScenarios: Scenario[] = [
   ...config.claimSizes.map(claimScenario),
   historyDrainScenario,
   eventsDrainScenario,
+  flowScenario('groups'),
+  flowScenario('concurrency'),
 ];
 const scenarios = allScenarios.filter((s) => picked(s.id, config.scenarios));
 

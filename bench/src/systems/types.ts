@@ -15,9 +15,11 @@ export interface BenchSystem {
     history: boolean;
     /** Live job events (`QueueUnderTest.watchEvents`); absent: not available. */
     events?: boolean;
+    /** Flow control (`QueueUnderTest.setLimits`, `enqueueGroupedBulk`); absent: not available. */
+    flow?: boolean;
   };
   /** Why a scenario cannot run on this system (shown in the table instead of a figure). */
-  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events', string>>;
+  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events' | 'flow', string>>;
   /** Opens a fresh, empty queue (own schema / database / key prefix). */
   open(tag: string): Promise<QueueUnderTest>;
   /** Ends what the system keeps across scenarios (a server process), once the run is over. */
@@ -44,6 +46,10 @@ export interface QueueUnderTest {
   seedFinished?(count: number): Promise<void>;
   /** Attaches one live-events subscriber to this queue's job type, counting what it receives, until `stop`. */
   watchEvents?(): Promise<{ received(): number; stop(): Promise<void> }>;
+  /** Sets the job type's flow-control limits (workq's `admin.setLimits`; `null` clears one). */
+  setLimits?(limits: { concurrency?: number | null; groupConcurrency?: number | null }): Promise<void>;
+  /** Enqueues jobs n = from … from+count-1 in one call, all in group `group`. */
+  enqueueGroupedBulk?(from: number, count: number, group: string): Promise<void>;
   /** Claims one job and acks it; resolves to the milliseconds the claim itself took. */
   claimOne?(): Promise<number>;
   /** Drops everything this queue made and closes its connections. */

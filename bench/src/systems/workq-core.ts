@@ -49,6 +49,8 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
   const claim = (limit: number) => engine.claim({ name: BENCH_JOB, maxVersion: 1, limit, workerId });
   const ack = async (jobs: ClaimedJob[]) => {
     await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+    // As the server's claim dispatcher does: claims held back by a concurrency limit wake when jobs finish.
+    engine.freed(BENCH_JOB);
   };
   const input = (n: number) => ({ name: BENCH_JOB, version: 1, payload: { n } });
   const queue: QueueUnderTest = {
@@ -69,6 +71,13 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
     countCompleted: async () =>
       (await engine.counts()).filter((c) => c.state === 'completed').reduce((sum, c) => sum + c.count, 0),
     claimOne: () => timeClaimOne(() => claim(1), ack),
+    setLimits: async (limits) => {
+      await engine.setLimits(BENCH_JOB, limits);
+    },
+    enqueueGroupedBulk: async (from, count, group) => {
+      const options = { group };
+      await engine.enqueueMany(Array.from({ length: count }, (_, i) => ({ ...input(from + i), options })));
+    },
     close: async () => {
       unlisten();
       await engine.close();
@@ -95,7 +104,7 @@ export function workqCoreSystem(backend: Backend, options: { timeRoundTrips: boo
   return {
     id: `workq-core-${backend}`,
     label: `workq core in-process, ${labels[backend]}`,
-    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding },
+    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding, flow: true },
     ...(sqlSeeding ? {} : { notAvailable: { claim: reason, history: reason } }),
     open: (tag) => openCoreQueue(backend, tag, options.timeRoundTrips),
   };

@@ -131,6 +131,15 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
         },
       };
     },
+    setLimits: async (limits) => {
+      await sdk.admin.setLimits('benchNoop', limits);
+    },
+    enqueueGroupedBulk: async (from, count, group) => {
+      await sdk.enqueueMany.benchNoop(
+        Array.from({ length: count }, (_, i) => ({ n: from + i })),
+        { group },
+      );
+    },
     seedReady: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'waiting', 0),
     seedFinished: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'completed', 0),
     close: async () => {
@@ -146,7 +155,7 @@ export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
   return {
     id: 'workq-sdk-pg',
     label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
-    supports: { latency: true, claim: false, history: true, events: true },
+    supports: { latency: true, claim: false, history: true, events: true, flow: true },
     notAvailable: { claim: 'claim is not a public SDK call; measured on workq core in-process' },
     open: (tag) => openSdkQueue(tag, options, host),
     dispose: () => host.dispose(),

@@ -162,7 +162,7 @@ export const consumerRouter = router({
     .mutation(async ({ ctx, input }) => {
       requireSomeConsumeScope(ctx.principal);
       checkAcks(ctx.services, input.items);
-      const outcomes = await ctx.services.dispatcher.complete(input.items);
+      const outcomes = await ctx.services.dispatcher.complete(input.items, input.name);
       if (input.name !== undefined) {
         const completed = outcomes.filter((o) => o.ok).map((o) => o.id);
         observeAcks(ctx.services, input.name, input.items, completed);

@@ -116,11 +116,15 @@ export class ClaimDispatcher {
    * Completes held jobs, merged with other requests' acks into shared store
    * writes. A repeat of an applied ack, whichever server applied it, finds
    * its lease gone: the job is completed all the same, and answered `ok`.
+   * `name`, the jobs' type when the worker says it, wakes the claims its limits held back.
    */
-  async complete(acks: readonly CarriedAck[]): Promise<{ id: string; ok: boolean }[]> {
+  async complete(acks: readonly CarriedAck[], name?: string): Promise<{ id: string; ok: boolean }[]> {
     if (acks.length === 0) return [];
     const outcomes = await this.completions.submit(acks);
-    this.observer.completed?.(outcomes.filter((o) => o.ok).length);
+    const completed = outcomes.filter((o) => o.ok).length;
+    this.observer.completed?.(completed);
+    // Jobs of `name` (when the worker says which) finished: claims held back by its limits may lease again.
+    if (name !== undefined && completed > 0) this.engine.freed(name);
     return outcomes.map(({ id, ok, repeated }) => ({ id, ok: ok || repeated }));
   }
 
@@ -136,12 +140,8 @@ export class ClaimDispatcher {
     const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
     // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
     // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
-    const acked = this.complete(request.acks).then(
-      (outcomes) => {
-        const completed = outcomes.filter((o) => o.ok).map((o) => o.id);
-        if (completed.length > 0) this.engine.freed(name);
-        return { completed, acksFailed: false };
-      },
+    const acked = this.complete(request.acks, name).then(
+      (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
       () => ({ completed: [] as string[], acksFailed: true }),
     );
     const { host, pid = null, startedAt = null } = request;

@@ -268,6 +268,7 @@ export class Engine {
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
     const retryAt = retry ? retryTime(job, now) : null;
     if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
+    this.freed(job.name);
     this.events.failed(job, error, retryAt !== null, now);
     const updated = failedRecord(job, error, retryAt, now);
     if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');

@@ -99,7 +99,10 @@ export async function claimUnderSettings(
   if (turns) {
     for (const [i, job] of jobs.entries()) groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1);
   }
-  await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
+  // Only a rate limit's log and the groups' turns change: a claim under a concurrency limit alone writes nothing.
+  if (settings.rateLimit !== null || turns) {
+    await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
+  }
   const rateLimit = settings.rateLimit;
   const inWindow = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
   const full = rateLimit !== null && inWindow.length >= rateLimit.max;
