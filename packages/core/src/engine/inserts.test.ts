@@ -54,6 +54,8 @@ function vanishingStore(vanishFor: number) {
         ? { job: null, created: false }
         : { job: insertedRecord(newJob(null)), created: true };
     },
+    // No flow-control settings: no type is grouped.
+    listQueueSettings: async () => [],
   } as unknown as Store;
   return { store, calls };
 }
