@@ -31,8 +31,10 @@ export type {
   ResultInput,
   ResultOutput,
 } from './contract/types.ts';
-export type { JobEvent, JobEventError, JobEventType } from './engine/job-events.ts';
+export type { JobEvent, JobEventError, JobEventType, ResyncEvent } from './engine/job-events.ts';
 export { JOB_EVENT_TYPES } from './engine/job-events.ts';
+export type { WireEvent, WireEventBatch, WireEventDetails } from './event-wire.ts';
+export { decodeEventBatch, encodeEventBatch } from './event-wire.ts';
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type {

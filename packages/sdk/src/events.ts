@@ -1,9 +1,13 @@
 import {
   type Catalog,
+  type JobEvent as CoreJobEvent,
+  type ResyncEvent as CoreResyncEvent,
+  decodeEventBatch,
   type JobEventError,
   type JobEventType,
   type JobName,
   type ResultOutput,
+  type WireEventBatch,
   WorkqError,
 } from '@workq/core';
 import { toWorkqError } from './errors.ts';
@@ -64,12 +68,6 @@ const RECONNECT_MAX_MS = 4_000;
 /** Failures that another try cannot mend: the iteration ends with them. */
 const FINAL = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION', 'UNKNOWN_JOB', 'NOT_FOUND']);
 
-interface WireEvent {
-  type: string;
-  name: string;
-  result?: unknown;
-}
-
 export function createEvents<C extends Catalog>(jobs: C, api: QueueApi): EventsFn<C> {
   return ((name?: string, options: EventsOptions = {}) => {
     if (name !== undefined && !Object.hasOwn(jobs, name)) {
@@ -103,11 +101,11 @@ async function* watch(
     wake = undefined;
     resolve?.();
   };
-  const take = (events: readonly WireEvent[]) => {
-    for (const event of events) {
+  const take = (batch: WireEventBatch) => {
+    for (const event of decodeEventBatch(batch)) {
       if (event.type !== 'resync' && !Object.hasOwn(jobs, event.name)) continue;
       if (buffer.length >= maxBuffered) buffer = [{ type: 'resync', at: new Date() }];
-      else buffer.push(decoded(jobs, event));
+      else buffer.push(parsedResult(jobs, event));
     }
     notify();
   };
@@ -122,7 +120,7 @@ async function* watch(
           onData: ({ id, data }) => {
             lastEventId = id;
             failures = 0;
-            take(data as WireEvent[]);
+            take(data);
           },
           onError: (error) => {
             failure = toWorkqError(error);
@@ -163,15 +161,15 @@ async function* watch(
   }
 }
 
-/** A wire event with its result parsed by the catalog; a result its schema refuses is left out. */
-function decoded(jobs: Catalog, event: WireEvent): unknown {
+/** An event with its result parsed by the catalog; a result its schema refuses is left out. */
+function parsedResult(jobs: Catalog, event: CoreJobEvent | CoreResyncEvent): unknown {
   if (event.type !== 'completed' || event.result === undefined) return event;
   const schema = jobs[event.name]?.result;
   if (!schema) return event;
   const parsed = schema.safeParse(event.result);
-  if (parsed.success) return { ...event, result: parsed.data };
-  const { result: _refused, ...rest } = event;
-  return rest;
+  if (parsed.success) event.result = parsed.data;
+  else delete event.result;
+  return event;
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

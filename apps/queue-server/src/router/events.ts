@@ -1,5 +1,5 @@
 import { TRPCError, tracked } from '@trpc/server';
-import { WorkqError } from '@workq/core';
+import { encodeEventBatch, WorkqError } from '@workq/core';
 import { z } from 'zod';
 import { hasScope, type Principal } from '../auth.ts';
 import { STATUS_OF_ERROR } from '../errors.ts';
@@ -51,7 +51,8 @@ export const eventsRouter = router({
       });
       return (async function* () {
         try {
-          for await (const batch of batches) yield tracked(batch.id, batch.events);
+          // Compact (`encodeEventBatch`), and plain JSON, which the wire transformer passes through as it is.
+          for await (const batch of batches) yield tracked(batch.id, encodeEventBatch(batch.events));
         } catch (error) {
           // A server closing ends streams with UNAVAILABLE: a code on which clients reconnect.
           if (error instanceof WorkqError) {

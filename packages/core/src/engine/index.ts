@@ -14,7 +14,7 @@ export type {
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { FINISHED_STATES } from '../jobs.ts';
-export type { EventBatch, EventHubOptions, EventSubscription, ResyncEvent } from '../notify/event-hub.ts';
+export type { EventBatch, EventHubOptions, EventSubscription } from '../notify/event-hub.ts';
 export { EventHub } from '../notify/event-hub.ts';
 export type { BusJobEvent, WakeupMessage, WakeupNotification } from '../notify/messages.ts';
 export { decodeWakeups, encodeWakeups } from '../notify/messages.ts';
@@ -53,7 +53,7 @@ export type {
 export { createEngine, Engine } from './engine.ts';
 export type { LimitsChange, QueueInfo, StateCounts } from './flow-control.ts';
 export { leaseClaimedAtMs, newJobId, newLeaseToken } from './ids.ts';
-export type { JobEvent, JobEventError, JobEventSink, JobEventType } from './job-events.ts';
+export type { JobEvent, JobEventError, JobEventSink, JobEventType, ResyncEvent } from './job-events.ts';
 export { JOB_EVENT_TYPES } from './job-events.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 export {

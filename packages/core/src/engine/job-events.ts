@@ -33,6 +33,12 @@ export interface JobEvent {
   willRetry?: boolean;
 }
 
+/** Said to a subscriber that may have missed events: what it knows of job states may be stale. */
+export interface ResyncEvent {
+  type: 'resync';
+  at: Date;
+}
+
 /**
  * Where the engine sends its events: the one seam between state changes and
  * whoever watches them (the server's event hub). The engine builds events

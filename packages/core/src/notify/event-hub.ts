@@ -1,14 +1,8 @@
 import { newLeaseToken } from '../engine/ids.ts';
-import type { JobEvent, JobEventSink } from '../engine/job-events.ts';
+import type { JobEvent, JobEventSink, ResyncEvent } from '../engine/job-events.ts';
 import { WorkqError } from '../errors.ts';
 import type { BusJobEvent } from './messages.ts';
 import type { WakeupBus } from './wakeup-bus.ts';
-
-/** Said to a subscriber that may have missed events: what it knows of job states may be stale. */
-export interface ResyncEvent {
-  type: 'resync';
-  at: Date;
-}
 
 /** What a subscriber receives at once: its events in order, and the id to resume after them. */
 export interface EventBatch {
@@ -35,6 +29,16 @@ export interface EventHubOptions {
   resumeWindowMs?: number;
   /** Reads a job's result and error, for an event another server sent without them (too large to carry). */
   readJob: (id: string) => Promise<{ result?: unknown; error?: { message: string } } | undefined>;
+}
+
+/**
+ * The shortest time between two batches to one subscriber: a busy queue's events go out in a
+ * few large writes a second rather than one small write per queue operation.
+ */
+const BATCH_WINDOW_MS = 20;
+
+function resyncEvent(): ResyncEvent {
+  return { type: 'resync', at: new Date() };
 }
 
 /** Each `EventHubOptions` default, in one place. */
@@ -206,6 +210,9 @@ class Subscriber {
   private ended = false;
   private endedWith: Error | undefined;
   private wake: (() => void) | undefined;
+  private lastBatchAt = 0;
+  /** Ends a pause between batches early, when the stream ends. */
+  private cutPause: (() => void) | undefined;
 
   constructor(
     readonly wants: (name: string) => boolean,
@@ -234,6 +241,7 @@ class Subscriber {
   end(error?: Error): void {
     this.ended = true;
     this.endedWith ??= error;
+    this.cutPause?.();
     this.notify();
   }
 
@@ -245,18 +253,34 @@ class Subscriber {
             this.wake = resolve;
           });
         }
+        // Events arriving within a window of the last batch wait for the window's end and go out together.
+        const waitMs = this.lastBatchAt + BATCH_WINDOW_MS - Date.now();
+        if (waitMs > 0 && !this.ended) await this.pause(waitMs);
         if (this.endedWith) throw this.endedWith;
         if (this.ended) return;
-        const events: (JobEvent | ResyncEvent)[] = this.resyncDue ? [{ type: 'resync', at: new Date() }] : [];
-        events.push(...this.buffer);
+        const taken = this.buffer;
         this.buffer = [];
+        const events: (JobEvent | ResyncEvent)[] = this.resyncDue ? [resyncEvent(), ...taken] : taken;
         this.resyncDue = false;
         this.greetDue = false;
+        this.lastBatchAt = Date.now();
         yield { id: this.lastId(), events };
       }
     } finally {
       cleanup();
     }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.cutPause = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.cutPause = done;
+    });
   }
 
   private notify(): void {
