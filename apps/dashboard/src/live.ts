@@ -1,4 +1,4 @@
-import type { JobEventType } from '@workq/core';
+import { decodeEventBatch, type JobEventType } from '@workq/core';
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.ts';
@@ -39,7 +39,7 @@ export class LiveFeed {
       {
         signal: this.stop.signal,
         onStarted: () => this.setConnected(true),
-        onData: (batch) => this.receive(batch.data),
+        onData: (batch) => this.receive(decodeEventBatch(batch.data)),
         onError: () => this.setConnected(false),
         onConnectionStateChange: (state) => this.setConnected(state.state === 'pending'),
       },
@@ -78,17 +78,14 @@ export class LiveFeed {
     clearTimeout(this.reloadTimer);
   }
 
-  /**
-   * Counts finishes per minute; a `resync` (events were missed) only reloads,
-   * as every batch does. An event's time may come as a `Date` or as epoch ms.
-   */
+  /** Counts finishes per minute; a `resync` (events were missed) only reloads, as every batch does. */
   private receive(events: readonly SeenEvent[]): void {
     for (const event of events) {
       if (event.name === undefined) continue;
       if (event.type !== 'completed' && event.type !== 'failed' && event.type !== 'dead') continue;
       const byMinute = this.minutes.get(event.name) ?? new Map<number, { completed: number; failed: number }>();
       this.minutes.set(event.name, byMinute);
-      const minute = Math.floor(new Date(event.at).getTime() / 60_000);
+      const minute = Math.floor(event.at.getTime() / 60_000);
       const counted = byMinute.get(minute) ?? { completed: 0, failed: 0 };
       if (event.type === 'completed') counted.completed++;
       else counted.failed++;
@@ -115,11 +112,11 @@ export class LiveFeed {
   }
 }
 
-/** What the feed reads of an event: its type, job name and time (a `Date`, or epoch ms as the stream may send it). */
+/** What the feed reads of an event: its type, job name and time. */
 interface SeenEvent {
   type: JobEventType | 'resync';
   name?: string;
-  at: Date | number;
+  at: Date;
 }
 
 export const LiveContext = createContext<LiveFeed | null>(null);
