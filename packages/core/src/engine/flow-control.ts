@@ -50,6 +50,13 @@ function checkPositive(value: unknown, what: string): number | null {
   return value;
 }
 
+/** Whether settings hold claims back in any way (limits all cleared and not paused: they do not). */
+function constrains(settings: QueueSettings | null): settings is QueueSettings {
+  if (settings === null) return false;
+  const { paused, grouped, concurrency, rateLimit, groupConcurrency } = settings;
+  return paused || grouped || concurrency !== null || rateLimit !== null || groupConcurrency !== null;
+}
+
 /** Checks a `setLimits` change and returns the store change it makes. */
 export function checkLimits(limits: LimitsChange): QueueSettingsChange {
   if (typeof limits !== 'object' || limits === null) {
@@ -116,10 +123,13 @@ export class FlowControl {
     return () => this.changeListeners.delete(listener);
   }
 
-  /** Leases as `Store.claimJobs` does, or, for a type with settings, as `Store.claimLimitedJobs` does. */
+  /**
+   * Leases as `Store.claimJobs` does, or, for a type that is paused, limited or grouped, as
+   * `Store.claimLimitedJobs` does.
+   */
   async claim(request: ClaimRequest): Promise<LimitedClaim> {
     const settings = await this.settingsOf(request.name);
-    if (settings === null) return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null };
+    if (!constrains(settings)) return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null };
     if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
     const claimed = await this.store.claimLimitedJobs(request);
     // Resumed or paused elsewhere since the settings were read: read them again next time.
@@ -127,9 +137,9 @@ export class FlowControl {
     return claimed;
   }
 
-  /** Whether an insert may lease a job of `name` to a waiting claim: only for types without settings. */
+  /** Whether an insert may lease a job of `name` to a waiting claim: only for types its settings leave free. */
   async handsOver(name: string): Promise<boolean> {
-    return (await this.settingsOf(name)) === null;
+    return !constrains(await this.settingsOf(name));
   }
 
   /**
