@@ -70,6 +70,8 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     });
     await until(async () => (await sdk.admin.stats()).counts.filter((c) => c.state === 'ready').length === 0, 10_000);
     await done.close();
+    await sdk.admin.setLimits('sendEmail', { concurrency: 3, rateLimit: { max: 10, perMs: 1000 } });
+    await sdk.admin.pause('sendEmail');
     // A worker holding a job, for `workq workers`.
     ids.held = (await sdk.enqueue.generateReport(report)).id;
     let started = false;
@@ -97,13 +99,17 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     const [header, ...rows] = table.out.trimEnd().split('\n');
     expect(header).toMatch(/^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+SCHEDULED\s+READY\s+ACTIVE/);
     const emailRow = rows.find((row) => row.startsWith('sendEmail '))?.split(/\s{2,}/);
-    // One waits an hour; one completed, one died.
-    expect(emailRow?.slice(-6)).toEqual(['1', '0', '0', '1', '1', '0']);
+    // Paused and limited; one job waits an hour, one completed, one died.
+    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', '1', '0', '0', '1', '1', '0']);
     const listed = JSON.parse((await workq(['queues', '--json'])).out) as {
       name: string;
+      paused: boolean;
       counts: Record<string, number>;
     }[];
-    expect(listed.find((q) => q.name === 'sendEmail')?.counts).toMatchObject({ completed: 1, dead: 1, active: 0 });
+    expect(listed.find((q) => q.name === 'sendEmail')).toMatchObject({
+      paused: true,
+      counts: { completed: 1, dead: 1, active: 0 },
+    });
   });
 
   it('workq jobs list / show: a filtered page, and one job', async () => {

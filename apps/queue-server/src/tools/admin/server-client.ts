@@ -84,7 +84,7 @@ export function adminClient(target: ServerTarget) {
   const query = <T>(path: string, input?: unknown) => callProcedure(target, 'query', path, input) as Promise<T>;
   const mutate = <T>(path: string, input?: unknown) => callProcedure(target, 'mutation', path, input) as Promise<T>;
   return {
-    stats: () => query<Outputs['admin']['stats']>('admin.stats'),
+    queues: () => query<Outputs['admin']['queues']>('admin.queues'),
     list: (input: Inputs['admin']['list']) => query<Outputs['admin']['list']>('admin.list', input),
     job: (id: string) => query<Outputs['admin']['job']>('admin.job', { id }),
     retryDead: (ids: string[]) => mutate<Outputs['admin']['retryDead']>('admin.retryDead', { ids }),
@@ -92,8 +92,6 @@ export function adminClient(target: ServerTarget) {
     replay: (id: string) => mutate<Outputs['admin']['replay']>('admin.replay', { id }),
     workers: () => query<Outputs['admin']['workers']>('admin.workers'),
     schedules: () => query<Outputs['admin']['schedules']>('admin.schedules'),
-    /** Untyped until the server's router has it: see `queues.ts`. */
-    query,
   };
 }
 
