@@ -256,6 +256,32 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
+  it('lists the workers with the jobs they hold, and adds and removes a schedule', async () => {
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await page.click('nav >> text=Workers');
+      await page.waitForSelector(`a[href$="/jobs/${ids.slow}"]`);
+      expect(await page.textContent('table')).toContain('imageConvert');
+      await page.screenshot({ path: join(SCREENSHOTS, 'workers-1280.png'), fullPage: true });
+      await page.click('nav >> text=Schedules');
+      await page.fill('input[name="key"]', 'weekly-digest');
+      await page.fill('input[name="cron"]', '0 9 * * 1');
+      await page.fill('input[name="name"]', 'sendEmail');
+      await page.fill('textarea[name="payload"]', '{"to": "ops@example.com", "subject": "Digest", "body": "Hi"}');
+      await page.click('form button[type="submit"]');
+      await waitForText(page, 'table', 'weekly-digest');
+      expect((await sdk.admin.schedules()).map((schedule) => schedule.key)).toContain('weekly-digest');
+      await page.screenshot({ path: join(SCREENSHOTS, 'schedules-1280.png'), fullPage: true });
+      await page.click('tr:has-text("weekly-digest") button:text-is("Remove")');
+      await confirm(page, 'Remove the schedule "weekly-digest"?', 'Schedule removed.');
+      await page.waitForFunction(() => !document.querySelector('table')?.textContent?.includes('weekly-digest'));
+      expect((await sdk.admin.schedules()).map((schedule) => schedule.key)).not.toContain('weekly-digest');
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
   it('reads at a phone’s width, with nothing wider than the screen', async () => {
     const { context, page } = await signedIn(390, 844);
     try {

@@ -160,7 +160,7 @@ export function JobsPage(props: { query: URLSearchParams }) {
               <th>Id</th>
               <th>Type</th>
               <th>State</th>
-              <th class="num">Attempts</th>
+              <th class="num wide">Attempts</th>
               <th class="wide">Idempotency key</th>
               <th>Created</th>
             </tr>
@@ -169,7 +169,12 @@ export function JobsPage(props: { query: URLSearchParams }) {
             {shown.map((job) => (
               <tr key={job.id} data-job={job.id}>
                 <td class="mono">
-                  <Link to={`/jobs/${encodeURIComponent(job.id)}`}>{job.id}</Link>
+                  <Link to={`/jobs/${encodeURIComponent(job.id)}`}>
+                    <span class="id-full">{job.id}</span>
+                    <span class="id-short" title={job.id}>
+                      …{job.id.slice(-12)}
+                    </span>
+                  </Link>
                 </td>
                 <td>
                   {job.name} <span class="muted">v{job.version}</span>
@@ -177,7 +182,7 @@ export function JobsPage(props: { query: URLSearchParams }) {
                 <td>
                   <StateBadge state={job.state} />
                 </td>
-                <td class="num">
+                <td class="num wide">
                   {job.attempts}/{job.maxAttempts}
                 </td>
                 <td class="wide mono">{job.idempotencyKey ?? ''}</td>

@@ -83,7 +83,7 @@ export function SchedulesPage() {
           </tbody>
         </table>
       </div>
-      <h2>Add a schedule</h2>
+      <h2 class="section">Add a schedule</h2>
       <form
         class="card stacked"
         onSubmit={async (event) => {
