@@ -10,6 +10,19 @@ function claimNow(name: string, limit: number, workerId: string, leaseMs: number
   return { name, minVersion: 1, maxVersion: 1, limit, leaseToken: newLeaseToken(), workerId, leaseMs, now: new Date() };
 }
 
+/** Stores for the flow-control tests' concurrent claimers, opened once per suite and shared by its tests. */
+const claimers = new WeakMap<SuiteContext, Promise<Store[]>>();
+
+/** `count` (at most 8) stores on separate connections where the harness has them, shared by the flow tests. */
+export async function flowClaimers(ctx: SuiteContext, count: number): Promise<Store[]> {
+  let stores = claimers.get(ctx);
+  if (!stores) {
+    stores = ctx.clientStores(8);
+    claimers.set(ctx, stores);
+  }
+  return (await stores).slice(0, count);
+}
+
 async function activeCount(store: Store, name: string): Promise<number> {
   return (await store.listJobs({ name, states: ['active'], limit: 1000 })).length;
 }
@@ -69,7 +82,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
   it('pause holds claims from every store while jobs keep arriving, and resume releases them', async () => {
     const name = ctx.jobName('pause');
     const { engine } = ctx.engine();
-    const [other] = await ctx.clientStores(1);
+    const [, other] = await flowClaimers(ctx, 2);
     await enqueueJobs(engine, name, 2);
     await ctx.store.updateQueueSettings(name, { paused: true }, new Date());
     const more = await enqueueJobs(engine, name, 2);
@@ -89,7 +102,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
 
   it('8 claimers on separate connections against concurrency 5 never see a 6th active lease, while expired leases are swept', async () => {
     const name = ctx.jobName('concurrency');
-    const stores = await ctx.clientStores(8);
+    const stores = await flowClaimers(ctx, 8);
     const { engine } = ctx.engine();
     await enqueueJobs(engine, name, 150, { maxAttempts: 3 });
     await ctx.store.updateQueueSettings(name, { concurrency: 5 }, new Date());
@@ -135,7 +148,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
 
   it('rateLimit { max: 50, perMs: 1000 } over 3 s starts at most 50 in any 1-second window, across claimers', async () => {
     const name = ctx.jobName('rate');
-    const stores = await ctx.clientStores(4);
+    const stores = await flowClaimers(ctx, 4);
     const { engine } = ctx.engine();
     await enqueueJobs(engine, name, 400);
     await ctx.store.updateQueueSettings(name, { rateLimit: { max: 50, perMs: 1000 } }, new Date());

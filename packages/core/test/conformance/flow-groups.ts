@@ -3,6 +3,7 @@ import type { Engine } from '../../src/engine/engine.ts';
 import type { Store } from '../../src/engine/store.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 import { enqueueJobs, type SuiteContext } from './context.ts';
+import { flowClaimers } from './flow-control.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -26,7 +27,7 @@ export function registerFlowGroupTests(ctx: SuiteContext): void {
   it('groupConcurrency 1: 8 claimers on separate connections never run two jobs of one group at once', async () => {
     const name = ctx.jobName('groups-limit');
     const clock = new ManualClock();
-    const stores = await ctx.clientStores(8);
+    const stores = await flowClaimers(ctx, 8);
     const engines = stores.map((store) => ctx.engine({ store, clock }).engine);
     const groups = ['g1', 'g2', 'g3', 'g4', 'g5'];
     for (const group of groups) await enqueueJobs(engines[0] as Engine, name, 16, { group });
