@@ -2,9 +2,9 @@ import { decodeEventBatch, type JobEventType } from '@workq/core';
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.ts';
+import { scanJobs } from './job-scan.ts';
+import { type Throughput, ThroughputCounter, WINDOW_MINUTES } from './throughput.ts';
 
-/** Minutes of throughput kept per job type: the last hour. */
-export const WINDOW_MINUTES = 60;
 /** How often pages reload while the event stream is down (or not offered by the server). */
 const POLL_EVERY_MS = 3_000;
 /** How often they reload while it is up: scheduled jobs come due without an event. */
@@ -12,21 +12,17 @@ const REFRESH_EVERY_MS = 15_000;
 /** Events arriving within this cause one reload, not one each: a busy queue does not reload pages without pause. */
 const RELOAD_COALESCE_MS = 500;
 
-/** Jobs finished per minute of the last hour: `completed[i]` is minute `i`, oldest first. */
-export interface Throughput {
-  completed: number[];
-  failed: number[];
-}
-
 /**
  * What the dashboard knows live: a change counter that pages reload on, and
- * per-type throughput counted from the server's event stream since the page
- * opened. When the stream cannot be opened, pages are polled instead.
+ * per-type throughput over the last hour, read from the store's history once
+ * per type and counted from the server's event stream from then on. When the
+ * stream cannot be opened, pages are polled instead.
  */
 export class LiveFeed {
   tick = 0;
   connected = false;
-  private readonly minutes = new Map<string, Map<number, { completed: number; failed: number }>>();
+  private readonly finishes = new ThroughputCounter();
+  private readonly seeded = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private reloadTimer: ReturnType<typeof setTimeout> | undefined;
   private pollTimer: ReturnType<typeof setInterval> | undefined;
@@ -48,17 +44,32 @@ export class LiveFeed {
   }
 
   /** Per-minute completions and failures of `name` over the last hour, oldest minute first. */
-  throughput(name: string, now = Date.now()): Throughput {
-    const byMinute = this.minutes.get(name);
-    const current = Math.floor(now / 60_000);
-    const completed: number[] = [];
-    const failed: number[] = [];
-    for (let minute = current - WINDOW_MINUTES + 1; minute <= current; minute++) {
-      const counted = byMinute?.get(minute);
-      completed.push(counted?.completed ?? 0);
-      failed.push(counted?.failed ?? 0);
+  throughput(name: string): Throughput {
+    return this.finishes.series(name);
+  }
+
+  /**
+   * Counts the last hour's finishes the store still holds for each of
+   * `names` not read before: jobs completed or dead now, created within the
+   * hour. (Failed attempts that were retried leave no trace there: they are
+   * counted from the stream only.)
+   */
+  async seed(api: Api, names: readonly string[]): Promise<void> {
+    const fresh = names.filter((name) => !this.seeded.has(name));
+    if (fresh.length === 0) return;
+    for (const name of fresh) this.seeded.add(name);
+    const fromMs = Date.now() - WINDOW_MINUTES * 60_000;
+    for (const name of fresh) {
+      for (const state of ['completed', 'dead'] as const) {
+        const { jobs } = await scanJobs(api, { name, state, fromMs });
+        for (const job of jobs) {
+          if (!job.finishedAt) continue;
+          const kind = state === 'completed' ? 'completed' : 'failed';
+          this.finishes.count({ name, id: job.id, kind, attempt: job.attempts, at: new Date(job.finishedAt) });
+        }
+      }
     }
-    return { completed, failed };
+    this.changed();
   }
 
   /** Reload now (after an action of this page). */
@@ -78,20 +89,13 @@ export class LiveFeed {
     clearTimeout(this.reloadTimer);
   }
 
-  /** Counts finishes per minute; a `resync` (events were missed) only reloads, as every batch does. */
+  /** Counts finishes; a `resync` (events were missed) only reloads, as every batch does. */
   private receive(events: readonly SeenEvent[]): void {
     for (const event of events) {
-      if (event.name === undefined) continue;
+      if (event.name === undefined || event.id === undefined) continue;
       if (event.type !== 'completed' && event.type !== 'failed' && event.type !== 'dead') continue;
-      const byMinute = this.minutes.get(event.name) ?? new Map<number, { completed: number; failed: number }>();
-      this.minutes.set(event.name, byMinute);
-      const minute = Math.floor(event.at.getTime() / 60_000);
-      const counted = byMinute.get(minute) ?? { completed: 0, failed: 0 };
-      if (event.type === 'completed') counted.completed++;
-      else counted.failed++;
-      byMinute.set(minute, counted);
-      const oldest = minute - WINDOW_MINUTES;
-      for (const key of byMinute.keys()) if (key <= oldest) byMinute.delete(key);
+      const kind = event.type === 'completed' ? 'completed' : 'failed';
+      this.finishes.count({ name: event.name, id: event.id, kind, attempt: event.attempt ?? 0, at: event.at });
     }
     this.reloadTimer ??= setTimeout(() => {
       this.reloadTimer = undefined;
@@ -115,7 +119,9 @@ export class LiveFeed {
 /** What the feed reads of an event: its type, job name and time. */
 interface SeenEvent {
   type: JobEventType | 'resync';
+  id?: string;
   name?: string;
+  attempt?: number;
   at: Date;
 }
 
