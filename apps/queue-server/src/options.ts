@@ -87,8 +87,9 @@ export interface ServerOptions {
   presenceWindowMs?: number;
   /**
    * How often the leader reads the schedules kept in the store
-   * (`admin.upsertSchedule`) again; a schedule written on the leader itself
-   * is read at once. @defaultValue 5_000
+   * (`admin.upsertSchedule`) again; a schedule written on the leader itself,
+   * or announced by another server over the wake-up bus, is read at once.
+   * @defaultValue 5_000
    */
   scheduleReloadMs?: number;
   /**

@@ -26,8 +26,8 @@ import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
-import { appRouter } from './router/index.ts';
 import { enqueueAndRecord, loadStoredSchedules } from './router/admin-schedules.ts';
+import { appRouter } from './router/index.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
 import { StoreHealth } from './store-health.ts';
 
@@ -110,6 +110,8 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     logger,
     catchUpMs: CRON_CATCH_UP_MS,
   });
+  // A schedule written through another server: the leader reads them at once instead of at its next reload.
+  bus.onSchedulesChanged(() => void scheduler.reload());
   const services: ServerServices = {
     engine,
     registry: new SchemaRegistry(store, engine.clock, resolved.jobs),

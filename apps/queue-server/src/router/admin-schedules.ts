@@ -94,6 +94,7 @@ export const scheduleProcedures = {
     await checkPayloads(ctx.services, input.name, jobVersion, [payload]);
     const stored = toStoredValue(payload, `Payload of schedule "${input.key}"`);
     await engine.store.upsertSchedule(toStoredSchedule(scheduled, stored));
+    ctx.services.bus.announceSchedulesChanged();
     await scheduler.reload();
     return describeEntry(scheduled, engine.clock.now());
   }),
@@ -102,6 +103,7 @@ export const scheduleProcedures = {
   removeSchedule: authedProcedure.input(z.object({ key: storableText(1, 200) })).mutation(async ({ ctx, input }) => {
     requireScope(ctx.principal, 'admin');
     const removed = await ctx.services.engine.store.removeSchedule(input.key);
+    ctx.services.bus.announceSchedulesChanged();
     await ctx.services.scheduler.reload();
     return removed;
   }),

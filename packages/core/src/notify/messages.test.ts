@@ -14,6 +14,7 @@ describe('the wake-up codec', () => {
       { type: 'ready', name: 'sendEmail' },
       { type: 'watching', instance: 'i-2' },
       { type: 'finished', ids: ['a', 'b'] },
+      { type: 'schedules' },
       { type: 'resync' },
     ];
     const [notification, ...more] = encodeWakeups('i-1', messages, 7_000);
@@ -39,6 +40,12 @@ describe('the wake-up codec', () => {
         { type: 'finished', ids: ['1', '2'] },
       ],
     });
+  });
+
+  it('says the stored schedules changed in a part no earlier server takes for a job it waits on', () => {
+    const [text] = encodeWakeups('i-1', [{ type: 'schedules' }], 7_000);
+    // An earlier server reads it as jobs of a type named `schedules:changed` being ready: no job name has a `:`.
+    expect(text).toBe('from:i-1\nschedules:changed');
   });
 
   it("reads a store's own '*' (no sender) as a resync", () => {

@@ -15,6 +15,8 @@
  * - `events-lost`: the sender dropped job events it could not send in time;
  * - `settings:<job name>`: that type's flow-control settings (pause, limits)
  *   changed, so the others read them again and wake its waiting claims;
+ * - `schedules:changed`: a schedule kept in the store was written or removed,
+ *   so the leading instance reads the stored schedules again;
  * - `event:<json>`: one job event (`BusJobEvent`), as ASCII-only JSON of at
  *   most `MAX_EVENT_PART_CHARS` characters. An event that would be longer is
  *   sent without its `result` and `error`, marked `omitted`: the receiver
@@ -43,6 +45,7 @@ export type WakeupMessage =
   | { readonly type: 'listening'; readonly instance: string }
   | { readonly type: 'eventsLost' }
   | { readonly type: 'settings'; readonly name: string }
+  | { readonly type: 'schedules' }
   | { readonly type: 'event'; readonly event: BusJobEvent };
 
 /** A decoded notification: its sender (absent from a store's own `'*'`) and its messages. */
@@ -59,6 +62,7 @@ const LISTENING = 'listening:';
 const EVENT = 'event:';
 const EVENTS_LOST = 'events-lost';
 const SETTINGS = 'settings:';
+const SCHEDULES = 'schedules:changed';
 
 /** The longest `event:` part: several fit in one notification, and one always does. */
 export const MAX_EVENT_PART_CHARS = 2_000;
@@ -82,6 +86,8 @@ function encodeMessage(message: WakeupMessage): string[] {
       return [EVENTS_LOST];
     case 'settings':
       return [`${SETTINGS}${message.name}`];
+    case 'schedules':
+      return [SCHEDULES];
     case 'finished': {
       const parts: string[] = [];
       for (let at = 0; at < message.ids.length; at += FINISHED_IDS_PER_PART) {
@@ -99,6 +105,7 @@ function decodePart(part: string): WakeupMessage | undefined {
   if (part.startsWith(FINISHED)) return { type: 'finished', ids: part.slice(FINISHED.length).split(',') };
   if (part.startsWith(WATCHING)) return { type: 'watching', instance: part.slice(WATCHING.length) };
   if (part.startsWith(SETTINGS)) return { type: 'settings', name: part.slice(SETTINGS.length) };
+  if (part === SCHEDULES) return { type: 'schedules' };
   if (part.startsWith(LISTENING)) return { type: 'listening', instance: part.slice(LISTENING.length) };
   if (part.startsWith(EVENT)) return decodeEvent(part.slice(EVENT.length));
   if (part.startsWith(FROM)) return undefined;

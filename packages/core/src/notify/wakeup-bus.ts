@@ -52,6 +52,8 @@ export class WakeupBus {
   private readonly pendingEvents: BusJobEvent[] = [];
   private eventsLost = false;
   private readonly eventListeners = new Set<BusEventListener>();
+  private readonly scheduleListeners = new Set<() => void>();
+  private schedulesPending = false;
   private flushScheduled = false;
   private lastFlushAt = 0;
   private readonly detach: (() => void)[] = [];
@@ -111,6 +113,7 @@ export class WakeupBus {
     clearInterval(this.watchingTimer);
     clearInterval(this.listeningTimer);
     this.eventListeners.clear();
+    this.scheduleListeners.clear();
     for (const off of this.detach.splice(0)) off();
     for (const waiters of [...this.readyWaiters.values(), ...this.finishWaiters.values()]) this.wakeAll(waiters);
     await this.unsubscribe?.();
@@ -125,6 +128,22 @@ export class WakeupBus {
   onEvents(listener: BusEventListener): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` when another instance says the stored schedules changed,
+   * and after a resync (word of a change may have been missed).
+   */
+  onSchedulesChanged(listener: () => void): () => void {
+    this.scheduleListeners.add(listener);
+    return () => this.scheduleListeners.delete(listener);
+  }
+
+  /** Tells the other instances, with the rest of the window, that the stored schedules changed. */
+  announceSchedulesChanged(): void {
+    if (!this.notifier || this.closed) return;
+    this.schedulesPending = true;
+    this.flushSoon();
   }
 
   /**
@@ -228,7 +247,11 @@ export class WakeupBus {
       case 'event':
         this.eventsReceived([message.event]);
         break;
+      case 'schedules':
+        for (const listener of this.scheduleListeners) listener();
+        break;
       case 'resync':
+        for (const listener of this.scheduleListeners) listener();
         this.engine.flow.forget();
         // Anything may have been missed, a word that another instance has result requests waiting too.
         this.heardWatching();
@@ -297,6 +320,8 @@ export class WakeupBus {
       for (const event of this.pendingEvents) messages.push({ type: 'event', event });
       if (this.eventsLost) messages.push({ type: 'eventsLost' });
       for (const name of this.pendingSettings) messages.push({ type: 'settings', name });
+      if (this.schedulesPending) messages.push({ type: 'schedules' });
+      this.schedulesPending = false;
       this.pendingSettings.clear();
       this.pendingReady.clear();
       this.pendingFinished.clear();
