@@ -1,0 +1,74 @@
+import type { ClaimedRecord, ClaimRequest } from './store-records.ts';
+
+/**
+ * The group of a job enqueued without one into a grouped type (`NewJob.group`): those jobs take their turns
+ * as one group, which `groupConcurrency` does not limit. (An enqueue's group is never empty.)
+ */
+export const NO_GROUP = '';
+
+/** The limits of one job type; `null`: no such limit. */
+export interface QueueLimits {
+  /** Active (leased) jobs of the type across all workers and servers. */
+  concurrency: number | null;
+  /** At most `max` jobs of the type start in any window of `perMs`. */
+  rateLimit: { max: number; perMs: number } | null;
+  /** Active jobs per group (the enqueue option `group`); jobs without a group are not limited by it. */
+  groupConcurrency: number | null;
+}
+
+/** The flow-control settings a store keeps for one job type (`admin.pause`, `admin.setLimits`). */
+export interface QueueSettings extends QueueLimits {
+  name: string;
+  /** Claims lease nothing of a paused type; its jobs keep arriving. */
+  paused: boolean;
+  /** Jobs of the type were enqueued with a group: claims take turns between groups. */
+  grouped: boolean;
+  updatedAt: Date;
+}
+
+/** A change to a type's settings: fields left out stay as they are; a limit set to `null` is cleared. */
+export type QueueSettingsChange = Partial<QueueLimits> & { paused?: boolean; grouped?: true };
+
+/** What a claim under a type's settings (`claimLimitedJobs`) did. */
+export interface LimitedClaim {
+  /** The jobs leased, in claim order. */
+  jobs: ClaimedRecord[];
+  /** The type is paused: nothing was leased. */
+  paused: boolean;
+  /**
+   * Set when the rate limit stopped this claim short of its `limit` (or will stop the next claim): the
+   * earliest time a job of the type may start again. `null` when the rate limit is not what holds.
+   */
+  nextStartAt: Date | null;
+}
+
+/**
+ * Flow control: the per-type settings every server reads, and the claim
+ * that honours them. A type with no settings stored is claimed by
+ * `claimJobs`, which never reads them.
+ */
+export interface FlowControlStore {
+  /** The settings stored, of one type or of all, ordered by name. */
+  listQueueSettings(name?: string): Promise<QueueSettings[]>;
+
+  /**
+   * Applies `change` to the type's settings, creating them (not paused, no
+   * limits) when none are stored; one atomic write. Resolves to the settings
+   * now stored.
+   */
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings>;
+
+  /**
+   * `claimJobs` under the type's stored settings, atomically with respect to
+   * every other `claimLimitedJobs` of the type (they are serialised on the
+   * type's settings): nothing when paused; no more than `concurrency` jobs of
+   * the type active once it is done (counting every `active` job, expired
+   * lease or not), nor more than `groupConcurrency` of one group; no more than
+   * `rateLimit.max` started in any window of `rateLimit.perMs` (a start is
+   * the claim's `now`); and, for a grouped type, groups take turns: the group
+   * whose last start is oldest (or that never started) goes first, and a
+   * batch takes one job per group per round. Within a group, jobs keep the
+   * order of guarantee 5. With no settings stored it is `claimJobs`.
+   */
+  claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim>;
+}

@@ -1,0 +1,165 @@
+import type { Backoff, JobOrder } from '../contract/types.ts';
+import { FINISHED_STATES, type JobError, type JobState, type TraceContext } from '../jobs.ts';
+
+/**
+ * The states a store keeps. `waiting` covers both `scheduled` and `ready`:
+ * which one a job is in follows from `runAt` and the clock, so time passing
+ * never needs a write.
+ */
+export const STORED_STATES = ['waiting', 'active', ...FINISHED_STATES] as const;
+
+export type StoredState = (typeof STORED_STATES)[number];
+
+/**
+ * A job as every store keeps it. Dates are `Date`s; payload, result and error
+ * are JSON values (payload and result as `toStoredValue` encodes them).
+ */
+export interface JobRecord {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  state: StoredState;
+  priority: number;
+  order: JobOrder;
+  runAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Attempts started: incremented by each claim. */
+  attempts: number;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  /**
+   * The fencing token of the current lease, or, on a job its ack completed,
+   * of the lease that completed it (so a repeated ack is recognised);
+   * `null` otherwise.
+   */
+  leaseToken: string | null;
+  leaseExpiresAt: Date | null;
+  workerId: string | null;
+  progress: number;
+  result: unknown;
+  error: JobError | null;
+  idempotencyKey: string | null;
+  /** Until when `idempotencyKey` holds (`idempotencyTtlMs`); `null`: while the job is retained. */
+  idempotencyExpiresAt: Date | null;
+  /**
+   * The debounce key the job was enqueued with (`debounce.key`), while it holds it: a store takes it off the
+   * job when a later debounce finds the job started or finished (see `debounceJobs`).
+   */
+  debounceKey: string | null;
+  finishedAt: Date | null;
+  movedTo: string | null;
+  replayOf: string | null;
+  /** The trace context the job was created in (see `EnqueueOptions.traceContext`), kept as given; `null`: none. */
+  traceContext: TraceContext | null;
+  /** The job's group (`EnqueueOptions.group`); `null`: none. */
+  group: string | null;
+}
+
+/** What a claim returns of each job it leased, in claim order: what a worker is handed. */
+export type ClaimedRecord = Pick<
+  JobRecord,
+  | 'id'
+  | 'name'
+  | 'version'
+  | 'payload'
+  | 'attempts'
+  | 'maxAttempts'
+  | 'leaseMs'
+  | 'leaseToken'
+  | 'leaseExpiresAt'
+  | 'progress'
+  | 'runAt'
+  | 'traceContext'
+>;
+
+/** A job to insert. The engine resolves every option before it reaches a store. */
+export interface NewJob {
+  id: string;
+  name: string;
+  version: number;
+  payload: unknown;
+  priority: number;
+  order: JobOrder;
+  runAt: Date;
+  createdAt: Date;
+  maxAttempts: number;
+  backoff: Backoff;
+  leaseMs: number;
+  idempotencyKey: string | null;
+  /** With an `idempotencyKey`: the key holds until then (`createdAt` + `idempotencyTtlMs`); `null`: while retained. */
+  idempotencyExpiresAt: Date | null;
+  /** Set only on the jobs `debounceJobs` inserts; `null` on every other. */
+  debounceKey: string | null;
+  replayOf: string | null;
+  /** Stored as given and returned by every read and claim of the job. */
+  traceContext: TraceContext | null;
+  /**
+   * The group claims of a grouped type take turns between (`EnqueueOptions.group`); absent or `null`: none.
+   * In a type whose jobs have groups, the engine gives a job without one the group `''`.
+   */
+  group?: string | null;
+}
+
+/** What an insert did with one job. */
+export type InsertOutcome =
+  | {
+      job: JobRecord;
+      /** `false` when an idempotency key matched a retained job, which is returned instead. */
+      created: boolean;
+    }
+  | KeyHolderGone;
+
+/**
+ * The job's idempotency (or debounce) key was taken, but the job holding it was gone (pruned) by the time the
+ * store read it, or had let go of it, so the key is free again: its `idempotencyExpiresAt` had passed at the
+ * new job's `createdAt`, or, for a debounce key, it had started or finished; the store took the key off it.
+ * Nothing was inserted for this job; the engine inserts it again (a bounded number of times, then fails with
+ * a retryable `UNAVAILABLE`).
+ */
+export interface KeyHolderGone {
+  job: null;
+  created: false;
+}
+
+export interface ClaimRequest {
+  name: string;
+  /** Only jobs enqueued with a version in [minVersion, maxVersion] are claimed. */
+  minVersion: number;
+  maxVersion: number;
+  limit: number;
+  /** The fencing token of this claim; the pair (job id, token) names one lease. */
+  leaseToken: string;
+  workerId: string;
+  /** Lease length; `null` uses each job's own `leaseMs`. */
+  leaseMs: number | null;
+  now: Date;
+}
+
+/** A fenced operation: it applies only while `leaseToken` holds an unexpired lease on job `id`. */
+export interface LeaseRef {
+  id: string;
+  leaseToken: string;
+}
+
+export interface ListFilter {
+  name?: string;
+  /** Only jobs with these ids. */
+  ids?: readonly string[];
+  /** Stored states to include; all when omitted. */
+  states?: readonly StoredState[];
+  /** With `waiting`: `true` only `runAt <= now` (ready), `false` only `runAt > now` (scheduled). */
+  due?: { now: Date; ready: boolean };
+  /** Keyset paging: ids strictly greater than this one. */
+  afterId?: string;
+  limit: number;
+}
+
+export interface JobCount {
+  name: string;
+  version: number;
+  state: JobState;
+  count: number;
+}
