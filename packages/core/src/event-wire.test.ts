@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { JobEvent, ResyncEvent } from './engine/job-events.ts';
 import { decodeEventBatch, encodeEventBatch } from './event-wire.ts';
+import type { JobEvent, ResyncEvent } from './events.ts';
 import { isPlainJson } from './plain-json.ts';
 
 describe('the job-event stream codec', () => {

@@ -1,4 +1,4 @@
-import { JOB_EVENT_TYPES, type JobEvent, type JobEventError, type ResyncEvent } from './engine/job-events.ts';
+import { JOB_EVENT_TYPES, type JobEvent, type JobEventError, type ResyncEvent } from './events.ts';
 
 /** What an event carries beyond its type, id, name, version, time and attempt. */
 export interface WireEventDetails {

@@ -13,6 +13,8 @@ export type {
 } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
+export type { JobEvent, JobEventError, JobEventType, ResyncEvent } from '../events.ts';
+export { JOB_EVENT_TYPES } from '../events.ts';
 export { FINISHED_STATES } from '../jobs.ts';
 export type { EventBatch, EventHubOptions, EventSubscription } from '../notify/event-hub.ts';
 export { EventHub } from '../notify/event-hub.ts';
@@ -53,8 +55,7 @@ export type {
 export { createEngine, Engine } from './engine.ts';
 export type { LimitsChange, QueueInfo, StateCounts } from './flow-control.ts';
 export { leaseClaimedAtMs, newJobId, newLeaseToken } from './ids.ts';
-export type { JobEvent, JobEventError, JobEventSink, JobEventType, ResyncEvent } from './job-events.ts';
-export { JOB_EVENT_TYPES } from './job-events.ts';
+export type { JobEventSink } from './job-events.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
 export {
   DEFAULT_HISTORY_RETENTION_MS,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { JobEvent } from '../events.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
 import { createEngine } from './engine.ts';
-import type { JobEvent, JobEventSink } from './job-events.ts';
+import type { JobEventSink } from './job-events.ts';
 import type { Store } from './store.ts';
 
 let store: Store;

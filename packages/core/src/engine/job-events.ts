@@ -1,43 +1,7 @@
+import type { JobEvent, JobEventError } from '../events.ts';
 import type { JobError } from '../jobs.ts';
 import type { ClaimedJob } from './claims.ts';
 import type { JobRecord } from './store.ts';
-
-/** What happened to a job; `failed` is one failed attempt, followed by `dead` when no attempt remains. */
-export const JOB_EVENT_TYPES = ['enqueued', 'started', 'progress', 'completed', 'failed', 'dead', 'cancelled'] as const;
-export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
-
-/** The error an event carries: the failed attempt's message, and whether it was permanent. */
-export interface JobEventError {
-  message: string;
-  permanent?: boolean;
-  code?: string;
-}
-
-/**
- * One change of one job's state, as the engine made it. `attempt` is set on
- * `started`, `failed` and `dead`; `progress` on `progress`; `result` on
- * `completed` (the value the handler returned; absent for a job ended by
- * `moveTo`); `error` and `willRetry` on `failed`, `error` on `dead`.
- */
-export interface JobEvent {
-  type: JobEventType;
-  id: string;
-  name: string;
-  version: number;
-  at: Date;
-  attempt?: number;
-  progress?: number;
-  result?: unknown;
-  error?: JobEventError;
-  /** On `failed`: whether another attempt follows. */
-  willRetry?: boolean;
-}
-
-/** Said to a subscriber that may have missed events: what it knows of job states may be stale. */
-export interface ResyncEvent {
-  type: 'resync';
-  at: Date;
-}
 
 /**
  * Where the engine sends its events: the one seam between state changes and

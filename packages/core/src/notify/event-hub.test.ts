@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JobEvent } from '../engine/job-events.ts';
+import type { JobEvent } from '../events.ts';
 import { type EventBatch, EventHub } from './event-hub.ts';
 
 const readJob = async () => undefined;

@@ -1,6 +1,7 @@
 import { newLeaseToken } from '../engine/ids.ts';
-import type { JobEvent, JobEventSink, ResyncEvent } from '../engine/job-events.ts';
+import type { JobEventSink } from '../engine/job-events.ts';
 import { WorkqError } from '../errors.ts';
+import type { JobEvent, ResyncEvent } from '../events.ts';
 import type { BusJobEvent } from './messages.ts';
 import type { WakeupBus } from './wakeup-bus.ts';
 

@@ -28,8 +28,8 @@
  * `event:` or `listening:` part for a job name that no consumer waits on).
  */
 
-import type { JobEvent } from '../engine/job-events.ts';
 import { fromStoredValue, toStoredValue } from '../engine/stored-value.ts';
+import type { JobEvent } from '../events.ts';
 
 /** A job event between servers: `omitted` when its `result` and `error` were too large to carry. */
 export interface BusJobEvent extends JobEvent {
