@@ -156,10 +156,10 @@ describe('parseServerArgs', () => {
       expect(() => parseServerArgs(['--crontab', file('object.json', '{}')], {})).toThrow(/JSON array/);
       expect(() => parseServerArgs(['--crontab', file('broken.json', '[{')], {})).toThrow(/could not be read as JSON/);
       expect(() => parseServerArgs(['--crontab', join(dir, 'missing.json')], {})).toThrow(/missing\.json/);
-      // The README's example crontab is one the server accepts.
-      const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-      const example = readme.split('### Recurring jobs')[1]?.split('```json')[1]?.split('```')[0] ?? '';
-      expect(parseServerArgs(['--crontab', file('readme.json', example)], {})).toMatchObject({
+      // The documented example crontab is one the server accepts.
+      const operations = readFileSync(join(REPO_ROOT, 'docs', 'operations.md'), 'utf8');
+      const example = operations.split('## Recurring jobs')[1]?.split('```json')[1]?.split('```')[0] ?? '';
+      expect(parseServerArgs(['--crontab', file('example.json', example)], {})).toMatchObject({
         crontab: [
           { name: 'generateReport', timezone: 'Europe/Berlin' },
           { name: 'sendEmail', key: 'digest' },
