@@ -69,10 +69,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxBatchSize: intOption(values['max-batch-size'] ?? env.WORKQ_MAX_BATCH_SIZE, 'max-batch-size'),
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
-    maxBufferedEvents: intOption(
-      values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS,
-      'max-buffered-events',
-    ),
+    maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),
   };
   const crontabFile = values.crontab ?? env.WORKQ_CRONTAB;
   const tokenSecret = values['token-secret'] || env.WORKQ_TOKEN_SECRET || undefined;

@@ -103,7 +103,12 @@ export const consumerRouter = router({
         workerId: storableText(1, 64),
         host: storableText(0, 255).optional(),
         /** The worker's process id and start time, for the worker registry. */
-        pid: z.number().int().min(0).max(2 ** 31 - 1).optional(),
+        pid: z
+          .number()
+          .int()
+          .min(0)
+          .max(2 ** 31 - 1)
+          .optional(),
         startedAt: z.date().optional(),
         waitMs: z.number().int().min(0).default(0),
         leaseMs: z.number().int().min(1).optional(),

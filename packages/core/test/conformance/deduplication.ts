@@ -15,8 +15,10 @@ const CLIENTS = 8;
 export function registerDeduplicationTests(ctx: SuiteContext): void {
   // One set of client stores for every race here: each store holds a pool of connections until the suite ends.
   let clients: Promise<Store[]> | undefined;
-  const clientEngines = async (clock: ManualClock) =>
-    (await (clients ??= ctx.clientStores(CLIENTS))).map((store) => ctx.engine({ store, clock }).engine);
+  const clientEngines = async (clock: ManualClock) => {
+    clients ??= ctx.clientStores(CLIENTS);
+    return (await clients).map((store) => ctx.engine({ store, clock }).engine);
+  };
   const job = (name: string, payload: unknown, options: EnqueueInput['options']): EnqueueInput => ({
     name,
     version: 1,
