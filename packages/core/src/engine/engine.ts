@@ -1,26 +1,23 @@
 import { WorkqError } from '../errors.ts';
-import { JOB_STATES, type JobError, type JobState, type JobStatus, MAX_BATCH_SIZE } from '../jobs.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { JOB_STATES, type JobState, type JobStatus, MAX_BATCH_SIZE } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
-import { insertDistinct, KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
+import { checkBatch, checkName } from './input-checks.ts';
+import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
-import { batchSettings, buildNewJob, type EnqueueInput } from './new-job.ts';
+import { type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
+import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
+import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { JobCount, JobRecord, LeaseRef, ListFilter, NewJob, Store, StoredState } from './store.ts';
-import { fromStoredValue, toStoredText, toStoredValue } from './stored-value.ts';
+import type { JobCount, LeaseRef, ListFilter, NewJob, Store } from './store.ts';
+import { fromStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
-export type { EnqueueInput } from './new-job.ts';
-
-export interface EnqueueResult {
-  id: string;
-  /** `false` when an idempotency key returned an existing job. */
-  created: boolean;
-  state: JobStatus['state'];
-}
+export type { CompleteOutcome } from './leased-jobs.ts';
+export type { FinishedListener, ReadyListener } from './local-listeners.ts';
+export type { EnqueueInput, EnqueueResult } from './new-job.ts';
 
 export interface ListQuery {
   name?: string;
@@ -29,17 +26,6 @@ export interface ListQuery {
   limit?: number;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
-}
-
-export interface CompleteOutcome {
-  id: string;
-  /** This call completed the job. */
-  ok: boolean;
-  /**
-   * Not this call but an earlier ack under the same lease completed the job:
-   * a repeat from a worker that never read the first answer. Nothing changed.
-   */
-  repeated: boolean;
 }
 
 export interface EngineOptions {
@@ -61,22 +47,6 @@ export interface EngineOptions {
   events?: JobEventSink;
 }
 
-export type ReadyListener = (name: string) => void;
-export type FinishedListener = (id: string, state: StoredState) => void;
-
-function leaseLost(id: string): WorkqError {
-  return new WorkqError(
-    'LEASE_LOST',
-    `Job ${id} is not held by this lease any more (it expired, the job was cancelled, or another worker claimed it); nothing was changed.`,
-  );
-}
-
-function checkBatch(size: number, what: string): void {
-  if (size > MAX_BATCH_SIZE) {
-    throw new WorkqError('VALIDATION', `${what} takes at most ${MAX_BATCH_SIZE} items; got ${size}.`);
-  }
-}
-
 /**
  * The queue engine: every queue operation, written once over a `Store`.
  * It owns policy (defaults, retries, backoff, lease sweeps, retention); the
@@ -89,11 +59,11 @@ export class Engine {
   private readonly historyRetentionMs: number;
   private readonly leaseSweepIntervalMs: number;
   private lastSweepMs = Number.NEGATIVE_INFINITY;
-  private readonly readyListeners = new Set<ReadyListener>();
-  private readonly finishedListeners = new Set<FinishedListener>();
+  private readonly listeners = new LocalListeners();
   /** Pause, limits and the claims that honour them (see `FlowControl`). */
   readonly flow: FlowControl;
   private readonly events: JobEventEmitter;
+  private readonly leased: LeasedJobs;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -103,18 +73,24 @@ export class Engine {
     this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
     this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
     this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
+    this.leased = new LeasedJobs({
+      store: this.store,
+      clock: this.clock,
+      flow: this.flow,
+      events: this.events,
+      listeners: this.listeners,
+      defaults: this.defaults,
+    });
   }
 
   /** Called with a job name whenever jobs of it may have become ready in this process. */
   onReady(listener: ReadyListener): () => void {
-    this.readyListeners.add(listener);
-    return () => this.readyListeners.delete(listener);
+    return this.listeners.onReady(listener);
   }
 
   /** Called when a job finishes (completed, dead, cancelled) in this process. */
   onFinished(listener: FinishedListener): () => void {
-    this.finishedListeners.add(listener);
-    return () => this.finishedListeners.delete(listener);
+    return this.listeners.onFinished(listener);
   }
 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
@@ -186,7 +162,7 @@ export class Engine {
       return { result: result as EnqueueResult, claimed: null };
     }
     const { job: record, claimed } = handed;
-    if (!claimed) this.announce([record]);
+    if (!claimed) this.listeners.announce([record]);
     this.events.enqueued([record], now);
     const result = { id: record.id, created: true, state: visibleState(record, now) };
     const claimedJob = claimed && toClaimedJob(claimed);
@@ -195,42 +171,16 @@ export class Engine {
   }
 
   /** Completes the job `lease` holds; `LEASE_LOST` when it holds it no more, also when it completed it already. */
-  async complete(lease: LeaseRef, result?: unknown): Promise<void> {
-    const [outcome] = await this.completeMany([{ ...lease, result }]);
-    if (!outcome?.ok) throw leaseLost(lease.id);
+  complete(lease: LeaseRef, result?: unknown): Promise<void> {
+    return this.leased.complete(lease, result);
   }
 
   /**
    * Completes a batch in one store round trip; a lost lease fails only its
    * own item. An item whose lease already completed its job is `repeated`.
    */
-  async completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
-    checkBatch(items.length, 'completeMany');
-    if (items.length === 0) return [];
-    const now = this.clock.now();
-    const done = new Set(
-      await this.store.completeJobs(
-        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) })),
-        now,
-      ),
-    );
-    for (const id of done) this.emitFinished(id, 'completed');
-    if (this.events.listening)
-      this.events.completed(
-        items.filter(({ id }) => done.has(id)),
-        now,
-      );
-    const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
-    return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
-  }
-
-  /** Of leases whose ack found no lease to end, those whose job that very lease completed (one store read). */
-  private async completedEarlier<L extends LeaseRef>(leases: readonly L[]): Promise<Set<L>> {
-    if (leases.length === 0) return new Set();
-    const ids = [...new Set(leases.map((lease) => lease.id))];
-    const completed = await this.store.listJobs({ ids, states: ['completed'], limit: ids.length });
-    const tokens = new Map(completed.map((job) => [job.id, job.leaseToken]));
-    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken));
+  completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
+    return this.leased.completeMany(items);
   }
 
   /**
@@ -239,66 +189,26 @@ export class Engine {
    * counted. A job whose lease is lost already is left as it is. Resolves to
    * the ids released.
    */
-  async release(jobs: readonly (LeaseRef & { name: string })[]): Promise<string[]> {
-    checkBatch(jobs.length, 'release');
-    if (jobs.length === 0) return [];
-    const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
-    const released = await this.store.releaseJobs(leases, this.clock.now());
-    this.events.released(released);
-    const releasedIds = new Set(released);
-    const names = new Set(jobs.filter((job) => releasedIds.has(job.id)).map((job) => job.name));
-    for (const name of names) this.emitReady(name);
-    return released;
+  release(jobs: readonly (LeaseRef & { name: string })[]): Promise<string[]> {
+    return this.leased.release(jobs);
   }
 
   /**
    * Records a failed attempt: retried after its backoff while attempts remain
    * and the failure is not permanent, otherwise dead. Resolves to the new status.
    */
-  async fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
-    const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
-    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-    const error: JobError = {
-      message: toStoredText(String(failure.message).slice(0, 4000)),
-      attempt: job.attempts,
-      at: now,
-    };
-    if (failure.permanent) error.permanent = true;
-    const retry = !failure.permanent && job.attempts < job.maxAttempts;
-    const retryAt = retry ? retryTime(job, now) : null;
-    if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
-    this.freed(job.name);
-    this.events.failed(job, error, retryAt !== null, now);
-    const updated = failedRecord(job, error, retryAt, now);
-    if (updated.state === 'dead') this.emitFinished(updated.id, 'dead');
-    const status = toJobStatus(updated, now);
-    // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
-    if (status.state === 'ready') this.emitReady(updated.name);
-    return status;
+  fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
+    return this.leased.fail(lease, failure);
   }
 
   /** Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now. */
-  async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
-    const now = this.clock.now();
-    let lengthMs = leaseMs;
-    if (lengthMs === undefined) {
-      const job = await this.store.getJob(lease.id);
-      if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-      lengthMs = job.leaseMs;
-    }
-    const expiresAt = new Date(now.getTime() + lengthMs);
-    if (!(await this.store.extendLease(lease, expiresAt, now))) throw leaseLost(lease.id);
-    return { leaseExpiresAt: expiresAt };
+  extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
+    return this.leased.extend(lease, leaseMs);
   }
 
-  async progress(lease: LeaseRef, progress: number): Promise<void> {
-    if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0 || progress > 100) {
-      throw new WorkqError('VALIDATION', `progress must be a number from 0 to 100; got ${String(progress)}.`);
-    }
-    const now = this.clock.now();
-    if (!(await this.store.recordProgress(lease, progress, now))) throw leaseLost(lease.id);
-    this.events.progress(lease.id, progress, now);
+  /** Records progress (0-100) on the held job. */
+  progress(lease: LeaseRef, progress: number): Promise<void> {
+    return this.leased.progress(lease, progress);
   }
 
   /**
@@ -306,18 +216,8 @@ export class Engine {
    * job `name` (checked against the job), so its later attempts start from
    * it: a checkpoint that survives a retry. Fenced like `progress`.
    */
-  async updatePayload(lease: LeaseRef, change: { name: string; version: number; payload: unknown }): Promise<void> {
-    if (!Number.isInteger(change.version) || change.version < 1) {
-      throw new WorkqError('VALIDATION', `version must be an integer of at least 1; got ${String(change.version)}.`);
-    }
-    const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
-    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-    if (job.name !== change.name) {
-      throw new WorkqError('VALIDATION', `Job ${lease.id} is a "${job.name}" job, not "${change.name}".`);
-    }
-    const payload = toStoredValue(change.payload);
-    if (!(await this.store.updatePayload(lease, { payload, version: change.version }, now))) throw leaseLost(lease.id);
+  updatePayload(lease: LeaseRef, change: { name: string; version: number; payload: unknown }): Promise<void> {
+    return this.leased.updatePayload(lease, change);
   }
 
   /**
@@ -326,30 +226,8 @@ export class Engine {
    * it (`created: false`) and left unchanged. Resolves to the next job. `debounce` and `idempotencyTtlMs`
    * are `VALIDATION` errors here.
    */
-  async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
-    const now = this.clock.now();
-    if (next.options?.debounce !== undefined || next.options?.idempotencyTtlMs !== undefined) {
-      throw new WorkqError(
-        'VALIDATION',
-        'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
-      );
-    }
-    const job = this.newJob(next, now, null);
-    await this.flow.placeInGroups([job]);
-    for (let tries = 1; ; tries++) {
-      const moved = await this.store.moveJob(lease, job, now);
-      if (!moved) throw leaseLost(lease.id);
-      if (moved.job !== null) {
-        this.emitFinished(lease.id, 'completed');
-        this.events.completed([{ id: lease.id }], now);
-        if (moved.created) {
-          this.announce([moved.job]);
-          this.events.enqueued([moved.job], now);
-        }
-        return { id: moved.job.id, created: moved.created, state: visibleState(moved.job, now) };
-      }
-      if (tries >= KEY_HOLDER_TRIES) throw keyHolderGone(`the next ${job.name} job`);
-    }
+  moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
+    return this.leased.moveTo(lease, next);
   }
 
   /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */
@@ -357,7 +235,7 @@ export class Engine {
     const now = this.clock.now();
     const cancelled = await this.store.cancelJob(id, now);
     if (cancelled) {
-      this.emitFinished(id, 'cancelled');
+      this.listeners.emitFinished(id, 'cancelled');
       this.events.cancelled(cancelled, now);
     }
     return cancelled !== null;
@@ -402,12 +280,7 @@ export class Engine {
    * free place (here, and where the store notifies, on other servers) are woken. Nothing for other types.
    */
   freed(name: string): void {
-    void this.flow.settingsOf(name).then(
-      (settings) => {
-        if (settings && (settings.concurrency !== null || settings.groupConcurrency !== null)) this.emitReady(name);
-      },
-      () => undefined,
-    );
+    this.leased.freed(name);
   }
 
   /**
@@ -421,7 +294,7 @@ export class Engine {
   /** Ends a `pause`: claims of `name` lease again, and the ones waiting on this server are woken. */
   async resume(name: string): Promise<void> {
     await this.flow.change(checkName(name), { paused: false });
-    this.emitReady(name);
+    this.listeners.emitReady(name);
   }
 
   /**
@@ -430,7 +303,7 @@ export class Engine {
    */
   async setLimits(name: string, limits: LimitsChange): Promise<QueueInfo['limits']> {
     const settings = await this.flow.change(checkName(name), checkLimits(limits), { settle: true });
-    this.emitReady(name);
+    this.listeners.emitReady(name);
     return {
       concurrency: settings.concurrency,
       rateLimit: settings.rateLimit,
@@ -453,8 +326,8 @@ export class Engine {
     if (target.ids) checkBatch(target.ids.length, 'retryDead');
     if (!target.name && !target.ids) throw new WorkqError('VALIDATION', 'retryDead needs a job name or ids.');
     const count = await this.store.retryDeadJobs(target, this.clock.now());
-    if (count > 0 && target.name) this.emitReady(target.name);
-    if (count > 0 && target.ids) for (const listener of this.readyListeners) listener('*');
+    if (count > 0 && target.name) this.listeners.emitReady(target.name);
+    if (count > 0 && target.ids) this.listeners.emitReady('*');
     return count;
   }
 
@@ -479,7 +352,7 @@ export class Engine {
     await this.flow.placeInGroups([replay]);
     const [outcome] = await insertDistinct(this.store, [replay]);
     if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
-    this.announce([outcome.job]);
+    this.listeners.announce([outcome.job]);
     this.events.enqueued([outcome.job], now);
     return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
   }
@@ -502,8 +375,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
-    this.readyListeners.clear();
-    this.finishedListeners.clear();
+    this.listeners.clear();
     await this.store.close();
   }
 
@@ -522,68 +394,12 @@ export class Engine {
     await this.flow.placeInGroups(jobs);
     const outcomes = await insertDistinct(this.store, jobs);
     const created = outcomes.filter((o) => o.created).map((o) => o.job);
-    this.announce(created);
+    this.listeners.announce(created);
     this.events.enqueued(created, now);
     return outcomes.map(({ job, created }) => ({ id: job.id, created, state: visibleState(job, now) }));
   }
-
-  private announce(jobs: readonly JobRecord[]): void {
-    for (const name of new Set(jobs.map((job) => job.name))) this.emitReady(name);
-  }
-
-  private emitReady(name: string): void {
-    for (const listener of this.readyListeners) listener(name);
-  }
-
-  private emitFinished(id: string, state: StoredState): void {
-    for (const listener of this.finishedListeners) listener(id, state);
-  }
-}
-
-/** `job`, read while its lease held, as `Store.failJob` leaves it: the change the engine asked for applied. */
-function failedRecord(job: JobRecord, error: JobError, retryAt: Date | null, now: Date): JobRecord {
-  return {
-    ...job,
-    state: retryAt === null ? 'dead' : 'waiting',
-    runAt: retryAt ?? job.runAt,
-    error,
-    leaseToken: null,
-    leaseExpiresAt: null,
-    finishedAt: retryAt === null ? now : job.finishedAt,
-    updatedAt: now,
-  };
-}
-
-function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
-  return (
-    job.state === 'active' &&
-    job.leaseToken === lease.leaseToken &&
-    job.leaseExpiresAt !== null &&
-    job.leaseExpiresAt.getTime() > now.getTime()
-  );
-}
-
-function checkName(name: string): string {
-  if (typeof name !== 'string' || name === '' || name.length > 100) {
-    throw new WorkqError(
-      'VALIDATION',
-      `A job type name is a non-empty string of at most 100 characters; got ${String(name)}.`,
-    );
-  }
-  return name;
 }
 
 export function createEngine(options: EngineOptions): Engine {
   return new Engine(options);
-}
-
-/**
- * When a failed attempt runs again: after its backoff, or, with none, at the
- * job's own run time, so that it keeps its place among the ready jobs of its
- * priority instead of going behind every job enqueued since.
- */
-function retryTime(job: JobRecord, now: Date): Date {
-  const delayMs = backoffDelayMs(job.backoff, job.attempts);
-  if (delayMs > 0) return new Date(now.getTime() + delayMs);
-  return job.runAt.getTime() <= now.getTime() ? job.runAt : now;
 }

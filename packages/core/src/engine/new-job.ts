@@ -1,5 +1,6 @@
 import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
+import type { JobStatus } from '../jobs.ts';
 import { newJobId } from './ids.ts';
 import {
   checkDeduplication,
@@ -25,6 +26,13 @@ export interface EnqueueInput {
    * options object (resolved once for all of them) and still each have a key of their own.
    */
   idempotencyKey?: string;
+}
+
+export interface EnqueueResult {
+  id: string;
+  /** `false` when an idempotency key returned an existing job. */
+  created: boolean;
+  state: JobStatus['state'];
 }
 
 import { toStoredValue } from './stored-value.ts';

@@ -1,0 +1,241 @@
+import { WorkqError } from '../errors.ts';
+import type { JobError, JobStatus } from '../jobs.ts';
+import { backoffDelayMs } from './backoff.ts';
+import type { Clock } from './clock.ts';
+import type { FlowControl } from './flow-control.ts';
+import { checkBatch } from './input-checks.ts';
+import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
+import type { JobEventEmitter } from './job-events.ts';
+import type { LocalListeners } from './local-listeners.ts';
+import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
+import type { ResolvedJobOptions } from './options.ts';
+import { toJobStatus, visibleState } from './status.ts';
+import type { JobRecord, LeaseRef, Store } from './store.ts';
+import { toStoredText, toStoredValue } from './stored-value.ts';
+
+export interface CompleteOutcome {
+  id: string;
+  /** This call completed the job. */
+  ok: boolean;
+  /**
+   * Not this call but an earlier ack under the same lease completed the job:
+   * a repeat from a worker that never read the first answer. Nothing changed.
+   */
+  repeated: boolean;
+}
+
+/** What the operations on leased jobs are handed by the engine that composes them. */
+export interface LeasedJobsDeps {
+  store: Store;
+  clock: Clock;
+  flow: FlowControl;
+  events: JobEventEmitter;
+  listeners: LocalListeners;
+  /** Engine-wide job defaults, for the job `moveTo` enqueues. */
+  defaults: Partial<ResolvedJobOptions> | undefined;
+}
+
+function leaseLost(id: string): WorkqError {
+  return new WorkqError(
+    'LEASE_LOST',
+    `Job ${id} is not held by this lease any more (it expired, the job was cancelled, or another worker claimed it); nothing was changed.`,
+  );
+}
+
+/**
+ * What a worker does with the jobs it holds: complete, release, fail, extend
+ * the lease, record progress, replace the payload, move on to a next job.
+ * Each is fenced by the lease; `Engine` documents each one.
+ */
+export class LeasedJobs {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly flow: FlowControl;
+  private readonly events: JobEventEmitter;
+  private readonly listeners: LocalListeners;
+  private readonly defaults: Partial<ResolvedJobOptions> | undefined;
+
+  constructor(deps: LeasedJobsDeps) {
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.flow = deps.flow;
+    this.events = deps.events;
+    this.listeners = deps.listeners;
+    this.defaults = deps.defaults;
+  }
+
+  async complete(lease: LeaseRef, result?: unknown): Promise<void> {
+    const [outcome] = await this.completeMany([{ ...lease, result }]);
+    if (!outcome?.ok) throw leaseLost(lease.id);
+  }
+
+  async completeMany(items: readonly (LeaseRef & { result?: unknown })[]): Promise<CompleteOutcome[]> {
+    checkBatch(items.length, 'completeMany');
+    if (items.length === 0) return [];
+    const now = this.clock.now();
+    const done = new Set(
+      await this.store.completeJobs(
+        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) })),
+        now,
+      ),
+    );
+    for (const id of done) this.listeners.emitFinished(id, 'completed');
+    if (this.events.listening)
+      this.events.completed(
+        items.filter(({ id }) => done.has(id)),
+        now,
+      );
+    const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
+    return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
+  }
+
+  /** Of leases whose ack found no lease to end, those whose job that very lease completed (one store read). */
+  private async completedEarlier<L extends LeaseRef>(leases: readonly L[]): Promise<Set<L>> {
+    if (leases.length === 0) return new Set();
+    const ids = [...new Set(leases.map((lease) => lease.id))];
+    const completed = await this.store.listJobs({ ids, states: ['completed'], limit: ids.length });
+    const tokens = new Map(completed.map((job) => [job.id, job.leaseToken]));
+    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken));
+  }
+
+  async release(jobs: readonly (LeaseRef & { name: string })[]): Promise<string[]> {
+    checkBatch(jobs.length, 'release');
+    if (jobs.length === 0) return [];
+    const leases = jobs.map(({ id, leaseToken }) => ({ id, leaseToken }));
+    const released = await this.store.releaseJobs(leases, this.clock.now());
+    this.events.released(released);
+    const releasedIds = new Set(released);
+    const names = new Set(jobs.filter((job) => releasedIds.has(job.id)).map((job) => job.name));
+    for (const name of names) this.listeners.emitReady(name);
+    return released;
+  }
+
+  async fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
+    const now = this.clock.now();
+    const job = await this.store.getJob(lease.id);
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const error: JobError = {
+      message: toStoredText(String(failure.message).slice(0, 4000)),
+      attempt: job.attempts,
+      at: now,
+    };
+    if (failure.permanent) error.permanent = true;
+    const retry = !failure.permanent && job.attempts < job.maxAttempts;
+    const retryAt = retry ? retryTime(job, now) : null;
+    if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
+    this.freed(job.name);
+    this.events.failed(job, error, retryAt !== null, now);
+    const updated = failedRecord(job, error, retryAt, now);
+    if (updated.state === 'dead') this.listeners.emitFinished(updated.id, 'dead');
+    const status = toJobStatus(updated, now);
+    // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
+    if (status.state === 'ready') this.listeners.emitReady(updated.name);
+    return status;
+  }
+
+  async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
+    const now = this.clock.now();
+    let lengthMs = leaseMs;
+    if (lengthMs === undefined) {
+      const job = await this.store.getJob(lease.id);
+      if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+      lengthMs = job.leaseMs;
+    }
+    const expiresAt = new Date(now.getTime() + lengthMs);
+    if (!(await this.store.extendLease(lease, expiresAt, now))) throw leaseLost(lease.id);
+    return { leaseExpiresAt: expiresAt };
+  }
+
+  async progress(lease: LeaseRef, progress: number): Promise<void> {
+    if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0 || progress > 100) {
+      throw new WorkqError('VALIDATION', `progress must be a number from 0 to 100; got ${String(progress)}.`);
+    }
+    const now = this.clock.now();
+    if (!(await this.store.recordProgress(lease, progress, now))) throw leaseLost(lease.id);
+    this.events.progress(lease.id, progress, now);
+  }
+
+  async updatePayload(lease: LeaseRef, change: { name: string; version: number; payload: unknown }): Promise<void> {
+    if (!Number.isInteger(change.version) || change.version < 1) {
+      throw new WorkqError('VALIDATION', `version must be an integer of at least 1; got ${String(change.version)}.`);
+    }
+    const now = this.clock.now();
+    const job = await this.store.getJob(lease.id);
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    if (job.name !== change.name) {
+      throw new WorkqError('VALIDATION', `Job ${lease.id} is a "${job.name}" job, not "${change.name}".`);
+    }
+    const payload = toStoredValue(change.payload);
+    if (!(await this.store.updatePayload(lease, { payload, version: change.version }, now))) throw leaseLost(lease.id);
+  }
+
+  async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
+    const now = this.clock.now();
+    if (next.options?.debounce !== undefined || next.options?.idempotencyTtlMs !== undefined) {
+      throw new WorkqError(
+        'VALIDATION',
+        'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
+      );
+    }
+    const job = buildNewJob(next, now, null, batchSettings(this.defaults, now));
+    await this.flow.placeInGroups([job]);
+    for (let tries = 1; ; tries++) {
+      const moved = await this.store.moveJob(lease, job, now);
+      if (!moved) throw leaseLost(lease.id);
+      if (moved.job !== null) {
+        this.listeners.emitFinished(lease.id, 'completed');
+        this.events.completed([{ id: lease.id }], now);
+        if (moved.created) {
+          this.listeners.announce([moved.job]);
+          this.events.enqueued([moved.job], now);
+        }
+        return { id: moved.job.id, created: moved.created, state: visibleState(moved.job, now) };
+      }
+      if (tries >= KEY_HOLDER_TRIES) throw keyHolderGone(`the next ${job.name} job`);
+    }
+  }
+
+  freed(name: string): void {
+    void this.flow.settingsOf(name).then(
+      (settings) => {
+        if (settings && (settings.concurrency !== null || settings.groupConcurrency !== null))
+          this.listeners.emitReady(name);
+      },
+      () => undefined,
+    );
+  }
+}
+
+/** `job`, read while its lease held, as `Store.failJob` leaves it: the change the engine asked for applied. */
+function failedRecord(job: JobRecord, error: JobError, retryAt: Date | null, now: Date): JobRecord {
+  return {
+    ...job,
+    state: retryAt === null ? 'dead' : 'waiting',
+    runAt: retryAt ?? job.runAt,
+    error,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    finishedAt: retryAt === null ? now : job.finishedAt,
+    updatedAt: now,
+  };
+}
+
+function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
+  return (
+    job.state === 'active' &&
+    job.leaseToken === lease.leaseToken &&
+    job.leaseExpiresAt !== null &&
+    job.leaseExpiresAt.getTime() > now.getTime()
+  );
+}
+
+/**
+ * When a failed attempt runs again: after its backoff, or, with none, at the
+ * job's own run time, so that it keeps its place among the ready jobs of its
+ * priority instead of going behind every job enqueued since.
+ */
+function retryTime(job: JobRecord, now: Date): Date {
+  const delayMs = backoffDelayMs(job.backoff, job.attempts);
+  if (delayMs > 0) return new Date(now.getTime() + delayMs);
+  return job.runAt.getTime() <= now.getTime() ? job.runAt : now;
+}
