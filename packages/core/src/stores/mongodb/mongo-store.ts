@@ -1,37 +1,28 @@
+import type { Collection, Db, Filter, MongoClient, UpdateFilter, WriteConcernSettings } from 'mongodb';
 import type {
-  Collection,
-  Db,
-  Filter,
-  MongoClient,
-  TransactionOptions,
-  UpdateFilter,
-  WriteConcernSettings,
-} from 'mongodb';
-import {
-  type ClaimRequest,
-  type InsertOutcome,
-  type JobCount,
-  type LeaseRef,
-  type LimitedClaim,
-  type ListFilter,
-  type NewJob,
-  type QueueSettings,
-  type QueueSettingsChange,
-  type ScheduleRun,
-  type ScheduleStore,
-  type SchemaEntry,
-  STORED_STATES,
-  type Store,
-  type StoreCapabilities,
-  type StoredSchedule,
-  type WorkerPresence,
+  ClaimRequest,
+  InsertOutcome,
+  JobCount,
+  LeaseRef,
+  LimitedClaim,
+  ListFilter,
+  NewJob,
+  QueueSettings,
+  QueueSettingsChange,
+  ScheduleRun,
+  ScheduleStore,
+  SchemaEntry,
+  Store,
+  StoreCapabilities,
+  StoredSchedule,
+  WorkerPresence,
 } from '../../engine/store.ts';
-import { WorkqError } from '../../errors.ts';
-import { FINISHED_STATES, JOB_STATES, type JobError } from '../../jobs.ts';
+import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { keptStates, NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { claimJobs } from './claim-jobs.ts';
+import { countJobs } from './count-jobs.ts';
 import { debounceJobs } from './debounce-jobs.ts';
 import {
   cleanError,
@@ -42,12 +33,11 @@ import {
   type ScheduleRunDocument,
   type SchemaDocument,
   stringOrNull,
-  toJobDocument,
   toJobRecord,
   toJson,
   type WorkerDocument,
 } from './documents.ts';
-import { isDuplicateKeyError, isTransactionUnsupportedError, toWorkqError } from './errors.ts';
+import { toWorkqError } from './errors.ts';
 import {
   claimLimitedJobs,
   type FlowCollections,
@@ -56,11 +46,15 @@ import {
   type QueueSettingsDocument,
   updateQueueSettings,
 } from './flow-control.ts';
-import { type CollectionNames, IDEMPOTENCY_INDEX } from './indexes.ts';
+import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
+import { ENDED_LEASE, heldBy } from './leases.ts';
+import { listJobs } from './list-jobs.ts';
+import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { requeueExpiredLeases } from './requeue-expired-leases.ts';
 import { mongoSchedules } from './schedules.ts';
 
 /**
@@ -71,23 +65,7 @@ export function durableWrites(wtimeoutMS: number): WriteConcernSettings {
   return { w: 'majority', journal: true, wtimeoutMS };
 }
 
-/**
- * A transaction's options: majority, journaled, its commit bounded by
- * `maxCommitTimeMS` rather than `wtimeoutMS`, which `withTransaction` would
- * keep retrying for two minutes.
- */
-function transactionOptions(writeConcern: WriteConcernSettings): TransactionOptions {
-  const { wtimeoutMS, ...majority } = writeConcern;
-  return {
-    writeConcern: majority,
-    readConcern: { level: 'majority' },
-    readPreference: 'primary',
-    ...(wtimeoutMS === undefined ? {} : { maxCommitTimeMS: wtimeoutMS }),
-  };
-}
-
 const LIVE_STATES = [...NOT_STARTED, 'active'] as const;
-const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
 
 /** What a `MongoStore` runs on; built by `createMongoStore`. */
 export interface MongoStoreParts {
@@ -100,14 +78,6 @@ export interface MongoStoreParts {
   notifier: ChangeStreamNotifier | undefined;
   /** The write concern of every write, the database handle's (see `durableWrites`). */
   writeConcern: WriteConcernSettings;
-}
-
-/** The filter of a fenced operation: the job is held by this unexpired lease. */
-function heldBy(lease: LeaseRef, now: Date): Filter<JobDocument> | null {
-  const id = stringOrNull(lease.id);
-  const token = stringOrNull(lease.leaseToken);
-  if (id === null || token === null) return null;
-  return { _id: id, leaseToken: token, state: 'active', leaseExpiresAt: { $gt: now } };
 }
 
 /** The MongoDB store; see `createMongoStore`. */
@@ -244,58 +214,12 @@ export class MongoStore implements Store {
     return this.updateHeld('updatePayload', lease, now, { payload: toJson(change.payload), version: change.version });
   }
 
-  /**
-   * One transaction: the next job's key holder looked up (when it has a key), the held job completed into
-   * it or into `next`, and `next` inserted when no job holds its key. A key taken by a concurrent insert
-   * after the look-up aborts it all: nothing changed, and the engine tries again (`KeyHolderGone`).
-   */
+  /** One transaction (see `moveJob` in move-job.ts). */
   moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
     return this.run('moveTo', async () => {
-      const filter = heldBy(lease, now);
-      if (!filter) return null;
-      const session = this.parts.client.startSession();
-      try {
-        return await session.withTransaction(async (): Promise<InsertOutcome | null> => {
-          const holder =
-            next.idempotencyKey === null
-              ? null
-              : await this.jobs.findOne(
-                  { name: next.name, idempotencyKey: { $eq: next.idempotencyKey, $type: 'string' } },
-                  { session, hint: IDEMPOTENCY_INDEX },
-                );
-          const { matchedCount } = await this.jobs.updateOne(
-            filter,
-            {
-              $set: {
-                ...ENDED_LEASE,
-                state: 'completed',
-                movedTo: holder?._id ?? next.id,
-                finishedAt: now,
-                updatedAt: now,
-              },
-            },
-            { session },
-          );
-          if (matchedCount === 0) return null;
-          if (holder) return { job: toJobRecord(holder), created: false };
-          const doc = toJobDocument(next);
-          await this.jobs.insertOne(doc, { session });
-          return { job: toJobRecord(doc), created: true };
-        }, transactionOptions(this.parts.writeConcern));
-      } catch (error) {
-        if (isTransactionUnsupportedError(error)) {
-          throw new WorkqError(
-            'UNAVAILABLE',
-            `moveTo needs a MongoDB replica set (or sharded cluster) for its transaction; the server at ${this.parts.hosts} is a standalone. Run mongod with --replSet (a one-member replica set is enough).`,
-            { retryable: false, cause: error },
-          );
-        }
-        // The key was taken after the look-up: the transaction rolled back.
-        if (isDuplicateKeyError(error)) return { job: null, created: false };
-        throw error;
-      } finally {
-        await session.endSession();
-      }
+      const held = heldBy(lease, now);
+      if (!held) return null;
+      return moveJob({ ...this.parts, jobs: this.jobs }, held, next, now);
     });
   }
 
@@ -328,65 +252,11 @@ export class MongoStore implements Store {
   }
 
   listJobs(filter: ListFilter) {
-    return this.run('list', async () => {
-      const limit = Math.floor(filter.limit);
-      if (!(limit > 0)) return [];
-      const query: Filter<JobDocument> = {};
-      const name = stringOrNull(filter.name);
-      if (filter.name !== undefined) query.name = name ?? { $in: [] };
-      if (filter.states !== undefined) {
-        const states = STORED_STATES.filter((s) => filter.states?.includes(s));
-        query.state = { $in: states.flatMap(keptStates) };
-      }
-      const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
-      const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
-      if (filter.ids !== undefined || filter.afterId !== undefined) query._id = { ...ids, ...after };
-      if (filter.due) {
-        const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
-        const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';
-        if (waitingOnly) query.runAt = due;
-        else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
-      }
-      const docs = await this.jobs.find(query, { sort: { _id: 1 }, limit }).toArray();
-      return docs.map((doc) => toJobRecord(doc as JobDocument));
-    });
+    return this.run('list', () => listJobs(this.jobs, filter));
   }
 
   countJobs(now: Date): Promise<JobCount[]> {
-    return this.run('count', async () => {
-      const groups = await this.jobs
-        .aggregate<{ _id: { name: string; version: number; state: JobCount['state'] }; count: number }>([
-          {
-            $group: {
-              _id: {
-                name: '$name',
-                version: '$version',
-                state: {
-                  $cond: [
-                    { $in: ['$state', NOT_STARTED] },
-                    { $cond: [{ $gt: ['$runAt', now] }, 'scheduled', 'ready'] },
-                    '$state',
-                  ],
-                },
-              },
-              count: { $sum: 1 },
-            },
-          },
-        ])
-        .toArray();
-      const counts = groups.map(
-        ({ _id, count }): JobCount => ({
-          name: _id.name,
-          version: _id.version,
-          state: _id.state,
-          count,
-        }),
-      );
-      const rank = (state: string) => (JOB_STATES as readonly string[]).indexOf(state);
-      return counts.sort(
-        (a, b) => a.name.localeCompare(b.name) || a.version - b.version || rank(a.state) - rank(b.state),
-      );
-    });
+    return this.run('count', () => countJobs(this.jobs, now));
   }
 
   retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date) {
@@ -413,26 +283,7 @@ export class MongoStore implements Store {
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
-    return this.run('requeueExpired', async () => {
-      const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
-      const lostLease = cleanError({ ...error, attempt: 0 });
-      const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
-      const dead = await this.jobs.updateMany({ ...expired, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, [
-        { $set: { ...ENDED_LEASE, state: 'dead', error: recorded, finishedAt: now, updatedAt: now } },
-      ]);
-      const requeued = await this.jobs.updateMany({ ...expired, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, [
-        {
-          $set: {
-            ...ENDED_LEASE,
-            state: 'waiting',
-            error: recorded,
-            workerId: null,
-            updatedAt: now,
-          },
-        },
-      ]);
-      return { requeued: requeued.modifiedCount, dead: dead.modifiedCount };
-    });
+    return this.run('requeueExpired', () => requeueExpiredLeases(this.jobs, now, error));
   }
 
   pruneJobs(finishedBefore: Date, limit: number) {

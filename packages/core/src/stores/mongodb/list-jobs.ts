@@ -1,0 +1,28 @@
+import type { Collection, Filter } from 'mongodb';
+import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
+import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
+import { type JobDocument, stringOrNull, toJobRecord } from './documents.ts';
+
+/** `Store.listJobs`: the jobs matching `filter`, ordered by id. */
+export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter): Promise<JobRecord[]> {
+  const limit = Math.floor(filter.limit);
+  if (!(limit > 0)) return [];
+  const query: Filter<JobDocument> = {};
+  const name = stringOrNull(filter.name);
+  if (filter.name !== undefined) query.name = name ?? { $in: [] };
+  if (filter.states !== undefined) {
+    const states = STORED_STATES.filter((s) => filter.states?.includes(s));
+    query.state = { $in: states.flatMap(keptStates) };
+  }
+  const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
+  const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
+  if (filter.ids !== undefined || filter.afterId !== undefined) query._id = { ...ids, ...after };
+  if (filter.due) {
+    const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
+    const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';
+    if (waitingOnly) query.runAt = due;
+    else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
+  }
+  const docs = await jobs.find(query, { sort: { _id: 1 }, limit }).toArray();
+  return docs.map((doc) => toJobRecord(doc as JobDocument));
+}
