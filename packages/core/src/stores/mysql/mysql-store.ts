@@ -20,19 +20,20 @@ import type {
   StoredSchedule,
   WorkerPresence,
 } from '../../engine/store.ts';
-import { FINISHED_STATES, type JobError, type JobState } from '../../jobs.ts';
+import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
+import { countJobs } from './count-jobs.ts';
 import { debounceJob, releaseExpiredKeys } from './deduplication.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
+import { completeHeldJobs, releaseHeldJobs } from './held-jobs.ts';
 import {
   claimCandidatesSql,
-  END_LEASE_KEEPING_TOKEN,
   FENCE,
   fenceValues,
   idempotencyRef,
@@ -45,26 +46,21 @@ import {
   selectJobsByIds,
 } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
+import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
+import { KeyHolderVanished, moveJob } from './move-job.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
-import { mysqlSchedules } from './schedules.ts';
 import {
   claimedRecord,
   delayedUntil,
   JOB_COLUMNS,
   jobRow,
-  NOT_STARTED_SQL,
   newJobValues,
   ORDER_KEY_SQL,
   sqlDate,
   writeJson,
 } from './rows.ts';
+import { mysqlSchedules } from './schedules.ts';
 import type { Tables } from './tables.ts';
-
-/** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */
-const FINISHED_STATE_PLACEHOLDERS = FINISHED_STATES.map(() => '?').join(', ');
-
-/** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
-class KeyHolderVanished extends Error {}
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
 export interface MysqlStoreParts {
@@ -189,52 +185,12 @@ export class MysqlStore implements Store {
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    return this.transaction('completeJobs', async (c) => {
-      const held = await this.lockHeld(c, jobs, now);
-      const results = new Map<string, string>();
-      for (const job of jobs) {
-        if (held.has(job.id) && !results.has(job.id)) results.set(job.id, writeJson(job.result));
-      }
-      if (results.size === 0) return [];
-      const ids = [...results.keys()];
-      await execute(
-        c,
-        `UPDATE ${this.t.jobs}
-         SET state = 'completed', result = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END,
-           ${END_LEASE_KEEPING_TOKEN}, finished_at = ?, updated_at = ?
-         WHERE id IN (?)`,
-        [...ids.flatMap((id) => [id, results.get(id)]), sqlDate(now), sqlDate(now), ids],
-      );
-      return ids;
-    });
+    return this.transaction('completeJobs', (c) => completeHeldJobs(c, this.t, jobs, now));
   }
 
   async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
     if (leases.length === 0) return [];
-    return this.transaction('releaseJobs', async (c) => {
-      const ids = [...(await this.lockHeld(c, leases, now))];
-      if (ids.length === 0) return [];
-      await execute(
-        c,
-        `UPDATE ${this.t.jobs}
-         SET state = 'waiting', attempts = attempts - 1, ${RELEASE_LEASE}, worker_id = NULL, updated_at = ?
-         WHERE id IN (?)`,
-        [sqlDate(now), ids],
-      );
-      return ids;
-    });
-  }
-
-  /** Of `leases`, the ids whose job that token holds, active with its lease unexpired; their rows locked. */
-  private async lockHeld(c: PoolConnection, leases: readonly LeaseRef[], now: Date): Promise<Set<string>> {
-    const held = await selectRows(
-      c,
-      `SELECT id, lease_token FROM ${this.t.jobs}
-       WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? FOR UPDATE`,
-      [leases.map((lease) => lease.id), sqlDate(now)],
-    );
-    const tokens = new Map(held.map((row) => [String(row.id), String(row.lease_token)]));
-    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken).map((lease) => lease.id));
+    return this.transaction('releaseJobs', (c) => releaseHeldJobs(c, this.t, leases, now));
   }
 
   async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
@@ -271,29 +227,7 @@ export class MysqlStore implements Store {
 
   async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
     try {
-      return await this.transaction('moveJob', async (c) => {
-        const moved = await execute(
-          c,
-          `UPDATE ${this.t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-           WHERE ${FENCE}`,
-          [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
-        );
-        if (moved.affectedRows === 0) return null;
-        await execute(
-          c,
-          `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
-          [[newJobValues(next)]],
-        );
-        if (next.idempotencyKey === null) return { job: insertedRecord(next), created: true };
-        // A next job whose idempotency key is taken becomes that retained job, as an enqueue would.
-        const holder = (await selectInserted(c, this.t, [next])).byKey.get(
-          idempotencyRef(next.name, next.idempotencyKey),
-        );
-        if (!holder) throw new KeyHolderVanished();
-        if (holder.id === next.id) return { job: insertedRecord(next), created: true };
-        await execute(c, `UPDATE ${this.t.jobs} SET moved_to = ? WHERE id = ?`, [holder.id, lease.id]);
-        return { job: holder, created: false };
-      });
+      return await this.transaction('moveJob', (c) => moveJob(c, this.t, lease, next, now));
     } catch (error) {
       if (error instanceof KeyHolderVanished) return { job: null, created: false };
       throw error;
@@ -328,90 +262,22 @@ export class MysqlStore implements Store {
   }
 
   async countJobs(now: Date): Promise<JobCount[]> {
-    return this.retry('countJobs', async () => {
-      const rows = await selectRows(
-        this.pool,
-        `SELECT name, version,
-           CASE WHEN state NOT IN ${NOT_STARTED_SQL} THEN state WHEN run_at > ? THEN 'scheduled' ELSE 'ready' END AS visible_state,
-           COUNT(*) AS count
-         FROM ${this.t.jobs} GROUP BY name, version, visible_state ORDER BY name, version, visible_state`,
-        [sqlDate(now)],
-      );
-      return rows.map((row) => ({
-        name: String(row.name),
-        version: Number(row.version),
-        state: String(row.visible_state) as JobState,
-        count: Number(row.count),
-      }));
-    });
+    return this.retry('countJobs', () => countJobs(this.pool, this.t, now));
   }
 
   async retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number> {
-    if (target.ids?.length === 0) return 0;
-    const where = [`state = 'dead'`];
-    const values: unknown[] = [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now)];
-    if (target.name !== undefined) {
-      where.push('name = ?');
-      values.push(target.name);
-    }
-    if (target.ids !== undefined) {
-      where.push('id IN (?)');
-      values.push(target.ids);
-    }
-    return this.retry('retryDeadJobs', async () => {
-      const retried = await execute(
-        this.pool,
-        `UPDATE ${this.t.jobs}
-         SET state = 'waiting', run_at = ?, order_key = ${ORDER_KEY_SQL}, attempts = 0, finished_at = NULL,
-           ${RELEASE_LEASE}, updated_at = ?
-         WHERE ${where.join(' AND ')}`,
-        values,
-      );
-      return retried.affectedRows;
-    });
+    return this.retry('retryDeadJobs', () => retryDeadJobs(this.pool, this.t, target, now));
   }
 
   async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }> {
-    const at = sqlDate(now);
-    // The recorded error names the attempt that lost its lease: each row's own `attempts`.
-    const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
-    const errorJson = writeJson(error);
-    // A plain read first: most sweeps find nothing, and then take no locks at all.
-    const expired = await this.retry('requeueExpiredLeases', () =>
-      selectRows(this.pool, `SELECT id FROM ${this.t.jobs} WHERE state = 'active' AND lease_expires_at <= ? LIMIT 1`, [
-        at,
-      ]),
-    );
-    if (expired.length === 0) return { requeued: 0, dead: 0 };
-    return this.transaction('requeueExpiredLeases', async (c) => {
-      const dead = await execute(
-        c,
-        `UPDATE ${this.t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-         WHERE state = 'active' AND lease_expires_at <= ? AND attempts >= max_attempts`,
-        [errorJson, at, at, at],
-      );
-      const requeued = await execute(
-        c,
-        `UPDATE ${this.t.jobs}
-         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ?
-         WHERE state = 'active' AND lease_expires_at <= ?`,
-        [errorJson, at, at],
-      );
-      return { requeued: requeued.affectedRows, dead: dead.affectedRows };
-    });
+    if (!(await this.retry('requeueExpiredLeases', () => hasExpiredLease(this.pool, this.t, now)))) {
+      return { requeued: 0, dead: 0 };
+    }
+    return this.transaction('requeueExpiredLeases', (c) => requeueExpiredLeases(c, this.t, now, error));
   }
 
   async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
-    if (limit <= 0) return 0;
-    return this.retry('pruneJobs', async () => {
-      const pruned = await execute(
-        this.pool,
-        `DELETE FROM ${this.t.jobs}
-         WHERE finished_at < ? AND state IN (${FINISHED_STATE_PLACEHOLDERS}) ORDER BY finished_at LIMIT ?`,
-        [sqlDate(finishedBefore), ...FINISHED_STATES, Math.floor(limit)],
-      );
-      return pruned.affectedRows;
-    });
+    return this.retry('pruneJobs', () => pruneJobs(this.pool, this.t, finishedBefore, limit));
   }
 
   async registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {

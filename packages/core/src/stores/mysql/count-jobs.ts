@@ -1,0 +1,23 @@
+import type { JobCount } from '../../engine/store.ts';
+import type { JobState } from '../../jobs.ts';
+import { type Queryable, selectRows } from './connection.ts';
+import { NOT_STARTED_SQL, sqlDate } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** `Store.countJobs`: job counts by name, version and user-visible state at `now`, in one statement. */
+export async function countJobs(db: Queryable, t: Tables, now: Date): Promise<JobCount[]> {
+  const rows = await selectRows(
+    db,
+    `SELECT name, version,
+           CASE WHEN state NOT IN ${NOT_STARTED_SQL} THEN state WHEN run_at > ? THEN 'scheduled' ELSE 'ready' END AS visible_state,
+           COUNT(*) AS count
+         FROM ${t.jobs} GROUP BY name, version, visible_state ORDER BY name, version, visible_state`,
+    [sqlDate(now)],
+  );
+  return rows.map((row) => ({
+    name: String(row.name),
+    version: Number(row.version),
+    state: String(row.visible_state) as JobState,
+    count: Number(row.count),
+  }));
+}

@@ -1,0 +1,87 @@
+import type { PoolConnection } from 'mysql2/promise';
+import { FINISHED_STATES, type JobError } from '../../jobs.ts';
+import { execute, type Queryable, selectRows } from './connection.ts';
+import { RELEASE_LEASE } from './job-queries.ts';
+import { ORDER_KEY_SQL, sqlDate, writeJson } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */
+const FINISHED_STATE_PLACEHOLDERS = FINISHED_STATES.map(() => '?').join(', ');
+
+/** Whether some lease expired by `now`: a plain read, which takes no locks (most sweeps find nothing). */
+export async function hasExpiredLease(db: Queryable, t: Tables, now: Date): Promise<boolean> {
+  const expired = await selectRows(
+    db,
+    `SELECT id FROM ${t.jobs} WHERE state = 'active' AND lease_expires_at <= ? LIMIT 1`,
+    [sqlDate(now)],
+  );
+  return expired.length > 0;
+}
+
+/** `Store.requeueExpiredLeases` on a connection in a transaction: the dead ones first, then the rest. */
+export async function requeueExpiredLeases(
+  c: PoolConnection,
+  t: Tables,
+  now: Date,
+  error: Omit<JobError, 'attempt'>,
+): Promise<{ requeued: number; dead: number }> {
+  const at = sqlDate(now);
+  // The recorded error names the attempt that lost its lease: each row's own `attempts`.
+  const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
+  const errorJson = writeJson(error);
+  const dead = await execute(
+    c,
+    `UPDATE ${t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE state = 'active' AND lease_expires_at <= ? AND attempts >= max_attempts`,
+    [errorJson, at, at, at],
+  );
+  const requeued = await execute(
+    c,
+    `UPDATE ${t.jobs}
+         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ?
+         WHERE state = 'active' AND lease_expires_at <= ?`,
+    [errorJson, at, at],
+  );
+  return { requeued: requeued.affectedRows, dead: dead.affectedRows };
+}
+
+/** `Store.retryDeadJobs`, one statement. */
+export async function retryDeadJobs(
+  db: Queryable,
+  t: Tables,
+  target: { name?: string; ids?: readonly string[] },
+  now: Date,
+): Promise<number> {
+  if (target.ids?.length === 0) return 0;
+  const where = [`state = 'dead'`];
+  const values: unknown[] = [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now)];
+  if (target.name !== undefined) {
+    where.push('name = ?');
+    values.push(target.name);
+  }
+  if (target.ids !== undefined) {
+    where.push('id IN (?)');
+    values.push(target.ids);
+  }
+  const retried = await execute(
+    db,
+    `UPDATE ${t.jobs}
+         SET state = 'waiting', run_at = ?, order_key = ${ORDER_KEY_SQL}, attempts = 0, finished_at = NULL,
+           ${RELEASE_LEASE}, updated_at = ?
+         WHERE ${where.join(' AND ')}`,
+    values,
+  );
+  return retried.affectedRows;
+}
+
+/** `Store.pruneJobs`, one statement. */
+export async function pruneJobs(db: Queryable, t: Tables, finishedBefore: Date, limit: number): Promise<number> {
+  if (limit <= 0) return 0;
+  const pruned = await execute(
+    db,
+    `DELETE FROM ${t.jobs}
+         WHERE finished_at < ? AND state IN (${FINISHED_STATE_PLACEHOLDERS}) ORDER BY finished_at LIMIT ?`,
+    [sqlDate(finishedBefore), ...FINISHED_STATES, Math.floor(limit)],
+  );
+  return pruned.affectedRows;
+}
