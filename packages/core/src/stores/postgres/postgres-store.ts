@@ -12,31 +12,20 @@ import type {
   NewJob,
   QueueSettings,
   QueueSettingsChange,
+  ScheduleRun,
+  ScheduleStore,
   SchemaEntry,
   Store,
   StoreCapabilities,
+  StoredSchedule,
   StoredState,
   StoreNotifier,
-  ScheduleRun,
-  ScheduleStore,
-  StoredSchedule,
   WorkerPresence,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { keyExpired } from '../shared/deduplication.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
-import {
-  type ClaimedRow,
-  type JobRow,
-  newJobParams,
-  newJobValues,
-  shareSettings,
-  toClaimedRecord,
-  toJobRecord,
-  toJsonText,
-} from './job-rows.ts';
 import {
   buildFlowStatements,
   claimLimitedJobs,
@@ -44,8 +33,11 @@ import {
   listQueueSettings,
   updateQueueSettings,
 } from './flow-control.ts';
+import { debounceJobs, insertJobs, insertStatement } from './insert-jobs.ts';
+import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecord, toJsonText } from './job-rows.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
+import { moveJob } from './move-job.ts';
 import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
@@ -69,18 +61,6 @@ export interface PostgresStoreInit {
    */
   vacuumEveryRows?: number;
 }
-
-const idempotencyRef = (name: string, key: string) => JSON.stringify([name, key]);
-
-/** `jobs` ordered by `(name, idempotency key)`; each job's ref is built once, not once per comparison. */
-function sortedByKey(jobs: readonly NewJob[]): NewJob[] {
-  const refs = jobs.map((job) => ({ ref: idempotencyRef(job.name, job.idempotencyKey ?? ''), job }));
-  refs.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
-  return refs.map(({ job }) => job);
-}
-
-/** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
-class KeyHolderVanished extends Error {}
 
 /**
  * The PostgreSQL store, over any `SqlClient` (node-postgres or PGlite). Each
@@ -119,63 +99,12 @@ export class PostgresStore implements Store {
     );
   }
 
-  async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
-    if (jobs.length === 0) return [];
-    // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
-    const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : jobs;
-    const outcomes = new Map<string, InsertOutcome>();
-    for (const job of await this.insertNew(this.client, sorted)) {
-      outcomes.set(job.id, { job: insertedRecord(job), created: true });
-    }
-    const conflicted = jobs.filter((job) => !outcomes.has(job.id));
-    if (conflicted.length > 0) {
-      const holders = await this.keyHolders(this.client, conflicted);
-      const expired: NewJob[] = [];
-      for (const job of conflicted) {
-        const holder = holders.get(idempotencyRef(job.name, job.idempotencyKey ?? ''));
-        if (holder && keyExpired(holder, job)) expired.push(job);
-        // No holder: it was pruned between the two statements; an expired one lets go of its key (see `KeyHolderGone`).
-        const held = holder && !keyExpired(holder, job);
-        outcomes.set(job.id, held ? { job: holder, created: false } : { job: null, created: false });
-      }
-      await this.releaseExpiredKeys(expired);
-    }
-    return jobs.map((job) => outcomes.get(job.id) as InsertOutcome);
+  insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    return insertJobs(this.client, this.sql, jobs);
   }
 
-  /** Clears the keys whose holders let them expire by the time `jobs` found them taken. */
-  private async releaseExpiredKeys(jobs: readonly NewJob[]): Promise<void> {
-    if (jobs.length === 0) return;
-    await this.client.query(this.sql.releaseExpiredKeys, [
-      jobs.map((job) => job.name),
-      jobs.map((job) => job.idempotencyKey),
-      jobs.map((job) => job.createdAt),
-    ]);
-  }
-
-  async debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
-    const outcomes: InsertOutcome[] = [];
-    // One statement per job, each atomic on its own: a batch rarely debounces more than one key.
-    for (const job of jobs) {
-      const [row] = await this.client.query<JobRow>(this.sql.debounceJob, [...newJobValues(job), job.debounceKey]);
-      if (row) {
-        outcomes.push({ job: toJobRecord(row), created: row.id === job.id });
-        continue;
-      }
-      // The holder started or finished: it lets go of the key, and the engine sends the job again.
-      await this.client.query(this.sql.releaseDebounceKey, [job.name, job.debounceKey]);
-      outcomes.push({ job: null, created: false });
-    }
-    return outcomes;
-  }
-
-  /** The retained jobs holding the keys of `jobs`, by `idempotencyRef`. */
-  private async keyHolders(on: SqlQueryable, jobs: readonly NewJob[]): Promise<Map<string, JobRecord>> {
-    const rows = await on.query<JobRow>(this.sql.selectByIdempotencyKeys, [
-      jobs.map((job) => job.name),
-      jobs.map((job) => job.idempotencyKey),
-    ]);
-    return new Map(rows.map((row) => [idempotencyRef(row.name, row.idempotency_key ?? ''), toJobRecord(row)]));
+  debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+    return debounceJobs(this.client, this.sql, jobs);
   }
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
@@ -273,23 +202,9 @@ export class PostgresStore implements Store {
     return this.changed(this.sql.updatePayload, values);
   }
 
-  async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
-    try {
-      return await this.client.transaction(async (tx) => {
-        const [from] = await tx.query(this.sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
-        if (!from) return null;
-        const [inserted] = await this.insertNew(tx, [next]);
-        if (inserted) return { job: insertedRecord(inserted), created: true };
-        // `next` carries an idempotency key a retained job holds: the job moves into that job.
-        const holder = (await this.keyHolders(tx, [next])).get(idempotencyRef(next.name, next.idempotencyKey ?? ''));
-        if (!holder) throw new KeyHolderVanished();
-        await tx.query(this.sql.setMovedTo, [lease.id, holder.id]);
-        return { job: holder, created: false };
-      });
-    } catch (error) {
-      if (error instanceof KeyHolderVanished) return { job: null, created: false };
-      throw error;
-    }
+  /** One transaction (see `moveJob` in move-job.ts). */
+  moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
+    return moveJob(this.client, this.sql, lease, next, now);
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
@@ -385,33 +300,6 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Runs the insert of `jobs` on `on` and resolves to the jobs it created. A batch with keys skips those
-   * already taken and returns the ids it inserted; a batch without keys returns no rows: all of it was inserted.
-   */
-  private async insertNew(on: SqlQueryable, jobs: readonly NewJob[]): Promise<readonly NewJob[]> {
-    const { text, params, withKeys } = this.insertStatement(jobs);
-    const rows = await on.query<{ id: string }>(text, params);
-    if (!withKeys) return jobs;
-    const sent = new Map(jobs.map((job) => [job.id, job]));
-    return rows.map(({ id }) => sent.get(id) as NewJob);
-  }
-
-  /**
-   * The insert of `jobs`: skipping taken keys only when there are keys (and only then returning the ids it
-   * created), sending shared settings once.
-   */
-  private insertStatement(jobs: readonly NewJob[]): SqlStatement & { withKeys: boolean } {
-    const withKeys = jobs.some((job) => job.idempotencyKey !== null);
-    const alike = shareSettings(jobs);
-    const sql = this.sql;
-    const [keyed, keyless] = alike
-      ? [sql.insertAlikeJobs, sql.insertAlikeJobsWithoutKeys]
-      : [sql.insertJobs, sql.insertJobsWithoutKeys];
-    const text = withKeys ? keyed : keyless;
-    return { text, params: newJobParams(jobs, alike), withKeys };
-  }
-
-  /**
    * The enqueue, claim, complete and handoff statements, run once on a new
    * connection (in a transaction that is rolled back), so the first jobs skip
    * its parses and catalog loads. Only the handoff inserts (with and without
@@ -449,7 +337,7 @@ export class PostgresStore implements Store {
       now: epoch,
     };
     return [
-      this.insertStatement([]),
+      insertStatement(this.sql, []),
       this.claimStatement(claimNothing),
       this.completeStatement([], epoch),
       this.insertAndClaimStatement(throwaway, claimNothing),
