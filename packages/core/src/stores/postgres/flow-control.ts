@@ -1,14 +1,8 @@
 /** Flow control on PostgreSQL: the per-type settings table and the limited claim (see `FlowControlStore`). */
-import type {
-  ClaimedRecord,
-  ClaimRequest,
-  LimitedClaim,
-  QueueSettings,
-  QueueSettingsChange,
-} from '../../engine/store.ts';
-import { claimUnderSettings, type FlowState, takesTurns } from '../shared/limited-claim.ts';
+import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
+import type { FlowState } from '../shared/limited-claim.ts';
 import { CLAIMED_COLUMNS, type ClaimedRow, toClaimedRecord } from './job-rows.ts';
-import type { SqlClient, SqlQueryable } from './sql-client.ts';
+import type { SqlQueryable } from './sql-client.ts';
 
 interface SettingsRow {
   name: string;
@@ -48,8 +42,6 @@ function toSettings(row: SettingsRow): QueueSettings {
 
 /** The statements of flow control, for the store's quoted schema. Values are always parameters. */
 export function buildFlowStatements(schema: string) {
-  const jobs = `${schema}.jobs`;
-  const ready = `j.state = 'waiting' AND j.name = $1 AND j.run_at <= $2::timestamptz AND j.version BETWEEN $3::int AND $4::int`;
   return {
     /** $1 name or null. */
     listSettings: `SELECT ${SETTINGS_COLUMNS} FROM ${schema}.queue_settings AS q WHERE $1::text IS NULL OR q.name = $1 ORDER BY q.name`,
@@ -72,52 +64,16 @@ ON CONFLICT (name) DO UPDATE SET
   updated_at = $11::timestamptz
 RETURNING ${SETTINGS_COLUMNS}`,
 
-    /** $1 name. Holds the type's settings until the transaction ends: limited claims of a type run one at a time. */
-    lockSettings: `SELECT ${SETTINGS_COLUMNS} FROM ${schema}.queue_settings AS q WHERE q.name = $1 FOR UPDATE`,
-
-    /** $1 name. */
-    countActive: `SELECT count(*)::int AS count FROM ${jobs} AS j WHERE j.state = 'active' AND j.name = $1`,
-
-    /** $1 name. */
-    countActiveByGroup: `SELECT j.job_group, count(*)::int AS count FROM ${jobs} AS j
-WHERE j.state = 'active' AND j.name = $1 AND j.job_group IS NOT NULL GROUP BY j.job_group`,
-
     /**
-     * $1 name. The groups with waiting jobs, one index probe each along the group claim index (a loose index
-     * scan), with their last turns.
+     * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
+     * `claim_limited_jobs` (migration 16) holds the type's settings row until the claim commits: limited claims of a
+     * type run one at a time. Its jobs come first, in claim order; the row without a job says whether the type is
+     * paused and when the next start is possible.
      */
-    readyGroups: `WITH RECURSIVE g(job_group) AS (
-  (SELECT j.job_group FROM ${jobs} AS j WHERE j.state = 'waiting' AND j.name = $1 AND j.job_group IS NOT NULL
-   ORDER BY j.job_group LIMIT 1)
-  UNION ALL
-  SELECT (SELECT j.job_group FROM ${jobs} AS j WHERE j.state = 'waiting' AND j.name = $1 AND j.job_group > g.job_group
-          ORDER BY j.job_group LIMIT 1)
-  FROM g WHERE g.job_group IS NOT NULL)
-SELECT g.job_group, t.last_turn FROM g LEFT JOIN ${schema}.queue_groups AS t ON t.name = $1 AND t.job_group = g.job_group
-WHERE g.job_group IS NOT NULL`,
-
-    /**
-     * $1 name, $2 now, $3 min version, $4 max version, $5 groups, $6 their caps. Locks up to each cap of the
-     * group's jobs the claim could take, in claim order.
-     */
-    candidates: `SELECT g.job_group, c.id FROM unnest($5::text[], $6::int[]) AS g(job_group, cap)
-CROSS JOIN LATERAL (
-  SELECT j.id FROM ${jobs} AS j WHERE ${ready} AND j.job_group = g.job_group
-  ORDER BY j.priority DESC, j.order_key, j.order_tie LIMIT g.cap FOR UPDATE SKIP LOCKED) AS c`,
-
-    /** $1 ids (locked by `candidates`), $2 now, $3 lease token, $4 worker id, $5 lease ms or null. */
-    lease: `UPDATE ${jobs} AS j
-SET state = 'active', attempts = j.attempts + 1, lease_token = $3, worker_id = $4,
-  lease_expires_at = $2::timestamptz + coalesce($5::bigint, j.lease_ms) * interval '1 millisecond', updated_at = $2::timestamptz
-WHERE j.id = ANY($1::text[]) AND j.state = 'waiting'
-RETURNING ${CLAIMED_COLUMNS}`,
-
-    /** $1 name, $2 recent starts, $3 last turn, $4 groups, $5 their turns. */
-    saveState: `WITH turns AS (
-  INSERT INTO ${schema}.queue_groups AS t (name, job_group, last_turn)
-  SELECT $1, u.job_group, u.last_turn FROM unnest($4::text[], $5::bigint[]) AS u(job_group, last_turn)
-  ON CONFLICT (name, job_group) DO UPDATE SET last_turn = excluded.last_turn)
-UPDATE ${schema}.queue_settings AS q SET recent_starts = $2::bigint[], last_turn = $3::bigint WHERE q.name = $1`,
+    claimLimited: `SELECT f.type_paused, f.next_start_ms, ${CLAIMED_COLUMNS}
+FROM ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS f
+CROSS JOIN LATERAL (SELECT (f.job).*) AS j
+ORDER BY f.claim_order NULLS LAST`,
   };
 }
 
@@ -158,59 +114,26 @@ export async function updateQueueSettings(
 }
 
 /**
- * See `FlowControlStore.claimLimitedJobs`: one transaction that locks the type's settings row, then runs
- * `claimUnderSettings`. `plainClaim` is the store's `claimJobs` statement, run in that transaction.
+ * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migration 16), which runs the
+ * algorithm of `claimUnderSettings` (shared/limited-claim.ts) inside the database while it holds the type's
+ * settings row, so a limited claim costs one round trip like a plain one.
  */
 export async function claimLimitedJobs(
-  client: SqlClient,
+  db: SqlQueryable,
   sql: FlowStatements,
   request: ClaimRequest,
-  plainClaim: (on: SqlQueryable, request: ClaimRequest) => Promise<ClaimedRecord[]>,
 ): Promise<LimitedClaim> {
-  return client.transaction(async (tx) => {
-    const [row] = await tx.query<SettingsRow>(sql.lockSettings, [request.name]);
-    if (!row) return { jobs: await plainClaim(tx, request), paused: false, nextStartAt: null };
-    const settings = toFlowState(row);
-    const { name, now, minVersion, maxVersion } = request;
-    const range = [name, now, minVersion, maxVersion];
-    return claimUnderSettings(request, settings, {
-      countActive: async () => Number((await tx.query<{ count: number }>(sql.countActive, [name]))[0]?.count ?? 0),
-      countActiveByGroup: async () => {
-        const rows = await tx.query<{ job_group: string; count: number }>(sql.countActiveByGroup, [name]);
-        return new Map(rows.map((r) => [r.job_group, Number(r.count)]));
-      },
-      readyGroups: async () => {
-        // A claim of nothing moves the type's due delayed jobs into the claim indexes first, as a claim does.
-        await plainClaim(tx, { ...request, limit: 0 });
-        const rows = await tx.query<{ job_group: string; last_turn: string | number | null }>(sql.readyGroups, [name]);
-        return rows.map((r) => ({ group: r.job_group, lastTurn: r.last_turn === null ? null : Number(r.last_turn) }));
-      },
-      candidates: async (groups) => {
-        const rows = await tx.query<{ job_group: string; id: string }>(sql.candidates, [
-          ...range,
-          groups.map((g) => g.group),
-          groups.map((g) => g.cap),
-        ]);
-        const byGroup = new Map<string, string[]>();
-        for (const r of rows) byGroup.set(r.job_group, [...(byGroup.get(r.job_group) ?? []), r.id]);
-        return byGroup;
-      },
-      lease: async (ids) => {
-        const rows = await tx.query<ClaimedRow>(sql.lease, [
-          ids,
-          now,
-          request.leaseToken,
-          request.workerId,
-          request.leaseMs,
-        ]);
-        const byId = new Map(rows.map((r) => [r.id, toClaimedRecord(r, request)]));
-        return ids.flatMap((id) => byId.get(id) ?? []);
-      },
-      claimInOrder: (limit) => plainClaim(tx, { ...request, limit }),
-      save: async ({ recentStarts, lastTurn, groupTurns }) => {
-        const groups = takesTurns(settings) ? [...groupTurns.keys()] : [];
-        await tx.query(sql.saveState, [name, recentStarts, lastTurn, groups, groups.map((g) => groupTurns.get(g))]);
-      },
-    });
-  });
+  const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
+  const rows = await db.query<ClaimedRow & { type_paused: boolean; next_start_ms: string | number | null }>(
+    sql.claimLimited,
+    [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs],
+  );
+  const status = rows[rows.length - 1];
+  const jobs = rows.slice(0, -1).map((row) => toClaimedRecord(row, request));
+  const nextStartMs = status?.next_start_ms ?? null;
+  return {
+    jobs,
+    paused: status?.type_paused ?? false,
+    nextStartAt: nextStartMs === null ? null : new Date(Number(nextStartMs)),
+  };
 }

@@ -1,4 +1,5 @@
 import { WorkqError } from '../../errors.ts';
+import { LIMITED_CLAIM_MIGRATION } from './limited-claim-migration.ts';
 import type { SqlClient } from './sql-client.ts';
 
 /** One schema change. Append-only: never edit or reorder a released migration, add the next one. */
@@ -6,7 +7,7 @@ export interface Migration {
   version: number;
   name: string;
   /**
-   * Statements separated by `;` at the end of a line, run in order in one
+   * Statements separated by `;` at the end of a line (a `$body$` function body is one), run in order in one
    * transaction with `search_path` set to the store's schema (so names are
    * unqualified).
    */
@@ -302,6 +303,7 @@ ALTER TABLE workers ADD COLUMN pid integer, ADD COLUMN started_at timestamptz;
 ALTER TABLE jobs ADD COLUMN trace_context jsonb;
 `,
   },
+  LIMITED_CLAIM_MIGRATION,
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -317,10 +319,13 @@ export function quoteSchema(schema: string): string {
   return `"${schema}"`;
 }
 
+/** A migration's statements: split where a line ends with `;`, except inside a function body (`$body$ … $body$`). */
 function statements(sql: string): string[] {
-  return sql
+  const bodies: string[] = [];
+  const masked = sql.replace(/\$body\$[\s\S]*?\$body\$/g, (body) => `$body${bodies.push(body) - 1}$`);
+  return masked
     .split(/;\s*$/m)
-    .map((statement) => statement.trim())
+    .map((statement) => statement.replace(/\$body(\d+)\$/g, (_, i: string) => bodies[Number(i)] as string).trim())
     .filter((statement) => statement !== '');
 }
 

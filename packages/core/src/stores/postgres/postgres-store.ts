@@ -124,10 +124,7 @@ export class PostgresStore implements Store {
   }
 
   async claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
-    const claimed = await claimLimitedJobs(this.client, this.flowSql, request, async (tx, claim) => {
-      const { text, params } = this.claimStatement(claim);
-      return (await tx.query<ClaimedRow>(text, params)).map((row) => toClaimedRecord(row, claim));
-    });
+    const claimed = await claimLimitedJobs(this.client, this.flowSql, request);
     this.vacuums.noteChangedRows(claimed.jobs.length);
     return claimed;
   }
