@@ -9,7 +9,7 @@ import type {
 } from '../../engine/store.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { leaseJobs } from './job-queries.ts';
+import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
 import { GROUP_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
@@ -99,6 +99,7 @@ export async function claimLimitedJobs(
   if (!row) return { jobs: await plainClaim(c, request), paused: false, nextStartAt: null };
   const ready = `state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
   const readyValues = [name, sqlDate(now), request.minVersion, request.maxVersion];
+  const locked = new Map<string, RowDataPacket>();
   return claimUnderSettings(request, toFlowState(row), {
     countActive: async () => {
       const [count] = await selectRows(
@@ -118,8 +119,9 @@ export async function claimLimitedJobs(
       return new Map(rows.map((r) => [String(r.job_group), Number(r.count)]));
     },
     readyGroups: async () => {
-      // A claim of nothing moves the type's due delayed jobs into the waiting range first, as a claim does.
-      await plainClaim(c, { ...request, limit: 0 });
+      // The type's due delayed jobs move into the waiting range first, as a claim's first step moves them.
+      const promote = promoteDueJobsSql(t);
+      while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
       const rows = await selectRows(
         c,
         `SELECT w.job_group, g.last_turn FROM (
@@ -134,29 +136,26 @@ export async function claimLimitedJobs(
       }));
     },
     candidates: async (groups) => {
-      const byGroup = new Map<string, string[]>();
-      for (const { group, cap } of groups) {
-        const rows = await selectRows(
-          c,
-          `SELECT id FROM ${t.jobs} FORCE INDEX (${GROUP_INDEX})
-           WHERE ${ready} AND job_group = ?
-           ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`,
-          [...readyValues, group, cap],
-        );
-        byGroup.set(
-          group,
-          rows.map((r) => String(r.id)),
-        );
+      // One statement for every group: a locking read of each group's first jobs, joined by UNION ALL. The rows
+      // stay locked by this transaction, so `lease` leases them as read.
+      const byGroup = new Map<string, string[]>(groups.map(({ group }) => [group, []]));
+      if (groups.length === 0) return byGroup;
+      const one = `(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${GROUP_INDEX})
+         WHERE ${ready} AND job_group = ?
+         ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
+      const rows = await selectRows(
+        c,
+        groups.map(() => one).join(' UNION ALL '),
+        groups.flatMap(({ group, cap }) => [group, ...readyValues, group, cap]),
+      );
+      for (const r of rows) {
+        byGroup.get(String(r.job_group_read))?.push(String(r.id));
+        locked.set(String(r.id), r);
       }
       return byGroup;
     },
     lease: async (ids) => {
-      const rows = await selectRows(
-        c,
-        `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context
-         FROM ${t.jobs} WHERE id IN (?) AND state = 'waiting'`,
-        [ids],
-      );
+      const rows = ids.flatMap((id) => locked.get(id) ?? []);
       if (rows.length === 0) return [];
       await leaseJobs(
         c,
@@ -164,8 +163,7 @@ export async function claimLimitedJobs(
         rows.map((r) => String(r.id)),
         request,
       );
-      const byId = new Map(rows.map((r) => [String(r.id), claimedRecord(r, request)]));
-      return ids.flatMap((id) => byId.get(id) ?? []);
+      return rows.map((r) => claimedRecord(r, request));
     },
     claimInOrder: (limit) => plainClaim(c, { ...request, limit }),
     save: async ({ recentStarts, lastTurn, groupTurns }) => {

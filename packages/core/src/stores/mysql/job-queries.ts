@@ -36,6 +36,10 @@ export function promoteDueJobsSql(t: Tables): string {
     WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT ${PROMOTE_BATCH}`;
 }
 
+/** The columns a claim reads of each job it leases (`claimedRecord`). */
+export const CLAIMED_SELECT =
+  'id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context';
+
 /**
  * The claim's second step: locks up to `limit` ready jobs of one name and
  * version range, in claim order, skipping rows other claims hold, and reads
@@ -45,7 +49,7 @@ export function promoteDueJobsSql(t: Tables): string {
  * name, now, minVersion, maxVersion, limit.
  */
 export function claimCandidatesSql(t: Tables): string {
-  return `SELECT id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context
+  return `SELECT ${CLAIMED_SELECT}
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
