@@ -3,6 +3,7 @@ import { jobs } from '@workq/schemas';
 import { createClient, type Worker, WorkqError } from '@workq/sdk';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -133,5 +134,27 @@ await describeEachStore(SHARED_STORES, 'flow control across two servers on one $
     const positions = small.map((h) => started.indexOf(h.id));
     // Turns: the small group's jobs alternate with the big group's, not wait behind its 30.
     expect(Math.max(...positions)).toBeLessThan(10);
+  });
+
+  it('under a concurrency limit a claim counts after the acks it carries, and tells its worker the type is limited', async () => {
+    const a = client(serverA);
+    await a.admin.setLimits('imageConvert', { concurrency: 1 });
+    await a.enqueueMany.imageConvert([
+      { source: 'a.png', output: 'a.webp' },
+      { source: 'b.png', output: 'b.webp' },
+    ]);
+    const raw = rawClient(serverA.url, TOKEN);
+    const input = { name: 'imageConvert', maxVersion: 2, limit: 5, workerId: 'flow-raw', waitMs: 0 };
+    const first = await raw.consumer.claim.mutate(input);
+    expect(first).toMatchObject({ concurrencyLimited: true });
+    expect(first.jobs).toHaveLength(1);
+    const held = first.jobs[0] as { id: string; leaseToken: string };
+    // The type is full until the ack commits: a claim that counted beside it would find no room, and not wait.
+    const complete = [{ id: held.id, leaseToken: held.leaseToken, result: { bytes: 1 } }];
+    const second = await raw.consumer.claim.mutate({ ...input, complete });
+    expect(second.completed).toEqual([held.id]);
+    expect(second.jobs).toHaveLength(1);
+    await a.admin.setLimits('imageConvert', { concurrency: null });
+    expect(await raw.consumer.claim.mutate(input)).toMatchObject({ jobs: [], concurrencyLimited: false });
   });
 });

@@ -116,7 +116,16 @@ export const consumerRouter = router({
       }),
     )
     .mutation(
-      async ({ ctx, input, signal }): Promise<{ jobs: WireClaimedJob[]; completed: string[]; acksFailed: boolean }> => {
+      async ({
+        ctx,
+        input,
+        signal,
+      }): Promise<{
+        jobs: WireClaimedJob[];
+        completed: string[];
+        acksFailed: boolean;
+        concurrencyLimited: boolean;
+      }> => {
         requireScope(ctx.principal, 'consume', input.name);
         const { dispatcher, options } = ctx.services;
         checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
@@ -142,6 +151,7 @@ export const consumerRouter = router({
           jobs: answer.jobs.map(toWireJob),
           completed: answer.completed,
           acksFailed: answer.acksFailed || !acksValid,
+          concurrencyLimited: answer.concurrencyLimited,
         };
       },
     ),

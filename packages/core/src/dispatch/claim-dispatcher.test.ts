@@ -83,6 +83,7 @@ describe('ClaimDispatcher', () => {
       jobs: [],
       completed: [],
       acksFailed: false,
+      concurrencyLimited: false,
     });
     expect(Date.now() - startedAt).toBeLessThan(4_000);
 

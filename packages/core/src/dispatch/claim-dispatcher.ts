@@ -37,6 +37,11 @@ export interface ClaimAnswer {
   completed: string[];
   /** The store failed the acks (they are not lost leases): the worker sends them again. */
   acksFailed: boolean;
+  /**
+   * The type has a `concurrency` limit: a job the worker holds without running it, or whose ack it holds back,
+   * keeps another from starting anywhere, so the worker should prefetch nothing and ack at once.
+   */
+  concurrencyLimited: boolean;
 }
 
 /** Counters a dispatcher reports to, e.g. the server's metrics. Every hook is optional. */
@@ -140,10 +145,18 @@ export class ClaimDispatcher {
     const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
     // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
     // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
-    const acked = this.complete(request.acks, name).then(
-      (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
-      () => ({ completed: [] as string[], acksFailed: true }),
-    );
+    // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
+    const concurrencyLimited = this.engine.hasConcurrencyLimit(name).catch(() => false);
+    const acked = Promise.all([
+      this.complete(request.acks, name).then(
+        (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
+        () => ({ completed: [] as string[], acksFailed: true }),
+      ),
+      concurrencyLimited,
+    ]).then(([acks, limited]) => ({ ...acks, concurrencyLimited: limited }));
+    // Except under a concurrency limit: there the acks' jobs hold places the claim could take, so the claim counts
+    // after the acks have committed (and does not find the type full, park, and wait for their wake-up).
+    if (await concurrencyLimited) await acked;
     const { host, pid = null, startedAt = null } = request;
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
     const deadline = Date.now() + Math.min(request.waitMs, this.options.maxWaitMs);

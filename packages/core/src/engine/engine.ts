@@ -1,32 +1,25 @@
 import { WorkqError } from '../errors.ts';
-import { JOB_STATES, type JobState, type JobStatus, MAX_BATCH_SIZE } from '../jobs.ts';
+import type { JobStatus } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
+import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
 import { type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { JobCount, LeaseRef, ListFilter, NewJob, Store } from './store.ts';
+import type { JobCount, LeaseRef, NewJob, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
+export type { ListQuery } from './job-listing.ts';
 export type { CompleteOutcome } from './leased-jobs.ts';
 export type { FinishedListener, ReadyListener } from './local-listeners.ts';
 export type { EnqueueInput, EnqueueResult } from './new-job.ts';
-
-export interface ListQuery {
-  name?: string;
-  state?: JobState;
-  /** Page size, 1-1000. @defaultValue 100 */
-  limit?: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-}
 
 export interface EngineOptions {
   store: Store;
@@ -128,6 +121,11 @@ export class Engine {
     const claimed = outcome.jobs.map(toClaimedJob);
     this.events.started(claimed, now);
     return { jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
+  }
+
+  /** Whether `name` has a `concurrency` limit (see `FlowControl.hasConcurrencyLimit`). */
+  hasConcurrencyLimit(name: string): Promise<boolean> {
+    return this.flow.hasConcurrencyLimit(name);
   }
 
   /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */
@@ -250,29 +248,9 @@ export class Engine {
 
   /** A page of jobs by name and state, ordered by id (creation time); pass `nextCursor` back for the next page. */
   async list(query: ListQuery = {}): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
-    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 100)), MAX_BATCH_SIZE);
     const now = this.clock.now();
-    const filter: ListFilter = { limit: limit + 1 };
-    if (query.name !== undefined) filter.name = query.name;
-    if (query.cursor !== undefined) filter.afterId = query.cursor;
-    if (query.state === 'scheduled' || query.state === 'ready') {
-      filter.states = ['waiting'];
-      filter.due = { now, ready: query.state === 'ready' };
-    } else if (query.state !== undefined) {
-      if (!(JOB_STATES as readonly string[]).includes(query.state)) {
-        throw new WorkqError(
-          'VALIDATION',
-          `state must be one of ${JOB_STATES.join(', ')}; got ${String(query.state)}.`,
-        );
-      }
-      filter.states = [query.state];
-    }
-    const rows = await this.store.listJobs(filter);
-    const page = rows.slice(0, limit);
-    return {
-      jobs: page.map((job) => toJobStatus(job, now)),
-      nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null,
-    };
+    const { filter, limit } = listFilter(query, now);
+    return toJobPage(await this.store.listJobs(filter), limit, now);
   }
 
   /**

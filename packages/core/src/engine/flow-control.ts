@@ -137,6 +137,15 @@ export class FlowControl {
     return claimed;
   }
 
+  /**
+   * Whether `name` has a `concurrency` limit: each of its leased jobs, wherever it is held, then takes one of
+   * the type's places until it ends, so a claim should count after the acks it carries, and a worker should
+   * hold no more jobs than it runs.
+   */
+  async hasConcurrencyLimit(name: string): Promise<boolean> {
+    return ((await this.settingsOf(name))?.concurrency ?? null) !== null;
+  }
+
   /** Whether an insert may lease a job of `name` to a waiting claim: only for types its settings leave free. */
   async handsOver(name: string): Promise<boolean> {
     return !constrains(await this.settingsOf(name));

@@ -135,6 +135,33 @@ describe('runConsumerLoop', () => {
     expect(peakOutstanding).toBe(2);
   });
 
+  it('with prefetch given as a function, holds only what it runs once the function answers 0', async () => {
+    const queue = fakeQueue(200);
+    let prefetch = 10;
+    const stop = new AbortController();
+    const done = runConsumerLoop(
+      {
+        concurrency: 2,
+        prefetch: () => prefetch,
+        claim: async (limit) => {
+          const jobs = await queue.claim(limit);
+          // The first answer says the type is limited (as a worker learns from its claim's answer).
+          prefetch = 0;
+          return jobs;
+        },
+        handle: queue.handle,
+        backoff: async () => undefined,
+      },
+      stop.signal,
+    );
+    while (queue.handled.length < 200) await new Promise((resolve) => setTimeout(resolve, 2));
+    stop.abort();
+    await done;
+    expect(new Set(queue.handled).size).toBe(200);
+    expect(queue.limits[0]).toBe(12);
+    expect(Math.max(...queue.limits.slice(1))).toBeLessThanOrEqual(2);
+  });
+
   it('runs the prefetched jobs it holds when stopped', async () => {
     const stop = new AbortController();
     const handled: number[] = [];

@@ -10,8 +10,11 @@ import { nextTurn } from '../next-turn.ts';
  */
 export interface ConsumerLoopDeps<J> {
   concurrency: number;
-  /** Claimed jobs held, beyond the running ones, waiting for a free slot. @defaultValue 0 */
-  prefetch?: number;
+  /**
+   * Claimed jobs held, beyond the running ones, waiting for a free slot; a function is asked again before each
+   * claim (a worker stops prefetching a type whose limits count leased jobs). @defaultValue 0
+   */
+  prefetch?: number | (() => number);
   /** Claims that may be outstanding at once. @defaultValue 1 */
   claimLanes?: number;
   /** Leases up to `limit` jobs; may wait for work until `signal` aborts. */
@@ -24,13 +27,14 @@ export interface ConsumerLoopDeps<J> {
 
 /** Runs until `signal` aborts, then runs the jobs it holds (running and prefetched) to their end. */
 export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: AbortSignal): Promise<void> {
-  const prefetch = Math.max(0, Math.floor(deps.prefetch ?? 0));
-  const capacity = deps.concurrency + prefetch;
+  const prefetchOption = deps.prefetch ?? 0;
+  const prefetchNow = () =>
+    Math.max(0, Math.floor(typeof prefetchOption === 'function' ? prefetchOption() : prefetchOption));
   const laneCount = Math.max(1, Math.min(Math.floor(deps.claimLanes ?? 1), deps.concurrency));
   // Without prefetch a claim goes out as soon as one slot is free; with it, once the
   // local queue has room for a lane's share of a prefetch batch. Either way it asks for
   // its share of the room there is once the jobs finishing in that turn have freed theirs.
-  const claimWhenFree = Math.max(1, Math.floor(prefetch / laneCount));
+  const claimWhenFree = (prefetch: number) => Math.max(1, Math.floor(prefetch / laneCount));
   const inFlight = new Set<Promise<void>>();
   const queued: J[] = [];
   let requested = 0;
@@ -58,8 +62,9 @@ export async function runConsumerLoop<J>(deps: ConsumerLoopDeps<J>, signal: Abor
   const lane = async (): Promise<void> => {
     let failures = 0;
     while (!signal.aborted) {
-      const free = capacity - inFlight.size - queued.length - requested;
-      if (free < claimWhenFree) {
+      const prefetch = prefetchNow();
+      const free = deps.concurrency + prefetch - inFlight.size - queued.length - requested;
+      if (free < claimWhenFree(prefetch)) {
         await new Promise<void>((resolve) => capacityWaiters.push(resolve));
         // Jobs that finish in this same turn free their slots too: the claim then asks for them as well.
         await new Promise<void>((resolve) => nextTurn(resolve));

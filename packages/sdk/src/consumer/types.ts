@@ -45,7 +45,9 @@ export interface ConsumeOptions {
    * Jobs claimed ahead and held, leased, in a local queue until a slot frees (like graphile-worker's local
    * queue): a finished job's slot starts the next one without a round trip, and claims come in fewer, larger
    * batches. Their leases are kept alive while they wait, and `close()` runs them too. A prefetched job waits
-   * in this worker even when another worker is idle, so keep it small when jobs are slow.
+   * in this worker even when another worker is idle, so keep it small when jobs are slow. A job type with a
+   * `concurrency` limit (`admin.setLimits`) is not prefetched: a held job would take one of the type's places
+   * while it waits, so the worker holds only the jobs it runs, as its claims' answers tell it.
    *
    * Whether prefetched or not, a job is started only while its lease has more than a tenth of its length left
    * (at most 1 s): one whose lease ran out, or nearly, before it could start (this process was paused, or

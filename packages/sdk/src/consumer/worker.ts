@@ -51,6 +51,12 @@ export function startWorker(deps: WorkerDeps): Worker {
   /** Drops the claims still out: when closing, unless their server answers them at once. */
   const dropClaims = new AbortController();
   let claimsOut = 0;
+  /**
+   * The last claim's answer said the type has a concurrency limit: the worker then prefetches nothing, so it
+   * holds only the jobs it runs, and a finished job's ack leaves at once (with the claim its freed slot sends, or
+   * on its own while a claim is out), and the server counts after it.
+   */
+  let limited = false;
 
   /** Claims up to `limit` jobs, carrying the acks waiting to go. */
   const claimFromServer = async (limit: number): Promise<HeldJob[]> => {
@@ -77,6 +83,7 @@ export function startWorker(deps: WorkerDeps): Worker {
       const receivedAtMs = Date.now();
       if (claimed.acksFailed) acks.restore(carried);
       else acks.settle(carried, claimed.completed);
+      limited = claimed.concurrencyLimited === true;
       // Leases are kept alive from the claim on, also while a prefetched job waits for a slot.
       return claimed.jobs.map((job) => ({
         job,
@@ -197,7 +204,7 @@ export function startWorker(deps: WorkerDeps): Worker {
   const closed = runConsumerLoop(
     {
       concurrency,
-      prefetch: options.prefetch ?? 0,
+      prefetch: () => (limited ? 0 : (options.prefetch ?? 0)),
       claimLanes: options.claimLanes ?? 1,
       claim,
       handle,
