@@ -1,17 +1,19 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient, PermanentError, type Worker } from '@workq/sdk';
+import { createClient, PermanentError, type Worker, type WorkqClient } from '@workq/sdk';
 import { freePort, freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '../../apps/queue-server/src/tools/admin/admin-cli.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
 const WORKQ = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq.js');
 const ADMIN = 'admin-secret';
 const PRODUCER = 'producer-secret';
+const REPORTS_ONLY = 'reports-secret';
 const exec = promisify(execFile);
 
 interface Run {
@@ -27,17 +29,22 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
   let server: QueueServer;
   let drop: () => Promise<void>;
   let worker: Worker | undefined;
+  let sdk: WorkqClient<typeof jobs>;
   const ids = { dead: '', completed: '', waiting: '', held: '' };
 
-  /** Runs `workq <args>` against the server (`--url` unless `env` names it), with the admin token unless given. */
-  async function workq(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  /** `workq <args>` against the server (`--url` unless `env` names it), with the admin token unless given. */
+  function commandLine(args: string[], env: Record<string, string>) {
     const withUrl = env.WORKQ_URL ? args : [...args, '--url', server.url];
     const token = env.WORKQ_TOKEN !== undefined || args.includes('--token') ? [] : ['--token', ADMIN];
+    const options = { cwd: REPO_ROOT, env: { ...process.env, WORKQ_URL: '', WORKQ_TOKEN: '', ...env } };
+    return { argv: [WORKQ, ...withUrl, ...token], options };
+  }
+
+  /** Runs `workq <args>` to its end (see `commandLine`). */
+  async function workq(args: string[], env: Record<string, string> = {}): Promise<Run> {
+    const { argv, options } = commandLine(args, env);
     try {
-      const { stdout, stderr } = await exec(process.execPath, [WORKQ, ...withUrl, ...token], {
-        cwd: REPO_ROOT,
-        env: { ...process.env, WORKQ_URL: '', WORKQ_TOKEN: '', ...env },
-      });
+      const { stdout, stderr } = await exec(process.execPath, argv, options);
       return { code: 0, out: stdout, err: stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -54,11 +61,12 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       tokens: [
         { token: ADMIN, scopes: ['admin'] },
         { token: PRODUCER, scopes: ['produce:*'] },
+        { token: REPORTS_ONLY, scopes: ['consume:generateReport'] },
       ],
       crontab: [{ cron: '0 3 * * *', name: 'generateReport', payload: report, key: 'nightly-report' }],
       logger: collectingLogger(),
     });
-    const sdk = createClient({ url: server.url, jobs, token: ADMIN });
+    sdk = createClient({ url: server.url, jobs, token: ADMIN });
     await sdk.ready();
     await sdk.admin.upsertSchedule({ key: 'hourly-email', cron: '0 * * * *', name: 'sendEmail', payload: email('h') });
     ids.dead = (await sdk.enqueue.sendEmail(email('dead'))).id;
@@ -203,6 +211,147 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(nowhere.err).toMatch(/^workq: UNAVAILABLE: The queue server at http:\/\/127\.0\.0\.1:\d+ cannot be reached/);
   });
 
+  it('workq pause / resume / limits change flow control, and jobs retry --dead retries a whole type', async () => {
+    const shown = await workq(['limits', 'sendEmail']);
+    expect(shown).toMatchObject({ code: 0, err: '' });
+    expect(shown.out.split('\n').map((line) => line.split(/:\s+/))).toEqual([
+      ['name', 'sendEmail'],
+      ['paused', 'yes'],
+      ['concurrency', '3'],
+      ['rate limit', '10/1000ms'],
+      ['group concurrency', 'none'],
+      [''],
+    ]);
+
+    expect(await workq(['resume', 'sendEmail'])).toMatchObject({ code: 0, out: 'resumed sendEmail\n', err: '' });
+    // Resumed, a consumer claims the retried job again, which dies again.
+    const consumer = sdk.consume('sendEmail', async (job) => {
+      if (job.payload.subject === 'dead') throw new PermanentError('mailbox still gone');
+      return { messageId: `m-${job.id}` };
+    });
+    await until(async () => (await sdk.admin.list({ name: 'sendEmail', state: 'dead' })).jobs.length === 1, 10_000);
+    await consumer.close();
+    const paused = await workq(['pause', 'sendEmail', '--json']);
+    expect(paused.code).toBe(0);
+    expect(JSON.parse(paused.out)).toEqual({ name: 'sendEmail', paused: true });
+    expect(JSON.parse((await workq(['limits', 'sendEmail', '--json'])).out)).toEqual({
+      name: 'sendEmail',
+      paused: true,
+      limits: { concurrency: 3, rateLimit: { max: 10, perMs: 1000 }, groupConcurrency: null },
+    });
+
+    const changed = await workq([
+      'limits',
+      'sendEmail',
+      '--concurrency',
+      'none',
+      '--rate-limit',
+      '5/2000',
+      '--group-concurrency',
+      '2',
+    ]);
+    expect(changed).toMatchObject({ code: 0, err: '' });
+    expect(changed.out).toMatch(/^concurrency: +none\nrate limit: +5\/2000ms\ngroup concurrency: +2\n$/m);
+    expect(JSON.parse((await workq(['limits', 'sendEmail', '--rate-limit', 'none', '--json'])).out)).toEqual({
+      name: 'sendEmail',
+      limits: { concurrency: null, rateLimit: null, groupConcurrency: 2 },
+    });
+    const [queue] = (await sdk.admin.queues()).filter((q) => q.name === 'sendEmail');
+    expect(queue).toMatchObject({ paused: true, limits: { concurrency: null, rateLimit: null, groupConcurrency: 2 } });
+
+    const invalid = await workq(['pause', 'no such type']);
+    expect(invalid).toMatchObject({ code: 1, out: '' });
+    expect(invalid.err).toMatch(/^workq: VALIDATION: .*not a valid job name/);
+
+    expect(await workq(['jobs', 'retry', '--dead', '--name', 'sendEmail'])).toMatchObject({
+      code: 0,
+      out: 'retried 1 dead sendEmail job\n',
+    });
+    expect((await sdk.admin.list({ name: 'sendEmail', state: 'ready' })).jobs.map((j) => j.id)).toContain(ids.dead);
+    const none = await workq(['jobs', 'retry', '--dead', '--name', 'sendEmail', '--json']);
+    expect(JSON.parse(none.out)).toEqual({ name: 'sendEmail', retried: 0 });
+  });
+
+  it('workq schedules add / remove keep and drop a stored schedule, and report what the server refuses', async () => {
+    const payload = JSON.stringify(email('daily'));
+    const args = ['schedules', 'add', '--key', 'cli-daily', '--cron', '30 6 * * *', '--name', 'sendEmail'];
+    const added = await workq([...args, '--payload', payload, '--timezone', 'Europe/Paris', '--version', '1']);
+    expect(added).toMatchObject({ code: 0, err: '' });
+    expect(added.out).toMatch(/^key: +cli-daily\nsource: +stored\ncron: +30 6 \* \* \*\ntimezone: +Europe\/Paris\n/);
+    expect(added.out).toMatch(/^version: +1\nnextRunAt: +\S+T0[45]:30:00.000Z\n$/m);
+    const listed = JSON.parse((await workq(['schedules', '--json'])).out) as { key: string; timezone: string }[];
+    expect(listed.find((s) => s.key === 'cli-daily')).toMatchObject({ timezone: 'Europe/Paris', name: 'sendEmail' });
+
+    const refused = await workq([...args, '--payload', JSON.stringify({ to: 1 })]);
+    expect(refused).toMatchObject({ code: 1, out: '' });
+    expect(refused.err).toMatch(/^workq: VALIDATION: /);
+    const unknown = await workq(['schedules', 'add', '--key', 'k', '--cron', '* * * * *', '--name', 'noSuchJob']);
+    expect(unknown).toMatchObject({ code: 1, out: '' });
+    expect(unknown.err).toMatch(/^workq: UNKNOWN_JOB: .*noSuchJob/);
+
+    expect(await workq(['schedules', 'remove', 'cli-daily'])).toMatchObject({
+      code: 0,
+      out: 'removed schedule cli-daily\n',
+    });
+    expect(await workq(['schedules', 'remove', 'cli-daily'])).toMatchObject({
+      code: 1,
+      out: '',
+      err: 'workq: NOT_FOUND: No stored schedule "cli-daily" (crontab entries change only with the crontab).\n',
+    });
+    expect((await sdk.admin.schedules()).map((s) => s.key)).toEqual(['nightly-report', 'hourly-email']);
+  });
+
+  it('workq events prints live events one a line until SIGTERM, and exits 1 when the stream is refused', async () => {
+    const watch = (args: string[]) => {
+      const { argv, options } = commandLine(args, {});
+      const child = spawn(process.execPath, argv, options);
+      const run = { out: '', err: '' };
+      child.stdout.on('data', (chunk) => {
+        run.out += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        run.err += chunk;
+      });
+      const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      return { child, run, code };
+    };
+    const oneType = watch(['events', 'sendEmail']);
+    const every = watch(['events', '--json']);
+    // Each watcher connects some time after it starts: enqueue until both have seen one of these jobs.
+    const enqueued: string[] = [];
+    const seen = (out: string) => enqueued.some((id) => out.includes(id));
+    await until(async () => {
+      enqueued.push((await sdk.enqueue.sendEmail(email('watched'))).id);
+      return seen(oneType.run.out) && seen(every.run.out);
+    }, 20_000);
+    oneType.child.kill('SIGTERM');
+    every.child.kill('SIGTERM');
+    expect(await oneType.code).toBe(0);
+    expect(await every.code).toBe(0);
+    expect(oneType.run.err + every.run.err).toBe('');
+    const lines = oneType.run.out.trimEnd().split('\n');
+    const id = enqueued.find((candidate) => oneType.run.out.includes(candidate));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\S+Z  enqueued  sendEmail v1  ${id}$`)));
+    const events = every.run.out
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(events).toContainEqual({
+      type: 'enqueued',
+      id: enqueued.find((candidate) => every.run.out.includes(candidate)),
+      name: 'sendEmail',
+      version: 1,
+      at: expect.any(String),
+    });
+
+    const forbidden = await workq(['events', 'sendEmail', '--token', REPORTS_ONLY]);
+    expect(forbidden).toMatchObject({ code: 1, out: '' });
+    expect(forbidden.err).toMatch(/^workq: FORBIDDEN: .*"sendEmail"/);
+    const anonymous = await workq(['events'], { WORKQ_TOKEN: '' });
+    expect(anonymous).toMatchObject({ code: 1, out: '' });
+    expect(anonymous.err).toMatch(/^workq: UNAUTHORIZED: /);
+  });
+
   it('answers a command line it cannot run with exit 2 and the usage text', async () => {
     for (const args of [
       ['frobnicate'],
@@ -216,8 +365,38 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       expect(result.out).toBe('');
       expect(result.err).toMatch(/^workq: .+\n\nOperating a queue server/);
     }
+    // The same path in this process (a child's start is slow): each is refused before any call to the server.
+    for (const args of [
+      ['jobs', 'retry', '--dead'],
+      ['pause'],
+      ['resume', 'a', 'b'],
+      ['limits', 'sendEmail', '--concurrency', '0'],
+      ['limits', 'sendEmail', '--rate-limit', '5'],
+      ['limits', 'sendEmail', '--group-concurrency', 'many'],
+      ['schedules', 'add', '--key', 'k', '--name', 'sendEmail'],
+      ['schedules', 'add', '--key', 'k', '--cron', '* * * * *', '--name', 'sendEmail', '--payload', '{nope'],
+      ['schedules', 'add', '--key', 'k', '--cron', '* * * * *', '--name', 'sendEmail', '--version', '1.5'],
+      ['schedules', 'remove'],
+      ['events', 'a', 'b'],
+    ]) {
+      const result = { out: '', err: '' };
+      const io = {
+        out: (text: string) => {
+          result.out += text;
+        },
+        err: (text: string) => {
+          result.err += text;
+        },
+        env: { WORKQ_URL: server.url, WORKQ_TOKEN: ADMIN },
+        untilInterrupted: () => new AbortController().signal,
+      };
+      expect(await runAdminCli(args, io), args.join(' ')).toBe(2);
+      expect(result.out).toBe('');
+      expect(result.err).toMatch(/^workq: .+\n\nOperating a queue server/);
+    }
     const help = await workq(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('workq jobs replay <id>');
+    expect(help.out).toContain('workq events [<type>]');
   });
 });

@@ -51,4 +51,9 @@ process.exitCode =
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
         env: process.env,
+        untilInterrupted: () => {
+          const interrupted = new AbortController();
+          for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort());
+          return interrupted.signal;
+        },
       });

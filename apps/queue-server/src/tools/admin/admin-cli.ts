@@ -1,20 +1,33 @@
 import { parseArgs } from 'node:util';
-import { type CommandContext, UsageError } from './command.ts';
+import { type CommandContext, noArguments, UsageError } from './command.ts';
+import { eventsCommand } from './commands/events.ts';
+import { FLOW_COMMANDS } from './commands/flow-control.ts';
 import { JOB_COMMANDS } from './commands/jobs.ts';
 import { queuesCommand } from './commands/queues.ts';
-import { schedulesCommand } from './commands/schedules.ts';
+import { SCHEDULE_COMMANDS } from './commands/schedules.ts';
 import { workersCommand } from './commands/workers.ts';
 import { adminClient, CallFailed } from './server-client.ts';
 
 export const ADMIN_USAGE = `Operating a queue server (needs a token with the admin scope):
   workq queues                        job types: paused, limits, jobs by state
+  workq pause <type>                  stop claims of a job type on every server
+  workq resume <type>                 end a pause
+  workq limits <type> [--concurrency <n>|none] [--rate-limit <max>/<perMs>|none]
+                      [--group-concurrency <n>|none]
+                                      change limits (none clears one); with no option, show them
   workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]
   workq jobs show <id>                one job: status, payload, result, error, holder
   workq jobs retry <id>               a dead job ready again, with fresh attempts
+  workq jobs retry --dead --name <type>   every dead job of a type ready again
   workq jobs cancel <id>              a scheduled, ready or active job cancelled
   workq jobs replay <id>              a finished job enqueued again as a new job
   workq workers                       connected workers and the jobs they hold
   workq schedules                     crontab and stored schedules, next and last run
+  workq schedules add --key <key> --cron <expr> --name <type> [--payload <json>]
+                      [--timezone <tz>] [--version <n>]
+                                      keep a schedule in the store (replaces its key's)
+  workq schedules remove <key>        remove a stored schedule
+  workq events [<type>]               live job events, one a line, until Ctrl-C
 
   --url <url>      the queue server [WORKQ_URL] (default http://127.0.0.1:4000)
   --token <token>  a token with the admin scope [WORKQ_TOKEN]
@@ -30,27 +43,39 @@ export interface CliIo {
   out(text: string): void;
   err(text: string): void;
   env: Record<string, string | undefined>;
+  /** A signal aborted by Ctrl-C or SIGTERM from now on (see `CommandContext.untilInterrupted`). */
+  untilInterrupted(): AbortSignal;
 }
 
+type Command = (ctx: CommandContext) => Promise<void>;
+
+/** Commands with subcommands, each with the one run when none is given (if any). */
+const GROUPS: Record<string, { commands: Record<string, Command>; otherwise?: Command }> = {
+  jobs: { commands: JOB_COMMANDS },
+  schedules: { commands: SCHEDULE_COMMANDS, otherwise: SCHEDULE_COMMANDS.list },
+};
+
+const COMMANDS: Record<string, Command> = {
+  queues: async (ctx) => {
+    noArguments(ctx, 'queues');
+    await queuesCommand(ctx);
+  },
+  workers: async (ctx) => {
+    noArguments(ctx, 'workers');
+    await workersCommand(ctx);
+  },
+  events: eventsCommand,
+  ...FLOW_COMMANDS,
+};
+
 function run(group: string | undefined, rest: readonly string[], ctx: Omit<CommandContext, 'positionals'>) {
+  if (group && Object.hasOwn(COMMANDS, group)) return (COMMANDS[group] as Command)({ ...ctx, positionals: rest });
+  const found = group && Object.hasOwn(GROUPS, group) ? GROUPS[group] : undefined;
+  if (!found) throw new UsageError(group ? `Unknown command "${group}".` : 'No command given.');
   const [sub, ...args] = rest;
-  switch (group) {
-    case 'queues':
-    case 'workers':
-    case 'schedules': {
-      if (rest.length > 0) throw new UsageError(`workq ${group} takes no arguments.`);
-      const command = { queues: queuesCommand, workers: workersCommand, schedules: schedulesCommand }[group];
-      return command({ ...ctx, positionals: [] });
-    }
-    case 'jobs': {
-      if (!sub || !Object.hasOwn(JOB_COMMANDS, sub)) {
-        throw new UsageError(`workq jobs needs one of: ${Object.keys(JOB_COMMANDS).join(', ')}.`);
-      }
-      return JOB_COMMANDS[sub as keyof typeof JOB_COMMANDS]({ ...ctx, positionals: args });
-    }
-    default:
-      throw new UsageError(group ? `Unknown command "${group}".` : 'No command given.');
-  }
+  if (sub && Object.hasOwn(found.commands, sub)) return (found.commands[sub] as Command)({ ...ctx, positionals: args });
+  if (!sub && found.otherwise) return found.otherwise({ ...ctx, positionals: [] });
+  throw new UsageError(`workq ${group} needs one of: ${Object.keys(found.commands).join(', ')}.`);
 }
 
 /** Runs one admin command line; resolves to the process exit code. */
@@ -67,6 +92,15 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
         state: { type: 'string' },
         limit: { type: 'string' },
         cursor: { type: 'string' },
+        dead: { type: 'boolean' },
+        concurrency: { type: 'string' },
+        'rate-limit': { type: 'string' },
+        'group-concurrency': { type: 'string' },
+        key: { type: 'string' },
+        cron: { type: 'string' },
+        payload: { type: 'string' },
+        timezone: { type: 'string' },
+        version: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     });
@@ -79,13 +113,22 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
       token: values.token ?? (io.env.WORKQ_TOKEN || undefined),
       timeoutMs: REQUEST_TIMEOUT_MS,
     };
-    const { name, state, limit, cursor } = values;
+    const {
+      url,
+      token,
+      json,
+      help,
+      'rate-limit': rateLimit,
+      'group-concurrency': groupConcurrency,
+      ...options
+    } = values;
     const [group, ...rest] = positionals;
     await run(group, rest, {
       client: adminClient(target),
       json: values.json,
       out: io.out,
-      options: { name, state, limit, cursor },
+      options: { ...options, rateLimit, groupConcurrency },
+      untilInterrupted: io.untilInterrupted,
     });
     return 0;
   } catch (error) {

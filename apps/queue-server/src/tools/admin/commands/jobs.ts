@@ -1,18 +1,16 @@
 import { JOB_STATES, type JobState, MAX_BATCH_SIZE } from '@workq/core';
-import { type CommandContext, jobIdArgument, UsageError } from '../command.ts';
+import { type CommandContext, oneArgument, UsageError, wholeNumber } from '../command.ts';
 import { fields, json, table } from '../output.ts';
 import { CallFailed } from '../server-client.ts';
+
+const jobId = (ctx: CommandContext, command: string) => oneArgument(ctx, `jobs ${command}`, 'job id');
 
 function listQuery(ctx: CommandContext) {
   const { name, state, limit, cursor } = ctx.options;
   if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
     throw new UsageError(`--state must be one of ${JOB_STATES.join(', ')}; got "${state}".`);
   }
-  const count = limit === undefined ? undefined : Number(limit);
-  if (count !== undefined && !(Number.isInteger(count) && count >= 1 && count <= MAX_BATCH_SIZE)) {
-    throw new UsageError(`--limit must be a whole number from 1 to ${MAX_BATCH_SIZE}; got "${limit}".`);
-  }
-  return { name, state: state as JobState | undefined, limit: count, cursor };
+  return { name, state: state as JobState | undefined, limit: wholeNumber(limit, 'limit', 1, MAX_BATCH_SIZE), cursor };
 }
 
 /** `workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]`: a page of jobs, oldest first. */
@@ -40,15 +38,26 @@ async function list(ctx: CommandContext): Promise<void> {
 
 /** `workq jobs show <id>`: one job's status, payload, result, last error and lease holder. */
 async function show(ctx: CommandContext): Promise<void> {
-  const job = await ctx.client.job(jobIdArgument(ctx, 'show'));
+  const job = await ctx.client.job(jobId(ctx, 'show'));
   if (ctx.json) return ctx.out(json(job));
   ctx.out(fields(Object.entries(job).filter(([, value]) => value !== undefined)));
 }
 
-/** `workq jobs retry <id>`: a dead job ready again, with fresh attempts. */
+/** `workq jobs retry --dead --name <type>`: every dead job of one type ready again, with fresh attempts. */
+async function retryAllDead(ctx: CommandContext): Promise<void> {
+  const { name } = ctx.options;
+  if (ctx.positionals.length > 0 || !name) {
+    throw new UsageError('workq jobs retry --dead takes --name <type> and no job id.');
+  }
+  const retried = await ctx.client.retryDead({ name });
+  ctx.out(ctx.json ? json({ name, retried }) : `retried ${retried} dead ${name} job${retried === 1 ? '' : 's'}\n`);
+}
+
+/** `workq jobs retry <id>`: a dead job ready again, with fresh attempts (`--dead --name <type>`: all of a type). */
 async function retry(ctx: CommandContext): Promise<void> {
-  const id = jobIdArgument(ctx, 'retry');
-  const retried = await ctx.client.retryDead([id]);
+  if (ctx.options.dead) return retryAllDead(ctx);
+  const id = jobId(ctx, 'retry');
+  const retried = await ctx.client.retryDead({ ids: [id] });
   if (retried === 0) {
     const { state } = await ctx.client.job(id);
     throw new CallFailed('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
@@ -58,7 +67,7 @@ async function retry(ctx: CommandContext): Promise<void> {
 
 /** `workq jobs cancel <id>`: a waiting or active job cancelled. */
 async function cancel(ctx: CommandContext): Promise<void> {
-  const id = jobIdArgument(ctx, 'cancel');
+  const id = jobId(ctx, 'cancel');
   if (!(await ctx.client.cancel(id))) {
     const { state } = await ctx.client.job(id);
     throw new CallFailed(
@@ -71,7 +80,7 @@ async function cancel(ctx: CommandContext): Promise<void> {
 
 /** `workq jobs replay <id>`: a finished job enqueued again, as a new job. */
 async function replay(ctx: CommandContext): Promise<void> {
-  const id = jobIdArgument(ctx, 'replay');
+  const id = jobId(ctx, 'replay');
   const replayed = await ctx.client.replay(id);
   ctx.out(ctx.json ? json({ id, replayedAs: replayed.id }) : `replayed ${id} as ${replayed.id}\n`);
 }
