@@ -10,7 +10,7 @@ import type {
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
-import { GROUP_INDEX } from './migrations.ts';
+import { WAITING_GROUP_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -122,11 +122,12 @@ export async function claimLimitedJobs(
       // The type's due delayed jobs move into the waiting range first, as a claim's first step moves them.
       const promote = promoteDueJobsSql(t);
       while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+      // One probe per group along the waiting-group index (a loose index scan), not a read of every waiting job.
       const rows = await selectRows(
         c,
         `SELECT w.job_group, g.last_turn FROM (
-           SELECT DISTINCT job_group FROM ${t.jobs} FORCE INDEX (listing)
-           WHERE name = ? AND state = 'waiting' AND job_group IS NOT NULL) AS w
+           SELECT DISTINCT waiting_group AS job_group FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
+           WHERE name = ? AND waiting_group IS NOT NULL) AS w
          LEFT JOIN ${t.queueGroups} AS g ON g.name = ? AND g.job_group = w.job_group`,
         [name, name],
       );
@@ -140,8 +141,8 @@ export async function claimLimitedJobs(
       // stay locked by this transaction, so `lease` leases them as read.
       const byGroup = new Map<string, string[]>(groups.map(({ group }) => [group, []]));
       if (groups.length === 0) return byGroup;
-      const one = `(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${GROUP_INDEX})
-         WHERE ${ready} AND job_group = ?
+      const one = `(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
+         WHERE ${ready} AND waiting_group = ?
          ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
       const rows = await selectRows(
         c,

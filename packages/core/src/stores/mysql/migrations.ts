@@ -12,6 +12,8 @@ export interface Migration {
   jobsIndexes?: Record<string, string>;
   /** Unique indexes (name: columns), added like `jobsIndexes`. */
   jobsUniqueIndexes?: Record<string, string>;
+  /** Indexes of the jobs table dropped after those are added, each only where it is there. */
+  jobsDroppedIndexes?: string[];
   statements: string[];
 }
 
@@ -20,6 +22,9 @@ export const CLAIM_INDEX = 'claim_order';
 
 /** Name of the index through which a limited claim finds a group's jobs in claim order. */
 export const GROUP_INDEX = 'group_order';
+
+/** Name of the index through which a limited claim finds a grouped type's waiting jobs, group by group. */
+export const WAITING_GROUP_INDEX = 'waiting_group_order';
 
 /** Name of the index through which a claim finds the delayed jobs that came due. */
 export const DELAYED_INDEX = 'delayed_due';
@@ -226,6 +231,19 @@ export function migrations(t: Tables): readonly Migration[] {
       jobsColumns: { trace_context: 'TEXT NULL' },
       statements: [],
     },
+    {
+      version: 11,
+      name: 'a grouped type’s waiting jobs indexed by group',
+      // `group_order` holds every job, finished ones too, and not the state: a limited claim walked each group's
+      // finished jobs before its waiting ones, and found the groups with waiting jobs by reading every waiting job.
+      // `waiting_group` is the job's group while it waits and NULL otherwise, computed, not stored; its index
+      // takes the old one's place. A job without a group keeps NULL through every state change, so its claims and
+      // acks leave the index alone, as before; a grouped job enters it while waiting and leaves it when leased.
+      jobsColumns: { waiting_group: "VARCHAR(255) AS (IF(state = 'waiting', job_group, NULL)) VIRTUAL" },
+      jobsIndexes: { [WAITING_GROUP_INDEX]: 'name, waiting_group, priority DESC, order_key, tie_key, id' },
+      jobsDroppedIndexes: [GROUP_INDEX],
+      statements: [],
+    },
   ];
 }
 
@@ -245,6 +263,15 @@ async function addToJobs(
     [t.jobsName, 'column' in change ? change.column : change.index],
   );
   if (existing.length === 0) await connection.query(`ALTER TABLE ${t.jobs} ${change.sql}`);
+}
+
+/** Drops an index of the jobs table unless a crashed run of its migration dropped it already. */
+async function dropFromJobs(connection: PoolConnection, t: Tables, index: string): Promise<void> {
+  const [existing] = await connection.query<RowDataPacket[]>(
+    'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
+    [t.jobsName, index],
+  );
+  if (existing.length > 0) await connection.query(`ALTER TABLE ${t.jobs} DROP INDEX ${index}`);
 }
 
 const LOCK_TIMEOUT_S = 60;
@@ -288,6 +315,9 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
         }
         for (const [index, columns] of Object.entries(migration.jobsUniqueIndexes ?? {})) {
           await addToJobs(connection, t, { index, sql: `ADD UNIQUE INDEX ${index} (${columns})` });
+        }
+        for (const index of migration.jobsDroppedIndexes ?? []) {
+          await dropFromJobs(connection, t, index);
         }
         for (const statement of migration.statements) await connection.query(statement);
         await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [
