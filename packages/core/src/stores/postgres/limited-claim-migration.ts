@@ -1,4 +1,4 @@
-import type { Migration } from './migrations.ts';
+import type { Migration } from './migration.ts';
 
 /** Migration 16: the limited claim (see `claimLimitedJobs` in flow-control.ts) as one function. */
 export const LIMITED_CLAIM_MIGRATION: Migration = {
