@@ -52,8 +52,12 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     sdk = createClient({ url: queue.url, jobs, token: ADMIN_TOKEN });
     worker = sdk.consume(
       'imageConvert',
-      async (job) => {
+      async (job, ctx) => {
         if (job.payload.source === 'slow.png') await slow;
+        if (job.payload.source === 'relay.png') {
+          await ctx.moveTo('sendEmail', { to: 'ops@example.com', subject: 'converted', body: job.payload.output });
+          return { bytes: 0 };
+        }
         if (failing && job.payload.source.startsWith('broken')) {
           throw new PermanentError(`printer on fire while reading ${job.payload.source}`);
         }
@@ -300,6 +304,24 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.waitForSelector('tr[data-job]');
       expect(await overflow()).toBeLessThanOrEqual(0);
       await page.screenshot({ path: join(SCREENSHOTS, 'jobs-390.png'), fullPage: true });
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('links a job made by moveTo back to the job it was moved from, and that job forward to it', async () => {
+    const relay = await sdk.enqueue.imageConvert({ source: 'relay.png', output: 'relay.webp' });
+    await until(async () => (await relay.status()).state === 'completed', 15_000);
+    const movedTo = (await relay.status()).movedTo as string;
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(movedTo)}`);
+      await page.waitForSelector('.job[data-state="ready"]');
+      await page.click(`.facts a[href$="${relay.id}"]`);
+      await page.waitForSelector('.job[data-state="completed"]');
+      expect(await page.textContent('h1')).toBe(relay.id);
+      expect(await page.getAttribute(`.facts a[href$="${movedTo}"]`, 'href')).toContain(movedTo);
     } finally {
       await context.close();
     }

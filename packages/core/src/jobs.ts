@@ -61,6 +61,8 @@ export interface JobStatus<Result = unknown> {
   movedTo?: string;
   /** For a replayed job: the id of the job it replays. */
   replayOf?: string;
+  /** The job whose `moveTo` made this one. */
+  movedFrom?: string;
 }
 
 /**

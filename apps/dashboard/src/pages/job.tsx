@@ -100,6 +100,14 @@ export function JobPage(props: { id: string }) {
             </dd>
           </>
         )}
+        {job.movedFrom && (
+          <>
+            <dt>Moved from</dt>
+            <dd class="mono">
+              <Link to={`/jobs/${encodeURIComponent(job.movedFrom)}`}>{job.movedFrom}</Link>
+            </dd>
+          </>
+        )}
         {job.movedTo && (
           <>
             <dt>Moved to</dt>

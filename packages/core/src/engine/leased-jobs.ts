@@ -177,7 +177,7 @@ export class LeasedJobs {
         'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
       );
     }
-    const job = buildNewJob(next, now, null, batchSettings(this.defaults, now));
+    const job = buildNewJob(next, now, null, batchSettings(this.defaults, now), lease.id);
     await this.flow.placeInGroups([job]);
     for (let tries = 1; ; tries++) {
       const moved = await this.store.moveJob(lease, job, now);

@@ -73,7 +73,13 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
  * The job a store inserts for `input`, made at `now`: its name and version
  * are checked first, then its options resolved with `settingsOf`.
  */
-export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | null, settingsOf: SettingsOf): NewJob {
+export function buildNewJob(
+  input: EnqueueInput,
+  now: Date,
+  replayOf: string | null,
+  settingsOf: SettingsOf,
+  movedFrom: string | null = null,
+): NewJob {
   if (typeof input.name !== 'string' || !isValidJobName(input.name)) {
     throw new WorkqError('UNKNOWN_JOB', `"${String(input.name)}" is not a valid job name.`);
   }
@@ -102,6 +108,7 @@ export function buildNewJob(input: EnqueueInput, now: Date, replayOf: string | n
     idempotencyExpiresAt: settings.idempotencyExpiresAt,
     debounceKey: settings.debounceKey,
     replayOf,
+    movedFrom,
     traceContext: checkTraceContext(input.options?.traceContext),
     group: checkGroup(input.options?.group),
   };

@@ -32,5 +32,6 @@ export function toJobStatus(job: JobRecord, now: Date): JobStatus {
   if (job.state === 'active' && job.leaseExpiresAt) status.leaseExpiresAt = job.leaseExpiresAt;
   if (job.movedTo) status.movedTo = job.movedTo;
   if (job.replayOf) status.replayOf = job.replayOf;
+  if (job.movedFrom) status.movedFrom = job.movedFrom;
   return status;
 }

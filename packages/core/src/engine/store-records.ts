@@ -52,6 +52,8 @@ export interface JobRecord {
   finishedAt: Date | null;
   movedTo: string | null;
   replayOf: string | null;
+  /** The job whose `moveTo` made this one (the other end of its `movedTo`); `null` for every other job. */
+  movedFrom: string | null;
   /** The trace context the job was created in (see `EnqueueOptions.traceContext`), kept as given; `null`: none. */
   traceContext: TraceContext | null;
   /** The job's group (`EnqueueOptions.group`); `null`: none. */
@@ -94,6 +96,8 @@ export interface NewJob {
   /** Set only on the jobs `debounceJobs` inserts; `null` on every other. */
   debounceKey: string | null;
   replayOf: string | null;
+  /** The job whose `moveTo` made this one (the other end of its `movedTo`); `null` for every other job. */
+  movedFrom?: string | null;
   /** Stored as given and returned by every read and claim of the job. */
   traceContext: TraceContext | null;
   /**

@@ -77,7 +77,10 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
       priority: 4,
       attempts: 0,
       idempotencyKey: 'next-key',
+      movedFrom: id,
     });
+    expect((await engine.get(next.id)).movedFrom).toBe(id);
+    expect((await store.getJob(id))?.movedFrom).toBeNull();
 
     const claimed = await engine.claim({ name: nextName, maxVersion: 2, limit: 5, workerId: 'w2' });
     expect(claimed.map((j) => j.id)).toEqual([next.id]);

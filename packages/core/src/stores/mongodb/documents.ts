@@ -42,6 +42,8 @@ export interface JobDocument {
   debounceKey?: string | null;
   finishedAt: Date | null;
   movedTo: string | null;
+  /** Absent on jobs stored before it existed. */
+  movedFrom?: string | null;
   replayOf: string | null;
   /**
    * The trace context the job was created in, as JSON text (its keys are the producer's, so they are never
@@ -173,6 +175,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     debounceKey: doc.debounceKey ?? null,
     finishedAt: doc.finishedAt ?? null,
     movedTo: doc.movedTo ?? null,
+    movedFrom: doc.movedFrom ?? null,
     replayOf: doc.replayOf ?? null,
     traceContext: fromJson(doc.traceContext) as TraceContext | null,
     group: doc.group ?? null,

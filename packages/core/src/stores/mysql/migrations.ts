@@ -244,6 +244,13 @@ export function migrations(t: Tables): readonly Migration[] {
       jobsDroppedIndexes: [GROUP_INDEX],
       statements: [],
     },
+    {
+      version: 13,
+      name: 'the job a moved job came from',
+      // Set on the job moveJob inserts, so a job's page can link back to the job whose moveTo made it.
+      jobsColumns: { moved_from: 'VARCHAR(36) NULL' },
+      statements: [],
+    },
   ];
 }
 

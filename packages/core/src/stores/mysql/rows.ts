@@ -38,6 +38,7 @@ export const JOB_COLUMNS = [
   'idempotency_expires_at',
   'debounce_key',
   'job_group',
+  'moved_from',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -164,6 +165,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
     debounceKey: readText(row.debounce_key),
     finishedAt: readNullableDate(row.finished_at),
     movedTo: readText(row.moved_to),
+    movedFrom: readText(row.moved_from),
     replayOf: readText(row.replay_of),
     traceContext: readJson(row.trace_context) as TraceContext | null,
     group: readText(row.job_group),
@@ -204,6 +206,7 @@ export function newJobValues(job: NewJob): unknown[] {
     idempotency_expires_at: job.idempotencyExpiresAt === null ? null : sqlDate(job.idempotencyExpiresAt),
     debounce_key: job.debounceKey,
     job_group: job.group ?? null,
+    moved_from: job.movedFrom ?? null,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

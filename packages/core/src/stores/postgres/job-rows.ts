@@ -38,6 +38,7 @@ const OTHER_FIELDS = [
   'debounce_key',
   'finished_at',
   'moved_to',
+  'moved_from',
   'replay_of',
   'job_group',
 ] as const;
@@ -80,6 +81,7 @@ export interface JobRow {
   debounce_key: string | null;
   finished_at: Date | null;
   moved_to: string | null;
+  moved_from: string | null;
   replay_of: string | null;
   job_group: string | null;
   /** Migration 14. */
@@ -135,6 +137,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     debounceKey: row.debounce_key,
     finishedAt: row.finished_at,
     movedTo: row.moved_to,
+    movedFrom: row.moved_from,
     replayOf: row.replay_of,
     group: row.job_group,
     traceContext: row.trace_context,

@@ -295,6 +295,14 @@ ALTER TABLE jobs ADD COLUMN trace_context jsonb;
 `,
   },
   LIMITED_CLAIM_MIGRATION,
+  {
+    version: 18,
+    name: 'the job a moved job came from',
+    // Set by moveJob on the job it inserts, so a job's page can link back to the job whose moveTo made it.
+    sql: `
+ALTER TABLE jobs ADD COLUMN moved_from text;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -23,7 +23,10 @@ export async function moveJob(
       const [from] = await tx.query(sql.completeMovedJob, [lease.id, lease.leaseToken, next.id, now]);
       if (!from) return null;
       const [inserted] = await insertNew(tx, sql, [next]);
-      if (inserted) return { job: insertedRecord(inserted), created: true };
+      if (inserted) {
+        await tx.query(sql.setMovedFrom, [inserted.id, lease.id]);
+        return { job: insertedRecord({ ...inserted, movedFrom: lease.id }), created: true };
+      }
       // `next` carries an idempotency key a retained job holds: the job moves into that job.
       const holder = (await keyHolders(tx, sql, [next])).get(idempotencyRef(next.name, next.idempotencyKey ?? ''));
       if (!holder) throw new KeyHolderVanished();

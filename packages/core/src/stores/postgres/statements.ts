@@ -128,6 +128,9 @@ RETURNING j.id`,
     /** $1 id, $2 the job it moved into. Within `moveJob`'s transaction, after `completeMovedJob`. */
     setMovedTo: `UPDATE ${jobs} AS j SET moved_to = $2 WHERE j.id = $1`,
 
+    /** $1 id of the job a move inserted, $2 the job it was moved from. Within `moveJob`'s transaction. */
+    setMovedFrom: `UPDATE ${jobs} AS j SET moved_from = $2 WHERE j.id = $1`,
+
     /** $1 id, $2 now. */
     cancelJob: `UPDATE ${jobs} AS j
 SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL,

@@ -34,6 +34,7 @@ export function insertedRecord(job: NewJob): JobRecord {
     finishedAt: null,
     movedTo: null,
     replayOf: job.replayOf,
+    movedFrom: job.movedFrom ?? null,
     traceContext: job.traceContext,
     group: job.group ?? null,
   };
