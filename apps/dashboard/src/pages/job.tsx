@@ -92,30 +92,9 @@ export function JobPage(props: { id: string }) {
             <dd class="mono">{job.idempotencyKey}</dd>
           </>
         )}
-        {job.replayOf && (
-          <>
-            <dt>Replay of</dt>
-            <dd class="mono">
-              <Link to={`/jobs/${encodeURIComponent(job.replayOf)}`}>{job.replayOf}</Link>
-            </dd>
-          </>
-        )}
-        {job.movedFrom && (
-          <>
-            <dt>Moved from</dt>
-            <dd class="mono">
-              <Link to={`/jobs/${encodeURIComponent(job.movedFrom)}`}>{job.movedFrom}</Link>
-            </dd>
-          </>
-        )}
-        {job.movedTo && (
-          <>
-            <dt>Moved to</dt>
-            <dd class="mono">
-              <Link to={`/jobs/${encodeURIComponent(job.movedTo)}`}>{job.movedTo}</Link>
-            </dd>
-          </>
-        )}
+        <RelatedJob label="Replay of" id={job.replayOf} />
+        <RelatedJob label="Moved from" id={job.movedFrom} />
+        <RelatedJob label="Moved to" id={job.movedTo} />
       </dl>
       {job.error && (
         <div class="card error-box" role="note">
@@ -140,5 +119,18 @@ export function JobPage(props: { id: string }) {
       </div>
       <ConfirmDialog action={pending} onClose={() => setPending(null)} />
     </section>
+  );
+}
+
+/** A fact naming another job (the one this replays, or was moved from or to), linked to its page; nothing without one. */
+function RelatedJob(props: { label: string; id: string | undefined }) {
+  if (!props.id) return null;
+  return (
+    <>
+      <dt>{props.label}</dt>
+      <dd class="mono">
+        <Link to={`/jobs/${encodeURIComponent(props.id)}`}>{props.id}</Link>
+      </dd>
+    </>
   );
 }
