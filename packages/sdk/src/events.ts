@@ -11,6 +11,7 @@ import {
   WorkqError,
 } from '@workq/core';
 import { toWorkqError } from './errors.ts';
+import { sleep } from './retry.ts';
 import type { QueueApi } from './transport.ts';
 
 /**
@@ -170,16 +171,4 @@ function parsedResult(jobs: Catalog, event: CoreJobEvent | CoreResyncEvent): unk
   if (parsed.success) event.result = parsed.data;
   else delete event.result;
   return event;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
