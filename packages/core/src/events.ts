@@ -4,6 +4,14 @@
 export const JOB_EVENT_TYPES = ['enqueued', 'started', 'progress', 'completed', 'failed', 'dead', 'cancelled'] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
+/** What an event carries beyond its type, job, time and attempt. */
+export interface JobEventDetails {
+  progress?: number;
+  result?: unknown;
+  error?: JobEventError;
+  willRetry?: boolean;
+}
+
 /** The error an event carries: the failed attempt's message, and whether it was permanent. */
 export interface JobEventError {
   message: string;
@@ -35,4 +43,59 @@ export interface JobEvent {
 export interface ResyncEvent {
   type: 'resync';
   at: Date;
+}
+
+/**
+ * Events of one type about jobs of one name, made by one queue operation at
+ * one moment: the unit in which the engine hands events to its sink and the
+ * server keeps and sends them, so that a busy queue pays per operation rather
+ * than per job. The arrays are per job, in the order of `ids`.
+ */
+export interface JobEventRun {
+  type: JobEventType;
+  name: string;
+  at: Date;
+  ids: string[];
+  versions: number[];
+  /** Each job's attempt; absent for a type without one. */
+  attempts?: number[];
+  /** What else each job's event carries; absent when no event in the run carries anything. */
+  details?: (JobEventDetails | undefined)[];
+}
+
+/** The events of a run, one per job. */
+export function eventsOfRun(run: JobEventRun): JobEvent[] {
+  const { type, name, at, ids, versions, attempts, details } = run;
+  return ids.map((id, index) => {
+    const event: JobEvent = { type, id, name, version: versions[index] as number, at };
+    const attempt = attempts?.[index];
+    if (attempt !== undefined) event.attempt = attempt;
+    const more = details?.[index];
+    if (more) Object.assign(event, more);
+    return event;
+  });
+}
+
+/** Runs of `events`, each event joining the run before it when type, name and time agree. */
+export function runsOfEvents(events: readonly JobEvent[]): JobEventRun[] {
+  const runs: JobEventRun[] = [];
+  let last: JobEventRun | undefined;
+  for (const event of events) {
+    const { type, id, name, version, at, attempt, ...more } = event;
+    if (!last || last.type !== type || last.name !== name || last.at.getTime() !== at.getTime()) {
+      last = { type, name, at, ids: [], versions: [] };
+      runs.push(last);
+    }
+    const index = last.ids.push(id) - 1;
+    last.versions.push(version);
+    if (attempt !== undefined) {
+      last.attempts ??= [];
+      last.attempts[index] = attempt;
+    }
+    if (Object.keys(more).length > 0) {
+      last.details ??= [];
+      last.details[index] = more;
+    }
+  }
+  return runs;
 }

@@ -52,7 +52,7 @@ export const eventsRouter = router({
       return (async function* () {
         try {
           // Compact (`encodeEventBatch`), and plain JSON, which the wire transformer passes through as it is.
-          for await (const batch of batches) yield tracked(batch.id, encodeEventBatch(batch.events));
+          for await (const batch of batches) yield tracked(batch.id, encodeEventBatch(batch.runs));
         } catch (error) {
           // A server closing ends streams with UNAVAILABLE: a code on which clients reconnect.
           if (error instanceof WorkqError) {

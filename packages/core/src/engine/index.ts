@@ -13,7 +13,7 @@ export type {
 } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
-export type { JobEvent, JobEventError, JobEventType, ResyncEvent } from '../events.ts';
+export type { JobEvent, JobEventError, JobEventRun, JobEventType, ResyncEvent } from '../events.ts';
 export { JOB_EVENT_TYPES } from '../events.ts';
 export { FINISHED_STATES } from '../jobs.ts';
 export type { EventBatch, EventHubOptions, EventSubscription } from '../notify/event-hub.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { JobEvent } from '../events.ts';
+import { eventsOfRun, type JobEvent } from '../events.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
 import { createEngine } from './engine.ts';
 import type { JobEventSink } from './job-events.ts';
@@ -20,7 +20,7 @@ function recordingSink(listening = true): JobEventSink & { events: JobEvent[] } 
     get listening() {
       return listening;
     },
-    publish: (batch) => void events.push(...batch),
+    publish: (runs) => void events.push(...runs.flatMap(eventsOfRun)),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { JobEvent, JobEventError } from '../events.ts';
+import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '../events.ts';
 import type { JobError } from '../jobs.ts';
 import type { ClaimedJob } from './claims.ts';
 import type { JobRecord } from './store.ts';
@@ -11,7 +11,7 @@ import type { JobRecord } from './store.ts';
  */
 export interface JobEventSink {
   readonly listening: boolean;
-  publish(events: readonly JobEvent[]): void;
+  publish(runs: readonly JobEventRun[]): void;
 }
 
 /** What an event needs to know of a held job that its lease alone does not say. */
@@ -23,6 +23,37 @@ interface HeldJob {
 
 /** Jobs remembered per process while listening; past it the oldest are forgotten (they are then read back). */
 const MAX_HELD = 100_000;
+
+/**
+ * One operation's events of one type, collected into one run per job name
+ * (an operation's jobs almost always share one).
+ */
+class RunCollector {
+  private readonly runs = new Map<string, JobEventRun>();
+
+  constructor(
+    private readonly type: JobEventType,
+    private readonly at: Date,
+  ) {}
+
+  add(id: string, job: { name: string; version: number; attempt?: number }, details?: JobEventDetails): void {
+    let run = this.runs.get(job.name);
+    if (!run) {
+      run = { type: this.type, name: job.name, at: this.at, ids: [], versions: [] };
+      if (job.attempt !== undefined) run.attempts = [];
+      this.runs.set(job.name, run);
+    }
+    const index = run.ids.push(id) - 1;
+    run.versions.push(job.version);
+    if (job.attempt !== undefined) run.attempts?.push(job.attempt);
+    if (details) run.details ??= Array(index).fill(undefined);
+    run.details?.push(details);
+  }
+
+  get runList(): JobEventRun[] {
+    return [...this.runs.values()];
+  }
+}
 
 /**
  * Builds the engine's events and hands them to the sink. It remembers the
@@ -46,57 +77,65 @@ export class JobEventEmitter {
 
   enqueued(jobs: readonly JobRecord[], at: Date): void {
     if (!this.listening || jobs.length === 0) return;
-    this.publish(jobs.map((job) => ({ type: 'enqueued', id: job.id, name: job.name, version: job.version, at })));
+    const runs = new RunCollector('enqueued', at);
+    for (const job of jobs) runs.add(job.id, job);
+    this.publish(runs.runList);
   }
 
   started(jobs: readonly ClaimedJob[], at: Date): void {
     if (!this.listening || jobs.length === 0) return;
-    const events: JobEvent[] = [];
+    const runs = new RunCollector('started', at);
     for (const job of jobs) {
-      const { id, name, version, attempt } = job;
-      this.remember(id, { name, version, attempt });
-      events.push({ type: 'started', id, name, version, at, attempt });
+      const held = { name: job.name, version: job.version, attempt: job.attempt };
+      this.remember(job.id, held);
+      runs.add(job.id, held);
     }
-    this.publish(events);
+    this.publish(runs.runList);
   }
 
   /** `completed` for each job acked, with the result it was acked with. */
   completed(items: readonly { id: string; result?: unknown }[], at: Date): void {
     if (!this.listening || items.length === 0) return;
     this.withHeld(
+      'completed',
+      at,
       items.map((item) => item.id),
-      (id, job, index) => {
-        const event: JobEvent = { type: 'completed', id, ...job, at };
+      (index) => {
         const result = items[index]?.result;
-        if (result !== undefined) event.result = result;
-        return event;
+        return result === undefined ? undefined : { result };
       },
     );
   }
 
   progress(id: string, progress: number, at: Date): void {
     if (!this.listening) return;
-    this.withHeld([id], (_, job) => ({ type: 'progress', id, ...job, at, progress }), false);
+    this.withHeld('progress', at, [id], () => ({ progress }), false);
   }
 
   /** `failed` for the attempt that failed, and `dead` after it when none remains. */
   failed(job: JobRecord, error: JobError, willRetry: boolean, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
-    const { id, name, version } = job;
     const eventError: JobEventError = { message: error.message };
     if (error.permanent) eventError.permanent = true;
-    const events: JobEvent[] = [
-      { type: 'failed', id, name, version, at, attempt: error.attempt, error: eventError, willRetry },
-    ];
-    if (!willRetry) events.push({ type: 'dead', id, name, version, at, attempt: error.attempt, error: eventError });
-    this.publish(events);
+    const attempted = { name: job.name, version: job.version, attempt: error.attempt };
+    const failed = new RunCollector('failed', at);
+    failed.add(job.id, attempted, { error: eventError, willRetry });
+    const runs = failed.runList;
+    if (!willRetry) {
+      const dead = new RunCollector('dead', at);
+      dead.add(job.id, attempted, { error: eventError });
+      runs.push(...dead.runList);
+    }
+    this.publish(runs);
   }
 
   cancelled(job: JobRecord, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
-    this.publish([{ type: 'cancelled', id: job.id, name: job.name, version: job.version, at }]);
+    const runs = new RunCollector('cancelled', at);
+    runs.add(job.id, { name: job.name, version: job.version });
+    this.publish(runs.runList);
   }
 
   /** Forgets jobs given back unstarted. */
@@ -113,44 +152,47 @@ export class JobEventEmitter {
   }
 
   /**
-   * Publishes `make(id, job, index)` for each id: at once for the jobs this
-   * process remembers, after one read for the rest. `forget` ends the memory
-   * of them (their lease ended).
+   * Publishes a `type` event for each id, with `detailsOf(index)`: at once for
+   * the jobs this process remembers, after one read for the rest. `forget`
+   * ends the memory of them (their lease ended).
    */
   private withHeld(
+    type: JobEventType,
+    at: Date,
     ids: readonly string[],
-    make: (id: string, job: HeldJob, index: number) => JobEvent,
+    detailsOf: (index: number) => JobEventDetails | undefined,
     forget = true,
   ): void {
-    const events: JobEvent[] = [];
+    const runs = new RunCollector(type, at);
     const unknown: number[] = [];
     ids.forEach((id, index) => {
       const job = this.held.get(id);
       if (forget) this.held.delete(id);
-      if (job) events.push(make(id, job, index));
+      if (job) runs.add(id, job, detailsOf(index));
       else unknown.push(index);
     });
-    if (events.length > 0) this.publish(events);
+    const known = runs.runList;
+    if (known.length > 0) this.publish(known);
     if (unknown.length === 0) return;
-    const wanted = unknown.map((index) => ids[index] as string);
-    this.readJobs(wanted).then(
+    this.readJobs(unknown.map((index) => ids[index] as string)).then(
       (records) => {
         const byId = new Map(records.map((record) => [record.id, record]));
-        const late: JobEvent[] = [];
+        const late = new RunCollector(type, at);
         for (const index of unknown) {
           const record = byId.get(ids[index] as string);
-          if (record) late.push(make(record.id, heldOf(record), index));
+          if (record) late.add(record.id, heldOf(record), detailsOf(index));
         }
-        if (late.length > 0) this.publish(late);
+        const found = late.runList;
+        if (found.length > 0) this.publish(found);
       },
       // A job that cannot be read now yields no event; a subscriber that needs certainty reads the job.
       () => undefined,
     );
   }
 
-  private publish(events: readonly JobEvent[]): void {
+  private publish(runs: readonly JobEventRun[]): void {
     try {
-      this.sink?.publish(events);
+      this.sink?.publish(runs);
     } catch {
       // A watcher's failure never fails the queue operation that made the event.
     }

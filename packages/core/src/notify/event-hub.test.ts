@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { JobEvent } from '../events.ts';
+import { eventsOfRun, type JobEventRun } from '../events.ts';
 import { type EventBatch, EventHub } from './event-hub.ts';
 
 const readJob = async () => undefined;
 
-function event(id: string, name = 'mail'): JobEvent {
-  return { type: 'enqueued', id, name, version: 1, at: new Date() };
+/** One run of `enqueued` events for `ids`. */
+function run(ids: string[], name = 'mail'): JobEventRun {
+  return { type: 'enqueued', name, at: new Date(), ids, versions: ids.map(() => 1) };
 }
 
 /** Reads the next batch of `batches` (the first one is the greeting, which carries the id to resume from). */
@@ -16,7 +17,7 @@ async function next(batches: AsyncIterator<EventBatch>): Promise<EventBatch> {
 }
 
 function ids(batch: EventBatch): string[] {
-  return batch.events.map((e) => (e.type === 'resync' ? 'resync' : e.id));
+  return batch.runs.flatMap((r) => (r.type === 'resync' ? ['resync'] : eventsOfRun(r).map((e) => e.id)));
 }
 
 describe('the event hub', () => {
@@ -28,8 +29,8 @@ describe('the event hub', () => {
       .subscribe({ wants: (name) => name === 'mail', signal: controller.signal })
       [Symbol.asyncIterator]();
     expect(hub.listening).toBe(true);
-    expect((await next(batches)).events).toEqual([]);
-    hub.publish([event('a'), event('b', 'report'), event('c')]);
+    expect((await next(batches)).runs).toEqual([]);
+    hub.publish([run(['a']), run(['b'], 'report'), run(['c'])]);
     expect(ids(await next(batches))).toEqual(['a', 'c']);
     controller.abort();
     expect((await batches.next()).done).toBe(true);
@@ -41,9 +42,9 @@ describe('the event hub', () => {
     const controller = new AbortController();
     const batches = hub.subscribe({ wants: () => true, signal: controller.signal })[Symbol.asyncIterator]();
     await next(batches);
-    hub.publish(['1', '2', '3', '4', '5'].map((id) => event(id)));
-    hub.publish([event('6')]);
-    // The fourth overflowed: the three before it are dropped, the events after it kept.
+    hub.publish([run(['1', '2']), run(['3', '4']), run(['5'])]);
+    hub.publish([run(['6'])]);
+    // The second run overflowed: it and the run before it are dropped, the runs after it kept.
     expect(ids(await next(batches))).toEqual(['resync', '5', '6']);
     controller.abort();
     hub.close();
@@ -54,10 +55,10 @@ describe('the event hub', () => {
     const first = new AbortController();
     const batches = hub.subscribe({ wants: () => true, signal: first.signal })[Symbol.asyncIterator]();
     await next(batches);
-    hub.publish([event('a')]);
+    hub.publish([run(['a'])]);
     const { id } = await next(batches);
     first.abort();
-    hub.publish([event('b'), event('c')]);
+    hub.publish([run(['b', 'c'])]);
 
     const again = new AbortController();
     const resumed = hub.subscribe({ wants: () => true, lastEventId: id, signal: again.signal })[Symbol.asyncIterator]();
@@ -70,6 +71,23 @@ describe('the event hub', () => {
     expect(ids(await next(foreign))).toEqual(['resync']);
     again.abort();
     other.abort();
+    hub.close();
+  });
+
+  it('resumes within a run when the id points into one', async () => {
+    const hub = new EventHub({ readJob });
+    const first = new AbortController();
+    const batches = hub.subscribe({ wants: () => true, signal: first.signal })[Symbol.asyncIterator]();
+    await next(batches);
+    hub.publish([run(['a', 'b', 'c'])]);
+    const { id } = await next(batches);
+    first.abort();
+    const seq = Number(id.slice(id.lastIndexOf(':') + 1));
+    const afterA = `${id.slice(0, id.lastIndexOf(':'))}:${seq - 2}`;
+    const again = new AbortController();
+    const resumed = hub.subscribe({ wants: () => true, lastEventId: afterA, signal: again.signal });
+    expect(ids(await next(resumed[Symbol.asyncIterator]()))).toEqual(['b', 'c']);
+    again.abort();
     hub.close();
   });
 

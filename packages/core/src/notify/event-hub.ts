@@ -1,15 +1,15 @@
 import { newLeaseToken } from '../engine/ids.ts';
 import type { JobEventSink } from '../engine/job-events.ts';
 import { WorkqError } from '../errors.ts';
-import type { JobEvent, ResyncEvent } from '../events.ts';
+import { eventsOfRun, type JobEvent, type JobEventRun, type ResyncEvent, runsOfEvents } from '../events.ts';
 import type { BusJobEvent } from './messages.ts';
 import type { WakeupBus } from './wakeup-bus.ts';
 
-/** What a subscriber receives at once: its events in order, and the id to resume after them. */
+/** What a subscriber receives at once: its events in order, as runs, and the id to resume after them. */
 export interface EventBatch {
   /** The id of the last event this batch covers; pass it back as `lastEventId` to resume after it. */
   id: string;
-  events: (JobEvent | ResyncEvent)[];
+  runs: (JobEventRun | ResyncEvent)[];
 }
 
 export interface EventSubscription {
@@ -45,9 +45,10 @@ function resyncEvent(): ResyncEvent {
 /** Each `EventHubOptions` default, in one place. */
 const EVENT_HUB_DEFAULTS = { maxBufferedEvents: 10_000, resumeEvents: 10_000, resumeWindowMs: 60_000 } as const;
 
+/** A kept run; its events are numbered `firstSeq`, `firstSeq + 1`, …. */
 interface Entry {
-  seq: number;
-  event: JobEvent;
+  firstSeq: number;
+  run: JobEventRun;
 }
 
 /**
@@ -67,6 +68,8 @@ interface Entry {
 export class EventHub implements JobEventSink {
   private readonly subscribers = new Set<Subscriber>();
   private readonly recent: Entry[] = [];
+  /** The number of events in `recent`. */
+  private recentEvents = 0;
   private seq = 0;
   /** Events up to this seq may be missing (lost on the bus): no resume from before it. */
   private gapSeq = 0;
@@ -103,10 +106,11 @@ export class EventHub implements JobEventSink {
   }
 
   /** Events made on this server (the engine's sink). */
-  publish(events: readonly JobEvent[]): void {
+  publish(runs: readonly JobEventRun[]): void {
     if (this.closed) return;
-    this.bus?.sendEvents(events);
-    if (this.keeping) this.deliver(events);
+    // Events travel between servers one by one, built only when another server listens.
+    if (this.bus?.othersListening) this.bus.sendEvents(runs.flatMap(eventsOfRun));
+    if (this.keeping) this.deliver(runs);
   }
 
   /** A subscriber's batches, until its signal aborts or the hub closes. */
@@ -155,16 +159,19 @@ export class EventHub implements JobEventSink {
     const at = lastEventId.lastIndexOf(':');
     const seq = Number(lastEventId.slice(at + 1));
     if (lastEventId.slice(0, at) !== this.instanceId || !Number.isInteger(seq) || seq > this.seq) return false;
-    const oldest = this.recent[0]?.seq ?? this.seq + 1;
+    const oldest = this.recent[0]?.firstSeq ?? this.seq + 1;
     if (seq < this.gapSeq || seq < oldest - 1) return false;
-    for (const entry of this.recent)
-      if (entry.seq > seq && subscriber.wants(entry.event.name)) subscriber.offer(entry.event);
+    for (const { firstSeq, run } of this.recent) {
+      const after = seq + 1 - firstSeq;
+      if (after >= run.ids.length || !subscriber.wants(run.name)) continue;
+      subscriber.offer(after > 0 ? runAfter(run, after) : run);
+    }
     return true;
   }
 
   /** Events another server sent: those sent without a result too large to carry get it read back, if wanted here. */
   private async received(events: readonly BusJobEvent[]): Promise<void> {
-    const complete = await Promise.all(
+    const complete: JobEvent[] = await Promise.all(
       events.map(async (event): Promise<JobEvent> => {
         if (!event.omitted) return event;
         const { omitted: _omitted, ...rest } = event;
@@ -177,20 +184,26 @@ export class EventHub implements JobEventSink {
         return rest;
       }),
     );
-    if (!this.closed) this.deliver(complete);
+    if (!this.closed) this.deliver(runsOfEvents(complete));
   }
 
-  private deliver(events: readonly JobEvent[]): void {
-    for (const event of events) {
-      this.seq += 1;
-      this.recent.push({ seq: this.seq, event });
+  private deliver(runs: readonly JobEventRun[]): void {
+    for (const run of runs) {
+      this.recent.push({ firstSeq: this.seq + 1, run });
+      this.seq += run.ids.length;
+      this.recentEvents += run.ids.length;
     }
     // Trimmed in steps of half the window, so that keeping it costs no copy per event.
-    if (this.recent.length >= this.options.resumeEvents * 1.5) {
-      this.recent.splice(0, this.recent.length - this.options.resumeEvents);
+    if (this.recentEvents >= this.options.resumeEvents * 1.5) {
+      let drop = 0;
+      while (this.recentEvents - (this.recent[drop]?.run.ids.length ?? 0) >= this.options.resumeEvents) {
+        this.recentEvents -= (this.recent[drop] as Entry).run.ids.length;
+        drop += 1;
+      }
+      this.recent.splice(0, drop);
     }
     for (const subscriber of this.subscribers) {
-      for (const event of events) if (subscriber.wants(event.name)) subscriber.offer(event);
+      for (const run of runs) if (subscriber.wants(run.name)) subscriber.offer(run);
     }
   }
 
@@ -204,7 +217,9 @@ export class EventHub implements JobEventSink {
 
 /** One subscriber's bounded buffer, drained as batches by its stream. */
 class Subscriber {
-  private buffer: JobEvent[] = [];
+  private buffer: JobEventRun[] = [];
+  /** The number of events in `buffer`. */
+  private buffered = 0;
   private resyncDue = false;
   /** The first batch goes out at once, even empty: it gives the subscriber an id to resume from. */
   private greetDue = true;
@@ -221,19 +236,21 @@ class Subscriber {
     private readonly lastId: () => string,
   ) {}
 
-  offer(event: JobEvent): void {
+  offer(run: JobEventRun): void {
     if (this.ended) return;
-    if (this.buffer.length >= this.maxBuffered) {
+    if (this.buffered + run.ids.length > this.maxBuffered) {
       this.resync();
       return;
     }
-    this.buffer.push(event);
+    this.buffer.push(run);
+    this.buffered += run.ids.length;
     this.notify();
   }
 
   /** Drops what is buffered; the next batch starts with `resync`. */
   resync(): void {
     this.buffer = [];
+    this.buffered = 0;
     this.resyncDue = true;
     this.notify();
   }
@@ -261,11 +278,12 @@ class Subscriber {
         if (this.ended) return;
         const taken = this.buffer;
         this.buffer = [];
-        const events: (JobEvent | ResyncEvent)[] = this.resyncDue ? [resyncEvent(), ...taken] : taken;
+        this.buffered = 0;
+        const runs: (JobEventRun | ResyncEvent)[] = this.resyncDue ? [resyncEvent(), ...taken] : taken;
         this.resyncDue = false;
         this.greetDue = false;
         this.lastBatchAt = Date.now();
-        yield { id: this.lastId(), events };
+        yield { id: this.lastId(), runs };
       }
     } finally {
       cleanup();
@@ -289,4 +307,12 @@ class Subscriber {
     this.wake = undefined;
     wake?.();
   }
+}
+
+/** The events of `run` after its first `skip`, as a run. */
+function runAfter(run: JobEventRun, skip: number): JobEventRun {
+  const rest: JobEventRun = { ...run, ids: run.ids.slice(skip), versions: run.versions.slice(skip) };
+  if (run.attempts) rest.attempts = run.attempts.slice(skip);
+  if (run.details) rest.details = run.details.slice(skip);
+  return rest;
 }
