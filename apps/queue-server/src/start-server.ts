@@ -24,6 +24,7 @@ import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
+import { createTrpcSubscriptionHandler } from './http/trpc-subscriptions.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { enqueueAndRecord, loadStoredSchedules } from './router/admin-schedules.ts';
@@ -169,6 +170,8 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   };
   // Single mutations (enqueue, claim, complete, …) take the direct path; the rest goes through tRPC's adapter.
   const trpcMutations = createTrpcMutationHandler({ ...trpcOptions, createContext });
+  // Subscriptions (the job-event stream) write their events straight to the socket.
+  const trpcSubscriptions = createTrpcSubscriptionHandler({ ...trpcOptions, createContext });
   const trpcHandler = createHTTPHandler({
     ...trpcOptions,
     maxBatchSize: resolved.limits.maxTrpcBatchSize,
@@ -197,6 +200,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       eventStreams.add(res);
       res.once('close', () => eventStreams.delete(res));
     }
+    if (trpcSubscriptions(req, res)) return;
     return trpcHandler(req, res);
   };
   const server = createServer((req, res) => {

@@ -110,7 +110,7 @@ export function createTrpcMutationHandler<TContext>(
 const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
 
 /** The procedure path in a URL path, or `undefined` when it does not decode. */
-function procedurePath(encoded: string): string | undefined {
+export function procedurePath(encoded: string): string | undefined {
   try {
     return decodeURIComponent(encoded);
   } catch {
