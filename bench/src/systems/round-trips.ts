@@ -53,8 +53,10 @@ export function timedFetch(prefix: string): typeof fetch {
     const path = new URL(url).pathname.replace(/^\/trpc\//, '');
     const paths = [...new Set(path.split(','))].join(',');
     const started = performance.now();
+    // The SDK's Node fetch reads whole bodies; the event stream needs the platform's streaming fetch.
+    const fetchImpl = paths === 'events.watch' ? fetch : (defaultFetch ?? fetch);
     try {
-      return await (defaultFetch ?? fetch)(input, init);
+      return await fetchImpl(input, init);
     } finally {
       recordRoundTrip(`${prefix} http ${paths}`, performance.now() - started);
     }
