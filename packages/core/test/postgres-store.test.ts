@@ -451,7 +451,7 @@ describe('pglite store', () => {
   it('migrates idempotently, declares no notifier, and closes idempotently', async () => {
     const [a, b] = await Promise.all([openPgliteStore(db, { ownsDb: false }), openPgliteStore(db, { ownsDb: false })]);
     expect((await db.query('SELECT version FROM workq.migrations')).rows).toHaveLength(MIGRATIONS.length);
-    expect(a.capabilities).toEqual({ notify: false, leadership: true, insertAndClaim: true });
+    expect(a.capabilities).toEqual({ notify: false, leadership: true, insertAndClaim: true, completeAndClaim: true });
     expect(a.notifier).toBeUndefined();
     const [outcome] = await a.insertJobs([newJob('pglite.shared')]);
     expect(await b.getJob(outcome!.job!.id)).toMatchObject({ name: 'pglite.shared', state: 'waiting' });

@@ -26,13 +26,40 @@ async function dispatcherOver(over: Store) {
   await bus.start();
   running.push(bus);
   const delivered: { name: string; count: number; handedOver: boolean }[] = [];
+  let queries = 0;
   const dispatcher = new ClaimDispatcher(engine, bus, {
     pollIntervalMs: 5_000,
     maxWaitMs: 10_000,
     maxBatchSize: 100,
-    observer: { delivered: (name, count, handedOver) => delivered.push({ name, count, handedOver }) },
+    observer: {
+      delivered: (name, count, handedOver) => delivered.push({ name, count, handedOver }),
+      claimAttempt: (_name, queried) => {
+        if (queried) queries++;
+      },
+    },
   });
-  return { engine, dispatcher, delivered };
+  return { engine, dispatcher, delivered, queries: () => queries };
+}
+
+/** `inner`, logging its acks' and limited claims' calls, and with or without `capabilities.completeAndClaim`. */
+function loggingAcksAndClaims(inner: Store, completeAndClaim: boolean): { store: Store; calls: string[] } {
+  const calls: string[] = [];
+  const store: Store = Object.assign(Object.create(inner) as Store, {
+    capabilities: { ...inner.capabilities, completeAndClaim },
+    completeJobs: (...args: Parameters<Store['completeJobs']>) => {
+      calls.push('completeJobs');
+      return inner.completeJobs(...args);
+    },
+    claimLimitedJobs: (...args: Parameters<Store['claimLimitedJobs']>) => {
+      calls.push('claimLimitedJobs');
+      return inner.claimLimitedJobs(...args);
+    },
+    completeAndClaimLimitedJobs: (...args: Parameters<NonNullable<Store['completeAndClaimLimitedJobs']>>) => {
+      calls.push('completeAndClaimLimitedJobs');
+      return inner.completeAndClaimLimitedJobs?.(...args);
+    },
+  });
+  return { store, calls };
 }
 
 let claims = 0;
@@ -94,6 +121,28 @@ describe('ClaimDispatcher', () => {
     expect((await waiting).jobs).toEqual([]);
     expect(Date.now() - startedAt).toBeLessThan(4_000);
   });
+
+  for (const completeAndClaim of [true, false]) {
+    it(`under a concurrency limit, a claim carrying the acks of the type's active jobs leases the places they free at its first query (${completeAndClaim ? 'in one store call with them' : 'after they commit'})`, async () => {
+      const name = `carried-${completeAndClaim}`;
+      const { store: logged, calls } = loggingAcksAndClaims(store, completeAndClaim);
+      await store.updateQueueSettings(name, { concurrency: 2 }, new Date());
+      const { engine, dispatcher, queries } = await dispatcherOver(logged);
+      await engine.enqueueMany([1, 2, 3, 4].map((n) => ({ name, version: 1, payload: { n } })));
+      const held = await engine.claim({ name, maxVersion: 1, limit: 5, workerId: 'w' });
+      expect(held).toHaveLength(2);
+      calls.length = 0;
+
+      const acks = held.map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: null }));
+      const answer = await dispatcher.claim(claimOf(name, { limit: 2, acks }), listening());
+      expect(answer).toMatchObject({ acksFailed: false, concurrencyLimited: true });
+      expect([...answer.completed].sort()).toEqual(acks.map((ack) => ack.id).sort());
+      expect(answer.jobs).toHaveLength(2);
+      // Neither found the type full nor waited for a wake-up: one query, which the acks' places were free to.
+      expect(queries()).toBe(1);
+      expect(calls).toEqual(completeAndClaim ? ['completeAndClaimLimitedJobs'] : ['completeJobs', 'claimLimitedJobs']);
+    });
+  }
 
   it('puts back, unstarted, the jobs of a claim whose client went away', async () => {
     const { engine, dispatcher, delivered } = await dispatcherOver(store);

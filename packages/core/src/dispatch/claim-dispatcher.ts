@@ -125,7 +125,11 @@ export class ClaimDispatcher {
    */
   async complete(acks: readonly CarriedAck[], name?: string): Promise<{ id: string; ok: boolean }[]> {
     if (acks.length === 0) return [];
-    const outcomes = await this.completions.submit(acks);
+    return this.acksCompleted(await this.completions.submit(acks), name);
+  }
+
+  /** Reports the outcomes of acks, and answers each as `complete` does. */
+  private acksCompleted(outcomes: readonly CompleteOutcome[], name?: string): { id: string; ok: boolean }[] {
     const completed = outcomes.filter((o) => o.ok).length;
     this.observer.completed?.(completed);
     // Jobs of `name` (when the worker says which) finished: claims held back by its limits may lease again.
@@ -143,20 +147,30 @@ export class ClaimDispatcher {
    */
   async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
     const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
-    // The acks and the first claim attempt go to the store side by side: neither waits on the other's commit.
-    // If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
     // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
-    const concurrencyLimited = this.engine.hasConcurrencyLimit(name).catch(() => false);
-    const acked = Promise.all([
-      this.complete(request.acks, name).then(
-        (outcomes) => ({ completed: outcomes.filter((o) => o.ok).map((o) => o.id), acksFailed: false }),
-        () => ({ completed: [] as string[], acksFailed: true }),
-      ),
+    const concurrencyLimited = await this.engine.hasConcurrencyLimit(name).catch(() => false);
+    const answered = (outcomes: readonly { id: string; ok: boolean }[]) => ({
+      completed: outcomes.filter((o) => o.ok).map((o) => o.id),
+      acksFailed: false,
       concurrencyLimited,
-    ]).then(([acks, limited]) => ({ ...acks, concurrencyLimited: limited }));
-    // Except under a concurrency limit: there the acks' jobs hold places the claim could take, so the claim counts
-    // after the acks have committed (and does not find the type full, park, and wait for their wake-up).
-    if (await concurrencyLimited) await acked;
+    });
+    // Under a concurrency limit the acks' jobs hold places the claim could take: the first claim attempt carries
+    // them and counts after they complete (with them, in one commit, where the store can), rather than find the
+    // type full, park, and wait for their wake-up. If that attempt fails, the claim fails, acks and all, and the
+    // worker sends them again.
+    let carried = concurrencyLimited && request.acks.length > 0;
+    let carriedAnswered: (answer: ReturnType<typeof answered>) => void = () => undefined;
+    // Otherwise the acks and the first claim attempt go to the store side by side: neither waits on the other's
+    // commit. If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
+    const acked = carried
+      ? new Promise<ReturnType<typeof answered>>((resolve) => {
+          carriedAnswered = resolve;
+        })
+      : this.complete(request.acks, name).then(answered, () => ({
+          completed: [] as string[],
+          acksFailed: true,
+          concurrencyLimited,
+        }));
     const { host, pid = null, startedAt = null } = request;
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
     const deadline = Date.now() + Math.min(request.waitMs, this.options.maxWaitMs);
@@ -165,7 +179,7 @@ export class ClaimDispatcher {
     const mayWait = () => deadline > Date.now() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
     try {
       // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
-      let skipQuery = request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(claimInput);
+      let skipQuery = !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(claimInput);
       for (;;) {
         const seen = this.bus.generation(name);
         this.observer.claimAttempt?.(name, !skipQuery);
@@ -174,7 +188,10 @@ export class ClaimDispatcher {
         const query = skipQuery
           ? async () => []
           : async () => {
-              const outcome = await this.engine.claimUnderLimits(claimInput);
+              const acks = carried ? request.acks : [];
+              carried = false;
+              const outcome = await this.engine.completeAndClaim(acks, claimInput);
+              if (acks.length > 0) carriedAnswered(answered(this.acksCompleted(outcome.outcomes, name)));
               nextStartAt = outcome.nextStartAt;
               return outcome.jobs;
             };

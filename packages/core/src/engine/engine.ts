@@ -7,7 +7,7 @@ import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
-import { type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
+import { type CompleteOutcome, LeasedJobs, storedAcks } from './leased-jobs.ts';
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
@@ -115,12 +115,28 @@ export class Engine {
   async claimUnderLimits(
     input: ClaimInput,
   ): Promise<{ jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
+    const { jobs, paused, nextStartAt } = await this.completeAndClaim([], input);
+    return { jobs, paused, nextStartAt };
+  }
+
+  /**
+   * `completeMany(acks)`, then `claimUnderLimits(input)`: for a claim that carries acks of jobs of its own type
+   * under that type's limits, which count the acks' jobs until they complete. The claim counts after the acks;
+   * where the store has `capabilities.completeAndClaim`, both commit together, so the places the acks free are
+   * the claim's to take, for one commit.
+   */
+  async completeAndClaim(
+    acks: readonly (LeaseRef & { result?: unknown })[],
+    input: ClaimInput,
+  ): Promise<{ outcomes: CompleteOutcome[]; jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
+    checkBatch(acks.length, 'completeMany');
     const now = this.clock.now();
     await this.sweepExpiredLeases(now);
-    const outcome = await this.flow.claim(claimRequest(input, now));
+    const outcome = await this.flow.claim(claimRequest(input, now), storedAcks(acks));
+    const outcomes = acks.length > 0 ? await this.leased.completed(acks, outcome.completed, now) : [];
     const claimed = outcome.jobs.map(toClaimedJob);
     this.events.started(claimed, now);
-    return { jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
+    return { outcomes, jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
   }
 
   /** Whether `name` has a `concurrency` limit (see `FlowControl.hasConcurrencyLimit`). */

@@ -4,6 +4,7 @@ import type { Clock } from './clock.ts';
 import {
   type ClaimRequest,
   type JobCount,
+  type LeaseRef,
   type LimitedClaim,
   type NewJob,
   NO_GROUP,
@@ -125,16 +126,25 @@ export class FlowControl {
 
   /**
    * Leases as `Store.claimJobs` does, or, for a type that is paused, limited or grouped, as
-   * `Store.claimLimitedJobs` does.
+   * `Store.claimLimitedJobs` does, after completing `acks` (jobs of the type, results in their stored form):
+   * for a limited type on a store with `capabilities.completeAndClaim` in one transaction with the claim,
+   * otherwise committed before it. Resolves to the claim and the ids of the acks that completed.
    */
-  async claim(request: ClaimRequest): Promise<LimitedClaim> {
+  async claim(
+    request: ClaimRequest,
+    acks: readonly (LeaseRef & { result: unknown })[] = [],
+  ): Promise<LimitedClaim & { completed: string[] }> {
     const settings = await this.settingsOf(request.name);
-    if (!constrains(settings)) return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null };
-    if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
-    const claimed = await this.store.claimLimitedJobs(request);
-    // Resumed or paused elsewhere since the settings were read: read them again next time.
-    if (claimed.paused !== settings.paused) this.forget();
-    return claimed;
+    if (acks.length > 0 && constrains(settings) && !settings.paused && this.store.capabilities.completeAndClaim) {
+      const together = await this.store.completeAndClaimLimitedJobs?.(acks, request);
+      if (together) return this.claimedUnder(settings, together.claim, together.completed);
+    }
+    const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
+    if (!constrains(settings)) {
+      return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null, completed };
+    }
+    if (settings.paused) return { jobs: [], paused: true, nextStartAt: null, completed };
+    return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
   }
 
   /**
@@ -212,6 +222,16 @@ export class FlowControl {
     }
     for (const queue of queues.values()) queue.versions.sort((a, b) => a.version - b.version);
     return [...queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  private claimedUnder(
+    settings: QueueSettings,
+    claimed: LimitedClaim,
+    completed: string[],
+  ): LimitedClaim & { completed: string[] } {
+    // Resumed or paused elsewhere since the settings were read: read them again next time.
+    if (claimed.paused !== settings.paused) this.forget();
+    return { ...claimed, completed };
   }
 
   private async all(): Promise<Map<string, QueueSettings>> {

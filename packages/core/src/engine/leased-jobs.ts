@@ -35,6 +35,11 @@ export interface LeasedJobsDeps {
   defaults: Partial<ResolvedJobOptions> | undefined;
 }
 
+/** Acks as the store takes them: each result checked and in its stored form. */
+export function storedAcks(items: readonly (LeaseRef & { result?: unknown })[]): (LeaseRef & { result: unknown })[] {
+  return items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) }));
+}
+
 function leaseLost(id: string): WorkqError {
   return new WorkqError(
     'LEASE_LOST',
@@ -73,12 +78,19 @@ export class LeasedJobs {
     checkBatch(items.length, 'completeMany');
     if (items.length === 0) return [];
     const now = this.clock.now();
-    const done = new Set(
-      await this.store.completeJobs(
-        items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) })),
-        now,
-      ),
-    );
+    return this.completed(items, await this.store.completeJobs(storedAcks(items), now), now);
+  }
+
+  /**
+   * After the store completed `completedIds` of `items` at `now` (`completeMany`, or a claim that carried them):
+   * tells who waits for those jobs, and finds which of the others an earlier ack completed.
+   */
+  async completed(
+    items: readonly (LeaseRef & { result?: unknown })[],
+    completedIds: readonly string[],
+    now: Date,
+  ): Promise<CompleteOutcome[]> {
+    const done = new Set(completedIds);
     for (const id of done) this.listeners.emitFinished(id, 'completed');
     if (this.events.listening)
       this.events.completed(

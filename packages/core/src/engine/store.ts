@@ -1,6 +1,6 @@
 import type { JobError } from '../jobs.ts';
 import type { LeaderElection } from '../roles/leadership.ts';
-import type { FlowControlStore } from './flow-control-store.ts';
+import type { FlowControlStore, LimitedClaim } from './flow-control-store.ts';
 import type { RegistryStore } from './registry-store.ts';
 import type { ScheduleStore } from './schedule-store.ts';
 import type {
@@ -53,6 +53,12 @@ export interface StoreCapabilities {
    * the job is inserted and the waiting claim is woken to claim it.
    */
   insertAndClaim: boolean;
+  /**
+   * Complete-and-claim (`Store.completeAndClaimLimitedJobs`): a limited claim that carries acks commits them
+   * and its lease together, so the places under `concurrency` they free are its to take at the cost of one
+   * commit; without it, the acks commit first and the claim runs after.
+   */
+  completeAndClaim: boolean;
 }
 
 /** Cross-process wake-up channel, when a store has `capabilities.notify`. */
@@ -151,6 +157,17 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * own. Resolves to the ids that were completed: those their token held.
    */
   completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]>;
+
+  /**
+   * With `capabilities.completeAndClaim`: `completeJobs(jobs, claim.now)`, then `claimLimitedJobs(claim)`, in
+   * one transaction. The claim counts the type's active jobs after the completions, so the places they free
+   * are its to take, and no other limited claim of the type sees them freed before this one has run. Both
+   * commit together or not at all. Resolves to the ids completed (as `completeJobs`) and the claim.
+   */
+  completeAndClaimLimitedJobs?(
+    jobs: readonly (LeaseRef & { result: unknown })[],
+    claim: ClaimRequest,
+  ): Promise<{ completed: string[]; claim: LimitedClaim }>;
 
   /**
    * Fenced, per job: gives leased jobs back as if they had not been claimed,

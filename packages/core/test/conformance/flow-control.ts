@@ -146,6 +146,65 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     expect(done).toHaveLength(150);
   }, 60_000);
 
+  it('a limited claim that carries acks (capabilities.completeAndClaim) takes the places they free; a repeat frees none', async ({
+    skip,
+  }) => {
+    const together = ctx.store.capabilities.completeAndClaim ? ctx.store.completeAndClaimLimitedJobs : undefined;
+    if (!together) return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
+    const name = ctx.jobName('complete-and-claim');
+    const { engine } = ctx.engine();
+    await enqueueJobs(engine, name, 4);
+    await ctx.store.updateQueueSettings(name, { concurrency: 2 }, new Date());
+    const first = await ctx.store.claimLimitedJobs(claimNow(name, 5, 'w'));
+    expect(first.jobs).toHaveLength(2);
+    expect((await ctx.store.claimLimitedJobs(claimNow(name, 5, 'other'))).jobs).toEqual([]);
+    const acks = first.jobs.map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: { n: 1 } }));
+
+    const { completed, claim } = await together.call(ctx.store, acks, claimNow(name, 5, 'w'));
+    expect([...completed].sort()).toEqual(acks.map((ack) => ack.id).sort());
+    expect(claim.jobs).toHaveLength(2);
+    expect(claim.jobs.map((job) => job.id)).not.toContain(acks[0]?.id);
+    expect(await activeCount(ctx.store, name)).toBe(2);
+    expect((await ctx.store.getJob(acks[0]?.id as string))?.state).toBe('completed');
+
+    // The acks' leases are gone now: they complete nothing again, and free no place.
+    const repeat = await together.call(ctx.store, acks, claimNow(name, 5, 'w'));
+    expect(repeat.completed).toEqual([]);
+    expect(repeat.claim.jobs).toEqual([]);
+    expect(await activeCount(ctx.store, name)).toBe(2);
+  });
+
+  it('8 claimers completing through their claims (completeAndClaim) against concurrency 5 never see a 6th active lease', async ({
+    skip,
+  }) => {
+    if (!ctx.store.capabilities.completeAndClaim || !ctx.store.completeAndClaimLimitedJobs) {
+      return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
+    }
+    const name = ctx.jobName('concurrency-carried');
+    const stores = await flowClaimers(ctx, 8);
+    const { engine } = ctx.engine();
+    await enqueueJobs(engine, name, 120);
+    await ctx.store.updateQueueSettings(name, { concurrency: 5 }, new Date());
+    const samples: number[] = [];
+    const claimer = async (store: Store, i: number) => {
+      let held: { id: string; leaseToken: string; result: unknown }[] = [];
+      while (held.length > 0 || (await unfinished(store, name)) > 0) {
+        const request = claimNow(name, 1 + (i % 3), `c${i}`);
+        const claim =
+          held.length > 0
+            ? (await store.completeAndClaimLimitedJobs?.(held, request))?.claim
+            : await store.claimLimitedJobs(request);
+        samples.push(await activeCount(store, name));
+        held = (claim?.jobs ?? []).map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: null }));
+        await sleep(held.length === 0 ? 2 : Math.random() * 6);
+      }
+    };
+    await Promise.all(stores.map(claimer));
+    expect(samples.length).toBeGreaterThanOrEqual(50);
+    expect(Math.max(...samples)).toBe(5);
+    expect(await ctx.store.listJobs({ name, states: ['completed'], limit: 1000 })).toHaveLength(120);
+  }, 60_000);
+
   it('rateLimit { max: 50, perMs: 1000 } over 3 s starts at most 50 in any 1-second window, across claimers', async () => {
     const name = ctx.jobName('rate');
     const stores = await flowClaimers(ctx, 4);

@@ -106,7 +106,12 @@ export class MongoStore implements Store {
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
       groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),
     };
-    this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
+    this.capabilities = {
+      notify: parts.notifier !== undefined,
+      leadership: true,
+      insertAndClaim: false,
+      completeAndClaim: false,
+    };
     this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
     if (parts.notifier) this.notifier = parts.notifier;
   }

@@ -97,7 +97,12 @@ export class MysqlStore implements Store {
     this.ownsPool = parts.ownsPool;
     this.readCommittedSessions = parts.readCommittedSessions;
     this.notifier = parts.notifier;
-    this.capabilities = { notify: parts.notifier !== undefined, leadership: true, insertAndClaim: false };
+    this.capabilities = {
+      notify: parts.notifier !== undefined,
+      leadership: true,
+      insertAndClaim: false,
+      completeAndClaim: false,
+    };
     this.leadership = createMysqlLeaderElection(this.pool, this.t, this.target);
     this.schedules = mysqlSchedules(this.pool, this.t);
   }

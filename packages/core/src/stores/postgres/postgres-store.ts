@@ -88,7 +88,12 @@ export class PostgresStore implements Store {
     this.sql = buildStatements(this.quotedSchema);
     this.flowSql = buildFlowStatements(this.quotedSchema);
     this.ownedNotifier = options.notifier;
-    this.capabilities = { notify: options.notifier !== undefined, leadership: true, insertAndClaim: true };
+    this.capabilities = {
+      notify: options.notifier !== undefined,
+      leadership: true,
+      insertAndClaim: true,
+      completeAndClaim: true,
+    };
     this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
     this.schedules = postgresSchedules(this.client, this.quotedSchema);
     if (options.notifier) this.notifier = options.notifier;
@@ -127,6 +132,20 @@ export class PostgresStore implements Store {
     const claimed = await claimLimitedJobs(this.client, this.flowSql, request);
     this.vacuums.noteChangedRows(claimed.jobs.length);
     return claimed;
+  }
+
+  /** One transaction: the acks' statement, then the limited claim's, on one connection and under one commit. */
+  async completeAndClaimLimitedJobs(
+    jobs: readonly (LeaseRef & { result: unknown })[],
+    request: ClaimRequest,
+  ): Promise<{ completed: string[]; claim: LimitedClaim }> {
+    const { text, params } = this.completeStatement(jobs, request.now);
+    const outcome = await this.client.transaction(async (tx) => {
+      const completed = (await tx.query<{ id: string }>(text, params)).map((row) => row.id);
+      return { completed, claim: await claimLimitedJobs(tx, this.flowSql, request) };
+    });
+    this.vacuums.noteChangedRows(outcome.completed.length + outcome.claim.jobs.length);
+    return outcome;
   }
 
   private claimStatement(request: ClaimRequest): SqlStatement {
