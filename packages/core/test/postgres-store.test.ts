@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
+import { buildFlowStatements } from '../src/stores/postgres/flow-control.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
 import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/job-rows.ts';
 import { MIGRATIONS } from '../src/stores/postgres/migrations.ts';
@@ -201,6 +202,46 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
       expect(await claimBuffers(name, 10, fresh)).toBeLessThan(rows[0].relpages / 4);
     } finally {
       await admin.query(`DROP SCHEMA "${fresh}" CASCADE`);
+    }
+  });
+
+  it('claims a grouped type by walking the group claim index, not every ready job per group, when statistics lag behind', async () => {
+    // Vacuumed and analyzed while the type had no job with a group, as when groups come to a queue that ran
+    // without them: the planner estimates about one job with a group, and walking the plain claim index,
+    // filtered by group, looks as cheap as walking the group claim index, though it reads every ready job of the
+    // groups enqueued before each group.
+    const own = `${schema}_groups`;
+    const store = await createPostgresStore({ connectionString: url, schema: own, poolSize: 1 });
+    stores.push(store);
+    try {
+      const name = 'explain.groups';
+      const now = new Date('2026-01-02T00:00:00.000Z');
+      await admin.query(`ALTER TABLE "${own}".jobs SET (autovacuum_enabled = false)`);
+      await insertJobRows(name, 'completed', own, 100);
+      await admin.query(`VACUUM ANALYZE "${own}".jobs`);
+      await store.updateQueueSettings(name, { groupConcurrency: 1, grouped: true }, now);
+      // 100 groups, each group's 100 jobs enqueued together.
+      const jobs = Array.from({ length: 10_000 }, (_, n) => newJob(name, { group: `g${Math.floor(n / 100)}` }));
+      await store.insertJobs(jobs);
+      const explain = `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${buildFlowStatements(`"${own}"`).claimLimited}`;
+      const connection = await admin.connect();
+      try {
+        await connection.query('BEGIN');
+        const params = [name, now, 1, 1, 10, 'token', 'worker', null];
+        // The second of two claims counts: the first also plans the function's statements, once per connection.
+        await connection.query(explain, params);
+        const { rows } = await connection.query(explain, params);
+        const plan = rows[0]['QUERY PLAN'][0].Plan as Record<string, number>;
+        expect(plan['Actual Rows']).toBe(11);
+        // Walking the claim index for each group reads over 50,000 pages; walking each group's range of the
+        // group claim index from its head, under 1,000.
+        expect((plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0)).toBeLessThan(3_000);
+      } finally {
+        await connection.query('ROLLBACK');
+        connection.release();
+      }
+    } finally {
+      await admin.query(`DROP SCHEMA "${own}" CASCADE`);
     }
   });
 

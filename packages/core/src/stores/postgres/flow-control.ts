@@ -66,9 +66,9 @@ RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_limited_jobs` (migration 16) holds the type's settings row until the claim commits: limited claims of a
-     * type run one at a time. Its jobs come first, in claim order; the row without a job says whether the type is
-     * paused and when the next start is possible.
+     * `claim_limited_jobs` (migrations 16 and 19) holds the type's settings row until the claim commits: limited
+     * claims of a type run one at a time. Its jobs come first, in claim order; the row without a job says whether the
+     * type is paused and when the next start is possible.
      */
     claimLimited: `SELECT f.type_paused, f.next_start_ms, ${CLAIMED_COLUMNS}
 FROM ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS f
@@ -114,8 +114,8 @@ export async function updateQueueSettings(
 }
 
 /**
- * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migration 16), which runs the
- * algorithm of `claimUnderSettings` (shared/limited-claim.ts) inside the database while it holds the type's
+ * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migrations 16 and 19), which runs
+ * the algorithm of `claimUnderSettings` (shared/limited-claim.ts) inside the database while it holds the type's
  * settings row, so a limited claim costs one round trip like a plain one.
  */
 export async function claimLimitedJobs(

@@ -1,4 +1,5 @@
 import { WorkqError } from '../../errors.ts';
+import { GROUP_CLAIM_MIGRATION } from './group-claim-migration.ts';
 import { LIMITED_CLAIM_MIGRATION } from './limited-claim-migration.ts';
 import type { Migration } from './migration.ts';
 import type { SqlClient } from './sql-client.ts';
@@ -303,6 +304,7 @@ ALTER TABLE jobs ADD COLUMN trace_context jsonb;
 ALTER TABLE jobs ADD COLUMN moved_from text;
 `,
   },
+  GROUP_CLAIM_MIGRATION,
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -74,8 +74,8 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
 /**
  * A limited claim, given the type's settings (already held) and the store's steps: the one algorithm every
  * store runs, so that they count, cap and take turns alike. PostgreSQL runs it inside the database, as the
- * function `claim_limited_jobs` (its migration 16), so that a claim is one round trip: a change here is made
- * there too, in a new migration, and the conformance suite holds both to the same guarantees.
+ * function `claim_limited_jobs` (its migrations 16 and 19), so that a claim is one round trip: a change here is
+ * made there too, in a new migration, and the conformance suite holds both to the same guarantees.
  */
 export async function claimUnderSettings(
   request: ClaimRequest,
