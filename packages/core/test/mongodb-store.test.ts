@@ -13,8 +13,9 @@ describe('mongodb store: durability', () => {
       { name: 'wc.a', version: 1, payload: { n: 1 } },
       { name: 'wc.a', version: 1, payload: { n: 2 } },
       { name: 'wc.a', version: 1, payload: { n: 3 } },
+      { name: 'wc.a', version: 1, payload: { n: 4 } },
     ]);
-    const [first, second, third] = await engine.claim({ name: 'wc.a', maxVersion: 1, limit: 3, workerId: 'w' });
+    const [first, second, third] = await engine.claim({ name: 'wc.a', maxVersion: 1, limit: 4, workerId: 'w' });
     await engine.complete(first!, { ok: true });
     await engine.fail(second!, { message: 'boom' });
     await engine.moveTo(third!, { name: 'wc.b', version: 1, payload: {} });
@@ -29,6 +30,9 @@ describe('mongodb store: durability', () => {
     const worker = { id: 'w', host: 'h', name: 'wc.a', minVersion: 1, maxVersion: 1, pid: 1, startedAt: new Date() };
     await store.recordWorker({ ...worker, seenAt: new Date() });
     await engine.prune();
+    // The fourth job's lease, swept as if it had expired.
+    const hourLater = new Date(Date.now() + 3_600_000);
+    await store.requeueExpiredLeases(hourLater, { message: 'lost', code: 'LEASE_EXPIRED', at: hourLater });
 
     const methods = new Set(double.writes.map((write) => write.method));
     expect(methods).toEqual(

@@ -361,11 +361,15 @@ export class Engine {
   async sweepExpiredLeases(now = this.clock.now()): Promise<{ requeued: number; dead: number }> {
     if (now.getTime() - this.lastSweepMs < this.leaseSweepIntervalMs) return { requeued: 0, dead: 0 };
     this.lastSweepMs = now.getTime();
-    return this.store.requeueExpiredLeases(now, {
+    const error = {
       message: 'The lease expired before the worker finished (worker died, stalled or lost its connection).',
       code: 'LEASE_EXPIRED',
       at: now,
-    });
+    };
+    const swept = await this.store.requeueExpiredLeases(now, error);
+    this.events.leasesExpired(swept, error, now);
+    const dead = swept.filter((job) => job.dead).length;
+    return { requeued: swept.length - dead, dead };
   }
 
   async close(): Promise<void> {

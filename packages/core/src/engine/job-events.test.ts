@@ -50,3 +50,27 @@ it("names the job of an ack for a lease another process made, reading it back, w
     result: { rows: 2 },
   });
 });
+
+it('reports a lease the sweep ended: failed with LEASE_EXPIRED, and dead when no attempt remains', async () => {
+  let nowMs = Date.now();
+  const clock = { now: () => new Date(nowMs) };
+  const sink = recordingSink();
+  const engine = createEngine({ store, events: sink, clock, leaseSweepIntervalMs: 0 });
+  const [again, last] = await engine.enqueueMany([
+    { name: 'stalled', version: 1, payload: {}, options: { leaseMs: 1_000, maxAttempts: 2 } },
+    { name: 'stalled', version: 1, payload: {}, options: { leaseMs: 1_000, maxAttempts: 1 } },
+  ]);
+  expect(await engine.claim({ name: 'stalled', maxVersion: 1, limit: 2, workerId: 'w' })).toHaveLength(2);
+  sink.events.length = 0;
+  nowMs += 1_001;
+  expect(await engine.sweepExpiredLeases()).toEqual({ requeued: 1, dead: 1 });
+  const error = { message: expect.stringContaining('lease expired'), code: 'LEASE_EXPIRED' };
+  expect(sink.events).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ type: 'failed', id: again?.id, attempt: 1, error, willRetry: true }),
+      expect.objectContaining({ type: 'failed', id: last?.id, attempt: 1, error, willRetry: false }),
+      expect.objectContaining({ type: 'dead', id: last?.id, attempt: 1, error }),
+    ]),
+  );
+  expect(sink.events).toHaveLength(3);
+});

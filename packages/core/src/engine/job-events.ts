@@ -1,7 +1,7 @@
 import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '../events.ts';
 import type { JobError } from '../jobs.ts';
 import type { ClaimedJob } from './claims.ts';
-import type { JobRecord } from './store.ts';
+import type { JobRecord, SweptLease } from './store.ts';
 
 /**
  * Where the engine sends its events: the one seam between state changes and
@@ -128,6 +128,21 @@ export class JobEventEmitter {
       runs.push(...dead.runList);
     }
     this.publish(runs);
+  }
+
+  /** `failed` for each attempt that lost its lease to a sweep, and `dead` after it when none remains. */
+  leasesExpired(jobs: readonly SweptLease[], error: Omit<JobError, 'attempt'>, at: Date): void {
+    for (const job of jobs) this.held.delete(job.id);
+    if (!this.listening || jobs.length === 0) return;
+    const eventError: JobEventError = { message: error.message };
+    if (error.code !== undefined) eventError.code = error.code;
+    const failed = new RunCollector('failed', at);
+    const dead = new RunCollector('dead', at);
+    for (const job of jobs) {
+      failed.add(job.id, job, { error: eventError, willRetry: !job.dead });
+      if (job.dead) dead.add(job.id, job, { error: eventError });
+    }
+    this.publish([...failed.runList, ...dead.runList]);
   }
 
   cancelled(job: JobRecord, at: Date): void {

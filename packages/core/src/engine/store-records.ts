@@ -148,6 +148,17 @@ export interface LeaseRef {
   leaseToken: string;
 }
 
+/** A job whose expired lease a sweep ended (`Store.requeueExpiredLeases`). */
+export interface SweptLease {
+  id: string;
+  name: string;
+  version: number;
+  /** The attempt that lost its lease. */
+  attempt: number;
+  /** No attempt remained: the job is now `dead`; otherwise `waiting` again. */
+  dead: boolean;
+}
+
 export interface ListFilter {
   name?: string;
   /** Only jobs with these ids. */

@@ -12,6 +12,7 @@ import type {
   LeaseRef,
   ListFilter,
   NewJob,
+  SweptLease,
 } from './store-records.ts';
 
 export type {
@@ -35,6 +36,7 @@ export type {
   ListFilter,
   NewJob,
   StoredState,
+  SweptLease,
 } from './store-records.ts';
 export { STORED_STATES } from './store-records.ts';
 
@@ -240,8 +242,9 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * does not go behind the jobs enqueued since), or `dead` when
    * `attempts >= maxAttempts`. The lost lease is
    * recorded as the error `error` (its `attempt` set from the job).
+   * Resolves to the jobs this call swept, each once.
    */
-  requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }>;
+  requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]>;
 
   /** Deletes up to `limit` finished jobs with `finishedAt < finishedBefore`. Resolves to how many. */
   pruneJobs(finishedBefore: Date, limit: number): Promise<number>;

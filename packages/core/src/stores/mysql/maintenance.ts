@@ -1,4 +1,5 @@
 import type { PoolConnection } from 'mysql2/promise';
+import type { SweptLease } from '../../engine/store.ts';
 import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { RELEASE_LEASE } from './job-queries.ts';
@@ -18,31 +19,51 @@ export async function hasExpiredLease(db: Queryable, t: Tables, now: Date): Prom
   return expired.length > 0;
 }
 
-/** `Store.requeueExpiredLeases` on a connection in a transaction: the dead ones first, then the rest. */
+/**
+ * `Store.requeueExpiredLeases` on a connection in a transaction: the expired leases are locked and read
+ * (skipping rows another transaction holds, as an ack does), then the dead ones ended, then the rest requeued.
+ */
 export async function requeueExpiredLeases(
   c: PoolConnection,
   t: Tables,
   now: Date,
   error: Omit<JobError, 'attempt'>,
-): Promise<{ requeued: number; dead: number }> {
+): Promise<SweptLease[]> {
   const at = sqlDate(now);
+  const expired = await selectRows(
+    c,
+    `SELECT id, name, version, attempts, attempts >= max_attempts AS dead FROM ${t.jobs}
+         WHERE state = 'active' AND lease_expires_at <= ? FOR UPDATE SKIP LOCKED`,
+    [at],
+  );
+  const swept: SweptLease[] = expired.map((row) => ({
+    id: String(row.id),
+    name: String(row.name),
+    version: Number(row.version),
+    attempt: Number(row.attempts),
+    dead: Number(row.dead) === 1,
+  }));
   // The recorded error names the attempt that lost its lease: each row's own `attempts`.
   const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
   const errorJson = writeJson(error);
-  const dead = await execute(
-    c,
-    `UPDATE ${t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-         WHERE state = 'active' AND lease_expires_at <= ? AND attempts >= max_attempts`,
-    [errorJson, at, at, at],
-  );
-  const requeued = await execute(
-    c,
-    `UPDATE ${t.jobs}
-         SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ?
-         WHERE state = 'active' AND lease_expires_at <= ?`,
-    [errorJson, at, at],
-  );
-  return { requeued: requeued.affectedRows, dead: dead.affectedRows };
+  const dead = swept.filter((job) => job.dead).map((job) => job.id);
+  const requeued = swept.filter((job) => !job.dead).map((job) => job.id);
+  if (dead.length > 0) {
+    await execute(
+      c,
+      `UPDATE ${t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+         WHERE id IN (?)`,
+      [errorJson, at, at, dead],
+    );
+  }
+  if (requeued.length > 0) {
+    await execute(
+      c,
+      `UPDATE ${t.jobs} SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ? WHERE id IN (?)`,
+      [errorJson, at, requeued],
+    );
+  }
+  return swept;
 }
 
 /** `Store.retryDeadJobs`, one statement. */

@@ -18,6 +18,7 @@ import type {
   Store,
   StoreCapabilities,
   StoredSchedule,
+  SweptLease,
   WorkerPresence,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
@@ -274,10 +275,8 @@ export class MysqlStore implements Store {
     return this.retry('retryDeadJobs', () => retryDeadJobs(this.pool, this.t, target, now));
   }
 
-  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }> {
-    if (!(await this.retry('requeueExpiredLeases', () => hasExpiredLease(this.pool, this.t, now)))) {
-      return { requeued: 0, dead: 0 };
-    }
+  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]> {
+    if (!(await this.retry('requeueExpiredLeases', () => hasExpiredLease(this.pool, this.t, now)))) return [];
     return this.transaction('requeueExpiredLeases', (c) => requeueExpiredLeases(c, this.t, now, error));
   }
 

@@ -20,6 +20,7 @@ import type {
   StoredSchedule,
   StoredState,
   StoreNotifier,
+  SweptLease,
   WorkerPresence,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
@@ -259,12 +260,15 @@ export class PostgresStore implements Store {
     return Number(row?.count ?? 0);
   }
 
-  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<{ requeued: number; dead: number }> {
-    const [row] = await this.client.query<{ requeued: number; dead: number }>(this.sql.requeueExpiredLeases, [
-      now,
-      toJsonText({ ...error, attempt: 0 }),
-    ]);
-    return { requeued: Number(row?.requeued ?? 0), dead: Number(row?.dead ?? 0) };
+  async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]> {
+    const rows = await this.client.query<{
+      id: string;
+      name: string;
+      version: number;
+      attempts: number;
+      dead: boolean;
+    }>(this.sql.requeueExpiredLeases, [now, toJsonText({ ...error, attempt: 0 })]);
+    return rows.map(({ id, name, version, attempts, dead }) => ({ id, name, version, attempt: attempts, dead }));
   }
 
   async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {

@@ -171,9 +171,8 @@ requeued AS (
     error = jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts)),
     lease_token = NULL, lease_expires_at = NULL, updated_at = $1::timestamptz
   FROM expired WHERE j.id = expired.id
-  RETURNING j.state)
-SELECT count(*) FILTER (WHERE state = 'waiting')::int AS requeued, count(*) FILTER (WHERE state = 'dead')::int AS dead
-FROM requeued`,
+  RETURNING j.id, j.name, j.version, j.attempts, j.state)
+SELECT id, name, version, attempts, state = 'dead' AS dead FROM requeued`,
 
     /** $1 finished before, $2 limit. */
     pruneJobs: `WITH pruned AS (
