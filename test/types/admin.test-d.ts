@@ -1,3 +1,5 @@
+import type { inferRouterOutputs } from '@trpc/server';
+import type { AppRouter } from '@workq/queue-server/router';
 import { jobs } from '@workq/schemas';
 import { createClient, type JobState, type ScheduleListing, type WorkerListing } from '@workq/sdk';
 import { describe, expectTypeOf, it } from 'vitest';
@@ -34,5 +36,21 @@ describe('admin types: the worker registry and schedules', () => {
     void sdk.admin.upsertSchedule({ cron: '0 3 * * *', name: 'generateReport' });
     // @ts-expect-error options are the crontab's, not arbitrary
     void sdk.admin.upsertSchedule({ key: 'k', cron: '* * * * *', name: 'x', options: { runAt: new Date() } });
+  });
+});
+
+describe('admin types: one shape on both sides of the wire', () => {
+  type Outputs = inferRouterOutputs<AppRouter>['admin'];
+
+  it('types each admin result as the server’s router answers it', () => {
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.workers>>>().toEqualTypeOf<Outputs['workers']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.schedules>>>().toEqualTypeOf<Outputs['schedules']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.queues>>>().toEqualTypeOf<Outputs['queues']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.setLimits>>>().toEqualTypeOf<Outputs['setLimits']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.upsertSchedule>>>().toEqualTypeOf<Outputs['upsertSchedule']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.stats>>>().toEqualTypeOf<Outputs['stats']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.list>>>().toEqualTypeOf<Outputs['list']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.retryDead>>>().toEqualTypeOf<Outputs['retryDead']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.replay>>>().toEqualTypeOf<Outputs['replay']>();
   });
 });

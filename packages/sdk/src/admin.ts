@@ -6,7 +6,18 @@ export interface AdminApi {
   /** Counts by job type, version and state, and the consumers seen in the last minute with the versions they read. */
   stats(): Promise<{
     counts: { name: string; version: number; state: JobState; count: number }[];
-    consumers: { id: string; host: string; name: string; minVersion: number; maxVersion: number; seenAt: Date }[];
+    consumers: {
+      id: string;
+      host: string;
+      name: string;
+      minVersion: number;
+      maxVersion: number;
+      /** The worker's process id, when it reported one (none from a browser). */
+      pid: number | null;
+      /** When the worker started, by its own clock, when it reported it. */
+      startedAt: Date | null;
+      seenAt: Date;
+    }[];
   }>;
   /** A page of jobs, by type and state; pass `nextCursor` back for the next page. */
   list(query?: { name?: string; state?: JobState; limit?: number; cursor?: string }): Promise<{
@@ -47,8 +58,8 @@ export interface AdminApi {
   queues(): Promise<QueueListing[]>;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
   retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
-  /** Enqueues a finished job again as a new job. */
-  replay(id: string): Promise<{ id: string }>;
+  /** Enqueues a finished job again as a new job; resolves to that job's id and state. */
+  replay(id: string): Promise<{ id: string; created: boolean; state: JobState }>;
 }
 
 /** A job type's limits; `null`: no such limit. */
