@@ -27,6 +27,7 @@ import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
+import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import {
   buildFlowStatements,
   claimLimitedJobs,
@@ -77,6 +78,7 @@ export class PostgresStore implements Store {
   private readonly quotedSchema: string;
   private readonly sql: Statements;
   private readonly flowSql: FlowStatements;
+  private readonly completeAndClaimSql: string;
   private readonly ownedNotifier: ClosableNotifier | undefined;
   private closing: Promise<void> | undefined;
   private readonly vacuums: VacuumPacer;
@@ -88,6 +90,7 @@ export class PostgresStore implements Store {
     this.quotedSchema = quoteSchema(options.schema);
     this.sql = buildStatements(this.quotedSchema);
     this.flowSql = buildFlowStatements(this.quotedSchema);
+    this.completeAndClaimSql = completeAndClaimStatement(this.quotedSchema);
     this.ownedNotifier = options.notifier;
     this.capabilities = {
       notify: options.notifier !== undefined,
@@ -135,16 +138,12 @@ export class PostgresStore implements Store {
     return claimed;
   }
 
-  /** One transaction: the acks' statement, then the limited claim's, on one connection and under one commit. */
+  /** One statement (see complete-and-claim.ts). */
   async completeAndClaimLimitedJobs(
     jobs: readonly (LeaseRef & { result: unknown })[],
     request: ClaimRequest,
   ): Promise<{ completed: string[]; claim: LimitedClaim }> {
-    const { text, params } = this.completeStatement(jobs, request.now);
-    const outcome = await this.client.transaction(async (tx) => {
-      const completed = (await tx.query<{ id: string }>(text, params)).map((row) => row.id);
-      return { completed, claim: await claimLimitedJobs(tx, this.flowSql, request) };
-    });
+    const outcome = await completeAndClaimLimitedJobs(this.client, this.completeAndClaimSql, jobs, request);
     this.vacuums.noteChangedRows(outcome.completed.length + outcome.claim.jobs.length);
     return outcome;
   }

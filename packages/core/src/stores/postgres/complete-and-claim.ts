@@ -1,0 +1,58 @@
+import type { ClaimRequest, LeaseRef, LimitedClaim } from '../../engine/store.ts';
+import { CLAIMED_COLUMNS, type ClaimedRow, toClaimedRecord, toJsonText } from './job-rows.ts';
+import type { SqlQueryable } from './sql-client.ts';
+
+/**
+ * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null
+ * (as `claim_limited_jobs`), $9 the acks' ids, $10 their lease tokens, $11 their results as JSON text (as
+ * `complete_jobs`). `claim_limited_jobs` takes its `max_jobs` from the row of the acks' subquery, so it is called
+ * only once `complete_jobs` has ended every lease it could; both are VOLATILE, so each of the claim's statements
+ * sees those completions (and another limited claim of the type, waiting for the settings row, sees them only
+ * once this commits). The jobs come first, in claim order; the last row carries the ids completed, whether the
+ * type is paused and when its next start is possible.
+ */
+export function completeAndClaimStatement(schema: string): string {
+  return `SELECT CASE WHEN f.claim_order IS NULL THEN a.completed END AS completed, f.type_paused, f.next_start_ms,
+  ${CLAIMED_COLUMNS}
+FROM (SELECT coalesce(array_agg(id), '{}') AS completed
+  FROM ${schema}.complete_jobs($9::text[], $10::text[], $11::text[], $2::timestamptz) AS id) AS a
+CROSS JOIN LATERAL ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int,
+  CASE WHEN a.completed IS NOT NULL THEN $5::int END, $6, $7, $8::bigint) AS f
+CROSS JOIN LATERAL (SELECT (f.job).*) AS j
+ORDER BY f.claim_order NULLS LAST`;
+}
+
+type Row = ClaimedRow & { completed: string[] | null; type_paused: boolean; next_start_ms: string | number | null };
+
+/** `Store.completeAndClaimLimitedJobs`: one statement, `complete_jobs` (migration 8) then `claim_limited_jobs`. */
+export async function completeAndClaimLimitedJobs(
+  db: SqlQueryable,
+  statement: string,
+  jobs: readonly (LeaseRef & { result: unknown })[],
+  request: ClaimRequest,
+): Promise<{ completed: string[]; claim: LimitedClaim }> {
+  const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
+  const rows = await db.query<Row>(statement, [
+    name,
+    now,
+    minVersion,
+    maxVersion,
+    limit,
+    leaseToken,
+    workerId,
+    leaseMs,
+    jobs.map((job) => job.id),
+    jobs.map((job) => job.leaseToken),
+    jobs.map((job) => toJsonText(job.result)),
+  ]);
+  const status = rows[rows.length - 1];
+  const nextStartMs = status?.next_start_ms ?? null;
+  return {
+    completed: status?.completed ?? [],
+    claim: {
+      jobs: rows.slice(0, -1).map((row) => toClaimedRecord(row, request)),
+      paused: status?.type_paused ?? false,
+      nextStartAt: nextStartMs === null ? null : new Date(Number(nextStartMs)),
+    },
+  };
+}
