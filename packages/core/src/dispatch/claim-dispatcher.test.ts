@@ -122,20 +122,34 @@ describe('ClaimDispatcher', () => {
     expect(Date.now() - startedAt).toBeLessThan(4_000);
   });
 
-  for (const completeAndClaim of [true, false]) {
-    it(`under a concurrency limit, a claim carrying the acks of the type's active jobs leases the places they free at its first query (${completeAndClaim ? 'in one store call with them' : 'after they commit'})`, async () => {
-      const name = `carried-${completeAndClaim}`;
+  for (const [limit, completeAndClaim] of [
+    ['concurrency', true],
+    ['concurrency', false],
+    ['groupConcurrency', true],
+    ['groupConcurrency', false],
+  ] as const) {
+    it(`under a ${limit} limit, a claim carrying the acks of the type's active jobs leases the places they free at its first query (${completeAndClaim ? 'in one store call with them' : 'after they commit'})`, async () => {
+      const name = `carried-${limit}-${completeAndClaim}`;
       const { store: logged, calls } = loggingAcksAndClaims(store, completeAndClaim);
-      await store.updateQueueSettings(name, { concurrency: 2 }, new Date());
+      await store.updateQueueSettings(
+        name,
+        limit === 'concurrency' ? { concurrency: 2 } : { groupConcurrency: 1 },
+        new Date(),
+      );
       const { engine, dispatcher, queries } = await dispatcherOver(logged);
-      await engine.enqueueMany([1, 2, 3, 4].map((n) => ({ name, version: 1, payload: { n } })));
+      // Under `groupConcurrency: 1`, two groups of two: one job of each group at a time.
+      const grouped = limit === 'groupConcurrency';
+      await engine.enqueueMany(
+        [1, 2, 3, 4].map((n) => ({ name, version: 1, payload: { n }, options: grouped ? { group: `g${n % 2}` } : {} })),
+      );
       const held = await engine.claim({ name, maxVersion: 1, limit: 5, workerId: 'w' });
       expect(held).toHaveLength(2);
       calls.length = 0;
 
       const acks = held.map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: null }));
       const answer = await dispatcher.claim(claimOf(name, { limit: 2, acks }), listening());
-      expect(answer).toMatchObject({ acksFailed: false, concurrencyLimited: true });
+      // Only a concurrency limit asks the worker to hold no more jobs than it runs.
+      expect(answer).toMatchObject({ acksFailed: false, concurrencyLimited: limit === 'concurrency' });
       expect([...answer.completed].sort()).toEqual(acks.map((ack) => ack.id).sort());
       expect(answer.jobs).toHaveLength(2);
       // Neither found the type full nor waited for a wake-up: one query, which the acks' places were free to.

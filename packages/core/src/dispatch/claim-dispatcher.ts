@@ -148,17 +148,18 @@ export class ClaimDispatcher {
   async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
     const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
     // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
-    const concurrencyLimited = await this.engine.hasConcurrencyLimit(name).catch(() => false);
+    const limits = await this.engine.placeLimits(name).catch(() => ({ concurrency: false, groupConcurrency: false }));
+    const concurrencyLimited = limits.concurrency;
     const answered = (outcomes: readonly { id: string; ok: boolean }[]) => ({
       completed: outcomes.filter((o) => o.ok).map((o) => o.id),
       acksFailed: false,
       concurrencyLimited,
     });
-    // Under a concurrency limit the acks' jobs hold places the claim could take: the first claim attempt carries
-    // them and counts after they complete (with them, in one commit, where the store can), rather than find the
-    // type full, park, and wait for their wake-up. If that attempt fails, the claim fails, acks and all, and the
-    // worker sends them again.
-    let carried = concurrencyLimited && request.acks.length > 0;
+    // Under a concurrency or group limit the acks' jobs hold places the claim could take: the first claim attempt
+    // carries them and counts after they complete (with them, in one commit, where the store can), rather than
+    // find the type or its groups full, park, and wait for their wake-up. If that attempt fails, the claim fails,
+    // acks and all, and the worker sends them again.
+    let carried = (limits.concurrency || limits.groupConcurrency) && request.acks.length > 0;
     let carriedAnswered: (answer: ReturnType<typeof answered>) => void = () => undefined;
     // Otherwise the acks and the first claim attempt go to the store side by side: neither waits on the other's
     // commit. If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.

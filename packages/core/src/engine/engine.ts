@@ -2,7 +2,7 @@ import { WorkqError } from '../errors.ts';
 import type { JobStatus } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
+import { checkLimits, FlowControl, type LimitsChange, type PlaceLimits, type QueueInfo } from './flow-control.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
@@ -139,9 +139,9 @@ export class Engine {
     return { outcomes, jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
   }
 
-  /** Whether `name` has a `concurrency` limit (see `FlowControl.hasConcurrencyLimit`). */
-  hasConcurrencyLimit(name: string): Promise<boolean> {
-    return this.flow.hasConcurrencyLimit(name);
+  /** Which of `name`'s limits count its leased jobs (see `FlowControl.placeLimits`). */
+  placeLimits(name: string): Promise<PlaceLimits> {
+    return this.flow.placeLimits(name);
   }
 
   /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */

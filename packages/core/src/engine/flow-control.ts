@@ -17,6 +17,12 @@ import {
 /** Limits to change with `setLimits`: a limit left out stays as it is; `null` clears it. */
 export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] | null };
 
+/** Which of a type's limits count its leased jobs (see `FlowControl.placeLimits`). */
+export interface PlaceLimits {
+  concurrency: boolean;
+  groupConcurrency: boolean;
+}
+
 /** Counts of one job type's jobs by visible state. */
 export type StateCounts = Record<JobState, number>;
 
@@ -148,12 +154,17 @@ export class FlowControl {
   }
 
   /**
-   * Whether `name` has a `concurrency` limit: each of its leased jobs, wherever it is held, then takes one of
-   * the type's places until it ends, so a claim should count after the acks it carries, and a worker should
-   * hold no more jobs than it runs.
+   * Which of `name`'s limits count its leased jobs, wherever they are held, until they end. Under either, an
+   * ack frees a place a claim could take, so a claim should count after the acks it carries. Under a
+   * `concurrency` limit a worker should also hold no more jobs than it runs: a job waiting in one worker would
+   * hold a place that another worker's free slot could use.
    */
-  async hasConcurrencyLimit(name: string): Promise<boolean> {
-    return ((await this.settingsOf(name))?.concurrency ?? null) !== null;
+  async placeLimits(name: string): Promise<PlaceLimits> {
+    const settings = await this.settingsOf(name);
+    return {
+      concurrency: (settings?.concurrency ?? null) !== null,
+      groupConcurrency: (settings?.groupConcurrency ?? null) !== null,
+    };
   }
 
   /** Whether an insert may lease a job of `name` to a waiting claim: only for types its settings leave free. */

@@ -53,7 +53,7 @@ export type {
   ReadyListener,
 } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
-export type { LimitsChange, QueueInfo, StateCounts } from './flow-control.ts';
+export type { LimitsChange, PlaceLimits, QueueInfo, StateCounts } from './flow-control.ts';
 export { leaseClaimedAtMs, newJobId, newLeaseToken } from './ids.ts';
 export type { JobEventSink } from './job-events.ts';
 export type { EnqueueOptions, ResolvedJobOptions } from './options.ts';
