@@ -1,4 +1,11 @@
-import { JOB_EVENT_TYPES, type JobEvent, type JobEventDetails, type JobEventRun, type ResyncEvent } from './events.ts';
+import {
+  eventsOfRun,
+  JOB_EVENT_TYPES,
+  type JobEvent,
+  type JobEventDetails,
+  type JobEventRun,
+  type ResyncEvent,
+} from './events.ts';
 
 /** What an event carries beyond its type, id, name, version, time and attempt. */
 export type WireEventDetails = JobEventDetails;
@@ -66,15 +73,8 @@ export function decodeEventBatch(batch: WireEventBatch): (JobEvent | ResyncEvent
     const type = JOB_EVENT_TYPES[typeIndex];
     const name = batch.names[nameIndex];
     if (type === undefined || name === undefined) continue;
-    for (let index = 0; index < ids.length; index++) {
-      const id = ids[index] as string;
-      const event: JobEvent = { type, id, name, version: versions[index] as number, at: new Date(atMs) };
-      const attempt = attempts === 0 ? null : attempts[index];
-      if (attempt !== null && attempt !== undefined) event.attempt = attempt;
-      const more = details === 0 ? null : details[index];
-      if (more) Object.assign(event, more);
-      events.push(event);
-    }
+    const entries = { attempts: attempts || undefined, details: details || undefined };
+    events.push(...eventsOfRun({ type, name, at: new Date(atMs), ids, versions, ...entries }));
   }
   return events;
 }

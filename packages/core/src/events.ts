@@ -63,13 +63,20 @@ export interface JobEventRun {
   details?: (JobEventDetails | undefined)[];
 }
 
-/** The events of a run, one per job. */
-export function eventsOfRun(run: JobEventRun): JobEvent[] {
-  const { type, name, at, ids, versions, attempts, details } = run;
+/** A run as `eventsOfRun` reads it: a job's entry in `attempts` or `details` may be missing (`null`, a hole). */
+export interface EventRunEntries extends Omit<JobEventRun, 'attempts' | 'details'> {
+  attempts?: readonly (number | null | undefined)[];
+  details?: readonly (JobEventDetails | null | undefined)[];
+}
+
+/** The events of a run, one per job, each with a `Date` of its own. */
+export function eventsOfRun(run: EventRunEntries): JobEvent[] {
+  const { type, name, ids, versions, attempts, details } = run;
+  const atMs = run.at.getTime();
   return ids.map((id, index) => {
-    const event: JobEvent = { type, id, name, version: versions[index] as number, at };
+    const event: JobEvent = { type, id, name, version: versions[index] as number, at: new Date(atMs) };
     const attempt = attempts?.[index];
-    if (attempt !== undefined) event.attempt = attempt;
+    if (attempt !== null && attempt !== undefined) event.attempt = attempt;
     const more = details?.[index];
     if (more) Object.assign(event, more);
     return event;

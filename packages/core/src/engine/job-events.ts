@@ -21,6 +21,15 @@ interface HeldJob {
   attempt: number;
 }
 
+/** An attempt that failed: its job, and whether it was the job's last (the job is dead). */
+interface FailedAttempt {
+  id: string;
+  name: string;
+  version: number;
+  attempt: number;
+  dead: boolean;
+}
+
 /** Jobs remembered per process while listening; past it the oldest are forgotten (they are then read back). */
 const MAX_HELD = 100_000;
 
@@ -118,16 +127,8 @@ export class JobEventEmitter {
     if (!this.listening) return;
     const eventError: JobEventError = { message: error.message };
     if (error.permanent) eventError.permanent = true;
-    const attempted = { name: job.name, version: job.version, attempt: error.attempt };
-    const failed = new RunCollector('failed', at);
-    failed.add(job.id, attempted, { error: eventError, willRetry });
-    const runs = failed.runList;
-    if (!willRetry) {
-      const dead = new RunCollector('dead', at);
-      dead.add(job.id, attempted, { error: eventError });
-      runs.push(...dead.runList);
-    }
-    this.publish(runs);
+    const { id, name, version } = job;
+    this.publishFailures([{ id, name, version, attempt: error.attempt, dead: !willRetry }], eventError, at);
   }
 
   /** `failed` for each attempt that lost its lease to a sweep, and `dead` after it when none remains. */
@@ -136,11 +137,16 @@ export class JobEventEmitter {
     if (!this.listening || jobs.length === 0) return;
     const eventError: JobEventError = { message: error.message };
     if (error.code !== undefined) eventError.code = error.code;
+    this.publishFailures(jobs, eventError, at);
+  }
+
+  /** `failed` for each failed attempt, then `dead` for those that used the last one. */
+  private publishFailures(jobs: readonly FailedAttempt[], error: JobEventError, at: Date): void {
     const failed = new RunCollector('failed', at);
     const dead = new RunCollector('dead', at);
     for (const job of jobs) {
-      failed.add(job.id, job, { error: eventError, willRetry: !job.dead });
-      if (job.dead) dead.add(job.id, job, { error: eventError });
+      failed.add(job.id, job, { error, willRetry: !job.dead });
+      if (job.dead) dead.add(job.id, job, { error });
     }
     this.publish([...failed.runList, ...dead.runList]);
   }
