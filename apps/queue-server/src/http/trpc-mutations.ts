@@ -119,7 +119,7 @@ export function procedurePath(encoded: string): string | undefined {
 }
 
 /** A signal that aborts when the client goes away before the response is written, as tRPC's adapters do. */
-function abortOnDisconnect(req: IncomingMessage, res: ServerResponse): AbortSignal {
+export function abortOnDisconnect(req: IncomingMessage, res: ServerResponse): AbortSignal {
   const controller = new AbortController();
   const onClose = () => {
     req.off('aborted', onAborted);

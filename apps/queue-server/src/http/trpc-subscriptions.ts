@@ -6,7 +6,7 @@ import {
   isTrackedEnvelope,
   TRPCError,
 } from '@trpc/server';
-import { procedurePath, type TrpcMutationOptions } from './trpc-mutations.ts';
+import { abortOnDisconnect, procedurePath, type TrpcMutationOptions } from './trpc-mutations.ts';
 
 export type TrpcSubscriptionOptions<TContext> = Omit<TrpcMutationOptions<TContext>, 'maxBodySize'>;
 
@@ -51,8 +51,7 @@ export function createTrpcSubscriptionHandler<TContext>(
   };
 
   async function stream(path: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse) {
-    const controller = new AbortController();
-    res.once('close', () => controller.abort());
+    const signal = abortOnDisconnect(req, res);
     res.appendHeader('vary', 'trpc-accept, accept');
     res.writeHead(200, SSE_HEADERS);
     res.write(message({ event: 'connected', data: '{}' }));
@@ -68,7 +67,6 @@ export function createTrpcSubscriptionHandler<TContext>(
         }
         return input;
       };
-      const signal = controller.signal;
       const call = { router, path, getRawInput, ctx, type: 'subscription' as const, signal, batchIndex: 0 };
       const values = await callTRPCProcedure(call);
       if (!isAsyncIterable(values)) {
@@ -87,7 +85,7 @@ export function createTrpcSubscriptionHandler<TContext>(
       }
       res.end(message({ event: 'return', data: '' }));
     } catch (cause) {
-      if (controller.signal.aborted || res.destroyed) return res.end();
+      if (signal.aborted || res.destroyed) return res.end();
       const error = getTRPCErrorFromUnknown(cause);
       options.onError({ error, path });
       const shape = getTRPCErrorShape({ config, error, type: 'subscription', path, input, ctx });
