@@ -1,24 +1,11 @@
 import type { JobState, JobStatus } from '@workq/core';
+import type { JobCount, WorkerPresence } from '@workq/core/engine';
 import type { Call } from './transport.ts';
 
 /** Operations that need the `admin` scope. */
 export interface AdminApi {
   /** Counts by job type, version and state, and the consumers seen in the last minute with the versions they read. */
-  stats(): Promise<{
-    counts: { name: string; version: number; state: JobState; count: number }[];
-    consumers: {
-      id: string;
-      host: string;
-      name: string;
-      minVersion: number;
-      maxVersion: number;
-      /** The worker's process id, when it reported one (none from a browser). */
-      pid: number | null;
-      /** When the worker started, by its own clock, when it reported it. */
-      startedAt: Date | null;
-      seenAt: Date;
-    }[];
-  }>;
+  stats(): Promise<{ counts: JobCount[]; consumers: WorkerPresence[] }>;
   /** A page of jobs, by type and state; pass `nextCursor` back for the next page. */
   list(query?: { name?: string; state?: JobState; limit?: number; cursor?: string }): Promise<{
     jobs: JobStatus[];
