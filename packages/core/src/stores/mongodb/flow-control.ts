@@ -133,6 +133,16 @@ function toFlowState(doc: QueueSettingsDocument): FlowState {
 
 const groupRef = (name: string, group: string) => JSON.stringify([name, group]);
 
+/** The number of `active` jobs of each group of the type (groups with none are left out). */
+async function countActiveByGroup(c: FlowCollections, name: string): Promise<Map<string, number>> {
+  const active = await c.jobs
+    .find({ name, state: 'active', group: { $type: 'string' } }, { projection: { group: 1 } })
+    .toArray();
+  const counts = new Map<string, number>();
+  for (const job of active) counts.set(job.group as string, (counts.get(job.group as string) ?? 0) + 1);
+  return counts;
+}
+
 /** See `FlowControlStore.claimLimitedJobs`. */
 export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim> {
   const { name, now } = request;
@@ -150,15 +160,7 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
     return await claimUnderSettings(request, toFlowState(doc), {
       countActive: async () =>
         (await c.jobs.find({ name, state: 'active' }, { projection: { _id: 1 } }).toArray()).length,
-      countActiveByGroup: async () => {
-        const active = await c.jobs
-          .find({ name, state: 'active', group: { $type: 'string' } }, { projection: { group: 1 } })
-          .toArray();
-        const counts = new Map<string, number>();
-        for (const job of active) counts.set(job.group as string, (counts.get(job.group as string) ?? 0) + 1);
-        return counts;
-      },
-      readyGroups: async () => {
+      readyGroups: async (countActive) => {
         // A claim of nothing moves the type's due delayed jobs into the claim index first, as a claim does.
         await promoteDueJobs(c.jobs, name, now);
         const found = await c.jobs
@@ -170,7 +172,8 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
         const groups = found.map((g) => g._id);
         const turns = await c.groups.find({ _id: { $in: groups.map((g) => groupRef(name, g)) } }).toArray();
         const turnOf = new Map(turns.map((t) => [t.group, t.lastTurn]));
-        return groups.map((group) => ({ group, lastTurn: turnOf.get(group) ?? null }));
+        const active = countActive ? await countActiveByGroup(c, name) : new Map<string, number>();
+        return groups.map((group) => ({ group, lastTurn: turnOf.get(group) ?? null, active: active.get(group) ?? 0 }));
       },
       candidates: async (groups) => {
         const byGroup = new Map<string, string[]>();

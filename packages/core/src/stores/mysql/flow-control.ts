@@ -10,7 +10,7 @@ import type {
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
-import { WAITING_GROUP_INDEX } from './migrations.ts';
+import { WAITING_GROUP_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -109,31 +109,29 @@ export async function claimLimitedJobs(
       );
       return Number(count?.count ?? 0);
     },
-    countActiveByGroup: async () => {
-      const rows = await selectRows(
-        c,
-        `SELECT job_group, COUNT(*) AS count FROM ${t.jobs} FORCE INDEX (listing)
-         WHERE name = ? AND state = 'active' AND job_group IS NOT NULL GROUP BY job_group`,
-        [name],
-      );
-      return new Map(rows.map((r) => [String(r.job_group), Number(r.count)]));
-    },
-    readyGroups: async () => {
+    readyGroups: async (countActive) => {
       // The type's due delayed jobs move into the waiting range first, as a claim's first step moves them.
       const promote = promoteDueJobsSql(t);
       while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
-      // One probe per group along the waiting-group index (a loose index scan), not a read of every waiting job.
+      // One probe per group along the waiting-groups index (`GROUP BY` on it is a loose index scan: a jump from
+      // group to group, and one more over the NULL of jobs not waiting, which HAVING drops), not a read of every
+      // waiting job. The groups' active jobs, when asked for, are counted in the same statement.
+      const active = `LEFT JOIN (SELECT job_group, COUNT(*) AS active FROM ${t.jobs} FORCE INDEX (listing)
+           WHERE name = ? AND state = 'active' AND job_group IS NOT NULL GROUP BY job_group) AS a
+         ON a.job_group = w.job_group`;
       const rows = await selectRows(
         c,
-        `SELECT w.job_group, g.last_turn FROM (
-           SELECT DISTINCT waiting_group AS job_group FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
-           WHERE name = ? AND waiting_group IS NOT NULL) AS w
-         LEFT JOIN ${t.queueGroups} AS g ON g.name = ? AND g.job_group = w.job_group`,
-        [name, name],
+        `SELECT w.job_group, g.last_turn, ${countActive ? 'a.active' : 'NULL AS active'} FROM (
+           SELECT waiting_group AS job_group FROM ${t.jobs} FORCE INDEX (${WAITING_GROUPS_INDEX})
+           WHERE name = ? GROUP BY name, waiting_group HAVING job_group IS NOT NULL) AS w
+         LEFT JOIN ${t.queueGroups} AS g ON g.name = ? AND g.job_group = w.job_group
+         ${countActive ? active : ''}`,
+        [name, name, ...(countActive ? [name] : [])],
       );
       return rows.map((r) => ({
         group: String(r.job_group),
         lastTurn: r.last_turn === null ? null : Number(r.last_turn),
+        active: Number(r.active ?? 0),
       }));
     },
     candidates: async (groups) => {

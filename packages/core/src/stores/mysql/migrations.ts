@@ -26,6 +26,12 @@ export const GROUP_INDEX = 'group_order';
 /** Name of the index through which a limited claim finds a grouped type's waiting jobs, group by group. */
 export const WAITING_GROUP_INDEX = 'waiting_group_order';
 
+/**
+ * Name of the index through which a limited claim lists a grouped type's groups with waiting jobs: it holds
+ * no descending part, which MariaDB needs to jump from group to group (a loose index scan).
+ */
+export const WAITING_GROUPS_INDEX = 'waiting_groups';
+
 /** Name of the index through which a claim finds the delayed jobs that came due. */
 export const DELAYED_INDEX = 'delayed_due';
 
@@ -249,6 +255,15 @@ export function migrations(t: Tables): readonly Migration[] {
       name: 'the job a moved job came from',
       // Set on the job moveJob inserts, so a job's page can link back to the job whose moveTo made it.
       jobsColumns: { moved_from: 'VARCHAR(36) NULL' },
+      statements: [],
+    },
+    {
+      version: 14,
+      name: 'a grouped type’s groups with waiting jobs read one probe per group',
+      // A limited claim lists the groups with waiting jobs. `waiting_group_order` orders each group's jobs with
+      // a descending part, and MariaDB walks every waiting job of such an index instead of jumping from group to
+      // group; this index of the group alone lets it jump.
+      jobsIndexes: { [WAITING_GROUPS_INDEX]: 'name, waiting_group' },
       statements: [],
     },
   ];

@@ -14,10 +14,12 @@ export interface FlowState extends QueueSettings {
   lastTurn: number;
 }
 
-/** A group with ready jobs, and the number of its last start (`null`: never started). */
+/** A group with ready jobs, the number of its last start (`null`: never started), and its `active` jobs. */
 export interface ReadyGroup {
   group: string;
   lastTurn: number | null;
+  /** The group's `active` jobs when the claim asked for them, else 0. */
+  active: number;
 }
 
 /**
@@ -29,10 +31,11 @@ export interface ReadyGroup {
 export interface LimitedClaimSteps {
   /** The number of `active` jobs of the claim's type. */
   countActive(): Promise<number>;
-  /** The number of `active` jobs of each group of the claim's type (groups with none may be left out). */
-  countActiveByGroup(): Promise<Map<string, number>>;
-  /** The groups with jobs the claim could take (`NO_GROUP` for those without), with their last turns. */
-  readyGroups(): Promise<ReadyGroup[]>;
+  /**
+   * The groups with jobs the claim could take (`NO_GROUP` for those without), with their last turns and, when
+   * `countActive`, their `active` jobs: one read where the store can, since the type is held meanwhile.
+   */
+  readyGroups(countActive: boolean): Promise<ReadyGroup[]>;
   /**
    * Up to `cap` ids of jobs the claim could take in each group, in claim order, locked for this unit
    * where the store locks rows (a job another claim holds is skipped).
@@ -122,16 +125,15 @@ async function claimByTurns(
   steps: LimitedClaimSteps,
   groupOf: Map<string, string>,
 ): Promise<ClaimedRecord[]> {
-  const groups = await steps.readyGroups();
+  const groups = await steps.readyGroups(settings.groupConcurrency !== null);
   // No job with a group is waiting: jobs enqueued without one before the type had groups are claimed in order.
   if (groups.length === 0) return steps.claimInOrder(room);
-  const active = settings.groupConcurrency === null ? new Map<string, number>() : await steps.countActiveByGroup();
-  const capOf = (group: string): number =>
-    settings.groupConcurrency === null || group === NO_GROUP
+  const capOf = (g: ReadyGroup): number =>
+    settings.groupConcurrency === null || g.group === NO_GROUP
       ? room
-      : Math.min(room, settings.groupConcurrency - (active.get(group) ?? 0));
+      : Math.min(room, settings.groupConcurrency - g.active);
   const open = groups
-    .map((g) => ({ group: g.group, turn: g.lastTurn ?? 0, cap: capOf(g.group) }))
+    .map((g) => ({ group: g.group, turn: g.lastTurn ?? 0, cap: capOf(g) }))
     .filter((g) => g.cap > 0)
     .sort((a, b) => a.turn - b.turn || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   // Candidates are read for `room` groups at a time, in turn order, until they are enough for the claim (a group
