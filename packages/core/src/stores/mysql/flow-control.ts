@@ -83,6 +83,45 @@ export async function updateQueueSettings(
 }
 
 /**
+ * The locking read of each group's first `cap` jobs that `ready` (values `readyValues`) matches, in claim order,
+ * each row named by its group (`job_group_read`). The groups with a cap of one are rows of a JSON list, each
+ * joined to its first job by one subquery that is planned once; a group with a larger cap is a query of its own,
+ * planned apiece. They are joined by UNION ALL. The join picks a group's first job before it locks it, so a group
+ * whose first job another transaction holds yields none to this claim instead of its next job.
+ */
+function candidatesQuery(
+  t: Tables,
+  groups: readonly { group: string; cap: number }[],
+  ready: string,
+  readyValues: readonly unknown[],
+): { sql: string; values: unknown[] } {
+  const inOrder = 'ORDER BY priority DESC, order_key, tie_key, id';
+  const singles = groups.filter(({ cap }) => cap === 1).map(({ group }) => group);
+  const parts: string[] = [];
+  const values: unknown[] = [];
+  if (singles.length > 0) {
+    // The LIMIT (the number of groups) keeps the first ids a table of their own, so each subquery runs once.
+    parts.push(`(SELECT o.job_group AS job_group_read, ${CLAIMED_SELECT.replace(/(\w+)/g, 'j.$1')}
+       FROM (SELECT l.job_group, (
+           SELECT f.id FROM ${t.jobs} AS f FORCE INDEX (${WAITING_GROUP_INDEX})
+           WHERE ${ready} AND f.waiting_group = l.job_group ${inOrder} LIMIT 1) AS first_id
+         FROM JSON_TABLE(?, '$[*]' COLUMNS (
+           job_group VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS l
+         LIMIT ?) AS o
+       JOIN ${t.jobs} AS j ON j.id = o.first_id
+       WHERE j.state = 'waiting' FOR UPDATE SKIP LOCKED)`);
+    values.push(...readyValues, JSON.stringify(singles), singles.length);
+  }
+  for (const { group, cap } of groups) {
+    if (cap === 1) continue;
+    parts.push(`(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
+       WHERE ${ready} AND waiting_group = ? ${inOrder} LIMIT ? FOR UPDATE SKIP LOCKED)`);
+    values.push(group, ...readyValues, group, cap);
+  }
+  return { sql: parts.join(' UNION ALL '), values };
+}
+
+/**
  * See `FlowControlStore.claimLimitedJobs`, on a connection in a transaction: locks the type's settings row, then
  * runs `claimUnderSettings`. `plainClaim` is the store's claim, run on that connection.
  */
@@ -135,18 +174,11 @@ export async function claimLimitedJobs(
       }));
     },
     candidates: async (groups) => {
-      // One statement for every group: a locking read of each group's first jobs, joined by UNION ALL. The rows
-      // stay locked by this transaction, so `lease` leases them as read.
+      // One statement for every group. The rows stay locked by this transaction, so `lease` leases them as read.
       const byGroup = new Map<string, string[]>(groups.map(({ group }) => [group, []]));
       if (groups.length === 0) return byGroup;
-      const one = `(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
-         WHERE ${ready} AND waiting_group = ?
-         ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
-      const rows = await selectRows(
-        c,
-        groups.map(() => one).join(' UNION ALL '),
-        groups.flatMap(({ group, cap }) => [group, ...readyValues, group, cap]),
-      );
+      const { sql, values } = candidatesQuery(t, groups, ready, readyValues);
+      const rows = await selectRows(c, sql, values);
       for (const r of rows) {
         byGroup.get(String(r.job_group_read))?.push(String(r.id));
         locked.set(String(r.id), r);
