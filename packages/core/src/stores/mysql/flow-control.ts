@@ -10,7 +10,7 @@ import type {
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
-import { WAITING_GROUP_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
+import { DELAYED_INDEX, WAITING_GROUP_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -132,9 +132,14 @@ export async function claimLimitedJobs(
   plainClaim: (c: PoolConnection, request: ClaimRequest) => Promise<ClaimedRecord[]>,
 ): Promise<LimitedClaim> {
   const { name, now } = request;
-  const [row] = await selectRows(c, `SELECT ${SETTINGS_SELECT} FROM ${t.queueSettings} WHERE name = ? FOR UPDATE`, [
-    name,
-  ]);
+  // The row says too whether any of the type's delayed jobs is due, so that a claim with none skips promoting.
+  const [row] = await selectRows(
+    c,
+    `SELECT ${SETTINGS_SELECT}, EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${DELAYED_INDEX})
+       WHERE name = ? AND delayed_until <= ? AND state = 'delayed') AS due
+     FROM ${t.queueSettings} WHERE name = ? FOR UPDATE`,
+    [name, sqlDate(now), name],
+  );
   if (!row) return { jobs: await plainClaim(c, request), paused: false, nextStartAt: null };
   const ready = `state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
   const readyValues = [name, sqlDate(now), request.minVersion, request.maxVersion];
@@ -151,7 +156,8 @@ export async function claimLimitedJobs(
     readyGroups: async (countActive) => {
       // The type's due delayed jobs move into the waiting range first, as a claim's first step moves them.
       const promote = promoteDueJobsSql(t);
-      while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+      if (Number(row.due) === 1)
+        while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
       // One probe per group along the waiting-groups index (`GROUP BY` on it is a loose index scan: a jump from
       // group to group, and one more over the NULL of jobs not waiting, which HAVING drops), not a read of every
       // waiting job. The groups' active jobs, when asked for, are counted in the same statement.
