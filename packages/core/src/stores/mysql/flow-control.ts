@@ -10,7 +10,7 @@ import type {
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
-import { DELAYED_INDEX, WAITING_GROUP_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
+import { DELAYED_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -87,7 +87,8 @@ export async function updateQueueSettings(
  * each row named by its group (`job_group_read`). The groups with a cap of one are rows of a JSON list, each
  * joined to its first job by one subquery that is planned once; a group with a larger cap is a query of its own,
  * planned apiece. They are joined by UNION ALL. The join picks a group's first job before it locks it, so a group
- * whose first job another transaction holds yields none to this claim instead of its next job.
+ * whose first job another transaction holds yields none to this claim instead of its next job. `ready` leaves
+ * the state out: a job has a `waiting_group` only while it waits, and so the group index alone answers it.
  */
 function candidatesQuery(
   t: Tables,
@@ -103,7 +104,7 @@ function candidatesQuery(
     // The LIMIT (the number of groups) keeps the first ids a table of their own, so each subquery runs once.
     parts.push(`(SELECT o.job_group AS job_group_read, ${CLAIMED_SELECT.replace(/(\w+)/g, 'j.$1')}
        FROM (SELECT l.job_group, (
-           SELECT f.id FROM ${t.jobs} AS f FORCE INDEX (${WAITING_GROUP_INDEX})
+           SELECT f.id FROM ${t.jobs} AS f FORCE INDEX (${WAITING_GROUP_CLAIM_INDEX})
            WHERE ${ready} AND f.waiting_group = l.job_group ${inOrder} LIMIT 1) AS first_id
          FROM JSON_TABLE(?, '$[*]' COLUMNS (
            job_group VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS l
@@ -114,7 +115,7 @@ function candidatesQuery(
   }
   for (const { group, cap } of groups) {
     if (cap === 1) continue;
-    parts.push(`(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_INDEX})
+    parts.push(`(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_CLAIM_INDEX})
        WHERE ${ready} AND waiting_group = ? ${inOrder} LIMIT ? FOR UPDATE SKIP LOCKED)`);
     values.push(group, ...readyValues, group, cap);
   }
@@ -141,7 +142,7 @@ export async function claimLimitedJobs(
     [name, sqlDate(now), name],
   );
   if (!row) return { jobs: await plainClaim(c, request), paused: false, nextStartAt: null };
-  const ready = `state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
+  const ready = `name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
   const readyValues = [name, sqlDate(now), request.minVersion, request.maxVersion];
   const locked = new Map<string, RowDataPacket>();
   return claimUnderSettings(request, toFlowState(row), {

@@ -23,8 +23,14 @@ export const CLAIM_INDEX = 'claim_order';
 /** Name of the index through which a limited claim finds a group's jobs in claim order. */
 export const GROUP_INDEX = 'group_order';
 
-/** Name of the index through which a limited claim finds a grouped type's waiting jobs, group by group. */
+/** Name of the index through which a limited claim found a grouped type's waiting jobs, group by group (migrations 11 to 14). */
 export const WAITING_GROUP_INDEX = 'waiting_group_order';
+
+/**
+ * Name of the index through which a limited claim finds a grouped type's waiting jobs, group by group: it ends
+ * in the run time and version, so a claim picks each group's first ready job without reading the job's row.
+ */
+export const WAITING_GROUP_CLAIM_INDEX = 'waiting_group_claim';
 
 /**
  * Name of the index through which a limited claim lists a grouped type's groups with waiting jobs: it holds
@@ -264,6 +270,18 @@ export function migrations(t: Tables): readonly Migration[] {
       // a descending part, and MariaDB walks every waiting job of such an index instead of jumping from group to
       // group; this index of the group alone lets it jump.
       jobsIndexes: { [WAITING_GROUPS_INDEX]: 'name, waiting_group' },
+      statements: [],
+    },
+    {
+      version: 15,
+      name: 'a group’s first ready job read from the index alone',
+      // A limited claim picks each group's first job that is due and of a version it reads. `waiting_group_order`
+      // holds neither the run time nor the version, so every pick read the job's row to check them; this index
+      // takes its place with both at its end, as the claim index has them.
+      jobsIndexes: {
+        [WAITING_GROUP_CLAIM_INDEX]: 'name, waiting_group, priority DESC, order_key, tie_key, id, run_at, version',
+      },
+      jobsDroppedIndexes: [WAITING_GROUP_INDEX],
       statements: [],
     },
   ];
