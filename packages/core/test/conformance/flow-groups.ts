@@ -71,6 +71,25 @@ export function registerFlowGroupTests(ctx: SuiteContext): void {
     expect((await engine.get(plain[0] as string)).state).toBe('completed');
   });
 
+  it('each group with ready jobs gets one turn per round, a group that gains jobs midway included', async () => {
+    const name = ctx.jobName('groups-round');
+    const { engine } = ctx.engine();
+    const groupOf = new Map<string, string>();
+    const enqueueGroup = async (group: string) => {
+      for (const id of await enqueueJobs(engine, name, 6, { group })) groupOf.set(id, group);
+    };
+    for (const group of ['b', 'c', 'd']) await enqueueGroup(group);
+    const started: string[] = [];
+    for (let claim = 0; claim < 4; claim++) started.push(...(await claimAndComplete(engine, name, 1)));
+    // A group that sorts before every other arrives after the round has moved past the start.
+    await enqueueGroup('a');
+    for (let claim = 0; claim < 12; claim++) started.push(...(await claimAndComplete(engine, name, 1)));
+    const groups = started.map((id) => groupOf.get(id));
+    expect(groups).toHaveLength(16);
+    for (let at = 0; at + 3 <= 4; at++) expect(new Set(groups.slice(at, at + 3)).size).toBe(3);
+    for (let at = 4; at + 4 <= groups.length; at++) expect(new Set(groups.slice(at, at + 4)).size).toBe(4);
+  });
+
   it('a 10-job group enqueued after a 10,000-job group has all its jobs started within the first 100 starts', async () => {
     const name = ctx.jobName('groups-fair');
     const { engine } = ctx.engine();
