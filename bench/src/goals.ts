@@ -1,8 +1,10 @@
 import type { RunConfig } from './config.ts';
+import { CPU_GROUPS } from './cpu-meter.ts';
 import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
 import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
 import { EVENTS_DRAIN_LABEL } from './scenarios/events-drain.ts';
+import { type FlowKind, flowRows } from './scenarios/flow.ts';
 
 interface Goal {
   goal: string;
@@ -114,6 +116,47 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     target: 0.9,
     detail: describe(watched, unwatched, 'jobs/s'),
   });
+  goals.push(...flowGoals(rows));
+  return goals;
+}
+
+const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'workq-core-mariadb'] as const;
+
+/**
+ * Flow control's goal, "a claim with limits set costs at most 1.5× a plain one", per system and kind: the limited
+ * drain at least 1/1.5 of its plain twin's jobs/s, and (with `--cpu`) at most 1.5× its CPU per job, all processes.
+ */
+function flowGoals(rows: readonly ResultRow[]): Goal[] {
+  const goals: Goal[] = [];
+  const rowOf = (system: string, scenario: string, concurrency: number) =>
+    rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === concurrency);
+  const cpuTotal = (row: ResultRow | undefined) =>
+    row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
+  for (const kind of ['concurrency', 'groups'] as FlowKind[]) {
+    const { limited, plain, concurrency } = flowRows(kind);
+    for (const system of FLOW_SYSTEMS) {
+      const limitedRow = rowOf(system, limited, concurrency);
+      const plainRow = rowOf(system, plain, concurrency);
+      if (!limitedRow && !plainRow) continue;
+      const limitedValue = limitedRow?.value ?? null;
+      const plainValue = plainRow?.value ?? null;
+      goals.push({
+        goal: `${system}: ${limited} ≥ 0.67× its plain twin`,
+        ratio: speedRatio(limitedValue, plainValue, 'jobs/s'),
+        target: 0.67,
+        detail: `${limitedValue === null ? '—' : limitedValue.toFixed(0)} vs ${plainValue === null ? '—' : plainValue.toFixed(0)} jobs/s`,
+      });
+      const limitedCpu = cpuTotal(limitedRow);
+      const plainCpu = cpuTotal(plainRow);
+      if (limitedCpu === null || plainCpu === null) continue;
+      goals.push({
+        goal: `${system}: ${limited}, CPU per job ≤ 1.5× its plain twin's`,
+        ratio: (1.5 * plainCpu) / limitedCpu,
+        target: 1.0,
+        detail: `${limitedCpu.toFixed(0)} vs ${plainCpu.toFixed(0)} µs/job`,
+      });
+    }
+  }
   return goals;
 }
 
@@ -122,7 +165,7 @@ export function goalsMarkdown(goals: readonly Goal[]): string {
   for (const g of goals) {
     const met = g.ratio === null ? 'not measured' : g.ratio >= g.target ? 'met' : '**missed**';
     lines.push(
-      `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${g.target.toFixed(1)}× | ${met} |`,
+      `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${Number(g.target.toFixed(2))}× | ${met} |`,
     );
   }
   return lines.join('\n');

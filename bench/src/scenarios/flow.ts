@@ -20,6 +20,23 @@ async function fillGroups(queue: QueueUnderTest, count: number, groups: number):
   }
 }
 
+export type FlowKind = 'groups' | 'concurrency';
+
+/** The two rows of a flow scenario: the limited drain, its plain twin, and the consumer concurrency of both. */
+export function flowRows(kind: FlowKind): { limited: string; plain: string; concurrency: number } {
+  return kind === 'groups'
+    ? {
+        limited: `drain, ${GROUPS} groups, groupConcurrency 1`,
+        plain: 'drain, no limits (groups twin)',
+        concurrency: GROUPS_CONCURRENCY,
+      }
+    : {
+        limited: `drain, concurrency limit ${LIMIT}`,
+        plain: 'drain, no limits (concurrency twin)',
+        concurrency: LIMIT,
+      };
+}
+
 /**
  * Flow control (issue 32), each limited drain beside a plain one on the same queue in the same scenario, so
  * the two compare under the same conditions: first the jobs drain with no limits set (the plain claim), then
@@ -27,11 +44,8 @@ async function fillGroups(queue: QueueUnderTest, count: number, groups: number):
  * - `groups`: jobs spread over 100 groups, `groupConcurrency: 1`, consumer concurrency 50.
  * - `concurrency`: `concurrency: 20`, consumer concurrency 20.
  */
-export function flowScenario(kind: 'groups' | 'concurrency'): Scenario {
-  const concurrency = kind === 'groups' ? GROUPS_CONCURRENCY : LIMIT;
-  const limited =
-    kind === 'groups' ? `drain, ${GROUPS} groups, groupConcurrency 1` : `drain, concurrency limit ${LIMIT}`;
-  const plain = kind === 'groups' ? 'drain, no limits (groups twin)' : 'drain, no limits (concurrency twin)';
+export function flowScenario(kind: FlowKind): Scenario {
+  const { concurrency, limited, plain } = flowRows(kind);
   return {
     id: `flow-${kind}`,
     needs: 'flow',
