@@ -4,7 +4,7 @@ import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
 import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
 import { EVENTS_DRAIN_LABEL } from './scenarios/events-drain.ts';
-import { type FlowKind, flowRows } from './scenarios/flow.ts';
+import { type FlowKind, flowRows, LIMITED_CLAIM_ROWS } from './scenarios/flow.ts';
 
 interface Goal {
   goal: string;
@@ -154,6 +154,19 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
         ratio: (1.5 * plainCpu) / limitedCpu,
         target: 1.0,
         detail: `${limitedCpu.toFixed(0)} vs ${plainCpu.toFixed(0)} µs/job`,
+      });
+    }
+  }
+  for (const system of FLOW_SYSTEMS) {
+    const plain = rowOf(system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
+    for (const limited of [LIMITED_CLAIM_ROWS.concurrency, LIMITED_CLAIM_ROWS.groups]) {
+      const value = rowOf(system, limited, 1)?.value ?? null;
+      if (plain === null && value === null) continue;
+      goals.push({
+        goal: `${system}: ${limited} ≤ 1.5× the plain claim's`,
+        ratio: plain !== null && value !== null ? (1.5 * plain) / value : null,
+        target: 1.0,
+        detail: `${value === null ? '—' : value.toFixed(2)} vs ${plain === null ? '—' : plain.toFixed(2)} ms`,
       });
     }
   }

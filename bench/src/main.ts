@@ -14,7 +14,7 @@ import { claimScenario } from './scenarios/claim.ts';
 import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
 import { enqueueScenario } from './scenarios/enqueue.ts';
 import { eventsDrainScenario } from './scenarios/events-drain.ts';
-import { flowScenario } from './scenarios/flow.ts';
+import { flowScenario, limitedClaimScenario } from './scenarios/flow.ts';
 import { latencyScenario } from './scenarios/latency.ts';
 import type { Scenario } from './scenarios/types.ts';
 import { bullmqSystem } from './systems/bullmq.ts';
@@ -61,6 +61,7 @@ const allScenarios: Scenario[] = [
   eventsDrainScenario,
   flowScenario('groups'),
   flowScenario('concurrency'),
+  limitedClaimScenario(1000),
 ];
 const scenarios = allScenarios.filter((s) => picked(s.id, config.scenarios));
 

@@ -1,4 +1,5 @@
 import type { RunConfig } from '../config.ts';
+import { percentile } from '../stats.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
 import { fillQueue, timeDrain } from './drain.ts';
 import type { Measurement, Scenario } from './types.ts';
@@ -72,6 +73,60 @@ export function flowScenario(kind: FlowKind): Scenario {
         { scenario: plain, concurrency, value: before.jobsPerSecond, unit: 'jobs/s', cpuPerJob: before.cpuPerJob },
         { scenario: limited, concurrency, value: after.jobsPerSecond, unit: 'jobs/s', cpuPerJob: after.cpuPerJob },
       ];
+    },
+  };
+}
+
+/** The rows of the limited-claim scenario: a plain claim's p50, and a claim's under each limit. */
+export const LIMITED_CLAIM_ROWS = {
+  plain: 'claim p50, no limits (limits twin)',
+  concurrency: `claim p50, concurrency limit ${LIMIT}`,
+  groups: `claim p50, ${GROUPS} groups, groupConcurrency 1`,
+} as const;
+
+/**
+ * Flow control's claim cost (issue 32), one claim at a time, each beside the others on the same queue: with
+ * `ready` jobs waiting, `claimSamples` single-job claims are timed (each acked right after, outside the timing)
+ * with no limits set, then as many under `concurrency: 20`, then, with `ready` more jobs spread over 100 groups,
+ * as many under `groupConcurrency: 1`. Figure: each p50.
+ */
+export function limitedClaimScenario(ready: number): Scenario {
+  const rows = [LIMITED_CLAIM_ROWS.plain, LIMITED_CLAIM_ROWS.concurrency, LIMITED_CLAIM_ROWS.groups];
+  return {
+    id: 'flow-claim',
+    needs: 'limitedClaim',
+    rows: () => rows.map((scenario) => ({ scenario, concurrency: 1, unit: 'ms' as const })),
+    async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
+      const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
+      const claimOne = queue.claimOne as NonNullable<QueueUnderTest['claimOne']>;
+      const warmup = 5;
+      const timeClaims = async () => {
+        const samples: number[] = [];
+        for (let i = 0; i < config.claimSamples + warmup; i++) {
+          const ms = await claimOne();
+          if (i >= warmup) samples.push(ms);
+        }
+        return percentile(samples, 50);
+      };
+      await fillQueue(queue, ready);
+      const plain = await timeClaims();
+      await setLimits({ concurrency: LIMIT });
+      const limited = await timeClaims();
+      await setLimits({ concurrency: null, groupConcurrency: 1 });
+      await fillGroups(queue, ready, GROUPS);
+      const grouped = await timeClaims();
+      const completed = await queue.countCompleted();
+      if (completed !== 3 * (config.claimSamples + warmup)) {
+        throw new Error(
+          `check failed: store shows ${completed} completed, expected ${3 * (config.claimSamples + warmup)}`,
+        );
+      }
+      return [plain, limited, grouped].map((value, i) => ({
+        scenario: rows[i] as string,
+        concurrency: 1,
+        value,
+        unit: 'ms' as const,
+      }));
     },
   };
 }

@@ -15,7 +15,7 @@ export interface Measurement {
 export interface Scenario {
   id: string;
   /** Which capability it needs; systems without it get a "not available" row. */
-  needs?: 'latency' | 'claim' | 'history' | 'events' | 'flow';
+  needs?: 'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim';
   /** The rows it reports, for "not available" / "failed" rows. */
   rows(config: RunConfig): Omit<Measurement, 'value'>[];
   /** Runs on a fresh queue; throws if the run's own checks fail. */

@@ -17,9 +17,11 @@ export interface BenchSystem {
     events?: boolean;
     /** Flow control (`QueueUnderTest.setLimits`, `enqueueGroupedBulk`); absent: not available. */
     flow?: boolean;
+    /** Flow control and single timed claims (`claimOne`) together; absent: not available. */
+    limitedClaim?: boolean;
   };
   /** Why a scenario cannot run on this system (shown in the table instead of a figure). */
-  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events' | 'flow', string>>;
+  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim', string>>;
   /** Opens a fresh, empty queue (own schema / database / key prefix). */
   open(tag: string): Promise<QueueUnderTest>;
   /** Ends what the system keeps across scenarios (a server process), once the run is over. */

@@ -104,7 +104,7 @@ export function workqCoreSystem(backend: Backend, options: { timeRoundTrips: boo
   return {
     id: `workq-core-${backend}`,
     label: `workq core in-process, ${labels[backend]}`,
-    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding, flow: true },
+    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding, flow: true, limitedClaim: true },
     ...(sqlSeeding ? {} : { notAvailable: { claim: reason, history: reason } }),
     open: (tag) => openCoreQueue(backend, tag, options.timeRoundTrips),
   };

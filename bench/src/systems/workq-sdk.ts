@@ -156,7 +156,10 @@ export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
     id: 'workq-sdk-pg',
     label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
     supports: { latency: true, claim: false, history: true, events: true, flow: true },
-    notAvailable: { claim: 'claim is not a public SDK call; measured on workq core in-process' },
+    notAvailable: {
+      claim: 'claim is not a public SDK call; measured on workq core in-process',
+      limitedClaim: 'claim is not a public SDK call; measured on workq core in-process',
+    },
     open: (tag) => openSdkQueue(tag, options, host),
     dispose: () => host.dispose(),
   };
