@@ -75,10 +75,11 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
 }
 
 /**
- * A limited claim, given the type's settings (already held) and the store's steps: the one algorithm every
- * store runs, so that they count, cap and take turns alike. PostgreSQL runs it inside the database, as the
- * function `claim_limited_jobs` (its migrations 16 and 19), so that a claim is one round trip: a change here is
- * made there too, in a new migration, and the conformance suite holds both to the same guarantees.
+ * A limited claim, given the type's settings (already held) and the store's steps: the algorithm the stores
+ * without one of their own run, so that they count, cap and take turns alike. PostgreSQL runs its form inside
+ * the database, as the function `claim_limited_jobs` (its migrations 16, 19 and 20), so that a claim is one
+ * round trip; there groups take turns from a cursor rather than by last start (both round-robin). A change of
+ * what a limit means is made in both, and the conformance suite holds both to the same guarantees.
  */
 export async function claimUnderSettings(
   request: ClaimRequest,
