@@ -17,8 +17,8 @@ export const GROUP_CURSOR_MIGRATION: Migration = {
   // no partial index on the state matches it and the ids are not looked up through one); otherwise, as
   // before, each group's first jobs up to its room, one round per group. The cursor moves to the last group
   // leased from. The walk is planned as migration 19's lookups are (sorts, bitmap and sequential scans off) so
-  // that it follows the group index whatever the statistics say, with generic plans, and the type's due
-  // delayed jobs are moved before the settings row is locked. `queue_groups` (the turns) is dropped.
+  // that it follows the group index whatever the statistics say, with generic plans; it moves the type's due
+  // delayed jobs itself, as `claim_jobs` does for the other paths. `queue_groups` (the turns) is dropped.
   sql: `
 ALTER TABLE queue_settings ADD COLUMN group_cursor text COLLATE "C";
 DROP TABLE queue_groups;
@@ -88,14 +88,6 @@ leased_count integer;
 in_window bigint[];
 moved integer;
 BEGIN
-PERFORM set_config('synchronous_commit', 'off', true);
-LOOP
-  UPDATE jobs AS d SET state = 'waiting'
-  WHERE d.id IN (SELECT x.id FROM jobs AS x WHERE x.state = 'delayed' AND x.name = job_name AND x.run_at <= due_by
-    ORDER BY x.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
-  GET DIAGNOSTICS moved = ROW_COUNT;
-  EXIT WHEN moved < 1000;
-END LOOP;
 SELECT * INTO s FROM queue_settings AS q WHERE q.name = job_name FOR UPDATE;
 IF NOT FOUND THEN
   RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs
@@ -122,6 +114,14 @@ IF room <= 0 THEN
 END IF;
 takes_turns := s.grouped OR s.group_concurrency IS NOT NULL;
 IF takes_turns THEN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  LOOP
+    UPDATE jobs AS d SET state = 'waiting'
+    WHERE d.id IN (SELECT x.id FROM jobs AS x WHERE x.state = 'delayed' AND x.name = job_name AND x.run_at <= due_by
+      ORDER BY x.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    EXIT WHEN moved < 1000;
+  END LOOP;
   IF s.group_concurrency IS NOT NULL THEN
     SELECT coalesce(array_agg(b.job_group), '{}'), coalesce(array_agg(b.n), '{}') INTO busy_groups, busy_counts
     FROM (SELECT a.job_group, count(*)::integer AS n FROM jobs AS a
