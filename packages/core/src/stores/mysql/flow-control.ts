@@ -9,7 +9,7 @@ import type {
 } from '../../engine/store.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { CLAIMED_SELECT, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
+import { CLAIMED_SELECT, claimedSelectOf, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
 import { DELAYED_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
@@ -102,7 +102,7 @@ function candidatesQuery(
   const values: unknown[] = [];
   if (singles.length > 0) {
     // The LIMIT (the number of groups) keeps the first ids a table of their own, so each subquery runs once.
-    parts.push(`(SELECT o.job_group AS job_group_read, ${CLAIMED_SELECT.replace(/(\w+)/g, 'j.$1')}
+    parts.push(`(SELECT o.job_group AS job_group_read, ${claimedSelectOf('j')}
        FROM (SELECT l.job_group, (
            SELECT f.id FROM ${t.jobs} AS f FORCE INDEX (${WAITING_GROUP_CLAIM_INDEX})
            WHERE ${ready} AND f.waiting_group = l.job_group ${inOrder} LIMIT 1) AS first_id

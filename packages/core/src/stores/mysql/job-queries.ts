@@ -37,8 +37,25 @@ export function promoteDueJobsSql(t: Tables): string {
 }
 
 /** The columns a claim reads of each job it leases (`claimedRecord`). */
-export const CLAIMED_SELECT =
-  'id, name, version, payload, attempts, max_attempts, lease_ms, progress, run_at, trace_context';
+const CLAIMED_COLUMNS = [
+  'id',
+  'name',
+  'version',
+  'payload',
+  'attempts',
+  'max_attempts',
+  'lease_ms',
+  'progress',
+  'run_at',
+  'trace_context',
+] as const;
+
+export const CLAIMED_SELECT = CLAIMED_COLUMNS.join(', ');
+
+/** `CLAIMED_SELECT` with each column read from the table aliased `alias`. */
+export function claimedSelectOf(alias: string): string {
+  return CLAIMED_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+}
 
 /**
  * The claim's second step: locks up to `limit` ready jobs of one name and
