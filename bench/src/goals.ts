@@ -13,13 +13,24 @@ interface Goal {
   detail: string;
 }
 
+/** The row of `system` and `scenario` (at `concurrency`, when given). */
+function rowOf(rows: readonly ResultRow[], system: string, scenario: string, concurrency?: number) {
+  return rows.find(
+    (r) =>
+      r.system === system && r.scenario === scenario && (concurrency === undefined || r.concurrency === concurrency),
+  );
+}
+
+/** "a vs b unit", each to the precision of its unit, or — where it was not measured. */
+function describe(a: number | null, b: number | null, unit: string): string {
+  const figure = (v: number | null) => (v === null ? '—' : v.toFixed(unit === 'ms' ? 2 : 0));
+  return `${figure(a)} vs ${figure(b)} ${unit}`;
+}
+
 /** The issue's goals, each as a higher-is-better ratio from this run's rows. */
 export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Goal[] {
   const value = (system: string, scenario: string, concurrency?: number) =>
-    rows.find(
-      (r) =>
-        r.system === system && r.scenario === scenario && (concurrency === undefined || r.concurrency === concurrency),
-    )?.value ?? null;
+    rowOf(rows, system, scenario, concurrency)?.value ?? null;
   const bestOf = (
     systems: readonly string[],
     scenario: string,
@@ -34,8 +45,6 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     }
     return best;
   };
-  const describe = (a: number | null, b: number | null, unit: string) =>
-    `${a === null ? '—' : a.toFixed(unit === 'ms' ? 2 : 0)} vs ${b === null ? '—' : b.toFixed(unit === 'ms' ? 2 : 0)} ${unit}`;
   const goals: Goal[] = [];
   const sdkDrain = value('workq-sdk-pg', 'drain', 50);
   const bullDrain = value('bullmq-redis', 'drain', 50);
@@ -128,15 +137,13 @@ const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'wor
  */
 function flowGoals(rows: readonly ResultRow[]): Goal[] {
   const goals: Goal[] = [];
-  const rowOf = (system: string, scenario: string, concurrency: number) =>
-    rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === concurrency);
   const cpuTotal = (row: ResultRow | undefined) =>
     row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
   for (const kind of ['concurrency', 'groups'] as FlowKind[]) {
     const { limited, plain, concurrency } = flowRows(kind);
     for (const system of FLOW_SYSTEMS) {
-      const limitedRow = rowOf(system, limited, concurrency);
-      const plainRow = rowOf(system, plain, concurrency);
+      const limitedRow = rowOf(rows, system, limited, concurrency);
+      const plainRow = rowOf(rows, system, plain, concurrency);
       if (!limitedRow && !plainRow) continue;
       const limitedValue = limitedRow?.value ?? null;
       const plainValue = plainRow?.value ?? null;
@@ -144,7 +151,7 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
         goal: `${system}: ${limited} ≥ 0.67× its plain twin`,
         ratio: speedRatio(limitedValue, plainValue, 'jobs/s'),
         target: 0.67,
-        detail: `${limitedValue === null ? '—' : limitedValue.toFixed(0)} vs ${plainValue === null ? '—' : plainValue.toFixed(0)} jobs/s`,
+        detail: describe(limitedValue, plainValue, 'jobs/s'),
       });
       const limitedCpu = cpuTotal(limitedRow);
       const plainCpu = cpuTotal(plainRow);
@@ -153,20 +160,20 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
         goal: `${system}: ${limited}, CPU per job ≤ 1.5× its plain twin's`,
         ratio: (1.5 * plainCpu) / limitedCpu,
         target: 1.0,
-        detail: `${limitedCpu.toFixed(0)} vs ${plainCpu.toFixed(0)} µs/job`,
+        detail: describe(limitedCpu, plainCpu, 'µs/job'),
       });
     }
   }
   for (const system of FLOW_SYSTEMS) {
-    const plain = rowOf(system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
+    const plain = rowOf(rows, system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
     for (const limited of [LIMITED_CLAIM_ROWS.concurrency, LIMITED_CLAIM_ROWS.groups]) {
-      const value = rowOf(system, limited, 1)?.value ?? null;
+      const value = rowOf(rows, system, limited, 1)?.value ?? null;
       if (plain === null && value === null) continue;
       goals.push({
         goal: `${system}: ${limited} ≤ 1.5× the plain claim's`,
         ratio: plain !== null && value !== null ? (1.5 * plain) / value : null,
         target: 1.0,
-        detail: `${value === null ? '—' : value.toFixed(2)} vs ${plain === null ? '—' : plain.toFixed(2)} ms`,
+        detail: describe(value, plain, 'ms'),
       });
     }
   }

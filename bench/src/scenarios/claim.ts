@@ -7,6 +7,23 @@ export function claimLabel(ready: number): string {
   return `claim p50 at ${ready.toLocaleString('en-US')} ready`;
 }
 
+const WARMUP_CLAIMS = 5;
+
+/** How many claims `claimP50` makes (and so how many jobs it completes): the samples and the warm-up. */
+export function claimsTimed(config: RunConfig): number {
+  return config.claimSamples + WARMUP_CLAIMS;
+}
+
+/** Times `claimSamples` single-job claims through `claimOne`, after a few untimed ones; resolves to their p50. */
+export async function claimP50(claimOne: () => Promise<number>, config: RunConfig): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < claimsTimed(config); i++) {
+    const ms = await claimOne();
+    if (i >= WARMUP_CLAIMS) samples.push(ms);
+  }
+  return percentile(samples, 50);
+}
+
 /**
  * Claim latency with `ready` jobs waiting: the queue is filled in the
  * system's own tables, then `claimSamples` single-job claims are timed
@@ -20,17 +37,12 @@ export function claimScenario(ready: number): Scenario {
     async run(queue: QueueUnderTest, config: RunConfig) {
       if (!queue.seedReady || !queue.claimOne) throw new Error('this system cannot be seeded or claimed directly');
       await queue.seedReady(ready);
-      const warmup = 5;
-      const samples: number[] = [];
-      for (let i = 0; i < config.claimSamples + warmup; i++) {
-        const ms = await queue.claimOne();
-        if (i >= warmup) samples.push(ms);
-      }
+      const p50 = await claimP50(queue.claimOne, config);
       const completed = await queue.countCompleted();
-      if (completed !== config.claimSamples + warmup) {
-        throw new Error(`check failed: store shows ${completed} completed, expected ${config.claimSamples + warmup}`);
+      if (completed !== claimsTimed(config)) {
+        throw new Error(`check failed: store shows ${completed} completed, expected ${claimsTimed(config)}`);
       }
-      return [{ scenario: claimLabel(ready), concurrency: 1, value: percentile(samples, 50), unit: 'ms' }];
+      return [{ scenario: claimLabel(ready), concurrency: 1, value: p50, unit: 'ms' }];
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { RunConfig } from '../config.ts';
-import { percentile } from '../stats.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
+import { claimP50, claimsTimed } from './claim.ts';
 import { fillQueue, timeDrain } from './drain.ts';
 import type { Measurement, Scenario } from './types.ts';
 
@@ -99,15 +99,7 @@ export function limitedClaimScenario(ready: number): Scenario {
     async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
       const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
       const claimOne = queue.claimOne as NonNullable<QueueUnderTest['claimOne']>;
-      const warmup = 5;
-      const timeClaims = async () => {
-        const samples: number[] = [];
-        for (let i = 0; i < config.claimSamples + warmup; i++) {
-          const ms = await claimOne();
-          if (i >= warmup) samples.push(ms);
-        }
-        return percentile(samples, 50);
-      };
+      const timeClaims = () => claimP50(claimOne, config);
       await fillQueue(queue, ready);
       const plain = await timeClaims();
       await setLimits({ concurrency: LIMIT });
@@ -116,10 +108,8 @@ export function limitedClaimScenario(ready: number): Scenario {
       await fillGroups(queue, ready, GROUPS);
       const grouped = await timeClaims();
       const completed = await queue.countCompleted();
-      if (completed !== 3 * (config.claimSamples + warmup)) {
-        throw new Error(
-          `check failed: store shows ${completed} completed, expected ${3 * (config.claimSamples + warmup)}`,
-        );
+      if (completed !== 3 * claimsTimed(config)) {
+        throw new Error(`check failed: store shows ${completed} completed, expected ${3 * claimsTimed(config)}`);
       }
       return [plain, limited, grouped].map((value, i) => ({
         scenario: rows[i] as string,

@@ -150,16 +150,15 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
   };
 }
 
+const NO_PUBLIC_CLAIM = 'claim is not a public SDK call; measured on workq core in-process';
+
 export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
   const host = new ServerHost(options.cpuProfileDir);
   return {
     id: 'workq-sdk-pg',
     label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
     supports: { latency: true, claim: false, history: true, events: true, flow: true },
-    notAvailable: {
-      claim: 'claim is not a public SDK call; measured on workq core in-process',
-      limitedClaim: 'claim is not a public SDK call; measured on workq core in-process',
-    },
+    notAvailable: { claim: NO_PUBLIC_CLAIM, limitedClaim: NO_PUBLIC_CLAIM },
     open: (tag) => openSdkQueue(tag, options, host),
     dispose: () => host.dispose(),
   };
