@@ -21,12 +21,16 @@ export async function timeDrain(
   queue: QueueUnderTest,
   jobs: number,
   concurrency: number,
-  { expectedCompleted = jobs, measureCpu = false }: { expectedCompleted?: number; measureCpu?: boolean } = {},
+  {
+    expectedCompleted = jobs,
+    measureCpu = false,
+    holdAtMost,
+  }: { expectedCompleted?: number; measureCpu?: boolean; holdAtMost?: number } = {},
 ): Promise<{ jobsPerSecond: number; cpuPerJob: CpuTimes | undefined }> {
   const tracker = new JobTracker(jobs);
   const cpu = startCpuMeter(measureCpu);
   const started = performance.now();
-  const consumer = await queue.consume(concurrency, tracker.onJob);
+  const consumer = await queue.consume(concurrency, tracker.onJob, holdAtMost);
   try {
     await waitUntil(() => tracker.done, 300_000, 2);
   } finally {

@@ -23,41 +23,70 @@ async function fillGroups(queue: QueueUnderTest, count: number, groups: number):
 
 export type FlowKind = 'groups' | 'concurrency';
 
-/** The two rows of a flow scenario: the limited drain, its plain twin, and the consumer concurrency of both. */
-export function flowRows(kind: FlowKind): { limited: string; plain: string; concurrency: number } {
+/**
+ * The rows of a flow scenario and the consumer concurrency of all its drains: the limited drain; its plain twin
+ * (no limits, the consumer as every drain runs it); and, for a consumer that claims ahead of free slots, its
+ * twin holding no more jobs at once than the limit lets the limited drain hold (`held`).
+ */
+export function flowRows(kind: FlowKind): {
+  limited: string;
+  plain: string;
+  sameHeld: string;
+  held: number;
+  concurrency: number;
+} {
   return kind === 'groups'
     ? {
         limited: `drain, ${GROUPS} groups, groupConcurrency 1`,
         plain: 'drain, no limits (groups twin)',
+        sameHeld: `drain, no limits, ${GROUPS} held at most (groups twin)`,
+        held: GROUPS,
         concurrency: GROUPS_CONCURRENCY,
       }
     : {
         limited: `drain, concurrency limit ${LIMIT}`,
         plain: 'drain, no limits (concurrency twin)',
+        sameHeld: `drain, no limits, ${LIMIT} held at most (concurrency twin)`,
+        held: LIMIT,
         concurrency: LIMIT,
       };
 }
 
 /**
- * Flow control (issue 32), each limited drain beside a plain one on the same queue in the same scenario, so
- * the two compare under the same conditions: first the jobs drain with no limits set (the plain claim), then
- * the limits are set and as many jobs again drain under them (the limited claim).
+ * Flow control (issue 32), each limited drain beside plain ones on the same queue in the same scenario, so they
+ * compare under the same conditions: first the jobs drain with no limits set (the plain claim); then, for a
+ * consumer that claims ahead of free slots, as many again with no limits while it holds no more jobs than the
+ * limit will let it (a limit counts held jobs: 20 under `concurrency: 20`, one per group under
+ * `groupConcurrency: 1`); then the limits are set and as many jobs again drain under them (the limited claim).
  * - `groups`: jobs spread over 100 groups, `groupConcurrency: 1`, consumer concurrency 50.
  * - `concurrency`: `concurrency: 20`, consumer concurrency 20.
  */
 export function flowScenario(kind: FlowKind): Scenario {
-  const { concurrency, limited, plain } = flowRows(kind);
+  const { concurrency, limited, plain, sameHeld, held } = flowRows(kind);
   return {
     id: `flow-${kind}`,
     needs: 'flow',
-    rows: () => [
-      { scenario: plain, concurrency, unit: 'jobs/s' },
-      { scenario: limited, concurrency, unit: 'jobs/s' },
-    ],
+    rows: () =>
+      [plain, sameHeld, limited].map((scenario) => ({ scenario, concurrency, unit: 'jobs/s' as const })),
     async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
       const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
+      const measured: Measurement[] = [];
+      let drained = 0;
+      const drain = async (scenario: string, holdAtMost?: number) => {
+        drained += config.jobs;
+        const { jobsPerSecond, cpuPerJob } = await timeDrain(queue, config.jobs, concurrency, {
+          expectedCompleted: drained,
+          measureCpu: config.cpu,
+          holdAtMost,
+        });
+        measured.push({ scenario, concurrency, value: jobsPerSecond, unit: 'jobs/s', cpuPerJob });
+      };
       await fillQueue(queue, config.jobs);
-      const before = await timeDrain(queue, config.jobs, concurrency, { measureCpu: config.cpu });
+      await drain(plain);
+      if (queue.claimsAhead) {
+        await fillQueue(queue, config.jobs);
+        await drain(sameHeld, held);
+      }
       if (kind === 'groups') {
         await setLimits({ groupConcurrency: 1 });
         await fillGroups(queue, config.jobs, GROUPS);
@@ -65,14 +94,8 @@ export function flowScenario(kind: FlowKind): Scenario {
         await setLimits({ concurrency: LIMIT });
         await fillQueue(queue, config.jobs);
       }
-      const after = await timeDrain(queue, config.jobs, concurrency, {
-        expectedCompleted: 2 * config.jobs,
-        measureCpu: config.cpu,
-      });
-      return [
-        { scenario: plain, concurrency, value: before.jobsPerSecond, unit: 'jobs/s', cpuPerJob: before.cpuPerJob },
-        { scenario: limited, concurrency, value: after.jobsPerSecond, unit: 'jobs/s', cpuPerJob: after.cpuPerJob },
-      ];
+      await drain(limited);
+      return measured;
     },
   };
 }

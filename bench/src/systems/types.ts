@@ -39,7 +39,13 @@ export interface QueueUnderTest {
   enqueueOne(n: number): Promise<void>;
   /** Enqueues jobs n = from … from+count-1 in one call. */
   enqueueBulk(from: number, count: number): Promise<void>;
-  consume(concurrency: number, onJob: JobListener): Promise<Consumer>;
+  /**
+   * Starts a consumer running up to `concurrency` jobs at once. `holdAtMost`, when given, caps the jobs it holds
+   * at once, running and claimed ahead, for a consumer that claims ahead of free slots (`claimsAhead`).
+   */
+  consume(concurrency: number, onJob: JobListener, holdAtMost?: number): Promise<Consumer>;
+  /** The consumer claims jobs ahead of its free slots, so it may hold more jobs than it runs. */
+  claimsAhead?: boolean;
   /** Jobs the store shows completed (for systems that delete finished jobs: enqueued minus those left). */
   countCompleted(): Promise<number>;
   /** Fills the queue with `count` ready jobs directly in the system's own tables (fast, not timed). */

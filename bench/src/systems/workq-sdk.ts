@@ -107,9 +107,11 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
     enqueueBulk: async (from, count) => {
       await sdk.enqueueMany.benchNoop(Array.from({ length: count }, (_, i) => ({ n: from + i })));
     },
-    consume: async (concurrency, onJob) => {
+    claimsAhead: true,
+    consume: async (concurrency, onJob, holdAtMost) => {
       // Sized like graphile-worker's local queue in this bench: claimed ahead of free slots.
-      const prefetch = Math.max(2 * concurrency, 10);
+      const prefetch =
+        holdAtMost === undefined ? Math.max(2 * concurrency, 10) : Math.max(0, holdAtMost - concurrency);
       const worker = sdk.consume('benchNoop', (job) => onJob(job.payload.n), { concurrency, prefetch });
       return { stop: () => worker.close() };
     },
