@@ -66,8 +66,7 @@ export function flowScenario(kind: FlowKind): Scenario {
   return {
     id: `flow-${kind}`,
     needs: 'flow',
-    rows: () =>
-      [plain, sameHeld, limited].map((scenario) => ({ scenario, concurrency, unit: 'jobs/s' as const })),
+    rows: () => [plain, sameHeld, limited].map((scenario) => ({ scenario, concurrency, unit: 'jobs/s' as const })),
     async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
       const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
       const measured: Measurement[] = [];

@@ -110,8 +110,7 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
     claimsAhead: true,
     consume: async (concurrency, onJob, holdAtMost) => {
       // Sized like graphile-worker's local queue in this bench: claimed ahead of free slots.
-      const prefetch =
-        holdAtMost === undefined ? Math.max(2 * concurrency, 10) : Math.max(0, holdAtMost - concurrency);
+      const prefetch = holdAtMost === undefined ? Math.max(2 * concurrency, 10) : Math.max(0, holdAtMost - concurrency);
       const worker = sdk.consume('benchNoop', (job) => onJob(job.payload.n), { concurrency, prefetch });
       return { stop: () => worker.close() };
     },
