@@ -171,6 +171,15 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
   }
   for (const system of FLOW_SYSTEMS) {
     const plain = rowOf(rows, system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
+    const storeAlone = rowOf(rows, system, LIMITED_CLAIM_ROWS.storeAlone, 1)?.value ?? null;
+    if (plain !== null || storeAlone !== null) {
+      goals.push({
+        goal: `${system}: ${LIMITED_CLAIM_ROWS.plain} ≤ 1.1× ${LIMITED_CLAIM_ROWS.storeAlone.replace('claim p50, no limits, ', '')}`,
+        ratio: plain !== null && storeAlone !== null ? (1.1 * storeAlone) / plain : null,
+        target: 1.0,
+        detail: describe(plain, storeAlone, 'ms'),
+      });
+    }
     for (const limited of [LIMITED_CLAIM_ROWS.concurrency, LIMITED_CLAIM_ROWS.groups]) {
       const value = rowOf(rows, system, limited, 1)?.value ?? null;
       if (plain === null && value === null) continue;

@@ -16,12 +16,22 @@ export function claimsTimed(config: RunConfig): number {
 
 /** Times `claimSamples` single-job claims through `claimOne`, after a few untimed ones; resolves to their p50. */
 export async function claimP50(claimOne: () => Promise<number>, config: RunConfig): Promise<number> {
-  const samples: number[] = [];
+  return (await claimP50s([claimOne], config))[0] as number;
+}
+
+/**
+ * As `claimP50` for each of `claimers` on the same queue, their claims taken in turn (one of each, then again), so
+ * that what the machine is doing meanwhile weighs on each alike; resolves to their p50s, in order.
+ */
+export async function claimP50s(claimers: readonly (() => Promise<number>)[], config: RunConfig): Promise<number[]> {
+  const samples: number[][] = claimers.map(() => []);
   for (let i = 0; i < claimsTimed(config); i++) {
-    const ms = await claimOne();
-    if (i >= WARMUP_CLAIMS) samples.push(ms);
+    for (const [c, claimOne] of claimers.entries()) {
+      const ms = await claimOne();
+      if (i >= WARMUP_CLAIMS) samples[c]?.push(ms);
+    }
   }
-  return percentile(samples, 50);
+  return samples.map((s) => percentile(s, 50));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { RunConfig } from '../config.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
-import { claimP50, claimsTimed } from './claim.ts';
+import { claimP50, claimP50s, claimsTimed } from './claim.ts';
 import { fillQueue, timeDrain } from './drain.ts';
 import type { Measurement, Scenario } from './types.ts';
 
@@ -99,9 +99,10 @@ export function flowScenario(kind: FlowKind): Scenario {
   };
 }
 
-/** The rows of the limited-claim scenario: a plain claim's p50, and a claim's under each limit. */
+/** The rows of the limited-claim scenario: a plain claim's p50, the store's claim alone, and a claim's under each limit. */
 export const LIMITED_CLAIM_ROWS = {
   plain: 'claim p50, no limits (limits twin)',
+  storeAlone: "claim p50, no limits, the store's claim alone",
   concurrency: `claim p50, concurrency limit ${LIMIT}`,
   groups: `claim p50, ${GROUPS} groups, groupConcurrency 1`,
 } as const;
@@ -109,11 +110,17 @@ export const LIMITED_CLAIM_ROWS = {
 /**
  * Flow control's claim cost (issue 32), one claim at a time, each beside the others on the same queue: with
  * `ready` jobs waiting, `claimSamples` single-job claims are timed (each acked right after, outside the timing)
- * with no limits set, then as many under `concurrency: 20`, then, with `ready` more jobs spread over 100 groups,
+ * with no limits set, each followed by one through the store's plain claim alone (below flow control, which then
+ * has nothing to add); then as many under `concurrency: 20`; then, with `ready` more jobs spread over 100 groups,
  * as many under `groupConcurrency: 1`. Figure: each p50.
  */
 export function limitedClaimScenario(ready: number): Scenario {
-  const rows = [LIMITED_CLAIM_ROWS.plain, LIMITED_CLAIM_ROWS.concurrency, LIMITED_CLAIM_ROWS.groups];
+  const rows = [
+    LIMITED_CLAIM_ROWS.plain,
+    LIMITED_CLAIM_ROWS.storeAlone,
+    LIMITED_CLAIM_ROWS.concurrency,
+    LIMITED_CLAIM_ROWS.groups,
+  ];
   return {
     id: 'flow-claim',
     needs: 'limitedClaim',
@@ -121,22 +128,22 @@ export function limitedClaimScenario(ready: number): Scenario {
     async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
       const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
       const claimOne = queue.claimOne as NonNullable<QueueUnderTest['claimOne']>;
-      const timeClaims = () => claimP50(claimOne, config);
+      const claimOneFromStore = queue.claimOneFromStore as NonNullable<QueueUnderTest['claimOneFromStore']>;
       await fillQueue(queue, ready);
-      const plain = await timeClaims();
+      const [plain, storeAlone] = await claimP50s([claimOne, claimOneFromStore], config);
       await setLimits({ concurrency: LIMIT });
-      const limited = await timeClaims();
+      const limited = await claimP50(claimOne, config);
       await setLimits({ concurrency: null, groupConcurrency: 1 });
       await fillGroups(queue, ready, GROUPS);
-      const grouped = await timeClaims();
+      const grouped = await claimP50(claimOne, config);
       const completed = await queue.countCompleted();
-      if (completed !== 3 * claimsTimed(config)) {
-        throw new Error(`check failed: store shows ${completed} completed, expected ${3 * claimsTimed(config)}`);
-      }
-      return [plain, limited, grouped].map((value, i) => ({
+      const expected = 4 * claimsTimed(config);
+      if (completed !== expected)
+        throw new Error(`check failed: store shows ${completed} completed, expected ${expected}`);
+      return [plain, storeAlone, limited, grouped].map((value, i) => ({
         scenario: rows[i] as string,
         concurrency: 1,
-        value,
+        value: value as number,
         unit: 'ms' as const,
       }));
     },

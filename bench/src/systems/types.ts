@@ -60,6 +60,11 @@ export interface QueueUnderTest {
   enqueueGroupedBulk?(from: number, count: number, group: string): Promise<void>;
   /** Claims one job and acks it; resolves to the milliseconds the claim itself took. */
   claimOne?(): Promise<number>;
+  /**
+   * As `claimOne`, through the store's plain claim alone, below the engine's flow control (no settings consulted):
+   * the claim as it is without flow control, to compare `claimOne` of a type without limits with.
+   */
+  claimOneFromStore?(): Promise<number>;
   /** Drops everything this queue made and closes its connections. */
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { type ClaimedJob, createEngine, type Engine, openStore } from '@workq/core/engine';
+import { type ClaimedJob, createEngine, type Engine, newLeaseToken, openStore } from '@workq/core/engine';
 import mysql from 'mysql2/promise';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { startBatchConsumer, WakeSignal } from './batch-consumer.ts';
@@ -47,10 +47,17 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
   const unlisten = engine.onReady(() => wake.wake());
   const workerId = `bench-${process.pid}`;
   const claim = (limit: number) => engine.claim({ name: BENCH_JOB, maxVersion: 1, limit, workerId });
-  const ack = async (jobs: ClaimedJob[]) => {
+  const complete = async (jobs: readonly Pick<ClaimedJob, 'id' | 'leaseToken'>[]) => {
     await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
     // As the server's claim dispatcher does: claims held back by a concurrency limit wake when jobs finish.
     engine.freed(BENCH_JOB);
+  };
+  const ack = (jobs: ClaimedJob[]) => complete(jobs);
+  const claimFromStore = () => {
+    const now = new Date();
+    const request = { name: BENCH_JOB, minVersion: 1, maxVersion: 1, limit: 1, workerId, leaseMs: null, now };
+    const leaseToken = newLeaseToken(now);
+    return store.claimJobs({ ...request, leaseToken }).then((records) => records.map(({ id }) => ({ id, leaseToken })));
   };
   const input = (n: number) => ({ name: BENCH_JOB, version: 1, payload: { n } });
   const queue: QueueUnderTest = {
@@ -71,6 +78,7 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
     countCompleted: async () =>
       (await engine.counts()).filter((c) => c.state === 'completed').reduce((sum, c) => sum + c.count, 0),
     claimOne: () => timeClaimOne(() => claim(1), ack),
+    claimOneFromStore: () => timeClaimOne(() => claimFromStore(), complete),
     setLimits: async (limits) => {
       await engine.setLimits(BENCH_JOB, limits);
     },
