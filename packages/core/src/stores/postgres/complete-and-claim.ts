@@ -1,5 +1,5 @@
 import type { ClaimRequest, LeaseRef, LimitedClaim } from '../../engine/store.ts';
-import { CLAIMED_COLUMNS, type ClaimedRow, toClaimedRecord, toJsonText } from './job-rows.ts';
+import { type ClaimedRow, claimedColumnsOf, toClaimedRecord, toJsonText } from './job-rows.ts';
 import type { SqlQueryable } from './sql-client.ts';
 
 /**
@@ -13,12 +13,11 @@ import type { SqlQueryable } from './sql-client.ts';
  */
 export function completeAndClaimStatement(schema: string): string {
   return `SELECT CASE WHEN f.claim_order IS NULL THEN a.completed END AS completed, f.type_paused, f.next_start_ms,
-  ${CLAIMED_COLUMNS}
+  ${claimedColumnsOf('f.job')}
 FROM (SELECT coalesce(array_agg(id), '{}') AS completed
   FROM ${schema}.complete_jobs($9::text[], $10::text[], $11::text[], $2::timestamptz) AS id) AS a
 CROSS JOIN LATERAL ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int,
   CASE WHEN a.completed IS NOT NULL THEN $5::int END, $6, $7, $8::bigint) AS f
-CROSS JOIN LATERAL (SELECT (f.job).*) AS j
 ORDER BY f.claim_order NULLS LAST`;
 }
 

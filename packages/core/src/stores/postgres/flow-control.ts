@@ -1,7 +1,7 @@
 /** Flow control on PostgreSQL: the per-type settings table and the limited claim (see `FlowControlStore`). */
 import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
-import { CLAIMED_COLUMNS, type ClaimedRow, toClaimedRecord } from './job-rows.ts';
+import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './job-rows.ts';
 import type { SqlQueryable } from './sql-client.ts';
 
 interface SettingsRow {
@@ -66,13 +66,12 @@ RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_limited_jobs` (migrations 16, 19 and 20) holds the type's settings row until the claim commits: limited
+     * `claim_limited_jobs` (migrations 16, 19, 20 and 21) holds the type's settings row until the claim commits: limited
      * claims of a type run one at a time. Its jobs come first, in claim order; the row without a job says whether the
      * type is paused and when the next start is possible.
      */
-    claimLimited: `SELECT f.type_paused, f.next_start_ms, ${CLAIMED_COLUMNS}
+    claimLimited: `SELECT f.type_paused, f.next_start_ms, ${claimedColumnsOf('f.job')}
 FROM ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS f
-CROSS JOIN LATERAL (SELECT (f.job).*) AS j
 ORDER BY f.claim_order NULLS LAST`,
   };
 }
@@ -114,7 +113,7 @@ export async function updateQueueSettings(
 }
 
 /**
- * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migrations 16, 19 and 20), which runs
+ * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migrations 16, 19, 20 and 21), which runs
  * the algorithm of `claimUnderSettings` (shared/limited-claim.ts) inside the database while it holds the type's
  * settings row, so a limited claim costs one round trip like a plain one.
  */

@@ -48,6 +48,11 @@ const selectList = (fields: readonly string[]) => fields.map((field) => `j.${fie
 /** The columns of a claimed job (the table is aliased `j`). */
 export const CLAIMED_COLUMNS = selectList(CLAIMED_FIELDS);
 
+/** The columns of a claimed job read from `record`, an expression whose value is a whole `jobs` row. */
+export function claimedColumnsOf(record: string): string {
+  return CLAIMED_FIELDS.map((field) => `(${record}).${field} AS ${field}`).join(', ');
+}
+
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
 export const JOB_COLUMNS = selectList([...CLAIMED_FIELDS, ...OTHER_FIELDS]);
 
