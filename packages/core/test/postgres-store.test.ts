@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
+import { completeAndClaimStatement } from '../src/stores/postgres/complete-and-claim.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { buildFlowStatements } from '../src/stores/postgres/flow-control.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
@@ -243,6 +244,33 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     } finally {
       await admin.query(`DROP SCHEMA "${own}" CASCADE`);
     }
+  });
+
+  it('commits the acks a limited claim carries after the WAL flush, though the claim alone would not wait for it', async () => {
+    const store = stores[0] ?? (await open());
+    const name = 'durable.acks';
+    const now = new Date();
+    await store.updateQueueSettings(name, { concurrency: 5 }, now);
+    await store.insertJobs([newJob(name), newJob(name)]);
+    const request = { name, now, minVersion: 1, maxVersion: 1, limit: 1, workerId: 'worker', leaseMs: null };
+    const [held] = await store.claimJobs({ ...request, leaseToken: 'held' });
+    // Each statement runs in a transaction of its own, as the store runs it; what it leaves synchronous_commit at
+    // is what that transaction's commit would wait for.
+    const settingAfter = async (sql: string, params: unknown[]) => {
+      const connection = await admin.connect();
+      try {
+        await connection.query('BEGIN');
+        await connection.query(sql, params);
+        return (await connection.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
+      } finally {
+        await connection.query('ROLLBACK');
+        connection.release();
+      }
+    };
+    const claimParams = [name, now, 1, 1, 1, 'token', 'worker', null];
+    expect(await settingAfter(buildFlowStatements(`"${schema}"`).claimLimited, claimParams)).toBe('off');
+    const acks = [[held?.id], ['held'], ['null']];
+    expect(await settingAfter(completeAndClaimStatement(`"${schema}"`), [...claimParams, ...acks])).toBe('on');
   });
 
   it('completes a batch by looking each job up through the primary key, whatever the statistics say', async (ctx) => {

@@ -10,10 +10,16 @@ import type { SqlQueryable } from './sql-client.ts';
  * sees those completions (and another limited claim of the type, waiting for the settings row, sees them only
  * once this commits). The jobs come first, in claim order; the last row carries the ids completed, whether the
  * type is paused and when its next start is possible.
+ *
+ * Completions wait for the WAL flush; claims do not (`claim_jobs` and `claim_limited_jobs` turn
+ * `synchronous_commit` off for their transaction). This statement's transaction holds both, so it turns
+ * `synchronous_commit` back on in its select list, which is computed from the claim function's rows and so
+ * after the function has run: the commit then waits for the flush, and an ack the worker was told of survives a
+ * database crash.
  */
 export function completeAndClaimStatement(schema: string): string {
   return `SELECT CASE WHEN f.claim_order IS NULL THEN a.completed END AS completed, f.type_paused, f.next_start_ms,
-  ${claimedColumnsOf('f.job')}
+  ${claimedColumnsOf('f.job')}, set_config('synchronous_commit', 'on', true) AS durable
 FROM (SELECT coalesce(array_agg(id), '{}') AS completed
   FROM ${schema}.complete_jobs($9::text[], $10::text[], $11::text[], $2::timestamptz) AS id) AS a
 CROSS JOIN LATERAL ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int,
