@@ -65,10 +65,13 @@ export interface FlowControlStore {
    * the type active once it is done (counting every `active` job, expired
    * lease or not), nor more than `groupConcurrency` of one group; no more than
    * `rateLimit.max` started in any window of `rateLimit.perMs` (a start is
-   * the claim's `now`); and, for a grouped type, groups take turns: the group
-   * whose last start is oldest (or that never started) goes first, and a
-   * batch takes one job per group per round. Within a group, jobs keep the
-   * order of guarantee 5. With no settings stored it is `claimJobs`.
+   * the claim's `now`); and, for a grouped type, groups take turns (each
+   * group with ready jobs gets one turn per pass round them: PostgreSQL and
+   * MySQL go round the groups' names from where the type's previous claim
+   * stopped, MongoDB takes the group whose last start is oldest, or that never
+   * started, first), and a batch takes one job per group per round. Within a
+   * group, jobs keep the order of guarantee 5. With no settings stored it is
+   * `claimJobs`.
    */
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim>;
 }

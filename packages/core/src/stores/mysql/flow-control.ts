@@ -7,10 +7,11 @@ import type {
   QueueSettings,
   QueueSettingsChange,
 } from '../../engine/store.ts';
-import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
+import { afterStarts, type FlowState, rateWindow, takesTurns } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { CLAIMED_SELECT, claimedSelectOf, leaseJobs, PROMOTE_BATCH, promoteDueJobsSql } from './job-queries.ts';
-import { DELAYED_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
+import { pickInTurns } from './group-claim.ts';
+import { leaseJobs, pickInOrder, promoteDueJobs } from './job-queries.ts';
+import { DELAYED_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
@@ -83,48 +84,11 @@ export async function updateQueueSettings(
 }
 
 /**
- * The locking read of each group's first `cap` jobs that `ready` (values `readyValues`) matches, in claim order,
- * each row named by its group (`job_group_read`). The groups with a cap of one are rows of a JSON list, each
- * joined to its first job by one subquery that is planned once; a group with a larger cap is a query of its own,
- * planned apiece. They are joined by UNION ALL. The join picks a group's first job before it locks it, so a group
- * whose first job another transaction holds yields none to this claim instead of its next job. `ready` leaves
- * the state out: a job has a `waiting_group` only while it waits, and so the group index alone answers it.
- */
-function candidatesQuery(
-  t: Tables,
-  groups: readonly { group: string; cap: number }[],
-  ready: string,
-  readyValues: readonly unknown[],
-): { sql: string; values: unknown[] } {
-  const inOrder = 'ORDER BY priority DESC, order_key, tie_key, id';
-  const singles = groups.filter(({ cap }) => cap === 1).map(({ group }) => group);
-  const parts: string[] = [];
-  const values: unknown[] = [];
-  if (singles.length > 0) {
-    // The LIMIT (the number of groups) keeps the first ids a table of their own, so each subquery runs once.
-    parts.push(`(SELECT o.job_group AS job_group_read, ${claimedSelectOf('j')}
-       FROM (SELECT l.job_group, (
-           SELECT f.id FROM ${t.jobs} AS f FORCE INDEX (${WAITING_GROUP_CLAIM_INDEX})
-           WHERE ${ready} AND f.waiting_group = l.job_group ${inOrder} LIMIT 1) AS first_id
-         FROM JSON_TABLE(?, '$[*]' COLUMNS (
-           job_group VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS l
-         LIMIT ?) AS o
-       JOIN ${t.jobs} AS j ON j.id = o.first_id
-       WHERE j.state = 'waiting' FOR UPDATE SKIP LOCKED)`);
-    values.push(...readyValues, JSON.stringify(singles), singles.length);
-  }
-  for (const { group, cap } of groups) {
-    if (cap === 1) continue;
-    parts.push(`(SELECT ? AS job_group_read, ${CLAIMED_SELECT} FROM ${t.jobs} FORCE INDEX (${WAITING_GROUP_CLAIM_INDEX})
-       WHERE ${ready} AND waiting_group = ? ${inOrder} LIMIT ? FOR UPDATE SKIP LOCKED)`);
-    values.push(group, ...readyValues, group, cap);
-  }
-  return { sql: parts.join(' UNION ALL '), values };
-}
-
-/**
- * See `FlowControlStore.claimLimitedJobs`, on a connection in a transaction: locks the type's settings row, then
- * runs `claimUnderSettings`. `plainClaim` is the store's claim, run on that connection.
+ * See `FlowControlStore.claimLimitedJobs`, on a connection in a transaction: locks the type's settings row, so
+ * that the type's limited claims run one at a time, then counts, picks (in turns for a grouped type, see
+ * `pickInTurns`; else in claim order), leases, and records the starts and the cursor in the settings row. The
+ * rate window, the room and the log are reckoned as on the other stores (limited-claim.ts). `plainClaim` is the
+ * store's claim, run on that connection for a type with no settings.
  */
 export async function claimLimitedJobs(
   c: PoolConnection,
@@ -136,87 +100,45 @@ export async function claimLimitedJobs(
   // The row says too whether any of the type's delayed jobs is due, so that a claim with none skips promoting.
   const [row] = await selectRows(
     c,
-    `SELECT ${SETTINGS_SELECT}, EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${DELAYED_INDEX})
+    `SELECT ${SETTINGS_SELECT}, group_cursor, EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${DELAYED_INDEX})
        WHERE name = ? AND delayed_until <= ? AND state = 'delayed') AS due
      FROM ${t.queueSettings} WHERE name = ? FOR UPDATE`,
     [name, sqlDate(now), name],
   );
   if (!row) return { jobs: await plainClaim(c, request), paused: false, nextStartAt: null };
-  const ready = `name = ? AND run_at <= ? AND version BETWEEN ? AND ?`;
-  const readyValues = [name, sqlDate(now), request.minVersion, request.maxVersion];
-  const locked = new Map<string, RowDataPacket>();
-  return claimUnderSettings(request, toFlowState(row), {
-    countActive: async () => {
-      const [count] = await selectRows(
-        c,
-        `SELECT COUNT(*) AS count FROM ${t.jobs} FORCE INDEX (listing) WHERE name = ? AND state = 'active'`,
-        [name],
-      );
-      return Number(count?.count ?? 0);
-    },
-    readyGroups: async (countActive) => {
-      // The type's due delayed jobs move into the waiting range first, as a claim's first step moves them.
-      const promote = promoteDueJobsSql(t);
-      if (Number(row.due) === 1)
-        while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
-      // One probe per group along the waiting-groups index (`GROUP BY` on it is a loose index scan: a jump from
-      // group to group, and one more over the NULL of jobs not waiting, which HAVING drops), not a read of every
-      // waiting job. The groups' active jobs, when asked for, are counted in the same statement.
-      const active = `LEFT JOIN (SELECT job_group, COUNT(*) AS active FROM ${t.jobs} FORCE INDEX (listing)
-           WHERE name = ? AND state = 'active' AND job_group IS NOT NULL GROUP BY job_group) AS a
-         ON a.job_group = w.job_group`;
-      const rows = await selectRows(
-        c,
-        `SELECT w.job_group, g.last_turn, ${countActive ? 'a.active' : 'NULL AS active'} FROM (
-           SELECT waiting_group AS job_group FROM ${t.jobs} FORCE INDEX (${WAITING_GROUPS_INDEX})
-           WHERE name = ? GROUP BY name, waiting_group HAVING job_group IS NOT NULL) AS w
-         LEFT JOIN ${t.queueGroups} AS g ON g.name = ? AND g.job_group = w.job_group
-         ${countActive ? active : ''}`,
-        [name, name, ...(countActive ? [name] : [])],
-      );
-      return rows.map((r) => ({
-        group: String(r.job_group),
-        lastTurn: r.last_turn === null ? null : Number(r.last_turn),
-        active: Number(r.active ?? 0),
-      }));
-    },
-    candidates: async (groups) => {
-      // One statement for every group. The rows stay locked by this transaction, so `lease` leases them as read.
-      const byGroup = new Map<string, string[]>(groups.map(({ group }) => [group, []]));
-      if (groups.length === 0) return byGroup;
-      const { sql, values } = candidatesQuery(t, groups, ready, readyValues);
-      const rows = await selectRows(c, sql, values);
-      for (const r of rows) {
-        byGroup.get(String(r.job_group_read))?.push(String(r.id));
-        locked.set(String(r.id), r);
-      }
-      return byGroup;
-    },
-    lease: async (ids) => {
-      const rows = ids.flatMap((id) => locked.get(id) ?? []);
-      if (rows.length === 0) return [];
-      await leaseJobs(
-        c,
-        t,
-        rows.map((r) => String(r.id)),
-        request,
-      );
-      return rows.map((r) => claimedRecord(r, request));
-    },
-    claimInOrder: (limit) => plainClaim(c, { ...request, limit }),
-    save: async ({ recentStarts, lastTurn, groupTurns }) => {
-      await execute(c, `UPDATE ${t.queueSettings} SET recent_starts = ?, last_turn = ? WHERE name = ?`, [
-        JSON.stringify(recentStarts),
-        lastTurn,
-        name,
-      ]);
-      if (groupTurns.size === 0) return;
-      await execute(
-        c,
-        `INSERT INTO ${t.queueGroups} (name, job_group, last_turn) VALUES ?
-         ON DUPLICATE KEY UPDATE last_turn = VALUES(last_turn)`,
-        [[...groupTurns].map(([group, turn]) => [name, group, turn])],
-      );
-    },
-  });
+  const settings = toFlowState(row);
+  if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
+  const nowMs = now.getTime();
+  const rate = rateWindow(settings, nowMs);
+  const room = Math.min(request.limit, rate.allowed);
+  if (room <= 0) return { jobs: [], paused: false, nextStartAt: rate.nextStartAt };
+  // Due delayed jobs move into the waiting range first, as a plain claim's first step moves them.
+  if (Number(row.due) === 1) await promoteDueJobs(c, t, name, now);
+  const turns = takesTurns(settings);
+  const groupCursor = row.group_cursor === null ? null : String(row.group_cursor);
+  const picked = turns
+    ? await pickInTurns(c, t, request, { ...settings, groupCursor }, room)
+    : { rows: await pickInOrder(c, t, request, room, settings.concurrency), cursor: groupCursor };
+  if (picked.rows.length === 0) return { jobs: [], paused: false, nextStartAt: null };
+  // The rows stay locked by this transaction, so they are leased as read.
+  await leaseJobs(
+    c,
+    t,
+    picked.rows.map((r) => String(r.id)),
+    request,
+  );
+  const started = afterStarts(settings, rate, picked.rows.length, nowMs);
+  // Only a rate limit's log and the cursor change: a claim under a concurrency limit alone writes nothing more.
+  if (settings.rateLimit !== null || turns) {
+    await execute(
+      c,
+      `UPDATE ${t.queueSettings} SET recent_starts = ?, last_turn = last_turn + ?, group_cursor = ? WHERE name = ?`,
+      [JSON.stringify(started.recentStarts), picked.rows.length, picked.cursor, name],
+    );
+  }
+  return {
+    jobs: picked.rows.map((r) => claimedRecord(r, request)),
+    paused: false,
+    nextStartAt: started.nextStartAt,
+  };
 }

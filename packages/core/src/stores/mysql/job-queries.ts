@@ -1,3 +1,4 @@
+import type { RowDataPacket } from 'mysql2/promise';
 import type { ClaimRequest, JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
 import { keptStates } from '../shared/not-started.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
@@ -36,6 +37,12 @@ export function promoteDueJobsSql(t: Tables): string {
     WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT ${PROMOTE_BATCH}`;
 }
 
+/** Runs `promoteDueJobsSql` until it leaves none of the name's delayed jobs due, however many came due at once. */
+export async function promoteDueJobs(c: Queryable, t: Tables, name: string, now: Date): Promise<void> {
+  const promote = promoteDueJobsSql(t);
+  while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+}
+
 /** The columns a claim reads of each job it leases (`claimedRecord`). */
 const CLAIMED_COLUMNS = [
   'id',
@@ -63,13 +70,47 @@ export function claimedSelectOf(alias: string): string {
  * what a worker is handed of them (`claimedRecord`); the lock keeps those
  * values until the claim commits. It reads only the claim index's `waiting`
  * range of that name, so finished history never costs it anything. Values:
- * name, now, minVersion, maxVersion, limit.
+ * name, now, minVersion, maxVersion, limit. With `countActive`, each row also
+ * carries `type_active`, the name's `active` jobs, read by the same statement
+ * (values: name first).
  */
-export function claimCandidatesSql(t: Tables): string {
-  return `SELECT ${CLAIMED_SELECT}
+export function claimCandidatesSql(t: Tables, options: { countActive?: boolean } = {}): string {
+  const active = options.countActive ? `${countActiveSql(t)} AS type_active, ` : '';
+  return `SELECT ${active}${CLAIMED_SELECT}
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * Locks up to `limit` ready jobs of the request's name and version range in claim order (`claimCandidatesSql`),
+ * to be leased by `leaseJobs`. Under a `concurrency` limit, the name's active jobs are counted by the same
+ * statement, and only the first of the locked jobs that fit beside them are returned: the type's other limited
+ * claims wait for its settings row, which the caller holds, so none starts one meanwhile.
+ */
+export async function pickInOrder(
+  c: Queryable,
+  t: Tables,
+  request: ClaimRequest,
+  limit: number,
+  concurrency: number | null = null,
+): Promise<RowDataPacket[]> {
+  const counting = concurrency !== null;
+  const rows = await selectRows(c, claimCandidatesSql(t, { countActive: counting }), [
+    ...(counting ? [request.name] : []),
+    request.name,
+    sqlDate(request.now),
+    request.minVersion,
+    request.maxVersion,
+    counting ? Math.min(limit, concurrency) : limit,
+  ]);
+  if (!counting || rows.length === 0) return rows;
+  return rows.slice(0, Math.max(0, concurrency - Number(rows[0]?.type_active)));
+}
+
+/** A scalar subquery: the number of `active` jobs of one name. Values: name. */
+export function countActiveSql(t: Tables): string {
+  return `(SELECT COUNT(*) FROM ${t.jobs} FORCE INDEX (listing) WHERE name = ? AND state = 'active')`;
 }
 
 /** Leases the jobs with these ids, locked by the claim's transaction, to `request`. */

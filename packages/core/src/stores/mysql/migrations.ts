@@ -14,6 +14,8 @@ export interface Migration {
   jobsUniqueIndexes?: Record<string, string>;
   /** Indexes of the jobs table dropped after those are added, each only where it is there. */
   jobsDroppedIndexes?: string[];
+  /** Columns (name: definition) added to the settings table, each only where it is missing. */
+  settingsColumns?: Record<string, string>;
   statements: string[];
 }
 
@@ -37,6 +39,9 @@ export const WAITING_GROUP_CLAIM_INDEX = 'waiting_group_claim';
  * no descending part, which MariaDB needs to jump from group to group (a loose index scan).
  */
 export const WAITING_GROUPS_INDEX = 'waiting_groups';
+
+/** Name of the index through which a grouped claim counts one group's active jobs. */
+export const ACTIVE_GROUPS_INDEX = 'active_groups';
 
 /** Name of the index through which a claim finds the delayed jobs that came due. */
 export const DELAYED_INDEX = 'delayed_due';
@@ -284,25 +289,44 @@ export function migrations(t: Tables): readonly Migration[] {
       jobsDroppedIndexes: [WAITING_GROUP_INDEX],
       statements: [],
     },
+    {
+      version: 16,
+      name: 'groups take turns from a cursor: a grouped claim reads only the groups it passes',
+      // A grouped claim listed every group with waiting jobs, with its active jobs and its last turn (kept in
+      // `queue_groups`), and ordered them by turn, while it held the type's settings row: its work grew with the
+      // number of groups, not with the jobs it leased. Round-robin needs no per-group turns. The settings row
+      // keeps `group_cursor`, the last group the type's latest claim leased from; a claim walks `waiting_groups`
+      // from just after it, wrapping round once, and stops once it has a group for each job it may lease (see
+      // group-claim.ts). `active_group` is the job's group while it is leased, NULL otherwise, as `waiting_group`
+      // is while it waits: its index counts one group's active jobs without reading the type's other active
+      // jobs, and a job without a group keeps NULL, so its claims and acks leave the index alone.
+      // `queue_groups` is left in place, no longer read or written, so that servers of the previous version
+      // still claim grouped types while a deployment moves to this one.
+      jobsColumns: { active_group: "VARCHAR(255) AS (IF(state = 'active', job_group, NULL)) VIRTUAL" },
+      jobsIndexes: { [ACTIVE_GROUPS_INDEX]: 'name, active_group' },
+      settingsColumns: { group_cursor: 'VARCHAR(255) NULL' },
+      statements: [],
+    },
   ];
 }
 
 /**
- * Alters the jobs table by `change.sql` unless the column or index it adds is there already, as a crashed run
- * of its migration may have left it (MySQL 8 has no `ADD COLUMN IF NOT EXISTS` or `ADD INDEX IF NOT EXISTS`).
+ * Alters a table (`table`, escaped; `tableName`, as the catalog names it) by `change.sql` unless the column or
+ * index it adds is there already, as a crashed run of its migration may have left it (MySQL 8 has no
+ * `ADD COLUMN IF NOT EXISTS` or `ADD INDEX IF NOT EXISTS`).
  */
-async function addToJobs(
+async function addTo(
   connection: PoolConnection,
-  t: Tables,
+  { table, tableName }: { table: string; tableName: string },
   change: ({ column: string } | { index: string }) & { sql: string },
 ): Promise<void> {
   const [existing] = await connection.query<RowDataPacket[]>(
     'column' in change
       ? 'SELECT 1 FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?'
       : 'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
-    [t.jobsName, 'column' in change ? change.column : change.index],
+    [tableName, 'column' in change ? change.column : change.index],
   );
-  if (existing.length === 0) await connection.query(`ALTER TABLE ${t.jobs} ${change.sql}`);
+  if (existing.length === 0) await connection.query(`ALTER TABLE ${table} ${change.sql}`);
 }
 
 /** Drops an index of the jobs table unless a crashed run of its migration dropped it already. */
@@ -345,19 +369,24 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
       );
       const [rows] = await connection.query<RowDataPacket[]>(`SELECT version FROM ${t.migrations}`);
       const applied = new Set(rows.map((row) => Number(row.version)));
+      const jobs = { table: t.jobs, tableName: t.jobsName };
       for (const migration of migrations(t)) {
         if (applied.has(migration.version)) continue;
         for (const [column, definition] of Object.entries(migration.jobsColumns ?? {})) {
-          await addToJobs(connection, t, { column, sql: `ADD COLUMN ${column} ${definition}` });
+          await addTo(connection, jobs, { column, sql: `ADD COLUMN ${column} ${definition}` });
         }
         for (const [index, columns] of Object.entries(migration.jobsIndexes ?? {})) {
-          await addToJobs(connection, t, { index, sql: `ADD INDEX ${index} (${columns})` });
+          await addTo(connection, jobs, { index, sql: `ADD INDEX ${index} (${columns})` });
         }
         for (const [index, columns] of Object.entries(migration.jobsUniqueIndexes ?? {})) {
-          await addToJobs(connection, t, { index, sql: `ADD UNIQUE INDEX ${index} (${columns})` });
+          await addTo(connection, jobs, { index, sql: `ADD UNIQUE INDEX ${index} (${columns})` });
         }
         for (const index of migration.jobsDroppedIndexes ?? []) {
           await dropFromJobs(connection, t, index);
+        }
+        for (const [column, definition] of Object.entries(migration.settingsColumns ?? {})) {
+          const settings = { table: t.queueSettings, tableName: t.queueSettingsName };
+          await addTo(connection, settings, { column, sql: `ADD COLUMN ${column} ${definition}` });
         }
         for (const statement of migration.statements) await connection.query(statement);
         await connection.query(`INSERT INTO ${t.migrations} (version, name) VALUES (?, ?)`, [

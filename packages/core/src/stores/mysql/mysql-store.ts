@@ -34,14 +34,13 @@ import { withDeadlockRetry } from './errors.ts';
 import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import { completeHeldJobs, releaseHeldJobs } from './held-jobs.ts';
 import {
-  claimCandidatesSql,
   FENCE,
   fenceValues,
   idempotencyRef,
   leaseJobs,
   listJobsQuery,
-  PROMOTE_BATCH,
-  promoteDueJobsSql,
+  pickInOrder,
+  promoteDueJobs,
   RELEASE_LEASE,
   selectInserted,
   selectJobsByIds,
@@ -168,17 +167,9 @@ export class MysqlStore implements Store {
 
   /** `claimJobs` on a connection in a transaction. */
   private async claimOn(c: PoolConnection, request: ClaimRequest): Promise<ClaimedRecord[]> {
-    const { now } = request;
-    // Every due job, however many came due at once, so that none ranked before a claimed one is left delayed.
-    const promote = promoteDueJobsSql(this.t);
-    while ((await execute(c, promote, [request.name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
-    const locked = await selectRows(c, claimCandidatesSql(this.t), [
-      request.name,
-      sqlDate(now),
-      request.minVersion,
-      request.maxVersion,
-      request.limit,
-    ]);
+    // Every due job, so that none ranked before a claimed one is left delayed.
+    await promoteDueJobs(c, this.t, request.name, request.now);
+    const locked = await pickInOrder(c, this.t, request, request.limit);
     if (locked.length === 0) return [];
     await leaseJobs(
       c,

@@ -14,8 +14,11 @@ export interface Tables {
   /** Schedules kept in the store, and the last run of each schedule (see schedules.ts). */
   schedules: string;
   scheduleRuns: string;
-  /** Flow control: each job type's settings, and the last turn of each of its groups (see flow-control.ts). */
+  /** Flow control: each job type's settings (see flow-control.ts). */
   queueSettings: string;
+  /** The settings table's name unescaped, as `jobsName`. */
+  queueSettingsName: string;
+  /** Each group's last turn, which grouped claims kept until migration 16; no longer read or written. */
   queueGroups: string;
   migrations: string;
 }
@@ -41,6 +44,7 @@ export function tableNames(prefix: string): Tables {
     schedules: quoted('schedules'),
     scheduleRuns: quoted('schedule_runs'),
     queueSettings: quoted('queue_settings'),
+    queueSettingsName: `${prefix}queue_settings`,
     queueGroups: quoted('queue_groups'),
     migrations: quoted('migrations'),
   };

@@ -75,11 +75,14 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
 }
 
 /**
- * A limited claim, given the type's settings (already held) and the store's steps: the algorithm the stores
- * without one of their own run, so that they count, cap and take turns alike. PostgreSQL runs its form inside
- * the database, as the function `claim_limited_jobs` (its migrations 16, 19 and 20), so that a claim is one
- * round trip; there groups take turns from a cursor rather than by last start (both round-robin). A change of
- * what a limit means is made in both, and the conformance suite holds both to the same guarantees.
+ * A limited claim, given the type's settings (already held) and the store's steps: the algorithm MongoDB runs,
+ * where groups take turns by last start. PostgreSQL runs its form inside the database, as the function
+ * `claim_limited_jobs` (its migrations 16, 19 and 20), so that a claim is one round trip; MySQL runs its own
+ * (stores/mysql/flow-control.ts and group-claim.ts), so that a claim reads a group's active jobs and first job
+ * in the statement that walks to it. Both take turns from a cursor over the groups' names rather than by last
+ * start (all round-robin), and reckon the rate window and its log by `rateWindow` and `afterStarts` (PostgreSQL
+ * in SQL). A change of what a limit means is made in all three, and the conformance suite holds them to the
+ * same guarantees.
  */
 export async function claimUnderSettings(
   request: ClaimRequest,
@@ -97,22 +100,37 @@ export async function claimUnderSettings(
   const groupOf = new Map<string, string>();
   const jobs = turns ? await claimByTurns(settings, room, steps, groupOf) : await steps.claimInOrder(room);
   if (jobs.length === 0) return { jobs, paused: false, nextStartAt: null };
-  // The latest `max` starts are kept, whatever this claim's `now`: a claim made earlier by another clock (or
-  // that waited for this one) still needs the starts inside its own window. The log is kept sorted.
-  const recentStarts = [...settings.recentStarts, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
-  const kept = settings.rateLimit === null ? [] : recentStarts.slice(-settings.rateLimit.max);
+  const started = afterStarts(settings, rate, jobs.length, nowMs);
   const groupTurns = new Map<string, number>();
   if (turns) {
     for (const [i, job] of jobs.entries()) groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1);
   }
   // Only a rate limit's log and the groups' turns change: a claim under a concurrency limit alone writes nothing.
   if (settings.rateLimit !== null || turns) {
-    await steps.save({ recentStarts: kept, lastTurn: settings.lastTurn + jobs.length, groupTurns });
+    await steps.save({ recentStarts: started.recentStarts, lastTurn: settings.lastTurn + jobs.length, groupTurns });
   }
+  return { jobs, paused: false, nextStartAt: started.nextStartAt };
+}
+
+/**
+ * After a claim at `nowMs` leased `leased` jobs (at least one), given the type's settings and its rate window
+ * before the claim: the rate-limit log to keep (empty without a rate limit), and when the next start may be
+ * (`null` unless the rate limit is what holds the next claim back).
+ */
+export function afterStarts(
+  settings: FlowState,
+  rate: { recent: readonly number[] },
+  leased: number,
+  nowMs: number,
+): { recentStarts: number[]; nextStartAt: Date | null } {
   const rateLimit = settings.rateLimit;
-  const inWindow = [...rate.recent, ...jobs.map(() => nowMs)].sort((a, b) => a - b);
-  const full = rateLimit !== null && inWindow.length >= rateLimit.max;
-  return { jobs, paused: false, nextStartAt: full ? nextStart(inWindow, rateLimit) : null };
+  if (rateLimit === null) return { recentStarts: [], nextStartAt: null };
+  const starts = Array.from({ length: leased }, () => nowMs);
+  // The latest `max` starts are kept, whatever this claim's `now`: a claim made earlier by another clock (or
+  // that waited for this one) still needs the starts inside its own window. The log is kept sorted.
+  const recentStarts = [...settings.recentStarts, ...starts].sort((a, b) => a - b).slice(-rateLimit.max);
+  const inWindow = [...rate.recent, ...starts].sort((a, b) => a - b);
+  return { recentStarts, nextStartAt: inWindow.length >= rateLimit.max ? nextStart(inWindow, rateLimit) : null };
 }
 
 /**
