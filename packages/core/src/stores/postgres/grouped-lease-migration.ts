@@ -36,7 +36,6 @@ open_heads text[] := '{}';
 open_groups text[] := '{}';
 open_caps integer[] := '{}';
 heads_only boolean;
-last_place integer;
 leased jobs[];
 leased_count integer;
 in_window bigint[];
@@ -151,7 +150,7 @@ IF leased_count = 0 THEN
   RETURN;
 END IF;
 IF s.rate_max IS NOT NULL OR takes_turns THEN
-  UPDATE queue_settings AS q SET last_turn = s.last_turn + leased_count, group_cursor = coalesce(open_groups[last_place], s.group_cursor),
+  UPDATE queue_settings AS q SET last_turn = s.last_turn + leased_count,
     recent_starts = CASE WHEN s.rate_max IS NULL THEN '{}' ELSE ARRAY(
       SELECT r FROM (SELECT r FROM unnest(s.recent_starts || array_fill(now_ms, ARRAY[leased_count])) AS r
         ORDER BY r DESC LIMIT s.rate_max) AS kept ORDER BY r) END
