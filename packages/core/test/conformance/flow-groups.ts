@@ -71,6 +71,18 @@ export function registerFlowGroupTests(ctx: SuiteContext): void {
     expect((await engine.get(plain[0] as string)).state).toBe('completed');
   });
 
+  it('a grouped claim starts a delayed job once it is due, in the turn of its group', async () => {
+    const name = ctx.jobName('groups-delayed');
+    const clock = new ManualClock();
+    const { engine } = ctx.engine({ clock });
+    const early = await enqueueJobs(engine, name, 3, { group: 'a' });
+    const [late] = await enqueueJobs(engine, name, 1, { group: 'b', delayMs: 60_000 });
+    await engine.setLimits(name, { groupConcurrency: 1 });
+    expect(await claimAndComplete(engine, name, 2)).toEqual([early[0]]);
+    clock.advance(60_000);
+    expect(new Set(await claimAndComplete(engine, name, 2))).toEqual(new Set([early[1], late]));
+  });
+
   it('each group with ready jobs gets one turn per round, a group that gains jobs midway included', async () => {
     const name = ctx.jobName('groups-round');
     const { engine } = ctx.engine();
