@@ -14,7 +14,8 @@ export const LEAN_LIMITED_CLAIM_MIGRATION: Migration = {
   // - the active groups are read as a list of names (one entry per active job) instead of being counted per
   //   group into a jsonb object; a group's count is its entries in the list;
   // - the walk over the groups is a loop over `group_heads_after`'s rows instead of one statement with five
-  //   ordered aggregates, each of which set up a sort;
+  //   ordered aggregates, each of which set up a sort; a claim of one job probes the groups one at a time
+  //   itself, as `group_heads_after`'s first probe does, without the function's call and its recursive step;
   // - when each group taken gives one job and no rate limit is set (the common case, and any claim under
   //   `groupConcurrency: 1`), the claim runs a statement of its own that locks the groups' first jobs, leases
   //   them and moves the cursor; the statement shared by the other cases also holds the per-group rounds and
@@ -39,9 +40,9 @@ takes_turns boolean;
 active_groups text[] := '{}';
 any_group boolean := false;
 wrapped boolean;
-at_group text;
+at_group text COLLATE "C";
 walked integer;
-head_group text;
+head_group text COLLATE "C";
 head_id text;
 head_cap integer;
 open_heads text[] := '{}';
@@ -99,28 +100,59 @@ IF takes_turns THEN
   END IF;
   wrapped := s.group_cursor IS NULL;
   at_group := s.group_cursor;
-  LOOP
-    walked := 0;
-    FOR head_group, head_id IN SELECT g.job_group, g.id FROM group_heads_after(job_name, due_by, min_version, max_version,
-        at_group, CASE WHEN wrapped THEN s.group_cursor END, room) AS g ORDER BY g.job_group LOOP
-      walked := walked + 1;
+  IF room = 1 THEN
+    LOOP
+      IF at_group IS NULL THEN
+        SELECT j.job_group, j.id INTO head_group, head_id FROM jobs AS j
+        WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group IS NOT NULL
+          AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+        ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1;
+      ELSE
+        SELECT j.job_group, j.id INTO head_group, head_id FROM jobs AS j
+        WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group > at_group
+          AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+        ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1;
+      END IF;
+      IF NOT FOUND OR (wrapped AND head_group > s.group_cursor) THEN
+        EXIT WHEN wrapped;
+        wrapped := true;
+        at_group := NULL;
+        CONTINUE;
+      END IF;
+      any_group := true;
       at_group := head_group;
-      head_cap := CASE WHEN s.group_concurrency IS NULL OR head_group = '' THEN room
-        ELSE least(room, s.group_concurrency - cardinality(array_positions(active_groups, head_group))) END;
-      IF head_cap > 0 THEN
-        open_groups := open_groups || head_group;
-        open_caps := open_caps || head_cap;
-        open_heads := open_heads || head_id;
+      IF s.group_concurrency IS NULL OR head_group = ''
+          OR s.group_concurrency > cardinality(array_positions(active_groups, head_group)) THEN
+        open_groups := ARRAY[head_group];
+        open_caps := ARRAY[1];
+        open_heads := ARRAY[head_id];
+        EXIT;
       END IF;
     END LOOP;
-    any_group := any_group OR walked > 0;
-    EXIT WHEN cardinality(open_groups) >= room;
-    IF walked < room THEN
-      EXIT WHEN wrapped;
-      wrapped := true;
-      at_group := NULL;
-    END IF;
-  END LOOP;
+  ELSE
+    LOOP
+      walked := 0;
+      FOR head_group, head_id IN SELECT g.job_group, g.id FROM group_heads_after(job_name, due_by, min_version, max_version,
+          at_group, CASE WHEN wrapped THEN s.group_cursor END, room) AS g ORDER BY g.job_group LOOP
+        walked := walked + 1;
+        at_group := head_group;
+        head_cap := CASE WHEN s.group_concurrency IS NULL OR head_group = '' THEN room
+          ELSE least(room, s.group_concurrency - cardinality(array_positions(active_groups, head_group))) END;
+        IF head_cap > 0 THEN
+          open_groups := open_groups || head_group;
+          open_caps := open_caps || head_cap;
+          open_heads := open_heads || head_id;
+        END IF;
+      END LOOP;
+      any_group := any_group OR walked > 0;
+      EXIT WHEN cardinality(open_groups) >= room;
+      IF walked < room THEN
+        EXIT WHEN wrapped;
+        wrapped := true;
+        at_group := NULL;
+      END IF;
+    END LOOP;
+  END IF;
 END IF;
 IF NOT takes_turns OR NOT any_group THEN
   SELECT coalesce(array_agg(c ORDER BY c.priority DESC, c.order_key, c.order_tie), '{}') INTO leased
