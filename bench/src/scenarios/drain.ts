@@ -8,7 +8,7 @@ import type { Scenario } from './types.ts';
 const BULK = 1000;
 
 /** Enqueues n = 0 … count-1 in bulk calls (not timed). */
-export async function fillQueue(queue: QueueUnderTest, count: number): Promise<void> {
+export async function fillQueue(queue: Pick<QueueUnderTest, 'enqueueBulk'>, count: number): Promise<void> {
   for (let from = 0; from < count; from += BULK) await queue.enqueueBulk(from, Math.min(BULK, count - from));
 }
 

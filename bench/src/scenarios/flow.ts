@@ -1,6 +1,6 @@
 import type { RunConfig } from '../config.ts';
 import type { QueueUnderTest } from '../systems/types.ts';
-import { claimP50, claimP50s, claimsTimed } from './claim.ts';
+import { claimP50s, claimsTimed } from './claim.ts';
 import { fillQueue, timeDrain } from './drain.ts';
 import type { Measurement, Scenario } from './types.ts';
 
@@ -99,27 +99,36 @@ export function flowScenario(kind: FlowKind): Scenario {
   };
 }
 
-/** The rows of the limited-claim scenario: a plain claim's p50, the store's claim alone, and a claim's under each limit. */
+/**
+ * The rows of the limited-claim scenario: a plain claim's p50, the store's claim alone, a claim's under each limit,
+ * and, for each limit, the plain claims of another type timed in turn with the limited ones.
+ */
 export const LIMITED_CLAIM_ROWS = {
   plain: 'claim p50, no limits (limits twin)',
   storeAlone: "claim p50, no limits, the store's claim alone",
   concurrency: `claim p50, concurrency limit ${LIMIT}`,
+  besideConcurrency: `claim p50, no limits, in turn with concurrency limit ${LIMIT}`,
   groups: `claim p50, ${GROUPS} groups, groupConcurrency 1`,
+  besideGroups: `claim p50, no limits, in turn with ${GROUPS} groups`,
 } as const;
 
 /**
- * Flow control's claim cost (issue 32), one claim at a time, each beside the others on the same queue: with
- * `ready` jobs waiting, `claimSamples` single-job claims are timed (each acked right after, outside the timing)
- * with no limits set, each followed by one through the store's plain claim alone (below flow control, which then
- * has nothing to add); then as many under `concurrency: 20`; then, with `ready` more jobs spread over 100 groups,
- * as many under `groupConcurrency: 1`. Figure: each p50.
+ * Flow control's claim cost (issue 32), one claim at a time, each in turn with the claims it is compared with on
+ * the same store: with `ready` jobs waiting, `claimSamples` single-job claims are timed (each acked right after,
+ * outside the timing) with no limits set, each followed by one through the store's plain claim alone (below flow
+ * control, which then has nothing to add); then as many under `concurrency: 20`; then, with `ready` more jobs
+ * spread over 100 groups, as many under `groupConcurrency: 1`. Each limited claim is followed by a plain claim of
+ * a second type that has no limits (`plainTwin`, filled with jobs at the start), so that both meet the machine
+ * and the store in the same state. Figure: each p50.
  */
 export function limitedClaimScenario(ready: number): Scenario {
   const rows = [
     LIMITED_CLAIM_ROWS.plain,
     LIMITED_CLAIM_ROWS.storeAlone,
     LIMITED_CLAIM_ROWS.concurrency,
+    LIMITED_CLAIM_ROWS.besideConcurrency,
     LIMITED_CLAIM_ROWS.groups,
+    LIMITED_CLAIM_ROWS.besideGroups,
   ];
   return {
     id: 'flow-claim',
@@ -129,18 +138,20 @@ export function limitedClaimScenario(ready: number): Scenario {
       const setLimits = queue.setLimits as NonNullable<QueueUnderTest['setLimits']>;
       const claimOne = queue.claimOne as NonNullable<QueueUnderTest['claimOne']>;
       const claimOneFromStore = queue.claimOneFromStore as NonNullable<QueueUnderTest['claimOneFromStore']>;
+      const twin = queue.plainTwin as NonNullable<QueueUnderTest['plainTwin']>;
       await fillQueue(queue, ready);
+      await fillQueue(twin, 2 * claimsTimed(config));
       const [plain, storeAlone] = await claimP50s([claimOne, claimOneFromStore], config);
       await setLimits({ concurrency: LIMIT });
-      const limited = await claimP50(claimOne, config);
+      const [limited, besideLimited] = await claimP50s([claimOne, twin.claimOne], config);
       await setLimits({ concurrency: null, groupConcurrency: 1 });
       await fillGroups(queue, ready, GROUPS);
-      const grouped = await claimP50(claimOne, config);
+      const [grouped, besideGrouped] = await claimP50s([claimOne, twin.claimOne], config);
       const completed = await queue.countCompleted();
-      const expected = 4 * claimsTimed(config);
+      const expected = 6 * claimsTimed(config);
       if (completed !== expected)
         throw new Error(`check failed: store shows ${completed} completed, expected ${expected}`);
-      return [plain, storeAlone, limited, grouped].map((value, i) => ({
+      return [plain, storeAlone, limited, besideLimited, grouped, besideGrouped].map((value, i) => ({
         scenario: rows[i] as string,
         concurrency: 1,
         value: value as number,

@@ -11,3 +11,9 @@ export const benchJobs = defineCatalog({
 });
 
 export const BENCH_JOB = 'benchNoop';
+
+/**
+ * A second type on the same store, never given limits: its claims are timed in turn with the limited claims of
+ * `BENCH_JOB`, as the plain claims they are compared with (core systems only, which need no catalog entry).
+ */
+export const PLAIN_TWIN_JOB = 'benchNoopPlainTwin';

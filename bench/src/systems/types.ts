@@ -65,6 +65,11 @@ export interface QueueUnderTest {
    * the claim as it is without flow control, to compare `claimOne` of a type without limits with.
    */
   claimOneFromStore?(): Promise<number>;
+  /**
+   * A second job type on the same store that never has limits: fills it with `count` ready jobs, and claims one
+   * and acks it as `claimOne` does, so that a limited type's claims can be timed in turn with plain ones.
+   */
+  plainTwin?: { enqueueBulk(from: number, count: number): Promise<void>; claimOne(): Promise<number> };
   /** Drops everything this queue made and closes its connections. */
   close(): Promise<void>;
 }

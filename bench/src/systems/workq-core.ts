@@ -2,7 +2,7 @@ import { type ClaimedJob, createEngine, type Engine, newLeaseToken, openStore } 
 import mysql from 'mysql2/promise';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { startBatchConsumer, WakeSignal } from './batch-consumer.ts';
-import { BENCH_JOB } from './bench-jobs.ts';
+import { BENCH_JOB, PLAIN_TWIN_JOB } from './bench-jobs.ts';
 import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timeStore } from './round-trips.ts';
@@ -46,7 +46,8 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
   const wake = new WakeSignal();
   const unlisten = engine.onReady(() => wake.wake());
   const workerId = `bench-${process.pid}`;
-  const claim = (limit: number) => engine.claim({ name: BENCH_JOB, maxVersion: 1, limit, workerId });
+  const claimOf = (name: string, limit: number) => engine.claim({ name, maxVersion: 1, limit, workerId });
+  const claim = (limit: number) => claimOf(BENCH_JOB, limit);
   const complete = async (jobs: readonly Pick<ClaimedJob, 'id' | 'leaseToken'>[]) => {
     await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
     // As the server's claim dispatcher does: claims held back by a concurrency limit wake when jobs finish.
@@ -59,7 +60,8 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
     const leaseToken = newLeaseToken(now);
     return store.claimJobs({ ...request, leaseToken }).then((records) => records.map(({ id }) => ({ id, leaseToken })));
   };
-  const input = (n: number) => ({ name: BENCH_JOB, version: 1, payload: { n } });
+  const inputOf = (name: string, n: number) => ({ name, version: 1, payload: { n } });
+  const input = (n: number) => inputOf(BENCH_JOB, n);
   const queue: QueueUnderTest = {
     enqueueOne: async (n) => {
       await engine.enqueue(input(n));
@@ -79,6 +81,18 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
       (await engine.counts()).filter((c) => c.state === 'completed').reduce((sum, c) => sum + c.count, 0),
     claimOne: () => timeClaimOne(() => claim(1), ack),
     claimOneFromStore: () => timeClaimOne(() => claimFromStore(), complete),
+    plainTwin: {
+      enqueueBulk: async (from, count) => {
+        await engine.enqueueMany(Array.from({ length: count }, (_, i) => inputOf(PLAIN_TWIN_JOB, from + i)));
+      },
+      claimOne: () =>
+        timeClaimOne(
+          () => claimOf(PLAIN_TWIN_JOB, 1),
+          async (jobs) => {
+            await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+          },
+        ),
+    },
     setLimits: async (limits) => {
       await engine.setLimits(BENCH_JOB, limits);
     },
