@@ -118,8 +118,9 @@ export const LIMITED_CLAIM_ROWS = {
  * outside the timing) with no limits set, each followed by one through the store's plain claim alone (below flow
  * control, which then has nothing to add); then as many under `concurrency: 20`; then, with `ready` more jobs
  * spread over 100 groups, as many under `groupConcurrency: 1`. Each limited claim is followed by a plain claim of
- * a second type that has no limits (`plainTwin`, filled with jobs at the start), so that both meet the machine
- * and the store in the same state. Figure: each p50.
+ * a second type that has no limits (`plainTwin`, filled with jobs at the start, and claimed as often as the first
+ * type before the limits are set), so that both meet the machine and the store in the same state. Figure: each
+ * p50.
  */
 export function limitedClaimScenario(ready: number): Scenario {
   const rows = [
@@ -140,15 +141,18 @@ export function limitedClaimScenario(ready: number): Scenario {
       const claimOneFromStore = queue.claimOneFromStore as NonNullable<QueueUnderTest['claimOneFromStore']>;
       const twin = queue.plainTwin as NonNullable<QueueUnderTest['plainTwin']>;
       await fillQueue(queue, ready);
-      await fillQueue(twin, 2 * claimsTimed(config));
+      await fillQueue(twin, 4 * claimsTimed(config));
       const [plain, storeAlone] = await claimP50s([claimOne, claimOneFromStore], config);
+      // As many claims of the second type, untimed, so that both types' ranges of the claim index carry the dead
+      // entries of as many claims when they are compared.
+      for (let i = 0; i < 2 * claimsTimed(config); i++) await twin.claimOne();
       await setLimits({ concurrency: LIMIT });
       const [limited, besideLimited] = await claimP50s([claimOne, twin.claimOne], config);
       await setLimits({ concurrency: null, groupConcurrency: 1 });
       await fillGroups(queue, ready, GROUPS);
       const [grouped, besideGrouped] = await claimP50s([claimOne, twin.claimOne], config);
       const completed = await queue.countCompleted();
-      const expected = 6 * claimsTimed(config);
+      const expected = 8 * claimsTimed(config);
       if (completed !== expected)
         throw new Error(`check failed: store shows ${completed} completed, expected ${expected}`);
       return [plain, storeAlone, limited, besideLimited, grouped, besideGrouped].map((value, i) => ({
