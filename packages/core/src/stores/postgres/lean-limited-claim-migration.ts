@@ -14,8 +14,10 @@ export const LEAN_LIMITED_CLAIM_MIGRATION: Migration = {
   // - the active groups are read as a list of names (one entry per active job) instead of being counted per
   //   group into a jsonb object; a group's count is its entries in the list;
   // - the walk over the groups is a loop over `group_heads_after`'s rows instead of one statement with five
-  //   ordered aggregates, each of which set up a sort; a claim of one job probes the groups one at a time
-  //   itself, as `group_heads_after`'s first probe does, without the function's call and its recursive step;
+  //   ordered aggregates, each of which set up a sort; a walk that needs one more group probes for it itself,
+  //   as `group_heads_after`'s first probe does, without the function's call and its recursive step; and a
+  //   walk that passes groups without room walks on in chunks as large as the groups it has passed, as on MySQL,
+  //   rather than one group per call;
   // - when each group taken gives one job and no rate limit is set (the common case, and any claim under
   //   `groupConcurrency: 1`), the claim runs a statement of its own that locks the groups' first jobs, leases
   //   them and moves the cursor; the statement shared by the other cases also holds the per-group rounds and
@@ -42,6 +44,8 @@ any_group boolean := false;
 wrapped boolean;
 at_group text COLLATE "C";
 walked integer;
+chunk integer;
+passed integer := 0;
 head_group text COLLATE "C";
 head_id text;
 head_cap integer;
@@ -100,8 +104,10 @@ IF takes_turns THEN
   END IF;
   wrapped := s.group_cursor IS NULL;
   at_group := s.group_cursor;
-  IF room = 1 THEN
-    LOOP
+  LOOP
+    chunk := greatest(room - cardinality(open_groups), passed);
+    walked := 0;
+    IF chunk = 1 THEN
       IF at_group IS NULL THEN
         SELECT j.job_group, j.id INTO head_group, head_id FROM jobs AS j
         WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group IS NOT NULL
@@ -113,27 +119,20 @@ IF takes_turns THEN
           AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
         ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1;
       END IF;
-      IF NOT FOUND OR (wrapped AND head_group > s.group_cursor) THEN
-        EXIT WHEN wrapped;
-        wrapped := true;
-        at_group := NULL;
-        CONTINUE;
+      IF FOUND AND NOT coalesce(wrapped AND head_group > s.group_cursor, false) THEN
+        walked := 1;
+        at_group := head_group;
+        head_cap := CASE WHEN s.group_concurrency IS NULL OR head_group = '' THEN room
+          ELSE least(room, s.group_concurrency - cardinality(array_positions(active_groups, head_group))) END;
+        IF head_cap > 0 THEN
+          open_groups := open_groups || head_group;
+          open_caps := open_caps || head_cap;
+          open_heads := open_heads || head_id;
+        END IF;
       END IF;
-      any_group := true;
-      at_group := head_group;
-      IF s.group_concurrency IS NULL OR head_group = ''
-          OR s.group_concurrency > cardinality(array_positions(active_groups, head_group)) THEN
-        open_groups := ARRAY[head_group];
-        open_caps := ARRAY[1];
-        open_heads := ARRAY[head_id];
-        EXIT;
-      END IF;
-    END LOOP;
-  ELSE
-    LOOP
-      walked := 0;
+    ELSE
       FOR head_group, head_id IN SELECT g.job_group, g.id FROM group_heads_after(job_name, due_by, min_version, max_version,
-          at_group, CASE WHEN wrapped THEN s.group_cursor END, room) AS g ORDER BY g.job_group LOOP
+          at_group, CASE WHEN wrapped THEN s.group_cursor END, chunk) AS g ORDER BY g.job_group LOOP
         walked := walked + 1;
         at_group := head_group;
         head_cap := CASE WHEN s.group_concurrency IS NULL OR head_group = '' THEN room
@@ -144,15 +143,16 @@ IF takes_turns THEN
           open_heads := open_heads || head_id;
         END IF;
       END LOOP;
-      any_group := any_group OR walked > 0;
-      EXIT WHEN cardinality(open_groups) >= room;
-      IF walked < room THEN
-        EXIT WHEN wrapped;
-        wrapped := true;
-        at_group := NULL;
-      END IF;
-    END LOOP;
-  END IF;
+    END IF;
+    passed := passed + walked;
+    any_group := any_group OR walked > 0;
+    EXIT WHEN cardinality(open_groups) >= room;
+    IF walked < chunk THEN
+      EXIT WHEN wrapped;
+      wrapped := true;
+      at_group := NULL;
+    END IF;
+  END LOOP;
 END IF;
 IF NOT takes_turns OR NOT any_group THEN
   SELECT coalesce(array_agg(c ORDER BY c.priority DESC, c.order_key, c.order_tie), '{}') INTO leased
