@@ -186,13 +186,10 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
     ] as const;
     for (const [limited, beside] of limitedClaims) {
       const value = rowOf(rows, system, limited, 1)?.value ?? null;
-      // The plain claims timed in turn with the limited ones when the run has them; else the first phase's.
-      const besideValue = rowOf(rows, system, beside, 1)?.value ?? null;
-      const twin = besideValue ?? plain;
+      const twin = rowOf(rows, system, beside, 1)?.value ?? null;
       if (twin === null && value === null) continue;
-      const which = besideValue !== null ? 'the plain claims timed in turn with it' : "the plain claim's";
       goals.push({
-        goal: `${system}: ${limited} ≤ 1.5× ${which}`,
+        goal: `${system}: ${limited} ≤ 1.5× the plain claims timed in turn with it`,
         ratio: twin !== null && value !== null ? (1.5 * twin) / value : null,
         target: 1.0,
         detail: describe(value, twin, 'ms'),

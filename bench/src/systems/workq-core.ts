@@ -48,8 +48,11 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
   const workerId = `bench-${process.pid}`;
   const claimOf = (name: string, limit: number) => engine.claim({ name, maxVersion: 1, limit, workerId });
   const claim = (limit: number) => claimOf(BENCH_JOB, limit);
-  const complete = async (jobs: readonly Pick<ClaimedJob, 'id' | 'leaseToken'>[]) => {
+  const completeJobs = async (jobs: readonly Pick<ClaimedJob, 'id' | 'leaseToken'>[]) => {
     await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+  };
+  const complete = async (jobs: readonly Pick<ClaimedJob, 'id' | 'leaseToken'>[]) => {
+    await completeJobs(jobs);
     // As the server's claim dispatcher does: claims held back by a concurrency limit wake when jobs finish.
     engine.freed(BENCH_JOB);
   };
@@ -85,13 +88,7 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
       enqueueBulk: async (from, count) => {
         await engine.enqueueMany(Array.from({ length: count }, (_, i) => inputOf(PLAIN_TWIN_JOB, from + i)));
       },
-      claimOne: () =>
-        timeClaimOne(
-          () => claimOf(PLAIN_TWIN_JOB, 1),
-          async (jobs) => {
-            await engine.completeMany(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
-          },
-        ),
+      claimOne: () => timeClaimOne(() => claimOf(PLAIN_TWIN_JOB, 1), completeJobs),
     },
     setLimits: async (limits) => {
       await engine.setLimits(BENCH_JOB, limits);
