@@ -5,6 +5,7 @@ import { GROUPED_LEASE_MIGRATION } from './grouped-lease-migration.ts';
 import { LEAN_LIMITED_CLAIM_MIGRATION } from './lean-limited-claim-migration.ts';
 import { LIMITED_CLAIM_MIGRATION } from './limited-claim-migration.ts';
 import type { Migration } from './migration.ts';
+import { ROW_ADDRESS_LEASE_MIGRATION } from './row-address-lease-migration.ts';
 import type { SqlClient } from './sql-client.ts';
 
 export type { Migration } from './migration.ts';
@@ -311,6 +312,7 @@ ALTER TABLE jobs ADD COLUMN moved_from text;
   GROUP_CURSOR_MIGRATION,
   GROUPED_LEASE_MIGRATION,
   LEAN_LIMITED_CLAIM_MIGRATION,
+  ROW_ADDRESS_LEASE_MIGRATION,
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

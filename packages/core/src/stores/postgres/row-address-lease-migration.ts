@@ -1,0 +1,263 @@
+import type { Migration } from './migration.ts';
+
+/** Migration 23: a grouped claim walks its groups in one statement per chunk and leases through row addresses. */
+export const ROW_ADDRESS_LEASE_MIGRATION: Migration = {
+  version: 23,
+  name: 'a grouped claim walks in one statement per chunk and leases the jobs it locked through their row addresses',
+  // A grouped claim of many jobs did work per job that the answer did not need:
+  // - it looked each job up through the primary key (a 36-character text id) twice, once to lock the groups'
+  //   first jobs its walk had found and once more to update them. The walk now keeps each first job's row
+  //   address (`ctid`) beside its id; the lock fetches the row at that address and the update joins the locked
+  //   rows by the address the lock returned. Each fetch also checks the id, so an address whose row is gone
+  //   (pruned, its slot reused) matches nothing. A first job another transaction updated since the walk is no
+  //   longer at its address: the claim skips it (its group waits for the next claim), as it skips one another
+  //   claim has locked;
+  // - its walk handed each group from `group_heads_after`'s result to a loop, one row at a time, which worked
+  //   out the group's room and kept it or not. A chunk of the walk is now one statement: the same recursive
+  //   probe, written in place, with each group's room worked out and the groups with room gathered into the
+  //   claim's lists, in the order the recursive query finds them (ascending, from the group it starts after).
+  //   `group_heads_after` has no other caller and is dropped. A walk of one group at a time still probes for
+  //   it with a statement of its own (a recursive query costs more to start than it saves for one group).
+  // Behaviour is otherwise unchanged; the claim function is replaced whole, as migrations are append-only (its
+  // unchanged parts repeat migration 22's).
+  sql: `
+DROP FUNCTION group_heads_after(text, timestamptz, integer, integer, text, text, integer);
+CREATE OR REPLACE FUNCTION claim_limited_jobs(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
+new_lease_token text, new_worker_id text, lease_ms_override bigint)
+RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, job jobs)
+LANGUAGE plpgsql VOLATILE ROWS 100
+SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+SET search_path FROM CURRENT
+AS $body$
+DECLARE
+s queue_settings;
+now_ms bigint := (extract(epoch FROM due_by) * 1000)::bigint;
+recent bigint[] := '{}';
+room integer := max_jobs;
+takes_turns boolean;
+active_groups text[] := '{}';
+any_group boolean := false;
+wrapped boolean;
+at_group text COLLATE "C";
+walked integer;
+chunk integer;
+passed integer := 0;
+head_group text COLLATE "C";
+head_id text;
+head_at tid;
+head_cap integer;
+open_heads text[] := '{}';
+open_ats tid[] := '{}';
+walked_groups text[];
+walked_caps integer[];
+walked_heads text[];
+walked_ats tid[];
+open_groups text[] := '{}';
+open_caps integer[] := '{}';
+heads_only boolean;
+leased jobs[];
+leased_count integer;
+in_window bigint[];
+moved integer;
+BEGIN
+SELECT * INTO s FROM queue_settings AS q WHERE q.name = job_name FOR UPDATE;
+IF NOT FOUND THEN
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, c
+    FROM claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id, lease_ms_override) AS c;
+  RETURN;
+END IF;
+IF s.paused THEN
+  RETURN QUERY SELECT NULL::integer, true, NULL::bigint, NULL::jobs;
+  RETURN;
+END IF;
+IF s.rate_max IS NOT NULL THEN
+  recent := ARRAY(SELECT r FROM unnest(s.recent_starts) AS r WHERE r > now_ms - s.rate_per_ms ORDER BY r);
+  room := least(room, greatest(0, s.rate_max - cardinality(recent)));
+END IF;
+IF s.concurrency IS NOT NULL AND room > 0 THEN
+  room := least(room, s.concurrency - (SELECT count(*) FROM jobs AS a WHERE a.state = 'active' AND a.name = job_name)::integer);
+END IF;
+IF room <= 0 THEN
+  RETURN QUERY SELECT NULL::integer, false,
+    CASE WHEN s.rate_max IS NOT NULL AND cardinality(recent) >= s.rate_max
+      THEN recent[cardinality(recent) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs;
+  RETURN;
+END IF;
+takes_turns := s.grouped OR s.group_concurrency IS NOT NULL;
+IF NOT takes_turns AND s.rate_max IS NULL THEN
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, c
+    FROM claim_jobs(job_name, due_by, min_version, max_version, room, new_lease_token, new_worker_id, lease_ms_override) AS c;
+  RETURN;
+END IF;
+IF takes_turns THEN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  WHILE EXISTS (SELECT FROM jobs AS x WHERE x.state = 'delayed' AND x.name = job_name AND x.run_at <= due_by) LOOP
+    UPDATE jobs AS d SET state = 'waiting'
+    WHERE d.id IN (SELECT x.id FROM jobs AS x WHERE x.state = 'delayed' AND x.name = job_name AND x.run_at <= due_by
+      ORDER BY x.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    EXIT WHEN moved < 1000;
+  END LOOP;
+  IF s.group_concurrency IS NOT NULL THEN
+    active_groups := ARRAY(SELECT a.job_group FROM jobs AS a
+      WHERE a.state = 'active' AND a.name = job_name AND a.job_group IS NOT NULL);
+  END IF;
+  wrapped := s.group_cursor IS NULL;
+  at_group := s.group_cursor;
+  LOOP
+    chunk := greatest(room - cardinality(open_groups), passed);
+    walked := 0;
+    IF chunk = 1 THEN
+      IF at_group IS NULL THEN
+        SELECT j.job_group, j.id, j.ctid INTO head_group, head_id, head_at FROM jobs AS j
+        WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group IS NOT NULL
+          AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+        ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1;
+      ELSE
+        SELECT j.job_group, j.id, j.ctid INTO head_group, head_id, head_at FROM jobs AS j
+        WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group > at_group
+          AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+        ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1;
+      END IF;
+      IF FOUND AND NOT coalesce(wrapped AND head_group > s.group_cursor, false) THEN
+        walked := 1;
+        at_group := head_group;
+        head_cap := CASE WHEN s.group_concurrency IS NULL OR head_group = '' THEN room
+          ELSE least(room, s.group_concurrency - cardinality(array_positions(active_groups, head_group))) END;
+        IF head_cap > 0 THEN
+          open_groups := open_groups || head_group;
+          open_caps := open_caps || head_cap;
+          open_heads := open_heads || head_id;
+          open_ats := open_ats || head_at;
+        END IF;
+      END IF;
+    ELSE
+      SELECT count(*)::integer, max(h.job_group),
+          coalesce(array_agg(h.job_group) FILTER (WHERE h.cap > 0), '{}'), coalesce(array_agg(h.cap) FILTER (WHERE h.cap > 0), '{}'),
+          coalesce(array_agg(h.id) FILTER (WHERE h.cap > 0), '{}'), coalesce(array_agg(h.at) FILTER (WHERE h.cap > 0), '{}')
+        INTO walked, head_group, walked_groups, walked_caps, walked_heads, walked_ats
+        FROM (WITH RECURSIVE w(job_group, id, at, n) AS (
+            (SELECT j.job_group, j.id, j.ctid, 1 FROM jobs AS j
+              WHERE at_group IS NULL AND j.state = 'waiting' AND j.name = job_name AND j.job_group IS NOT NULL
+                AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+              ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1)
+            UNION ALL
+            (SELECT j.job_group, j.id, j.ctid, 1 FROM jobs AS j
+              WHERE at_group IS NOT NULL AND j.state = 'waiting' AND j.name = job_name AND j.job_group > at_group
+                AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+              ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1)
+            UNION ALL
+            SELECT x.job_group, x.id, x.ctid, w.n + 1
+            FROM w CROSS JOIN LATERAL (SELECT j.job_group, j.id, j.ctid FROM jobs AS j
+              WHERE j.state = 'waiting' AND j.name = job_name AND j.job_group > w.job_group
+                AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+              ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT 1) AS x
+            WHERE w.n < chunk AND (NOT wrapped OR s.group_cursor IS NULL OR w.job_group < s.group_cursor))
+          SELECT w.job_group, w.id, w.at,
+            CASE WHEN s.group_concurrency IS NULL OR w.job_group = '' THEN room
+              ELSE least(room, s.group_concurrency - cardinality(array_positions(active_groups, w.job_group))) END AS cap
+          FROM w WHERE NOT wrapped OR s.group_cursor IS NULL OR w.job_group <= s.group_cursor) AS h;
+      IF walked > 0 THEN
+        at_group := head_group;
+        open_groups := open_groups || walked_groups;
+        open_caps := open_caps || walked_caps;
+        open_heads := open_heads || walked_heads;
+        open_ats := open_ats || walked_ats;
+      END IF;
+    END IF;
+    passed := passed + walked;
+    any_group := any_group OR walked > 0;
+    EXIT WHEN cardinality(open_groups) >= room;
+    IF walked < chunk THEN
+      EXIT WHEN wrapped;
+      wrapped := true;
+      at_group := NULL;
+    END IF;
+  END LOOP;
+END IF;
+IF NOT takes_turns OR NOT any_group THEN
+  SELECT coalesce(array_agg(c ORDER BY c.priority DESC, c.order_key, c.order_tie), '{}') INTO leased
+  FROM claim_jobs(job_name, due_by, min_version, max_version, room, new_lease_token, new_worker_id, lease_ms_override) AS c;
+ELSIF s.rate_max IS NULL AND (cardinality(open_groups) >= room OR NOT 1 < ANY(open_caps)) THEN
+  RETURN QUERY WITH chosen AS (
+      SELECT j.id, j.ctid AS at, h.place FROM unnest(open_heads[1 : room], open_ats[1 : room]) WITH ORDINALITY AS h(id, at, place)
+      JOIN jobs AS j ON j.ctid = h.at
+      WHERE j.id = h.id AND CASE WHEN j.state = 'waiting' AND j.run_at <= due_by THEN true END
+      FOR UPDATE OF j SKIP LOCKED),
+    taken AS (
+      UPDATE jobs AS j
+      SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
+        lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+      FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
+      RETURNING j, c.place),
+    saved AS (
+      UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor)
+      FROM (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t) AS y
+      WHERE q.name = job_name AND y.n > 0)
+  SELECT NULL::integer, false, NULL::bigint, NULL::jobs
+  UNION ALL SELECT t.place::integer, false, NULL::bigint, t.j FROM taken AS t;
+  RETURN;
+ELSE
+  heads_only := cardinality(open_groups) >= room OR NOT 1 < ANY(open_caps);
+  RETURN QUERY WITH candidates AS (
+      SELECT l.id, l.at, 1 AS rank, l.place FROM (SELECT j.id, j.ctid AS at, h.place
+        FROM unnest(open_heads[1 : room], open_ats[1 : room]) WITH ORDINALITY AS h(id, at, place)
+        JOIN jobs AS j ON j.ctid = h.at
+        WHERE heads_only AND j.id = h.id AND CASE WHEN j.state = 'waiting' AND j.run_at <= due_by THEN true END
+        FOR UPDATE OF j SKIP LOCKED) AS l
+      UNION ALL
+      SELECT k.id, k.at, k.rank, o.place FROM unnest(open_groups, open_caps) WITH ORDINALITY AS o(job_group, cap, place)
+      CROSS JOIN LATERAL (
+        SELECT l.id, l.at, (row_number() OVER (ORDER BY l.job_group, l.priority DESC, l.order_key, l.order_tie))::integer AS rank
+        FROM (SELECT j.id, j.ctid AS at, j.job_group, j.priority, j.order_key, j.order_tie FROM jobs AS j
+          WHERE j.state = 'waiting' AND j.name = job_name AND j.run_at <= due_by AND j.version BETWEEN min_version AND max_version
+            AND j.job_group >= o.job_group AND j.job_group <= o.job_group
+          ORDER BY j.job_group, j.priority DESC, j.order_key, j.order_tie LIMIT o.cap FOR UPDATE SKIP LOCKED) AS l) AS k
+      WHERE NOT heads_only),
+    chosen AS (SELECT c.id, c.at, c.rank, c.place FROM candidates AS c ORDER BY c.rank, c.place LIMIT room),
+    taken AS (
+      UPDATE jobs AS j
+      SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
+        lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+      FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
+      RETURNING j, c.rank, c.place),
+    tally AS (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t),
+    saved AS (
+      UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor),
+        recent_starts = CASE WHEN s.rate_max IS NULL THEN '{}' ELSE ARRAY(
+          SELECT r FROM (SELECT r FROM unnest(s.recent_starts || array_fill(now_ms, ARRAY[y.n])) AS r
+            ORDER BY r DESC LIMIT s.rate_max) AS kept ORDER BY r) END
+      FROM tally AS y WHERE q.name = job_name AND y.n > 0),
+    starts AS (SELECT CASE WHEN s.rate_max IS NOT NULL
+        THEN ARRAY(SELECT r FROM unnest(recent || array_fill(now_ms, ARRAY[y.n])) AS r ORDER BY r) END AS r
+      FROM tally AS y)
+  SELECT NULL::integer, false,
+      CASE WHEN cardinality(w.r) >= s.rate_max THEN w.r[cardinality(w.r) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs
+    FROM starts AS w
+  UNION ALL SELECT (row_number() OVER (ORDER BY t.rank, t.place))::integer, false, NULL::bigint, t.j FROM taken AS t;
+  RETURN;
+END IF;
+leased_count := cardinality(leased);
+IF leased_count = 0 THEN
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs;
+  RETURN;
+END IF;
+IF s.rate_max IS NOT NULL OR takes_turns THEN
+  UPDATE queue_settings AS q SET last_turn = s.last_turn + leased_count,
+    recent_starts = CASE WHEN s.rate_max IS NULL THEN '{}' ELSE ARRAY(
+      SELECT r FROM (SELECT r FROM unnest(s.recent_starts || array_fill(now_ms, ARRAY[leased_count])) AS r
+        ORDER BY r DESC LIMIT s.rate_max) AS kept ORDER BY r) END
+  WHERE q.name = job_name;
+END IF;
+IF s.rate_max IS NOT NULL THEN
+  in_window := ARRAY(SELECT r FROM unnest(recent || array_fill(now_ms, ARRAY[leased_count])) AS r ORDER BY r);
+END IF;
+RETURN QUERY SELECT NULL::integer, false,
+    CASE WHEN s.rate_max IS NOT NULL AND cardinality(in_window) >= s.rate_max
+      THEN in_window[cardinality(in_window) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs
+  UNION ALL SELECT g.i, false, NULL::bigint, leased[g.i] FROM generate_subscripts(leased, 1) AS g(i);
+END $body$;
+`,
+};
