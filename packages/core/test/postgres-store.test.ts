@@ -246,6 +246,47 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     }
   });
 
+  it('counts the leases of claims through claim_limited_jobs, which servers not yet upgraded call, against the limits', async () => {
+    const store = stores[0] ?? (await open());
+    const now = new Date();
+    // As a server from before migration 23 claims: the function it calls stays, and locks the same settings row.
+    const claimAsBefore = async (name: string, limit: number) =>
+      (
+        await admin.query(
+          `SELECT (f.job).id AS id FROM "${schema}".claim_limited_jobs($1, $2, 1, 1, $3, 'before', 'w1', NULL) AS f
+           WHERE f.claim_order IS NOT NULL`,
+          [name, now, limit],
+        )
+      ).rows;
+    const claim = (name: string, limit: number) =>
+      store.claimLimitedJobs({
+        name,
+        now,
+        minVersion: 1,
+        maxVersion: 1,
+        limit,
+        leaseToken: 'now',
+        workerId: 'w2',
+        leaseMs: null,
+      });
+
+    await store.updateQueueSettings('mixed.concurrency', { concurrency: 3 }, now);
+    await store.insertJobs(Array.from({ length: 6 }, () => newJob('mixed.concurrency')));
+    expect(await claimAsBefore('mixed.concurrency', 2)).toHaveLength(2);
+    expect((await claim('mixed.concurrency', 5)).jobs).toHaveLength(1);
+    expect(await claimAsBefore('mixed.concurrency', 5)).toHaveLength(0);
+
+    await store.updateQueueSettings('mixed.groups', { groupConcurrency: 1, grouped: true }, now);
+    await store.insertJobs(['a', 'a', 'b', 'b', 'c', 'c'].map((group) => newJob('mixed.groups', { group })));
+    expect(await claimAsBefore('mixed.groups', 2)).toHaveLength(2);
+    expect((await claim('mixed.groups', 5)).jobs).toHaveLength(1);
+    expect(await claimAsBefore('mixed.groups', 5)).toHaveLength(0);
+    const active = await admin.query(
+      `SELECT job_group FROM "${schema}".jobs WHERE name = 'mixed.groups' AND state = 'active' ORDER BY job_group`,
+    );
+    expect(active.rows.map((row) => row.job_group)).toEqual(['a', 'b', 'c']);
+  });
+
   it('commits the acks a limited claim carries after the WAL flush, though the claim alone would not wait for it', async () => {
     const store = stores[0] ?? (await open());
     const name = 'durable.acks';

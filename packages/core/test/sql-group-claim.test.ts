@@ -62,7 +62,7 @@ for (const { kind, unreachable } of stores) {
 }
 
 /**
- * The grouped claim of the SQL stores (MySQL's group-claim.ts, PostgreSQL's `claim_limited_jobs`): the walk from
+ * The grouped claim of the SQL stores (MySQL's group-claim.ts, PostgreSQL's `claim_under_limits`): the walk from
  * the cursor, its wrap, and its caps, with claims of one job and of many.
  */
 for (const { kind, unreachable, open } of stores) {

@@ -4,14 +4,14 @@ import type { SqlQueryable } from './sql-client.ts';
 
 /**
  * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null
- * (as `claim_limited_jobs`), $9 the acks' ids, $10 their lease tokens, $11 their results as JSON text (as
- * `complete_jobs`). `claim_limited_jobs` takes its `max_jobs` from the row of the acks' subquery, so it is called
+ * (as `claim_under_limits`), $9 the acks' ids, $10 their lease tokens, $11 their results as JSON text (as
+ * `complete_jobs`). `claim_under_limits` takes its `max_jobs` from the row of the acks' subquery, so it is called
  * only once `complete_jobs` has ended every lease it could; both are VOLATILE, so each of the claim's statements
  * sees those completions (and another limited claim of the type, waiting for the settings row, sees them only
  * once this commits). The jobs come first, in claim order; the last row carries the ids completed, whether the
  * type is paused and when its next start is possible.
  *
- * Completions wait for the WAL flush; claims do not (`claim_jobs` and `claim_limited_jobs` turn
+ * Completions wait for the WAL flush; claims do not (`claim_jobs` and `claim_under_limits` turn
  * `synchronous_commit` off for their transaction). This statement's transaction holds both, so it turns
  * `synchronous_commit` back on in its select list, which is computed from the claim function's rows and so
  * after the function has run: the commit then waits for the flush, and an ack the worker was told of survives a
@@ -19,17 +19,17 @@ import type { SqlQueryable } from './sql-client.ts';
  */
 export function completeAndClaimStatement(schema: string): string {
   return `SELECT CASE WHEN f.claim_order IS NULL THEN a.completed END AS completed, f.type_paused, f.next_start_ms,
-  ${claimedColumnsOf('f.job')}, set_config('synchronous_commit', 'on', true) AS durable
+  ${claimedColumnsOf('f')}, set_config('synchronous_commit', 'on', true) AS durable
 FROM (SELECT coalesce(array_agg(id), '{}') AS completed
   FROM ${schema}.complete_jobs($9::text[], $10::text[], $11::text[], $2::timestamptz) AS id) AS a
-CROSS JOIN LATERAL ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int,
+CROSS JOIN LATERAL ${schema}.claim_under_limits($1, $2::timestamptz, $3::int, $4::int,
   CASE WHEN a.completed IS NOT NULL THEN $5::int END, $6, $7, $8::bigint) AS f
 ORDER BY f.claim_order NULLS LAST`;
 }
 
 type Row = ClaimedRow & { completed: string[] | null; type_paused: boolean; next_start_ms: string | number | null };
 
-/** `Store.completeAndClaimLimitedJobs`: one statement, `complete_jobs` (migration 8) then `claim_limited_jobs`. */
+/** `Store.completeAndClaimLimitedJobs`: one statement, `complete_jobs` (migration 8) then `claim_under_limits`. */
 export async function completeAndClaimLimitedJobs(
   db: SqlQueryable,
   statement: string,

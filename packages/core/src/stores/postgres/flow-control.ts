@@ -66,12 +66,12 @@ RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_limited_jobs` (migrations 16 and 19 to 23) holds the type's settings row until the claim commits: limited
-     * claims of a type run one at a time. Its jobs come first, in claim order; the row without a job says whether the
-     * type is paused and when the next start is possible.
+     * `claim_under_limits` (migration 23, after `claim_limited_jobs` of migrations 16 and 19 to 22) holds the type's
+     * settings row until the claim commits: limited claims of a type run one at a time. Its jobs come first, in claim
+     * order; the row without a job says whether the type is paused and when the next start is possible.
      */
-    claimLimited: `SELECT f.type_paused, f.next_start_ms, ${claimedColumnsOf('f.job')}
-FROM ${schema}.claim_limited_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS f
+    claimLimited: `SELECT f.type_paused, f.next_start_ms, ${claimedColumnsOf('f')}
+FROM ${schema}.claim_under_limits($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS f
 ORDER BY f.claim_order NULLS LAST`,
   };
 }
@@ -113,9 +113,10 @@ export async function updateQueueSettings(
 }
 
 /**
- * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_limited_jobs` (migrations 16 and 19 to 23), which runs
- * the algorithm of `claimUnderSettings` (shared/limited-claim.ts) inside the database while it holds the type's
- * settings row, so a limited claim costs one round trip like a plain one.
+ * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_under_limits` (migration 23, after
+ * `claim_limited_jobs` of migrations 16 and 19 to 22), which runs the algorithm of `claimUnderSettings`
+ * (shared/limited-claim.ts) inside the database while it holds the type's settings row, so a limited claim costs
+ * one round trip like a plain one.
  */
 export async function claimLimitedJobs(
   db: SqlQueryable,

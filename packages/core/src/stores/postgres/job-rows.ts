@@ -48,9 +48,9 @@ const selectList = (fields: readonly string[]) => fields.map((field) => `j.${fie
 /** The columns of a claimed job (the table is aliased `j`). */
 export const CLAIMED_COLUMNS = selectList(CLAIMED_FIELDS);
 
-/** The columns of a claimed job read from `record`, an expression whose value is a whole `jobs` row. */
-export function claimedColumnsOf(record: string): string {
-  return CLAIMED_FIELDS.map((field) => `(${record}).${field} AS ${field}`).join(', ');
+/** The columns of a claimed job read from `source`, a row source with those columns (`claim_under_limits`'s rows). */
+export function claimedColumnsOf(source: string): string {
+  return CLAIMED_FIELDS.map((field) => `${source}.${field}`).join(', ');
 }
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */

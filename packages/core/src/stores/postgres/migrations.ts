@@ -1,11 +1,11 @@
 import { WorkqError } from '../../errors.ts';
+import { CLAIM_UNDER_LIMITS_MIGRATION } from './claim-under-limits-migration.ts';
 import { GROUP_CLAIM_MIGRATION } from './group-claim-migration.ts';
 import { GROUP_CURSOR_MIGRATION } from './group-cursor-migration.ts';
 import { GROUPED_LEASE_MIGRATION } from './grouped-lease-migration.ts';
 import { LEAN_LIMITED_CLAIM_MIGRATION } from './lean-limited-claim-migration.ts';
 import { LIMITED_CLAIM_MIGRATION } from './limited-claim-migration.ts';
 import type { Migration } from './migration.ts';
-import { ROW_ADDRESS_LEASE_MIGRATION } from './row-address-lease-migration.ts';
 import type { SqlClient } from './sql-client.ts';
 
 export type { Migration } from './migration.ts';
@@ -312,7 +312,7 @@ ALTER TABLE jobs ADD COLUMN moved_from text;
   GROUP_CURSOR_MIGRATION,
   GROUPED_LEASE_MIGRATION,
   LEAN_LIMITED_CLAIM_MIGRATION,
-  ROW_ADDRESS_LEASE_MIGRATION,
+  CLAIM_UNDER_LIMITS_MIGRATION,
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -77,9 +77,9 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
 /**
  * A limited claim, given the type's settings (already held) and the store's steps: the algorithm MongoDB runs,
  * where groups take turns by last start. PostgreSQL runs its form inside the database, as the function
- * `claim_limited_jobs` (its migrations 16 and 19 to 23), so that a claim is one round trip; MySQL runs its own
- * (stores/mysql/flow-control.ts and group-claim.ts), so that a claim reads a group's active jobs and first job
- * in the statement that walks to it. Both take turns from a cursor over the groups' names rather than by last
+ * `claim_under_limits` (migration 23; `claim_limited_jobs` before it, migrations 16 and 19 to 22), so that a
+ * claim is one round trip; MySQL runs its own (stores/mysql/flow-control.ts and group-claim.ts), so that a
+ * claim reads a group's active jobs and first job in the statement that walks to it. Both take turns from a cursor over the groups' names rather than by last
  * start (all round-robin), and reckon the rate window and its log by `rateWindow` and `afterStarts` (PostgreSQL
  * in SQL). A change of what a limit means is made in all three, and the conformance suite holds them to the
  * same guarantees.

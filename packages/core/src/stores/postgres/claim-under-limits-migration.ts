@@ -1,10 +1,27 @@
 import type { Migration } from './migration.ts';
 
-/** Migration 23: a grouped claim walks its groups in one statement per chunk and leases through row addresses. */
-export const ROW_ADDRESS_LEASE_MIGRATION: Migration = {
+/** The columns of a leased job that a claim answers with (`CLAIMED_FIELDS` in job-rows.ts when this was written). */
+const CLAIMED = [
+  'id',
+  'version',
+  'payload',
+  'attempts',
+  'max_attempts',
+  'lease_ms',
+  'progress',
+  'run_at',
+  'trace_context',
+];
+const columnsOf = (alias: string) => CLAIMED.map((column) => `${alias}.${column}`).join(', ');
+/** The same columns, empty, for the row that carries a claim's status. */
+const NO_JOB =
+  'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb';
+
+/** Migration 23: a limited claim walks in one statement per chunk, leases through row addresses and answers in columns. */
+export const CLAIM_UNDER_LIMITS_MIGRATION: Migration = {
   version: 23,
-  name: 'a grouped claim walks in one statement per chunk and leases the jobs it locked through their row addresses',
-  // A grouped claim of many jobs did work per job that the answer did not need:
+  name: 'claim_under_limits: a limited claim walks in one statement per chunk, leases through row addresses and answers in columns',
+  // A grouped claim of many jobs did work per job that its answer did not need:
   // - it looked each job up through the primary key (a 36-character text id) twice, once to lock the groups'
   //   first jobs its walk had found and once more to update them. The walk now keeps each first job's row
   //   address (`ctid`) beside its id; the lock fetches the row at that address and the update joins the locked
@@ -16,19 +33,24 @@ export const ROW_ADDRESS_LEASE_MIGRATION: Migration = {
   //   out the group's room and kept it or not. A chunk of the walk is now one statement: the same recursive
   //   probe, written in place, with each group's room worked out and the groups with room gathered into the
   //   claim's lists, in the order the recursive query finds them (ascending, from the group it starts after).
-  //   `group_heads_after` has no other caller and is dropped. A walk of one group at a time still probes for
-  //   it with a statement of its own (a recursive query costs more to start than it saves for one group).
-  // Behaviour is otherwise unchanged; the claim function is replaced whole, as migrations are append-only (its
-  // unchanged parts repeat migration 22's).
+  //   A walk of one group at a time still probes for it with a statement of its own (a recursive query costs
+  //   more to start than it saves for one group);
+  // - it answered each job as a whole `jobs` row, which the claim's statement then took apart field by field
+  //   (each field read walks the row from its start). It now answers the columns a claim reads.
+  // The answer's shape changes, so this is a new function, `claim_under_limits`; `claim_limited_jobs` and
+  // `group_heads_after` stay, unchanged, for servers not yet upgraded in a rolling deploy. Both functions lock
+  // the type's settings row first, so claims through either count each other's leases exactly. Behaviour is
+  // otherwise that of migration 22's function, whose unchanged parts this repeats.
   sql: `
-DROP FUNCTION group_heads_after(text, timestamptz, integer, integer, text, text, integer);
-CREATE OR REPLACE FUNCTION claim_limited_jobs(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
+CREATE FUNCTION claim_under_limits(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
 new_lease_token text, new_worker_id text, lease_ms_override bigint)
-RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, job jobs)
+RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, id text, version integer, payload jsonb,
+attempts integer, max_attempts integer, lease_ms bigint, progress double precision, run_at timestamptz, trace_context jsonb)
 LANGUAGE plpgsql VOLATILE ROWS 100
 SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
 SET search_path FROM CURRENT
 AS $body$
+#variable_conflict use_column
 DECLARE
 s queue_settings;
 now_ms bigint := (extract(epoch FROM due_by) * 1000)::bigint;
@@ -62,13 +84,13 @@ moved integer;
 BEGIN
 SELECT * INTO s FROM queue_settings AS q WHERE q.name = job_name FOR UPDATE;
 IF NOT FOUND THEN
-  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs
-    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, c
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${columnsOf('c')}
     FROM claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id, lease_ms_override) AS c;
   RETURN;
 END IF;
 IF s.paused THEN
-  RETURN QUERY SELECT NULL::integer, true, NULL::bigint, NULL::jobs;
+  RETURN QUERY SELECT NULL::integer, true, NULL::bigint, ${NO_JOB};
   RETURN;
 END IF;
 IF s.rate_max IS NOT NULL THEN
@@ -81,13 +103,13 @@ END IF;
 IF room <= 0 THEN
   RETURN QUERY SELECT NULL::integer, false,
     CASE WHEN s.rate_max IS NOT NULL AND cardinality(recent) >= s.rate_max
-      THEN recent[cardinality(recent) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs;
+      THEN recent[cardinality(recent) - s.rate_max + 1] + s.rate_per_ms END, ${NO_JOB};
   RETURN;
 END IF;
 takes_turns := s.grouped OR s.group_concurrency IS NOT NULL;
 IF NOT takes_turns AND s.rate_max IS NULL THEN
-  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs
-    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, c
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${columnsOf('c')}
     FROM claim_jobs(job_name, due_by, min_version, max_version, room, new_lease_token, new_worker_id, lease_ms_override) AS c;
   RETURN;
 END IF;
@@ -191,13 +213,13 @@ ELSIF s.rate_max IS NULL AND (cardinality(open_groups) >= room OR NOT 1 < ANY(op
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
         lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
-      RETURNING j, c.place),
+      RETURNING ${columnsOf('j')}, c.place),
     saved AS (
       UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor)
       FROM (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t) AS y
       WHERE q.name = job_name AND y.n > 0)
-  SELECT NULL::integer, false, NULL::bigint, NULL::jobs
-  UNION ALL SELECT t.place::integer, false, NULL::bigint, t.j FROM taken AS t;
+  SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
+  UNION ALL SELECT t.place::integer, false, NULL::bigint, ${columnsOf('t')} FROM taken AS t;
   RETURN;
 ELSE
   heads_only := cardinality(open_groups) >= room OR NOT 1 < ANY(open_caps);
@@ -222,7 +244,7 @@ ELSE
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
         lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
-      RETURNING j, c.rank, c.place),
+      RETURNING ${columnsOf('j')}, c.rank, c.place),
     tally AS (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t),
     saved AS (
       UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor),
@@ -234,14 +256,14 @@ ELSE
         THEN ARRAY(SELECT r FROM unnest(recent || array_fill(now_ms, ARRAY[y.n])) AS r ORDER BY r) END AS r
       FROM tally AS y)
   SELECT NULL::integer, false,
-      CASE WHEN cardinality(w.r) >= s.rate_max THEN w.r[cardinality(w.r) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs
+      CASE WHEN cardinality(w.r) >= s.rate_max THEN w.r[cardinality(w.r) - s.rate_max + 1] + s.rate_per_ms END, ${NO_JOB}
     FROM starts AS w
-  UNION ALL SELECT (row_number() OVER (ORDER BY t.rank, t.place))::integer, false, NULL::bigint, t.j FROM taken AS t;
+  UNION ALL SELECT (row_number() OVER (ORDER BY t.rank, t.place))::integer, false, NULL::bigint, ${columnsOf('t')} FROM taken AS t;
   RETURN;
 END IF;
 leased_count := cardinality(leased);
 IF leased_count = 0 THEN
-  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, NULL::jobs;
+  RETURN QUERY SELECT NULL::integer, false, NULL::bigint, ${NO_JOB};
   RETURN;
 END IF;
 IF s.rate_max IS NOT NULL OR takes_turns THEN
@@ -256,8 +278,8 @@ IF s.rate_max IS NOT NULL THEN
 END IF;
 RETURN QUERY SELECT NULL::integer, false,
     CASE WHEN s.rate_max IS NOT NULL AND cardinality(in_window) >= s.rate_max
-      THEN in_window[cardinality(in_window) - s.rate_max + 1] + s.rate_per_ms END, NULL::jobs
-  UNION ALL SELECT g.i, false, NULL::bigint, leased[g.i] FROM generate_subscripts(leased, 1) AS g(i);
+      THEN in_window[cardinality(in_window) - s.rate_max + 1] + s.rate_per_ms END, ${NO_JOB}
+  UNION ALL SELECT l.ordinality::integer, false, NULL::bigint, ${columnsOf('l')} FROM unnest(leased) WITH ORDINALITY AS l;
 END $body$;
 `,
 };
