@@ -43,14 +43,14 @@ const OTHER_FIELDS = [
   'job_group',
 ] as const;
 
-const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
+const selectList = (fields: readonly string[], source = 'j') => fields.map((field) => `${source}.${field}`).join(', ');
 
 /** The columns of a claimed job (the table is aliased `j`). */
 export const CLAIMED_COLUMNS = selectList(CLAIMED_FIELDS);
 
 /** The columns of a claimed job read from `source`, a row source with those columns (`claim_under_limits`'s rows). */
 export function claimedColumnsOf(source: string): string {
-  return CLAIMED_FIELDS.map((field) => `${source}.${field}`).join(', ');
+  return selectList(CLAIMED_FIELDS, source);
 }
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
