@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { WorkqError } from '@workq/core';
 import type { StopScope } from '@workq/core/engine';
 import type { TokenGrant } from './options.ts';
+import type { ScopeKind } from './scopes.ts';
 import { tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
 
 /** Who is calling, as far as the server can tell. */
@@ -12,8 +13,6 @@ export interface Principal {
   /** The `sub` claim of a signed token that names one; static tokens have none. */
   subject?: string;
 }
-
-export type ScopeKind = 'produce' | 'consume';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 

@@ -4,7 +4,7 @@ import { type CronEntry, DEFAULT_HISTORY_RETENTION_MS, type Store } from '@workq
 /** A bearer token and what it may do. */
 export interface TokenGrant {
   token: string;
-  /** `produce:<job|*>`, `consume:<job|*>`, `admin` (admin implies every other scope). */
+  /** `produce:<job|*>`, `consume:<job|*>`, `register:<job|*>`, `admin` (admin implies every other scope); see `scopes.ts`. */
   scopes: readonly string[];
 }
 

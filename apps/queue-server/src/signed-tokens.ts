@@ -1,5 +1,6 @@
 import { WorkqError } from '@workq/core';
 import { errors, jwtVerify, SignJWT } from 'jose';
+import { isKnownScope } from './scopes.ts';
 
 /** The algorithms a signed token may be signed with: HMAC only, never `none`. `mintToken` signs with HS256. */
 export const SIGNED_TOKEN_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
@@ -10,7 +11,7 @@ export const MIN_TOKEN_SECRET_BYTES = 32;
 export interface MintTokenOptions {
   /** The queue server's `tokenSecret` (`WORKQ_TOKEN_SECRET`), at least 32 bytes. */
   secret: string;
-  /** What the token may do, as for static tokens: `produce:<job|*>`, `consume:<job|*>`, `admin`. At least one. */
+  /** What the token may do, as for static tokens: `produce:<job|*>`, `consume:<job|*>`, `register:<job|*>`, `admin`. At least one. */
   scopes: readonly string[];
   /** How long the token is valid from now, in milliseconds (its `exp`, rounded up to a whole second). */
   expiresInMs: number;
@@ -28,8 +29,6 @@ export interface VerifiedToken {
   subject: string | undefined;
 }
 
-const SCOPE = /^(admin|(produce|consume):\S+)$/;
-
 /**
  * Makes a short-lived signed token (a JWT, HS256) that a queue server started
  * with the same `tokenSecret` accepts, e.g. so an app's backend can hand its
@@ -40,10 +39,10 @@ const SCOPE = /^(admin|(produce|consume):\S+)$/;
 export async function mintToken(options: MintTokenOptions): Promise<string> {
   const key = tokenSecretKey(options.secret);
   const { scopes, expiresInMs, subject } = options;
-  if (!Array.isArray(scopes) || scopes.length === 0 || !scopes.every((scope) => SCOPE.test(scope))) {
+  if (!Array.isArray(scopes) || scopes.length === 0 || !scopes.every(isKnownScope)) {
     throw new WorkqError(
       'VALIDATION',
-      'mintToken needs at least one scope, each "produce:<job|*>", "consume:<job|*>" or "admin", e.g. ["produce:imageConvert"].',
+      'mintToken needs at least one scope, each "produce:<job|*>", "consume:<job|*>", "register:<job|*>" or "admin", e.g. ["produce:imageConvert"].',
     );
   }
   if (!Number.isFinite(expiresInMs) || expiresInMs <= 0) {
