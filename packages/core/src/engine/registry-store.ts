@@ -14,6 +14,13 @@ export interface RegistryStore {
   /** Registered schemas, optionally of one job name, ordered by name then version. */
   listSchemas(name?: string): Promise<SchemaEntry[]>;
 
+  /**
+   * Deletes the schema registered for one (job name, version), in one
+   * atomic statement; resolves to whether one was there. Jobs are not
+   * touched. Afterwards `registerSchema` takes any schema for that version.
+   */
+  removeSchema(name: string, version: number): Promise<boolean>;
+
   /** Upserts a consumer's presence (who reads what, from which host, last seen). */
   recordWorker(worker: WorkerPresence): Promise<void>;
 

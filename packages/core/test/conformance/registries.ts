@@ -50,6 +50,35 @@ export function registerRegistryTests(ctx: SuiteContext): void {
     expect(stored.every((s) => s.fingerprint === winner?.fingerprint)).toBe(true);
   });
 
+  it('removeSchema deletes one (name, version) only, says whether it was there, and frees the version', async () => {
+    const name = ctx.jobName('schema-removed');
+    const at = new Date('2026-01-01T00:00:00.000Z');
+    const squatted: SchemaEntry = {
+      name,
+      version: 3,
+      fingerprint: 'fp-squat',
+      jsonSchema: { type: 'string' },
+      registeredAt: at,
+    };
+    const kept: SchemaEntry = { ...squatted, version: 2, fingerprint: 'fp-v2', jsonSchema: { type: 'object' } };
+    const { store } = ctx.engine();
+    await store.registerSchema(kept);
+    await store.registerSchema(squatted);
+
+    expect(await store.removeSchema(name, 3)).toBe(true);
+    expect(await store.removeSchema(name, 3)).toBe(false);
+    expect(await store.removeSchema(ctx.jobName('schema-never'), 1)).toBe(false);
+    expect(await store.listSchemas(name)).toEqual([kept]);
+    const real: SchemaEntry = {
+      ...squatted,
+      fingerprint: 'fp-real',
+      jsonSchema: { type: 'object' },
+      registeredAt: new Date(at.getTime() + 1_000),
+    };
+    expect(await store.registerSchema(real)).toEqual(real);
+    expect(await store.listSchemas(name)).toEqual([kept, real]);
+  });
+
   it('recordWorker upserts a consumer’s presence; listWorkers returns those seen since a time', async () => {
     const { store } = ctx.engine();
     const id = ctx.jobName('worker');

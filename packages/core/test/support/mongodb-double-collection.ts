@@ -258,6 +258,15 @@ export class DoubleCollection {
     return { acknowledged: true, matchedCount: matched, modifiedCount: modified, upsertedCount: 0, upsertedId: null };
   }
 
+  async deleteOne(filter: Doc, options: CallOptions = {}) {
+    const deletedCount = await this.write('deleteOne', options, true, (call) => {
+      const [first] = this.plannedMatch('deleteOne', filter, options, 1);
+      if (first) this.removeDoc(call, first);
+      return first ? 1 : 0;
+    });
+    return { acknowledged: true, deletedCount };
+  }
+
   async deleteMany(filter: Doc, options: CallOptions = {}) {
     const deletedCount = await this.write('deleteMany', options, false, (call) => {
       const matched = this.plannedMatch('deleteMany', filter, options, undefined);

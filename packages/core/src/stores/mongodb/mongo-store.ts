@@ -53,7 +53,7 @@ import { ENDED_LEASE, heldBy } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
 import { requeueExpiredLeases } from './requeue-expired-leases.ts';
 import { mongoSchedules } from './schedules.ts';
 
@@ -309,6 +309,10 @@ export class MongoStore implements Store {
 
   listSchemas(name?: string) {
     return this.run('listSchemas', () => listSchemas(this.schemas, name));
+  }
+
+  removeSchema(name: string, version: number) {
+    return this.run('removeSchema', () => removeSchema(this.schemas, name, version));
   }
 
   recordWorker(worker: WorkerPresence) {

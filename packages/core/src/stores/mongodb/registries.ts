@@ -29,6 +29,16 @@ export async function listSchemas(schemas: Collection<SchemaDocument>, name?: st
   return docs.map(toSchemaEntry);
 }
 
+/** Deletes the schema of one (name, version) by its unique key; resolves to whether there was one. */
+export async function removeSchema(
+  schemas: Collection<SchemaDocument>,
+  name: string,
+  version: number,
+): Promise<boolean> {
+  const { deletedCount } = await schemas.deleteOne({ name: String(name), version: Number(version) });
+  return deletedCount > 0;
+}
+
 /** Upserts one consumer's presence by its id. */
 export async function recordWorker(workers: Collection<WorkerDocument>, worker: WorkerPresence): Promise<void> {
   const id = stringOrNull(worker.id);

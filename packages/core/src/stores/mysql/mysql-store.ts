@@ -48,7 +48,7 @@ import {
 import { createMysqlLeaderElection } from './leadership.ts';
 import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
 import { KeyHolderVanished, moveJob } from './move-job.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
 import {
   claimedRecord,
   delayedUntil,
@@ -281,6 +281,10 @@ export class MysqlStore implements Store {
 
   async listSchemas(name?: string): Promise<SchemaEntry[]> {
     return this.retry('listSchemas', () => listSchemas(this.pool, this.t, name));
+  }
+
+  async removeSchema(name: string, version: number): Promise<boolean> {
+    return this.retry('removeSchema', () => removeSchema(this.pool, this.t, name, version));
   }
 
   async recordWorker(worker: WorkerPresence): Promise<void> {

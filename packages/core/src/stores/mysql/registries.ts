@@ -52,6 +52,12 @@ export async function listSchemas(db: Queryable, t: Tables, name?: string): Prom
   return rows.map(schemaRow);
 }
 
+/** Deletes the schema of one (name, version); resolves to whether there was one. */
+export async function removeSchema(db: Queryable, t: Tables, name: string, version: number): Promise<boolean> {
+  const header = await execute(db, `DELETE FROM ${t.schemas} WHERE name = ? AND version = ?`, [name, version]);
+  return header.affectedRows > 0;
+}
+
 /** Upserts a consumer's presence by its id. */
 export async function recordWorker(db: Queryable, t: Tables, worker: WorkerPresence): Promise<void> {
   // VALUES(col) works on MariaDB and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).

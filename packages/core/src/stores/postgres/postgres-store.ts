@@ -40,7 +40,7 @@ import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecor
 import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, touchWorkers } from './registries.ts';
+import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
@@ -284,6 +284,10 @@ export class PostgresStore implements Store {
 
   listSchemas(name?: string): Promise<SchemaEntry[]> {
     return listSchemas(this.client, this.sql, name);
+  }
+
+  removeSchema(name: string, version: number): Promise<boolean> {
+    return removeSchema(this.client, this.sql, name, version);
   }
 
   recordWorker(worker: WorkerPresence): Promise<void> {

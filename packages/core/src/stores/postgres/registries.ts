@@ -51,6 +51,11 @@ export async function listSchemas(db: SqlQueryable, sql: Statements, name?: stri
   return (await db.query<SchemaRow>(sql.listSchemas, [name ?? null])).map(toSchemaEntry);
 }
 
+/** See `Store.removeSchema`. */
+export async function removeSchema(db: SqlQueryable, sql: Statements, name: string, version: number): Promise<boolean> {
+  return (await db.query(sql.deleteSchema, [name, version])).length > 0;
+}
+
 /** See `Store.recordWorker`. */
 export async function recordWorker(db: SqlQueryable, sql: Statements, worker: WorkerPresence): Promise<void> {
   await db.query(sql.recordWorker, [

@@ -194,6 +194,9 @@ ON CONFLICT (name, version) DO NOTHING`,
     getSchema: `SELECT name, version, fingerprint, json_schema, registered_at FROM ${quotedSchema}.job_schemas
 WHERE name = $1 AND version = $2::int`,
 
+    /** $1 name, $2 version: one row back when a schema was deleted. */
+    deleteSchema: `DELETE FROM ${quotedSchema}.job_schemas WHERE name = $1 AND version = $2::int RETURNING 1 AS deleted`,
+
     /** $1 name or null. */
     listSchemas: `SELECT name, version, fingerprint, json_schema, registered_at FROM ${quotedSchema}.job_schemas
 WHERE $1::text IS NULL OR name = $1
