@@ -6,7 +6,7 @@ import { isValidJobName } from '../contract/define-catalog.ts';
 import { canonicalJson, diffJsonSchemas, uncheckedConstraintsOf } from '../contract/json-schema.ts';
 import { parseWith, payloadSchemaOf } from '../contract/payload.ts';
 import type { Catalog } from '../contract/types.ts';
-import { WorkqError } from '../errors.ts';
+import { isWorkqError, WorkqError } from '../errors.ts';
 import type { Clock } from './clock.ts';
 import type { SchemaEntry, Store } from './store.ts';
 import { toStoredValue } from './stored-value.ts';
@@ -140,6 +140,58 @@ export class SchemaRegistry {
 
   async list(name?: string): Promise<SchemaEntry[]> {
     return this.store.listSchemas(name);
+  }
+
+  /**
+   * Checks schemas against those registered, writing nothing: for a caller
+   * that may use a job type but not register its versions. Resolves to the
+   * entries registered with an equal schema, and the registrations whose
+   * (name, version) is not registered; a different schema under a registered
+   * (name, version) is refused with `CONFLICT`, as `register` refuses it.
+   */
+  async confirm(
+    registrations: readonly SchemaRegistration[],
+  ): Promise<{ registered: SchemaEntry[]; unregistered: SchemaRegistration[] }> {
+    const registered: SchemaEntry[] = [];
+    const unregistered: SchemaRegistration[] = [];
+    for (const registration of registrations) {
+      const { name, version, jsonSchema } = registration;
+      if (toStoredValue(jsonSchema, `The JSON Schema of "${name}" v${version}`) !== jsonSchema) {
+        throw new WorkqError('VALIDATION', `The JSON Schema of "${name}" v${version} must be plain JSON.`);
+      }
+      const entry = await this.lookup(name, version).catch((error: unknown) => {
+        if (isWorkqError(error, 'UNKNOWN_JOB') || isWorkqError(error, 'UNSUPPORTED_VERSION')) return undefined;
+        throw error;
+      });
+      const fingerprint = fingerprintOf(jsonSchema);
+      if (!entry) unregistered.push(registration);
+      else if (entry.fingerprint !== fingerprint) throw conflict(entry, jsonSchema, fingerprint);
+      else registered.push(entry);
+    }
+    return { registered, unregistered };
+  }
+
+  /**
+   * Removes the registered schema of (name, version) from the store and
+   * forgets what this server holds of `name`; resolves to whether one was
+   * registered. Other servers hold on to theirs until told to `forget`.
+   */
+  async remove(name: string, version: number): Promise<boolean> {
+    const removed = await this.store.removeSchema(name, version);
+    this.forget(name);
+    return removed;
+  }
+
+  /**
+   * Drops the entries and validators held for `name` (for every type without
+   * one), so the next payload or registration reads the store again: after
+   * a schema of it was removed, here or on another server.
+   */
+  forget(name?: string): void {
+    // Keys start `<name>@` (`keyOf`), and no job name has an `@`.
+    const held = (key: string) => name === undefined || key.startsWith(`${name}@`);
+    for (const key of [...this.entries.keys()].filter(held)) this.entries.delete(key);
+    for (const key of [...this.validators.keys()].filter(held)) this.validators.delete(key);
   }
 
   private async lookup(name: string, version: number): Promise<SchemaEntry> {

@@ -15,6 +15,7 @@ describe('the wake-up codec', () => {
       { type: 'watching', instance: 'i-2' },
       { type: 'finished', ids: ['a', 'b'] },
       { type: 'schedules' },
+      { type: 'schemas', name: 'imageConvert' },
       { type: 'resync' },
     ];
     const [notification, ...more] = encodeWakeups('i-1', messages, 7_000);
@@ -46,6 +47,12 @@ describe('the wake-up codec', () => {
     const [text] = encodeWakeups('i-1', [{ type: 'schedules' }], 7_000);
     // An earlier server reads it as jobs of a type named `schedules:changed` being ready: no job name has a `:`.
     expect(text).toBe('from:i-1\nschedules:changed');
+  });
+
+  it('says a schema of a type was removed in a part no earlier server takes for a job it waits on', () => {
+    const [text] = encodeWakeups('i-1', [{ type: 'schemas', name: 'imageConvert' }], 7_000);
+    // An earlier server reads it as jobs of a type named `schemas:imageConvert` being ready: no job name has a `:`.
+    expect(text).toBe('from:i-1\nschemas:imageConvert');
   });
 
   it("reads a store's own '*' (no sender) as a resync", () => {

@@ -17,6 +17,8 @@
  *   changed, so the others read them again and wake its waiting claims;
  * - `schedules:changed`: a schedule kept in the store was written or removed,
  *   so the leading instance reads the stored schedules again;
+ * - `schemas:<job name>`: a registered payload schema of that type was
+ *   removed, so the others forget the entries and validators they hold for it;
  * - `event:<json>`: one job event (`BusJobEvent`), as ASCII-only JSON of at
  *   most `MAX_EVENT_PART_CHARS` characters. An event that would be longer is
  *   sent without its `result` and `error`, marked `omitted`: the receiver
@@ -46,6 +48,7 @@ export type WakeupMessage =
   | { readonly type: 'eventsLost' }
   | { readonly type: 'settings'; readonly name: string }
   | { readonly type: 'schedules' }
+  | { readonly type: 'schemas'; readonly name: string }
   | { readonly type: 'event'; readonly event: BusJobEvent };
 
 /** A decoded notification: its sender (absent from a store's own `'*'`) and its messages. */
@@ -63,6 +66,7 @@ const EVENT = 'event:';
 const EVENTS_LOST = 'events-lost';
 const SETTINGS = 'settings:';
 const SCHEDULES = 'schedules:changed';
+const SCHEMAS = 'schemas:';
 
 /** The longest `event:` part: several fit in one notification, and one always does. */
 export const MAX_EVENT_PART_CHARS = 2_000;
@@ -88,6 +92,8 @@ function encodeMessage(message: WakeupMessage): string[] {
       return [`${SETTINGS}${message.name}`];
     case 'schedules':
       return [SCHEDULES];
+    case 'schemas':
+      return [`${SCHEMAS}${message.name}`];
     case 'finished': {
       const parts: string[] = [];
       for (let at = 0; at < message.ids.length; at += FINISHED_IDS_PER_PART) {
@@ -106,6 +112,7 @@ function decodePart(part: string): WakeupMessage | undefined {
   if (part.startsWith(WATCHING)) return { type: 'watching', instance: part.slice(WATCHING.length) };
   if (part.startsWith(SETTINGS)) return { type: 'settings', name: part.slice(SETTINGS.length) };
   if (part === SCHEDULES) return { type: 'schedules' };
+  if (part.startsWith(SCHEMAS)) return { type: 'schemas', name: part.slice(SCHEMAS.length) };
   if (part.startsWith(LISTENING)) return { type: 'listening', instance: part.slice(LISTENING.length) };
   if (part.startsWith(EVENT)) return decodeEvent(part.slice(EVENT.length));
   if (part.startsWith(FROM)) return undefined;

@@ -130,3 +130,24 @@ it('sends job events to the other instances only while one of them has subscribe
   expect(heard.at(-1)).toBe('lost');
   listening = false;
 });
+
+it('tells the other instances which type lost a registered schema, and every type after a resync', async () => {
+  const notifier = sharedNotifier();
+  const { wakeups: remover } = await instance(notifier);
+  const { wakeups: other } = await instance(notifier);
+  const heard: (string | undefined)[] = [];
+  const heardHere: (string | undefined)[] = [];
+  other.onSchemasChanged((name) => heard.push(name));
+  remover.onSchemasChanged((name) => heardHere.push(name));
+
+  remover.announceSchemasChanged('imageConvert');
+  remover.announceSchemasChanged('sendEmail');
+  await settle();
+  expect(heard).toEqual(['imageConvert', 'sendEmail']);
+  // The instance that removed it already forgot; its own notification is skipped.
+  expect(heardHere).toEqual([]);
+
+  await notifier.publish('*');
+  await settle();
+  expect(heard).toEqual(['imageConvert', 'sendEmail', undefined]);
+});

@@ -54,6 +54,8 @@ export class WakeupBus {
   private readonly eventListeners = new Set<BusEventListener>();
   private readonly scheduleListeners = new Set<() => void>();
   private schedulesPending = false;
+  private readonly schemaListeners = new Set<(name: string | undefined) => void>();
+  private readonly pendingSchemas = new Set<string>();
   private flushScheduled = false;
   private lastFlushAt = 0;
   private readonly detach: (() => void)[] = [];
@@ -114,6 +116,7 @@ export class WakeupBus {
     clearInterval(this.listeningTimer);
     this.eventListeners.clear();
     this.scheduleListeners.clear();
+    this.schemaListeners.clear();
     for (const off of this.detach.splice(0)) off();
     for (const waiters of [...this.readyWaiters.values(), ...this.finishWaiters.values()]) this.wakeAll(waiters);
     await this.unsubscribe?.();
@@ -144,6 +147,21 @@ export class WakeupBus {
     if (!this.notifier || this.closed) return;
     this.schedulesPending = true;
     this.flushSoon();
+  }
+
+  /**
+   * Calls `listener` with a job name when another instance says it removed a
+   * registered schema of that type, and with `undefined` after a resync (word
+   * of a removal may have been missed: every type's).
+   */
+  onSchemasChanged(listener: (name: string | undefined) => void): () => void {
+    this.schemaListeners.add(listener);
+    return () => this.schemaListeners.delete(listener);
+  }
+
+  /** Tells the other instances, with the rest of the window, that a registered schema of `name` was removed. */
+  announceSchemasChanged(name: string): void {
+    this.announce(this.pendingSchemas, name);
   }
 
   /**
@@ -250,8 +268,12 @@ export class WakeupBus {
       case 'schedules':
         for (const listener of this.scheduleListeners) listener();
         break;
+      case 'schemas':
+        for (const listener of this.schemaListeners) listener(message.name);
+        break;
       case 'resync':
         for (const listener of this.scheduleListeners) listener();
+        for (const listener of this.schemaListeners) listener(undefined);
         this.engine.flow.forget();
         // Anything may have been missed, a word that another instance has result requests waiting too.
         this.heardWatching();
@@ -321,7 +343,9 @@ export class WakeupBus {
       if (this.eventsLost) messages.push({ type: 'eventsLost' });
       for (const name of this.pendingSettings) messages.push({ type: 'settings', name });
       if (this.schedulesPending) messages.push({ type: 'schedules' });
+      for (const name of this.pendingSchemas) messages.push({ type: 'schemas', name });
       this.schedulesPending = false;
+      this.pendingSchemas.clear();
       this.pendingSettings.clear();
       this.pendingReady.clear();
       this.pendingFinished.clear();
