@@ -14,6 +14,8 @@ export { shownUrl, uniqueName } from './names.ts';
 export { freePort } from './ports.ts';
 export type { FreshPostgresSchema } from './postgres.ts';
 export { freshPostgresSchema, POSTGRES_URL, postgresUnreachableReason } from './postgres.ts';
+export type { PrivateMariadb, PrivateMariadbOptions } from './private-mariadb.ts';
+export { startPrivateMariadb } from './private-mariadb.ts';
 export type { TcpProxy } from './tcp-proxy.ts';
 export { startTcpProxy } from './tcp-proxy.ts';
 export { until, waitFor } from './waits.ts';

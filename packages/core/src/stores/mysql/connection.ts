@@ -4,18 +4,81 @@ import { datesAsText } from './rows.ts';
 /** A pool or one of its connections: anything a statement can run on. */
 export type Queryable = Pool | PoolConnection;
 
+/**
+ * The session the store's SQL is written for, set on every connection before
+ * its first statement (`pinnedConnection`), whatever the server's global
+ * settings, its `init_connect`, or a caller's pool chose:
+ *
+ * - `sql_mode` without `NO_BACKSLASH_ESCAPES`: values are escaped by the
+ *   driver on the client, quotes as `\'`; under that mode a backslash is an
+ *   ordinary character, and a value such as `' OR 1=1 -- ` would end its
+ *   string literal and rewrite the statement. Without `ANSI_QUOTES` and
+ *   `PIPES_AS_CONCAT` too (strings are single-quoted, identifiers
+ *   backquoted), and with `STRICT_TRANS_TABLES`, so a value that does not fit
+ *   a column fails instead of being cut. The modes named are valid on MariaDB
+ *   10.6+ and MySQL 8 alike.
+ * - `NAMES utf8mb4`: the driver escapes UTF-8 text; under a multi-byte client
+ *   character set such as GBK or SJIS an escaping backslash can be read as
+ *   part of a character.
+ * - `time_zone` UTC: dates are written and read as UTC text (see rows.ts);
+ *   this keeps any server-side date arithmetic UTC too.
+ */
+export const SESSION_SETTINGS_SQL = `SET NAMES utf8mb4, SESSION sql_mode = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', SESSION time_zone = '+00:00'`;
+
+/** The driver's connections (stable across checkouts, unlike their promise wrappers) whose session is pinned. */
+const pinnedSessions = new WeakSet<object>();
+
+/**
+ * A connection of `pool` whose session runs `SESSION_SETTINGS_SQL`: set and
+ * awaited on its first checkout, before the caller's first statement, so no
+ * statement can run on it unpinned. A connection whose settings fail is
+ * destroyed, never handed out. mysql2's pool has no per-connection init
+ * statement, and its `connection` event cannot report a failure, so
+ * checkout is where this happens; it costs one round trip per new connection.
+ * A caller's pool is pinned the same way; a caller that changes a session's
+ * settings afterwards takes the store's guarantee with it.
+ */
+export async function pinnedConnection(pool: Pool): Promise<PoolConnection> {
+  const connection = await pool.getConnection();
+  if (pinnedSessions.has(connection.connection)) return connection;
+  try {
+    await connection.query(SESSION_SETTINGS_SQL);
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
+  pinnedSessions.add(connection.connection);
+  return connection;
+}
+
+/** Runs `work` on `db` itself when it is a connection, else on a pinned connection of the pool, released after. */
+async function onPinned<T>(db: Queryable, work: (connection: PoolConnection) => Promise<T>): Promise<T> {
+  if (!('getConnection' in db)) return work(db);
+  const connection = await pinnedConnection(db);
+  try {
+    return await work(connection);
+  } finally {
+    connection.release();
+  }
+}
+
 /** Our values are JSON text, numbers, strings, dates as text, null and arrays of ids: all escapable. */
 function toQueryValues(values: readonly unknown[]): QueryValues[] {
   return values as QueryValues[];
 }
 
-/** Runs a statement that returns rows. Values are always `?` parameters, escaped by the driver. */
+/**
+ * Runs a statement that returns rows. Values are always `?` parameters, escaped by the driver, on a
+ * pinned session (`pinnedConnection`).
+ */
 export async function selectRows(
   db: Queryable,
   sql: string,
   values: readonly unknown[] = [],
 ): Promise<RowDataPacket[]> {
-  const [rows] = await db.query<RowDataPacket[]>({ sql, values: toQueryValues(values), typeCast: datesAsText });
+  const [rows] = await onPinned(db, (connection) =>
+    connection.query<RowDataPacket[]>({ sql, values: toQueryValues(values), typeCast: datesAsText }),
+  );
   return rows;
 }
 
@@ -24,7 +87,9 @@ export async function selectRows(
  * the driver connects with the `FOUND_ROWS` flag by default.
  */
 export async function execute(db: Queryable, sql: string, values: readonly unknown[] = []): Promise<ResultSetHeader> {
-  const [header] = await db.query<ResultSetHeader>({ sql, values: toQueryValues(values) });
+  const [header] = await onPinned(db, (connection) =>
+    connection.query<ResultSetHeader>({ sql, values: toQueryValues(values) }),
+  );
   return header;
 }
 
@@ -38,7 +103,7 @@ export async function inTransaction<T>(
   work: (connection: PoolConnection) => Promise<T>,
   options: { readCommitted?: boolean } = {},
 ): Promise<T> {
-  const connection = await pool.getConnection();
+  const connection = await pinnedConnection(pool);
   try {
     if (options.readCommitted) await connection.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
     await connection.beginTransaction();

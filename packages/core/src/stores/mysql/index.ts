@@ -18,7 +18,10 @@ export interface MysqlStoreOptions {
    * A `mysql2/promise` pool to use instead of one made from `url`. The caller
    * keeps it: `close()` does not end it. It must keep mysql2's default
    * `FOUND_ROWS` flag (fenced updates count matched rows). Its sessions keep
-   * their isolation level; claims still run under READ COMMITTED.
+   * their isolation level; claims still run under READ COMMITTED. The store
+   * sets its own SQL mode, character set and time zone on each of the pool's
+   * connections before its first statement there (see `SESSION_SETTINGS_SQL`),
+   * and relies on them staying set.
    * @defaultValue a pool made from `url`
    */
   pool?: Pool;

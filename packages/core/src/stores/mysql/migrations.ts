@@ -1,5 +1,6 @@
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { WorkqError } from '../../errors.ts';
+import { pinnedConnection } from './connection.ts';
 import type { Tables } from './tables.ts';
 
 /** One schema change. Append-only: a released migration is never edited, only followed by a new one. */
@@ -348,7 +349,7 @@ const LOCK_NAME = `LEFT(CONCAT('workq:', COALESCE(DATABASE(), ''), ':', ?), 64)`
  * named lock so concurrent starts apply each one once. Running it again is a no-op.
  */
 export async function migrate(pool: Pool, t: Tables): Promise<void> {
-  const connection = await pool.getConnection();
+  const connection = await pinnedConnection(pool);
   try {
     const [locked] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS locked`, [
       t.migrations,
