@@ -11,9 +11,9 @@ import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
 const WORKQ = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq.js');
-const ADMIN = 'admin-secret';
-const PRODUCER = 'producer-secret';
-const REPORTS_ONLY = 'reports-secret';
+const ADMIN = 'admin-cli-e2e-admin-secret';
+const PRODUCER = 'admin-cli-e2e-producer-secret';
+const REPORTS_ONLY = 'admin-cli-e2e-reports-secret';
 const exec = promisify(execFile);
 
 interface Run {

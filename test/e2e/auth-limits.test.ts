@@ -8,11 +8,11 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 import { failure, listAllJobs, type RawClient, rawClient, rawFailure } from '../support/raw-client.ts';
 
 const TOKENS = [
-  { token: 'prod', scopes: ['produce:*'] },
-  { token: 'work', scopes: ['consume:*'] },
-  { token: 'email-only', scopes: ['produce:sendEmail'] },
-  { token: 'email-worker', scopes: ['consume:sendEmail'] },
-  { token: 'root', scopes: ['admin'] },
+  { token: 'prod-token-0123456789', scopes: ['produce:*'] },
+  { token: 'work-token-0123456789', scopes: ['consume:*'] },
+  { token: 'email-only-token-0123', scopes: ['produce:sendEmail'] },
+  { token: 'email-worker-token-01', scopes: ['consume:sendEmail'] },
+  { token: 'root-token-0123456789', scopes: ['admin'] },
 ];
 const MAX_PAYLOAD_BYTES = 2048;
 const MAX_BATCH_SIZE = 10;
@@ -51,7 +51,7 @@ describe('auth and limits over pglite://memory', () => {
       limits: { maxPayloadBytes: MAX_PAYLOAD_BYTES, maxBatchSize: MAX_BATCH_SIZE },
       logger,
     });
-    admin = rawClient(server.url, 'root');
+    admin = rawClient(server.url, 'root-token-0123456789');
     await admin.schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) });
   });
 
@@ -73,7 +73,7 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('refuses a token without the scope as FORBIDDEN, and allows the scope it has', async () => {
-    const emailOnly = createClient({ url: server.url, jobs, token: 'email-only' });
+    const emailOnly = createClient({ url: server.url, jobs, token: 'email-only-token-0123' });
     const denied = await failure(emailOnly.enqueue.imageConvert({ source: 'a.png', output: 'a.webp' }));
     expect(denied).toMatchObject({ code: 'FORBIDDEN' });
     expect(await countOf('imageConvert')).toBe(0);
@@ -82,7 +82,7 @@ describe('auth and limits over pglite://memory', () => {
     expect(allowed.created).toBe(true);
     await expect(admin.jobs.cancel.mutate({ id: allowed.id })).resolves.toBe(true);
 
-    const prod = createClient({ url: server.url, jobs, token: 'prod' });
+    const prod = createClient({ url: server.url, jobs, token: 'prod-token-0123456789' });
     const claimErrors: unknown[] = [];
     workers.push(
       prod.consume('sendEmail', async () => ({ messageId: 'never' }), { onError: (e) => claimErrors.push(e) }),
@@ -92,7 +92,7 @@ describe('auth and limits over pglite://memory', () => {
     await workers.pop()?.close();
     expect(
       await rawFailure(
-        rawClient(server.url, 'prod').consumer.claim.mutate({
+        rawClient(server.url, 'prod-token-0123456789').consumer.claim.mutate({
           name: 'sendEmail',
           maxVersion: 1,
           limit: 1,
@@ -100,7 +100,7 @@ describe('auth and limits over pglite://memory', () => {
         }),
       ),
     ).toMatchObject({ code: 'FORBIDDEN' });
-    expect(await rawFailure(rawClient(server.url, 'work').admin.schedules.query())).toMatchObject({
+    expect(await rawFailure(rawClient(server.url, 'work-token-0123456789').admin.schedules.query())).toMatchObject({
       code: 'FORBIDDEN',
     });
     await expect(admin.admin.schedules.query()).resolves.toEqual([]);
@@ -109,7 +109,7 @@ describe('auth and limits over pglite://memory', () => {
 
   it('lets a token end only the waits of claims of job types it may consume', async () => {
     const workerId = 'report-worker-1';
-    const claim = rawClient(server.url, 'work').consumer.claim.mutate({
+    const claim = rawClient(server.url, 'work-token-0123456789').consumer.claim.mutate({
       name: 'generateReport',
       maxVersion: 1,
       limit: 1,
@@ -120,12 +120,14 @@ describe('auth and limits over pglite://memory', () => {
       Promise.race([claim.then(() => false), new Promise<boolean>((resolve) => setTimeout(resolve, 300, true))]);
     expect(await stillWaiting()).toBe(true);
 
-    const stranger = rawClient(server.url, 'email-worker');
+    const stranger = rawClient(server.url, 'email-worker-token-01');
     await expect(stranger.consumer.stopWaiting.mutate({ workerId })).resolves.toEqual({ claims: 0 });
     expect(await stillWaiting()).toBe(true);
 
     const started = Date.now();
-    await expect(rawClient(server.url, 'work').consumer.stopWaiting.mutate({ workerId })).resolves.toEqual({
+    await expect(
+      rawClient(server.url, 'work-token-0123456789').consumer.stopWaiting.mutate({ workerId }),
+    ).resolves.toEqual({
       claims: 1,
     });
     await expect(claim).resolves.toMatchObject({ jobs: [] });
@@ -134,7 +136,7 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('refuses a payload over maxPayloadBytes and a batch over maxBatchSize, storing nothing', async () => {
-    const prod = createClient({ url: server.url, jobs, token: 'prod' });
+    const prod = createClient({ url: server.url, jobs, token: 'prod-token-0123456789' });
     const before = await countOf('sendEmail');
     const big = { ...email, body: 'x'.repeat(MAX_PAYLOAD_BYTES + 100) };
     const tooLarge = await failure(prod.enqueue.sendEmail(big));
@@ -146,7 +148,7 @@ describe('auth and limits over pglite://memory', () => {
     expect(tooMany).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(tooMany.message).toContain(String(MAX_BATCH_SIZE));
 
-    const rest = await post('/v1/jobs/sendEmail', { version: 1, payload: big }, 'prod');
+    const rest = await post('/v1/jobs/sendEmail', { version: 1, payload: big }, 'prod-token-0123456789');
     expect(rest.status).toBe(413);
     expect(JSON.parse(rest.text)).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
     expect(await countOf('sendEmail')).toBe(before);
@@ -154,7 +156,7 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('validates payloads on the server when the SDK is bypassed, naming the field', async () => {
-    const raw = rawClient(server.url, 'prod');
+    const raw = rawClient(server.url, 'prod-token-0123456789');
     const before = await countOf('sendEmail');
     const invalid = await rawFailure(
       raw.jobs.enqueue.mutate({ name: 'sendEmail', version: 1, payload: { ...email, to: 'not-an-email' } }),
@@ -174,7 +176,11 @@ describe('auth and limits over pglite://memory', () => {
     expect(inBatch.code).toBe('VALIDATION');
     expect(inBatch.message).toMatch(/^Payload 3 of 4 of "sendEmail" v1 is invalid: to:/);
 
-    const rest = await post('/v1/jobs/sendEmail', { version: 1, payload: { ...email, subject: 42 } }, 'prod');
+    const rest = await post(
+      '/v1/jobs/sendEmail',
+      { version: 1, payload: { ...email, subject: 42 } },
+      'prod-token-0123456789',
+    );
     expect(rest.status).toBe(400);
     const body = JSON.parse(rest.text) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('VALIDATION');
@@ -184,7 +190,7 @@ describe('auth and limits over pglite://memory', () => {
     const trpc = await post(
       '/trpc/jobs.enqueue',
       { json: { name: 'sendEmail', version: 1, payload: { to: 1 } } },
-      'prod',
+      'prod-token-0123456789',
     );
     expect(trpc.status).toBe(400);
     expectNoLeak(trpc.text);
@@ -193,7 +199,7 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('checks an updatePayload on the server: scope, schema, size, job type and lease', async () => {
-    const work = rawClient(server.url, 'work');
+    const work = rawClient(server.url, 'work-token-0123456789');
     const payload = { source: 'ckpt.png', output: 'ckpt.webp', format: 'webp', quality: 10 };
     const options = { backoff: { type: 'fixed' as const, delayMs: 0 } };
     const { id } = await admin.jobs.enqueue.mutate({ name: 'imageConvert', version: 2, payload, options });
@@ -204,7 +210,9 @@ describe('auth and limits over pglite://memory', () => {
     const update = (client: RawClient, change: object) =>
       client.consumer.updatePayload.mutate({ ...lease, name: 'imageConvert', version: 2, payload, ...change });
 
-    expect(await rawFailure(update(rawClient(server.url, 'prod'), {}))).toMatchObject({ code: 'FORBIDDEN' });
+    expect(await rawFailure(update(rawClient(server.url, 'prod-token-0123456789'), {}))).toMatchObject({
+      code: 'FORBIDDEN',
+    });
     const invalid = await rawFailure(update(work, { payload: { ...payload, quality: 500 } }));
     expect(invalid).toMatchObject({ code: 'VALIDATION' });
     expect(invalid.message).toMatch(/quality/);
@@ -226,7 +234,7 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('refuses a NUL character, which stores cannot keep, as VALIDATION rather than a store failure', async () => {
-    const raw = rawClient(server.url, 'prod');
+    const raw = rawClient(server.url, 'prod-token-0123456789');
     const before = await countOf('sendEmail');
     const inPayload = await rawFailure(
       raw.jobs.enqueue.mutate({ name: 'sendEmail', version: 1, payload: { ...email, body: 'a\u0000b' } }),
@@ -252,11 +260,11 @@ describe('auth and limits over pglite://memory', () => {
   });
 
   it('names unknown jobs UNKNOWN_JOB and unregistered versions UNSUPPORTED_VERSION', async () => {
-    const raw = rawClient(server.url, 'prod');
+    const raw = rawClient(server.url, 'prod-token-0123456789');
     const unknown = await rawFailure(raw.jobs.enqueue.mutate({ name: 'noSuchJob', version: 1, payload: {} }));
     expect(unknown.code).toBe('UNKNOWN_JOB');
     expect(unknown.message).toContain('noSuchJob');
-    const rest = await post('/v1/jobs/noSuchJob', { version: 1, payload: {} }, 'prod');
+    const rest = await post('/v1/jobs/noSuchJob', { version: 1, payload: {} }, 'prod-token-0123456789');
     expect(rest.status).toBe(404);
     expect(JSON.parse(rest.text)).toMatchObject({ error: { code: 'UNKNOWN_JOB' } });
 
@@ -269,18 +277,26 @@ describe('auth and limits over pglite://memory', () => {
 
   it('never sends stack traces or database text, whatever the bad request', async () => {
     const probes: { path: string; body: unknown; token?: string }[] = [
-      { path: '/trpc/jobs.enqueue', body: '{"json": {"name": ', token: 'prod' },
-      { path: '/trpc/jobs.enqueue', body: { json: { name: 'sendEmail', version: 'x' } }, token: 'prod' },
-      { path: '/trpc/no.such.procedure', body: { json: {} }, token: 'prod' },
-      { path: '/trpc/jobs.get', body: { json: { id: 'x' } }, token: 'prod' },
-      { path: '/v1/jobs/sendEmail', body: 'not json', token: 'prod' },
-      { path: '/v1/nothing-here', body: {}, token: 'prod' },
+      { path: '/trpc/jobs.enqueue', body: '{"json": {"name": ', token: 'prod-token-0123456789' },
+      {
+        path: '/trpc/jobs.enqueue',
+        body: { json: { name: 'sendEmail', version: 'x' } },
+        token: 'prod-token-0123456789',
+      },
+      { path: '/trpc/no.such.procedure', body: { json: {} }, token: 'prod-token-0123456789' },
+      { path: '/trpc/jobs.get', body: { json: { id: 'x' } }, token: 'prod-token-0123456789' },
+      { path: '/v1/jobs/sendEmail', body: 'not json', token: 'prod-token-0123456789' },
+      { path: '/v1/nothing-here', body: {}, token: 'prod-token-0123456789' },
       // NUL characters pass JSON Schema but PostgreSQL rejects them: the store's own error must stay inside.
-      { path: '/v1/jobs/sendEmail', body: { version: 1, payload: { ...email, body: 'a\u0000b' } }, token: 'prod' },
+      {
+        path: '/v1/jobs/sendEmail',
+        body: { version: 1, payload: { ...email, body: 'a\u0000b' } },
+        token: 'prod-token-0123456789',
+      },
       {
         path: '/v1/jobs/sendEmail',
         body: { version: 1, payload: email, options: { idempotencyKey: 'k\u0000' } },
-        token: 'prod',
+        token: 'prod-token-0123456789',
       },
     ];
     for (const probe of probes) {
@@ -290,15 +306,15 @@ describe('auth and limits over pglite://memory', () => {
       await expectStillServing();
     }
     const queried = await fetch(`${server.url}/trpc/jobs.get?input=${encodeURIComponent('{"json":{"id":"nope"}}')}`, {
-      headers: { authorization: 'Bearer prod' },
+      headers: { authorization: 'Bearer prod-token-0123456789' },
     });
     expect(queried.status).toBe(404);
     expectNoLeak(await queried.text());
   });
 
   it('keeps serving good requests after all of the above', async () => {
-    const prod = createClient({ url: server.url, jobs, token: 'prod' });
-    const worker = createClient({ url: server.url, jobs, token: 'work' });
+    const prod = createClient({ url: server.url, jobs, token: 'prod-token-0123456789' });
+    const worker = createClient({ url: server.url, jobs, token: 'work-token-0123456789' });
     workers.push(worker.consume('generateReport', async (job) => ({ url: `r/${job.id}`, rows: 3 })));
     const handle = await prod.enqueue.generateReport({
       accountId: 'acct',
@@ -312,7 +328,8 @@ describe('auth and limits over pglite://memory', () => {
   it('never writes a token to the log', () => {
     const text = JSON.stringify(logger.lines);
     expect(logger.lines.length).toBeGreaterThan(0);
-    for (const secret of ['email-only', 'not-a-real-token-7d1e', 'Bearer ']) expect(text).not.toContain(secret);
+    for (const secret of ['email-only-token-0123', 'not-a-real-token-7d1e', 'Bearer '])
+      expect(text).not.toContain(secret);
   });
 });
 

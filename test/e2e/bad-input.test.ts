@@ -13,9 +13,9 @@ import { describeEachStore, E2E_STORES, type FreshStore } from '../support/store
 const RUNS = 200;
 
 const TOKENS = [
-  { token: 'root', scopes: ['admin'] },
-  { token: 'prod', scopes: ['produce:*'] },
-  { token: 'work', scopes: ['consume:*'] },
+  { token: 'root-token-0123456789', scopes: ['admin'] },
+  { token: 'prod-token-0123456789', scopes: ['produce:*'] },
+  { token: 'work-token-0123456789', scopes: ['consume:*'] },
 ];
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
@@ -161,7 +161,16 @@ const contentType = fc.oneof(
   fc.string({ unit: 'grapheme-ascii', maxLength: 30 }),
 );
 
-const token = fc.constantFrom<string | undefined>('root', 'root', 'root', 'root', 'prod', 'work', 'nope', undefined);
+const token = fc.constantFrom<string | undefined>(
+  'root-token-0123456789',
+  'root-token-0123456789',
+  'root-token-0123456789',
+  'root-token-0123456789',
+  'prod-token-0123456789',
+  'work-token-0123456789',
+  'nope',
+  undefined,
+);
 
 /** A path segment: a known name, percent-encoded odd text, or encodings that do not decode. */
 const segment = fc.oneof(
@@ -242,7 +251,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
       logger: collectingLogger(),
       pollIntervalMs: 20,
     });
-    await rawClient(server.url, 'root').schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) });
+    await rawClient(server.url, 'root-token-0123456789').schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) });
   });
 
   afterAll(async () => {
@@ -292,7 +301,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
   /** The server still serves: ready, and a valid enqueue is stored. */
   const expectStillServing = async () => {
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-    const enqueued = await rawClient(server.url, 'prod').jobs.enqueue.mutate({
+    const enqueued = await rawClient(server.url, 'prod-token-0123456789').jobs.enqueue.mutate({
       name: 'sendEmail',
       version: 1,
       payload: email,
@@ -302,8 +311,12 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
 
   /** A job held under a real lease, so that fenced writes (complete, fail, progress, …) reach the store. */
   const hold = async (): Promise<Lease> => {
-    await rawClient(server.url, 'prod').jobs.enqueue.mutate({ name: 'sendEmail', version: 1, payload: email });
-    const claimed = await rawClient(server.url, 'work').consumer.claim.mutate({
+    await rawClient(server.url, 'prod-token-0123456789').jobs.enqueue.mutate({
+      name: 'sendEmail',
+      version: 1,
+      payload: email,
+    });
+    const claimed = await rawClient(server.url, 'work-token-0123456789').consumer.claim.mutate({
       name: 'sendEmail',
       maxVersion: 1,
       limit: 1,
@@ -316,7 +329,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
 
   it('refuses the reported cases with the same status, code and message on every store', async () => {
     const rest = async (path: string, body: string, type = 'application/json') => {
-      const answer = await send({ method: 'POST', path, contentType: type, token: 'root', body });
+      const answer = await send({ method: 'POST', path, contentType: type, token: 'root-token-0123456789', body });
       return {
         status: answer?.status,
         body: JSON.parse(answer?.text ?? '{}') as { error?: { code: string; message: string } },
@@ -351,14 +364,14 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
       method: 'POST',
       path: '/trpc/jobs.enqueue',
       contentType: 'text/plain',
-      token: 'root',
+      token: 'root-token-0123456789',
       body: JSON.stringify({ json: { name: 'sendEmail', version: 1, payload: email } }),
     });
     expect(overTrpc?.status).toBe(415);
     expect(overTrpc?.text).toContain('"workqCode":"VALIDATION"');
     // A charset is fine, and so are queries, which have no body and no content type.
     expect((await rest('/v1/jobs/sendEmail', envelope(email), 'application/json; charset=utf-8')).status).toBe(201);
-    const client = rawClient(server.url, 'root');
+    const client = rawClient(server.url, 'root-token-0123456789');
     const { id } = await client.jobs.enqueue.mutate({ name: 'sendEmail', version: 1, payload: email });
     await expect(client.jobs.get.query({ id })).resolves.toMatchObject({ id, state: 'ready' });
   });

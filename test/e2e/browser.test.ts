@@ -12,7 +12,7 @@ import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
 const SECRET = 'browser-test-secret-of-at-least-32-bytes!';
-const WORKER_TOKEN = 'worker-token';
+const WORKER_TOKEN = 'browser-e2e-worker-token';
 
 /**
  * A web app's own server on its own origin: it serves the page and, as the

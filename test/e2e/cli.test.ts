@@ -20,9 +20,9 @@ describe('parseServerArgs', () => {
         '--port',
         '4100',
         '--token',
-        'a=produce:*,consume:*',
+        'producer-token-0001=produce:*,consume:*',
         '--token',
-        'b=admin',
+        'admin-token-000000001=admin',
         '--data-dir',
         '/tmp/workq-data',
         '--max-payload-bytes',
@@ -41,8 +41,8 @@ describe('parseServerArgs', () => {
       host: '127.0.0.2',
       port: 4100,
       tokens: [
-        { token: 'a', scopes: ['produce:*', 'consume:*'] },
-        { token: 'b', scopes: ['admin'] },
+        { token: 'producer-token-0001', scopes: ['produce:*', 'consume:*'] },
+        { token: 'admin-token-000000001', scopes: ['admin'] },
       ],
       dataDir: '/tmp/workq-data',
       limits: { maxPayloadBytes: 1024, maxBatchSize: 20, maxTrpcBatchSize: 5, maxLongPollMs: 3000 },
@@ -54,7 +54,7 @@ describe('parseServerArgs', () => {
       WORKQ_STORE: 'postgres://db/x',
       WORKQ_HOST: '::1',
       WORKQ_PORT: '4200',
-      WORKQ_TOKENS: 'a=admin;b=consume:x',
+      WORKQ_TOKENS: 'admin-token-000000001=admin;worker-token-000001=consume:x',
       WORKQ_DATA_DIR: 'data',
       WORKQ_MAX_PAYLOAD_BYTES: '99',
       WORKQ_MAX_BATCH_SIZE: '7',
@@ -66,8 +66,8 @@ describe('parseServerArgs', () => {
       host: '::1',
       port: 4200,
       tokens: [
-        { token: 'a', scopes: ['admin'] },
-        { token: 'b', scopes: ['consume:x'] },
+        { token: 'admin-token-000000001', scopes: ['admin'] },
+        { token: 'worker-token-000001', scopes: ['consume:x'] },
       ],
       dataDir: 'data',
       limits: { maxPayloadBytes: 99, maxBatchSize: 7, maxTrpcBatchSize: 3, maxLongPollMs: 100 },
@@ -75,15 +75,18 @@ describe('parseServerArgs', () => {
   });
 
   it('lets flags win over the environment', () => {
-    const options = parseServerArgs(['--port', '5000', '--token', 'flag=produce:x', '--max-batch-size', '2'], {
-      WORKQ_PORT: '6000',
-      WORKQ_TOKENS: 'env=admin',
-      WORKQ_MAX_BATCH_SIZE: '9',
-      WORKQ_STORE: 'pglite://memory',
-    });
+    const options = parseServerArgs(
+      ['--port', '5000', '--token', 'flag-token-0000001=produce:x', '--max-batch-size', '2'],
+      {
+        WORKQ_PORT: '6000',
+        WORKQ_TOKENS: 'env-token-00000001=admin',
+        WORKQ_MAX_BATCH_SIZE: '9',
+        WORKQ_STORE: 'pglite://memory',
+      },
+    );
     expect(options).toMatchObject({
       port: 5000,
-      tokens: [{ token: 'flag', scopes: ['produce:x'] }],
+      tokens: [{ token: 'flag-token-0000001', scopes: ['produce:x'] }],
       limits: { maxBatchSize: 2 },
       store: 'pglite://memory',
     });

@@ -8,7 +8,7 @@ import { rawClient } from '../support/raw-client.ts';
 const APP = 'https://app.example.com';
 const ADMIN_UI = 'http://localhost:5173';
 const STRANGER = 'https://evil.example.net';
-const TOKEN = 'cors-e2e-token';
+const TOKEN = 'cors-e2e-token-0123456789';
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
 /** The routes a page may call: plain HTTP, tRPC's direct single-mutation path, and tRPC's adapter (queries, batches). */

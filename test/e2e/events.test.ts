@@ -88,9 +88,9 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
       store: await serverStore(target),
       logger: collectingLogger(),
       tokens: [
-        { token: 'admin', scopes: ['admin'] },
-        { token: 'email', scopes: ['produce:sendEmail'] },
-        { token: 'image-worker', scopes: ['consume:imageConvert'] },
+        { token: 'admin-token-0123456789', scopes: ['admin'] },
+        { token: 'email-token-0123456789', scopes: ['produce:sendEmail'] },
+        { token: 'image-worker-token-01', scopes: ['consume:imageConvert'] },
       ],
     });
   });
@@ -106,7 +106,7 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
   });
 
   it('reports each step of a job, with the result typed and parsed by the catalog', async () => {
-    const sdk = createClient({ url: server.url, jobs, token: 'admin' });
+    const sdk = createClient({ url: server.url, jobs, token: 'admin-token-0123456789' });
     const seen = collect((signal) => sdk.events('imageConvert', { signal }));
     stops.push(seen.stop);
     await connected(seen, () => sdk.enqueue.imageConvert({ source: 'probe', output: 'probe' }, { delayMs: 600_000 }));
@@ -179,9 +179,9 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
   });
 
   it('shows a token only the job types it may produce, consume or administer', async () => {
-    const admin = createClient({ url: server.url, jobs, token: 'admin' });
-    const email = createClient({ url: server.url, jobs, token: 'email' });
-    const imageWorker = createClient({ url: server.url, jobs, token: 'image-worker' });
+    const admin = createClient({ url: server.url, jobs, token: 'admin-token-0123456789' });
+    const email = createClient({ url: server.url, jobs, token: 'email-token-0123456789' });
+    const imageWorker = createClient({ url: server.url, jobs, token: 'image-worker-token-01' });
     const emailSeen = collect((signal) => email.events(undefined, { signal }));
     const imageSeen = collect((signal) => imageWorker.events('imageConvert', { signal }));
     stops.push(emailSeen.stop, imageSeen.stop);
@@ -209,7 +209,7 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
   });
 
   it('gives a subscriber that falls behind a resync, while the queue drains at its own pace', async () => {
-    const sdk = createClient({ url: server.url, jobs, token: 'admin' });
+    const sdk = createClient({ url: server.url, jobs, token: 'admin-token-0123456789' });
     // Reads one event every 50 ms, keeping at most 20: far slower than the queue below makes them.
     const slow = collect((signal) => sdk.events('sendEmail', { signal, maxBufferedEvents: 20 }), 50);
     stops.push(slow.stop);

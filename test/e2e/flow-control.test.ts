@@ -7,7 +7,7 @@ import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const TOKEN = 'flow-secret';
+const TOKEN = 'flow-control-e2e-secret';
 const email = (i: number) => ({ to: `u${i}@example.com`, subject: `s${i}`, body: 'hi' });
 
 /** Pause, limits and groups through the SDK, set on one server and honoured by the other, on one store. */

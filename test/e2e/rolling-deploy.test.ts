@@ -40,7 +40,7 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
   let target: FreshStore | undefined;
   let server: QueueServer;
   const workers: Worker[] = [];
-  const admin = () => createClient({ url: server.url, jobs: catalogV2, token: 'root' });
+  const admin = () => createClient({ url: server.url, jobs: catalogV2, token: 'root-token-0123456789' });
 
   beforeAll(async () => {
     target = await open();
@@ -49,7 +49,7 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
       port: 0,
       pollIntervalMs: 200,
       logger: collectingLogger(),
-      tokens: [{ token: 'root', scopes: ['admin'] }],
+      tokens: [{ token: 'root-token-0123456789', scopes: ['admin'] }],
     });
   });
   afterEach(async () => {
@@ -61,8 +61,8 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
   });
 
   it('(a) old producers keep sending v1 while new consumers run v2: every job completes upgraded', async () => {
-    const oldProducer = createClient({ url: server.url, jobs: catalogV1, token: 'root' });
-    const newConsumer = createClient({ url: server.url, jobs: catalogV2, token: 'root' });
+    const oldProducer = createClient({ url: server.url, jobs: catalogV1, token: 'root-token-0123456789' });
+    const newConsumer = createClient({ url: server.url, jobs: catalogV2, token: 'root-token-0123456789' });
     const seen = new Map<string, { version: number; payload: unknown }>();
     workers.push(
       newConsumer.consume(
@@ -87,8 +87,8 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
   });
 
   it('(b) new producers send v2 while only v1 consumers run: v2 jobs wait, then a v2 consumer drains them', async () => {
-    const newProducer = createClient({ url: server.url, jobs: catalogV2, token: 'root' });
-    const oldConsumer = createClient({ url: server.url, jobs: catalogV1, token: 'root' });
+    const newProducer = createClient({ url: server.url, jobs: catalogV2, token: 'root-token-0123456789' });
+    const oldConsumer = createClient({ url: server.url, jobs: catalogV1, token: 'root-token-0123456789' });
     const oldSaw: number[] = [];
     workers.push(
       oldConsumer.consume(
@@ -116,7 +116,7 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
     expect(stats.counts).toContainEqual({ name: 'imageConvert', version: 2, state: 'ready', count: 10 });
     expect(stats.consumers).toContainEqual(expect.objectContaining({ name: 'imageConvert', maxVersion: 1 }));
 
-    const newConsumer = createClient({ url: server.url, jobs: catalogV2, token: 'root' });
+    const newConsumer = createClient({ url: server.url, jobs: catalogV2, token: 'root-token-0123456789' });
     workers.push(
       newConsumer.consume('imageConvert', async (job) => ({ bytes: job.payload.format.length }), { concurrency: 4 }),
     );
@@ -126,13 +126,18 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
   });
 
   it('ready() registers the catalog before any job is sent; the first job then takes one request', async () => {
-    const raw = rawClient(server.url, 'root');
+    const raw = rawClient(server.url, 'root-token-0123456789');
     let requests = 0;
     const counting = ((input: RequestInfo | URL, init?: RequestInit) => {
       requests++;
       return fetch(input, init);
     }) as typeof fetch;
-    const client = createClient({ url: server.url, jobs: probeCatalog, token: 'root', fetch: counting });
+    const client = createClient({
+      url: server.url,
+      jobs: probeCatalog,
+      token: 'root-token-0123456789',
+      fetch: counting,
+    });
     expect(await raw.schemas.list.query({ name: 'readyProbe' })).toEqual([]);
     await client.ready();
     expect(await raw.schemas.list.query({ name: 'readyProbe' })).toEqual([
@@ -145,7 +150,7 @@ await describeEachStore(SHARED_STORES, 'rolling deploy of imageConvert v1 → v2
   });
 
   it('(c) registering a different schema under an existing version is refused with CONFLICT', async () => {
-    const wrong = createClient({ url: server.url, jobs: conflicting, token: 'root' });
+    const wrong = createClient({ url: server.url, jobs: conflicting, token: 'root-token-0123456789' });
     // At start-up, before any job is sent: ready() fails fast with the same error.
     await expect(wrong.ready()).rejects.toMatchObject({ code: 'CONFLICT' });
     const failure = await wrong.enqueue

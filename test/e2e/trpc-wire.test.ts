@@ -11,7 +11,7 @@ import { collectingLogger } from '../support/quiet-logger.ts';
  */
 describe('tRPC wire format of single mutations', () => {
   let server: QueueServer;
-  const token = 'wire-secret';
+  const token = 'trpc-wire-e2e-secret';
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
 
   beforeAll(async () => {

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { WorkqError } from '@workq/core';
 import type { StopScope } from '@workq/core/engine';
 import type { TokenGrant } from './options.ts';
-import type { ScopeKind } from './scopes.ts';
+import { isKnownScope, type ScopeKind } from './scopes.ts';
 import { tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
 
 /** Who is calling, as far as the server can tell. */
@@ -16,6 +16,40 @@ export interface Principal {
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
+/** The shortest static token accepted, in characters: a guessable token is no token. */
+export const MIN_STATIC_TOKEN_LENGTH = 16;
+
+/**
+ * Checks the static tokens, so a typo refuses the start instead of silently
+ * granting less (or nothing): each is at least 16 characters and carries at
+ * least one scope, every one known (`isKnownScope`). `VALIDATION` naming the
+ * entry by its position and the offending scope; never the token itself.
+ */
+export function checkTokenGrants(grants: readonly TokenGrant[]): void {
+  grants.forEach((grant, index) => {
+    const entry = `Static token ${index + 1} of ${grants.length}`;
+    const token: unknown = grant?.token;
+    if (typeof token !== 'string' || token.length < MIN_STATIC_TOKEN_LENGTH) {
+      const length = typeof token === 'string' ? `; it has ${token.length}` : '';
+      throw new WorkqError(
+        'VALIDATION',
+        `${entry} is too short to be a secret: use at least ${MIN_STATIC_TOKEN_LENGTH} characters${length}, e.g. one made with "openssl rand -base64 24".`,
+      );
+    }
+    const scopes: unknown = grant.scopes;
+    if (!Array.isArray(scopes) || scopes.length === 0) {
+      throw new WorkqError('VALIDATION', `${entry} has no scopes: give it at least one, e.g. "produce:*".`);
+    }
+    const unknown = scopes.find((scope) => typeof scope !== 'string' || !isKnownScope(scope));
+    if (unknown !== undefined) {
+      throw new WorkqError(
+        'VALIDATION',
+        `${entry} has the unknown scope ${JSON.stringify(String(unknown)).slice(0, 120)}: each scope is "admin", "produce:<job|*>", "consume:<job|*>" or "register:<job|*>", with a job name of letters, digits, "_", "-" or "." starting with a letter (scopes are case-sensitive; separate several with ",").`,
+      );
+    }
+  });
+}
+
 /**
  * Matches bearer tokens against the static tokens in constant time and, with
  * a token secret, verifies signed tokens (`signed-tokens.ts`); never logs or
@@ -25,8 +59,9 @@ export class TokenAuthority {
   private readonly grants: { digest: Buffer; scopes: ReadonlySet<string> }[];
   private readonly signingKey: Uint8Array | undefined;
 
-  /** `VALIDATION` when the token secret is shorter than 32 bytes. */
+  /** `VALIDATION` when a static token fails `checkTokenGrants` or the token secret is shorter than 32 bytes. */
   constructor(grants: readonly TokenGrant[], tokenSecret?: string) {
+    checkTokenGrants(grants);
     this.grants = grants.map((grant) => ({ digest: digest(grant.token), scopes: new Set(grant.scopes) }));
     this.signingKey = tokenSecret === undefined ? undefined : tokenSecretKey(tokenSecret);
   }
@@ -118,7 +153,7 @@ export function parseTokenList(text: string): TokenGrant[] {
       if (at <= 0) {
         throw new WorkqError(
           'VALIDATION',
-          'Each token entry must look like "<token>=<scope>,<scope>", e.g. "s3cret=produce:*,consume:*".',
+          'Each token entry must look like "<token>=<scope>,<scope>", e.g. "<16+ characters>=produce:*,consume:*".',
         );
       }
       const scopes = part

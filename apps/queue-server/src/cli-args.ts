@@ -13,8 +13,9 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             [WORKQ_STORE] (default: embedded, data under --data-dir)
   --host <address>          [WORKQ_HOST] (default 127.0.0.1)
   --port <n>                [WORKQ_PORT] (default 4000)
-  --token <t=scope,…>       a bearer token and its scopes; repeatable   [WORKQ_TOKENS, ";"-separated]
-                            scopes: produce:<job|*>, consume:<job|*>, admin
+  --token <t=scope,…>       a bearer token (16+ characters) and its scopes; repeatable
+                            [WORKQ_TOKENS, ";"-separated]
+                            scopes: produce:<job|*>, consume:<job|*>, register:<job|*>, admin
   --token-secret <secret>   also accept signed tokens (JWT, HS256/384/512) made by mintToken() with this
                             secret, at least 32 bytes [WORKQ_TOKEN_SECRET] (prefer the variable: flags
                             show in process lists)

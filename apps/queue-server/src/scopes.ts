@@ -1,3 +1,5 @@
+import { isValidJobName } from '@workq/core';
+
 /**
  * The scopes a token may carry, static or signed:
  * - `produce:<job|*>`: enqueue jobs of that type, read their status, cancel them;
@@ -8,9 +10,14 @@
 export type ScopeKind = 'produce' | 'consume' | 'register';
 
 /** One scope as written: `admin`, or a kind and a job name (or `*`). */
-const SCOPE = /^(admin|(produce|consume|register):\S+)$/;
+const SCOPE = /^(admin|(produce|consume|register):(.+))$/;
 
-/** Whether `scope` is written as a scope this server knows. */
+/**
+ * Whether `scope` is written as a scope this server knows: exactly `admin`, or
+ * a kind and `*` or a valid job name (`isValidJobName`), case and all, so
+ * `Admin`, `produce:a,b` and `consume:` are not scopes.
+ */
 export function isKnownScope(scope: string): boolean {
-  return SCOPE.test(scope);
+  const job = SCOPE.exec(scope)?.[3];
+  return scope === 'admin' || (job !== undefined && (job === '*' || isValidJobName(job)));
 }

@@ -41,7 +41,7 @@ describe('mintToken', () => {
 });
 
 describe('TokenAuthority with a token secret', () => {
-  const authority = new TokenAuthority([{ token: 'static-one', scopes: ['admin'] }], SECRET);
+  const authority = new TokenAuthority([{ token: 'static-one-0123456789', scopes: ['admin'] }], SECRET);
 
   it('gives a signed token its scopes and subject, and a static token its own', async () => {
     const token = await mintToken({
@@ -52,7 +52,7 @@ describe('TokenAuthority with a token secret', () => {
     });
     const principal = await authority.authenticate(`Bearer ${token}`);
     expect(principal).toEqual({ scopes: new Set(['produce:sendEmail']), subject: 'u1' });
-    expect(await authority.authenticate('bearer static-one')).toEqual({ scopes: new Set(['admin']) });
+    expect(await authority.authenticate('bearer static-one-0123456789')).toEqual({ scopes: new Set(['admin']) });
   });
 
   it('is never open, even without static tokens, and says how it authenticates', () => {
