@@ -46,5 +46,5 @@ export type {
   JobStatus,
   TraceContext,
 } from './jobs.ts';
-export { FINISHED_STATES, isFinishedState, JOB_STATES, MAX_BATCH_SIZE } from './jobs.ts';
+export { FINISHED_STATES, isFinishedState, JOB_STATES, LEASE_MS_LIMITS, MAX_BATCH_SIZE } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

@@ -72,6 +72,22 @@ export interface JobStatus<Result = unknown> {
  */
 export const MAX_BATCH_SIZE = 1000;
 
+/**
+ * The lease lengths every entry accepts (`leaseMs` of enqueue options, job
+ * defaults, claims and extensions), in milliseconds: 100 ms to 24 h.
+ *
+ * The maximum bounds how long a crashed worker can keep a job from running:
+ * a lease is the promise that the job is delivered again once it lapses, and
+ * a lease of years (the store would keep one to the year 287453) is a job
+ * taken off the queue. Work that runs longer extends its lease while it runs
+ * (the consumer SDK does so on its own). A day is as far as peers go: BullMQ
+ * renews a 30 s `lockDuration`, pg-boss caps `expireInSeconds` at 24 h.
+ * The minimum is below any useful lease and above a round trip: a shorter
+ * lease lapses before the worker holds the job, which another claim then
+ * takes while the first still runs it.
+ */
+export const LEASE_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as const);
+
 /** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
 export interface EnqueueOptions {
   /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
@@ -110,7 +126,7 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
   backoff?: Backoff;
-  /** Lease length in milliseconds, 1 ms to 24 h. @defaultValue 30_000 */
+  /** Lease length in milliseconds, 100 ms to 24 h (`LEASE_MS_LIMITS`). @defaultValue 30_000 */
   leaseMs?: number;
   /** @defaultValue 'fifo' */
   order?: JobOrder;

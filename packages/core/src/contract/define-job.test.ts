@@ -89,6 +89,15 @@ describe('defineJob', () => {
         .message,
     ).toMatch(/previous\[1\]/);
   });
+
+  it('rejects a default lease outside LEASE_MS_LIMITS when the job is defined, not at its first enqueue', () => {
+    for (const leaseMs of [99, 86_400_001, 1.5, Number.NaN, 9e15]) {
+      expect(validationError(() => defineJob({ version: 1, payload, defaults: { leaseMs } })).message).toMatch(
+        /defaults.leaseMs must be an integer from 100 to 86400000 \(100 ms to 24 h\)/,
+      );
+    }
+    expect(defineJob({ version: 1, payload, defaults: { leaseMs: 86_400_000 } }).defaults.leaseMs).toBe(86_400_000);
+  });
 });
 
 describe('defineCatalog', () => {

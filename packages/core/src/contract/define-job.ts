@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { WorkqError } from '../errors.ts';
+import { LEASE_MS_LIMITS } from '../jobs.ts';
 import type { JobDefaults, JobDefinition, PreviousVersion } from './types.ts';
 
 // biome-ignore format: a lookup table reads best on one line.
@@ -42,7 +43,9 @@ export interface JobSpec<V extends number, P extends z.ZodType, R extends z.ZodT
 
 /**
  * Declares a job type. Fails with a `VALIDATION` error when the versions are
- * not consecutive integers ending at `version`, or an older version lacks its upgrade.
+ * not consecutive integers ending at `version`, an older version lacks its
+ * upgrade, or `defaults.leaseMs` is outside `LEASE_MS_LIMITS` (the other
+ * defaults are checked where each enqueue resolves them).
  */
 export function defineJob<
   const V extends number,
@@ -52,6 +55,7 @@ export function defineJob<
 >(spec: JobSpec<V, P, R, Prev>): JobDefinition<NoInfer<V>, NoInfer<P>, NoInfer<R>, NoInfer<Prev>> {
   const previous = (spec.previous ?? {}) as Record<string, PreviousVersion>;
   const versions = checkVersions(spec.version, previous);
+  checkDefaultLease(spec.defaults?.leaseMs);
   return Object.freeze({
     kind: 'workq.job',
     version: spec.version,
@@ -61,6 +65,16 @@ export function defineJob<
     defaults: Object.freeze({ ...spec.defaults }),
     versions,
   });
+}
+
+function checkDefaultLease(leaseMs: number | undefined): void {
+  if (leaseMs === undefined) return;
+  if (!Number.isInteger(leaseMs) || leaseMs < LEASE_MS_LIMITS.min || leaseMs > LEASE_MS_LIMITS.max) {
+    throw new WorkqError(
+      'VALIDATION',
+      `defaults.leaseMs must be an integer from ${LEASE_MS_LIMITS.min} to ${LEASE_MS_LIMITS.max} (100 ms to 24 h); got ${String(leaseMs)}. For longer work, extend the lease while the job runs.`,
+    );
+  }
 }
 
 function checkVersions(version: number, previous: Record<string, PreviousVersion>): number[] {

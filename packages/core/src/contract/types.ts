@@ -21,7 +21,7 @@ export interface JobDefaults {
   maxAttempts?: number;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
   backoff?: Backoff;
-  /** How long a claim holds a job before it is delivered again. @defaultValue 30_000 */
+  /** How long a claim holds a job before it is delivered again: 100 ms to 24 h (`LEASE_MS_LIMITS`). @defaultValue 30_000 */
   leaseMs?: number;
   /** @defaultValue 'fifo' */
   order?: JobOrder;

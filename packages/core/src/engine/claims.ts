@@ -1,5 +1,6 @@
 import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
 import { newLeaseToken } from './ids.ts';
+import { checkLeaseMs } from './input-checks.ts';
 import type { ClaimedRecord, ClaimRequest } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
@@ -12,7 +13,7 @@ export interface ClaimInput {
   maxVersion: number;
   limit: number;
   workerId: string;
-  /** Overrides each job's own `leaseMs`. */
+  /** Overrides each job's own `leaseMs`; within `LEASE_MS_LIMITS`. */
   leaseMs?: number;
 }
 
@@ -35,7 +36,7 @@ export interface ClaimedJob {
   traceContext: TraceContext | null;
 }
 
-/** The store request of a claim made at `now`, with a fresh fencing token. */
+/** The store request of a claim made at `now`, with a fresh fencing token; `VALIDATION` for a `leaseMs` out of bounds. */
 export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
   return {
     name: input.name,
@@ -44,7 +45,7 @@ export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
     limit: Math.min(Math.max(1, Math.floor(input.limit)), MAX_BATCH_SIZE),
     leaseToken: newLeaseToken(now),
     workerId: input.workerId,
-    leaseMs: input.leaseMs ?? null,
+    leaseMs: input.leaseMs === undefined ? null : checkLeaseMs(input.leaseMs),
     now,
   };
 }

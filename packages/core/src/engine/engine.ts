@@ -215,7 +215,10 @@ export class Engine {
     return this.leased.fail(lease, failure);
   }
 
-  /** Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now. */
+  /**
+   * Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now;
+   * `VALIDATION` for a `leaseMs` outside `LEASE_MS_LIMITS`.
+   */
   extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
     return this.leased.extend(lease, leaseMs);
   }

@@ -1,5 +1,5 @@
 import { WorkqError } from '../errors.ts';
-import { MAX_BATCH_SIZE } from '../jobs.ts';
+import { LEASE_MS_LIMITS, MAX_BATCH_SIZE } from '../jobs.ts';
 
 /** A `VALIDATION` error when a batch call (`what`) is given more than `MAX_BATCH_SIZE` items. */
 export function checkBatch(size: number, what: string): void {
@@ -17,4 +17,19 @@ export function checkName(name: string): string {
     );
   }
   return name;
+}
+
+/**
+ * `leaseMs` when it is an integer within `LEASE_MS_LIMITS`; a `VALIDATION`
+ * error otherwise. Every entry that sets a lease length checks it here:
+ * enqueue options, job and engine defaults, claims and extensions.
+ */
+export function checkLeaseMs(leaseMs: number, what = 'leaseMs'): number {
+  if (!Number.isInteger(leaseMs) || leaseMs < LEASE_MS_LIMITS.min || leaseMs > LEASE_MS_LIMITS.max) {
+    throw new WorkqError(
+      'VALIDATION',
+      `${what} must be an integer from ${LEASE_MS_LIMITS.min} to ${LEASE_MS_LIMITS.max} (100 ms to 24 h); got ${String(leaseMs)}. For longer work, extend the lease while the job runs.`,
+    );
+  }
+  return leaseMs;
 }

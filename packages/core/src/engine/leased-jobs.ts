@@ -3,7 +3,7 @@ import type { JobError, JobStatus } from '../jobs.ts';
 import { backoffDelayMs } from './backoff.ts';
 import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
-import { checkBatch } from './input-checks.ts';
+import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
 import type { LocalListeners } from './local-listeners.ts';
@@ -146,6 +146,7 @@ export class LeasedJobs {
   }
 
   async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
+    if (leaseMs !== undefined) checkLeaseMs(leaseMs);
     const now = this.clock.now();
     let lengthMs = leaseMs;
     if (lengthMs === undefined) {

@@ -38,7 +38,7 @@ describe('resolveJobOptions', () => {
       priority: -2,
       maxAttempts: 1,
       backoff: { type: 'fixed', delayMs: 10, maxDelayMs: 20 } as const,
-      leaseMs: 5,
+      leaseMs: 500,
       order: 'fifo' as const,
     };
     expect(resolveJobOptions(explicit, defaults)).toEqual(explicit);
@@ -62,8 +62,9 @@ describe('resolveJobOptions', () => {
     ['priority', { priority: Number.NaN }, /priority/],
     ['maxAttempts', { maxAttempts: 0 }, /maxAttempts must be an integer from 1 to 1000; got 0/],
     ['maxAttempts', { maxAttempts: 1_001 }, /maxAttempts/],
-    ['leaseMs', { leaseMs: 0 }, /leaseMs must be an integer from 1 to 86400000/],
+    ['leaseMs', { leaseMs: 0 }, /leaseMs must be an integer from 100 to 86400000/],
     ['leaseMs', { leaseMs: 86_400_001 }, /leaseMs/],
+    ['leaseMs', { leaseMs: 99 }, /leaseMs must be an integer from 100 to 86400000 \(100 ms to 24 h\); got 99/],
     ['order', { order: 'random' }, /order must be "fifo" or "lifo"; got random/],
     ['backoff.type', { backoff: { type: 'linear', delayMs: 1 } }, /backoff.type must be "fixed" or "exponential"/],
     ['backoff.delayMs', { backoff: { type: 'fixed', delayMs: -1 } }, /backoff.delayMs must be an integer/],

@@ -4,6 +4,7 @@ import type { EnqueueOptions, TraceContext } from '../jobs.ts';
 export type { EnqueueOptions };
 
 import { WorkqError } from '../errors.ts';
+import { checkLeaseMs } from './input-checks.ts';
 
 export interface ResolvedJobOptions {
   priority: number;
@@ -65,12 +66,15 @@ export function resolveJobOptions(
       1000,
     ),
     backoff: checkBackoff(options?.backoff ?? defaults?.backoff ?? ENGINE_JOB_DEFAULTS.backoff),
-    leaseMs: checkInteger(options?.leaseMs ?? defaults?.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs, 'leaseMs', 1, DAY_MS),
+    leaseMs: checkLeaseMs(options?.leaseMs ?? defaults?.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs),
     order,
   };
 }
 
-/** The run times every store keeps (MySQL's DATETIME ends with year 9999). */
+/**
+ * The times every store keeps: MySQL's DATETIME(3) ends with year 9999 (PostgreSQL's timestamptz and
+ * MongoDB's dates reach further). Every duration is bounded (a year at most), and so is the time it ends at.
+ */
 const EARLIEST_RUN_AT_MS = 0;
 const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
@@ -84,7 +88,22 @@ export function resolveRunAt(options: EnqueueOptions | undefined, now: Date): Da
     return options.runAt as Date;
   }
   const delayMs = checkInteger(options?.delayMs ?? 0, 'delayMs', 0, 365 * DAY_MS);
-  return new Date(now.getTime() + delayMs);
+  return timeAfter(now, delayMs, 'delayMs');
+}
+
+/**
+ * `now` + `ms`, or a `VALIDATION` error naming `what` when that is past the
+ * latest time every store keeps: durations are bounded, but so is the sum.
+ */
+function timeAfter(now: Date, ms: number, what: string): Date {
+  const at = now.getTime() + ms;
+  if (at > LATEST_RUN_AT_MS) {
+    throw new WorkqError(
+      'VALIDATION',
+      `${what} of ${ms} ms from ${now.toISOString()} ends after 9999-12-31 (UTC), the latest time every store keeps.`,
+    );
+  }
+  return new Date(at);
 }
 
 /** The most entries, and the longest key and value, a stored trace context may have. */
@@ -130,7 +149,9 @@ export function resolveDeduplication(
   const debounce = options?.debounce;
   if (ttlMs === undefined && debounce === undefined) return { idempotencyExpiresAt: null, debounce: null };
   const idempotencyExpiresAt =
-    ttlMs === undefined ? null : new Date(now.getTime() + checkInteger(ttlMs, 'idempotencyTtlMs', 1, 365 * DAY_MS));
+    ttlMs === undefined
+      ? null
+      : timeAfter(now, checkInteger(ttlMs, 'idempotencyTtlMs', 1, 365 * DAY_MS), 'idempotencyTtlMs');
   if (debounce === undefined) return { idempotencyExpiresAt, debounce: null };
   if (typeof debounce !== 'object' || debounce === null) {
     throw new WorkqError('VALIDATION', 'debounce must be an object { key: string; delayMs: number }.');
@@ -148,7 +169,10 @@ export function resolveDeduplication(
     throw new WorkqError('VALIDATION', 'debounce.key must be a string of 1 to 255 characters.');
   }
   const delayMs = checkInteger(debounce.delayMs, 'debounce.delayMs', 0, 365 * DAY_MS);
-  return { idempotencyExpiresAt: null, debounce: { key: debounce.key, runAt: new Date(now.getTime() + delayMs) } };
+  return {
+    idempotencyExpiresAt: null,
+    debounce: { key: debounce.key, runAt: timeAfter(now, delayMs, 'debounce.delayMs') },
+  };
 }
 
 /**

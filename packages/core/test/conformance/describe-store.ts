@@ -18,6 +18,7 @@ import { registerRetryTests } from './retries.ts';
 import { registerScaleTests } from './scale.ts';
 import { registerScheduleTests } from './schedules.ts';
 import { registerTimeTests } from './time.ts';
+import { registerTimeBoundTests } from './time-bounds.ts';
 import { registerTraceContextTests } from './trace-context.ts';
 import { registerVersionTests } from './versions.ts';
 
@@ -48,6 +49,7 @@ export function describeStore(
     describe('5. order', () => registerOrderingTests(state));
     describe('6. retries', () => registerRetryTests(state));
     describe('7. time', () => registerTimeTests(state));
+    describe('time bounds: leases and run times', () => registerTimeBoundTests(state));
     describe('8. idempotency', () => registerIdempotencyTests(state));
     describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));
     describe('9. versions', () => registerVersionTests(state));
