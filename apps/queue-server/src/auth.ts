@@ -4,7 +4,7 @@ import { WorkqError } from '@workq/core';
 import type { StopScope } from '@workq/core/engine';
 import type { TokenGrant } from './options.ts';
 import { isKnownScope, type ScopeKind } from './scopes.ts';
-import { tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
+import { type SignedTokenPolicy, tokenSecretKey, verifySignedToken } from './signed-tokens.ts';
 
 /** Who is calling, as far as the server can tell. */
 export interface Principal {
@@ -12,6 +12,12 @@ export interface Principal {
   scopes: ReadonlySet<string> | null;
   /** The `sub` claim of a signed token that names one; static tokens have none. */
   subject?: string;
+  /**
+   * When a signed token's grant ends (its `exp`), in milliseconds since the
+   * epoch; what outlasts one request, an event stream, ends then. Static
+   * tokens have none.
+   */
+  expiresAtMs?: number;
 }
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -59,9 +65,24 @@ export class TokenAuthority {
   private readonly grants: { digest: Buffer; scopes: ReadonlySet<string> }[];
   private readonly signingKey: Uint8Array | undefined;
 
-  /** `VALIDATION` when a static token fails `checkTokenGrants` or the token secret is shorter than 32 bytes. */
-  constructor(grants: readonly TokenGrant[], tokenSecret?: string) {
+  /**
+   * `VALIDATION` when a static token fails `checkTokenGrants`, the token
+   * secret is shorter than 32 bytes or the policy's lifetime is not a
+   * positive number of milliseconds.
+   */
+  constructor(
+    grants: readonly TokenGrant[],
+    tokenSecret?: string,
+    private readonly policy: SignedTokenPolicy = {},
+  ) {
     checkTokenGrants(grants);
+    const { maxLifetimeMs } = policy;
+    if (maxLifetimeMs !== undefined && !(Number.isFinite(maxLifetimeMs) && maxLifetimeMs > 0)) {
+      throw new WorkqError(
+        'VALIDATION',
+        `maxTokenLifetimeMs must be a positive number of milliseconds (--max-token-lifetime 24h); got ${String(maxLifetimeMs)}.`,
+      );
+    }
     this.grants = grants.map((grant) => ({ digest: digest(grant.token), scopes: new Set(grant.scopes) }));
     this.signingKey = tokenSecret === undefined ? undefined : tokenSecretKey(tokenSecret);
   }
@@ -92,8 +113,8 @@ export class TokenAuthority {
     }
     if (match) return { scopes: match };
     if (!this.signingKey) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
-    const verified = await verifySignedToken(token, this.signingKey);
-    return { scopes: new Set(verified.scopes), subject: verified.subject };
+    const verified = await verifySignedToken(token, this.signingKey, this.policy);
+    return { scopes: new Set(verified.scopes), subject: verified.subject, expiresAtMs: verified.expiresAtMs };
   }
 }
 

@@ -19,6 +19,10 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --token-secret <secret>   also accept signed tokens (JWT, HS256/384/512) made by mintToken() with this
                             secret, at least 32 bytes [WORKQ_TOKEN_SECRET] (prefer the variable: flags
                             show in process lists)
+  --max-token-lifetime <d>  refuse signed tokens valid longer than this, from their iat (or now) to their
+                            exp: 90s, 30m, 24h, 7d or milliseconds [WORKQ_MAX_TOKEN_LIFETIME] (default 24h)
+  --token-audience <aud>    signed tokens must carry this "aud" claim [WORKQ_TOKEN_AUDIENCE]
+  --token-issuer <iss>      signed tokens must carry this "iss" claim [WORKQ_TOKEN_ISSUER]
   --cors-origin <origin>    an origin whose browser pages may call the server, e.g. https://app.example.com;
                             repeatable [WORKQ_CORS_ORIGINS, ","-separated] ("*" is refused)
   --data-dir <dir>          where the embedded store keeps data [WORKQ_DATA_DIR] (default .workq)
@@ -52,6 +56,21 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       token: { type: 'string', multiple: true },
       'token-secret': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
+const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A span written `90s`, `30m`, `24h`, `7d`, `500ms`, or as plain milliseconds; positive. */
+const durationOption = (value: string | undefined, name: string): number | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(value.trim());
+  const ms = match
+    ? Number(match[1]) * DURATION_UNIT_MS[(match[2] ?? 'ms') as keyof typeof DURATION_UNIT_MS]
+    : Number.NaN;
+  if (!(Number.isSafeInteger(ms) && ms > 0)) {
+    throw new Error(`${name} must be a positive span such as 90s, 30m, 24h or 7d (or milliseconds); got "${value}".`);
+  }
+  return ms;
+};
+
       'data-dir': { type: 'string' },
       crontab: { type: 'string' },
       'max-payload-bytes': { type: 'string' },
@@ -62,6 +81,9 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       help: { type: 'boolean' },
     },
     strict: true,
+      'max-token-lifetime': { type: 'string' },
+      'token-audience': { type: 'string' },
+      'token-issuer': { type: 'string' },
   });
   if (values.help) return 'help';
   const tokens = values.token ? parseTokenList(values.token.join(';')) : parseTokenList(env.WORKQ_TOKENS ?? '');
@@ -97,8 +119,17 @@ function readCrontab(file: string): CronEntry[] {
   try {
     entries = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
+  const maxTokenLifetimeMs = durationOption(
+    values['max-token-lifetime'] ?? env.WORKQ_MAX_TOKEN_LIFETIME,
+    'max-token-lifetime',
+  );
+  const tokenAudience = values['token-audience'] || env.WORKQ_TOKEN_AUDIENCE || undefined;
+  const tokenIssuer = values['token-issuer'] || env.WORKQ_TOKEN_ISSUER || undefined;
     throw new Error(`crontab ${file} could not be read as JSON: ${error instanceof Error ? error.message : error}`);
   }
   if (!Array.isArray(entries)) throw new Error(`crontab ${file} must hold a JSON array of entries.`);
   return parseCrontab(entries).map((scheduled) => scheduled.entry);
 }
+    ...(maxTokenLifetimeMs !== undefined ? { maxTokenLifetimeMs } : {}),
+    ...(tokenAudience ? { tokenAudience } : {}),
+    ...(tokenIssuer ? { tokenIssuer } : {}),

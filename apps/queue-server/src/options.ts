@@ -1,5 +1,6 @@
 import { type Catalog, MAX_BATCH_SIZE } from '@workq/core';
 import { type CronEntry, DEFAULT_HISTORY_RETENTION_MS, type Store } from '@workq/core/engine';
+import { DEFAULT_MAX_TOKEN_LIFETIME_MS } from './signed-tokens.ts';
 
 /** A bearer token and what it may do. */
 export interface TokenGrant {
@@ -93,6 +94,25 @@ export interface ServerOptions {
    */
   scheduleReloadMs?: number;
   /**
+   * The longest a signed token may be valid, in milliseconds: one whose
+   * `exp` lies further than this past its `iat` (or past now, without one)
+   * is refused with `UNAUTHORIZED`, so a leaked token never outlives it.
+   * Positive (`VALIDATION` at start otherwise).
+   * @defaultValue 86_400_000 (24 h)
+   */
+  maxTokenLifetimeMs?: number;
+  /**
+   * The `aud` claim every signed token must carry (`mintToken({ audience })`),
+   * so tokens minted for another service with the same secret are refused.
+   * @defaultValue none (`aud` is not checked)
+   */
+  tokenAudience?: string;
+  /**
+   * The `iss` claim every signed token must carry (`mintToken({ issuer })`).
+   * @defaultValue none (`iss` is not checked)
+   */
+  tokenIssuer?: string;
+  /**
    * The job catalog (`defineCatalog`), when the server is built with it.
    * Payloads of the job versions it declares are then parsed with its Zod
    * schemas — refinements, pipes, coercion and all, exactly as the SDK parses
@@ -159,6 +179,9 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     cors: { origins: [...(options.cors?.origins ?? [])] },
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     dataDir: options.dataDir ?? '.workq',
+  maxTokenLifetimeMs: number;
+  tokenAudience: string | undefined;
+  tokenIssuer: string | undefined;
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     historyRetentionMs: options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS,
     crontab: [...(options.crontab ?? [])],
@@ -168,3 +191,6 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     logger: options.logger ?? jsonLineLogger(),
   };
 }
+    maxTokenLifetimeMs: options.maxTokenLifetimeMs ?? DEFAULT_MAX_TOKEN_LIFETIME_MS,
+    tokenAudience: options.tokenAudience,
+    tokenIssuer: options.tokenIssuer,

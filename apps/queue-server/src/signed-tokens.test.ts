@@ -51,7 +51,11 @@ describe('TokenAuthority with a token secret', () => {
       subject: 'u1',
     });
     const principal = await authority.authenticate(`Bearer ${token}`);
-    expect(principal).toEqual({ scopes: new Set(['produce:sendEmail']), subject: 'u1' });
+    expect(principal).toEqual({
+      scopes: new Set(['produce:sendEmail']),
+      subject: 'u1',
+      expiresAtMs: decodeJwt(token).exp! * 1000,
+    });
     expect(await authority.authenticate('bearer static-one-0123456789')).toEqual({ scopes: new Set(['admin']) });
   });
 
@@ -84,5 +88,102 @@ describe('TokenAuthority with a token secret', () => {
       code: 'UNAUTHORIZED',
       message: expect.stringMatching(/carries no scopes/),
     });
+  });
+});
+
+/** A token signed with SECRET, with exactly these claims (times in seconds from now; `iat: null` leaves it out). */
+async function signed(claims: { iat?: number | null; exp: number; aud?: string; iss?: string }): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const { iat = 0, exp, ...rest } = claims;
+  const jwt = new SignJWT({ scope: 'produce:*', ...rest })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setExpirationTime(now + exp);
+  if (iat !== null) jwt.setIssuedAt(now + iat);
+  return jwt.sign(new TextEncoder().encode(SECRET));
+}
+
+const HOUR = 3600;
+
+describe('the lifetime of a signed token', () => {
+  const authority = new TokenAuthority([], SECRET);
+
+  it.each([
+    [
+      'iat now, exp in 25 h',
+      { exp: 25 * HOUR },
+      /valid for 25 h \(from its "iat" to its "exp"\), longer than this server's maximum of 24 h/,
+    ],
+    ['no iat, exp in 25 h', { iat: null, exp: 25 * HOUR }, /valid for 25 h \(it has no "iat"\)/],
+    ['iat 23 h ago, exp in 2 h', { iat: -23 * HOUR, exp: 2 * HOUR }, /valid for 25 h/],
+    ['iat in 10 h (future), exp 20 h after it', { iat: 10 * HOUR, exp: 30 * HOUR }, /valid for 30 h/],
+    ['a year', { exp: 365 * 24 * HOUR }, /valid for 365 d/],
+  ])('refuses by default (24 h) a token with %s, saying what to do', async (_, claims, message) => {
+    await expect(authority.authenticate(`Bearer ${await signed(claims)}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: expect.stringMatching(message),
+    });
+    await expect(authority.authenticate(`Bearer ${await signed(claims)}`)).rejects.toMatchObject({
+      message: expect.stringMatching(/--max-token-lifetime.*Mint shorter-lived tokens/),
+    });
+  });
+
+  it.each([
+    ['iat now, exp in 24 h', { exp: 24 * HOUR }],
+    ['no iat, exp in 23 h', { iat: null, exp: 23 * HOUR }],
+    ['iat 20 h ago, exp in 4 h', { iat: -20 * HOUR, exp: 4 * HOUR }],
+  ])('accepts a token with %s', async (_, claims) => {
+    const principal = await authority.authenticate(`Bearer ${await signed(claims)}`);
+    expect(principal.scopes).toEqual(new Set(['produce:*']));
+  });
+
+  it('accepts what mintToken makes for exactly the maximum, and refuses a second more', async () => {
+    const short = new TokenAuthority([], SECRET, { maxLifetimeMs: 10 * 60_000 });
+    const exact = await mintToken({ secret: SECRET, scopes: ['admin'], expiresInMs: 10 * 60_000 });
+    expect((await short.authenticate(`Bearer ${exact}`)).expiresAtMs).toBe(decodeJwt(exact).exp! * 1000);
+    const longer = await mintToken({ secret: SECRET, scopes: ['admin'], expiresInMs: 10 * 60_000 + 3_000 });
+    await expect(short.authenticate(`Bearer ${longer}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: expect.stringMatching(/maximum of 10 min/),
+    });
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])(
+    'refuses maxLifetimeMs %s at construction',
+    (maxLifetimeMs) => {
+      expect(() => new TokenAuthority([], SECRET, { maxLifetimeMs })).toThrow(/maxTokenLifetimeMs must be a positive/);
+    },
+  );
+});
+
+describe('the audience and issuer of a signed token', () => {
+  const authority = new TokenAuthority([], SECRET, { audience: 'workq', issuer: 'https://app.example.com' });
+  const mint = (claims: { audience?: string; issuer?: string }) =>
+    mintToken({ secret: SECRET, scopes: ['produce:*'], expiresInMs: 60_000, ...claims });
+
+  it('mintToken writes aud and iss when given', async () => {
+    expect(decodeJwt(await mint({ audience: 'workq', issuer: 'me' }))).toMatchObject({ aud: 'workq', iss: 'me' });
+  });
+
+  it('accepts a token for this audience from this issuer', async () => {
+    const token = await mint({ audience: 'workq', issuer: 'https://app.example.com' });
+    expect((await authority.authenticate(`Bearer ${token}`)).scopes).toEqual(new Set(['produce:*']));
+  });
+
+  it.each([
+    ['no aud', { issuer: 'https://app.example.com' }, /"aud" claim must name "workq"/],
+    ['another aud', { audience: 'billing', issuer: 'https://app.example.com' }, /"aud" claim must name "workq"/],
+    ['no iss', { audience: 'workq' }, /"iss" claim must be "https:\/\/app.example.com"/],
+    ['another iss', { audience: 'workq', issuer: 'https://evil.example' }, /"iss" claim must be/],
+  ])('refuses a token with %s as UNAUTHORIZED', async (_, claims, message) => {
+    await expect(authority.authenticate(`Bearer ${await mint(claims)}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: expect.stringMatching(message),
+    });
+  });
+
+  it('checks neither when the server names neither', async () => {
+    const lax = new TokenAuthority([], SECRET);
+    const token = await mint({ audience: 'billing', issuer: 'someone' });
+    expect((await lax.authenticate(`Bearer ${token}`)).scopes).toEqual(new Set(['produce:*']));
   });
 });

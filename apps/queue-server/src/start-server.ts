@@ -56,7 +56,11 @@ const STORE_PROBE_TIMEOUT_MS = 5_000;
 export async function startServer(options: ServerOptions = {}): Promise<QueueServer> {
   const resolved = resolveServerOptions(options);
   const { logger, host } = resolved;
-  const authority = new TokenAuthority(resolved.tokens, resolved.tokenSecret);
+  const authority = new TokenAuthority(resolved.tokens, resolved.tokenSecret, {
+    maxLifetimeMs: resolved.maxTokenLifetimeMs,
+    audience: resolved.tokenAudience,
+    issuer: resolved.tokenIssuer,
+  });
   if (authority.open && !isLoopbackHost(host)) {
     throw new WorkqError(
       'VALIDATION',
