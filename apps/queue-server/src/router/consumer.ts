@@ -8,6 +8,7 @@ import {
   enqueueOptions,
   jobName,
   lease,
+  leaseLengthMs,
   storableText,
   toEnqueueInput,
   version,
@@ -111,7 +112,7 @@ export const consumerRouter = router({
           .optional(),
         startedAt: z.date().optional(),
         waitMs: z.number().int().min(0).default(0),
-        leaseMs: z.number().int().min(1).optional(),
+        leaseMs: leaseLengthMs.optional(),
         complete: z.array(completion).default([]),
       }),
     )
@@ -220,7 +221,7 @@ export const consumerRouter = router({
   extend: authedProcedure
     .input(
       z.object({
-        items: z.array(lease.extend({ leaseMs: z.number().int().min(1).optional() })).min(1),
+        items: z.array(lease.extend({ leaseMs: leaseLengthMs.optional() })).min(1),
         workerId: storableText(1, 64).optional(),
       }),
     )

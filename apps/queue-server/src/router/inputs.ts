@@ -1,4 +1,4 @@
-import { isValidJobName, WorkqError } from '@workq/core';
+import { isValidJobName, LEASE_MS_LIMITS, WorkqError } from '@workq/core';
 import { type EnqueueInput, TRACE_CONTEXT_LIMITS, toStoredText, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import type { ServerServices } from './trpc.ts';
@@ -28,6 +28,15 @@ export const jobId = storableText(1, 64);
 export const leaseToken = storableText(1, 64);
 export const version = z.number().int().min(1).max(1_000_000);
 
+const LEASE_MS_RANGE = `must be an integer from ${LEASE_MS_LIMITS.min} to ${LEASE_MS_LIMITS.max} (100 ms to 24 h); for longer work, extend the lease while the job runs`;
+
+/** A lease length within core's `LEASE_MS_LIMITS`: of an enqueue, a claim or an extension (the engine checks it too). */
+export const leaseLengthMs = z
+  .number()
+  .int(LEASE_MS_RANGE)
+  .min(LEASE_MS_LIMITS.min, LEASE_MS_RANGE)
+  .max(LEASE_MS_LIMITS.max, LEASE_MS_RANGE);
+
 /** A trace propagation carrier (`traceparent`, `tracestate`), within core's `TRACE_CONTEXT_LIMITS`. */
 const traceContext = z
   .record(storableText(1, TRACE_CONTEXT_LIMITS.keyLength), storableText(1, TRACE_CONTEXT_LIMITS.valueLength))
@@ -52,7 +61,7 @@ export const enqueueOptions = z
         maxDelayMs: z.number().int().nonnegative().optional(),
       })
       .optional(),
-    leaseMs: z.number().int().optional(),
+    leaseMs: leaseLengthMs.optional(),
     order: z.enum(['fifo', 'lifo']).optional(),
     traceContext: traceContext.optional(),
     group: storableText(1, 255).optional(),
