@@ -239,6 +239,8 @@ describe('a server with a token secret and no static tokens', () => {
       port: 0,
       tokenSecret: SECRET,
       logger: collectingLogger(),
+      // The catalog is registered at start: a produce-only token may use it, never register it.
+      jobs,
     });
     servers.push(server);
     const url = `http://127.0.0.1:${server.port}`;

@@ -19,7 +19,7 @@ describe('tRPC wire format of single mutations', () => {
       store: 'pglite://memory',
       port: 0,
       logger: collectingLogger(),
-      tokens: [{ token, scopes: ['produce:*', 'consume:*'] }],
+      tokens: [{ token, scopes: ['produce:*', 'consume:*', 'register:*'] }],
       limits: { maxRequestBytes: 4096 },
     });
     await createClient({ url: server.url, jobs, token }).enqueue.sendEmail({

@@ -25,6 +25,15 @@ export interface AdminApi {
   /** Removes a stored schedule; resolves to whether there was one. */
   removeSchedule(key: string): Promise<boolean>;
   /**
+   * Removes the registered payload schema of one job version, on every
+   * server; resolves to whether one was registered. The version is then free
+   * to register again (by a token with `register:<job>`), and payloads of it
+   * are refused until it is. Jobs of that version already waiting stay: a
+   * consumer that declares the version still runs them, checked against its
+   * own schema. See docs/operations.md.
+   */
+  removeSchema(name: string, version: number): Promise<boolean>;
+  /**
    * The worker registry: each consumer seen recently (claiming, or extending the leases of jobs it runs), with
    * its host, process id, job types and versions, start time, last seen time and the jobs it holds.
    */
@@ -129,6 +138,8 @@ export function createAdminApi(call: Call): AdminApi {
     schedules: () => call((api, signal) => api.admin.schedules.query(undefined, { signal })),
     upsertSchedule: (schedule) => call((api, signal) => api.admin.upsertSchedule.mutate(schedule, { signal })),
     removeSchedule: (key) => call((api, signal) => api.admin.removeSchedule.mutate({ key }, { signal })),
+    removeSchema: (name, version) =>
+      call((api, signal) => api.admin.removeSchema.mutate({ name, version }, { signal })),
     workers: () => call((api, signal) => api.admin.workers.query(undefined, { signal })),
     pause: (name) => call((api, signal) => api.admin.pause.mutate({ name }, { signal })),
     resume: (name) => call((api, signal) => api.admin.resume.mutate({ name }, { signal })),

@@ -99,6 +99,13 @@ export interface WorkqClient<C extends Catalog> {
    * same version) and its first job costs one round trip. Resolves once
    * registered; later calls resolve at once. After a failure, the next call
    * (or enqueue) tries again.
+   *
+   * A version the server does not know yet takes a token with
+   * `register:<job>` (or `register:*`, or `admin`): the services that deploy
+   * the catalog hold it. With a token that may only produce or consume (a
+   * browser's), `ready()` succeeds once the catalog is registered, and before
+   * that rejects with `FORBIDDEN`, naming the versions not yet registered
+   * (`details.unregistered`) and how to register them.
    */
   ready(): Promise<void>;
   /** Closes every worker this client started. */
@@ -124,7 +131,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
       () => undefined,
       (error: unknown) => {
         registered = undefined;
-        throw error;
+        throw catalogNotKnown(error) ?? error;
       },
     );
     return registered;
@@ -158,4 +165,21 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
       await Promise.all([...workers].map((worker) => worker.close()));
     },
   };
+}
+
+/**
+ * The server's refusal to register versions it does not know, for a token
+ * that may not register them, said as what it means to this client: its
+ * catalog is not known yet, and this token cannot make it known. Other
+ * errors: `undefined`.
+ */
+function catalogNotKnown(error: unknown): WorkqError | undefined {
+  if (!(error instanceof WorkqError) || error.code !== 'FORBIDDEN') return undefined;
+  const unregistered = (error.details as { unregistered?: unknown } | undefined)?.unregistered;
+  if (!Array.isArray(unregistered) || unregistered.length === 0) return undefined;
+  return new WorkqError(
+    'FORBIDDEN',
+    `The queue server does not know this client's catalog yet, and this client's token cannot register it: ${error.message}`,
+    { details: error.details, cause: error },
+  );
 }

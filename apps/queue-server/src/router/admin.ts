@@ -4,6 +4,7 @@ import { requireScope } from '../auth.ts';
 import { jobProcedures } from './admin-jobs.ts';
 import { queueProcedures } from './admin-queues.ts';
 import { scheduleProcedures } from './admin-schedules.ts';
+import { schemaProcedures } from './admin-schemas.ts';
 import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
@@ -38,6 +39,7 @@ export const adminRouter = router({
 
   ...queueProcedures,
   ...scheduleProcedures,
+  ...schemaProcedures,
   ...workerProcedures,
 
   retryDead: authedProcedure
