@@ -10,6 +10,7 @@ const SCHEMAS_USAGE = `Checking job catalogs:
   --catalog   module exporting the catalog (default packages/schemas/src/index.ts)
   --export    the export's name (default jobs)
   --snapshot  the committed snapshot (default packages/schemas/schemas.snapshot.json)
+(workq schemas list and workq schemas remove ask a running server: see below.)
 `;
 
 const HELP = `workq: tools for workq job catalogs and queue servers
@@ -44,16 +45,17 @@ if (args.length === 0 || args[0] === '--help' || args[0] === '-h' || args[0] ===
   process.stdout.write(HELP);
   process.exit(args.length === 0 ? 2 : 0);
 }
-process.exitCode =
-  args[0] === 'schemas'
-    ? await schemas(args.slice(1))
-    : await runAdminCli(args, {
-        out: (text) => process.stdout.write(text),
-        err: (text) => process.stderr.write(text),
-        env: process.env,
-        untilInterrupted: () => {
-          const interrupted = new AbortController();
-          for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort());
-          return interrupted.signal;
-        },
-      });
+// `schemas check` and `schemas snapshot` work on files; `schemas list` and `schemas remove` ask a server.
+const offline = args[0] === 'schemas' && !(args[1] === 'list' || args[1] === 'remove');
+process.exitCode = offline
+  ? await schemas(args.slice(1))
+  : await runAdminCli(args, {
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+      env: process.env,
+      untilInterrupted: () => {
+        const interrupted = new AbortController();
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort());
+        return interrupted.signal;
+      },
+    });

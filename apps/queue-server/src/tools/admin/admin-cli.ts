@@ -5,6 +5,7 @@ import { FLOW_COMMANDS } from './commands/flow-control.ts';
 import { JOB_COMMANDS } from './commands/jobs.ts';
 import { queuesCommand } from './commands/queues.ts';
 import { SCHEDULE_COMMANDS } from './commands/schedules.ts';
+import { SCHEMA_COMMANDS } from './commands/schemas.ts';
 import { workersCommand } from './commands/workers.ts';
 import { adminClient, CallFailed } from './server-client.ts';
 
@@ -27,6 +28,10 @@ export const ADMIN_USAGE = `Operating a queue server (needs a token with the adm
                       [--timezone <tz>] [--version <n>]
                                       keep a schedule in the store (replaces its key's)
   workq schedules remove <key>        remove a stored schedule
+  workq schemas list [--name <type>]  registered payload schema versions
+  workq schemas remove <type> <version>
+                                      remove a registered schema version on every server
+                                      (it can be registered again; its jobs stay)
   workq events [<type>]               live job events, one a line, until Ctrl-C
 
   --url <url>      the queue server [WORKQ_URL] (default http://127.0.0.1:4000)
@@ -53,6 +58,7 @@ type Command = (ctx: CommandContext) => Promise<void>;
 const GROUPS: Record<string, { commands: Record<string, Command>; otherwise?: Command }> = {
   jobs: { commands: JOB_COMMANDS },
   schedules: { commands: SCHEDULE_COMMANDS, otherwise: SCHEDULE_COMMANDS.list },
+  schemas: { commands: SCHEMA_COMMANDS },
 };
 
 const COMMANDS: Record<string, Command> = {

@@ -151,6 +151,9 @@ export function adminClient(target: ServerTarget) {
     upsertSchedule: (input: Inputs['admin']['upsertSchedule']) =>
       mutate<Outputs['admin']['upsertSchedule']>('admin.upsertSchedule', input),
     removeSchedule: (key: string) => mutate<Outputs['admin']['removeSchedule']>('admin.removeSchedule', { key }),
+    schemas: (name?: string) => query<Outputs['schemas']['list']>('schemas.list', name ? { name } : undefined),
+    removeSchema: (name: string, version: number) =>
+      mutate<Outputs['admin']['removeSchema']>('admin.removeSchema', { name, version }),
     watchEvents: (input: Inputs['events']['watch'], signal: AbortSignal) => watchEvents(target, input, signal),
   };
 }
