@@ -63,8 +63,8 @@ export {
   resolveJobOptions,
   TRACE_CONTEXT_LIMITS,
 } from './options.ts';
-export type { SchemaRegistration } from './schema-registry.ts';
-export { fingerprintOf, SchemaRegistry } from './schema-registry.ts';
+export type { SchemaLimits, SchemaRegistration, SchemaRegistryOptions } from './schema-registry.ts';
+export { DEFAULT_SCHEMA_LIMITS, fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type {
   ClaimRequest,

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { z } from 'zod';
 import { isValidJobName } from '../contract/define-catalog.ts';
 import { canonicalJson, diffJsonSchemas, uncheckedConstraintsOf } from '../contract/json-schema.ts';
@@ -8,6 +7,8 @@ import { parseWith, payloadSchemaOf } from '../contract/payload.ts';
 import type { Catalog } from '../contract/types.ts';
 import { isWorkqError, WorkqError } from '../errors.ts';
 import type { Clock } from './clock.ts';
+import { createPayloadAjv } from './payload-ajv.ts';
+import { checkSchemaAllowed } from './schema-allowlist.ts';
 import type { SchemaEntry, Store } from './store.ts';
 import { toStoredValue } from './stored-value.ts';
 
@@ -24,60 +25,132 @@ export function fingerprintOf(jsonSchema: unknown): string {
 
 const keyOf = (name: string, version: number): string => `${name}@${version}`;
 
+/** Bounds on what clients may register; each has a default. */
+export interface SchemaLimits {
+  /** Largest canonical JSON text of one schema, in UTF-8 bytes. @defaultValue 65_536 (64 KiB) */
+  maxSchemaBytes?: number;
+  /** Deepest nesting of arrays and objects in one schema (the schema itself is level 1). @defaultValue 64 */
+  maxSchemaDepth?: number;
+  /** Most versions registered for one job type. @defaultValue 100 */
+  maxVersionsPerJob?: number;
+  /** Most job types with a registered schema, counted over the whole store. @defaultValue 1000 */
+  maxJobTypes?: number;
+}
+
+export const DEFAULT_SCHEMA_LIMITS: Readonly<Required<SchemaLimits>> = Object.freeze({
+  maxSchemaBytes: 65_536,
+  maxSchemaDepth: 64,
+  maxVersionsPerJob: 100,
+  maxJobTypes: 1000,
+});
+
+export interface SchemaRegistryOptions {
+  /** @defaultValue `DEFAULT_SCHEMA_LIMITS` */
+  limits?: SchemaLimits;
+  /**
+   * Told once per stored schema that is refused (see `SchemaRegistry`), with
+   * the job, the version and why. @defaultValue none (refusals go unreported)
+   */
+  warn?: (message: string, fields: { name: string; version: number; reason: string }) => void;
+}
+
 /**
  * The payload schemas clients registered, kept in the store so every server
  * instance validates against the same contract without a redeploy. Given the
  * catalog itself, payloads of the versions it declares are parsed with its
  * Zod schemas instead, exactly as the SDK parses them.
+ *
+ * Registered schemas are untrusted input, and so are stored ones (written
+ * before these checks, or by hand): each passes `checkSchemaAllowed` and the
+ * limits before anything compiles it, its patterns run in linear time, and
+ * only the validators of stored schemas are kept. A stored schema the checks
+ * refuse is never compiled: it is reported once through `warn`, payloads of
+ * its version are refused with `UNSUPPORTED_VERSION`, and registering that
+ * version skips it, until an admin removes it.
  */
 export class SchemaRegistry {
-  // `unicode: false`: string lengths count UTF-16 code units, as Zod's `.min` and `.max` do (Ajv calls the
-  // option deprecated, hence no logger: Ajv's only other messages are schema warnings, which `strict: false` drops).
-  private readonly ajv = new Ajv2020({
-    strict: false,
-    allErrors: true,
-    validateFormats: true,
-    unicode: false,
-    logger: false,
-  });
+  private readonly ajv = createPayloadAjv();
+  private readonly limits: Readonly<Required<SchemaLimits>>;
+  private readonly warn: SchemaRegistryOptions['warn'];
   private readonly entries = new Map<string, SchemaEntry>();
+  /** Validators of stored schemas, by (name, version, fingerprint). */
   private readonly validators = new Map<string, ValidateFunction>();
+  /** Why each stored schema the checks refused was refused, by (name, version, fingerprint). */
+  private readonly refusals = new Map<string, string>();
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly catalog?: Catalog,
+    options: SchemaRegistryOptions = {},
   ) {
-    (addFormats as unknown as (ajv: Ajv2020) => void)(this.ajv);
-    // Compiles the JSON Schema meta-schema now, at start, rather than in the first registration's request.
-    this.ajv.validateSchema({});
+    this.limits = Object.freeze({ ...DEFAULT_SCHEMA_LIMITS, ...options.limits });
+    this.warn = options.warn;
   }
 
   /**
-   * Registers each schema unless an equal one is registered. A different
-   * schema under a registered (name, version) is refused with `CONFLICT`,
-   * naming the job, the version and what differs.
+   * Registers each schema unless an equal one is registered. Checked, in
+   * this order, before anything is compiled: the allowlist and size limits
+   * (`VALIDATION`, `PAYLOAD_TOO_LARGE`), an entry already stored under the
+   * (name, version) (`CONFLICT` when it differs, naming what differs), and
+   * the version and job-type counts (`VALIDATION`). Resolves to the entries
+   * registered; a version whose stored schema is refused is skipped.
    */
   async register(registrations: readonly SchemaRegistration[]): Promise<SchemaEntry[]> {
     const stored: SchemaEntry[] = [];
     for (const registration of registrations) {
       const { name, version, jsonSchema } = registration;
+      const what = `The JSON Schema of "${name}" v${version}`;
       if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
-      if (toStoredValue(jsonSchema, `The JSON Schema of "${name}" v${version}`) !== jsonSchema) {
-        throw new WorkqError('VALIDATION', `The JSON Schema of "${name}" v${version} must be plain JSON.`);
+      if (toStoredValue(jsonSchema, what) !== jsonSchema) {
+        throw new WorkqError('VALIDATION', `${what} must be plain JSON.`);
       }
-      const fingerprint = fingerprintOf(jsonSchema);
-      this.validatorFor({ name, version, fingerprint, jsonSchema });
-      const known = this.entries.get(keyOf(name, version));
-      const entry =
-        known?.fingerprint === fingerprint
-          ? known
-          : await this.store.registerSchema({ name, version, fingerprint, jsonSchema, registeredAt: this.clock.now() });
+      const fingerprint = fingerprintOf(checkSchemaAllowed(jsonSchema, this.limits, what));
+      const existing = this.entries.get(keyOf(name, version)) ?? (await this.storedEntry(name, version));
+      const entry = existing ?? (await this.storeNew({ name, version, fingerprint, jsonSchema }));
+      if (this.refusalOf(entry) !== undefined) continue;
       if (entry.fingerprint !== fingerprint) throw conflict(entry, jsonSchema, fingerprint);
-      this.entries.set(keyOf(name, version), entry);
       stored.push(entry);
     }
     return stored;
+  }
+
+  /** The stored entry of (name, version), or `undefined`; caches every version of `name` it reads. */
+  private async storedEntry(name: string, version: number): Promise<SchemaEntry | undefined> {
+    for (const entry of await this.store.listSchemas(name)) this.entries.set(keyOf(entry.name, entry.version), entry);
+    return this.entries.get(keyOf(name, version));
+  }
+
+  /**
+   * Stores a new (name, version) within the count limits, compiling it first
+   * (an invalid schema is refused); keeps its validator only once stored.
+   * Resolves to the entry now stored, which is another's when a concurrent
+   * registration won.
+   */
+  private async storeNew(schema: Pick<SchemaEntry, 'name' | 'version' | 'fingerprint' | 'jsonSchema'>) {
+    const { name, version } = schema;
+    const versions = [...this.entries.values()].filter((entry) => entry.name === name).length;
+    if (versions >= this.limits.maxVersionsPerJob) {
+      throw new WorkqError(
+        'VALIDATION',
+        `Job "${name}" has ${versions} registered versions, the most this server accepts (limits.maxVersionsPerJob): remove old ones (workq schemas remove) before registering v${version}.`,
+      );
+    }
+    if (versions === 0) {
+      const types = new Set((await this.store.listSchemas()).map((entry) => entry.name)).size;
+      if (types >= this.limits.maxJobTypes) {
+        throw new WorkqError(
+          'VALIDATION',
+          `The store has schemas of ${types} job types, the most this server accepts (limits.maxJobTypes): remove unused ones (workq schemas remove) before registering "${name}".`,
+        );
+      }
+    }
+    const validator = this.compile(schema);
+    const entry = await this.store.registerSchema({ ...schema, registeredAt: this.clock.now() });
+    this.entries.set(keyOf(name, version), entry);
+    if (entry.fingerprint === schema.fingerprint) this.validators.set(validatorKey(entry), validator);
+    else this.ajv.removeSchema(validator.schema as object);
+    return entry;
   }
 
   /**
@@ -94,10 +167,10 @@ export class SchemaRegistry {
       }
       return;
     }
-    const entry = await this.lookup(name, version);
-    const validator = this.validatorFor(entry);
+    const validator = this.validatorFor(await this.lookup(name, version));
     for (const [index, payload] of payloads.entries()) {
-      if (validator(payload)) continue;
+      // Only `true` is valid: anything else (a promise, were a schema ever async) is not.
+      if (validator(payload) === true) continue;
       const which = payloads.length > 1 ? `Payload ${index + 1} of ${payloads.length}` : 'Payload';
       const issues = (validator.errors ?? []).slice(0, 10).map((e) => ({
         path: e.instancePath.split('/').filter(Boolean),
@@ -191,7 +264,12 @@ export class SchemaRegistry {
     // Keys start `<name>@` (`keyOf`), and no job name has an `@`.
     const held = (key: string) => name === undefined || key.startsWith(`${name}@`);
     for (const key of [...this.entries.keys()].filter(held)) this.entries.delete(key);
-    for (const key of [...this.validators.keys()].filter(held)) this.validators.delete(key);
+    for (const key of [...this.validators.keys()].filter(held)) {
+      const schema = this.validators.get(key)?.schema;
+      if (typeof schema === 'object') this.ajv.removeSchema(schema);
+      this.validators.delete(key);
+    }
+    for (const key of [...this.refusals.keys()].filter(held)) this.refusals.delete(key);
   }
 
   private async lookup(name: string, version: number): Promise<SchemaEntry> {
@@ -210,25 +288,72 @@ export class SchemaRegistry {
     );
   }
 
-  /** The validator of one schema, compiled once per (name, version, fingerprint); an invalid schema is refused. */
-  private validatorFor(schema: Pick<SchemaEntry, 'name' | 'version' | 'fingerprint' | 'jsonSchema'>): ValidateFunction {
-    const key = `${keyOf(schema.name, schema.version)}#${schema.fingerprint}`;
-    return this.validators.get(key) ?? this.compile(key, schema);
+  /**
+   * The validator of a stored schema, compiled once per (name, version,
+   * fingerprint) after the checks pass; `UNSUPPORTED_VERSION` when they, or
+   * the compiler, refuse it.
+   */
+  private validatorFor(entry: SchemaEntry): ValidateFunction {
+    const known = this.validators.get(validatorKey(entry));
+    if (known) return known;
+    const refusal = this.refusalOf(entry);
+    if (refusal === undefined) {
+      try {
+        const validator = this.compile(entry);
+        this.validators.set(validatorKey(entry), validator);
+        return validator;
+      } catch (error) {
+        this.refuseStored(entry, error instanceof Error ? error.message : String(error));
+      }
+    }
+    throw new WorkqError(
+      'UNSUPPORTED_VERSION',
+      `Job "${entry.name}" v${entry.version} cannot be used: its stored JSON Schema was refused (${this.refusals.get(validatorKey(entry))}). An admin should remove it (workq schemas remove ${entry.name} ${entry.version}, or sdk.admin.removeSchema) and register it again.`,
+    );
   }
 
-  private compile(key: string, { name, version, jsonSchema }: Pick<SchemaEntry, 'name' | 'version' | 'jsonSchema'>) {
+  /** Why a stored schema is refused by the checks registration applies, or `undefined`; warns once per schema. */
+  private refusalOf(entry: SchemaEntry): string | undefined {
+    const key = validatorKey(entry);
+    if (this.validators.has(key)) return undefined;
+    if (!this.refusals.has(key)) {
+      try {
+        const what = `The stored JSON Schema of "${entry.name}" v${entry.version}`;
+        checkSchemaAllowed(entry.jsonSchema, this.limits, what);
+        return undefined;
+      } catch (error) {
+        this.refuseStored(entry, error instanceof Error ? error.message : String(error));
+      }
+    }
+    return this.refusals.get(key);
+  }
+
+  private refuseStored(entry: SchemaEntry, reason: string): void {
+    this.refusals.set(validatorKey(entry), reason);
+    this.warn?.(
+      `The stored JSON Schema of "${entry.name}" v${entry.version} is refused and not used; remove it (workq schemas remove ${entry.name} ${entry.version}).`,
+      { name: entry.name, version: entry.version, reason },
+    );
+  }
+
+  /** Compiles a schema that passed the checks; `VALIDATION` when the compiler refuses it. */
+  private compile({ name, version, jsonSchema }: Pick<SchemaEntry, 'name' | 'version' | 'jsonSchema'>) {
+    const { $schema: _ignored, ...schema } = jsonSchema as Record<string, unknown>;
     try {
-      const { $schema: _ignored, ...schema } = jsonSchema as Record<string, unknown>;
-      const validator = this.ajv.compile(schema);
-      this.validators.set(key, validator);
-      return validator;
+      return this.ajv.compile(schema);
     } catch (error) {
-      throw new WorkqError('VALIDATION', `The JSON Schema for "${name}" v${version} is not a valid schema.`, {
-        cause: error,
-      });
+      this.ajv.removeSchema(schema);
+      throw new WorkqError(
+        'VALIDATION',
+        `The JSON Schema of "${name}" v${version} is not a valid schema: ${error instanceof Error ? error.message : String(error)}.`,
+        { cause: error },
+      );
     }
   }
 }
+
+const validatorKey = (entry: Pick<SchemaEntry, 'name' | 'version' | 'fingerprint'>): string =>
+  `${keyOf(entry.name, entry.version)}#${entry.fingerprint}`;
 
 function unknownJob(name: string): WorkqError {
   return new WorkqError(

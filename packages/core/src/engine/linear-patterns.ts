@@ -1,0 +1,92 @@
+import { RE2JS } from 're2js';
+
+/**
+ * Most instructions the linear-time engine's program of one registered
+ * pattern may have. Matching costs up to (text length × instructions), so
+ * this bounds the work of one pattern on one string; RE2 itself refuses
+ * repetition counts above 1,000, and the longest pattern Zod emits (IPv6
+ * with a prefix length) compiles to about 710.
+ */
+export const MAX_PATTERN_INSTRUCTIONS = 1_000;
+
+/** The regular-expression interface Ajv asks of its `code.regExp` engine. */
+export interface RegExpEngine {
+  (pattern: string, flags: string): { test: (text: string) => boolean };
+  code: string;
+}
+
+/**
+ * Why a registered `pattern` cannot run here, in a sentence, or `undefined`
+ * when it can: it must be a valid ECMAScript (`u`) pattern, as JSON Schema
+ * defines it, and compile on RE2's linear-time engine within
+ * `MAX_PATTERN_INSTRUCTIONS`. Backreferences and lookaround have no
+ * linear-time implementation and are named as such.
+ */
+export function linearPatternProblem(pattern: string): string | undefined {
+  const construct = backtrackingConstructOf(pattern);
+  if (construct) {
+    return `uses ${construct}, which needs a backtracking engine (it can take exponential time); express it without one`;
+  }
+  try {
+    new RegExp(pattern, 'u');
+  } catch {
+    return 'is not a valid ECMAScript regular expression (with the u flag), as JSON Schema requires';
+  }
+  let compiled: RE2JS;
+  try {
+    compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+  } catch (error) {
+    return `is not supported by the linear-time engine (${error instanceof Error ? error.message : String(error)})`;
+  }
+  const instructions = compiled.re2Input.prog.numInst();
+  if (instructions > MAX_PATTERN_INSTRUCTIONS) {
+    return `compiles to ${instructions} instructions, more than ${MAX_PATTERN_INSTRUCTIONS}: use smaller repetition counts`;
+  }
+  return undefined;
+}
+
+/**
+ * Ajv's `code.regExp`: every `pattern` and `patternProperties` key runs on
+ * RE2JS, a linear-time engine, instead of the backtracking `RegExp`, so no
+ * text can make a registered pattern hold the event loop. Only patterns
+ * `linearPatternProblem` accepts reach it; the flags Ajv passes (`u`) are
+ * RE2's default.
+ */
+export const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string, _flags: string) => {
+    const compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    // Ajv keys its compiled patterns by `toString()`: each pattern must name itself.
+    return { test: (text: string) => compiled.test(text), toString: () => `re2js:${pattern}` };
+  },
+  { code: 'linearRegExp' },
+);
+
+/**
+ * The first construct of `pattern` that needs backtracking, named for a
+ * person (`a backreference (\1)`, `lookahead ((?=)`), or `undefined`. RE2
+ * refuses most on its own; named backreferences (`\k<name>`) it would read
+ * as a literal `k`, so they are caught here.
+ */
+function backtrackingConstructOf(pattern: string): string | undefined {
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const char = pattern[i];
+    if (char === '\\') {
+      const next = pattern[i + 1] ?? '';
+      if (!inClass && next === 'k') return 'a named backreference (\\k<…>)';
+      if (!inClass && next >= '1' && next <= '9') return `a backreference (\\${next})`;
+      i++;
+    } else if (inClass) {
+      if (char === ']') inClass = false;
+    } else if (char === '[') {
+      inClass = true;
+    } else if (char === '(' && pattern[i + 1] === '?') {
+      const kind = pattern.slice(i + 2, i + 4);
+      if (kind.startsWith('=')) return 'a lookahead ((?=…))';
+      if (kind.startsWith('!')) return 'a negative lookahead ((?!…))';
+      if (kind === '<=') return 'a lookbehind ((?<=…))';
+      if (kind === '<!') return 'a negative lookbehind ((?<!…))';
+    }
+  }
+  return undefined;
+}
