@@ -28,7 +28,7 @@ describe('mongodb store: durability', () => {
       registeredAt: new Date(),
     });
     const worker = { id: 'w', host: 'h', name: 'wc.a', minVersion: 1, maxVersion: 1, pid: 1, startedAt: new Date() };
-    await store.recordWorker({ ...worker, seenAt: new Date() });
+    await store.recordWorker({ ...worker, seenAt: new Date() }, { maxWorkers: 10, idleBefore: new Date(0) });
     await engine.prune();
     // The fourth job's lease, swept as if it had expired.
     const hourLater = new Date(Date.now() + 3_600_000);

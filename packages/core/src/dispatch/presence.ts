@@ -1,5 +1,5 @@
 import type { Clock } from '../engine/clock.ts';
-import type { Store, WorkerPresence } from '../engine/store.ts';
+import { type Store, WORKER_REGISTRY_BOUNDS, type WorkerPresence } from '../engine/store.ts';
 
 const DEFAULT_REPORT_EVERY_MS = 5_000;
 /** Entries kept per map before it is cleared (a server that saw this many consumers starts counting again). */
@@ -22,11 +22,22 @@ export class PresenceTracker {
     private readonly reportEveryMs = DEFAULT_REPORT_EVERY_MS,
   ) {}
 
-  /** A consumer claimed: its presence is written unless it was within `reportEveryMs`. */
-  async seen(worker: Omit<WorkerPresence, 'seenAt'>): Promise<void> {
+  /**
+   * A consumer claimed: its presence is written unless it was within `reportEveryMs`, and while the
+   * registry has room for it (`WORKER_REGISTRY_BOUNDS`). Resolves to false when the registry was full:
+   * the consumer goes unlisted, and its claims are served all the same.
+   */
+  async seen(worker: Omit<WorkerPresence, 'seenAt'>): Promise<boolean> {
     const now = this.clock.now();
-    if (!this.due(this.lastReported, `${worker.id}\u0000${worker.name}`, now)) return;
-    await this.store.recordWorker({ ...worker, seenAt: now });
+    if (!this.due(this.lastReported, `${worker.id}\u0000${worker.name}`, now)) return true;
+    const idleBefore = new Date(now.getTime() - WORKER_REGISTRY_BOUNDS.idleAfterMs);
+    const recorded = await this.store.recordWorker(
+      { ...worker, seenAt: now },
+      { maxWorkers: WORKER_REGISTRY_BOUNDS.maxWorkers, idleBefore },
+    );
+    // Not recorded: try again at its next claim, when an idle row may have made room.
+    if (!recorded) this.lastReported.delete(`${worker.id}\u0000${worker.name}`);
+    return recorded;
   }
 
   /** A consumer extended its leases: its last-seen time moves, unless it moved within `reportEveryMs`. */

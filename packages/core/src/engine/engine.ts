@@ -12,7 +12,7 @@ import { type FinishedListener, LocalListeners, type ReadyListener } from './loc
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { JobCount, LeaseRef, NewJob, Store } from './store.ts';
+import { type JobCount, type LeaseRef, type NewJob, type Store, WORKER_REGISTRY_BOUNDS } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
@@ -358,6 +358,12 @@ export class Engine {
   async prune(limit = 10_000): Promise<number> {
     const now = this.clock.now();
     return this.store.pruneJobs(new Date(now.getTime() - this.historyRetentionMs), limit);
+  }
+
+  /** Deletes the worker-registry rows not seen for `WORKER_REGISTRY_BOUNDS.retentionMs`. Resolves to how many. */
+  async pruneWorkers(): Promise<number> {
+    const now = this.clock.now();
+    return this.store.pruneWorkers(new Date(now.getTime() - WORKER_REGISTRY_BOUNDS.retentionMs));
   }
 
   /** Returns jobs whose lease expired to the queue (or dead, with attempts used up). */

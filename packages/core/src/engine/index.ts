@@ -90,5 +90,7 @@ export type {
   StoredState,
   StoreNotifier,
   WorkerPresence,
+  WorkerRoom,
 } from './store.ts';
+export { WORKER_REGISTRY_BOUNDS } from './store.ts';
 export { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';

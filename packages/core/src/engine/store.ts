@@ -23,7 +23,8 @@ export type {
   QueueSettingsChange,
 } from './flow-control-store.ts';
 export { NO_GROUP } from './flow-control-store.ts';
-export type { RegistryStore, SchemaEntry, WorkerPresence } from './registry-store.ts';
+export type { RegistryStore, SchemaEntry, WorkerPresence, WorkerRoom } from './registry-store.ts';
+export { WORKER_REGISTRY_BOUNDS } from './registry-store.ts';
 export type { ScheduleRun, ScheduleStore, StoredSchedule } from './schedule-store.ts';
 export type {
   ClaimedRecord,

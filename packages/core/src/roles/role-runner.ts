@@ -182,7 +182,14 @@ export function leaseSweeper(engine: Engine, everyMs = 5_000, onError?: (error: 
   return periodicRole('lease sweep', everyMs, () => engine.sweepExpiredLeases(), onError);
 }
 
-/** Deletes finished jobs past their retention. When the leader dies, pruning waits for the next leader. */
+/**
+ * Deletes finished jobs past their retention, and worker-registry rows not seen for a day
+ * (`WORKER_REGISTRY_BOUNDS.retentionMs`). When the leader dies, pruning waits for the next leader.
+ */
 export function pruner(engine: Engine, everyMs = 60_000, onError?: (error: unknown) => void): Role {
-  return periodicRole('prune', everyMs, () => engine.prune(), onError);
+  const prune = async () => {
+    await engine.prune();
+    await engine.pruneWorkers();
+  };
+  return periodicRole('prune', everyMs, prune, onError);
 }

@@ -21,6 +21,7 @@ import { registerTimeTests } from './time.ts';
 import { registerTimeBoundTests } from './time-bounds.ts';
 import { registerTraceContextTests } from './trace-context.ts';
 import { registerVersionTests } from './versions.ts';
+import { registerWorkerBoundTests } from './worker-bounds.ts';
 
 export type { StoreHarness } from './harness.ts';
 
@@ -55,6 +56,7 @@ export function describeStore(
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('registries', () => registerRegistryTests(state));
+    describe('worker registry bounds', () => registerWorkerBoundTests(state));
     describe('schedules', () => registerScheduleTests(state));
     describe('health', () => registerHealthTests(state));
     describe('leadership', () => registerLeadershipTests(state));

@@ -1,6 +1,9 @@
 import { expect, it } from 'vitest';
-import type { SchemaEntry, WorkerPresence } from '../../src/engine/store.ts';
+import { type SchemaEntry, WORKER_REGISTRY_BOUNDS, type WorkerPresence } from '../../src/engine/store.ts';
 import type { SuiteContext } from './context.ts';
+
+/** Room in the worker registry for every worker these tests record. */
+const ROOM = { maxWorkers: WORKER_REGISTRY_BOUNDS.maxWorkers, idleBefore: new Date(0) };
 
 /** The schema registry and the worker registry, through the store interface. */
 export function registerRegistryTests(ctx: SuiteContext): void {
@@ -94,7 +97,7 @@ export function registerRegistryTests(ctx: SuiteContext): void {
       startedAt: new Date(base - 30_000),
       seenAt: new Date(base),
     };
-    await store.recordWorker(first);
+    await store.recordWorker(first, ROOM);
     const stale: WorkerPresence = {
       ...first,
       id: ctx.jobName('worker-stale'),
@@ -102,7 +105,7 @@ export function registerRegistryTests(ctx: SuiteContext): void {
       startedAt: null,
       seenAt: new Date(base - 60_000),
     };
-    await store.recordWorker(stale);
+    await store.recordWorker(stale, ROOM);
     const again: WorkerPresence = {
       ...first,
       host: 'host-b',
@@ -110,7 +113,7 @@ export function registerRegistryTests(ctx: SuiteContext): void {
       pid: 4343,
       seenAt: new Date(base + 5_000),
     };
-    await store.recordWorker(again);
+    await store.recordWorker(again, ROOM);
 
     const mine = (seen: WorkerPresence[]) => seen.filter((w) => w.id === id || w.id === stale.id);
     expect(mine(await store.listWorkers(new Date(base - 1_000)))).toEqual([again]);
@@ -133,7 +136,7 @@ export function registerRegistryTests(ctx: SuiteContext): void {
       startedAt: new Date(base - 1_000),
       seenAt: new Date(base),
     };
-    await store.recordWorker(busy);
+    await store.recordWorker(busy, ROOM);
     const unknown = ctx.jobName('worker-unknown');
 
     await store.touchWorkers([busy.id, unknown], new Date(base + 10_000));

@@ -16,6 +16,7 @@ import type {
   StoreCapabilities,
   StoredSchedule,
   WorkerPresence,
+  WorkerRoom,
 } from '../../engine/store.ts';
 import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
@@ -53,7 +54,15 @@ import { ENDED_LEASE, heldBy } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
+import {
+  listSchemas,
+  listWorkers,
+  pruneWorkers,
+  recordWorker,
+  registerSchema,
+  removeSchema,
+  touchWorkers,
+} from './registries.ts';
 import { requeueExpiredLeases } from './requeue-expired-leases.ts';
 import { mongoSchedules } from './schedules.ts';
 
@@ -315,8 +324,12 @@ export class MongoStore implements Store {
     return this.run('removeSchema', () => removeSchema(this.schemas, name, version));
   }
 
-  recordWorker(worker: WorkerPresence) {
-    return this.run('recordWorker', () => recordWorker(this.workers, worker));
+  recordWorker(worker: WorkerPresence, room: WorkerRoom) {
+    return this.run('recordWorker', () => recordWorker(this.workers, worker, room));
+  }
+
+  pruneWorkers(seenBefore: Date) {
+    return this.run('pruneWorkers', () => pruneWorkers(this.workers, seenBefore));
   }
 
   listWorkers(seenSince: Date) {

@@ -1,5 +1,5 @@
 import type { Collection } from 'mongodb';
-import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { fromJson, type SchemaDocument, stringOrNull, toJson, type WorkerDocument } from './documents.ts';
 import { isDuplicateKeyError } from './errors.ts';
@@ -39,16 +39,40 @@ export async function removeSchema(
   return deletedCount > 0;
 }
 
-/** Upserts one consumer's presence by its id. */
-export async function recordWorker(workers: Collection<WorkerDocument>, worker: WorkerPresence): Promise<void> {
+/**
+ * Records one consumer's presence (see `Store.recordWorker`): an update of a known id; else an upsert, while
+ * the collection has room or once the document seen longest ago, and before `room.idleBefore`, is deleted
+ * for it (the `seen_at` index finds it).
+ */
+export async function recordWorker(
+  workers: Collection<WorkerDocument>,
+  worker: WorkerPresence,
+  room: WorkerRoom,
+): Promise<boolean> {
   const id = stringOrNull(worker.id);
   if (id === null) throw new WorkqError('VALIDATION', 'A worker id must be a string.');
   const { minVersion, maxVersion, seenAt, pid, startedAt } = worker;
-  await workers.updateOne(
-    { _id: id },
-    { $set: { host: String(worker.host), name: String(worker.name), minVersion, maxVersion, seenAt, pid, startedAt } },
-    { upsert: true },
-  );
+  const presence = {
+    $set: { host: String(worker.host), name: String(worker.name), minVersion, maxVersion, seenAt, pid, startedAt },
+  };
+  if ((await workers.updateOne({ _id: id }, presence)).matchedCount > 0) return true;
+  const held = await workers.find({}, { projection: { _id: 1 }, limit: room.maxWorkers }).toArray();
+  if (held.length >= room.maxWorkers) {
+    const [idlest] = await workers
+      .find({ seenAt: { $lt: room.idleBefore } }, { sort: { seenAt: 1 }, limit: 1, projection: { _id: 1, seenAt: 1 } })
+      .toArray();
+    if (!idlest) return false;
+    // Still that idle: a worker seen meanwhile keeps its place.
+    const { deletedCount } = await workers.deleteOne({ _id: idlest._id, seenAt: idlest.seenAt });
+    if (deletedCount === 0) return false;
+  }
+  await workers.updateOne({ _id: id }, presence, { upsert: true });
+  return true;
+}
+
+/** Deletes the consumers last seen before `seenBefore`. */
+export async function pruneWorkers(workers: Collection<WorkerDocument>, seenBefore: Date): Promise<number> {
+  return (await workers.deleteMany({ seenAt: { $lt: seenBefore } })).deletedCount;
 }
 
 /** Marks the consumers with these ids seen at `seenAt`, unless seen later already; inserts nothing. */

@@ -20,6 +20,7 @@ import type {
   StoredSchedule,
   SweptLease,
   WorkerPresence,
+  WorkerRoom,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
@@ -48,7 +49,7 @@ import {
 import { createMysqlLeaderElection } from './leadership.ts';
 import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
 import { KeyHolderVanished, moveJob } from './move-job.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
+import { listSchemas, listWorkers, pruneWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
 import {
   claimedRecord,
   delayedUntil,
@@ -287,8 +288,12 @@ export class MysqlStore implements Store {
     return this.retry('removeSchema', () => removeSchema(this.pool, this.t, name, version));
   }
 
-  async recordWorker(worker: WorkerPresence): Promise<void> {
-    return this.retry('recordWorker', () => recordWorker(this.pool, this.t, worker));
+  async recordWorker(worker: WorkerPresence, room: WorkerRoom): Promise<boolean> {
+    return this.retry('recordWorker', () => recordWorker(this.pool, this.t, worker, room));
+  }
+
+  async pruneWorkers(seenBefore: Date): Promise<number> {
+    return this.retry('pruneWorkers', () => pruneWorkers(this.pool, this.t, seenBefore));
   }
 
   async listWorkers(seenSince: Date): Promise<WorkerPresence[]> {

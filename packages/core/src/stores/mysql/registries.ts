@@ -1,4 +1,4 @@
-import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { readDate, sqlDate, writeJson } from './rows.ts';
 import type { Tables } from './tables.ts';
@@ -58,8 +58,46 @@ export async function removeSchema(db: Queryable, t: Tables, name: string, versi
   return header.affectedRows > 0;
 }
 
+/**
+ * Records a consumer's presence (see `Store.recordWorker`): an update of a known id; else an insert, while
+ * the table has room or once the row seen longest ago, and before `room.idleBefore`, is deleted for it.
+ */
+export async function recordWorker(
+  db: Queryable,
+  t: Tables,
+  worker: WorkerPresence,
+  room: WorkerRoom,
+): Promise<boolean> {
+  const seenAt = sqlDate(worker.seenAt);
+  const startedAt = worker.startedAt === null ? null : sqlDate(worker.startedAt);
+  // `affectedRows` counts matched rows (FOUND_ROWS), so a known worker seen at the same time still counts.
+  const known = await execute(
+    db,
+    `UPDATE ${t.workers} SET host = ?, name = ?, min_version = ?, max_version = ?, seen_at = ?, pid = ?,
+       started_at = ? WHERE id = ?`,
+    [worker.host, worker.name, worker.minVersion, worker.maxVersion, seenAt, worker.pid, startedAt, worker.id],
+  );
+  if (known.affectedRows > 0) return true;
+  const [held] = await selectRows(db, `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${t.workers} LIMIT ?) AS held`, [
+    room.maxWorkers,
+  ]);
+  if (Number(held?.n) >= room.maxWorkers) {
+    const evicted = await execute(db, `DELETE FROM ${t.workers} WHERE seen_at < ? ORDER BY seen_at LIMIT 1`, [
+      sqlDate(room.idleBefore),
+    ]);
+    if (evicted.affectedRows === 0) return false;
+  }
+  await upsertWorker(db, t, worker);
+  return true;
+}
+
+/** Deletes the consumers last seen before `seenBefore` (the `seen` index finds them). */
+export async function pruneWorkers(db: Queryable, t: Tables, seenBefore: Date): Promise<number> {
+  return (await execute(db, `DELETE FROM ${t.workers} WHERE seen_at < ?`, [sqlDate(seenBefore)])).affectedRows;
+}
+
 /** Upserts a consumer's presence by its id. */
-export async function recordWorker(db: Queryable, t: Tables, worker: WorkerPresence): Promise<void> {
+async function upsertWorker(db: Queryable, t: Tables, worker: WorkerPresence): Promise<void> {
   // VALUES(col) works on MariaDB and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).
   await execute(
     db,

@@ -22,6 +22,7 @@ import type {
   StoreNotifier,
   SweptLease,
   WorkerPresence,
+  WorkerRoom,
 } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
@@ -40,7 +41,15 @@ import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecor
 import { createPgLeaderElection } from './leadership.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
-import { listSchemas, listWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
+import {
+  listSchemas,
+  listWorkers,
+  pruneWorkers,
+  recordWorker,
+  registerSchema,
+  removeSchema,
+  touchWorkers,
+} from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildListJobs, buildStatements, type Statements } from './statements.ts';
@@ -290,8 +299,12 @@ export class PostgresStore implements Store {
     return removeSchema(this.client, this.sql, name, version);
   }
 
-  recordWorker(worker: WorkerPresence): Promise<void> {
-    return recordWorker(this.client, this.sql, worker);
+  recordWorker(worker: WorkerPresence, room: WorkerRoom): Promise<boolean> {
+    return recordWorker(this.client, this.sql, worker, room);
+  }
+
+  pruneWorkers(seenBefore: Date): Promise<number> {
+    return pruneWorkers(this.client, this.sql, seenBefore);
   }
 
   listWorkers(seenSince: Date): Promise<WorkerPresence[]> {

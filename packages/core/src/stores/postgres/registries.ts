@@ -1,5 +1,5 @@
 /** The registries beside the jobs table: job schemas by (name, version), and workers by id. */
-import type { SchemaEntry, WorkerPresence } from '../../engine/store.ts';
+import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
 import { toJsonText } from './job-rows.ts';
 import type { SqlQueryable } from './sql-client.ts';
 import type { Statements } from './statements.ts';
@@ -56,9 +56,14 @@ export async function removeSchema(db: SqlQueryable, sql: Statements, name: stri
   return (await db.query(sql.deleteSchema, [name, version])).length > 0;
 }
 
-/** See `Store.recordWorker`. */
-export async function recordWorker(db: SqlQueryable, sql: Statements, worker: WorkerPresence): Promise<void> {
-  await db.query(sql.recordWorker, [
+/** See `Store.recordWorker`: one statement. */
+export async function recordWorker(
+  db: SqlQueryable,
+  sql: Statements,
+  worker: WorkerPresence,
+  room: WorkerRoom,
+): Promise<boolean> {
+  const rows = await db.query(sql.recordWorker, [
     worker.id,
     worker.host,
     worker.name,
@@ -67,7 +72,16 @@ export async function recordWorker(db: SqlQueryable, sql: Statements, worker: Wo
     worker.seenAt,
     worker.pid,
     worker.startedAt,
+    room.maxWorkers,
+    room.idleBefore,
   ]);
+  return rows.length > 0;
+}
+
+/** See `Store.pruneWorkers`. */
+export async function pruneWorkers(db: SqlQueryable, sql: Statements, seenBefore: Date): Promise<number> {
+  const [row] = await db.query<{ n: number }>(sql.pruneWorkers, [seenBefore]);
+  return row?.n ?? 0;
 }
 
 /** See `Store.touchWorkers`. */

@@ -202,11 +202,31 @@ WHERE name = $1 AND version = $2::int`,
 WHERE $1::text IS NULL OR name = $1
 ORDER BY name, version`,
 
-    /** $1 id, $2 host, $3 name, $4 min version, $5 max version, $6 seen at. */
-    recordWorker: `INSERT INTO ${quotedSchema}.workers (id, host, name, min_version, max_version, seen_at, pid, started_at)
-VALUES ($1, $2, $3, $4::int, $5::int, $6::timestamptz, $7::int, $8::timestamptz)
+    /**
+     * $1 id, $2 host, $3 name, $4 min version, $5 max version, $6 seen at, $7 pid, $8 started at, $9 max
+     * workers, $10 idle before: a row back when recorded. A known id is updated; a new one is inserted while
+     * the table holds fewer than $9 rows, or in the place of the row seen longest ago before $10, which
+     * `evicted` deletes (see `Store.recordWorker`).
+     */
+    recordWorker: `WITH known AS (SELECT 1 FROM ${quotedSchema}.workers WHERE id = $1),
+held AS (SELECT count(*) AS n FROM (SELECT 1 FROM ${quotedSchema}.workers LIMIT $9::int) AS rows),
+evicted AS (
+  DELETE FROM ${quotedSchema}.workers
+  WHERE id = (SELECT id FROM ${quotedSchema}.workers WHERE seen_at < $10::timestamptz
+              ORDER BY seen_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+    AND NOT EXISTS (SELECT 1 FROM known) AND (SELECT n FROM held) >= $9::int
+  RETURNING 1
+)
+INSERT INTO ${quotedSchema}.workers (id, host, name, min_version, max_version, seen_at, pid, started_at)
+SELECT $1, $2, $3, $4::int, $5::int, $6::timestamptz, $7::int, $8::timestamptz
+WHERE EXISTS (SELECT 1 FROM known) OR (SELECT n FROM held) < $9::int OR EXISTS (SELECT 1 FROM evicted)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, name = excluded.name, min_version = excluded.min_version,
-  max_version = excluded.max_version, seen_at = excluded.seen_at, pid = excluded.pid, started_at = excluded.started_at`,
+  max_version = excluded.max_version, seen_at = excluded.seen_at, pid = excluded.pid, started_at = excluded.started_at
+RETURNING 1 AS recorded`,
+
+    /** $1 seen before: how many workers were deleted. */
+    pruneWorkers: `WITH pruned AS (DELETE FROM ${quotedSchema}.workers WHERE seen_at < $1::timestamptz RETURNING 1)
+SELECT count(*)::int AS n FROM pruned`,
 
     /** $1 worker ids, $2 seen at. */
     touchWorkers: `UPDATE ${quotedSchema}.workers SET seen_at = $2::timestamptz
