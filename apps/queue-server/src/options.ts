@@ -1,5 +1,11 @@
 import { type Catalog, MAX_BATCH_SIZE } from '@workq/core';
-import { type CronEntry, DEFAULT_HISTORY_RETENTION_MS, type Store } from '@workq/core/engine';
+import {
+  type CronEntry,
+  DEFAULT_HISTORY_RETENTION_MS,
+  DEFAULT_SCHEMA_LIMITS,
+  type SchemaLimits,
+  type Store,
+} from '@workq/core/engine';
 import { DEFAULT_MAX_TOKEN_LIFETIME_MS } from './signed-tokens.ts';
 
 /** A bearer token and what it may do. */
@@ -38,6 +44,12 @@ export interface ServerLimits {
    * subscriber gets `resync` (docs/events.md). @defaultValue 10_000
    */
   maxBufferedEvents?: number;
+  /**
+   * Bounds on registered payload schemas: size, nesting, versions per job
+   * type and job types in the store (see `SchemaLimits`).
+   * @defaultValue `DEFAULT_SCHEMA_LIMITS` (64 KiB, 64 levels, 100 versions, 1000 job types)
+   */
+  schemas?: SchemaLimits;
 }
 
 export interface ServerOptions {
@@ -159,6 +171,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxRequestBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
+  schemas: DEFAULT_SCHEMA_LIMITS,
 });
 
 function jsonLineLogger(): Logger {

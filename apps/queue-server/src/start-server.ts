@@ -121,7 +121,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   bus.onSchemasChanged((name) => services.registry.forget(name));
   const services: ServerServices = {
     engine,
-    registry: new SchemaRegistry(store, engine.clock, resolved.jobs),
+    registry: new SchemaRegistry(store, engine.clock, resolved.jobs, {
+      limits: resolved.limits.schemas,
+      warn: (message, fields) => logger.warn(message, fields),
+    }),
     bus,
     dispatcher,
     events,

@@ -2,6 +2,7 @@ import { canonicalJson } from '../contract/json-schema.ts';
 import { WorkqError } from '../errors.ts';
 import { linearPatternProblem } from './linear-patterns.ts';
 import { REFUSED_FORMATS } from './payload-ajv.ts';
+import { toStoredValue } from './stored-value.ts';
 
 /** The bounds `checkSchemaAllowed` holds a schema to. */
 export interface SchemaShapeLimits {
@@ -99,7 +100,7 @@ const isObject = (value: unknown): value is JsonObject =>
  * Checks a JSON Schema a client registered, or a store holds, before anything
  * compiles it; resolves to its canonical JSON. Refused with `VALIDATION`
  * (`PAYLOAD_TOO_LARGE` past `maxSchemaBytes`), naming what and where, when it
- * nests deeper than `maxSchemaDepth`, uses a keyword outside the allowlist
+ * nests deeper than `maxSchemaDepth`, is not plain JSON, uses a keyword outside the allowlist
  * (what `z.toJSONSchema` emits, `x-` annotations, and nothing that loads,
  * identifies or evaluates schemas or goes async), refers anywhere but
  * `#`, `#/$defs/…` or `#/definitions/…` of itself, has a pattern the
@@ -122,6 +123,7 @@ export function checkSchemaAllowed(jsonSchema: unknown, limits: SchemaShapeLimit
   }
   if (measured.tooLarge) throw tooLarge();
   if (!isObject(jsonSchema)) throw refuse('a payload schema must be a JSON object', []);
+  if (toStoredValue(jsonSchema, what) !== jsonSchema) throw new WorkqError('VALIDATION', `${what} must be plain JSON.`);
   const canonical = canonicalJson(jsonSchema);
   if (Buffer.byteLength(canonical) > limits.maxSchemaBytes) throw tooLarge();
   const walk: Walk = { root: jsonSchema, nodes: new Map(), refs: [], refuse };
@@ -336,8 +338,10 @@ function measure(
     else if (typeof item.value !== 'object' || item.value === null) bytes += 4;
     else {
       if (item.at.length >= maxDepth) return { tooDeep: item.at };
-      for (const [key, child] of Object.entries(item.value)) {
+      for (const key in item.value) {
         bytes += key.length + 4;
+        if (bytes > maxBytes) return { tooLarge: true };
+        const child = (item.value as Record<string, unknown>)[key];
         stack.push({ value: child, at: [...item.at, Array.isArray(item.value) ? Number(key) : key] });
       }
     }

@@ -102,9 +102,6 @@ export class SchemaRegistry {
       const { name, version, jsonSchema } = registration;
       const what = `The JSON Schema of "${name}" v${version}`;
       if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
-      if (toStoredValue(jsonSchema, what) !== jsonSchema) {
-        throw new WorkqError('VALIDATION', `${what} must be plain JSON.`);
-      }
       const fingerprint = fingerprintOf(checkSchemaAllowed(jsonSchema, this.limits, what));
       const existing = this.entries.get(keyOf(name, version)) ?? (await this.storedEntry(name, version));
       const entry = existing ?? (await this.storeNew({ name, version, fingerprint, jsonSchema }));
