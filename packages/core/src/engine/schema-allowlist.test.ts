@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toPayloadJsonSchema } from '../contract/json-schema.ts';
 import { isWorkqError } from '../errors.ts';
-import { linearPatternProblem } from './linear-patterns.ts';
+import { checkLinearPattern } from './linear-patterns.ts';
 import { createPayloadAjv } from './payload-ajv.ts';
 import { checkSchemaAllowed } from './schema-allowlist.ts';
 
@@ -172,8 +172,14 @@ describe('checkSchemaAllowed', () => {
     );
     expect(refusal({ pattern: '(' }).message).toContain('is not a valid ECMAScript regular expression');
     expect(refusal({ pattern: '\\p{L}{1000}' }).message).toContain('more than 1000: use smaller repetition counts');
-    expect(linearPatternProblem('[(?=]\\(?=x')).toBeUndefined();
-    expect(linearPatternProblem('^(a+)+$')).toBeUndefined();
+    expect(checkLinearPattern('[(?=]\\(?=x')).toEqual({ instructions: expect.any(Number) });
+    expect(checkLinearPattern('^(a+)+$')).toEqual({ instructions: expect.any(Number) });
+    const many = {
+      properties: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`f${i}`, { pattern: `^a${i}$` }])),
+    };
+    expect(refusal(many).message).toContain('more than 64 distinct patterns');
+    const heavy = { anyOf: Array.from({ length: 5 }, (_, i) => ({ pattern: `[\\s\\S]{99${i}}` })) };
+    expect(refusal(heavy).message).toContain('instructions in all, more than 4000: use fewer or simpler patterns');
   });
 
   it('refuses references that apply a subschema to one value without end or exponentially often', () => {

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../contract/json-schema.ts';
 import { WorkqError } from '../errors.ts';
-import { linearPatternProblem } from './linear-patterns.ts';
+import { checkLinearPattern } from './linear-patterns.ts';
 import { REFUSED_FORMATS } from './payload-ajv.ts';
 import { toStoredValue } from './stored-value.ts';
 
@@ -89,6 +89,15 @@ const REFUSED_KEYWORDS: Readonly<Record<string, string>> = {
   $vocabulary: 'vocabularies belong to meta-schemas, not payload schemas',
   $data: 'data references are not supported',
 };
+/**
+ * Most distinct patterns in one schema, and most instructions their programs
+ * may have in all: each is compiled at registration, so these bound its
+ * cost. The patterns Zod emits for its formats (email, UUID, date-time, IP
+ * addresses) have up to about 710 instructions; each distinct pattern counts
+ * once.
+ */
+const MAX_PATTERNS = 64;
+const MAX_PATTERN_INSTRUCTIONS_IN_ALL = 4_000;
 /** `uniqueItems` compares items pairwise: only with this many items at most. */
 const MAX_UNIQUE_ITEMS = 100;
 
@@ -126,7 +135,7 @@ export function checkSchemaAllowed(jsonSchema: unknown, limits: SchemaShapeLimit
   if (toStoredValue(jsonSchema, what) !== jsonSchema) throw new WorkqError('VALIDATION', `${what} must be plain JSON.`);
   const canonical = canonicalJson(jsonSchema);
   if (Buffer.byteLength(canonical) > limits.maxSchemaBytes) throw tooLarge();
-  const walk: Walk = { root: jsonSchema, nodes: new Map(), refs: [], refuse };
+  const walk: Walk = { root: jsonSchema, nodes: new Map(), patterns: new Map(), refs: [], refuse };
   walkSchema(jsonSchema, [], walk);
   for (const { target, at } of walk.refs) {
     if (typeof target !== 'boolean' && !walk.nodes.has(target as object)) {
@@ -151,6 +160,8 @@ interface SchemaNode {
 interface Walk {
   root: JsonObject;
   nodes: Map<object, SchemaNode>;
+  /** The instructions of each distinct pattern met so far. */
+  patterns: Map<string, number>;
   /** Each `$ref`'s target, checked to be a subschema once the walk has seen them all. */
   refs: { target: unknown; at: readonly (string | number)[] }[];
   refuse: (problem: string, at: readonly (string | number)[]) => WorkqError;
@@ -232,8 +243,22 @@ function checkValue(schema: JsonObject, keyword: string, value: unknown, at: rea
 }
 
 function checkPattern(pattern: string, at: readonly (string | number)[], walk: Walk): void {
-  const problem = linearPatternProblem(pattern);
-  if (problem) throw walk.refuse(`pattern ${JSON.stringify(pattern.slice(0, 200))} ${problem}`, at);
+  if (walk.patterns.has(pattern)) return;
+  if (walk.patterns.size >= MAX_PATTERNS) {
+    throw walk.refuse(`it has more than ${MAX_PATTERNS} distinct patterns; share them through "$defs"`, at);
+  }
+  const checked = checkLinearPattern(pattern);
+  if ('problem' in checked)
+    throw walk.refuse(`pattern ${JSON.stringify(pattern.slice(0, 200))} ${checked.problem}`, at);
+  walk.patterns.set(pattern, checked.instructions);
+  let total = 0;
+  for (const instructions of walk.patterns.values()) total += instructions;
+  if (total > MAX_PATTERN_INSTRUCTIONS_IN_ALL) {
+    throw walk.refuse(
+      `its patterns compile to ${total} instructions in all, more than ${MAX_PATTERN_INSTRUCTIONS_IN_ALL}: use fewer or simpler patterns`,
+      at,
+    );
+  }
 }
 
 /** What a local `$ref` (`#`, `#/$defs/…` or `#/definitions/…` of the schema itself) points at. */
