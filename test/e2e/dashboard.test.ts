@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../support/chromium.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
 
 const ADMIN_TOKEN = 'dashboard-admin-token';
 /** Where the screenshots go (git-ignored): one set per window width. */
@@ -243,6 +244,28 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.click('.enqueue [role="status"] a');
       await page.waitForSelector('.job[data-state="completed"]', { timeout: 15_000 });
       expect(await page.textContent('.job')).toContain('"source": "form.png"');
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('removes a registered schema version after a confirmation that names it', async () => {
+    const jsonSchema = { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] };
+    await rawClient(queue.url, ADMIN_TOKEN).schemas.register.mutate({
+      schemas: [{ name: 'sendEmail', version: 9, jsonSchema }],
+    });
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await page.click('nav >> text=Schemas');
+      await page.click('.tabs >> text=sendEmail');
+      await page.waitForSelector('button[data-remove-version="9"]');
+      await page.click('button[data-remove-version="9"]');
+      await confirm(page, 'Remove the schema of sendEmail v9 on every server?', 'Schema removed.');
+      await page.waitForSelector('button[data-remove-version="9"]', { state: 'detached' });
+      expect(await page.locator('button[data-remove-version="1"]').count()).toBe(1);
+      const left = await rawClient(queue.url, ADMIN_TOKEN).schemas.list.query({ name: 'sendEmail' });
+      expect(left.map((entry) => entry.version)).toEqual([1]);
     } finally {
       await context.close();
     }

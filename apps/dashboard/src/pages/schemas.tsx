@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { describeError, type FieldIssue } from '../api.ts';
+import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
 import { ErrorNote, JsonView } from '../components/format.tsx';
 import { issuesByField, type JsonSchemaNode, readPayload, SchemaFields } from '../components/schema-form.tsx';
 import { useLive } from '../live.ts';
@@ -7,10 +8,14 @@ import { useLoad } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
 import { useApi } from '../use-api.ts';
 
-/** Each type's registered schema versions side by side, and an enqueue form generated from one of them. */
+/**
+ * Each type's registered schema versions side by side, each removable after a
+ * confirmation, and an enqueue form generated from one of them.
+ */
 export function SchemasPage(props: { name: string | undefined; query: URLSearchParams }) {
   const api = useApi();
   const schemas = useLoad(() => api.schemas.list.query(), []);
+  const [pending, setPending] = useState<PendingAction | null>(null);
   const names = [...new Set((schemas.data ?? []).map((entry) => entry.name))].sort();
   const name = props.name ?? names[0];
   const versions = (schemas.data ?? []).filter((entry) => entry.name === name).sort((a, b) => a.version - b.version);
@@ -35,9 +40,29 @@ export function SchemasPage(props: { name: string | undefined; query: URLSearchP
           <div class="versions-side">
             {versions.map((v) => (
               <div class="card" key={v.version}>
-                <h2>
-                  v{v.version} <span class="muted small mono">{v.fingerprint.slice(0, 12)}</span>
-                </h2>
+                <header class="row">
+                  <h2>
+                    v{v.version} <span class="muted small mono">{v.fingerprint.slice(0, 12)}</span>
+                  </h2>
+                  <span class="spacer" />
+                  <button
+                    type="button"
+                    class="link danger"
+                    data-remove-version={v.version}
+                    onClick={() =>
+                      setPending({
+                        question: `Remove the schema of ${name} v${v.version} on every server? Payloads of v${v.version} are refused until a service registers it again; jobs of v${v.version} already waiting stay.`,
+                        confirmLabel: 'Remove',
+                        run: async () =>
+                          (await api.admin.removeSchema.mutate({ name, version: v.version }))
+                            ? 'Schema removed.'
+                            : 'It was already gone.',
+                      })
+                    }
+                  >
+                    Remove
+                  </button>
+                </header>
                 <JsonView value={v.jsonSchema} label={`${name} v${v.version} JSON Schema`} />
               </div>
             ))}
@@ -53,6 +78,7 @@ export function SchemasPage(props: { name: string | undefined; query: URLSearchP
           )}
         </>
       )}
+      <ConfirmDialog action={pending} onClose={() => setPending(null)} />
     </section>
   );
 }
