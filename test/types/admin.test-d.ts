@@ -31,6 +31,7 @@ describe('admin types: the worker registry and schedules', () => {
       state: JobState | null;
     } | null>();
     expectTypeOf(sdk.admin.removeSchedule).toEqualTypeOf<(key: string) => Promise<boolean>>();
+    expectTypeOf(sdk.admin.removeSchema).toEqualTypeOf<(name: string, version: number) => Promise<boolean>>();
     void sdk.admin.upsertSchedule({ key: 'k', cron: '0 3 * * *', name: 'generateReport', payload: {} });
     // @ts-expect-error a schedule needs its key
     void sdk.admin.upsertSchedule({ cron: '0 3 * * *', name: 'generateReport' });
@@ -52,5 +53,6 @@ describe('admin types: one shape on both sides of the wire', () => {
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.list>>>().toEqualTypeOf<Outputs['list']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.retryDead>>>().toEqualTypeOf<Outputs['retryDead']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.replay>>>().toEqualTypeOf<Outputs['replay']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.removeSchema>>>().toEqualTypeOf<Outputs['removeSchema']>();
   });
 });
