@@ -68,11 +68,17 @@ export async function startPrivateMariadb(options: PrivateMariadbOptions = {}): 
     ...(options.sqlMode === undefined ? [] : [`--sql-mode=${options.sqlMode}`]),
   ];
   const server = spawn(SERVER_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // A test process that exits without `stop()` (a crash, a timeout) leaves no server behind.
+  const killOnExit = () => {
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
   let log = '';
   server.stderr?.on('data', (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-4_000);
   });
   const stop = async () => {
+    process.removeListener('exit', killOnExit);
     await killByPid(server);
     await removeDir();
   };
