@@ -4,6 +4,7 @@ import { jobs } from '@workq/schemas';
 import fc from 'fast-check';
 import superjson from 'superjson';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { blockedDuring } from '../support/event-loop.ts';
 import { expectNoLeak } from '../support/leaks.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
@@ -16,6 +17,7 @@ const TOKENS = [
   { token: 'root-token-0123456789', scopes: ['admin'] },
   { token: 'prod-token-0123456789', scopes: ['produce:*'] },
   { token: 'work-token-0123456789', scopes: ['consume:*'] },
+  { token: 'register-token-0123456789', scopes: ['register:*'] },
 ];
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
@@ -236,6 +238,72 @@ function validInput(procedure: (typeof PROCEDURES)[number], lease: Lease): unkno
       return { schemas: [{ name: 'fuzzJob', version: 1, jsonSchema: { type: 'object' } }] };
   }
 }
+
+/** Keywords, meant and not, that a generated schema's objects are made of. */
+const schemaKeyword = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('type', 'properties', 'items', 'anyOf', 'pattern', '$ref', '$defs', 'required'),
+  },
+  fc.constantFrom('$async', '$id', '$anchor', '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$schema', '$data'),
+  fc.constantFrom('patternProperties', 'propertyNames', 'additionalProperties', 'uniqueItems', 'format', 'enum'),
+  fc.constantFrom('allOf', 'oneOf', 'not', 'if', 'then', 'else', 'prefixItems', 'contains', 'minLength', 'maximum'),
+  fc.constantFrom('discriminator', 'x-workq-unchecked', 'unevaluatedProperties', 'dependentSchemas', 'default'),
+  nasty,
+);
+
+/** Values a hostile registration puts in a schema: what loads, evaluates, recurses, backtracks, or is merely odd. */
+const hostileSchemaPart = fc.oneof(
+  fc.constantFrom<unknown>(
+    { $async: true, type: 'object', required: ['x'] },
+    { $ref: 'https://example.com/schema.json' },
+    { $ref: '#' },
+    { $ref: '#/$defs/missing' },
+    { $defs: { a: { default: { $async: true } } }, $ref: '#/$defs/a/default' },
+    { $id: 'https://json-schema.org/draft/2020-12/schema' },
+    { $dynamicRef: '#meta' },
+    { pattern: '^(a+)+$' },
+    { pattern: '(a)\\1' },
+    { pattern: 'a(?=b)' },
+    { pattern: '[' },
+    { pattern: '\\p{L}{1000}' },
+    { patternProperties: { '^(a+)+$': {} } },
+    { format: 'url' },
+    { format: 'regex' },
+    { type: 'array', uniqueItems: true },
+    { type: 'array', items: { anyOf: [{ $ref: '#' }, { $ref: '#' }] } },
+    { type: 'bogus' },
+    { required: 'x' },
+    { properties: [] },
+    { $schema: 'https://example.com/meta' },
+    { const: { $data: '/x' } },
+    { multipleOf: 1e-300 },
+    true,
+    false,
+    null,
+    [],
+  ),
+  fc.integer({ min: 100, max: 3_000 }).map((fields) => ({
+    properties: Object.fromEntries(
+      Array.from({ length: fields }, (_, i) => [`f${i}`, { type: 'string', pattern: `^a${i}$` }]),
+    ),
+  })),
+  fc.constant(DEEP),
+  nastyJson,
+);
+
+/** Arbitrary JSON objects made of schema keywords, and real catalog schemas with hostile parts put in. */
+const generatedSchema = fc.oneof(
+  fc.dictionary(schemaKeyword, fc.oneof(hostileSchemaPart, nastyJson), { maxKeys: 6 }),
+  fc.constantFrom(...catalogJsonSchemas(jobs).map(({ jsonSchema }) => jsonSchema)).chain((schema) =>
+    fc
+      .array(fc.tuple(fc.constantFrom(...pathsOf(schema), ['$defs', 'x'], ['properties', 'x']), hostileSchemaPart), {
+        minLength: 1,
+        maxLength: 3,
+      })
+      .map((changes) => applyEdits(schema, changes)),
+  ),
+);
 
 await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
   let target: FreshStore | undefined;
@@ -460,6 +528,28 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
         expectClientAnswer(await send({ method: 'GET', path: url, ...sent }), url);
       }),
       { numRuns: RUNS },
+    );
+    await expectStillServing();
+  });
+
+  it('answers any schema registration with a client error or success, never holding the event loop 100 ms', async () => {
+    const registration = fc.record({
+      name: fc.constantFrom('fuzzSchema', 'sendEmail', 'imageConvert', 'otherFuzzSchema'),
+      version: fc.integer({ min: 1, max: 40 }),
+      jsonSchema: generatedSchema,
+      levels: depth,
+      token: fc.constantFrom('register-token-0123456789', 'root-token-0123456789'),
+    });
+    await fc.assert(
+      fc.asyncProperty(registration, async ({ levels, token: sentWith, ...input }) => {
+        // Made before the measurement: only the server's work on it counts.
+        const body = bodyText(wire({ schemas: [input] }), levels);
+        const request = { method: 'POST', path: '/trpc/schemas.register', contentType: 'application/json' };
+        const { outcome, blockedMs } = await blockedDuring(() => send({ ...request, token: sentWith, body }));
+        expectClientAnswer(outcome, body.slice(0, 300));
+        expect(blockedMs, body.slice(0, 300)).toBeLessThan(100);
+      }),
+      { numRuns: RUNS / 2 },
     );
     await expectStillServing();
   });

@@ -1,4 +1,3 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type Catalog, catalogJsonSchemas } from '@workq/core';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchJobs } from '../../bench/src/systems/bench-jobs.ts';
 import { chaosJobs } from '../chaos/catalog.ts';
 import { jobs as foreignJobs } from '../fixtures/foreign-project/src/catalog.ts';
+import { blockedDuring } from '../support/event-loop.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient, rawFailure } from '../support/raw-client.ts';
 import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
@@ -20,19 +20,6 @@ const TOKENS = [
   { token: PRODUCER, scopes: ['produce:*'] },
 ];
 const asyncSchema = { $async: true, type: 'object', required: ['x'] };
-
-/** Runs `call`, resolving to its outcome and the longest the event loop was held meanwhile, in milliseconds. */
-async function blockedDuring<T>(call: () => Promise<T>): Promise<{ outcome: T; blockedMs: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  delay.enable();
-  try {
-    const outcome = await call();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    return { outcome, blockedMs: delay.max / 1e6 };
-  } finally {
-    delay.disable();
-  }
-}
 
 async function post(server: QueueServer, path: string, body: unknown, token = ADMIN) {
   const response = await fetch(`${server.url}${path}`, {
@@ -150,7 +137,8 @@ await describeEachStore(E2E_STORES, 'hostile schemas over $label', ({ open }) =>
     const { outcome, blockedMs } = await blockedDuring(() => post(server, '/trpc/schemas.register', body));
     expect(outcome.status).toBe(413);
     expect(JSON.stringify(outcome.body)).toContain(`more than ${DEFAULT_SCHEMA_LIMITS.maxSchemaBytes} bytes`);
-    expect(blockedMs).toBeLessThan(100);
+    // Compiling it took 7 s or more; what is left is reading and decoding a 600 KB request body.
+    expect(blockedMs).toBeLessThan(500);
   });
 
   it('refuses 3,000 conflicting registrations without keeping anything of them', async () => {

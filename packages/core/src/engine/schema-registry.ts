@@ -10,7 +10,6 @@ import type { Clock } from './clock.ts';
 import { createPayloadAjv } from './payload-ajv.ts';
 import { checkSchemaAllowed } from './schema-allowlist.ts';
 import type { SchemaEntry, Store } from './store.ts';
-import { toStoredValue } from './stored-value.ts';
 
 /** What a client registers: one version of one job's payload schema. */
 export interface SchemaRegistration {
@@ -91,7 +90,8 @@ export class SchemaRegistry {
   /**
    * Registers each schema unless an equal one is registered. Checked, in
    * this order, before anything is compiled: the allowlist and size limits
-   * (`VALIDATION`, `PAYLOAD_TOO_LARGE`), an entry already stored under the
+   * (`VALIDATION`, `PAYLOAD_TOO_LARGE`), the JSON Schema meta-schema
+   * (`VALIDATION`), an entry already stored under the
    * (name, version) (`CONFLICT` when it differs, naming what differs), and
    * the version and job-type counts (`VALIDATION`). Resolves to the entries
    * registered; a version whose stored schema is refused is skipped.
@@ -102,7 +102,15 @@ export class SchemaRegistry {
       const { name, version, jsonSchema } = registration;
       const what = `The JSON Schema of "${name}" v${version}`;
       if (!isValidJobName(name)) throw new WorkqError('VALIDATION', `"${name}" is not a valid job name.`);
-      const fingerprint = fingerprintOf(checkSchemaAllowed(jsonSchema, this.limits, what));
+      checkSchemaAllowed(jsonSchema, this.limits, what);
+      // The fingerprint of the schema itself, as every stored row and `confirm` compute it.
+      const fingerprint = fingerprintOf(jsonSchema);
+      // Checked against the meta-schema (nothing compiled or kept) before the conflict check reads it.
+      const { $schema: _ignored, ...schema } = jsonSchema;
+      if (!this.ajv.validateSchema(schema)) {
+        const problems = this.ajv.errorsText(this.ajv.errors, { dataVar: 'schema' });
+        throw new WorkqError('VALIDATION', `${what} is not a valid JSON Schema: ${problems}.`);
+      }
       const existing = this.entries.get(keyOf(name, version)) ?? (await this.storedEntry(name, version));
       const entry = existing ?? (await this.storeNew({ name, version, fingerprint, jsonSchema }));
       if (this.refusalOf(entry) !== undefined) continue;
@@ -226,9 +234,8 @@ export class SchemaRegistry {
     const unregistered: SchemaRegistration[] = [];
     for (const registration of registrations) {
       const { name, version, jsonSchema } = registration;
-      if (toStoredValue(jsonSchema, `The JSON Schema of "${name}" v${version}`) !== jsonSchema) {
-        throw new WorkqError('VALIDATION', `The JSON Schema of "${name}" v${version} must be plain JSON.`);
-      }
+      // The limits `register` applies come first, so no schema is diffed against the registered one unchecked.
+      checkSchemaAllowed(jsonSchema, this.limits, `The JSON Schema of "${name}" v${version}`);
       const entry = await this.lookup(name, version).catch((error: unknown) => {
         if (isWorkqError(error, 'UNKNOWN_JOB') || isWorkqError(error, 'UNSUPPORTED_VERSION')) return undefined;
         throw error;
