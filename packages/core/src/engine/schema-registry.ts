@@ -90,7 +90,8 @@ export class SchemaRegistry {
   /**
    * Registers each schema unless an equal one is registered. Checked, in
    * this order, before anything is compiled: the allowlist and size limits
-   * (`VALIDATION`, `PAYLOAD_TOO_LARGE`), an entry already stored under the
+   * (`VALIDATION`, `PAYLOAD_TOO_LARGE`), the JSON Schema meta-schema
+   * (`VALIDATION`), an entry already stored under the
    * (name, version) (`CONFLICT` when it differs, naming what differs), and
    * the version and job-type counts (`VALIDATION`). Resolves to the entries
    * registered; a version whose stored schema is refused is skipped.
@@ -104,6 +105,12 @@ export class SchemaRegistry {
       checkSchemaAllowed(jsonSchema, this.limits, what);
       // The fingerprint of the schema itself, as every stored row and `confirm` compute it.
       const fingerprint = fingerprintOf(jsonSchema);
+      // Checked against the meta-schema (nothing compiled or kept) before the conflict check reads it.
+      const { $schema: _ignored, ...schema } = jsonSchema;
+      if (!this.ajv.validateSchema(schema)) {
+        const problems = this.ajv.errorsText(this.ajv.errors, { dataVar: 'schema' });
+        throw new WorkqError('VALIDATION', `${what} is not a valid JSON Schema: ${problems}.`);
+      }
       const existing = this.entries.get(keyOf(name, version)) ?? (await this.storedEntry(name, version));
       const entry = existing ?? (await this.storeNew({ name, version, fingerprint, jsonSchema }));
       if (this.refusalOf(entry) !== undefined) continue;
