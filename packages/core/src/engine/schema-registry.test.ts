@@ -145,6 +145,15 @@ describe('SchemaRegistry with untrusted schemas', () => {
     expect(error.message).toContain('is not a valid JSON Schema: schema/required must be array');
   });
 
+  it('registers again, unchanged, a schema stored before (the fingerprint is that of the schema)', async () => {
+    const { registry, write } = registryOver();
+    const jsonSchema = { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] };
+    write('sendEmail', 1, jsonSchema);
+    await expect(registry.register([{ name: 'sendEmail', version: 1, jsonSchema }])).resolves.toMatchObject([
+      { name: 'sendEmail', version: 1, fingerprint: fingerprintOf(jsonSchema) },
+    ]);
+  });
+
   it('refuses a schema past the size limit', async () => {
     const { registry } = registryOver({ limits: { maxSchemaBytes: 1_000 } });
     const jsonSchema = { type: 'object', description: 'x'.repeat(2_000) };
