@@ -18,6 +18,11 @@ export interface Principal {
    * tokens have none.
    */
   expiresAtMs?: number;
+  /**
+   * Names the bearer token without revealing it (a hash), for limits counted
+   * per token, such as open event streams; none in open mode.
+   */
+  tokenKey?: string;
 }
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -111,10 +116,11 @@ export class TokenAuthority {
     for (const grant of this.grants) {
       if (timingSafeEqual(grant.digest, presented)) match = grant.scopes;
     }
-    if (match) return { scopes: match };
+    const tokenKey = presented.toString('base64url');
+    if (match) return { scopes: match, tokenKey };
     if (!this.signingKey) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
     const verified = await verifySignedToken(token, this.signingKey, this.policy);
-    return { scopes: new Set(verified.scopes), subject: verified.subject, expiresAtMs: verified.expiresAtMs };
+    return { scopes: new Set(verified.scopes), subject: verified.subject, expiresAtMs: verified.expiresAtMs, tokenKey };
   }
 }
 

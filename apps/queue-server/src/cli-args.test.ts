@@ -39,3 +39,18 @@ describe('the signed-token flags', () => {
     },
   );
 });
+
+describe('the event-stream and result flags', () => {
+  it('reads --max-event-streams and --max-event-streams-per-token, and their WORKQ_* variables', () => {
+    expect(parseServerArgs(['--max-event-streams', '200', '--max-event-streams-per-token', '8'], {})).toMatchObject({
+      limits: { maxEventStreams: 200, maxEventStreamsPerToken: 8 },
+    });
+    expect(
+      parseServerArgs([], {
+        WORKQ_MAX_EVENT_STREAMS: '50',
+        WORKQ_MAX_EVENT_STREAMS_PER_TOKEN: '4',
+        WORKQ_MAX_RESULT_BYTES: '9',
+      }),
+    ).toMatchObject({ limits: { maxEventStreams: 50, maxEventStreamsPerToken: 4, maxResultBytes: 9 } });
+  });
+});

@@ -29,11 +29,17 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --crontab <file>          recurring jobs: a JSON array of { cron, name, payload?, version?, timezone?,
                             key?, options? } [WORKQ_CRONTAB]
   --max-payload-bytes <n>   [WORKQ_MAX_PAYLOAD_BYTES] (default ${DEFAULT_LIMITS.maxPayloadBytes})
+  --max-result-bytes <n>    a larger job result ends its job dead [WORKQ_MAX_RESULT_BYTES]
+                            (default: --max-payload-bytes)
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
+  --max-event-streams <n>   job-event streams open at once on this server [WORKQ_MAX_EVENT_STREAMS]
+                            (default ${DEFAULT_LIMITS.maxEventStreams})
+  --max-event-streams-per-token <n>  … held by one token [WORKQ_MAX_EVENT_STREAMS_PER_TOKEN]
+                            (default ${DEFAULT_LIMITS.maxEventStreamsPerToken})
   --help
 `;
 
@@ -45,17 +51,6 @@ const intOption = (value: string | undefined, name: string): number | undefined 
   return parsed;
 };
 
-/** Reads flags, then `WORKQ_*` environment variables, into server options. */
-export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerOptions | 'help' {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      store: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      token: { type: 'string', multiple: true },
-      'token-secret': { type: 'string' },
-      'cors-origin': { type: 'string', multiple: true },
 const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** A span written `90s`, `30m`, `24h`, `7d`, `500ms`, or as plain milliseconds; positive. */
@@ -71,31 +66,57 @@ const durationOption = (value: string | undefined, name: string): number | undef
   return ms;
 };
 
+/** Reads flags, then `WORKQ_*` environment variables, into server options. */
+export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerOptions | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      store: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      token: { type: 'string', multiple: true },
+      'token-secret': { type: 'string' },
+      'max-token-lifetime': { type: 'string' },
+      'token-audience': { type: 'string' },
+      'token-issuer': { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
       'data-dir': { type: 'string' },
       crontab: { type: 'string' },
       'max-payload-bytes': { type: 'string' },
+      'max-result-bytes': { type: 'string' },
       'max-batch-size': { type: 'string' },
       'max-trpc-batch-size': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
       'max-buffered-events': { type: 'string' },
+      'max-event-streams': { type: 'string' },
+      'max-event-streams-per-token': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
-      'max-token-lifetime': { type: 'string' },
-      'token-audience': { type: 'string' },
-      'token-issuer': { type: 'string' },
   });
   if (values.help) return 'help';
   const tokens = values.token ? parseTokenList(values.token.join(';')) : parseTokenList(env.WORKQ_TOKENS ?? '');
   const limits = {
     maxPayloadBytes: intOption(values['max-payload-bytes'] ?? env.WORKQ_MAX_PAYLOAD_BYTES, 'max-payload-bytes'),
+    maxResultBytes: intOption(values['max-result-bytes'] ?? env.WORKQ_MAX_RESULT_BYTES, 'max-result-bytes'),
     maxBatchSize: intOption(values['max-batch-size'] ?? env.WORKQ_MAX_BATCH_SIZE, 'max-batch-size'),
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),
+    maxEventStreams: intOption(values['max-event-streams'] ?? env.WORKQ_MAX_EVENT_STREAMS, 'max-event-streams'),
+    maxEventStreamsPerToken: intOption(
+      values['max-event-streams-per-token'] ?? env.WORKQ_MAX_EVENT_STREAMS_PER_TOKEN,
+      'max-event-streams-per-token',
+    ),
   };
   const crontabFile = values.crontab ?? env.WORKQ_CRONTAB;
   const tokenSecret = values['token-secret'] || env.WORKQ_TOKEN_SECRET || undefined;
+  const maxTokenLifetimeMs = durationOption(
+    values['max-token-lifetime'] ?? env.WORKQ_MAX_TOKEN_LIFETIME,
+    'max-token-lifetime',
+  );
+  const tokenAudience = values['token-audience'] || env.WORKQ_TOKEN_AUDIENCE || undefined;
+  const tokenIssuer = values['token-issuer'] || env.WORKQ_TOKEN_ISSUER || undefined;
   const corsOrigins = (values['cors-origin'] ?? [env.WORKQ_CORS_ORIGINS ?? ''])
     .flatMap((list) => list.split(','))
     .map((origin) => origin.trim())
@@ -109,6 +130,9 @@ const durationOption = (value: string | undefined, name: string): number | undef
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
     ...(crontabFile ? { crontab: readCrontab(crontabFile) } : {}),
     ...(tokenSecret ? { tokenSecret } : {}),
+    ...(maxTokenLifetimeMs !== undefined ? { maxTokenLifetimeMs } : {}),
+    ...(tokenAudience ? { tokenAudience } : {}),
+    ...(tokenIssuer ? { tokenIssuer } : {}),
     ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}),
   };
 }
@@ -119,17 +143,8 @@ function readCrontab(file: string): CronEntry[] {
   try {
     entries = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-  const maxTokenLifetimeMs = durationOption(
-    values['max-token-lifetime'] ?? env.WORKQ_MAX_TOKEN_LIFETIME,
-    'max-token-lifetime',
-  );
-  const tokenAudience = values['token-audience'] || env.WORKQ_TOKEN_AUDIENCE || undefined;
-  const tokenIssuer = values['token-issuer'] || env.WORKQ_TOKEN_ISSUER || undefined;
     throw new Error(`crontab ${file} could not be read as JSON: ${error instanceof Error ? error.message : error}`);
   }
   if (!Array.isArray(entries)) throw new Error(`crontab ${file} must hold a JSON array of entries.`);
   return parseCrontab(entries).map((scheduled) => scheduled.entry);
 }
-    ...(maxTokenLifetimeMs !== undefined ? { maxTokenLifetimeMs } : {}),
-    ...(tokenAudience ? { tokenAudience } : {}),
-    ...(tokenIssuer ? { tokenIssuer } : {}),

@@ -73,7 +73,7 @@ const AFTER_UNKNOWN_WRITE: Readonly<Record<Exclude<RequestKind, 'read'>, string>
 export function toClientError(error: unknown, kind: RequestKind = 'write'): WorkqError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (cause instanceof WorkqError) {
-    if (cause.code === 'UNAVAILABLE') {
+    if (cause.code === 'UNAVAILABLE' && !isServerLimit(cause)) {
       return new WorkqError('UNAVAILABLE', publicUnavailableMessage(cause.retryable, kind), {
         retryable: cause.retryable,
       });
@@ -90,6 +90,20 @@ export function toClientError(error: unknown, kind: RequestKind = 'write'): Work
   const outcome =
     kind === 'read' ? 'nothing was changed' : `whether it changed anything is unknown. ${AFTER_UNKNOWN_WRITE[kind]}`;
   return new WorkqError('UNAVAILABLE', `The queue server hit an internal error; ${outcome}`, { retryable: true });
+}
+
+/**
+ * A retryable `UNAVAILABLE` that says the server is at one of its limits
+ * (`limit` names it, e.g. `maxEventStreams`): its message is the server's own,
+ * so clients see it as it is, unlike a store failure's.
+ */
+export function serverAtLimit(limit: string, message: string): WorkqError {
+  return new WorkqError('UNAVAILABLE', message, { retryable: true, details: { limit } });
+}
+
+function isServerLimit(error: WorkqError): boolean {
+  const details = error.details as { limit?: unknown } | undefined;
+  return typeof details?.limit === 'string';
 }
 
 function publicUnavailableMessage(retryable: boolean, kind: RequestKind): string {

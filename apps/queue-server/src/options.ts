@@ -31,6 +31,15 @@ export interface CorsOptions {
 export interface ServerLimits {
   /** Largest JSON payload of one job, in bytes. @defaultValue 262_144 (256 KiB) */
   maxPayloadBytes?: number;
+  /**
+   * Largest JSON result of one job, in bytes as stored. A larger result is
+   * refused with `PAYLOAD_TOO_LARGE` and stored nowhere, and its job ends
+   * dead with an error naming the limit (it would make the same result on
+   * every retry). Results are kept in the store and sent in every
+   * `completed` event, so they are bounded like payloads.
+   * @defaultValue `maxPayloadBytes` (256 KiB unless set)
+   */
+  maxResultBytes?: number;
   /** Most jobs in one enqueueMany, claim or ack batch. @defaultValue 1000 */
   maxBatchSize?: number;
   /** Most calls in one tRPC HTTP batch. @defaultValue 50 */
@@ -44,6 +53,19 @@ export interface ServerLimits {
    * subscriber gets `resync` (docs/events.md). @defaultValue 10_000
    */
   maxBufferedEvents?: number;
+  /**
+   * Job-event streams (`events.watch`) open at once on this server; one past
+   * it is refused with a retryable `UNAVAILABLE` (the SDK tries again, backing
+   * off to 4 s, or a load balancer's other server takes it). @defaultValue 1_000
+   */
+  maxEventStreams?: number;
+  /**
+   * Job-event streams one token (static or signed) may hold open at once; one
+   * past it is refused with `FORBIDDEN`, which ends `sdk.events` (a client
+   * that opens this many is leaking them). Not counted in open mode.
+   * @defaultValue 64
+   */
+  maxEventStreamsPerToken?: number;
   /**
    * Bounds on registered payload schemas: size, nesting, versions per job
    * type and job types in the store (see `SchemaLimits`).
@@ -77,6 +99,25 @@ export interface ServerOptions {
    * @defaultValue none (only `tokens` are accepted)
    */
   tokenSecret?: string;
+  /**
+   * The longest a signed token may be valid, in milliseconds: one whose
+   * `exp` lies further than this past its `iat` (or past now, without one)
+   * is refused with `UNAUTHORIZED`, so a leaked token never outlives it.
+   * Positive (`VALIDATION` at start otherwise).
+   * @defaultValue 86_400_000 (24 h)
+   */
+  maxTokenLifetimeMs?: number;
+  /**
+   * The `aud` claim every signed token must carry (`mintToken({ audience })`),
+   * so tokens minted for another service with the same secret are refused.
+   * @defaultValue none (`aud` is not checked)
+   */
+  tokenAudience?: string;
+  /**
+   * The `iss` claim every signed token must carry (`mintToken({ issuer })`).
+   * @defaultValue none (`iss` is not checked)
+   */
+  tokenIssuer?: string;
   /** Cross-origin browser access. @defaultValue { origins: [] } */
   cors?: CorsOptions;
   limits?: ServerLimits;
@@ -106,25 +147,6 @@ export interface ServerOptions {
    */
   scheduleReloadMs?: number;
   /**
-   * The longest a signed token may be valid, in milliseconds: one whose
-   * `exp` lies further than this past its `iat` (or past now, without one)
-   * is refused with `UNAUTHORIZED`, so a leaked token never outlives it.
-   * Positive (`VALIDATION` at start otherwise).
-   * @defaultValue 86_400_000 (24 h)
-   */
-  maxTokenLifetimeMs?: number;
-  /**
-   * The `aud` claim every signed token must carry (`mintToken({ audience })`),
-   * so tokens minted for another service with the same secret are refused.
-   * @defaultValue none (`aud` is not checked)
-   */
-  tokenAudience?: string;
-  /**
-   * The `iss` claim every signed token must carry (`mintToken({ issuer })`).
-   * @defaultValue none (`iss` is not checked)
-   */
-  tokenIssuer?: string;
-  /**
    * The job catalog (`defineCatalog`), when the server is built with it.
    * Payloads of the job versions it declares are then parsed with its Zod
    * schemas — refinements, pipes, coercion and all, exactly as the SDK parses
@@ -152,6 +174,9 @@ export interface ResolvedServerOptions {
   host: string;
   tokens: readonly TokenGrant[];
   tokenSecret: string | undefined;
+  maxTokenLifetimeMs: number;
+  tokenAudience: string | undefined;
+  tokenIssuer: string | undefined;
   cors: Required<CorsOptions>;
   limits: Required<ServerLimits>;
   dataDir: string;
@@ -166,11 +191,14 @@ export interface ResolvedServerOptions {
 
 export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxPayloadBytes: 256 * 1024,
+  maxResultBytes: 256 * 1024,
   maxBatchSize: MAX_BATCH_SIZE,
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
+  maxEventStreams: 1_000,
+  maxEventStreamsPerToken: 64,
   schemas: DEFAULT_SCHEMA_LIMITS,
 });
 
@@ -189,12 +217,17 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     host: options.host ?? '127.0.0.1',
     tokens: [...(options.tokens ?? [])],
     tokenSecret: options.tokenSecret,
+    maxTokenLifetimeMs: options.maxTokenLifetimeMs ?? DEFAULT_MAX_TOKEN_LIFETIME_MS,
+    tokenAudience: options.tokenAudience,
+    tokenIssuer: options.tokenIssuer,
     cors: { origins: [...(options.cors?.origins ?? [])] },
-    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    limits: {
+      ...DEFAULT_LIMITS,
+      ...options.limits,
+      maxResultBytes:
+        options.limits?.maxResultBytes ?? options.limits?.maxPayloadBytes ?? DEFAULT_LIMITS.maxResultBytes,
+    },
     dataDir: options.dataDir ?? '.workq',
-  maxTokenLifetimeMs: number;
-  tokenAudience: string | undefined;
-  tokenIssuer: string | undefined;
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     historyRetentionMs: options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS,
     crontab: [...(options.crontab ?? [])],
@@ -204,6 +237,3 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     logger: options.logger ?? jsonLineLogger(),
   };
 }
-    maxTokenLifetimeMs: options.maxTokenLifetimeMs ?? DEFAULT_MAX_TOKEN_LIFETIME_MS,
-    tokenAudience: options.tokenAudience,
-    tokenIssuer: options.tokenIssuer,

@@ -1,3 +1,4 @@
+import superjson from 'superjson';
 import {
   eventsOfRun,
   JOB_EVENT_TYPES,
@@ -6,6 +7,7 @@ import {
   type JobEventRun,
   type ResyncEvent,
 } from './events.ts';
+import { isPlainJson } from './plain-json.ts';
 
 /** What an event carries beyond its type, id, name, version, time and attempt. */
 export type WireEventDetails = JobEventDetails;
@@ -53,6 +55,76 @@ export function encodeEventBatch(runs: readonly (JobEventRun | ResyncEvent)[]): 
     ]);
   }
   return { names, runs: wire };
+}
+
+/** A run's part of a batch on the wire; only its index in the batch's `names` is left to fill in. */
+interface RunBytes {
+  /** `[type,` */
+  head: string;
+  /** `,at,ids,versions,attempts,details]`, as UTF-8. */
+  tail: Uint8Array;
+  /** superjson's annotations of the run's `details` (relative to them), when they are not plain JSON. */
+  meta?: unknown;
+}
+
+/**
+ * Each run's bytes, made once however many subscribers' batches carry it:
+ * the hub hands the same run object to every subscriber that wants it, so a
+ * 4 MiB result is serialized and encoded once, not once per stream. Kept as
+ * long as the run is (the hub keeps its recent runs for resumption).
+ */
+const runBytes = new WeakMap<JobEventRun, RunBytes>();
+const utf8 = new TextEncoder();
+
+/**
+ * A batch as the stream carries it, in pieces to write one after the other:
+ * exactly the UTF-8 of `JSON.stringify(wireTransformer.serialize(encodeEventBatch(runs)))`
+ * when the batch is plain JSON (`{"json":…}`), and what deserializes to the
+ * same value when a result is not (`{"json":…,"meta":…}`, superjson's
+ * annotations nested per run). Each run's bytes are made once (`runBytes`);
+ * a batch only lines them up, so serving many subscribers costs copies, not
+ * serializations.
+ */
+export function eventBatchWireParts(runs: readonly (JobEventRun | ResyncEvent)[]): (string | Uint8Array)[] {
+  const names: string[] = [];
+  const parts: (string | Uint8Array)[] = [];
+  let meta: Record<string, unknown> | undefined;
+  runs.forEach((run, index) => {
+    const comma = index === 0 ? '' : ',';
+    if (run.type === 'resync') {
+      parts.push(`${comma}[-1,${run.at.getTime()}]`);
+      return;
+    }
+    let name = names.indexOf(run.name);
+    if (name < 0) name = names.push(run.name) - 1;
+    let bytes = runBytes.get(run);
+    if (!bytes) {
+      bytes = encodeRun(run);
+      runBytes.set(run, bytes);
+    }
+    parts.push(`${comma}${bytes.head}${name}`, bytes.tail);
+    if (bytes.meta !== undefined) (meta ??= {})[String(index)] = { 6: bytes.meta };
+  });
+  const metaText = meta === undefined ? '' : `,"meta":${JSON.stringify({ values: { runs: meta }, v: 1 })}`;
+  return [`{"json":{"names":${JSON.stringify(names)},"runs":[`, ...parts, `]}${metaText}}`];
+}
+
+function encodeRun(run: JobEventRun): RunBytes {
+  const { ids, versions, attempts, details } = run;
+  const wireAttempts = attempts ? nullForMissing(attempts, ids.length) : 0;
+  const wireDetails = details ? nullForMissing(details, ids.length) : 0;
+  let detailsText: string;
+  let meta: unknown;
+  if (isPlainJson(wireDetails)) {
+    detailsText = JSON.stringify(wireDetails);
+  } else {
+    const serialized = superjson.serialize(wireDetails);
+    detailsText = JSON.stringify(serialized.json);
+    meta = serialized.meta?.values;
+  }
+  const tail = `,${run.at.getTime()},${JSON.stringify(ids)},${JSON.stringify(versions)},${JSON.stringify(wireAttempts)},${detailsText}]`;
+  const head = `[${TYPE_INDEX.get(run.type) as number},`;
+  return { head, tail: utf8.encode(tail), ...(meta === undefined ? {} : { meta }) };
 }
 
 /** `values` as JSON keeps it, `length` long, with `null` where a job has no value (holes, `undefined`). */

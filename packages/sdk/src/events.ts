@@ -66,7 +66,12 @@ const EVENTS_DEFAULTS = { maxBufferedEvents: 10_000 } as const;
 /** Waits between reconnections after a failure: doubling from the first to the last. */
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 4_000;
-/** Failures that another try cannot mend: the iteration ends with them. */
+/**
+ * Failures that another try cannot mend: the iteration ends with them. But
+ * an `UNAUTHORIZED` that ends a stream which had delivered (a signed token
+ * expired under it) is tried once more, after the first wait, with the token
+ * asked for again; refused again at once, the iteration ends.
+ */
 const FINAL = new Set(['UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION', 'UNKNOWN_JOB', 'NOT_FOUND']);
 
 export function createEvents<C extends Catalog>(jobs: C, api: QueueApi): EventsFn<C> {
@@ -115,10 +120,12 @@ async function* watch(
     while (!signal?.aborted) {
       failure = undefined;
       ended = false;
+      let delivered = false;
       const subscription = api.events.watch.subscribe(
         { name, lastEventId },
         {
           onData: ({ id, data }) => {
+            delivered = true;
             lastEventId = id;
             failures = 0;
             take(data);
@@ -152,7 +159,8 @@ async function* watch(
       if (signal?.aborted) return;
       // Set by the subscription's callbacks, which the compiler does not follow.
       const failed = failure as WorkqError | undefined;
-      if (failed && FINAL.has(failed.code)) throw failed;
+      const expiredUnderway = failed?.code === 'UNAUTHORIZED' && delivered;
+      if (failed && FINAL.has(failed.code) && !expiredUnderway) throw failed;
       const delayMs = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** failures);
       failures += 1;
       await sleep(delayMs, signal);

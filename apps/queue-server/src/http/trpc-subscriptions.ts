@@ -10,6 +10,35 @@ import { abortOnDisconnect, procedurePath, type TrpcMutationOptions } from './tr
 
 export type TrpcSubscriptionOptions<TContext> = Omit<TrpcMutationOptions<TContext>, 'maxBodySize'>;
 
+type WireParts = () => (string | Uint8Array)[];
+const WIRE_PARTS = Symbol('wire parts');
+
+/**
+ * `value`, carrying what the router's transformer and `JSON.stringify` would
+ * make of it, as UTF-8 in pieces, so the stream writes those instead of
+ * serializing and encoding the value again (job events: each run's bytes are
+ * made once and shared by every stream). The value stays what it is for any
+ * other reader.
+ */
+export function withWireParts<T extends object>(value: T, parts: WireParts): T {
+  Object.defineProperty(value, WIRE_PARTS, { value: parts });
+  return value;
+}
+
+/**
+ * Writes one server-sent event whose data comes in pieces (`withWireParts`),
+ * each as it is: shared bytes are handed to the socket, never copied or
+ * joined per stream. Resolves `false` when the response wants a `drain`.
+ */
+function writeMessageOfParts(res: ServerResponse, parts: (string | Uint8Array)[], id: string | undefined): boolean {
+  res.cork();
+  res.write('data: ');
+  for (const part of parts) res.write(part);
+  const more = res.write(id === undefined ? '\n\n\n' : `\nid: ${id}\n\n\n`);
+  res.uncork();
+  return more;
+}
+
 /** The headers of an event stream, as tRPC's adapter sends them. */
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -77,8 +106,17 @@ export function createTrpcSubscriptionHandler<TContext>(
       }
       for await (const value of values) {
         const [id, data] = isTrackedEnvelope(value) ? value : [undefined, value];
-        const text = JSON.stringify(config.transformer.output.serialize(data));
-        if (!res.write(message(id === undefined ? { data: text } : { data: text, id: String(id) }))) {
+        const parts = isObject(data) ? (data as { [WIRE_PARTS]?: WireParts })[WIRE_PARTS] : undefined;
+        const eventId = id === undefined ? undefined : String(id);
+        const more = parts
+          ? writeMessageOfParts(res, parts(), eventId)
+          : res.write(
+              message({
+                data: JSON.stringify(config.transformer.output.serialize(data)),
+                ...(eventId === undefined ? {} : { id: eventId }),
+              }),
+            );
+        if (!more) {
           await writable(res);
         }
         if (res.destroyed) return;

@@ -45,20 +45,69 @@ function toWireJob(job: ClaimedJob): WireClaimedJob {
   return wire;
 }
 
-/** Checks a batch of acks before any goes to the store: its size, and that each result can be stored. */
-function checkAcks(services: ServerServices, items: readonly z.infer<typeof completion>[]): void {
-  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
-  for (const { id, result } of items) toStoredValue(result, `Result of job ${id}`);
+type Ack = z.infer<typeof completion>;
+
+/** The size of a result as stored, in bytes of UTF-8 JSON (a bigint, Date or Map counts with its encoding). */
+function storedBytes(ack: Ack): number {
+  const text = JSON.stringify(toStoredValue(ack.result, `Result of job ${ack.id}`));
+  return text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
 }
 
-/** Whether the acks a claim carries can go to the store; those that cannot are answered as failed acks. */
-function acksAreStorable(services: ServerServices, items: readonly z.infer<typeof completion>[]): boolean {
+/** Checks a batch of acks before any goes to the store: its size, and that each result can be stored. */
+function checkAcks(services: ServerServices, items: readonly Ack[]): { ack: Ack; bytes: number }[] {
+  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
+  const { maxResultBytes } = services.options.limits;
+  return items.map((ack) => ({ ack, bytes: storedBytes(ack) })).filter(({ bytes }) => bytes > maxResultBytes);
+}
+
+/**
+ * Ends each job whose result is over `maxResultBytes` dead, its error naming
+ * the limit, and stores none of the result: retrying would make the same
+ * result again, so the job must not run forever. Fenced by the lease (a job
+ * whose lease is lost already is left as it is). Resolves to the refusal the
+ * worker gets, `PAYLOAD_TOO_LARGE`.
+ */
+async function failOversized(services: ServerServices, oversized: { ack: Ack; bytes: number }[]): Promise<WorkqError> {
+  const maxBytes = services.options.limits.maxResultBytes;
+  await Promise.all(
+    oversized.map(({ ack, bytes }) =>
+      services.engine
+        .fail(
+          { id: ack.id, leaseToken: ack.leaseToken },
+          {
+            message: `The result was ${bytes} bytes, over the server's limit of ${maxBytes} (maxResultBytes), so it was not stored and the job was not retried. Store large results elsewhere and return a reference to them.`,
+            permanent: true,
+          },
+        )
+        .catch((error: unknown) => {
+          if (!isWorkqError(error, 'LEASE_LOST')) throw error;
+        }),
+    ),
+  );
+  const [first] = oversized as [{ ack: Ack; bytes: number }];
+  return new WorkqError(
+    'PAYLOAD_TOO_LARGE',
+    `The result of job ${first.ack.id} is ${first.bytes} bytes; the limit is ${maxBytes} (limits.maxResultBytes, --max-result-bytes)${oversized.length > 1 ? `, and ${oversized.length - 1} more results are over it too` : ''}. Such jobs end dead with that error, their results not stored. Store large results elsewhere and return a reference to them.`,
+  );
+}
+
+/**
+ * The acks a claim carries that can go to the store: none when any cannot be
+ * stored, and never one over `maxResultBytes` (its job is failed here, and
+ * the claim answers `acksFailed`, so the worker sends its acks again on their
+ * own and hears `PAYLOAD_TOO_LARGE`).
+ */
+async function storableAcks(services: ServerServices, items: readonly Ack[]): Promise<{ acks: Ack[]; valid: boolean }> {
+  let oversized: { ack: Ack; bytes: number }[];
   try {
-    checkAcks(services, items);
-    return true;
+    oversized = checkAcks(services, items);
   } catch {
-    return false;
+    return { acks: [], valid: false };
   }
+  if (oversized.length === 0) return { acks: [...items], valid: true };
+  await failOversized(services, oversized);
+  const refused = new Set(oversized.map(({ ack }) => ack));
+  return { acks: items.filter((ack) => !refused.has(ack)), valid: false };
 }
 
 /** Observes, for the metrics, the wait of each job a claim leased, and the lease of each carried ack it completed. */
@@ -130,7 +179,7 @@ export const consumerRouter = router({
         requireScope(ctx.principal, 'consume', input.name);
         const { dispatcher, options } = ctx.services;
         checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
-        const acksValid = acksAreStorable(ctx.services, input.complete);
+        const carried = await storableAcks(ctx.services, input.complete);
         const answer = await dispatcher.claim(
           {
             name: input.name,
@@ -141,9 +190,10 @@ export const consumerRouter = router({
             host: input.host ?? ctx.remoteAddress,
             pid: input.pid ?? null,
             startedAt: input.startedAt ?? null,
-            waitMs: input.waitMs,
+            // Acks it could not take are answered at once, not after a long poll, so the worker hears why soon.
+            waitMs: carried.valid ? input.waitMs : 0,
             leaseMs: input.leaseMs,
-            acks: acksValid ? input.complete : [],
+            acks: carried.acks,
           },
           signal ?? new AbortController().signal,
         );
@@ -151,7 +201,7 @@ export const consumerRouter = router({
         return {
           jobs: answer.jobs.map(toWireJob),
           completed: answer.completed,
-          acksFailed: answer.acksFailed || !acksValid,
+          acksFailed: answer.acksFailed || !carried.valid,
           concurrencyLimited: answer.concurrencyLimited,
         };
       },
@@ -177,7 +227,14 @@ export const consumerRouter = router({
     .input(z.object({ items: z.array(completion).min(1), name: jobName.optional() }))
     .mutation(async ({ ctx, input }) => {
       requireSomeConsumeScope(ctx.principal);
-      checkAcks(ctx.services, input.items);
+      const oversized = checkAcks(ctx.services, input.items);
+      if (oversized.length > 0) {
+        // The others complete as asked; the answer is the refusal of the oversized ones.
+        const refused = await failOversized(ctx.services, oversized);
+        const rest = input.items.filter((item) => !oversized.some(({ ack }) => ack === item));
+        if (rest.length > 0) await ctx.services.dispatcher.complete(rest, input.name);
+        throw refused;
+      }
       const outcomes = await ctx.services.dispatcher.complete(input.items, input.name);
       if (input.name !== undefined) {
         const completed = outcomes.filter((o) => o.ok).map((o) => o.id);

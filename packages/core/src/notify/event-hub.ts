@@ -19,6 +19,8 @@ export interface EventSubscription {
   lastEventId?: string;
   /** Ends the subscription. */
   signal: AbortSignal;
+  /** Who holds it (e.g. a token's key), so `subscriberCount(owner)` can bound each holder's subscriptions. */
+  owner?: string;
 }
 
 export interface EventHubOptions {
@@ -67,6 +69,8 @@ interface Entry {
  */
 export class EventHub implements JobEventSink {
   private readonly subscribers = new Set<Subscriber>();
+  /** The number of subscribers of each owner that has any. */
+  private readonly owned = new Map<string, number>();
   private readonly recent: Entry[] = [];
   /** The number of events in `recent`. */
   private recentEvents = 0;
@@ -118,16 +122,27 @@ export class EventHub implements JobEventSink {
     const subscriber = new Subscriber(subscription.wants, this.options.maxBufferedEvents, () => this.lastId());
     if (!this.resume(subscriber, subscription.lastEventId)) subscriber.resync();
     this.subscribers.add(subscriber);
+    const { owner } = subscription;
+    if (owner !== undefined) this.owned.set(owner, (this.owned.get(owner) ?? 0) + 1);
     this.bus?.announceListening(() => this.keeping);
     const leave = () => {
-      if (this.subscribers.delete(subscriber) && this.subscribers.size === 0) {
-        this.lastSubscriberLeftAt = Date.now();
+      if (!this.subscribers.delete(subscriber)) return subscriber.end();
+      if (this.subscribers.size === 0) this.lastSubscriberLeftAt = Date.now();
+      if (owner !== undefined) {
+        const left = (this.owned.get(owner) ?? 1) - 1;
+        if (left > 0) this.owned.set(owner, left);
+        else this.owned.delete(owner);
       }
       subscriber.end();
     };
     subscription.signal.addEventListener('abort', leave, { once: true });
     if (subscription.signal.aborted || this.closed) leave();
     return subscriber.batches(() => subscription.signal.removeEventListener('abort', leave));
+  }
+
+  /** The subscriptions open now: all of them, or those of one `owner`. */
+  subscriberCount(owner?: string): number {
+    return owner === undefined ? this.subscribers.size : (this.owned.get(owner) ?? 0);
   }
 
   /** Ends every subscription with a retryable `UNAVAILABLE`, so that subscribers reconnect (elsewhere). */
@@ -139,6 +154,7 @@ export class EventHub implements JobEventSink {
     });
     for (const subscriber of this.subscribers) subscriber.end(closing);
     this.subscribers.clear();
+    this.owned.clear();
   }
 
   /** Whether this server keeps events: it has subscribers, or had one within the resume window. */

@@ -57,6 +57,16 @@ export class AckBatcher {
     this.schedule();
   }
 
+  /**
+   * Sends completions a claim carried but the server did not take (a result
+   * it cannot store) in a request of their own, now: that request's answer
+   * says why (e.g. `PAYLOAD_TOO_LARGE`), and the next claim does not carry
+   * them again.
+   */
+  resend(acks: readonly PendingAck[]): void {
+    if (acks.length > 0) this.send([...acks]);
+  }
+
   /** Sends everything waiting and resolves once every completion has an outcome. */
   async drain(): Promise<void> {
     while (this.pending.length > 0 || this.sending.size > 0) {
@@ -75,25 +85,26 @@ export class AckBatcher {
   }
 
   private flush(): void {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.maxBatch);
-      const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
-      const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
-      const sent = retrying(
-        () => this.call((api, signal) => api.consumer.complete.mutate({ items, name: this.name }, { signal })),
-        giveUpAt,
-      ).then(
-        (outcomes) =>
-          this.settle(
-            batch,
-            outcomes.filter((o) => o.ok).map((o) => o.id),
-          ),
-        (error: unknown) => {
-          for (const ack of batch) ack.fail(error);
-        },
-      );
-      this.sending.add(sent);
-      sent.finally(() => this.sending.delete(sent));
-    }
+    while (this.pending.length > 0) this.send(this.pending.splice(0, this.maxBatch));
+  }
+
+  private send(batch: PendingAck[]): void {
+    const giveUpAt = Math.min(...batch.map((a) => a.giveUpAt));
+    const items = batch.map(({ id, leaseToken, result }) => ({ id, leaseToken, result }));
+    const sent = retrying(
+      () => this.call((api, signal) => api.consumer.complete.mutate({ items, name: this.name }, { signal })),
+      giveUpAt,
+    ).then(
+      (outcomes) =>
+        this.settle(
+          batch,
+          outcomes.filter((o) => o.ok).map((o) => o.id),
+        ),
+      (error: unknown) => {
+        for (const ack of batch) ack.fail(error);
+      },
+    );
+    this.sending.add(sent);
+    sent.finally(() => this.sending.delete(sent));
   }
 }

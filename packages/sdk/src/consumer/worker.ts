@@ -81,7 +81,7 @@ export function startWorker(deps: WorkerDeps): Worker {
         signal: dropClaims.signal,
       });
       const receivedAtMs = Date.now();
-      if (claimed.acksFailed) acks.restore(carried);
+      if (claimed.acksFailed) acks.resend(carried);
       else acks.settle(carried, claimed.completed);
       limited = claimed.concurrencyLimited === true;
       // Leases are kept alive from the claim on, also while a prefetched job waits for a slot.
