@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { backtrackingConstructOf } from './backtracking-patterns.ts';
 import type { Catalog } from './types.ts';
 
 /** One version of one job's payload, as JSON Schema (draft 2020-12, input side). */
@@ -43,8 +44,10 @@ export interface UncheckedConstraint {
  * Zod schema accepts, and lists under `UNCHECKED_KEYWORD` the constraints it
  * cannot express — refinements, the output side of pipes and transforms,
  * coercion and preprocessing, and types JSON has not (dates, bigints, maps,
- * …) — so a validator of this schema accepts some payloads Zod refuses, and
- * says so. Parts that accept any input (coerced, preprocessed, `.catch`) are
+ * …), and patterns that need a backtracking engine (lookaround,
+ * backreferences: Zod's hostname, emoji and ISO duration formats among them),
+ * which the queue server refuses to run — so a validator of this schema
+ * accepts some payloads Zod refuses, and says so. Parts that accept any input (coerced, preprocessed, `.catch`) are
  * `{}` and not required.
  */
 export function toPayloadJsonSchema(schema: z.ZodType): Record<string, unknown> {
@@ -70,6 +73,7 @@ export function toPayloadJsonSchema(schema: z.ZodType): Record<string, unknown> 
           note(path, defOf(def.out).type === 'transform' ? 'transform (.transform)' : 'the schema piped into (.pipe)');
       }
       if (acceptsAnyInput(def)) clear(jsonSchema as Record<string, unknown>);
+      dropBacktrackingPatterns(jsonSchema as Record<string, unknown>, (constraint) => note(path, constraint));
       if (def.type === 'object' && def.shape) {
         const optional = Object.keys(def.shape).filter((key) => acceptsAnyInput(defOf(def.shape?.[key])));
         const required = (jsonSchema as { required?: string[] }).required;
@@ -132,6 +136,20 @@ const MISSING_IN_JSON_SCHEMA: Readonly<Record<string, string>> = {
 function acceptsAnyInput(def: ZodDefinition): boolean {
   if (def.coerce || def.type === 'catch' || def.type === 'transform' || def.type === 'custom') return true;
   return def.type === 'pipe' && defOf(def.in).type === 'transform';
+}
+
+/** Removes the `pattern`s (also those `allOf` lists) that need a backtracking engine, noting each. */
+function dropBacktrackingPatterns(jsonSchema: Record<string, unknown>, note: (constraint: string) => void): void {
+  const parts = [
+    jsonSchema,
+    ...(Array.isArray(jsonSchema.allOf) ? (jsonSchema.allOf as Record<string, unknown>[]) : []),
+  ];
+  for (const part of parts) {
+    const construct = typeof part?.pattern === 'string' ? backtrackingConstructOf(part.pattern) : undefined;
+    if (!construct) continue;
+    note(`pattern ${JSON.stringify(part.pattern)} (it uses ${construct}, which a linear-time engine cannot run)`);
+    delete part.pattern;
+  }
 }
 
 /** Leaves only annotations (`default`, `description`, …): a schema any value satisfies. */

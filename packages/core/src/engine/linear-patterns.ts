@@ -1,4 +1,5 @@
 import { RE2JS } from 're2js';
+import { backtrackingConstructOf } from '../contract/backtracking-patterns.ts';
 
 /**
  * Most instructions the linear-time engine's program of one registered
@@ -83,33 +84,3 @@ export const linearRegExp: RegExpEngine = Object.assign(
   },
   { code: 'linearRegExp' },
 );
-
-/**
- * The first construct of `pattern` that needs backtracking, named for a
- * person (`a backreference (\1)`, `lookahead ((?=)`), or `undefined`. RE2
- * refuses most on its own; named backreferences (`\k<name>`) it would read
- * as a literal `k`, so they are caught here.
- */
-function backtrackingConstructOf(pattern: string): string | undefined {
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const char = pattern[i];
-    if (char === '\\') {
-      const next = pattern[i + 1] ?? '';
-      if (!inClass && next === 'k') return 'a named backreference (\\k<…>)';
-      if (!inClass && next >= '1' && next <= '9') return `a backreference (\\${next})`;
-      i++;
-    } else if (inClass) {
-      if (char === ']') inClass = false;
-    } else if (char === '[') {
-      inClass = true;
-    } else if (char === '(' && pattern[i + 1] === '?') {
-      const kind = pattern.slice(i + 2, i + 4);
-      if (kind.startsWith('=')) return 'a lookahead ((?=…))';
-      if (kind.startsWith('!')) return 'a negative lookahead ((?!…))';
-      if (kind === '<=') return 'a lookbehind ((?<=…))';
-      if (kind === '<!') return 'a negative lookbehind ((?<!…))';
-    }
-  }
-  return undefined;
-}

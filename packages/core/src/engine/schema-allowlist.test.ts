@@ -101,6 +101,15 @@ const SHAPES: Record<string, z.ZodType> = {
   any: z.object({ a: z.any(), b: z.unknown(), c: z.never().optional(), d: z.null() }),
   templateLiteral: z.templateLiteral(['id-', z.number()]),
   readonly: z.object({ a: z.string() }).readonly(),
+  backtrackingPatterns: z.object({
+    host: z.hostname(),
+    emoji: z.emoji(),
+    duration: z.iso.duration(),
+    twice: z
+      .string()
+      .regex(/^a(?=b)/)
+      .regex(/^(x)\1$/),
+  }),
 };
 
 describe('checkSchemaAllowed', () => {
@@ -109,6 +118,22 @@ describe('checkSchemaAllowed', () => {
     expect(() => check(jsonSchema)).not.toThrow();
     const { $schema: _ignored, ...schema } = jsonSchema;
     expect(() => createPayloadAjv().compile(schema)).not.toThrow();
+  });
+
+  it('keeps patterns that need backtracking out of z.toJSONSchema output, listing them as unchecked', () => {
+    const jsonSchema = toPayloadJsonSchema(SHAPES.backtrackingPatterns as z.ZodType);
+    const { 'x-workq-unchecked': _listed, ...checked } = jsonSchema;
+    expect(JSON.stringify(checked)).not.toContain('(?=');
+    expect(JSON.stringify(checked)).not.toContain('\\\\1');
+    expect(jsonSchema['x-workq-unchecked']).toEqual(
+      expect.arrayContaining([
+        {
+          path: 'host',
+          constraint: expect.stringContaining('a lookahead ((?=…)), which a linear-time engine cannot run'),
+        },
+        { path: 'twice', constraint: expect.stringContaining('a backreference (\\1)') },
+      ]),
+    );
   });
 
   it('refuses keywords that load, identify or evaluate schemas, or go async, naming the keyword and where', () => {
