@@ -25,6 +25,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --token-issuer <iss>      signed tokens must carry this "iss" claim [WORKQ_TOKEN_ISSUER]
   --cors-origin <origin>    an origin whose browser pages may call the server, e.g. https://app.example.com;
                             repeatable [WORKQ_CORS_ORIGINS, ","-separated] ("*" is refused)
+  --allowed-host <name>     without tokens, a host name (besides localhost, 127.x.x.x, [::1]) the
+                            server answers requests for; repeatable [WORKQ_ALLOWED_HOSTS, ","-separated]
   --data-dir <dir>          where the embedded store keeps data [WORKQ_DATA_DIR] (default .workq)
   --crontab <file>          recurring jobs: a JSON array of { cron, name, payload?, version?, timezone?,
                             key?, options? } [WORKQ_CRONTAB]
@@ -40,6 +42,15 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default ${DEFAULT_LIMITS.maxEventStreams})
   --max-event-streams-per-token <n>  … held by one token [WORKQ_MAX_EVENT_STREAMS_PER_TOKEN]
                             (default ${DEFAULT_LIMITS.maxEventStreamsPerToken})
+  --headers-timeout-ms <n>  longest a client may take to send its headers [WORKQ_HEADERS_TIMEOUT_MS]
+                            (default ${DEFAULT_LIMITS.headersTimeoutMs})
+  --request-timeout-ms <n>  longest a client may take to send a whole request (not the answer: long
+                            polls and event streams go on) [WORKQ_REQUEST_TIMEOUT_MS]
+                            (default ${DEFAULT_LIMITS.requestTimeoutMs})
+  --keep-alive-timeout-ms <n> how long an idle connection stays open [WORKQ_KEEP_ALIVE_TIMEOUT_MS]
+                            (default ${DEFAULT_LIMITS.keepAliveTimeoutMs})
+  --max-connections <n>     connections open at once; more are closed as they arrive
+                            [WORKQ_MAX_CONNECTIONS] (default ${DEFAULT_LIMITS.maxConnections})
   --help
 `;
 
@@ -90,6 +101,11 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-buffered-events': { type: 'string' },
       'max-event-streams': { type: 'string' },
       'max-event-streams-per-token': { type: 'string' },
+      'allowed-host': { type: 'string', multiple: true },
+      'headers-timeout-ms': { type: 'string' },
+      'request-timeout-ms': { type: 'string' },
+      'keep-alive-timeout-ms': { type: 'string' },
+      'max-connections': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -103,6 +119,13 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),
+    headersTimeoutMs: intOption(values['headers-timeout-ms'] ?? env.WORKQ_HEADERS_TIMEOUT_MS, 'headers-timeout-ms'),
+    requestTimeoutMs: intOption(values['request-timeout-ms'] ?? env.WORKQ_REQUEST_TIMEOUT_MS, 'request-timeout-ms'),
+    keepAliveTimeoutMs: intOption(
+      values['keep-alive-timeout-ms'] ?? env.WORKQ_KEEP_ALIVE_TIMEOUT_MS,
+      'keep-alive-timeout-ms',
+    ),
+    maxConnections: intOption(values['max-connections'] ?? env.WORKQ_MAX_CONNECTIONS, 'max-connections'),
     maxEventStreams: intOption(values['max-event-streams'] ?? env.WORKQ_MAX_EVENT_STREAMS, 'max-event-streams'),
     maxEventStreamsPerToken: intOption(
       values['max-event-streams-per-token'] ?? env.WORKQ_MAX_EVENT_STREAMS_PER_TOKEN,
@@ -121,6 +144,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     .flatMap((list) => list.split(','))
     .map((origin) => origin.trim())
     .filter(Boolean);
+  const allowedHosts = (values['allowed-host'] ?? [env.WORKQ_ALLOWED_HOSTS ?? ''])
+    .flatMap((list) => list.split(','))
+    .map((name) => name.trim())
+    .filter(Boolean);
   return {
     store: values.store ?? env.WORKQ_STORE,
     host: values.host ?? env.WORKQ_HOST,
@@ -134,6 +161,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     ...(tokenAudience ? { tokenAudience } : {}),
     ...(tokenIssuer ? { tokenIssuer } : {}),
     ...(corsOrigins.length > 0 ? { cors: { origins: corsOrigins } } : {}),
+    ...(allowedHosts.length > 0 ? { allowedHosts } : {}),
   };
 }
 

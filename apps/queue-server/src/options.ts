@@ -67,6 +67,34 @@ export interface ServerLimits {
    */
   maxEventStreamsPerToken?: number;
   /**
+   * Longest a client may take to send a request's headers, in milliseconds;
+   * past it the connection is closed (a slow-headers attack holds no socket
+   * longer). At most `requestTimeoutMs`. @defaultValue 10_000
+   */
+  headersTimeoutMs?: number;
+  /**
+   * Longest a client may take to send a whole request, headers and body, in
+   * milliseconds; past it the server answers 408 and closes the connection,
+   * so a body trickled a byte at a time holds nothing for long. It bounds
+   * receiving the request only: a long poll (`maxLongPollMs`) or an event
+   * stream answers for as long as it needs. @defaultValue 30_000
+   */
+  requestTimeoutMs?: number;
+  /**
+   * How long an idle keep-alive connection stays open between requests, in
+   * milliseconds: longer than the 60 s idle timeout of common load
+   * balancers, so they close first and never send on a socket the server is
+   * closing. @defaultValue 65_000
+   */
+  keepAliveTimeoutMs?: number;
+  /**
+   * Most connections open at once (each waiting worker and event stream
+   * holds one); a connection past it is closed as it arrives, and those open
+   * are served as before. Keep the process's file-descriptor limit above it.
+   * @defaultValue 10_000
+   */
+  maxConnections?: number;
+  /**
    * Bounds on registered payload schemas: size, nesting, versions per job
    * type and job types in the store (see `SchemaLimits`).
    * @defaultValue `DEFAULT_SCHEMA_LIMITS` (64 KiB, 64 levels, 100 versions, 1000 job types)
@@ -120,6 +148,17 @@ export interface ServerOptions {
   tokenIssuer?: string;
   /** Cross-origin browser access. @defaultValue { origins: [] } */
   cors?: CorsOptions;
+  /**
+   * Without tokens (open mode, loopback only) the server answers only
+   * requests whose `Host` names a loopback address (`localhost`,
+   * `127.x.x.x`, `[::1]`, any port) or one of these host names (any port),
+   * and no cross-origin browser request but from `cors.origins`: a web page
+   * that rebinds its own name to 127.0.0.1 reaches nothing (docs/security.md).
+   * Host names only (`workq.test`), no scheme, port or path; checked at start.
+   * With tokens, `Host` is not checked: a page cannot send a token it does
+   * not hold. @defaultValue []
+   */
+  allowedHosts?: readonly string[];
   limits?: ServerLimits;
   /** Where the embedded default keeps its data. @defaultValue '.workq' */
   dataDir?: string;
@@ -178,6 +217,7 @@ export interface ResolvedServerOptions {
   tokenAudience: string | undefined;
   tokenIssuer: string | undefined;
   cors: Required<CorsOptions>;
+  allowedHosts: readonly string[];
   limits: Required<ServerLimits>;
   dataDir: string;
   pollIntervalMs: number;
@@ -199,6 +239,10 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,
   maxEventStreamsPerToken: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 65_000,
+  maxConnections: 10_000,
   schemas: DEFAULT_SCHEMA_LIMITS,
 });
 
@@ -221,6 +265,7 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     tokenAudience: options.tokenAudience,
     tokenIssuer: options.tokenIssuer,
     cors: { origins: [...(options.cors?.origins ?? [])] },
+    allowedHosts: [...(options.allowedHosts ?? [])],
     limits: {
       ...DEFAULT_LIMITS,
       ...options.limits,

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { catalogJsonSchemas, isWorkqError, WorkqError } from '@workq/core';
 import {
   ClaimDispatcher,
@@ -18,15 +19,21 @@ import {
   type Store,
   WakeupBus,
 } from '@workq/core/engine';
+import { logAuthFailure } from './audit-log.ts';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
+import { createOpenModeGuard, sendRefusal } from './http/open-mode-guard.ts';
+import { serveInRequest } from './http/request-log.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
-import { createTrpcMutationHandler } from './http/trpc-mutations.ts';
+import { capConnections, httpServerOptions } from './http/server-limits.ts';
+import { checkTrpcBody, createTrpcMutationHandler } from './http/trpc-mutations.ts';
 import { createTrpcSubscriptionHandler } from './http/trpc-subscriptions.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
+import { guardProcess } from './process-guard.ts';
+import { currentRequest, noteServerFailure } from './request-context.ts';
 import { enqueueAndRecord, loadStoredSchedules } from './router/admin-schedules.ts';
 import { appRouter } from './router/index.ts';
 import type { ServerContext, ServerServices } from './router/trpc.ts';
@@ -68,6 +75,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     );
   }
   const cors = createCors(resolved.cors.origins);
+  const openModeGuard = authority.open
+    ? createOpenModeGuard({ allowedHosts: resolved.allowedHosts, corsLists: cors.lists })
+    : undefined;
+  const serverOptions = httpServerOptions(resolved.limits);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);
@@ -165,10 +176,9 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     authorization: req.headers.authorization,
     remoteAddress: req.socket.remoteAddress ?? 'unknown',
   });
-  const onError = ({ error, path }: { error: TRPCError; path: string | undefined }) => {
-    if (error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof WorkqError)) {
-      logger.error('request failed', { path, error: String(error.cause ?? error) });
-    }
+  // A 5xx is logged once, with its request, when the answer is over (http/request-log.ts).
+  const onError = ({ error }: { error: TRPCError; path: string | undefined }) => {
+    if (getHTTPStatusCodeFromError(error) >= 500) noteServerFailure(error.cause ?? error);
   };
   const trpcOptions = {
     router: appRouter,
@@ -178,7 +188,14 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     responseMeta: cors.responseMeta,
   };
   // Single mutations (enqueue, claim, complete, …) take the direct path; the rest goes through tRPC's adapter.
-  const trpcMutations = createTrpcMutationHandler({ ...trpcOptions, createContext });
+  // A single enqueue carries one payload: its body is held to what one payload may take, as superjson's
+  // `{ json, meta }` (twice each), plus 64 KiB of options, before anything in it is decoded.
+  const singleEnqueueBytes = Math.min(resolved.limits.maxRequestBytes, 4 * resolved.limits.maxPayloadBytes + 65_536);
+  const trpcMutations = createTrpcMutationHandler({
+    ...trpcOptions,
+    createContext,
+    maxBodySizeOf: (path) => (path === 'jobs.enqueue' ? singleEnqueueBytes : resolved.limits.maxRequestBytes),
+  });
   // Subscriptions (the job-event stream) write their events straight to the socket.
   const trpcSubscriptions = createTrpcSubscriptionHandler({ ...trpcOptions, createContext });
   const trpcHandler = createHTTPHandler({
@@ -193,6 +210,13 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   /** Open job-event streams: on close, one its client no longer reads is cut, so it cannot hold the shutdown. */
   const eventStreams = new Set<ServerResponse>();
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const refusal = openModeGuard?.(req);
+    if (refusal) {
+      req.resume();
+      const action = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+      logAuthFailure(logger, currentRequest(), { action, reason: refusal.reason, detail: refusal.message });
+      return sendRefusal(res, refusal);
+    }
     if (cors.handle(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return sendJson(res, 200, { ok: true });
@@ -202,7 +226,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     }
     if (path === '/metrics') return serveMetrics(req, res, services);
     if (path === DASHBOARD_PATH || path?.startsWith(`${DASHBOARD_PATH}/`)) return serveDashboard(req, res, path);
-    if (closing) return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.' } });
+    if (closing) {
+      const requestId = noteServerFailure('the server is shutting down');
+      return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.', requestId } });
+    }
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
     if (trpcMutations(req, res)) return;
     if (path === EVENTS_PATH) {
@@ -210,9 +237,13 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       res.once('close', () => eventStreams.delete(res));
     }
     if (trpcSubscriptions(req, res)) return;
+    if (await checkTrpcBody(appRouter, resolved.limits.maxRequestBytes, req, res)) return;
     return trpcHandler(req, res);
   };
-  const server = createServer((req, res) => {
+  const server = createServer(serverOptions, (req, res) =>
+    serveInRequest(req, res, logger, () => serveRequest(req, res)),
+  );
+  const serveRequest = (req: IncomingMessage, res: ServerResponse) => {
     inFlight++;
     res.on('close', () => {
       if (res.statusCode >= 500 && req.url !== '/readyz') health.requestFailed();
@@ -220,17 +251,23 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       if (inFlight === 0) drained?.();
     });
     handle(req, res).catch((error: unknown) => {
-      logger.error('unhandled request error', { error: String(error) });
-      if (!res.headersSent) sendJson(res, 500, { error: { code: 'UNAVAILABLE', message: 'Internal error.' } });
+      const requestId = noteServerFailure(error);
+      if (!res.headersSent) {
+        sendJson(res, 500, { error: { code: 'UNAVAILABLE', message: 'Internal error.', requestId } });
+      } else {
+        res.destroy();
+      }
     });
-  });
-  server.keepAliveTimeout = 65_000;
+  };
+  capConnections(server, resolved.limits);
 
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(resolved.port, host, () => resolveListen());
   });
   const port = (server.address() as AddressInfo).port;
+  // No request takes the process down: a rejection nobody awaited is logged with its request (process-guard.ts).
+  const releaseProcessGuard = guardProcess(logger);
   roles.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
   logger.info('workq queue server listening', {
@@ -258,6 +295,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       health.close();
       await engine.close();
       await opened.stop();
+      releaseProcessGuard();
       logger.info('workq queue server stopped');
     })();
     return closed;

@@ -27,6 +27,8 @@ export interface CorsPolicy {
    * `handle` set: adds `origin` back when any origin is listed.
    */
   responseMeta(): { headers?: Headers };
+  /** Whether `origin` (an `Origin` header's value) is one of the listed origins. */
+  lists(origin: string): boolean;
 }
 
 /** The policy for the listed origins; `VALIDATION` naming an origin that is not one (including `*`). */
@@ -62,6 +64,7 @@ export function createCors(origins: readonly string[]): CorsPolicy {
       return false;
     },
     responseMeta: () => varyOrigin,
+    lists: (origin) => allowed.has(origin),
   };
 }
 

@@ -2,12 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type TraceContext, WorkqError } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
+import { logAuthFailure, refusalDetail } from '../audit-log.ts';
 import { requireScope } from '../auth.ts';
 import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
+import { currentRequest, noteServerFailure } from '../request-context.ts';
 import { checkPayloads, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
 import type { ServerServices } from '../router/trpc.ts';
 import { isJsonContentType } from './content-type.ts';
-import { readBodyText } from './read-body.ts';
+import { checkJsonDepth, readBodyBytes } from './read-body.ts';
 
 const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enqueueOptions });
 
@@ -29,8 +31,9 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
       return sendError(res, 415, new WorkqError('VALIDATION', NOT_JSON));
     }
     const principal = await services.authority.authenticate(req.headers.authorization);
+    noteSubject(principal.subject);
     requireScope(principal, 'produce', jobName);
-    const body = restEnqueueBody.safeParse(await readJson(req, services.options.limits.maxRequestBytes));
+    const body = restEnqueueBody.safeParse(await readJson(req, restBodyLimit(services.options.limits)));
     if (!body.success) {
       throw new WorkqError(
         'VALIDATION',
@@ -47,8 +50,32 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {
     const clientError = toClientError(error, 'enqueue');
-    sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError);
+    auditRefusal(services, req, clientError);
+    sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError, error);
   }
+}
+
+/**
+ * The largest body of one plain HTTP enqueue, checked before it is parsed:
+ * one payload (up to `maxPayloadBytes` as stored; twice that leaves room for
+ * the spaces of pretty-printed JSON) and its options (64 KiB).
+ */
+function restBodyLimit(limits: ServerServices['options']['limits']): number {
+  return Math.min(limits.maxRequestBytes, 2 * limits.maxPayloadBytes + 64 * 1024);
+}
+
+/** Keeps the caller's subject on the request, for its log lines. */
+function noteSubject(subject: string | undefined): void {
+  const request = currentRequest();
+  if (request && subject !== undefined) request.subject = subject;
+}
+
+/** A request refused for who sent it goes to the audit trail (audit-log.ts). */
+function auditRefusal(services: ServerServices, req: IncomingMessage, error: WorkqError): void {
+  if (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN') return;
+  const action = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+  const detail = refusalDetail(error.message, req.headers.authorization);
+  logAuthFailure(services.options.logger, currentRequest(), { action, reason: error.code, detail });
 }
 
 /** The request's W3C trace context headers, when they fit what a job stores (others are ignored, not refused). */
@@ -62,8 +89,10 @@ function headerTraceContext(req: IncomingMessage): TraceContext | undefined {
 
 const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
 
-function sendError(res: ServerResponse, status: number, error: WorkqError): void {
-  sendJson(res, status, { error: { code: error.code, message: error.message, details: error.details } });
+/** Answers `error`; a 5xx also carries the request's id, and its internal cause goes to the request's log line. */
+function sendError(res: ServerResponse, status: number, error: WorkqError, internal?: unknown): void {
+  const requestId = status >= 500 ? noteServerFailure(internal ?? error) : undefined;
+  sendJson(res, status, { error: { code: error.code, message: error.message, details: error.details, requestId } });
 }
 
 /** The job name of a `POST /v1/jobs/<name>` request: `NOT_FOUND` for another route, `VALIDATION` for a name that does not decode. */
@@ -81,9 +110,10 @@ function routeOf(req: IncomingMessage): string {
 }
 
 async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const text = await readBodyText(req, maxBytes);
+  const body = await readBodyBytes(req, maxBytes);
+  checkJsonDepth(body);
   try {
-    return JSON.parse(text);
+    return JSON.parse(body.toString());
   } catch {
     throw new WorkqError('VALIDATION', 'Request body is not valid JSON.');
   }
@@ -98,14 +128,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** `GET /metrics` in Prometheus text format; needs an `admin` token when the server has tokens. */
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
   try {
-    requireScope(await services.authority.authenticate(req.headers.authorization), 'admin');
+    const principal = await services.authority.authenticate(req.headers.authorization);
+    noteSubject(principal.subject);
+    requireScope(principal, 'admin');
     const { contentType, body } = await services.metrics.render();
     res.writeHead(200, { 'content-type': contentType });
     res.end(body);
   } catch (error) {
     const clientError = toClientError(error, 'read');
-    sendJson(res, STATUS_OF_ERROR[clientError.code].http, {
-      error: { code: clientError.code, message: clientError.message },
-    });
+    auditRefusal(services, req, clientError);
+    sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError, error);
   }
 }

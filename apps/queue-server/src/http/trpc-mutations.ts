@@ -10,13 +10,19 @@ import {
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { WorkqError } from '@workq/core';
 import { isJsonContentType } from './content-type.ts';
-import { readBodyText } from './read-body.ts';
+import { checkJsonDepth, readBodyBytes } from './read-body.ts';
 
 export interface TrpcMutationOptions<TContext> {
   router: AnyTRPCRouter;
   /** Where procedure paths start, e.g. `/trpc/`. */
   basePath: string;
   maxBodySize: number;
+  /**
+   * A smaller body limit for some procedures, checked before anything is
+   * decoded: a single enqueue carries one payload, so its body is held to
+   * what one payload may take rather than to `maxBodySize`.
+   */
+  maxBodySizeOf?: (path: string) => number;
   createContext: (req: IncomingMessage) => TContext;
   onError: (opts: { error: TRPCError; path: string }) => void;
 }
@@ -44,7 +50,7 @@ export function createTrpcMutationHandler<TContext>(
     if (req.method !== 'POST' || !req.url?.startsWith(basePath)) return false;
     if (!isJsonContentType(req.headers['content-type'])) {
       req.resume();
-      sendError(res, new TRPCError({ code: 'UNSUPPORTED_MEDIA_TYPE', message: NOT_JSON }));
+      sendTrpcError(router, res, new TRPCError({ code: 'UNSUPPORTED_MEDIA_TYPE', message: NOT_JSON }));
       return true;
     }
     if (req.url.includes('?')) return false;
@@ -54,21 +60,6 @@ export function createTrpcMutationHandler<TContext>(
     return true;
   };
 
-  /** Answers with `error` in tRPC's error shape, before any procedure is called. */
-  function sendError(res: ServerResponse, error: TRPCError): void {
-    const shape = getTRPCErrorShape({
-      config,
-      error,
-      type: 'unknown',
-      path: undefined,
-      input: undefined,
-      ctx: undefined,
-    });
-    const json = JSON.stringify(transformTRPCResponse(config, { error: shape }));
-    res.writeHead(getHTTPStatusCodeFromError(error), { 'content-type': 'application/json' });
-    res.end(json);
-  }
-
   async function respond(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const signal = abortOnDisconnect(req, res);
     let ctx: TContext | undefined;
@@ -77,11 +68,18 @@ export function createTrpcMutationHandler<TContext>(
     let status = 200;
     try {
       ctx = options.createContext(req);
-      // Read when the procedure asks for its input (after authentication), as tRPC's adapter does.
-      const getRawInput = async () => {
+      // Read when the procedure asks for its input (after authentication), as tRPC's adapter does; read once,
+      // so a middleware may ask for it again (the audit trail names an admin action's target).
+      let read: Promise<unknown> | undefined;
+      const getRawInput = () => {
+        read ??= readInput(path, req);
+        return read;
+      };
+      const readInput = async (path: string, req: IncomingMessage) => {
         try {
-          const text = await readBodyText(req, maxBodySize);
-          input = text === '' ? undefined : config.transformer.input.deserialize(JSON.parse(text));
+          const body = await readBodyBytes(req, options.maxBodySizeOf?.(path) ?? maxBodySize);
+          checkJsonDepth(body);
+          input = body.length === 0 ? undefined : config.transformer.input.deserialize(JSON.parse(body.toString()));
           return input;
         } catch (cause) {
           // A refused size is the server's own error; the procedure's error mapping gives it its status.
@@ -104,6 +102,52 @@ export function createTrpcMutationHandler<TContext>(
     res.appendHeader('vary', 'trpc-accept, accept');
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(json);
+  }
+}
+
+/** Answers with `error` in tRPC's error shape, before any procedure is called. */
+function sendTrpcError(router: AnyTRPCRouter, res: ServerResponse, error: TRPCError): void {
+  const config = router._def._config;
+  const shape = getTRPCErrorShape({
+    config,
+    error,
+    type: 'unknown',
+    path: undefined,
+    input: undefined,
+    ctx: undefined,
+  });
+  const json = JSON.stringify(transformTRPCResponse(config, { error: shape }));
+  res.writeHead(getHTTPStatusCodeFromError(error), { 'content-type': 'application/json' });
+  res.end(json);
+}
+
+/**
+ * For the POSTs tRPC's standalone adapter serves (batches): reads the body
+ * up to `maxBodySize` and counts its nesting (`checkJsonDepth`) before tRPC
+ * parses it, then hands the text to the adapter as `req.body`. Resolves
+ * `true` when it answered the request itself, with the error in tRPC's shape.
+ */
+export async function checkTrpcBody(
+  router: AnyTRPCRouter,
+  maxBodySize: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<boolean> {
+  if (req.method !== 'POST') return false;
+  try {
+    const body = await readBodyBytes(req, maxBodySize);
+    checkJsonDepth(body);
+    (req as IncomingMessage & { body?: string }).body = body.toString();
+    return false;
+  } catch (cause) {
+    const code =
+      cause instanceof WorkqError && cause.code === 'PAYLOAD_TOO_LARGE' ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST';
+    sendTrpcError(
+      router,
+      res,
+      new TRPCError({ code, message: cause instanceof Error ? cause.message : 'Invalid body', cause }),
+    );
+    return true;
   }
 }
 

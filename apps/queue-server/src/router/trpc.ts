@@ -9,10 +9,12 @@ import type {
   SchemaRegistry,
   WakeupBus,
 } from '@workq/core/engine';
+import { logAdminAction, logAuthFailure, refusalDetail, targetOf } from '../audit-log.ts';
 import type { Principal, TokenAuthority } from '../auth.ts';
 import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
+import { currentRequest } from '../request-context.ts';
 
 /** What every procedure can reach: built once per server. */
 export interface ServerServices {
@@ -64,6 +66,8 @@ const t = initTRPC.context<RequestContext>().create({
         workqCode: clientError.code,
         retryable: clientError.retryable,
         details: clientError.details,
+        // A 5xx names the request, so its one log line can be found (the cause stays in the log).
+        ...(shape.data.httpStatus >= 500 ? { requestId: currentRequest()?.id } : {}),
       },
     };
   },
@@ -83,9 +87,38 @@ const mapErrors = t.middleware(async ({ next }) => {
 const authenticate = t.middleware(async ({ ctx, next }) => {
   const { services } = ctx as ServerContext;
   const principal: Principal = await services.authority.authenticate(ctx.authorization);
+  const request = currentRequest();
+  if (request && principal.subject !== undefined) request.subject = principal.subject;
   return next({ ctx: { ...ctx, services, principal } });
 });
 
+/** Admin mutations that change nothing, left out of the audit trail. */
+const READ_ONLY_ADMIN_MUTATIONS: ReadonlySet<string> = new Set(['admin.checkPayload']);
+
+/**
+ * The audit trail (audit-log.ts), written once for every procedure and every
+ * path to it (tRPC, the dashboard, the CLI): a call refused for who made it
+ * (`UNAUTHORIZED`, `FORBIDDEN`), and each admin action with its target and
+ * outcome.
+ */
+const audit = t.middleware(async ({ ctx, path, type, getRawInput, next }) => {
+  const result = await next();
+  const logger = (ctx as Partial<ServerContext>).services?.options.logger;
+  if (!logger) return result;
+  const error = result.ok ? undefined : result.error;
+  const cause = error?.cause instanceof WorkqError ? error.cause : undefined;
+  const refusal = cause?.code ?? error?.code;
+  if (refusal === 'UNAUTHORIZED' || refusal === 'FORBIDDEN') {
+    const detail = refusalDetail(error?.message ?? '', ctx.authorization);
+    logAuthFailure(logger, currentRequest(), { action: path, reason: refusal, detail });
+  } else if (type === 'mutation' && path.startsWith('admin.') && !READ_ONLY_ADMIN_MUTATIONS.has(path)) {
+    const target = targetOf(await getRawInput().catch(() => undefined));
+    const outcome = result.ok ? 'ok' : (cause?.code ?? result.error.code);
+    logAdminAction(logger, currentRequest(), { action: path, target, outcome });
+  }
+  return result;
+});
+
 export const router = t.router;
-export const publicProcedure = t.procedure.use(mapErrors);
+export const publicProcedure = t.procedure.use(mapErrors).use(audit);
 export const authedProcedure = publicProcedure.use(authenticate);
