@@ -88,7 +88,7 @@ const utf8 = new TextEncoder();
 export function eventBatchWireParts(runs: readonly (JobEventRun | ResyncEvent)[]): (string | Uint8Array)[] {
   const names: string[] = [];
   const parts: (string | Uint8Array)[] = [];
-  let meta: Record<string, unknown> | undefined;
+  const meta: Record<string, unknown> = {};
   runs.forEach((run, index) => {
     const comma = index === 0 ? '' : ',';
     if (run.type === 'resync') {
@@ -103,9 +103,9 @@ export function eventBatchWireParts(runs: readonly (JobEventRun | ResyncEvent)[]
       runBytes.set(run, bytes);
     }
     parts.push(`${comma}${bytes.head}${name}`, bytes.tail);
-    if (bytes.meta !== undefined) (meta ??= {})[String(index)] = { 6: bytes.meta };
+    if (bytes.meta !== undefined) meta[String(index)] = { 6: bytes.meta };
   });
-  const metaText = meta === undefined ? '' : `,"meta":${JSON.stringify({ values: { runs: meta }, v: 1 })}`;
+  const metaText = Object.keys(meta).length === 0 ? '' : `,"meta":${JSON.stringify({ values: { runs: meta }, v: 1 })}`;
   return [`{"json":{"names":${JSON.stringify(names)},"runs":[`, ...parts, `]}${metaText}}`];
 }
 
