@@ -55,7 +55,10 @@ export function checkJsonDepth(body: Buffer): void {
       inString = true;
     } else if (byte === 0x5b || byte === 0x7b) {
       if (++depth > MAX_JSON_DEPTH) {
-        throw new WorkqError('VALIDATION', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+        throw new WorkqError(
+          'VALIDATION',
+          `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; a payload may not be nested more than 64 levels deep.`,
+        );
       }
     } else if (byte === 0x5d || byte === 0x7d) {
       depth--;
