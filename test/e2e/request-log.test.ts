@@ -95,6 +95,22 @@ describe('request ids and the 5xx log', () => {
     const replaced = await rawHttp(server.url, { path: '/healthz', headers: { 'x-request-id': 'not an id; at all' } });
     expect(replaced.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
+
+  it('does not log the retryable end each open event stream gets when the server closes', async () => {
+    const stream = await fetch(
+      `${server.url}/trpc/events.watch?input=${encodeURIComponent(JSON.stringify({ json: {} }))}`,
+    );
+    const requestId = stream.headers.get('x-request-id');
+    const reader = stream.body?.getReader();
+    await reader?.read();
+    await server.close();
+    let text = '';
+    for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read()) {
+      text += new TextDecoder().decode(chunk.value);
+    }
+    expect(text).toContain('"workqCode":"UNAVAILABLE","retryable":true');
+    expect(linesOf(requestId)).toEqual([]);
+  });
 });
 
 describe('the audit trail', () => {

@@ -176,8 +176,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     authorization: req.headers.authorization,
     remoteAddress: req.socket.remoteAddress ?? 'unknown',
   });
-  // A 5xx is logged once, with its request, when the answer is over (http/request-log.ts).
+  // A 5xx is logged once, with its request, when the answer is over (http/request-log.ts); not the retryable
+  // end each open event stream gets when the server closes, which is the shutdown working as meant.
   const onError = ({ error }: { error: TRPCError; path: string | undefined }) => {
+    if (closing && isWorkqError(error.cause, 'UNAVAILABLE') && error.cause.retryable) return;
     if (getHTTPStatusCodeFromError(error) >= 500) noteServerFailure(error.cause ?? error);
   };
   const trpcOptions = {
