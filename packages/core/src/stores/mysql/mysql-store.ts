@@ -49,7 +49,15 @@ import {
 import { createMysqlLeaderElection } from './leadership.ts';
 import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
 import { KeyHolderVanished, moveJob } from './move-job.ts';
-import { listSchemas, listWorkers, pruneWorkers, recordWorker, registerSchema, removeSchema, touchWorkers } from './registries.ts';
+import {
+  listSchemas,
+  listWorkers,
+  pruneWorkers,
+  recordWorker,
+  registerSchema,
+  removeSchema,
+  touchWorkers,
+} from './registries.ts';
 import {
   claimedRecord,
   delayedUntil,
