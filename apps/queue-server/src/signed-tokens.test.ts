@@ -55,8 +55,12 @@ describe('TokenAuthority with a token secret', () => {
       scopes: new Set(['produce:sendEmail']),
       subject: 'u1',
       expiresAtMs: decodeJwt(token).exp! * 1000,
+      tokenKey: expect.any(String),
     });
-    expect(await authority.authenticate('bearer static-one-0123456789')).toEqual({ scopes: new Set(['admin']) });
+    expect(await authority.authenticate('bearer static-one-0123456789')).toEqual({
+      scopes: new Set(['admin']),
+      tokenKey: expect.any(String),
+    });
   });
 
   it('is never open, even without static tokens, and says how it authenticates', () => {
