@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { WorkqError } from '@workq/core';
+import { isLoopbackHost } from '../auth.ts';
 import { sendJson } from './rest.ts';
 
 /** Paths every caller may reach: they tell only whether the server is up and ready, and change nothing. */
@@ -46,7 +47,7 @@ export function createOpenModeGuard(options: {
     const host = req.headers.host;
     if (host !== undefined) {
       const name = hostnameOf(host);
-      if (name === undefined || !(isLoopbackName(name) || allowed.has(name))) {
+      if (name === undefined || !(isLoopbackHost(name) || allowed.has(name))) {
         return {
           reason: 'host-not-allowed',
           status: 421,
@@ -76,11 +77,6 @@ function hostnameOf(host: string): string | undefined {
   const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::\d{1,5})?$/i.exec(host.trim());
   if (!match) return undefined;
   return (match[1] ?? match[2] ?? '').toLowerCase().replace(/\.$/, '');
-}
-
-function isLoopbackName(name: string): boolean {
-  if (name === 'localhost' || name === '::1') return true;
-  return isIP(name) === 4 && name.startsWith('127.');
 }
 
 /** An allowed host name as given (`workq.test`), lower-cased; `VALIDATION` for anything with a scheme, port or path. */
