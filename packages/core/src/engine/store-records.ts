@@ -167,8 +167,18 @@ export interface ListFilter {
   states?: readonly StoredState[];
   /** With `waiting`: `true` only `runAt <= now` (ready), `false` only `runAt > now` (scheduled). */
   due?: { now: Date; ready: boolean };
+  /** Only jobs enqueued with this version. */
+  version?: number;
+  /** Only jobs of this group (`EnqueueOptions.group`). */
+  group?: string;
+  /** Only jobs holding this idempotency key (with `name`, read through the idempotency index). */
+  idempotencyKey?: string;
   /** Keyset paging: ids strictly greater than this one. */
   afterId?: string;
+  /** Keyset paging: ids strictly less than this one. */
+  beforeId?: string;
+  /** Ordered by id descending (newest first) instead of ascending; the same indexes serve both. */
+  newestFirst?: boolean;
   limit: number;
 }
 

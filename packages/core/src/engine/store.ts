@@ -228,7 +228,7 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    */
   ping(): Promise<void>;
 
-  /** Jobs matching `filter`, ordered by id. */
+  /** Jobs matching `filter`, ordered by id (descending with `newestFirst`). */
   listJobs(filter: ListFilter): Promise<JobRecord[]>;
 
   /** Job counts by name, version and user-visible state (`scheduled`/`ready` split by `now`). */

@@ -156,6 +156,30 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await byId({ ids: [] })).toEqual([]);
   });
 
+  it('the store lists newest first between id bounds, by version, group and idempotency key', async () => {
+    const name = ctx.jobName('list-newest');
+    const { engine, store } = ctx.engine();
+    const jobs = await engine.enqueueMany([
+      { name, version: 1, payload: {}, options: { group: 'g1', idempotencyKey: 'k1' } },
+      { name, version: 2, payload: {}, options: { group: 'g2' } },
+      { name, version: 2, payload: {}, options: { group: 'g1', idempotencyKey: 'k3' } },
+      { name, version: 1, payload: {} },
+    ]);
+    const [a, b, c, d] = jobs.map((job) => job.id).sort() as [string, string, string, string];
+    const byId = (filter: Omit<ListFilter, 'limit' | 'name'>, limit = 10) =>
+      store.listJobs({ name, limit, ...filter }).then((rows) => rows.map((job) => job.id));
+    expect(await byId({ newestFirst: true })).toEqual([d, c, b, a]);
+    expect(await byId({ newestFirst: true }, 2)).toEqual([d, c]);
+    expect(await byId({ newestFirst: true, beforeId: c })).toEqual([b, a]);
+    expect(await byId({ newestFirst: true, beforeId: d, afterId: a })).toEqual([c, b]);
+    expect(await byId({ beforeId: c })).toEqual([a, b]);
+    expect(await byId({ newestFirst: true, version: 2 })).toEqual([c, b]);
+    expect(await byId({ group: 'g1' })).toEqual([a, c]);
+    expect(await byId({ idempotencyKey: 'k3' })).toEqual([c]);
+    expect(await byId({ idempotencyKey: 'k3', version: 1 })).toEqual([]);
+    expect(await byId({ states: ['waiting'], newestFirst: true, group: 'g2' })).toEqual([b]);
+  });
+
   it('counts report jobs by name, version and state', async () => {
     const name = ctx.jobName('counts');
     const { engine } = ctx.engine();

@@ -3,7 +3,7 @@ import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/sto
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
 import { type JobDocument, stringOrNull, toJobRecord } from './documents.ts';
 
-/** `Store.listJobs`: the jobs matching `filter`, ordered by id. */
+/** `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`). */
 export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter): Promise<JobRecord[]> {
   const limit = Math.floor(filter.limit);
   if (!(limit > 0)) return [];
@@ -14,15 +14,21 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
     const states = STORED_STATES.filter((s) => filter.states?.includes(s));
     query.state = { $in: states.flatMap(keptStates) };
   }
+  if (filter.version !== undefined) query.version = Number(filter.version);
+  if (filter.group !== undefined) query.group = String(filter.group);
+  if (filter.idempotencyKey !== undefined) query.idempotencyKey = String(filter.idempotencyKey);
   const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
   const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
-  if (filter.ids !== undefined || filter.afterId !== undefined) query._id = { ...ids, ...after };
+  const before = filter.beforeId === undefined ? {} : { $lt: String(filter.beforeId) };
+  if (filter.ids !== undefined || filter.afterId !== undefined || filter.beforeId !== undefined) {
+    query._id = { ...ids, ...after, ...before };
+  }
   if (filter.due) {
     const due = filter.due.ready ? { $lte: filter.due.now } : { $gt: filter.due.now };
     const waitingOnly = filter.states?.length === 1 && filter.states[0] === 'waiting';
     if (waitingOnly) query.runAt = due;
     else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
   }
-  const docs = await jobs.find(query, { sort: { _id: 1 }, limit }).toArray();
+  const docs = await jobs.find(query, { sort: { _id: filter.newestFirst ? -1 : 1 }, limit }).toArray();
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }

@@ -190,11 +190,21 @@ export function listJobsQuery(t: Tables, filter: ListFilter): { sql: string; val
     where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
     values.push(sqlDate(filter.due.now));
   }
+  const equal = { version: filter.version, job_group: filter.group, idempotency_key: filter.idempotencyKey };
+  for (const [column, value] of Object.entries(equal)) {
+    if (value === undefined) continue;
+    where.push(`${column} = ?`);
+    values.push(value);
+  }
   if (filter.afterId !== undefined) {
     where.push('id > ?');
     values.push(filter.afterId);
   }
+  if (filter.beforeId !== undefined) {
+    where.push('id < ?');
+    values.push(filter.beforeId);
+  }
   const sql = `SELECT ${JOB_SELECT} FROM ${t.jobs}
-    ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+    ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id${filter.newestFirst ? ' DESC' : ''} LIMIT ?`;
   return { sql, values: [...values, filter.limit] };
 }

@@ -274,8 +274,12 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
     const comparison = filter.due.ready ? '<=' : '>';
     where.push(`(j.state NOT IN ${NOT_STARTED_SQL} OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
   }
+  if (filter.version !== undefined) where.push(`j.version = ${param(filter.version)}::int`);
+  if (filter.group !== undefined) where.push(`j.job_group = ${param(filter.group)}`);
+  if (filter.idempotencyKey !== undefined) where.push(`j.idempotency_key = ${param(filter.idempotencyKey)}`);
   if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
+  if (filter.beforeId !== undefined) where.push(`j.id < ${param(filter.beforeId)}`);
   const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
-ORDER BY j.id LIMIT ${param(filter.limit)}::int`;
+ORDER BY j.id${filter.newestFirst ? ' DESC' : ''} LIMIT ${param(filter.limit)}::int`;
   return { text, params };
 }
