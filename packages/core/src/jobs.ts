@@ -63,6 +63,8 @@ export interface JobStatus<Result = unknown> {
   replayOf?: string;
   /** The job whose `moveTo` made this one. */
   movedFrom?: string;
+  /** The group the job was enqueued in (`EnqueueOptions.group`). */
+  group?: string;
 }
 
 /**

@@ -265,7 +265,7 @@ export class Engine {
     return toJobStatus(job, this.clock.now());
   }
 
-  /** A page of jobs by name and state, ordered by id (creation time); pass `nextCursor` back for the next page. */
+  /** A page of the jobs `query` matches, by id (creation time) either way; pass `nextCursor` back for the next. */
   async list(query: ListQuery = {}): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
     const now = this.clock.now();
     const { filter, limit } = listFilter(query, now);

@@ -38,6 +38,17 @@ export function newJobId(): string {
 }
 
 /**
+ * The least id a job created at `ms` (epoch milliseconds) can have: its time, then zeros, which sorts before
+ * every UUIDv7 made at or after it. A keyset bound for "created at or after `ms`".
+ */
+export function firstIdAt(ms: number): string {
+  const hex = Math.min(Math.max(0, Math.floor(ms)), 0xffff_ffff_ffff)
+    .toString(16)
+    .padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
  * A lease's fencing token: 122 random bits, unguessable by other workers. Given the time of its claim, the
  * token begins with it (epoch milliseconds in base 36, then `.`), so whichever server later sees the
  * lease end can tell how long it was held (`leaseClaimedAtMs`) without storing the claim time.

@@ -33,5 +33,6 @@ export function toJobStatus(job: JobRecord, now: Date): JobStatus {
   if (job.movedTo) status.movedTo = job.movedTo;
   if (job.replayOf) status.replayOf = job.replayOf;
   if (job.movedFrom) status.movedFrom = job.movedFrom;
+  if (job.group) status.group = job.group;
   return status;
 }
