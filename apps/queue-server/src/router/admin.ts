@@ -1,6 +1,7 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
 import { requireScope } from '../auth.ts';
+import { jobListProcedures } from './admin-job-list.ts';
 import { jobProcedures } from './admin-jobs.ts';
 import { queueProcedures } from './admin-queues.ts';
 import { scheduleProcedures } from './admin-schedules.ts';
@@ -51,6 +52,7 @@ export const adminRouter = router({
     }),
 
   ...jobProcedures,
+  ...jobListProcedures,
 
   replay: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
     requireScope(ctx.principal, 'admin');
