@@ -1,7 +1,9 @@
 import type { AnyBulkWriteOperation, Collection, Filter } from 'mongodb';
+import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
 import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './documents.ts';
 import { CLAIM_INDEX, CLAIM_INDEX_KEY, DELAYED_INDEX } from './indexes.ts';
+import { giveBackLeases } from './leases.ts';
 
 /** Rounds of a batch claim that lost candidates to competing claims before it leases one job at a time. */
 const MAX_ROUNDS = 4;
@@ -37,7 +39,9 @@ function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | nul
  * a claim never answers empty while a job it could take is ready. The
  * leased jobs are read back by their token. If a write or the read-back
  * fails, the jobs leased under the token are given back before the error
- * is reported, so none stays leased to a claim that was never answered.
+ * is reported (through a failover too, see `giveBackLeases`; with each
+ * job's own lease, for the engine's default lease), so none stays leased to
+ * a claim that was never answered.
  */
 export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
@@ -55,7 +59,8 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
       .toArray();
     return claimed.map((doc) => toJobRecord(doc as JobDocument));
   } catch (error) {
-    await releaseLeases(jobs, name, token, request.now).catch(() => undefined);
+    const leaseMs = request.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs;
+    await giveBackLeases(jobs, { name, token, now: request.now, leaseMs });
     throw error;
   }
 }
@@ -123,18 +128,4 @@ export function leaseUpdate(request: ClaimRequest): Record<string, unknown>[] {
       },
     },
   ];
-}
-
-/**
- * Gives back every job of `name` leased under `token`, as if not claimed.
- * Repeating it changes nothing more, so a multi-document write is safe here.
- */
-async function releaseLeases(jobs: Collection<JobDocument>, name: string, token: string, now: Date): Promise<void> {
-  await jobs.updateMany(
-    { name, state: 'active', leaseToken: token },
-    {
-      $set: { state: 'waiting', leaseToken: null, leaseExpiresAt: null, workerId: null, updatedAt: now },
-      $inc: { attempts: -1 },
-    },
-  );
 }

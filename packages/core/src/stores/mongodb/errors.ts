@@ -23,6 +23,18 @@ const WRITE_CONCERN_TIMEOUT = 64;
 const INDEX_OPTIONS_CONFLICT = 85;
 const INDEX_KEY_SPECS_CONFLICT = 86;
 
+/**
+ * The codes of a primary that stepped down, is shutting down or was never
+ * the primary: NotWritablePrimary, NotPrimaryNoSecondaryOk,
+ * NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress,
+ * InterruptedAtShutdown, InterruptedDueToReplStateChange. The driver retries
+ * single-document writes on them itself, but not multi-document ones
+ * (`updateMany`, `deleteMany`), which reach the store as these codes
+ * without a retryable label; once the new primary is elected, the same call
+ * succeeds, so they are classed as retryable.
+ */
+const STEP_DOWN_CODES: ReadonlySet<number> = new Set([10107, 13435, 13436, 189, 91, 11600, 11602]);
+
 /** The one place the MongoDB store turns driver errors into `WorkqError`s. */
 export function toWorkqError(thrown: unknown, hosts: string, operation: string): WorkqError {
   if (thrown instanceof WorkqError) return thrown;
@@ -61,6 +73,13 @@ export function toWorkqError(thrown: unknown, hosts: string, operation: string):
       cause: thrown,
     });
   }
+  if (isStepDown(error)) {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `MongoDB at ${hosts} has no primary to take the ${operation} (it stepped down or is shutting down); retry once a new primary is elected.`,
+      { retryable: true, cause: thrown },
+    );
+  }
   const retryable =
     error instanceof MongoError &&
     (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError'));
@@ -68,6 +87,31 @@ export function toWorkqError(thrown: unknown, hosts: string, operation: string):
     retryable,
     cause: thrown,
   });
+}
+
+/** Whether the server refused a call because it is not (or no longer) a writable primary (see `STEP_DOWN_CODES`). */
+export function isStepDown(error: unknown): boolean {
+  return error instanceof MongoServerError && typeof error.code === 'number' && STEP_DOWN_CODES.has(error.code);
+}
+
+/**
+ * Whether a call failed without reaching a primary that applied it: no
+ * server selected, the connection lost, a primary stepping down, or a
+ * failure the driver labels retryable. Repeating an idempotent write after
+ * such a failure is how it gets applied once a primary is back. A majority
+ * that did not acknowledge in time is not one: the primary applied that write.
+ */
+export function isTransient(thrown: unknown): boolean {
+  const error =
+    thrown instanceof MongoBulkWriteError && thrown.errorResponse instanceof Error ? thrown.errorResponse : thrown;
+  if (isWriteTimeout(error)) return false;
+  return (
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNetworkError ||
+    isStepDown(error) ||
+    (error instanceof MongoError &&
+      (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError')))
+  );
 }
 
 /** Whether a single write failed on a unique index. */

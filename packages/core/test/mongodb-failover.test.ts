@@ -1,0 +1,71 @@
+import type { Doc } from '@workq/test-support';
+import { MongoServerError, MongoWriteConcernError } from 'mongodb';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { toWorkqError } from '../src/stores/mongodb/errors.ts';
+import { rejection } from './support/fixtures.ts';
+import { DoubleCollection } from './support/mongodb-double-collection.ts';
+import { storesOnDouble } from './support/mongodb-on-double.ts';
+
+// The MongoDB store through a failover: a primary that steps down or goes
+// away while calls are on their way, and the election of the next one.
+
+const openOnDouble = storesOnDouble();
+const replicaSet = { replicaSet: 'rs0' };
+const jobs = (n: number, name: string) => Array.from({ length: n }, (_, i) => ({ name, version: 1, payload: { i } }));
+
+/** The server's codes of a primary that stepped down, is shutting down or is not the primary. */
+const STEP_DOWN = {
+  NotWritablePrimary: 10107,
+  NotPrimaryNoSecondaryOk: 13435,
+  NotPrimaryOrSecondary: 13436,
+  PrimarySteppedDown: 189,
+  ShutdownInProgress: 91,
+  InterruptedAtShutdown: 11600,
+  InterruptedDueToReplStateChange: 11602,
+};
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('mongodb store through a failover', () => {
+  it('classes each step-down code on a multi-document write as retryable UNAVAILABLE, as a reply or a write concern error', () => {
+    for (const [codeName, code] of Object.entries(STEP_DOWN)) {
+      const reply = new MongoServerError({ message: `${codeName} on updateMany`, code, codeName });
+      expect(toWorkqError(reply, 'db:27017', 'retryDead')).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+      const waited = new MongoWriteConcernError({ ok: 1, writeConcernError: { code, codeName, errmsg: codeName } });
+      expect(toWorkqError(waited, 'db:27017', 'retryDead')).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    }
+    const other = new MongoServerError({ message: 'BadValue', code: 2, codeName: 'BadValue' });
+    expect(toWorkqError(other, 'db:27017', 'retryDead').retryable).toBe(false);
+  });
+
+  it('a retry of dead jobs cut off by a step-down fails retryable, and the same call succeeds after the election', async () => {
+    const { engine } = await openOnDouble({}, replicaSet);
+    await engine.enqueue({ name: 'sd.a', version: 1, payload: {}, options: { maxAttempts: 1 } });
+    const [job] = await engine.claim({ name: 'sd.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    await engine.fail(job!, { message: 'boom' });
+    const stepDown = new MongoServerError({
+      message: 'operation was interrupted because of a replica set state change',
+      code: STEP_DOWN.InterruptedDueToReplStateChange,
+      codeName: 'InterruptedDueToReplStateChange',
+    });
+    vi.spyOn(DoubleCollection.prototype, 'updateMany').mockRejectedValueOnce(stepDown);
+    const error = await rejection(engine.retryDead({ name: 'sd.a' }));
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    expect(error.message).not.toContain('interrupted');
+    expect(await engine.retryDead({ name: 'sd.a' })).toBe(1);
+  });
+
+  it('a claim that cannot answer gives its jobs back through a failover, though the first give-back is cut off too', async () => {
+    const { double, engine, store } = await openOnDouble({}, replicaSet);
+    const enqueued = await engine.enqueueMany(jobs(3, 'gb.a'));
+    // The lease write and its retry are cut off (the primary is gone), then the first give-back too.
+    double.failWrite({ collection: 'workq_jobs', when: (doc: Doc) => doc.state === 'active', times: 2 });
+    double.failWrite({ collection: 'workq_jobs', when: (doc: Doc) => doc.state === 'waiting', appliedDocs: 0 });
+    const error = await rejection(engine.claim({ name: 'gb.a', maxVersion: 1, limit: 3, workerId: 'w' }));
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    // No sweep ran: the give-back's retry returned them, attempts unspent.
+    for (const { id } of enqueued) expect(await store.getJob(id)).toMatchObject({ state: 'waiting', attempts: 0 });
+  });
+});
