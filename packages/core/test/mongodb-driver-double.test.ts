@@ -1,8 +1,8 @@
+import type { Doc, IndexSpec } from '@workq/test-support';
 import { MongoNetworkError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { createMongoDriverDouble, type MongoDriverDoubleOptions } from './support/mongodb-double.ts';
 import type { DoubleChangeStream } from './support/mongodb-double-change-stream.ts';
-import type { Doc, IndexSpec } from './support/mongodb-double-data.ts';
 
 // The driver double is only worth what its strictness is: where the real
 // server refuses, fails or lags, the double must too, or the store's tests

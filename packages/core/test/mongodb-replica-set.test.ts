@@ -1,6 +1,6 @@
+import type { Doc } from '@workq/test-support';
 import { describe, expect, it } from 'vitest';
 import { rejection } from './support/fixtures.ts';
-import type { Doc } from './support/mongodb-double-data.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store on the driver double set up as a replica set's member,

@@ -8,6 +8,19 @@
 
 export type { FreshMongoDatabase } from './mongodb.ts';
 export { freshMongoDatabase, MONGODB_URI, mongoUnreachableReason } from './mongodb.ts';
+export type { Doc, IndexSpec } from './mongodb-wire/data.ts';
+export {
+  CollectionData,
+  cloneDoc,
+  duplicateKeyError,
+  projected,
+  updatedDoc,
+  upsertSeed,
+  valueAt,
+  writeError,
+} from './mongodb-wire/data.ts';
+export type { PlanInput, PlannedIndex, QueryPlan } from './mongodb-wire/plan.ts';
+export { impliesPartialFilter, planQuery } from './mongodb-wire/plan.ts';
 export type { FreshMysqlDatabase } from './mysql.ts';
 export { freshMysqlDatabase, MYSQL_URL, mysqlUnreachableReason, mysqlUrl } from './mysql.ts';
 export { shownUrl, uniqueName } from './names.ts';

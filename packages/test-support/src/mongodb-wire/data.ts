@@ -1,0 +1,334 @@
+import { isDeepStrictEqual } from 'node:util';
+import { Aggregator, update as applyModifier, Query } from 'mingo';
+import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
+import type { PlannedIndex } from './plan.ts';
+
+/** A stored document of the double. */
+export type Doc = Record<string, unknown> & { _id?: unknown };
+
+const DUPLICATE_KEY = 11000;
+const CANNOT_CREATE_INDEX = 67;
+const INDEX_OPTIONS_CONFLICT = 85;
+const INDEX_KEY_SPECS_CONFLICT = 86;
+/** The largest `expireAfterSeconds` the server accepts. */
+const MAX_TTL_SECONDS = 2_147_483_647;
+
+/** What the double needs of an index (the subset of the driver's `IndexDescription` the store uses). */
+export type IndexSpec = IndexDescription & { name: string; key: Record<string, 1 | -1> };
+
+function idKeyOf(id: unknown): string {
+  if (typeof id === 'string') return `s:${id}`;
+  if (id instanceof ObjectId) return `o:${id.toHexString()}`;
+  return `j:${JSON.stringify(id)}`;
+}
+
+/** Whether two indexes have the same key (in order) and partial filter: what the server identifies an index by. */
+function sameDefinition(a: IndexSpec, b: IndexSpec): boolean {
+  return (
+    isDeepStrictEqual(Object.entries(a.key), Object.entries(b.key)) &&
+    isDeepStrictEqual(a.partialFilterExpression, b.partialFilterExpression)
+  );
+}
+
+function checkTtl(expireAfterSeconds: number): void {
+  if (typeof expireAfterSeconds === 'number' && expireAfterSeconds >= 0 && expireAfterSeconds <= MAX_TTL_SECONDS)
+    return;
+  throw new MongoServerError({
+    message: `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number (${expireAfterSeconds})`,
+    code: CANNOT_CREATE_INDEX,
+    codeName: 'CannotCreateIndex',
+  });
+}
+
+/** A deep copy of a document; `_id` kept as is (an `ObjectId` must keep its class). */
+export function cloneDoc<T extends Doc>(doc: T): T {
+  const { _id, ...rest } = doc;
+  return { _id, ...structuredClone(rest) } as T;
+}
+
+function keyText(values: unknown[]): string {
+  return JSON.stringify(values.map((v) => (v instanceof Date ? { $date: v.getTime() } : (v ?? null))));
+}
+
+/** The value at a dotted path of a document. */
+export function valueAt(doc: Doc, path: string): unknown {
+  let value: unknown = doc;
+  for (const part of path.split('.')) {
+    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
+  }
+  return value;
+}
+
+/** The error the server returns for a unique index violation, as the driver surfaces it. */
+export function duplicateKeyError(collection: string, index: IndexSpec, keyValue: Record<string, unknown>) {
+  return new MongoServerError({
+    message: `E11000 duplicate key error collection: ${collection} index: ${index.name} dup key: ${JSON.stringify(keyValue)}`,
+    errmsg: `E11000 duplicate key error collection: ${collection} index: ${index.name}`,
+    code: DUPLICATE_KEY,
+    keyPattern: index.key,
+    keyValue,
+  });
+}
+
+/**
+ * One collection's documents and indexes. Every method does its whole work
+ * synchronously; what a driver call may leave half done (an interrupted
+ * `updateMany`) is the collection double's to stage. Unique indexes,
+ * including partial ones, are enforced with the server's duplicate-key error.
+ */
+export class CollectionData {
+  readonly docs = new Map<string, Doc>();
+  readonly indexes = new Map<string, IndexSpec>();
+  private readonly uniqueEntries = new Map<string, Map<string, string>>();
+  private readonly partials = new Map<string, Query>();
+  /** The ids each partial index holds. */
+  private readonly partialMembers = new Map<string, Set<string>>();
+
+  constructor(
+    readonly namespace: string,
+    readonly options: Record<string, unknown> = {},
+  ) {}
+
+  /**
+   * Creates an index, refusing what the server refuses: the same name with
+   * another key or partial filter (86), the same name or the same key and
+   * partial filter with other options (85), a TTL out of range (67).
+   */
+  createIndex(spec: IndexSpec): void {
+    if (this.checkIndex(spec)) return;
+    const entries = new Map<string, string>();
+    if (spec.partialFilterExpression) {
+      const partial = new Query(spec.partialFilterExpression, {});
+      this.partials.set(spec.name, partial);
+      const members = [...this.docs].filter(([, doc]) => partial.test(doc)).map(([id]) => id);
+      this.partialMembers.set(spec.name, new Set(members));
+    }
+    for (const [id, doc] of this.docs) {
+      const key = spec.unique ? this.entryKey(spec, doc) : null;
+      if (key === null) continue;
+      if (entries.has(key)) throw duplicateKeyError(this.namespace, spec, this.keyValue(spec, doc));
+      entries.set(key, id);
+    }
+    this.indexes.set(spec.name, structuredClone(spec));
+    if (spec.unique) this.uniqueEntries.set(spec.name, entries);
+  }
+
+  /** Throws what the server answers to creating `spec`; `true` when it exists already, as specified. */
+  checkIndex(spec: IndexSpec): boolean {
+    const existing = this.indexes.get(spec.name);
+    if (existing) {
+      if (!sameDefinition(existing, spec)) {
+        throw new MongoServerError({
+          message: `An existing index has the same name as the requested index but a different key or partial filter: ${spec.name}`,
+          code: INDEX_KEY_SPECS_CONFLICT,
+          codeName: 'IndexKeySpecsConflict',
+        });
+      }
+      if (!isDeepStrictEqual(existing, spec)) {
+        throw new MongoServerError({
+          message: `An existing index has the same name as the requested index but different options: ${spec.name}`,
+          code: INDEX_OPTIONS_CONFLICT,
+          codeName: 'IndexOptionsConflict',
+        });
+      }
+      return true;
+    }
+    const twin = [...this.indexes.values()].find((index) => sameDefinition(index, spec));
+    if (twin) {
+      throw new MongoServerError({
+        message: `Index already exists with a different name: ${twin.name}`,
+        code: INDEX_OPTIONS_CONFLICT,
+        codeName: 'IndexOptionsConflict',
+      });
+    }
+    if (spec.expireAfterSeconds !== undefined) checkTtl(spec.expireAfterSeconds);
+    return false;
+  }
+
+  /** The `_id` index and the created ones, each with the documents it holds, for `planQuery`. */
+  plannedIndexes(): PlannedIndex[] {
+    const all = () => [...this.docs.values()];
+    const planned: PlannedIndex[] = [{ spec: { name: '_id_', key: { _id: 1 } }, entries: all }];
+    for (const spec of this.indexes.values()) {
+      const members = this.partialMembers.get(spec.name);
+      const held = () => [...(members ?? [])].map((id) => this.docs.get(id) as Doc);
+      planned.push({ spec, entries: members ? held : all });
+    }
+    return planned;
+  }
+
+  /** Deletes what the TTL monitor would at `now`: documents whose TTL field is older than its index allows. */
+  expire(now: Date): number {
+    let removed = 0;
+    for (const index of this.indexes.values()) {
+      const [field, ...others] = Object.keys(index.key);
+      if (index.expireAfterSeconds === undefined || field === undefined || others.length > 0) continue;
+      const cutoff = now.getTime() - index.expireAfterSeconds * 1000;
+      for (const doc of [...this.docs.values()]) {
+        const value = valueAt(doc, field);
+        if (value instanceof Date && value.getTime() < cutoff) {
+          this.remove(doc);
+          removed += 1;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** A copy of the documents and indexes, as a secondary that has applied everything so far holds them. */
+  copy(): CollectionData {
+    const copy = new CollectionData(this.namespace, this.options);
+    for (const spec of this.indexes.values()) copy.createIndex(structuredClone(spec));
+    for (const doc of this.docs.values()) copy.insert(doc);
+    return copy;
+  }
+
+  /** Drops an index, as `dropIndex` does (tests use it to stage a store an earlier version left). */
+  dropIndex(name: string): void {
+    if (!this.indexes.delete(name))
+      throw new MongoServerError({ message: `index not found with name [${name}]`, code: 27 });
+    this.partials.delete(name);
+    this.partialMembers.delete(name);
+    this.uniqueEntries.delete(name);
+  }
+
+  /** Changes a TTL index's `expireAfterSeconds`, as `collMod` does. */
+  modifyIndex(name: string, expireAfterSeconds: number): void {
+    const index = this.indexes.get(name);
+    if (!index) throw new MongoServerError({ message: `cannot find index ${name}`, code: 27 });
+    checkTtl(expireAfterSeconds);
+    index.expireAfterSeconds = expireAfterSeconds;
+  }
+
+  /** Matching documents (stored objects: callers clone what they hand out). */
+  match(filter: Doc, sort?: Record<string, 1 | -1>, limit?: number): Doc[] {
+    const query = new Query(filter, {});
+    let found = this.candidates(filter).filter((doc) => query.test(doc));
+    if (sort && Object.keys(sort).length > 0) found = new Aggregator([{ $sort: sort }], {}).run(found) as Doc[];
+    return limit && limit > 0 ? found.slice(0, limit) : found;
+  }
+
+  /** The documents a filter can match: by `_id` when it names ids (as the `_id` index would), else all. */
+  private candidates(filter: Doc): Doc[] {
+    const id = filter._id;
+    const ids = typeof id === 'string' ? [id] : (id as { $in?: unknown } | undefined)?.$in;
+    if (!Array.isArray(ids) || !ids.every((value) => typeof value === 'string')) return [...this.docs.values()];
+    return ids.map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => doc !== undefined);
+  }
+
+  /** Inserts, enforcing `_id` and unique indexes; returns the stored copy. */
+  insert(doc: Doc): Doc {
+    const stored = cloneDoc(doc);
+    stored._id ??= new ObjectId();
+    const id = idKeyOf(stored._id);
+    if (this.docs.has(id)) {
+      const idIndex: IndexSpec = { name: '_id_', key: { _id: 1 }, unique: true };
+      throw duplicateKeyError(this.namespace, idIndex, { _id: stored._id });
+    }
+    this.write(id, stored, undefined);
+    return stored;
+  }
+
+  /** Replaces a stored document with its updated version, enforcing unique indexes. */
+  replace(before: Doc, after: Doc): void {
+    this.write(idKeyOf(before._id), after, before);
+  }
+
+  remove(doc: Doc): void {
+    const id = idKeyOf(doc._id);
+    this.unindex(doc);
+    this.docs.delete(id);
+  }
+
+  /** Puts a document back as it was (transaction rollback); no checks. */
+  restore(id: unknown, doc: Doc | undefined): void {
+    const current = this.docs.get(idKeyOf(id));
+    if (current) this.remove(current);
+    if (doc) this.write(idKeyOf(id), doc, undefined);
+  }
+
+  clear(): void {
+    this.docs.clear();
+    for (const entries of this.uniqueEntries.values()) entries.clear();
+    for (const members of this.partialMembers.values()) members.clear();
+  }
+
+  private write(id: string, doc: Doc, before: Doc | undefined): void {
+    for (const [name, entries] of this.uniqueEntries) {
+      const index = this.indexes.get(name) as IndexSpec;
+      const key = this.entryKey(index, doc);
+      const holder = key === null ? undefined : entries.get(key);
+      if (holder !== undefined && holder !== id)
+        throw duplicateKeyError(this.namespace, index, this.keyValue(index, doc));
+    }
+    if (before) this.unindex(before);
+    for (const [name, entries] of this.uniqueEntries) {
+      const key = this.entryKey(this.indexes.get(name) as IndexSpec, doc);
+      if (key !== null) entries.set(key, id);
+    }
+    for (const [name, members] of this.partialMembers) if (this.partials.get(name)?.test(doc)) members.add(id);
+    this.docs.set(id, doc);
+  }
+
+  private unindex(doc: Doc): void {
+    for (const [name, entries] of this.uniqueEntries) {
+      const key = this.entryKey(this.indexes.get(name) as IndexSpec, doc);
+      if (key !== null && entries.get(key) === idKeyOf(doc._id)) entries.delete(key);
+    }
+    for (const members of this.partialMembers.values()) members.delete(idKeyOf(doc._id));
+  }
+
+  private entryKey(index: IndexSpec, doc: Doc): string | null {
+    const partial = this.partials.get(index.name);
+    if (partial && !partial.test(doc)) return null;
+    return keyText(Object.keys(index.key).map((field) => valueAt(doc, field)));
+  }
+
+  private keyValue(index: IndexSpec, doc: Doc): Record<string, unknown> {
+    return Object.fromEntries(Object.keys(index.key).map((field) => [field, valueAt(doc, field)]));
+  }
+}
+
+const UPDATE_OPERATORS = new Set(['$set', '$unset', '$inc', '$setOnInsert', '$max', '$min', '$push', '$mul']);
+
+/** The document `update` (operators or a pipeline) makes of `doc`; `doc` is not touched. */
+export function updatedDoc(doc: Doc, update: Doc | Doc[], inserting: boolean): Doc {
+  const next = cloneDoc(doc);
+  if (Array.isArray(update)) {
+    const [result] = new Aggregator(update, {}).run([next]) as Doc[];
+    return { ...(result as Doc), _id: doc._id };
+  }
+  const { $setOnInsert, ...modifier } = update as Record<string, Record<string, unknown>>;
+  for (const operator of Object.keys(update)) {
+    if (!UPDATE_OPERATORS.has(operator)) throw new Error(`the driver double does not support the update ${operator}`);
+  }
+  applyModifier(next, modifier, [], {}, { cloneMode: 'deep' });
+  if (inserting && $setOnInsert) applyModifier(next, { $set: $setOnInsert }, [], {}, { cloneMode: 'deep' });
+  return next;
+}
+
+/** The document an upsert starts from: the filter's top-level equality fields. */
+export function upsertSeed(filter: Doc): Doc {
+  const seed: Doc = {};
+  for (const [field, value] of Object.entries(filter)) {
+    if (field.startsWith('$') || field.includes('.')) continue;
+    const isOperator =
+      value !== null && typeof value === 'object' && !(value instanceof Date) && !(value instanceof ObjectId);
+    if (!isOperator || !Object.keys(value as object).some((k) => k.startsWith('$'))) seed[field] = value;
+  }
+  seed._id ??= new ObjectId();
+  return seed;
+}
+
+/** A copy of `doc` with only the fields `projection` keeps (all of them without one). */
+export function projected(doc: Doc, projection: Record<string, 0 | 1> | undefined): Doc {
+  if (!projection || Object.keys(projection).length === 0) return cloneDoc(doc);
+  const [result] = new Aggregator([{ $project: projection }], {}).run([cloneDoc(doc)]) as Doc[];
+  return result as Doc;
+}
+
+/** A per-document bulk write error as the driver reports it (the driver exports `WriteError` as a type only). */
+export function writeError(index: number, error: MongoServerError, op: Doc): WriteError {
+  const err = { index, code: error.code as number, errmsg: error.message, errInfo: {}, op };
+  return { err, index, code: err.code, errmsg: err.errmsg, errInfo: err.errInfo } as unknown as WriteError;
+}
