@@ -1,9 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import type { Db } from 'mongodb';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { dropRetiredMongoIndexes } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
-import { createMongoDriverDouble } from './support/mongodb-double.ts';
+import { createMongoDriverDouble, DoubleDb } from './support/mongodb-double.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 /** The jobs collection of a store on `double`. */
 const jobsOf = (double: ReturnType<typeof createMongoDriverDouble>) => double.collection(DB, 'workq_jobs')!;
@@ -127,30 +133,48 @@ describe('mongodb store: queries use their indexes', () => {
 });
 
 describe('mongodb store: index changes', () => {
-  it('rebuilds an index whose key or partial filter changed under the same name (server code 86)', async () => {
+  it('never drops an index in the way of a wanted one while others may use it: the start fails naming it (86, 85)', async () => {
     const { double } = await openOnDouble();
+    // An idempotency index changed by hand under the store's name: dropping it would admit duplicates meanwhile.
     jobsOf(double).dropIndex('idempotency');
-    jobsOf(double).createIndex({ name: 'idempotency', key: { idempotencyKey: 1 }, unique: true, sparse: true });
-    jobsOf(double).dropIndex('delayed_due');
-    jobsOf(double).createIndex({ name: 'delayed_due', key: { name: 1, runAt: 1 }, partialFilterExpression: {} });
-    await openOnDouble({}, {}, double);
-    const byName = Object.fromEntries(double.indexes(DB, 'workq_jobs').map((index) => [index.name, index]));
-    expect(byName.idempotency).toEqual({
-      name: 'idempotency',
-      key: { name: 1, idempotencyKey: 1 },
-      unique: true,
-      partialFilterExpression: { idempotencyKey: { $type: 'string' } },
-    });
-    expect(byName.delayed_due?.partialFilterExpression).toEqual({ state: 'delayed' });
+    const handMade = { name: 'idempotency', key: { idempotencyKey: 1 as const }, unique: true, sparse: true };
+    jobsOf(double).createIndex(handMade);
+    const changed = await rejection(openOnDouble({}, {}, double));
+    expect(changed).toMatchObject({ code: 'UNAVAILABLE', retryable: false });
+    expect(changed.message).toContain("db.workq_jobs.dropIndex('idempotency')");
+    // The wanted listing index's definition under another name (85).
+    jobsOf(double).dropIndex('idempotency');
+    jobsOf(double).dropIndex('list_by_name');
+    jobsOf(double).createIndex({ name: 'by_name_by_hand', key: { name: 1, state: 1, _id: 1 } });
+    const twin = await rejection(openOnDouble({}, {}, double));
+    expect(twin.message).toContain("dropIndex('by_name_by_hand')");
+    const names = double.indexes(DB, 'workq_jobs').map((index) => index.name);
+    expect(names).toContain('by_name_by_hand');
+    expect(double.indexBuilds.every((build) => !('dropIndexes' in build.options))).toBe(true);
   });
 
-  it('rebuilds an index whose options other than the TTL changed under the same name (server code 85)', async () => {
-    const { double } = await openOnDouble();
-    jobsOf(double).dropIndex('list_by_name');
-    jobsOf(double).createIndex({ name: 'list_by_name', key: { name: 1, state: 1, _id: 1 }, sparse: true });
+  it('changes a TTL in place under the majority write concern, and takes a commit quorum on mongos', async () => {
+    const double = createMongoDriverDouble({ replicaSet: 'rs0' });
     await openOnDouble({}, {}, double);
-    const listing = double.indexes(DB, 'workq_jobs').find((index) => index.name === 'list_by_name');
-    expect(listing).toEqual({ name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } });
+    // A mongos answers hello with `msg: 'isdbgrid'` and no replica set name.
+    const commands: Record<string, unknown>[] = [];
+    const original = DoubleDb.prototype.command;
+    vi.spyOn(DoubleDb.prototype, 'command').mockImplementation(async function (this: DoubleDb, body) {
+      commands.push(body);
+      if (body.hello === 1) return { isWritablePrimary: true, msg: 'isdbgrid', ok: 1 };
+      return original.call(this, body);
+    });
+    double.indexBuilds.length = 0;
+    await openOnDouble({ historyRetentionMs: 60_000, indexBuildTimeoutMS: 5_000 }, {}, double);
+    const ttl = double.indexes(DB, 'workq_jobs').find((index) => index.name === 'history_ttl');
+    expect(ttl?.expireAfterSeconds).toBe(60);
+    expect(commands.find((body) => 'collMod' in body)?.writeConcern).toEqual({
+      w: 'majority',
+      j: true,
+      wtimeout: 5_000,
+    });
+    expect(double.indexBuilds.length).toBeGreaterThan(0);
+    for (const build of double.indexBuilds) expect(build.options).toMatchObject({ commitQuorum: 'majority' });
   });
 
   it('opens a store whose claim index an earlier version made, and leaves that index to the servers still using it', async () => {
@@ -165,8 +189,14 @@ describe('mongodb store: index changes', () => {
     const { engine: upgraded } = await openOnDouble({}, {}, double);
     const { id } = await engine.enqueue({ name: 'up.a', version: 1, payload: {} });
     expect((await upgraded.claim({ name: 'up.a', maxVersion: 1, limit: 1, workerId: 'w' }))[0]?.id).toBe(id);
-    const names = double.indexes(DB, 'workq_jobs').map((index) => index.name);
-    expect(names).toEqual(expect.arrayContaining(['claim', 'claim_by_version']));
+    const names = () => double.indexes(DB, 'workq_jobs').map((index) => index.name);
+    expect(names()).toEqual(expect.arrayContaining(['claim', 'claim_by_version']));
+    // Once every server runs this version, the admin step drops it; a second run finds nothing to drop.
+    const db = double.client.db(DB) as unknown as Db;
+    expect(await dropRetiredMongoIndexes(db)).toEqual(['workq_jobs.claim']);
+    expect(names()).not.toContain('claim');
+    expect(names()).toContain('claim_by_version');
+    expect(await dropRetiredMongoIndexes(db)).toEqual([]);
   });
 
   it('refuses a history retention beyond what a TTL index takes with VALIDATION, naming the option', async () => {

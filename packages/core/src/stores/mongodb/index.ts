@@ -2,3 +2,4 @@
  * `@workq/core/mongodb`: the MongoDB store, over the official `mongodb` driver.
  */
 export { createMongoStore, type MongoStoreOptions } from './create-mongo-store.ts';
+export { dropRetiredMongoIndexes } from './indexes.ts';

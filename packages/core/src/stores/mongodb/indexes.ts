@@ -120,11 +120,17 @@ function ttlSeconds(historyRetentionMs: number): number {
 
 /**
  * Creates every index the store relies on, after moving jobs an earlier
- * version left waiting for later out of the claim index. Where the server
- * refuses one because another stands in its way (codes 85 and 86), that
- * index is made to match: a changed TTL in place, anything else dropped and
- * rebuilt. Each build waits for a majority of the replica set to commit it,
- * at most `build.timeoutMS`.
+ * version left waiting for later out of the claim index. Indexes are only
+ * ever added: a changed index gets a new name (see `CLAIM_INDEX`), so
+ * servers of the old and the new version run side by side during a rollout,
+ * each hinting the indexes it knows, and an index an earlier version made
+ * stays until `dropRetiredIndexes` is run. Where the server refuses one
+ * because another stands in its way (codes 85 and 86), a changed TTL is
+ * changed in place (`collMod`); anything else fails the start, naming the
+ * index: dropping and rebuilding it while other servers run would fail
+ * their hinted queries, and a unique index dropped admits duplicates. Each
+ * build waits for a majority of the replica set (or of each shard) to commit
+ * it, at most `build.timeoutMS`.
  */
 export async function ensureIndexes(
   db: Db,
@@ -133,14 +139,25 @@ export async function ensureIndexes(
   build: IndexBuild,
 ): Promise<void> {
   await moveLaterJobsOutOfClaimIndex(db.collection(names.jobs));
-  await ensureCollectionIndexes(db, names.jobs, jobIndexes(historyRetentionMs), build);
+  const quorum = { ...build, replicaSet: build.replicaSet || (await isMongos(db)) };
+  await ensureCollectionIndexes(db, names.jobs, jobIndexes(historyRetentionMs), quorum);
   await ensureCollectionIndexes(
     db,
     names.schemas,
     [{ name: 'name_version', key: { name: 1, version: 1 }, unique: true }],
-    build,
+    quorum,
   );
-  await ensureCollectionIndexes(db, names.workers, [{ name: 'seen_at', key: { seenAt: 1 } }], build);
+  await ensureCollectionIndexes(db, names.workers, [{ name: 'seen_at', key: { seenAt: 1 } }], quorum);
+}
+
+/**
+ * Whether the server is a mongos (`hello.msg` is `'isdbgrid'`): it builds
+ * an index on each shard's replica set, so a build takes a commit quorum
+ * there as on a replica set member.
+ */
+async function isMongos(db: Db): Promise<boolean> {
+  const hello = await db.command({ hello: 1 });
+  return hello.msg === 'isdbgrid';
 }
 
 async function ensureCollectionIndexes(db: Db, name: string, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
@@ -149,7 +166,7 @@ async function ensureCollectionIndexes(db: Db, name: string, wanted: IndexSpec[]
     await createIndexes(collection, wanted, build);
   } catch (error) {
     if (!isIndexConflict(error)) throw error;
-    await clearTheWay(db, collection, wanted);
+    await changeTtlsInPlace(db, collection, wanted, build);
     await createIndexes(collection, wanted, build);
   }
 }
@@ -173,38 +190,66 @@ async function createIndexes(collection: Collection, wanted: IndexSpec[], build:
 }
 
 /**
- * Makes each index that stands in the way of a wanted one match it: under
- * its name with another TTL, changed in place (`collMod`); under its name
- * otherwise different, or with its key and partial filter under another
- * name, dropped (so it is rebuilt as wanted).
+ * Changes in place (`collMod`) each index under a wanted name that differs
+ * from it only in its TTL. `db.command` inherits no write concern, so the
+ * change carries the majority, journaled one of every write, bounded by the
+ * build timeout. Any other index in a wanted one's way fails with
+ * `UNAVAILABLE`, naming it and what to do.
  */
-async function clearTheWay(db: Db, collection: Collection, wanted: IndexSpec[]): Promise<void> {
+async function changeTtlsInPlace(db: Db, collection: Collection, wanted: IndexSpec[], build: IndexBuild) {
   const existing = await collection.listIndexes().toArray();
   for (const spec of wanted) {
     const current = existing.find((index) => index.name === spec.name);
     if (current && !sameIndex(current, spec)) {
-      if (sameIndex({ ...current, expireAfterSeconds: spec.expireAfterSeconds }, spec)) {
-        await db.command({
-          collMod: collection.collectionName,
-          index: { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
-        });
-      } else {
-        await dropIndex(collection, spec.name);
+      if (!sameIndex({ ...current, expireAfterSeconds: spec.expireAfterSeconds }, spec)) {
+        throw indexInTheWay(collection, spec.name, `the index ${spec.name} exists with another definition`);
       }
+      await db.command({
+        collMod: collection.collectionName,
+        index: { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
+        writeConcern: { w: 'majority', j: true, wtimeout: build.timeoutMS },
+      });
     }
-    for (const twin of existing.filter((index) => index.name !== spec.name && sameDefinition(index, spec))) {
-      await dropIndex(collection, String(twin.name));
+    const twin = existing.find((index) => index.name !== spec.name && sameDefinition(index, spec));
+    if (!current && twin) {
+      throw indexInTheWay(collection, String(twin.name), `the index ${twin.name} has the definition of ${spec.name}`);
     }
   }
 }
 
-/** Drops an index; one another server dropped first is gone all the same. */
-async function dropIndex(collection: Collection, name: string): Promise<void> {
-  try {
-    await collection.dropIndex(name);
-  } catch (error) {
-    if (!isIndexNotFound(error)) throw error;
+function indexInTheWay(collection: Collection, name: string, what: string): WorkqError {
+  const collectionName = collection.collectionName;
+  return new WorkqError(
+    'UNAVAILABLE',
+    `Cannot create the indexes of ${collectionName}: ${what}, which this version does not change while other servers may be using it. Once no server uses it, drop it (db.${collectionName}.dropIndex('${name}')) and start again.`,
+    { retryable: false },
+  );
+}
+
+/**
+ * Indexes earlier versions created and this one no longer uses, by
+ * collection role. Servers of those versions still hint them during a
+ * rollout, so only `dropRetiredIndexes` removes them.
+ */
+export const RETIRED_INDEXES: Partial<Record<keyof CollectionNames, readonly string[]>> = {
+  jobs: ['claim'],
+};
+
+/** Drops the indexes of `RETIRED_INDEXES` not dropped yet; see `dropRetiredMongoIndexes`. */
+async function dropRetiredIndexes(db: Db, names: CollectionNames): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const [role, retired] of Object.entries(RETIRED_INDEXES) as [keyof CollectionNames, readonly string[]][]) {
+    const collection = db.collection(names[role]);
+    for (const name of retired) {
+      try {
+        await collection.dropIndex(name);
+        dropped.push(`${collection.collectionName}.${name}`);
+      } catch (error) {
+        if (!isIndexNotFound(error) && !isNamespaceNotFound(error)) throw error;
+      }
+    }
   }
+  return dropped;
 }
 
 /** What the server identifies an index by: its key, in order, and its partial filter. */
@@ -241,4 +286,16 @@ async function moveLaterJobsOutOfClaimIndex(jobs: Collection): Promise<void> {
   }
   if (indexNames.includes(DELAYED_INDEX)) return;
   await jobs.updateMany({ state: 'waiting', $expr: { $gt: ['$runAt', '$$NOW'] } }, { $set: { state: 'delayed' } });
+}
+
+/**
+ * The admin step of an index rollout, `@workq/core/mongodb`'s one
+ * maintenance call: once every server runs this version, drops the indexes
+ * earlier versions made that it no longer uses (see `RETIRED_INDEXES`) from
+ * the store's collections in `db` (the store's database), under
+ * `collectionPrefix` (the store's, `'workq_'` by default). Resolves to the
+ * `collection.index` names it dropped; running it again drops nothing.
+ */
+export function dropRetiredMongoIndexes(db: Db, collectionPrefix = 'workq_'): Promise<string[]> {
+  return dropRetiredIndexes(db, collectionNames(collectionPrefix));
 }
