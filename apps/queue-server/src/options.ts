@@ -24,13 +24,13 @@ export interface CorsOptions {
    * (`VALIDATION`): list each origin. Checked at start.
    * @defaultValue [] (no page on another origin can read a response)
    */
-  origins?: readonly string[];
+  origins?: readonly string[] | undefined;
 }
 
 /** Request limits; each has a default. */
 export interface ServerLimits {
   /** Largest JSON payload of one job, in bytes. @defaultValue 262_144 (256 KiB) */
-  maxPayloadBytes?: number;
+  maxPayloadBytes?: number | undefined;
   /**
    * Largest JSON result of one job, in bytes as stored. A larger result is
    * refused with `PAYLOAD_TOO_LARGE` and stored nowhere, and its job ends
@@ -39,39 +39,39 @@ export interface ServerLimits {
    * `completed` event, so they are bounded like payloads.
    * @defaultValue `maxPayloadBytes` (256 KiB unless set)
    */
-  maxResultBytes?: number;
+  maxResultBytes?: number | undefined;
   /** Most jobs in one enqueueMany, claim or ack batch. @defaultValue 1000 */
-  maxBatchSize?: number;
+  maxBatchSize?: number | undefined;
   /** Most calls in one tRPC HTTP batch. @defaultValue 50 */
-  maxTrpcBatchSize?: number;
+  maxTrpcBatchSize?: number | undefined;
   /** Largest request body, in bytes. @defaultValue 16_777_216 (16 MiB) */
-  maxRequestBytes?: number;
+  maxRequestBytes?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
-  maxLongPollMs?: number;
+  maxLongPollMs?: number | undefined;
   /**
    * Job events kept for one event subscriber that is not reading; past it they are dropped and the
    * subscriber gets `resync` (docs/events.md). @defaultValue 10_000
    */
-  maxBufferedEvents?: number;
+  maxBufferedEvents?: number | undefined;
   /**
    * Job-event streams (`events.watch`) open at once on this server; one past
    * it is refused with a retryable `UNAVAILABLE` (the SDK tries again, backing
    * off to 4 s, or a load balancer's other server takes it). @defaultValue 1_000
    */
-  maxEventStreams?: number;
+  maxEventStreams?: number | undefined;
   /**
    * Job-event streams one token (static or signed) may hold open at once; one
    * past it is refused with `FORBIDDEN`, which ends `sdk.events` (a client
    * that opens this many is leaking them). Not counted in open mode.
    * @defaultValue 64
    */
-  maxEventStreamsPerToken?: number;
+  maxEventStreamsPerToken?: number | undefined;
   /**
    * Longest a client may take to send a request's headers, in milliseconds;
    * past it the connection is closed (a slow-headers attack holds no socket
    * longer). At most `requestTimeoutMs`. @defaultValue 10_000
    */
-  headersTimeoutMs?: number;
+  headersTimeoutMs?: number | undefined;
   /**
    * Longest a client may take to send a whole request, headers and body, in
    * milliseconds; past it the server answers 408 and closes the connection,
@@ -79,27 +79,27 @@ export interface ServerLimits {
    * receiving the request only: a long poll (`maxLongPollMs`) or an event
    * stream answers for as long as it needs. @defaultValue 30_000
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /**
    * How long an idle keep-alive connection stays open between requests, in
    * milliseconds: longer than the 60 s idle timeout of common load
    * balancers, so they close first and never send on a socket the server is
    * closing. @defaultValue 65_000
    */
-  keepAliveTimeoutMs?: number;
+  keepAliveTimeoutMs?: number | undefined;
   /**
    * Most connections open at once (each waiting worker and event stream
    * holds one); a connection past it is closed as it arrives, and those open
    * are served as before. Keep the process's file-descriptor limit above it.
    * @defaultValue 10_000
    */
-  maxConnections?: number;
+  maxConnections?: number | undefined;
   /**
    * Bounds on registered payload schemas: size, nesting, versions per job
    * type and job types in the store (see `SchemaLimits`).
    * @defaultValue `DEFAULT_SCHEMA_LIMITS` (64 KiB, 64 levels, 100 versions, 1000 job types)
    */
-  schemas?: SchemaLimits;
+  schemas?: SchemaLimits | undefined;
 }
 
 export interface ServerOptions {
@@ -110,13 +110,13 @@ export interface ServerOptions {
    * @defaultValue the embedded default: MongoDB via mongodb-memory-server under `.workq/`,
    * else PGlite under `.workq/` where no MongoDB binary can be had
    */
-  store?: string | Store;
+  store?: string | Store | undefined;
   /** @defaultValue 4000 (0 picks a free port) */
-  port?: number;
+  port?: number | undefined;
   /** @defaultValue '127.0.0.1' */
-  host?: string;
+  host?: string | undefined;
   /** Accepted bearer tokens. With none (and no `tokenSecret`), the server serves only on a loopback address. @defaultValue [] */
-  tokens?: readonly TokenGrant[];
+  tokens?: readonly TokenGrant[] | undefined;
   /**
    * Accept signed tokens (JWTs made by `mintToken` with this secret, HS256,
    * HS384 or HS512) beside `tokens`: their `scope` claim holds the scopes
@@ -126,7 +126,7 @@ export interface ServerOptions {
    * bind a non-loopback address.
    * @defaultValue none (only `tokens` are accepted)
    */
-  tokenSecret?: string;
+  tokenSecret?: string | undefined;
   /**
    * The longest a signed token may be valid, in milliseconds: one whose
    * `exp` lies further than this past its `iat` (or past now, without one)
@@ -134,20 +134,20 @@ export interface ServerOptions {
    * Positive (`VALIDATION` at start otherwise).
    * @defaultValue 86_400_000 (24 h)
    */
-  maxTokenLifetimeMs?: number;
+  maxTokenLifetimeMs?: number | undefined;
   /**
    * The `aud` claim every signed token must carry (`mintToken({ audience })`),
    * so tokens minted for another service with the same secret are refused.
    * @defaultValue none (`aud` is not checked)
    */
-  tokenAudience?: string;
+  tokenAudience?: string | undefined;
   /**
    * The `iss` claim every signed token must carry (`mintToken({ issuer })`).
    * @defaultValue none (`iss` is not checked)
    */
-  tokenIssuer?: string;
+  tokenIssuer?: string | undefined;
   /** Cross-origin browser access. @defaultValue { origins: [] } */
-  cors?: CorsOptions;
+  cors?: CorsOptions | undefined;
   /**
    * Without tokens (open mode, loopback only) the server answers only
    * requests whose `Host` names a loopback address (`localhost`,
@@ -158,33 +158,33 @@ export interface ServerOptions {
    * With tokens, `Host` is not checked: a page cannot send a token it does
    * not hold. @defaultValue []
    */
-  allowedHosts?: readonly string[];
-  limits?: ServerLimits;
+  allowedHosts?: readonly string[] | undefined;
+  limits?: ServerLimits | undefined;
   /** Where the embedded default keeps its data. @defaultValue '.workq' */
-  dataDir?: string;
+  dataDir?: string | undefined;
   /** How often waiting claims re-check the store when no wake-up arrives (delayed jobs, other instances without notify). @defaultValue 1000 */
-  pollIntervalMs?: number;
+  pollIntervalMs?: number | undefined;
   /** How long finished jobs are kept as history. @defaultValue 7 days */
-  historyRetentionMs?: number;
+  historyRetentionMs?: number | undefined;
   /**
    * Recurring jobs: each entry enqueues one job at every time its cron
    * expression names. Checked at start (`VALIDATION` naming the entry).
    * @defaultValue []
    */
-  crontab?: readonly CronEntry[];
+  crontab?: readonly CronEntry[] | undefined;
   /**
    * The worker registry (`admin.workers`) lists the consumers seen within
    * this window: claiming, or extending the leases of the jobs they run.
    * @defaultValue 60_000
    */
-  presenceWindowMs?: number;
+  presenceWindowMs?: number | undefined;
   /**
    * How often the leader reads the schedules kept in the store
    * (`admin.upsertSchedule`) again; a schedule written on the leader itself,
    * or announced by another server over the wake-up bus, is read at once.
    * @defaultValue 5_000
    */
-  scheduleReloadMs?: number;
+  scheduleReloadMs?: number | undefined;
   /**
    * The job catalog (`defineCatalog`), when the server is built with it.
    * Payloads of the job versions it declares are then parsed with its Zod
@@ -196,9 +196,9 @@ export interface ServerOptions {
    * is registered with a different schema).
    * @defaultValue none (registered JSON Schemas only)
    */
-  jobs?: Catalog;
+  jobs?: Catalog | undefined;
   /** Where log lines go. @defaultValue JSON lines on stderr */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 export interface Logger {

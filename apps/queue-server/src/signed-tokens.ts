@@ -40,11 +40,11 @@ export interface MintTokenOptions {
    * server keeps it with the caller and names it in its request-failure logs.
    * @defaultValue none
    */
-  subject?: string;
+  subject?: string | undefined;
   /** Whom the token is for (its `aud` claim), e.g. `"workq"`; needed by a server started with that `tokenAudience`. @defaultValue none */
-  audience?: string;
+  audience?: string | undefined;
   /** Who issued the token (its `iss` claim), e.g. `"https://app.example.com"`; needed by a server started with that `tokenIssuer`. @defaultValue none */
-  issuer?: string;
+  issuer?: string | undefined;
 }
 
 /** What a verified signed token grants. */

@@ -1,5 +1,5 @@
 import type { JobState, JobStatus } from '@workq/core';
-import type { JobCount, WorkerPresence } from '@workq/core/engine';
+import type { CronEntry, JobCount, WorkerPresence } from '@workq/core/engine';
 import type { Call } from './transport.ts';
 
 /** Operations that need the `admin` scope. */
@@ -7,7 +7,12 @@ export interface AdminApi {
   /** Counts by job type, version and state, and the consumers seen in the last minute with the versions they read. */
   stats(): Promise<{ counts: JobCount[]; consumers: WorkerPresence[] }>;
   /** A page of jobs, by type and state; pass `nextCursor` back for the next page. */
-  list(query?: { name?: string; state?: JobState; limit?: number; cursor?: string }): Promise<{
+  list(query?: {
+    name?: string | undefined;
+    state?: JobState | undefined;
+    limit?: number | undefined;
+    cursor?: string | undefined;
+  }): Promise<{
     jobs: JobStatus[];
     nextCursor: string | null;
   }>;
@@ -69,7 +74,7 @@ export interface QueueLimits {
 }
 
 /** A change of limits for `setLimits`: a limit left out stays as it is, `null` clears it. */
-export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] };
+export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] | undefined };
 
 /** A job type, as `admin.queues()` lists it. */
 export interface QueueListing {
@@ -102,19 +107,13 @@ export interface ScheduleInput {
   /** Five fields (minute, hour, day of month, month, day of week), or six with seconds first. */
   cron: string;
   /** The IANA time zone the expression is read in. @defaultValue 'UTC' */
-  timezone?: string;
+  timezone?: string | undefined;
   name: string;
   payload?: unknown;
   /** The payload's version. @defaultValue the newest registered when each occurrence is enqueued */
-  version?: number;
+  version?: number | undefined;
   /** Enqueue options of every occurrence. */
-  options?: {
-    priority?: number;
-    maxAttempts?: number;
-    backoff?: { type: 'fixed' | 'exponential'; delayMs: number; maxDelayMs?: number };
-    leaseMs?: number;
-    order?: 'fifo' | 'lifo';
-  };
+  options?: CronEntry['options'];
 }
 
 /** A connected worker, as `admin.workers()` lists it. */

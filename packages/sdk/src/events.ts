@@ -47,12 +47,12 @@ export interface ResyncEvent {
 
 export interface EventsOptions {
   /** Ends the iteration. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Events kept while the loop body is busy; past it they are dropped and the
    * next event is a `resync`. @defaultValue 10_000
    */
-  maxBufferedEvents?: number;
+  maxBufferedEvents?: number | undefined;
 }
 
 /** `sdk.events(name?, options)`. */

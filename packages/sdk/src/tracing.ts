@@ -75,16 +75,16 @@ export interface TracingOptions {
    * @defaultValue imported on first use where it is installed (Node); where it cannot be imported (not
    * installed, or a browser bundle, which leaves that import alone) nothing is traced
    */
-  api?: OpenTelemetryApi;
+  api?: OpenTelemetryApi | undefined;
   /** @defaultValue OpenTelemetry's global tracer provider (a no-op until an OpenTelemetry SDK registers one) */
-  tracerProvider?: OtelTracerProvider;
+  tracerProvider?: OtelTracerProvider | undefined;
   /**
    * How a handler's `process` span relates to the `create` span of the enqueue: `'link'` starts a trace of
    * its own with a link to it (the messaging conventions' default: a job may run long after, and more than
    * once), `'child'` continues the producer's trace.
    * @defaultValue 'link'
    */
-  processSpan?: 'link' | 'child';
+  processSpan?: 'link' | 'child' | undefined;
 }
 
 /** `SpanKind.PRODUCER`, `SpanKind.CONSUMER` and `SpanStatusCode.ERROR` of `@opentelemetry/api`. */

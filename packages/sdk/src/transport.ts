@@ -16,8 +16,8 @@ export type TokenSource = string | (() => string | Promise<string>);
 
 export interface TransportOptions {
   url: string;
-  token?: TokenSource;
-  fetch?: typeof fetch;
+  token?: TokenSource | undefined;
+  fetch?: typeof fetch | undefined;
   /** How long a request may go unanswered before it fails with `TIMEOUT`. */
   timeoutMs: number;
 }
@@ -25,11 +25,11 @@ export interface TransportOptions {
 /** How one request is timed. */
 export interface CallOptions {
   /** How long the server may hold the request on purpose (a long poll's wait): added to the time limit. */
-  waitMs?: number;
+  waitMs?: number | undefined;
   /** A shorter time limit for this request; the client's `timeoutMs` when larger or absent. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Ends the request early, on purpose: it then fails as the link reports it, not with `TIMEOUT`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**

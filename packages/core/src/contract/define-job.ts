@@ -30,15 +30,17 @@ export interface JobSpec<V extends number, P extends z.ZodType, R extends z.ZodT
   /** The schema of the current payload. */
   payload: P;
   /** The schema of the handler's result. @defaultValue no result */
-  result?: R;
+  result?: R | undefined;
   /** Older versions, each with its upgrade to the next version. */
-  previous?: {
-    [K in keyof Prev]: {
-      payload: Prev[K];
-      upgrade: (payload: Prev[K] extends z.ZodType ? z.output<Prev[K]> : never) => UpgradeTarget<K, Prev, P>;
-    };
-  };
-  defaults?: JobDefaults;
+  previous?:
+    | {
+        [K in keyof Prev]: {
+          payload: Prev[K];
+          upgrade: (payload: Prev[K] extends z.ZodType ? z.output<Prev[K]> : never) => UpgradeTarget<K, Prev, P>;
+        };
+      }
+    | undefined;
+  defaults?: JobDefaults | undefined;
 }
 
 /**

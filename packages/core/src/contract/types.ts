@@ -7,7 +7,7 @@ export interface Backoff {
   /** Base delay in milliseconds. */
   delayMs: number;
   /** Upper bound of any single delay. @defaultValue 3_600_000 (one hour) */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
 }
 
 /** Which of two ready jobs of equal priority runs first. */
@@ -16,15 +16,15 @@ export type JobOrder = 'fifo' | 'lifo';
 /** Per-job-type defaults; every field is optional and falls back to the engine's defaults. */
 export interface JobDefaults {
   /** Higher runs first. @defaultValue 0 */
-  priority?: number;
+  priority?: number | undefined;
   /** Attempts before the job goes dead. @defaultValue 5 */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
-  backoff?: Backoff;
+  backoff?: Backoff | undefined;
   /** How long a claim holds a job before it is delivered again: 100 ms to 24 h (`LEASE_MS_LIMITS`). @defaultValue 30_000 */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** @defaultValue 'fifo' */
-  order?: JobOrder;
+  order?: JobOrder | undefined;
 }
 
 /** An older payload version, with its upgrade to the next version. */

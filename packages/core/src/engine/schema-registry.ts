@@ -27,13 +27,13 @@ const keyOf = (name: string, version: number): string => `${name}@${version}`;
 /** Bounds on what clients may register; each has a default. */
 export interface SchemaLimits {
   /** Largest canonical JSON text of one schema, in UTF-8 bytes. @defaultValue 65_536 (64 KiB) */
-  maxSchemaBytes?: number;
+  maxSchemaBytes?: number | undefined;
   /** Deepest nesting of arrays and objects in one schema (the schema itself is level 1). @defaultValue 64 */
-  maxSchemaDepth?: number;
+  maxSchemaDepth?: number | undefined;
   /** Most versions registered for one job type. @defaultValue 100 */
-  maxVersionsPerJob?: number;
+  maxVersionsPerJob?: number | undefined;
   /** Most job types with a registered schema, counted over the whole store. @defaultValue 1000 */
-  maxJobTypes?: number;
+  maxJobTypes?: number | undefined;
 }
 
 export const DEFAULT_SCHEMA_LIMITS: Readonly<Required<SchemaLimits>> = Object.freeze({

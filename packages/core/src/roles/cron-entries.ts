@@ -25,23 +25,25 @@ export interface CronEntry {
   /** The payload of every occurrence, checked against the registered schema when it is enqueued. @defaultValue {} */
   payload?: unknown;
   /** The payload's version. @defaultValue the newest version registered for `name` */
-  version?: number;
+  version?: number | undefined;
   /** The IANA time zone the expression is read in, e.g. `Europe/Berlin`. @defaultValue 'UTC' */
-  timezone?: string;
+  timezone?: string | undefined;
   /**
    * Names the entry across servers and deploys. @defaultValue derived from
    * the name, expression, time zone, version and payload (so changing any of
    * them makes a new entry)
    */
-  key?: string;
+  key?: string | undefined;
   /** Enqueue options of every occurrence. The catalog's `defaults` are the SDK's, so they do not apply here. */
-  options?: {
-    priority?: number;
-    maxAttempts?: number;
-    backoff?: { type: 'fixed' | 'exponential'; delayMs: number; maxDelayMs?: number };
-    leaseMs?: number;
-    order?: 'fifo' | 'lifo';
-  };
+  options?:
+    | {
+        priority?: number | undefined;
+        maxAttempts?: number | undefined;
+        backoff?: { type: 'fixed' | 'exponential'; delayMs: number; maxDelayMs?: number | undefined } | undefined;
+        leaseMs?: number | undefined;
+        order?: 'fifo' | 'lifo' | undefined;
+      }
+    | undefined;
 }
 
 /** An entry, checked and with its expression parsed. */
