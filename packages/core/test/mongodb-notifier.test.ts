@@ -1,6 +1,7 @@
 import { until } from '@workq/test-support';
+import { MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
+import { DB, mongoStoreOnDouble, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
 
@@ -15,6 +16,32 @@ async function subscribed() {
 }
 
 describe('mongodb store: change-stream wake-ups', () => {
+  it('watches at majority read concern, the only one $changeStream takes, so the default store starts on a replica set', async () => {
+    // The default options: notify on, and the database handle's read concern `local`, which a watch would inherit.
+    const { store } = await mongoStoreOnDouble();
+    try {
+      const heard: string[] = [];
+      await store.notifier!.subscribe((name) => heard.push(name));
+      await store.notifier!.publish('wake.majority');
+      await until(() => heard.includes('wake.majority'));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("says why a stream failed as it opened: the server error that follows the driver's close", async () => {
+    const { store, double } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
+    const refusal = {
+      message: 'not authorized on workq_store_test to execute command',
+      code: 13,
+      codeName: 'Unauthorized',
+    };
+    double.watchFaults.push(new MongoServerError(refusal));
+    await expect(store.notifier!.subscribe(() => {})).rejects.toThrow(
+      /wake-up change stream on MongoDB at driver-double:27017 failed: Unauthorized \(13\): not authorized/,
+    );
+  });
+
   it('delivers published messages to subscribers until they unsubscribe', async () => {
     const { store } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
     const notifier = store.notifier!;

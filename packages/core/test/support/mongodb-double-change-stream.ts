@@ -9,8 +9,10 @@ const CHANGE_STREAM_HISTORY_LOST = 286;
 /**
  * A change stream of one collection's inserts, through the `$match` stages of
  * its pipeline. As the driver's, it ends for good on a non-resumable error
- * (`fail`: `error`, then `close`) and after an invalidate event (`invalidate`:
- * the event, where the pipeline lets it through, then `close`).
+ * (`fail`: `error`, then `close`), when the server refuses its aggregate
+ * (`refuse`: `close`, forwarded from its cursor's clean-up, then `error`) and
+ * after an invalidate event (`invalidate`: the event, where the pipeline lets
+ * it through, then `close`).
  */
 export class DoubleChangeStream extends EventEmitter {
   private closed = false;
@@ -47,6 +49,18 @@ export class DoubleChangeStream extends EventEmitter {
       if (this.closed) return;
       this.emit('error', error);
       void this.close();
+    });
+  }
+
+  /** Ends the stream as it opens, the server having refused its aggregate with `error`. */
+  refuse(error: Error): void {
+    queueMicrotask(() => {
+      if (this.closed) return;
+      this.closed = true;
+      this.streams.delete(this);
+      this.emit('close');
+      this.emit('error', error);
+      this.removeAllListeners();
     });
   }
 

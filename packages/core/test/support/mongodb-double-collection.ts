@@ -63,12 +63,20 @@ type BulkOperation =
 
 const WRITE_CONCERN_TIMEOUT = 64;
 const MAX_TIME_MS_EXPIRED = 50;
+const INVALID_OPTIONS = 72;
 
 /** The mode of a read preference given as a string or a driver `ReadPreference`. */
 function readPreferenceMode(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   const mode = (value as { mode?: unknown } | undefined)?.mode;
   return typeof mode === 'string' ? mode : undefined;
+}
+
+/** The level of a read concern given as a string, a `{ level }` or a driver `ReadConcern`. */
+function readConcernLevel(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  const level = (value as { level?: unknown } | undefined)?.level;
+  return typeof level === 'string' ? level : undefined;
 }
 
 const emptyBulkResult = () => ({
@@ -330,8 +338,12 @@ export class DoubleCollection {
    * `replicaSet` (as the server allows only there), filtered by `pipeline`.
    * It announces its resume token at once and emits `change` for each later
    * insert acknowledged by a majority; see `DoubleChangeStream` for failures.
+   * As the server's `$changeStream` stage, it takes no read concern but
+   * `majority`: one the call, collection or database sets otherwise (the
+   * driver copies the parent's into the aggregate) fails the stream as it
+   * opens, with `InvalidOptions` (72).
    */
-  watch(pipeline: Doc[] = []): DoubleChangeStream {
+  watch(pipeline: Doc[] = [], options: CallOptions = {}): DoubleChangeStream {
     if (!this.double.options.replicaSet) {
       throw new MongoServerError({ message: 'The $changeStream stage is only supported on replica sets', code: 40573 });
     }
@@ -341,6 +353,19 @@ export class DoubleCollection {
       this.collectionName,
       pipeline,
     );
+    const level = readConcernLevel(options.readConcern ?? this.options.readConcern ?? this.db.options.readConcern);
+    const refusal =
+      level !== undefined && level !== 'majority'
+        ? new MongoServerError({
+            message: `Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. Current readConcern: ${level}`,
+            code: INVALID_OPTIONS,
+            codeName: 'InvalidOptions',
+          })
+        : this.double.watchFaults.shift();
+    if (refusal) {
+      stream.refuse(refusal);
+      return stream;
+    }
     queueMicrotask(() => stream.emit('resumeTokenChanged', { _data: 'start' }));
     return stream;
   }

@@ -94,6 +94,8 @@ export class MongoDriverDouble {
   readonly databases = new Map<string, Map<string, CollectionData>>();
   /** Open change streams (see `DoubleCollection.watch`). */
   readonly changeStreams = new Set<DoubleChangeStream>();
+  /** The errors the server refuses the next change streams with as they open, one each, in order. */
+  readonly watchFaults: Error[] = [];
   /**
    * Whether a majority of the replica set acknowledges writes. When `false`,
    * a majority write is applied but fails after its `wtimeoutMS` with the

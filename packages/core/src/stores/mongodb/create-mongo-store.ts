@@ -104,7 +104,8 @@ function checkedMs(option: string, value: number, min: number, max: number): num
  * collection. Writes use majority, journaled write concern, bounded by
  * `writeTimeoutMS`; reads go to the primary with read concern `local`, so
  * every read sees the writes before it, whatever read preference the URL or
- * client sets.
+ * client sets. Change streams, which take no read concern but `majority`,
+ * set their own (see `ChangeStreamNotifier.watch`).
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   const url = options.url;

@@ -1,5 +1,6 @@
 import { ChangeStream, type Collection, type Db, MongoServerError } from 'mongodb';
 import type { ClosableNotifier } from '../../engine/store.ts';
+import { WorkqError } from '../../errors.ts';
 import type { WakeupDocument } from './documents.ts';
 import { toWorkqError } from './errors.ts';
 
@@ -67,7 +68,7 @@ export class ChangeStreamNotifier implements ClosableNotifier {
     try {
       await subscription.open();
     } catch (error) {
-      throw toWorkqError(error, this.hosts, 'subscribe');
+      throw this.streamFailure(error);
     }
     this.subscriptions.add(subscription);
     return async () => {
@@ -76,9 +77,32 @@ export class ChangeStreamNotifier implements ClosableNotifier {
     };
   }
 
-  /** A change stream of the wake-up inserts, and of the invalidate that ends a stream for good. */
+  /**
+   * A change stream of the wake-up inserts, and of the invalidate that ends a
+   * stream for good. Read at `majority`, the only read concern the server's
+   * `$changeStream` stage accepts (any other fails with `InvalidOptions`):
+   * the driver would otherwise copy the store's `local` from the database
+   * handle into the aggregate.
+   */
   watch(): ChangeStream<WakeupDocument> {
-    return this.wakeups.watch<WakeupDocument>([{ $match: { operationType: { $in: ['insert', 'invalidate'] } } }]);
+    return this.wakeups.watch<WakeupDocument>([{ $match: { operationType: { $in: ['insert', 'invalidate'] } } }], {
+      readConcern: { level: 'majority' },
+    });
+  }
+
+  /** A stream's failure as the operator needs it: the server's reason, named. */
+  streamFailure(error: unknown): WorkqError {
+    const reason =
+      error instanceof MongoServerError
+        ? `${error.codeName ?? 'error'} (${error.code}): ${error.message}`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    const retryable = toWorkqError(error, this.hosts, 'subscribe').retryable;
+    return new WorkqError('UNAVAILABLE', `The wake-up change stream on MongoDB at ${this.hosts} failed: ${reason}`, {
+      retryable,
+      cause: error,
+    });
   }
 
   /** Closes every subscription. */
@@ -134,7 +158,8 @@ class Subscription {
         if (typeof name === 'string') this.listener(name);
       });
       stream.on('error', ended);
-      stream.on('close', () => ended());
+      // The driver forwards its cursor's `close` before the error that ended it: while opening, wait for that error.
+      stream.on('close', () => settled && ended());
     });
   }
 
