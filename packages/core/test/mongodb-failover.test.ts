@@ -1,8 +1,9 @@
 import type { Doc } from '@workq/test-support';
-import { MongoServerError, MongoWriteConcernError } from 'mongodb';
+import { MongoNetworkError, MongoServerError, MongoWriteConcernError } from 'mongodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toWorkqError } from '../src/stores/mongodb/errors.ts';
 import { rejection } from './support/fixtures.ts';
+import { DoubleSession } from './support/mongodb-double.ts';
 import { DoubleCollection } from './support/mongodb-double-collection.ts';
 import { storesOnDouble } from './support/mongodb-on-double.ts';
 
@@ -67,5 +68,39 @@ describe('mongodb store through a failover', () => {
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     // No sweep ran: the give-back's retry returned them, attempts unspent.
     for (const { id } of enqueued) expect(await store.getJob(id)).toMatchObject({ state: 'waiting', attempts: 0 });
+  });
+
+  it('a moveTo whose commit answer a failover lost is answered from the majority state: done when it happened', async () => {
+    const { double, engine, store } = await openOnDouble({ writeTimeoutMS: 20_000 }, replicaSet);
+    await engine.enqueueMany(jobs(2, 'mv.a'));
+    const [moved, kept] = await engine.claim({ name: 'mv.a', maxVersion: 1, limit: 2, workerId: 'w' });
+    const lostAnswer = () => {
+      const lost = new MongoNetworkError('connection closed during commitTransaction');
+      lost.addErrorLabel('UnknownTransactionCommitResult');
+      return lost;
+    };
+    const commit = DoubleSession.prototype.withTransaction;
+    const transaction = vi.spyOn(DoubleSession.prototype, 'withTransaction');
+    // The commit applied, its answer lost.
+    transaction.mockImplementationOnce(async function (this: DoubleSession, ...args: Parameters<typeof commit>) {
+      await commit.apply(this, args);
+      throw lostAnswer();
+    });
+    const next = await engine.moveTo(moved!, { name: 'mv.b', version: 1, payload: {} });
+    expect(next).toMatchObject({ created: true });
+    expect(await store.getJob(next.id)).toMatchObject({ name: 'mv.b', movedFrom: moved!.id });
+    expect(await store.getJob(moved!.id)).toMatchObject({ state: 'completed', movedTo: next.id });
+    // The commit never applied, its answer lost as well: the move is reported failed, and the lease still holds.
+    transaction.mockImplementationOnce(async () => {
+      throw lostAnswer();
+    });
+    const error = await rejection(engine.moveTo(kept!, { name: 'mv.b', version: 1, payload: {} }));
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    expect(await store.getJob(kept!.id)).toMatchObject({ state: 'active' });
+    // The commit is bounded once by writeTimeoutMS: its write concern waits longer, so the driver's 10 s
+    // wtimeout default never applies and the commit ends with MaxTimeMSExpired, which it does not retry.
+    const [options] = double.transactions as { maxCommitTimeMS?: number; writeConcern?: { wtimeoutMS?: number } }[];
+    expect(options?.maxCommitTimeMS).toBe(20_000);
+    expect(options?.writeConcern?.wtimeoutMS).toBeGreaterThan(20_000);
   });
 });

@@ -41,7 +41,10 @@ describe('mongodb store: durability', () => {
     const durable = { w: 'majority', journal: true, wtimeoutMS: 2_500 };
     for (const write of double.writes.filter((w) => !w.inTransaction)) expect(write.writeConcern).toEqual(durable);
     expect(double.transactions).toEqual([
-      expect.objectContaining({ writeConcern: { w: 'majority', journal: true }, maxCommitTimeMS: 2_500 }),
+      expect.objectContaining({
+        writeConcern: { w: 'majority', journal: true, wtimeoutMS: 3_500 },
+        maxCommitTimeMS: 2_500,
+      }),
     ]);
     expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
       'updateOne',

@@ -1,24 +1,39 @@
-import type { Collection, Filter, MongoClient, TransactionOptions, WriteConcernSettings } from 'mongodb';
+import {
+  type Collection,
+  type Filter,
+  type MongoClient,
+  MongoError,
+  type TransactionOptions,
+  type WriteConcernSettings,
+} from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
-import { isDuplicateKeyError, isTransactionUnsupportedError } from './errors.ts';
+import { isDuplicateKeyError, isTransactionUnsupportedError, isWriteTimeout } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 
 /**
- * A transaction's options: majority, journaled, its commit bounded by
- * `maxCommitTimeMS` rather than `wtimeoutMS`, which `withTransaction` would
- * keep retrying for two minutes.
+ * How much longer than the commit's `maxCommitTimeMS` its write concern may
+ * wait. The driver gives a commit without a `wtimeoutMS` one of 10 s, and
+ * `withTransaction` retries a commit that failed on its write concern for
+ * two minutes; a commit whose `maxTimeMS` runs out first fails with
+ * `MaxTimeMSExpired`, which it does not retry. So the commit fails once,
+ * after `writeTimeoutMS`, as every other write does.
  */
+const COMMIT_WTIMEOUT_MARGIN_MS = 1_000;
+
+/** A transaction's options: majority, journaled, its commit bounded by `maxCommitTimeMS` (see above). */
 function transactionOptions(writeConcern: WriteConcernSettings): TransactionOptions {
   const { wtimeoutMS, ...majority } = writeConcern;
-  return {
-    writeConcern: majority,
-    readConcern: { level: 'majority' },
-    readPreference: 'primary',
-    ...(wtimeoutMS === undefined ? {} : { maxCommitTimeMS: wtimeoutMS }),
-  };
+  const bounded =
+    wtimeoutMS === undefined
+      ? { writeConcern: majority }
+      : {
+          writeConcern: { ...majority, wtimeoutMS: wtimeoutMS + COMMIT_WTIMEOUT_MARGIN_MS },
+          maxCommitTimeMS: wtimeoutMS,
+        };
+  return { ...bounded, readConcern: { level: 'majority' }, readPreference: 'primary' };
 }
 
 /** Where `moveJob` runs its transaction. */
@@ -83,8 +98,43 @@ export async function moveJob(
     }
     // The key was taken after the look-up: the transaction rolled back.
     if (isDuplicateKeyError(error)) return { job: null, created: false };
-    throw error;
+    if (!isUnknownCommit(error)) throw error;
+    const moved = await movedOutcome(jobs, held, next);
+    if (!moved) throw error;
+    return moved;
   } finally {
     await session.endSession();
   }
+}
+
+/**
+ * Whether a transaction's commit reached a primary that may have applied it,
+ * its answer lost: a connection or a primary lost during the commit. A
+ * majority that did not confirm it in time is not one: that commit is not
+ * yet visible to a majority read, and is reported as `TIMEOUT` (it may
+ * still be applied).
+ */
+function isUnknownCommit(error: unknown): boolean {
+  return error instanceof MongoError && error.hasErrorLabel('UnknownTransactionCommitResult') && !isWriteTimeout(error);
+}
+
+/**
+ * The outcome of a move whose commit outcome was unknown, read from the
+ * majority-committed state: the held job completed into `next`, or into the
+ * job holding `next`'s key, means the move happened, and that job is the
+ * answer. `null` when the move did not happen.
+ */
+async function movedOutcome(
+  jobs: Collection<JobDocument>,
+  held: Filter<JobDocument>,
+  next: NewJob,
+): Promise<InsertOutcome | null> {
+  const majority = { readConcern: { level: 'majority' as const }, readPreference: 'primary' as const };
+  const job = await jobs.findOne({ _id: held._id }, majority);
+  if (job?.state !== 'completed' || typeof job.movedTo !== 'string') return null;
+  const target = await jobs.findOne({ _id: job.movedTo }, majority);
+  if (!target) return null;
+  if (target._id === next.id) return { job: toJobRecord(target), created: true };
+  const holdsKey = next.idempotencyKey !== null && target.idempotencyKey === next.idempotencyKey;
+  return target.name === next.name && holdsKey ? { job: toJobRecord(target), created: false } : null;
 }
