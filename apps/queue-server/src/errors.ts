@@ -20,6 +20,8 @@ export const STATUS_OF_ERROR = {
   CONFLICT: { trpc: 'CONFLICT', http: 409 },
   TIMEOUT: { trpc: 'TIMEOUT', http: 408 },
   UNAVAILABLE: { trpc: 'SERVICE_UNAVAILABLE', http: 503 },
+  // Raised by the SDK (`handle.result()` of a dead job), never by the server; here because the table is total.
+  JOB_FAILED: { trpc: 'CONFLICT', http: 409 },
 } as const satisfies Record<WorkqErrorCode, { trpc: TrpcCode; http: number }>;
 
 /** For errors raised by tRPC itself (bad JSON, body too large, batch too large). */

@@ -14,6 +14,7 @@ export const WORKQ_ERROR_CODES = [
   'CONFLICT',
   'TIMEOUT',
   'UNAVAILABLE',
+  'JOB_FAILED',
 ] as const;
 
 export type WorkqErrorCode = (typeof WORKQ_ERROR_CODES)[number];

@@ -46,5 +46,12 @@ export type {
   JobStatus,
   TraceContext,
 } from './jobs.ts';
-export { FINISHED_STATES, isFinishedState, JOB_STATES, LEASE_MS_LIMITS, MAX_BATCH_SIZE } from './jobs.ts';
+export {
+  ERROR_HISTORY_LIMITS,
+  FINISHED_STATES,
+  isFinishedState,
+  JOB_STATES,
+  LEASE_MS_LIMITS,
+  MAX_BATCH_SIZE,
+} from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

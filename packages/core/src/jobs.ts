@@ -22,9 +22,16 @@ export const JOB_STATES = ['scheduled', 'ready', 'active', ...FINISHED_STATES] a
  */
 export type JobState = (typeof JOB_STATES)[number];
 
-/** The last error of a job, as recorded by the engine. */
+/** The error of one failed attempt of a job, as recorded by the engine. */
 export interface JobError {
   message: string;
+  /** The class of what the handler threw (`TypeError`, `PermanentError`, …); absent when it threw no `Error`. */
+  name?: string;
+  /**
+   * The handler's stack, as its worker sent it (runtime frames left out, at most
+   * `ERROR_HISTORY_LIMITS.stackChars`): the user's own code, never the server's.
+   */
+  stack?: string;
   /** Set when a handler threw a permanent error, which skips the remaining attempts. */
   permanent?: boolean;
   /** Set when the error was recorded by the engine rather than a handler, e.g. `LEASE_EXPIRED`. */
@@ -32,6 +39,12 @@ export interface JobError {
   attempt: number;
   at: Date;
 }
+
+/**
+ * What a job keeps of its failed attempts: the errors of the latest `attempts`, each with a class name of at
+ * most `nameChars` and a stack of at most `stackChars` characters (its message: at most 4,000).
+ */
+export const ERROR_HISTORY_LIMITS = Object.freeze({ attempts: 25, stackChars: 4_096, nameChars: 200 } as const);
 
 /** What `handle.status()` shows of a job. */
 export interface JobStatus<Result = unknown> {
@@ -46,7 +59,13 @@ export interface JobStatus<Result = unknown> {
   maxAttempts: number;
   progress: number;
   result?: Result;
+  /** The last failed attempt's error. */
   error?: JobError;
+  /**
+   * Every failed attempt's error, oldest first: the latest `ERROR_HISTORY_LIMITS.attempts` of them, the last
+   * being `error`. On one job's status (`handle.status()`, `admin.job`); listings leave it out.
+   */
+  errors?: JobError[];
   idempotencyKey?: string;
   /** Until when `idempotencyKey` holds, for a job enqueued with `idempotencyTtlMs`. */
   idempotencyExpiresAt?: Date;

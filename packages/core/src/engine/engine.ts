@@ -7,7 +7,7 @@ import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
-import { type CompleteOutcome, LeasedJobs, storedAcks } from './leased-jobs.ts';
+import { type AttemptFailure, type CompleteOutcome, LeasedJobs, storedAcks } from './leased-jobs.ts';
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
@@ -211,7 +211,7 @@ export class Engine {
    * Records a failed attempt: retried after its backoff while attempts remain
    * and the failure is not permanent, otherwise dead. Resolves to the new status.
    */
-  fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
+  fail(lease: LeaseRef, failure: AttemptFailure): Promise<JobStatus> {
     return this.leased.fail(lease, failure);
   }
 
@@ -258,11 +258,11 @@ export class Engine {
     return cancelled !== null;
   }
 
-  /** The job's status, or a `NOT_FOUND` error. */
+  /** The job's status, with every kept attempt's error, or a `NOT_FOUND` error. */
   async get(id: string): Promise<JobStatus> {
     const job = await this.store.getJob(id);
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
-    return toJobStatus(job, this.clock.now());
+    return toJobStatus(job, this.clock.now(), { errors: true });
   }
 
   /** A page of the jobs `query` matches, by id (creation time) either way; pass `nextCursor` back for the next. */

@@ -1,5 +1,5 @@
 import { WorkqError } from '../errors.ts';
-import type { JobError, JobStatus } from '../jobs.ts';
+import { ERROR_HISTORY_LIMITS, type JobError, type JobStatus } from '../jobs.ts';
 import { backoffDelayMs } from './backoff.ts';
 import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
@@ -122,16 +122,11 @@ export class LeasedJobs {
     return released;
   }
 
-  async fail(lease: LeaseRef, failure: { message: string; permanent?: boolean }): Promise<JobStatus> {
+  async fail(lease: LeaseRef, failure: AttemptFailure): Promise<JobStatus> {
     const now = this.clock.now();
     const job = await this.store.getJob(lease.id);
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
-    const error: JobError = {
-      message: toStoredText(String(failure.message).slice(0, 4000)),
-      attempt: job.attempts,
-      at: now,
-    };
-    if (failure.permanent) error.permanent = true;
+    const error = recordedError(failure, job.attempts, now);
     const retry = !failure.permanent && job.attempts < job.maxAttempts;
     const retryAt = retry ? retryTime(job, now) : null;
     if (!(await this.store.failJob(lease, { error, retryAt }, now))) throw leaseLost(lease.id);
@@ -226,11 +221,32 @@ function failedRecord(job: JobRecord, error: JobError, retryAt: Date | null, now
     state: retryAt === null ? 'dead' : 'waiting',
     runAt: retryAt ?? job.runAt,
     error,
+    errors: [...job.errors, error].slice(-ERROR_HISTORY_LIMITS.attempts),
     leaseToken: null,
     leaseExpiresAt: null,
     finishedAt: retryAt === null ? now : job.finishedAt,
     updatedAt: now,
   };
+}
+
+/**
+ * One failed attempt as a worker reports it. `errorName` and `stack` are the handler's (its class and where
+ * it threw): the user's data, kept with the job; nothing of the server's own goes in them.
+ */
+export interface AttemptFailure {
+  message: string;
+  permanent?: boolean;
+  errorName?: string;
+  stack?: string;
+}
+
+/** The error recorded for `failure`, cut to the bounds of `ERROR_HISTORY_LIMITS`. */
+function recordedError(failure: AttemptFailure, attempt: number, at: Date): JobError {
+  const error: JobError = { message: toStoredText(String(failure.message).slice(0, 4000)), attempt, at };
+  if (failure.errorName) error.name = toStoredText(failure.errorName.slice(0, ERROR_HISTORY_LIMITS.nameChars));
+  if (failure.stack) error.stack = toStoredText(failure.stack.slice(0, ERROR_HISTORY_LIMITS.stackChars));
+  if (failure.permanent) error.permanent = true;
+  return error;
 }
 
 function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {

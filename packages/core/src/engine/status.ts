@@ -8,7 +8,11 @@ export function visibleState(job: Pick<JobRecord, 'state' | 'runAt'>, now: Date)
   return job.runAt.getTime() > now.getTime() ? 'scheduled' : 'ready';
 }
 
-export function toJobStatus(job: JobRecord, now: Date): JobStatus {
+/**
+ * What users see of `job` at `now`. With `errors`, every kept attempt's error too (`JobStatus.errors`): one
+ * job's page shows them, a listing of many leaves them out.
+ */
+export function toJobStatus(job: JobRecord, now: Date, include: { errors?: boolean } = {}): JobStatus {
   const status: JobStatus = {
     id: job.id,
     name: job.name,
@@ -25,6 +29,7 @@ export function toJobStatus(job: JobRecord, now: Date): JobStatus {
   if (job.state === 'completed' && job.result !== null && job.result !== undefined)
     status.result = fromStoredValue(job.result);
   if (job.error) status.error = job.error;
+  if (include.errors && job.errors.length > 0) status.errors = job.errors;
   if (job.idempotencyKey) status.idempotencyKey = job.idempotencyKey;
   if (job.idempotencyKey && job.idempotencyExpiresAt) status.idempotencyExpiresAt = job.idempotencyExpiresAt;
   if (job.debounceKey) status.debounceKey = job.debounceKey;

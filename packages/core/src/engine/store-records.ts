@@ -40,7 +40,10 @@ export interface JobRecord {
   workerId: string | null;
   progress: number;
   result: unknown;
+  /** The last failed attempt's error. */
   error: JobError | null;
+  /** Every failed attempt's error, oldest first: the latest `ERROR_HISTORY_LIMITS.attempts`, ending with `error`. */
+  errors: JobError[];
   idempotencyKey: string | null;
   /** Until when `idempotencyKey` holds (`idempotencyTtlMs`); `null`: while the job is retained. */
   idempotencyExpiresAt: Date | null;

@@ -181,7 +181,9 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]>;
 
   /**
-   * Fenced, one atomic write: records `error` and either returns the job to
+   * Fenced, one atomic write: records `error` as the job's last error and
+   * appends it to `errors` (keeping the latest `ERROR_HISTORY_LIMITS.attempts`;
+   * a job stored before `errors` existed starts it from its last error), and either returns the job to
    * `waiting` at `retryAt` (its order key following), or, when `retryAt` is
    * `null`, makes it `dead` with `finishedAt` `now`; the lease ends either
    * way. Resolves to whether the lease held and the change was made (the
@@ -242,7 +244,8 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * in their place (run time and order key kept, so a crashed worker's job
    * does not go behind the jobs enqueued since), or `dead` when
    * `attempts >= maxAttempts`. The lost lease is
-   * recorded as the error `error` (its `attempt` set from the job).
+   * recorded as the error `error` (its `attempt` set from the job), last
+   * error and appended to `errors`, as `failJob` records one.
    * Resolves to the jobs this call swept, each once.
    */
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]>;

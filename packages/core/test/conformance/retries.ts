@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { ERROR_HISTORY_LIMITS } from '../../src/jobs.ts';
 import { claimOne, type SuiteContext } from './context.ts';
 
 /** Guarantee 6: failed attempts retry after their backoff until maxAttempts; then dead, listable and retryable. */
@@ -93,6 +94,40 @@ export function registerRetryTests(ctx: SuiteContext): void {
     const listed = await engine.list({ name, state: 'dead' });
     expect(listed.jobs.map((j) => j.id)).toEqual([id]);
     expect(listed.jobs[0]?.error).toMatchObject({ message: 'boom 3', attempt: 3 });
+  });
+
+  it("every failed attempt's error is kept, with its class and cut stack, a lost lease's too, the latest 25", async () => {
+    const name = ctx.jobName('error-history');
+    const { engine, clock } = ctx.engine();
+    const backoff = { type: 'fixed', delayMs: 0 } as const;
+    const options = { backoff, maxAttempts: 40, leaseMs: 1_000 };
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options });
+    const stack = `TypeError: no size\n${'    at convert (/srv/worker/convert.ts:12:7)\n'.repeat(200)}`;
+    await engine.fail(await claimOne(engine, name), { message: 'no size', errorName: 'TypeError', stack });
+    await claimOne(engine, name);
+    clock.advance(1_000);
+    await engine.fail(await claimOne(engine, name), { message: 'boom 3' });
+
+    const { errors } = await engine.get(id);
+    expect(errors).toMatchObject([
+      { attempt: 1, name: 'TypeError', message: 'no size' },
+      { attempt: 2, code: 'LEASE_EXPIRED' },
+      { attempt: 3, message: 'boom 3' },
+    ]);
+    expect(errors?.[0]?.stack?.length).toBeLessThanOrEqual(ERROR_HISTORY_LIMITS.stackChars);
+    expect(errors?.[0]?.stack).toMatch(/^TypeError: no size\n {4}at convert \(\/srv\/worker\/convert\.ts:12:7\)/);
+    expect(errors?.[1]?.stack).toBeUndefined();
+
+    for (let attempt = 4; attempt <= 30; attempt++) {
+      await engine.fail(await claimOne(engine, name), { message: `boom ${attempt}` });
+    }
+    const later = await engine.get(id);
+    expect(later.errors?.map((error) => error.attempt)).toEqual(Array.from({ length: 25 }, (_, i) => i + 6));
+    expect(later.error).toEqual(later.errors?.at(-1));
+    // A listing carries each job's last error, not its history.
+    const [listed] = (await engine.list({ name, state: 'ready' })).jobs;
+    expect(listed?.error).toMatchObject({ message: 'boom 30' });
+    expect(listed?.errors).toBeUndefined();
   });
 
   it('a permanent failure goes dead at once, whatever attempts remain', async () => {

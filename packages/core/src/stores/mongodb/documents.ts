@@ -1,6 +1,6 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
-import type { JobError, TraceContext } from '../../jobs.ts';
+import { ERROR_HISTORY_LIMITS, type JobError, type TraceContext } from '../../jobs.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
@@ -35,6 +35,8 @@ export interface JobDocument {
   progress: number;
   result: string | null;
   error: JobError | null;
+  /** Every failed attempt's error, oldest first (`appendedErrors`); absent on jobs stored before it existed. */
+  errors?: JobError[] | null;
   idempotencyKey: string | null;
   /** Until when `idempotencyKey` holds; `null` (or absent, on jobs stored before it): while retained. */
   idempotencyExpiresAt?: Date | null;
@@ -127,7 +129,21 @@ export function cleanError(error: JobError): JobError {
   const clean: JobError = { message: String(error.message), attempt: error.attempt, at: error.at };
   if (error.permanent === true) clean.permanent = true;
   if (typeof error.code === 'string') clean.code = error.code;
+  if (typeof error.name === 'string') clean.name = error.name;
+  if (typeof error.stack === 'string') clean.stack = error.stack;
   return clean;
+}
+
+/**
+ * An update-pipeline expression of the job's `errors` with `added` (an expression) appended, the oldest
+ * dropped once `ERROR_HISTORY_LIMITS.attempts` are kept. A job stored before `errors` existed starts it from
+ * its last `error`. Reads the document as it was before the update, as every expression of one `$set` stage does.
+ */
+export function appendedErrors(added: unknown): Record<string, unknown> {
+  const lastOnly = { $cond: [{ $eq: [{ $ifNull: ['$error', null] }, null] }, [], ['$error']] };
+  return {
+    $slice: [{ $concatArrays: [{ $ifNull: ['$errors', lastOnly] }, [added]] }, -ERROR_HISTORY_LIMITS.attempts],
+  };
 }
 
 /** The document a new job is inserted as: its inserted record, with the fields MongoDB keeps its own way. */
@@ -170,6 +186,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
     progress: doc.progress,
     result: fromJson(doc.result),
     error: doc.error ? cleanError(doc.error) : null,
+    errors: doc.errors ? doc.errors.map(cleanError) : doc.error ? [cleanError(doc.error)] : [],
     idempotencyKey: doc.idempotencyKey ?? null,
     idempotencyExpiresAt: doc.idempotencyExpiresAt ?? null,
     debounceKey: doc.debounceKey ?? null,

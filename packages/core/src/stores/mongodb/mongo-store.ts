@@ -26,6 +26,7 @@ import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
 import { debounceJobs } from './debounce-jobs.ts';
 import {
+  appendedErrors,
   cleanError,
   type JobDocument,
   literal,
@@ -191,26 +192,22 @@ export class MongoStore implements Store {
   }
 
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
-    const error = cleanError(outcome.error);
-    if (outcome.retryAt === null) {
-      return this.updateHeld('fail', lease, now, { ...ENDED_LEASE, state: 'dead', error, finishedAt: now });
-    }
-    const retryAt = outcome.retryAt;
+    const error = literal(cleanError(outcome.error));
+    const { retryAt } = outcome;
+    const ending =
+      retryAt === null
+        ? { state: 'dead', finishedAt: now }
+        : {
+            state: notStartedState(retryAt, now),
+            runAt: retryAt,
+            orderKey: orderKeyExpression(retryAt),
+            workerId: null,
+          };
     return this.run('fail', async () => {
       const filter = heldBy(lease, now);
       if (!filter) return false;
       const { matchedCount } = await this.jobs.updateOne(filter, [
-        {
-          $set: {
-            ...ENDED_LEASE,
-            state: notStartedState(retryAt, now),
-            error: literal(error),
-            runAt: retryAt,
-            orderKey: orderKeyExpression(retryAt),
-            workerId: null,
-            updatedAt: now,
-          },
-        },
+        { $set: { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: now } },
       ]);
       return matchedCount === 1;
     });

@@ -1,7 +1,7 @@
 import type { Collection } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
-import { cleanError, type JobDocument, literal } from './documents.ts';
+import { appendedErrors, cleanError, type JobDocument, literal } from './documents.ts';
 import { ENDED_LEASE } from './leases.ts';
 
 /**
@@ -21,12 +21,13 @@ export async function requeueExpiredLeases(
   const ids = found.map((job) => job._id);
   const lostLease = cleanError({ ...error, attempt: 0 });
   const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
+  const errors = appendedErrors(recorded);
   const ofFound = { _id: { $in: ids }, ...expired };
   await jobs.updateMany({ ...ofFound, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, [
-    { $set: { ...ENDED_LEASE, state: 'dead', error: recorded, finishedAt: now, updatedAt: now } },
+    { $set: { ...ENDED_LEASE, state: 'dead', error: recorded, errors, finishedAt: now, updatedAt: now } },
   ]);
   await jobs.updateMany({ ...ofFound, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, [
-    { $set: { ...ENDED_LEASE, state: 'waiting', error: recorded, workerId: null, updatedAt: now } },
+    { $set: { ...ENDED_LEASE, state: 'waiting', error: recorded, errors, workerId: null, updatedAt: now } },
   ]);
   const swept = await jobs
     .find(

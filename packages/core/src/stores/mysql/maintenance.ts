@@ -2,6 +2,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { SweptLease } from '../../engine/store.ts';
 import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
+import { appendedErrorsSql } from './error-history.ts';
 import { RELEASE_LEASE } from './job-queries.ts';
 import { ORDER_KEY_SQL, sqlDate, writeJson } from './rows.ts';
 import type { Tables } from './tables.ts';
@@ -45,22 +46,24 @@ export async function requeueExpiredLeases(
   }));
   // The recorded error names the attempt that lost its lease: each row's own `attempts`.
   const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
+  // `errors` first: it reads the previous `error` (see `appendedErrorsSql`).
+  const recordError = `errors = ${appendedErrorsSql(errorSql)}, error = ${errorSql}`;
   const errorJson = writeJson(error);
   const dead = swept.filter((job) => job.dead).map((job) => job.id);
   const requeued = swept.filter((job) => !job.dead).map((job) => job.id);
   if (dead.length > 0) {
     await execute(
       c,
-      `UPDATE ${t.jobs} SET state = 'dead', error = ${errorSql}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+      `UPDATE ${t.jobs} SET state = 'dead', ${recordError}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
          WHERE id IN (?)`,
-      [errorJson, at, at, dead],
+      [errorJson, errorJson, at, at, dead],
     );
   }
   if (requeued.length > 0) {
     await execute(
       c,
-      `UPDATE ${t.jobs} SET state = 'waiting', error = ${errorSql}, ${RELEASE_LEASE}, updated_at = ? WHERE id IN (?)`,
-      [errorJson, at, requeued],
+      `UPDATE ${t.jobs} SET state = 'waiting', ${recordError}, ${RELEASE_LEASE}, updated_at = ? WHERE id IN (?)`,
+      [errorJson, errorJson, at, requeued],
     );
   }
   return swept;

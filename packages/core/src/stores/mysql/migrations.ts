@@ -308,6 +308,14 @@ export function migrations(t: Tables): readonly Migration[] {
       settingsColumns: { group_cursor: 'VARCHAR(255) NULL' },
       statements: [],
     },
+    {
+      version: 17,
+      name: 'every failed attempt’s error',
+      // The errors of a job's latest failed attempts (see ERROR_HISTORY_LIMITS), oldest first, as JSON text;
+      // `error` stays the last. Nullable: a job failing again starts it from `error`.
+      jobsColumns: { errors: 'LONGTEXT NULL' },
+      statements: [],
+    },
   ];
 }
 

@@ -31,6 +31,7 @@ import { notStartedState } from '../shared/not-started.ts';
 import { execute, inTransaction, selectRows } from './connection.ts';
 import { countJobs } from './count-jobs.ts';
 import { debounceJob, releaseExpiredKeys } from './deduplication.ts';
+import { appendedErrorsSql } from './error-history.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import { completeHeldJobs, releaseHeldJobs } from './held-jobs.ts';
@@ -70,6 +71,9 @@ import {
 } from './rows.ts';
 import { mysqlSchedules } from './schedules.ts';
 import type { Tables } from './tables.ts';
+
+/** A failed attempt's error (JSON text, given twice) appended to `errors`, then made the last `error`. */
+const RECORD_ERROR = `errors = ${appendedErrorsSql('?')}, error = ?`;
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
 export interface MysqlStoreParts {
@@ -203,18 +207,29 @@ export class MysqlStore implements Store {
     const { retryAt } = outcome;
     const error = writeJson(outcome.error);
     if (retryAt === null) {
-      return this.fencedUpdate('failJob', lease, now, `state = 'dead', error = ?, ${RELEASE_LEASE}, finished_at = ?`, [
-        error,
-        sqlDate(now),
-      ]);
+      return this.fencedUpdate(
+        'failJob',
+        lease,
+        now,
+        `state = 'dead', ${RECORD_ERROR}, ${RELEASE_LEASE}, finished_at = ?`,
+        [error, error, sqlDate(now)],
+      );
     }
     const retryState = notStartedState(retryAt, now);
     return this.fencedUpdate(
       'failJob',
       lease,
       now,
-      `state = ?, delayed_until = ?, error = ?, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
-      [retryState, delayedUntil(retryState, retryAt), error, sqlDate(retryAt), retryAt.getTime(), retryAt.getTime()],
+      `state = ?, delayed_until = ?, ${RECORD_ERROR}, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
+      [
+        retryState,
+        delayedUntil(retryState, retryAt),
+        error,
+        error,
+        sqlDate(retryAt),
+        retryAt.getTime(),
+        retryAt.getTime(),
+      ],
     );
   }
 

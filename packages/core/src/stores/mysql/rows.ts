@@ -39,6 +39,7 @@ export const JOB_COLUMNS = [
   'debounce_key',
   'job_group',
   'moved_from',
+  'errors',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -81,9 +82,18 @@ export function writeJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
+type StoredJobError = Omit<JobError, 'at'> & { at: string };
+
 function readError(value: unknown): JobError | null {
-  const error = readJson(value) as (Omit<JobError, 'at'> & { at: string }) | null;
+  const error = readJson(value) as StoredJobError | null;
   return error === null ? null : { ...error, at: new Date(error.at) };
+}
+
+/** `errors`, or on a job stored before the column existed (migration 17), its last `error` alone. */
+function readErrors(value: unknown, last: JobError | null): JobError[] {
+  const errors = readJson(value) as StoredJobError[] | null;
+  if (errors === null) return last === null ? [] : [last];
+  return errors.map((error) => ({ ...error, at: new Date(error.at) }));
 }
 
 /** The claim order key: run time for `fifo`, its negation for `lifo`, so one ascending index serves both. */
@@ -139,6 +149,7 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
 
 /** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
 export function jobRow(row: RowDataPacket): JobRecord {
+  const error = readError(row.error);
   return {
     id: String(row.id),
     name: String(row.name),
@@ -159,7 +170,8 @@ export function jobRow(row: RowDataPacket): JobRecord {
     workerId: readText(row.worker_id),
     progress: Number(row.progress),
     result: readJson(row.result),
-    error: readError(row.error),
+    error,
+    errors: readErrors(row.errors, error),
     idempotencyKey: readText(row.idempotency_key),
     idempotencyExpiresAt: readNullableDate(row.idempotency_expires_at),
     debounceKey: readText(row.debounce_key),
@@ -207,6 +219,7 @@ export function newJobValues(job: NewJob): unknown[] {
     debounce_key: job.debounceKey,
     job_group: job.group ?? null,
     moved_from: job.movedFrom ?? null,
+    errors: null,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -33,6 +33,7 @@ const OTHER_FIELDS = [
   'worker_id',
   'result',
   'error',
+  'errors',
   'idempotency_key',
   'idempotency_expires_at',
   'debounce_key',
@@ -55,6 +56,13 @@ export function claimedColumnsOf(source: string): string {
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
 export const JOB_COLUMNS = selectList([...CLAIMED_FIELDS, ...OTHER_FIELDS]);
+
+/** A job error as jsonb holds it: its time as text. */
+type StoredJobError = Omit<JobError, 'at'> & { at: string };
+
+function readError(error: StoredJobError): JobError {
+  return { ...error, at: new Date(error.at) };
+}
 
 /** A `jobs` row as the drivers return it. */
 export interface JobRow {
@@ -79,7 +87,9 @@ export interface JobRow {
   worker_id: string | null;
   progress: number;
   result: unknown;
-  error: (Omit<JobError, 'at'> & { at: string }) | null;
+  error: StoredJobError | null;
+  /** `null` on a job stored before the column existed (migration 24). */
+  errors: StoredJobError[] | null;
   idempotency_key: string | null;
   /** Migration 12. */
   idempotency_expires_at: Date | null;
@@ -136,7 +146,8 @@ export function toJobRecord(row: JobRow): JobRecord {
     backoff: row.backoff,
     workerId: row.worker_id,
     result: row.result ?? null,
-    error: row.error === null ? null : { ...row.error, at: new Date(row.error.at) },
+    error: row.error === null ? null : readError(row.error),
+    errors: row.errors === null ? (row.error === null ? [] : [readError(row.error)]) : row.errors.map(readError),
     idempotencyKey: row.idempotency_key,
     idempotencyExpiresAt: row.idempotency_expires_at,
     debounceKey: row.debounce_key,

@@ -313,6 +313,15 @@ ALTER TABLE jobs ADD COLUMN moved_from text;
   GROUPED_LEASE_MIGRATION,
   LEAN_LIMITED_CLAIM_MIGRATION,
   CLAIM_UNDER_LIMITS_MIGRATION,
+  {
+    version: 24,
+    name: 'every failed attempt’s error',
+    // The errors of a job's latest failed attempts (see ERROR_HISTORY_LIMITS), oldest first; `error` stays the
+    // last. Nullable with no default: adding it rewrites no rows, and a job failing again starts it from `error`.
+    sql: `
+ALTER TABLE jobs ADD COLUMN errors jsonb;
+`,
+  },
 ];
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -1,6 +1,7 @@
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { keptStates } from '../shared/not-started.ts';
+import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { CLAIMED_COLUMNS, JOB_COLUMNS } from './job-rows.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
@@ -97,7 +98,7 @@ RETURNING j.id`,
 SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('$3::timestamptz', '$5::timestamptz')} END,
   run_at = coalesce($3::timestamptz, j.run_at),
   order_key = CASE WHEN $3::timestamptz IS NULL THEN j.order_key ELSE ${orderKeySql('j.job_order', '$3::timestamptz')} END,
-  error = $4::text::jsonb, lease_token = NULL, lease_expires_at = NULL,
+  error = $4::text::jsonb, errors = ${appendedErrorsSql('$4::text::jsonb')}, lease_token = NULL, lease_expires_at = NULL,
   finished_at = CASE WHEN $3::timestamptz IS NULL THEN $5::timestamptz END,
   updated_at = $5::timestamptz
 WHERE ${fenced('$1', '$2', '$5')}
@@ -169,6 +170,7 @@ requeued AS (
   SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'waiting' END,
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
     error = jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts)),
+    errors = ${appendedErrorsSql("jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts))")},
     lease_token = NULL, lease_expires_at = NULL, updated_at = $1::timestamptz
   FROM expired WHERE j.id = expired.id
   RETURNING j.id, j.name, j.version, j.attempts, j.state)

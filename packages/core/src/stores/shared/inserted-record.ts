@@ -28,6 +28,7 @@ export function insertedRecord(job: NewJob): JobRecord {
     progress: 0,
     result: null,
     error: null,
+    errors: [],
     idempotencyKey: job.idempotencyKey,
     idempotencyExpiresAt: job.idempotencyExpiresAt,
     debounceKey: job.debounceKey,
