@@ -1,7 +1,16 @@
 import type { Doc } from '@workq/test-support';
-import { MongoNetworkError, MongoServerError, MongoWriteConcernError } from 'mongodb';
+import {
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoWriteConcernError,
+  TopologyDescription,
+  TopologyType,
+} from 'mongodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { toWorkqError } from '../src/stores/mongodb/errors.ts';
+import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
 import { DoubleSession } from './support/mongodb-double.ts';
 import { DoubleCollection } from './support/mongodb-double-collection.ts';
@@ -30,6 +39,16 @@ afterEach(() => {
 });
 
 describe('mongodb store through a failover', () => {
+  it('waits longer than an unplanned election (10 to 12 s) for a primary, by default', async () => {
+    let waited: number | undefined;
+    vi.spyOn(MongoClient.prototype, 'connect').mockImplementation(async function (this: MongoClient) {
+      waited = this.options.serverSelectionTimeoutMS;
+      throw new MongoServerSelectionError('no primary', new TopologyDescription(TopologyType.Unknown));
+    });
+    expect((await rejection(createMongoStore({ url: 'mongodb://127.0.0.1:9/workq' }))).code).toBe('UNAVAILABLE');
+    expect(waited).toBeGreaterThan(12_000);
+  });
+
   it('classes each step-down code on a multi-document write as retryable UNAVAILABLE, as a reply or a write concern error', () => {
     for (const [codeName, code] of Object.entries(STEP_DOWN)) {
       const reply = new MongoServerError({ message: `${codeName} on updateMany`, code, codeName });

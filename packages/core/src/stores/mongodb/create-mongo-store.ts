@@ -43,7 +43,9 @@ export interface MongoStoreOptions {
   notify?: boolean;
   /**
    * How long to wait for a reachable server before an operation fails (for a client the store creates).
-   * @defaultValue 3000
+   * Longer than an unplanned election (about 10–12 s: the members' 10 s election timeout, then the vote),
+   * so the calls a failover catches wait for the new primary instead of failing.
+   * @defaultValue 15_000
    */
   serverSelectionTimeoutMS?: number;
   /**
@@ -67,7 +69,7 @@ const DEFAULTS = {
   collectionPrefix: 'workq_',
   historyRetentionMs: DEFAULT_HISTORY_RETENTION_MS,
   notify: true,
-  serverSelectionTimeoutMS: 3000,
+  serverSelectionTimeoutMS: 15_000,
   writeTimeoutMS: 10_000,
   indexBuildTimeoutMS: 120_000,
 } as const;
