@@ -3,7 +3,7 @@ import { Aggregator, update as applyModifier, Query } from 'mingo';
 import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
 import type { PlannedIndex } from './plan.ts';
 
-/** A stored document of the double. */
+/** A stored document. */
 export type Doc = Record<string, unknown> & { _id?: unknown };
 
 const DUPLICATE_KEY = 11000;
@@ -16,7 +16,7 @@ const MAX_TTL_SECONDS = 2_147_483_647;
 /** What the double needs of an index (the subset of the driver's `IndexDescription` the store uses). */
 export type IndexSpec = IndexDescription & { name: string; key: Record<string, 1 | -1> };
 
-function idKeyOf(id: unknown): string {
+export function idKeyOf(id: unknown): string {
   if (typeof id === 'string') return `s:${id}`;
   if (id instanceof ObjectId) return `o:${id.toHexString()}`;
   return `j:${JSON.stringify(id)}`;

@@ -1,0 +1,156 @@
+import {
+  type ChangeStreamDocument,
+  MongoClient,
+  type MongoServerError,
+  MongoWriteConcernError,
+  ReadConcern,
+} from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
+
+/** Through the real driver: the protocol, CRUD, and the server's rules and faults the fake primary plays. */
+describe('MongoDB wire double', () => {
+  let double: MongoWireDouble;
+  let client: MongoClient;
+
+  beforeAll(async () => {
+    double = await startMongoWireDouble({ database: 'wire' });
+    client = new MongoClient(double.url, { serverSelectionTimeoutMS: 5_000 });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await double?.close();
+  });
+
+  const sent = (name: string) => double.commands.filter((command) => command.name === name);
+
+  it('answers CRUD, cursors and sessions as a replica set primary', async () => {
+    const hello = await client.db('admin').command({ hello: 1 });
+    expect(hello).toMatchObject({ setName: 'rs0', isWritablePrimary: true, hosts: [`127.0.0.1:${double.port}`] });
+    const items = client.db('wire').collection('items');
+    await items.insertMany(Array.from({ length: 250 }, (_, n) => ({ n, even: n % 2 === 0 })));
+    expect(await items.find({}, { sort: { n: -1 } }).toArray()).toHaveLength(250);
+    expect(sent('getMore').length).toBeGreaterThan(0);
+    expect(await items.countDocuments({ even: true })).toBe(125);
+    await items.updateOne({ n: 1000 }, { $set: { upserted: true } }, { upsert: true });
+    const after = await items.findOneAndUpdate({ n: 3 }, { $inc: { n: 1000 } }, { returnDocument: 'after' });
+    expect(after?.n).toBe(1003);
+    expect((await items.deleteMany({ n: { $gte: 1000 } })).deletedCount).toBe(2);
+    const [insert] = sent('insert');
+    expect(insert?.body).toMatchObject({ $db: 'wire', ordered: true, lsid: expect.anything(), txnNumber: 1 });
+  });
+
+  it("refuses what the server refuses, with the server's codes", async () => {
+    const db = client.db('wire');
+    const keyed = db.collection('keyed');
+    await keyed.createIndexes([{ key: { k: 1 }, name: 'k_unique', unique: true }]);
+    await keyed.insertOne({ k: 'a' });
+    const duplicate = await keyed.insertOne({ k: 'a' }).catch((error: unknown) => error);
+    expect(duplicate).toMatchObject({ code: 11000, keyPattern: { k: 1 }, keyValue: { k: 'a' } });
+    await expect(keyed.createIndex({ k: 1 }, { name: 'other', unique: true })).rejects.toMatchObject({ code: 85 });
+    await expect(keyed.createIndex({ j: 1 }, { name: 'k_unique' })).rejects.toMatchObject({ code: 86 });
+    await expect(keyed.find({ k: 'a' }, { hint: 'missing' }).toArray()).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('hint provided does not correspond to an existing index'),
+    });
+    await expect(db.command({ noSuchCommand: 1 })).rejects.toMatchObject({ code: 59, codeName: 'CommandNotFound' });
+    const huge = { k: 'huge', blob: 'x'.repeat(16 * 1024 * 1024) };
+    await expect(keyed.insertOne(huge)).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('object to insert too large'),
+    });
+    // The driver copies a database's read concern into `$changeStream`; the server takes only majority.
+    const local = client
+      .db('wire', { readConcern: new ReadConcern('local') })
+      .collection('keyed')
+      .watch();
+    await expect(local.next()).rejects.toMatchObject({ code: 72, codeName: 'InvalidOptions' });
+    await local.close();
+  });
+
+  it('streams changes, and resumes a stream after a dropped connection without losing one', async () => {
+    const events = client.db('wire').collection('events');
+    const stream = events.watch<{ i: number }>([{ $match: { operationType: 'insert' } }]);
+    const seen: number[] = [];
+    stream.on('change', (change: ChangeStreamDocument<{ i: number }>) => {
+      if (change.operationType === 'insert') seen.push(change.fullDocument.i);
+    });
+    await new Promise((resolve) => stream.once('resumeTokenChanged', resolve));
+    await events.insertOne({ i: 1 });
+    await expect.poll(() => seen).toEqual([1]);
+    double.dropConnections();
+    const resumed = () => sent('aggregate').filter((command) => command.body.pipeline[0]?.$changeStream?.resumeAfter);
+    await expect.poll(() => resumed().length, { timeout: 5_000 }).toBeGreaterThan(0);
+    await events.insertOne({ i: 2 });
+    await expect.poll(() => seen, { timeout: 5_000 }).toEqual([1, 2]);
+    await stream.close();
+  });
+
+  it('fails the second of two transactions writing one document with WriteConflict, a transient error', async () => {
+    const accounts = client.db('wire').collection('accounts');
+    await accounts.insertOne({ _id: 'acct' as never, balance: 0 });
+    const first = client.startSession();
+    const second = client.startSession();
+    first.startTransaction();
+    second.startTransaction();
+    await accounts.updateOne({ _id: 'acct' as never }, { $inc: { balance: 1 } }, { session: first });
+    const conflict = await accounts
+      .updateOne({ _id: 'acct' as never }, { $inc: { balance: 10 } }, { session: second })
+      .catch((error: MongoServerError) => error);
+    expect(conflict).toMatchObject({ code: 112, codeName: 'WriteConflict' });
+    expect((conflict as MongoServerError).hasErrorLabel('TransientTransactionError')).toBe(true);
+    await first.commitTransaction();
+    await second.abortTransaction();
+    await Promise.all([first.endSession(), second.endSession()]);
+    expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 1 });
+  });
+
+  it('answers a retried write from the record of its first try', async () => {
+    const once = client.db('wire').collection('once');
+    double.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
+    await once.insertOne({ tag: 'x' });
+    expect(await once.countDocuments({ tag: 'x' })).toBe(1);
+    const tries = sent('insert').filter((command) => command.body.insert === 'once');
+    expect(tries).toHaveLength(2);
+    expect(tries[1]?.body.txnNumber).toEqual(tries[0]?.body.txnNumber);
+  });
+
+  it('labels a step-down error retryable, and elects the primary back after the election', async () => {
+    const steps = client.db('wire').collection('steps');
+    double.configureFailPoint('failCommand', { times: 1 }, { failCommands: ['insert'], errorCode: 10107 });
+    await steps.insertOne({ step: 1 });
+    const failedTry = sent('insert').find((command) => command.outcome === 10107);
+    expect(failedTry?.body.insert).toBe('steps');
+    const election = double.stepDown(300);
+    const during = await client.db('admin').command({ hello: 1 });
+    expect(during.isWritablePrimary).toBe(false);
+    await election;
+    await steps.insertOne({ step: 2 });
+    expect(await steps.countDocuments()).toBe(2);
+  });
+
+  it('answers a majority write that cannot be acknowledged with a write-concern timeout (64) once applied', async () => {
+    const lagging = client.db('wire').collection('lagging');
+    double.majorityAvailable = false;
+    const write = lagging.insertOne({ late: true }, { writeConcern: { w: 'majority', wtimeoutMS: 100 } });
+    await expect(write).rejects.toBeInstanceOf(MongoWriteConcernError);
+    await expect(write).rejects.toMatchObject({ code: 64 });
+    double.majorityAvailable = true;
+    expect(await lagging.countDocuments({ late: true })).toBe(1);
+  });
+
+  it('answers as a mongos when asked', async () => {
+    const mongos = await startMongoWireDouble({ topology: 'mongos' });
+    const viaMongos = new MongoClient(mongos.url, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      expect(await viaMongos.db('admin').command({ hello: 1 })).toMatchObject({ msg: 'isdbgrid' });
+      await viaMongos.db('m').collection('c').insertOne({ routed: true });
+      expect(await viaMongos.db('m').collection('c').countDocuments()).toBe(1);
+    } finally {
+      await viaMongos.close();
+      await mongos.close();
+    }
+  });
+});
