@@ -10,10 +10,9 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
   const query: Filter<JobDocument> = {};
   const name = stringOrNull(filter.name);
   if (filter.name !== undefined) query.name = name ?? { $in: [] };
-  if (filter.states !== undefined) {
-    const states = STORED_STATES.filter((s) => filter.states?.includes(s));
-    query.state = { $in: states.flatMap(keptStates) };
-  }
+  // Every state when none is named, so a listing by name walks `list_by_name` in id order, one run per state.
+  const states = STORED_STATES.filter((s) => filter.states?.includes(s) ?? filter.name !== undefined);
+  if (filter.states !== undefined || filter.name !== undefined) query.state = { $in: states.flatMap(keptStates) };
   if (filter.version !== undefined) query.version = Number(filter.version);
   if (filter.group !== undefined) query.group = String(filter.group);
   if (filter.idempotencyKey !== undefined) query.idempotencyKey = String(filter.idempotencyKey);
@@ -29,6 +28,8 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
     if (waitingOnly) query.runAt = due;
     else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
   }
-  const docs = await jobs.find(query, { sort: { _id: filter.newestFirst ? -1 : 1 }, limit }).toArray();
+  // With neither name nor state, the `_id` index gives the order and the page ends after `limit` matches.
+  const hint = query.state === undefined && filter.ids === undefined ? { hint: { _id: 1 } } : {};
+  const docs = await jobs.find(query, { sort: { _id: filter.newestFirst ? -1 : 1 }, limit, ...hint }).toArray();
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }
