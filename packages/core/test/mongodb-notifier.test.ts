@@ -1,9 +1,20 @@
 import { until } from '@workq/test-support';
 import { MongoServerError } from 'mongodb';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { DB, mongoStoreOnDouble, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
+
+/** The messages of the store's warnings (Node's `warning` events) from now until the test ends. */
+function warningsHeard(): string[] {
+  const heard: string[] = [];
+  const listener = (warning: Error) => {
+    if (warning.name === 'WorkqWarning') heard.push(warning.message);
+  };
+  process.on('warning', listener);
+  onTestFinished(() => void process.off('warning', listener));
+  return heard;
+}
 
 /** A store with change-stream wake-ups, one subscriber, and what that subscriber heard. */
 async function subscribed() {
@@ -29,7 +40,8 @@ describe('mongodb store: change-stream wake-ups', () => {
     }
   });
 
-  it("says why a stream failed as it opened: the server error that follows the driver's close", async () => {
+  it("a stream that cannot open fails no start-up: it is warned of with the server's reason, retried, and then '*'", async () => {
+    const warnings = warningsHeard();
     const { store, double } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
     const refusal = {
       message: 'not authorized on workq_store_test to execute command',
@@ -37,9 +49,46 @@ describe('mongodb store: change-stream wake-ups', () => {
       codeName: 'Unauthorized',
     };
     double.watchFaults.push(new MongoServerError(refusal));
-    await expect(store.notifier!.subscribe(() => {})).rejects.toThrow(
-      /wake-up change stream on MongoDB at driver-double:27017 failed: Unauthorized \(13\): not authorized/,
-    );
+    const heard: string[] = [];
+    await store.notifier!.subscribe((message) => heard.push(message));
+    await until(() => warnings.length > 0);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /wake-up change stream on MongoDB at driver-double:27017 failed: Unauthorized \(13\): not authorized/,
+      ),
+    ]);
+    await until(() => heard.includes('*'));
+    await store.notifier!.publish('after.retry');
+    await until(() => heard.includes('after.retry'));
+  });
+
+  it("rides out the driver's resume: the close it forwards is no end, so no reopen and no '*'", async () => {
+    const { double, notifier, heard, stream } = await subscribed();
+    stream.resume();
+    await notifier.publish('after.resume');
+    await until(() => heard.includes('after.resume'));
+    // Long enough for a reopen after the first backoff (100 ms), had the close been taken for an end.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(heard).toEqual(['after.resume']);
+    expect([...double.changeStreams]).toEqual([stream]);
+  });
+
+  it("publishes in order, and a failed publish is followed by a resync ('*') before any later message", async () => {
+    const warnings = warningsHeard();
+    const { double, notifier, heard } = await subscribed();
+    await Promise.all(['first', 'second', 'third'].map((message) => notifier.publish(message)));
+    // The connection fails before the insert is applied, and again on the driver's retry.
+    double.failWrite({ collection: 'workq_wakeups', appliedDocs: 0, times: 2 });
+    const lost = notifier.publish('lost');
+    const later = notifier.publish('later');
+    await expect(lost).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await later;
+    await until(() => heard.includes('later'));
+    expect(heard).toEqual(['first', 'second', 'third', '*', 'later']);
+    await until(() => warnings.length > 0);
+    expect(warnings).toEqual([
+      expect.stringMatching(/wake-up could not be published to MongoDB at driver-double:27017/),
+    ]);
   });
 
   it('delivers published messages to subscribers until they unsubscribe', async () => {
@@ -57,10 +106,13 @@ describe('mongodb store: change-stream wake-ups', () => {
     await store.close();
   });
 
-  it('reopens a stream a non-resumable error ended, and tells the listener "*"', async () => {
+  it('reopens a stream a non-resumable error ended, says why, and tells the listener "*"', async () => {
+    const warnings = warningsHeard();
     const { notifier, heard, stream } = await subscribed();
     stream.fail();
     await until(() => heard.includes('*'));
+    await until(() => warnings.length > 0);
+    expect(warnings).toEqual([expect.stringMatching(/failed: ChangeStreamHistoryLost \(286\)/)]);
     await notifier.publish('after.error');
     await until(() => heard.includes('after.error'));
     expect(stream.isClosed).toBe(true);

@@ -8,14 +8,16 @@ const CHANGE_STREAM_HISTORY_LOST = 286;
 
 /**
  * A change stream of one collection's inserts, through the `$match` stages of
- * its pipeline. As the driver's, it ends for good on a non-resumable error
- * (`fail`: `error`, then `close`), when the server refuses its aggregate
- * (`refuse`: `close`, forwarded from its cursor's clean-up, then `error`) and
- * after an invalidate event (`invalidate`: the event, where the pipeline lets
- * it through, then `close`).
+ * its pipeline. As the driver's, it ends for good on a non-resumable error,
+ * in the stream or as the server refuses its aggregate (`fail`, `refuse`:
+ * `close`, forwarded from its cursor's clean-up, then `error`), and after an
+ * invalidate event (`invalidate`: the event, where the pipeline lets it
+ * through, then `close`). A resumable error (`resume`) is no end: the driver
+ * forwards the old cursor's `close`, opens a new one from the resume token
+ * and goes on, missing nothing.
  */
 export class DoubleChangeStream extends EventEmitter {
-  private closed = false;
+  private ended = false;
   private sequence = 0;
 
   constructor(
@@ -29,7 +31,12 @@ export class DoubleChangeStream extends EventEmitter {
   }
 
   get isClosed(): boolean {
-    return this.closed;
+    return this.ended;
+  }
+
+  /** As the driver's `ChangeStream.closed`: ended for good (a resumed stream is open again). */
+  get closed(): boolean {
+    return this.isClosed;
   }
 
   announce(dbName: string, collectionName: string, doc: Doc): void {
@@ -45,23 +52,24 @@ export class DoubleChangeStream extends EventEmitter {
       codeName: 'ChangeStreamHistoryLost',
     }),
   ): void {
-    queueMicrotask(() => {
-      if (this.closed) return;
-      this.emit('error', error);
-      void this.close();
-    });
+    this.refuse(error);
   }
 
   /** Ends the stream as it opens, the server having refused its aggregate with `error`. */
   refuse(error: Error): void {
     queueMicrotask(() => {
-      if (this.closed) return;
-      this.closed = true;
+      if (this.ended) return;
+      this.ended = true;
       this.streams.delete(this);
       this.emit('close');
       this.emit('error', error);
       this.removeAllListeners();
     });
+  }
+
+  /** A resumable error (a failover, a dropped connection), which the driver resumes from: `close`, and it goes on. */
+  resume(): void {
+    queueMicrotask(() => !this.ended && this.emit('close'));
   }
 
   /** Ends the stream as dropping or renaming its collection does. */
@@ -72,8 +80,8 @@ export class DoubleChangeStream extends EventEmitter {
 
   async close(): Promise<void> {
     this.streams.delete(this);
-    if (this.closed) return;
-    this.closed = true;
+    if (this.ended) return;
+    this.ended = true;
     this.emit('close');
     this.removeAllListeners();
   }
@@ -82,6 +90,6 @@ export class DoubleChangeStream extends EventEmitter {
     this.sequence += 1;
     const change = { _id: { _data: `${this.collectionName}:${this.sequence}` }, ...event };
     const passed = new Aggregator(this.pipeline, {}).run([change]);
-    if (passed.length > 0) queueMicrotask(() => !this.closed && this.emit('change', passed[0]));
+    if (passed.length > 0) queueMicrotask(() => !this.ended && this.emit('change', passed[0]));
   }
 }

@@ -199,7 +199,9 @@ export class DoubleCollection {
     return { acknowledged: true, insertedId: stored._id };
   }
 
+  /** Inserts `docs`; a change stream of the collection sees each insert that was applied, in order. */
   async insertMany(docs: Doc[], options: CallOptions = {}) {
+    const inserted: Doc[] = [];
     const insertedIds = await this.write(
       'insertMany',
       options,
@@ -212,6 +214,7 @@ export class DoubleCollection {
             const stored = this.insertDoc(call, doc);
             doc._id ??= stored._id;
             ids[index] = stored._id;
+            inserted.push(stored);
           } catch (error) {
             if (!(error instanceof MongoServerError)) throw error;
             writeErrors.push(writeError(index, error, doc));
@@ -223,6 +226,10 @@ export class DoubleCollection {
       },
       true,
     );
+    for (const stored of inserted) {
+      for (const stream of this.double.changeStreams)
+        stream.announce(this.db.databaseName, this.collectionName, stored);
+    }
     return { acknowledged: true, insertedCount: docs.length, insertedIds };
   }
 

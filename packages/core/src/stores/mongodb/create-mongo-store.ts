@@ -101,6 +101,16 @@ function checkedMs(option: string, value: number, min: number, max: number): num
 }
 
 /**
+ * What the store has to tell the operator outside any call (a wake-up stream
+ * that failed, a publish that was lost) goes to Node's warnings, which a
+ * process prints to stderr unless it listens for them: the store has no
+ * logger of its own.
+ */
+function warnThroughNode(warning: WorkqError): void {
+  process.emitWarning(warning.message, { type: 'WorkqWarning', code: 'WORKQ_MONGODB_WAKEUPS' });
+}
+
+/**
  * Opens the MongoDB store: connects (failing fast with `UNAVAILABLE` when no
  * server answers), creates the indexes, and, with `notify`, the wake-up
  * collection. Writes use majority, journaled write concern, bounded by
@@ -156,7 +166,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
     });
     let notifier: ChangeStreamNotifier | undefined;
     if (notify && server.changeStreams) {
-      notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts);
+      notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts, warnThroughNode);
       await notifier.ensureCollection();
     }
     return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern });
