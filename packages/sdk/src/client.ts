@@ -4,6 +4,7 @@ import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
 import { EnqueueBatcher } from './enqueue-batcher.ts';
 import { createEvents, type EventsFn } from './events.ts';
+import { consoleLogger, type Logger, silentLogger } from './logger.ts';
 import {
   createEnqueue,
   createEnqueueMany,
@@ -60,6 +61,12 @@ export interface ClientOptions<C extends Catalog> {
    * recorded only once an OpenTelemetry SDK is registered
    */
   tracing?: false | TracingOptions;
+  /**
+   * Where the client's workers say what happens to them (connection trouble once per outage, each failed
+   * attempt, why a worker stopped); a worker's own `logger` option overrides it. `false`: nothing.
+   * @defaultValue the platform console, with levels
+   */
+  logger?: Logger | false | undefined;
 }
 
 /** Each `ClientOptions` default, in one place. */
@@ -152,9 +159,14 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
         tracing,
         handler: handler as never,
         options: consumeOptions,
+        url: options.url,
+        logger: options.logger === false ? silentLogger : (options.logger ?? consoleLogger),
+        tokenRefreshes: typeof options.token === 'function',
       });
       workers.add(worker);
-      worker.closed.finally(() => workers.delete(worker));
+      // Forgotten however it ends: `closed` rejects for a worker that stopped on its own.
+      const forget = () => workers.delete(worker);
+      worker.closed.then(forget, forget);
       return worker;
     },
     admin: createAdminApi(call),

@@ -23,5 +23,6 @@ export { createClient } from './client.ts';
 export type { ConsumedJob, ConsumeOptions, Handler, JobContext, MoveToOptions, Worker } from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
 export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts';
+export type { Logger } from './logger.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';
 export type { OpenTelemetryApi, OtelTracerProvider, TracingOptions } from './tracing.ts';

@@ -27,8 +27,9 @@ export interface JobHandle<R = unknown> {
   readonly created: boolean;
   status(): Promise<JobStatus<R>>;
   /**
-   * The typed result once the job completes; rejects with a `WorkqError` if it ends dead or cancelled, or
-   * `TIMEOUT` after `timeoutMs` (none: waits as long as it takes). Each wait on the server is one long-poll
+   * The typed result once the job completes. Rejects with `JOB_FAILED` if it ends dead (`details.error`: its
+   * last error), `CONFLICT` if it is cancelled, or `TIMEOUT` after `timeoutMs` (none: waits as long as it
+   * takes), which says so when no worker reads the job's type and version. Each wait on the server is one long-poll
    * request, whose time limit is its wait plus the client's `timeoutMs`.
    */
   result(options?: { timeoutMs?: number }): Promise<R>;
@@ -138,32 +139,47 @@ class Handle implements JobHandle {
       // The server holds the request up to `waitMs`: the request's time limit starts after that.
       const current = (await this.#deps.call(
         (api, signal) => api.jobs.wait.query({ id, timeoutMs: waitMs }, { signal }),
-        {
-          waitMs,
-        },
-      )) as JobStatus;
+        { waitMs },
+      )) as JobStatus & { workersReading?: number };
       if (current.state === 'completed') {
         const { result } = this.#definition;
         return result ? parseWith(result, current.result, `Result of "${name}"`) : undefined;
       }
-      if (isFinishedState(current.state)) {
-        const reason = current.error ? `: ${current.error.message}` : '';
-        throw new WorkqError(
-          'CONFLICT',
-          `Job ${id} (${name}) ended ${current.state} after ${current.attempts} attempt(s)${reason}.`,
-          {
-            details: { state: current.state, error: current.error },
-          },
-        );
-      }
-      if (Date.now() >= deadline) {
-        throw new WorkqError(
-          'TIMEOUT',
-          `Job ${id} (${name}) did not finish within ${options?.timeoutMs} ms; it is ${current.state}.`,
-        );
-      }
+      if (isFinishedState(current.state)) throw endedUnfinished(current);
+      if (Date.now() >= deadline) throw waitedInVain(current, options?.timeoutMs);
     }
   }
+}
+
+/**
+ * `JOB_FAILED` for a job that ended dead, carrying its last error (`details.error`) and state; `CONFLICT`
+ * for one that was cancelled.
+ */
+function endedUnfinished(job: JobStatus): WorkqError {
+  const { id, name, state, attempts, error } = job;
+  const details = { state, error };
+  if (state !== 'dead') {
+    return new WorkqError('CONFLICT', `Job ${id} (${name}) was ${state} after ${attempts} attempt(s).`, { details });
+  }
+  const reason = error ? `: ${error.name ? `${error.name}: ` : ''}${error.message}` : '.';
+  const why = error?.permanent ? 'a permanent failure' : `${attempts} attempt(s)`;
+  return new WorkqError('JOB_FAILED', `Job ${id} (${name}) is dead after ${why}${reason}`, { details });
+}
+
+/** `TIMEOUT` for a job not finished in time, saying so when no worker reads its type and version. */
+function waitedInVain(job: JobStatus & { workersReading?: number }, timeoutMs: number | undefined): WorkqError {
+  const { id, name, version, state } = job;
+  const none =
+    job.workersReading === 0 && (state === 'ready' || state === 'scheduled')
+      ? ` No worker is consuming "${name}" v${version}: start one (sdk.consume('${name}', handler), its catalog reading v${version}), and the job runs.`
+      : '';
+  return new WorkqError(
+    'TIMEOUT',
+    `Job ${id} (${name}) did not finish within ${timeoutMs} ms; it is ${state}.${none}`,
+    {
+      details: { state, ...(job.workersReading === undefined ? {} : { workersReading: job.workersReading }) },
+    },
+  );
 }
 
 export function createHandle(deps: ProducerDeps, name: string, id: string, created: boolean): JobHandle {

@@ -28,7 +28,11 @@ export const jobProcedures = {
     const { engine } = ctx.services;
     const job = await engine.store.getJob(input.id);
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${input.id} (it may have been pruned from history).`);
-    return { ...toJobStatus(job, engine.clock.now()), payload: fromStoredValue(job.payload), workerId: job.workerId };
+    return {
+      ...toJobStatus(job, engine.clock.now(), { errors: true }),
+      payload: fromStoredValue(job.payload),
+      workerId: job.workerId,
+    };
   }),
 
   /**

@@ -243,13 +243,26 @@ export const consumerRouter = router({
       return outcomes;
     }),
 
+  /**
+   * Records a failed attempt: its message, and the handler's error class and stack when the worker sends them
+   * (kept cut to `ERROR_HISTORY_LIMITS`). The job is retried after its backoff, or ends dead when `permanent`
+   * or out of attempts.
+   */
   fail: authedProcedure
-    .input(lease.extend({ message: z.string().max(10_000), permanent: z.boolean().default(false) }))
+    .input(
+      lease.extend({
+        message: z.string().max(10_000),
+        permanent: z.boolean().default(false),
+        errorName: z.string().max(1_000).optional(),
+        stack: z.string().max(64_000).optional(),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       requireSomeConsumeScope(ctx.principal);
+      const { id, leaseToken, message, permanent, errorName, stack } = input;
       const status = await ctx.services.engine.fail(
-        { id: input.id, leaseToken: input.leaseToken },
-        { message: input.message, permanent: input.permanent },
+        { id, leaseToken },
+        { message, permanent, ...(errorName ? { errorName } : {}), ...(stack ? { stack } : {}) },
       );
       const outcome = status.state === 'dead' ? 'dead' : 'retry';
       ctx.services.metrics.failed.inc({ outcome });

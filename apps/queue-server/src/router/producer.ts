@@ -1,4 +1,4 @@
-import { isFinishedState, WorkqError } from '@workq/core';
+import { isFinishedState, type JobStatus, WorkqError } from '@workq/core';
 import type { EnqueueInput, EnqueueResult, SchedulerDeps } from '@workq/core/engine';
 import { z } from 'zod';
 import { hasScope, type Principal, requireScope } from '../auth.ts';
@@ -124,21 +124,35 @@ export const producerRouter = router({
     return ctx.services.engine.cancel(input.id);
   }),
 
-  /** Long-polls until the job finishes or `timeoutMs` passes; resolves to its status either way. */
+  /**
+   * Long-polls until the job finishes or `timeoutMs` passes; resolves to its status either way. A job still
+   * unfinished when the time is up also says how many workers seen within the presence window read its type
+   * and version (`workersReading`), so a caller that waited in vain can tell that none is running.
+   */
   wait: authedProcedure
     .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
-    .query(async ({ ctx, input, signal }) => {
+    .query(async ({ ctx, input, signal }): Promise<JobStatus & { workersReading?: number }> => {
       const { bus, options } = ctx.services;
       const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
       const aborted = signal ?? new AbortController().signal;
       for (;;) {
         const status = await readableStatus(ctx.services, ctx.principal, input.id);
         const remainingMs = deadline - Date.now();
-        if (isFinishedState(status.state) || remainingMs <= 0 || aborted.aborted || bus.isClosed) return status;
+        if (isFinishedState(status.state) || aborted.aborted || bus.isClosed) return status;
+        if (remainingMs <= 0) return { ...status, workersReading: await workersReading(ctx.services, status) };
         await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
       }
     }),
 });
+
+/** How many workers seen within the presence window read jobs of `job`'s type and version. */
+async function workersReading(services: ServerServices, job: Pick<JobStatus, 'name' | 'version'>): Promise<number> {
+  const since = new Date(services.engine.clock.now().getTime() - services.options.presenceWindowMs);
+  const present = await services.engine.store.listWorkers(since);
+  return present.filter(
+    (worker) => worker.name === job.name && worker.minVersion <= job.version && job.version <= worker.maxVersion,
+  ).length;
+}
 
 /** Enqueues crontab occurrences as a producer's enqueue would be: size and schema checked, handed to a waiting consumer. */
 export function enqueueThroughServer(services: ServerServices): SchedulerDeps['enqueue'] {

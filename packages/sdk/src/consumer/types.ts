@@ -1,4 +1,5 @@
 import type { Catalog, EnqueueOptions, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
+import type { Logger } from '../logger.ts';
 
 /** The options of `ctx.moveTo`: those of an enqueue, but the next job is made as this one ends, so no debounce or key TTL. */
 export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs'>;
@@ -71,8 +72,18 @@ export interface ConsumeOptions {
   pollWaitMs?: number;
   /** How long `close()` lets running jobs finish before aborting their signals. @defaultValue 30_000 */
   closeGraceMs?: number;
-  /** Called with errors the worker handles itself (a lost ack, a failed report); never with handler errors. @defaultValue none */
-  onError?: (error: unknown) => void;
+  /**
+   * Called with each error the worker handles itself (a claim that failed, a lost ack, a failed report, the
+   * error that stopped it), never with handler errors, instead of logging it.
+   * @defaultValue each logged: an outage once, with what to check, and once more when it ends
+   */
+  onError?: ((error: unknown) => void) | undefined;
+  /**
+   * Where the worker says what happens to it: connection trouble, each failed attempt (job id, attempt, error
+   * and the handler's stack), and why it stopped. `false`: nothing.
+   * @defaultValue the client's `logger`
+   */
+  logger?: Logger | false | undefined;
   /** Reported to the server's worker registry. @defaultValue the caller's address, as the server sees it */
   host?: string;
 }
@@ -80,6 +91,11 @@ export interface ConsumeOptions {
 export interface Worker {
   /** Stops claiming, lets running jobs finish (up to `closeGraceMs`), sends their outcomes, then resolves. */
   close(): Promise<void>;
-  /** Resolves when the worker has stopped. */
+  /**
+   * Resolves when the worker has stopped after `close()`. Rejects when it stopped on its own, after its running
+   * jobs finished, because no retry can help: the server refused its token (`UNAUTHORIZED`; a token function
+   * is asked once more first) or a scope it needs (`FORBIDDEN`, naming the scope, e.g. `register:<job>` for a
+   * catalog not deployed yet). That error is also logged, or given to `onError`.
+   */
   readonly closed: Promise<void>;
 }

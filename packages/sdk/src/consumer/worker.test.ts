@@ -2,6 +2,7 @@ import { defineJob } from '@workq/core';
 import type { WireClaimedJob } from '@workq/queue-server/router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { silentLogger } from '../logger.ts';
 import type { Call, QueueApi } from '../transport.ts';
 import type { ConsumeOptions } from './types.ts';
 import { startWorker } from './worker.ts';
@@ -78,6 +79,9 @@ function workerOn(firstClaim: () => WireClaimedJob[], handle: (n: number) => Pro
       return null;
     },
     options: { ...options, onError: (error) => errors.push(error) },
+    url: 'http://127.0.0.1:1',
+    logger: silentLogger,
+    tokenRefreshes: false,
   });
   return { worker, ran, released, completed, errors };
 }

@@ -1,8 +1,12 @@
 import { type AnyJobDefinition, MAX_BATCH_SIZE, parseWith, upgradePayload, WorkqError } from '@workq/core';
 import type { WireClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
+import { type Logger, silentLogger } from '../logger.ts';
 import { reconnectDelayMs, retrying, sleep } from '../retry.ts';
 import { AckBatcher } from './ack-batcher.ts';
+import { describeThrown } from './attempt-error.ts';
+import { type FailAnswer, logAttempt } from './attempt-log.ts';
+import { ClaimFailures } from './claim-failures.ts';
 import { HandBack } from './hand-back.ts';
 import { HandlerContext, type JobContextDeps } from './job-context.ts';
 import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
@@ -15,9 +19,17 @@ export interface WorkerDeps extends JobContextDeps {
   ready: () => Promise<void>;
   handler: (job: unknown, ctx: JobContext<never>) => unknown;
   options: ConsumeOptions;
+  /** The queue server's URL, named when it cannot be reached. */
+  url: string;
+  /** The client's logger; `options.logger` overrides it. */
+  logger: Logger;
+  /** Whether the token is a function, asked again per request: a refused token is then tried once more. */
+  tokenRefreshes: boolean;
 }
 
-const MAX_ERROR_MESSAGE = 4000;
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** This process's id, for the worker registry; none in a browser. */
 const PROCESS_ID: number | undefined = (globalThis as { process?: { pid?: number } }).process?.pid;
@@ -41,7 +53,9 @@ export function startWorker(deps: WorkerDeps): Worker {
   const { name, definition, call, options } = deps;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
   const pollWaitMs = options.pollWaitMs ?? 25_000;
-  const onError = options.onError ?? (() => undefined);
+  const logger = options.logger === false ? silentLogger : (options.logger ?? deps.logger);
+  const who = `worker for "${name}"`;
+  const onError = options.onError ?? ((error: unknown) => logger.warn(`The ${who}: ${messageOf(error)}`, { error }));
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call, undefined, workerId);
   const startedAt = new Date();
@@ -57,6 +71,15 @@ export function startWorker(deps: WorkerDeps): Worker {
    * on its own while a claim is out), and the server counts after it.
    */
   let limited = false;
+  /** The failure that stopped the worker on its own, which `closed` rejects with. */
+  let stoppedBy: WorkqError | undefined;
+  const claimFailures = new ClaimFailures({
+    logger,
+    url: deps.url,
+    who,
+    onError: options.onError,
+    tokenRefreshes: deps.tokenRefreshes,
+  });
 
   /** Claims up to `limit` jobs, carrying the acks waiting to go. */
   const claimFromServer = async (limit: number): Promise<HeldJob[]> => {
@@ -108,7 +131,9 @@ export function startWorker(deps: WorkerDeps): Worker {
       await deps.tracing?.get();
       // Closed while the catalog was being registered: nothing more is claimed.
       if (stopClaiming.signal.aborted) return [];
-      return await claimFromServer(limit);
+      const held = await claimFromServer(limit);
+      claimFailures.succeeded();
+      return held;
     } finally {
       claimsOut--;
     }
@@ -130,17 +155,27 @@ export function startWorker(deps: WorkerDeps): Worker {
     if (here < claimsOut) dropClaims.abort();
   };
 
-  /** A `PermanentError`, or a payload this consumer can never read, ends the job at once; anything else retries. */
+  /**
+   * Records a failed attempt and logs it. A `PermanentError`, a payload this consumer can never read, or a result
+   * that fails the type's `result` schema (a bug no retry fixes) ends the job at once; anything else retries.
+   */
   const settleFailure = async (
     job: WireClaimedJob,
-    error: unknown,
+    thrown: unknown,
     giveUpAtMs: number,
-    unreadable = false,
+    permanentAnyway = false,
   ): Promise<void> => {
-    const permanent = unreadable || error instanceof PermanentError;
-    const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
-    const report = { id: job.id, leaseToken: job.leaseToken, message, permanent };
-    await retrying(() => call((api, signal) => api.consumer.fail.mutate(report, { signal })), giveUpAtMs);
+    const permanent = permanentAnyway || thrown instanceof PermanentError;
+    const described = describeThrown(thrown);
+    const report = { id: job.id, leaseToken: job.leaseToken, ...described, permanent };
+    let answer: FailAnswer;
+    try {
+      answer = await retrying(() => call((api, signal) => api.consumer.fail.mutate(report, { signal })), giveUpAtMs);
+    } catch (error) {
+      logAttempt(logger, job, described, thrown, undefined);
+      throw error;
+    }
+    logAttempt(logger, job, described, thrown, answer);
   };
 
   const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
@@ -161,7 +196,7 @@ export function startWorker(deps: WorkerDeps): Worker {
         await settleFailure(job, error, giveUpAt(job), true);
         return;
       }
-      let outcome: unknown;
+      let returned: unknown;
       try {
         const consumed = {
           id: job.id,
@@ -172,14 +207,21 @@ export function startWorker(deps: WorkerDeps): Worker {
           version: job.version,
         };
         const tracing = deps.tracing?.resolved;
-        const returned = tracing
+        returned = tracing
           ? await tracing.process(job, async () => deps.handler(consumed, ctx))
           : await deps.handler(consumed, ctx);
         if (ctx.moved) return;
-        outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
       } catch (error) {
         if (ctx.moved || jobAbort.reason instanceof WorkqError) return;
         await settleFailure(job, error, giveUpAt(job));
+        return;
+      }
+      let outcome: unknown;
+      try {
+        outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
+      } catch (error) {
+        if (jobAbort.reason instanceof WorkqError) return;
+        await settleFailure(job, error, giveUpAt(job), true);
         return;
       }
       if (jobAbort.aborted) return;
@@ -209,31 +251,43 @@ export function startWorker(deps: WorkerDeps): Worker {
       claim,
       handle,
       backoff: (failures, error, signal) => {
-        onError(error);
+        const stopsWorker = claimFailures.failed(error);
+        if (stopsWorker) stop(stopsWorker);
         return sleep(reconnectDelayMs(failures), signal);
       },
     },
     stopClaiming.signal,
   )
     .then(() => Promise.all([acks.drain(), handBack.drain()]))
-    .then(() => undefined)
-    .finally(() => leases.stop());
+    .finally(() => leases.stop())
+    .then(() => {
+      if (stoppedBy) throw stoppedBy;
+    });
 
   let closing: Promise<void> | undefined;
-  return {
-    closed,
-    close: () => {
-      closing ??= (async () => {
-        stopClaiming.abort();
-        const dropLate = setTimeout(() => dropClaims.abort(), STOP_WAITING_MS);
-        const graceMs = options.closeGraceMs ?? 30_000;
-        const grace = setTimeout(() => leases.abortAll(new WorkqError('TIMEOUT', 'The worker is closing.')), graceMs);
-        await endWaitingClaims();
-        await closed;
-        clearTimeout(grace);
-        clearTimeout(dropLate);
-      })();
-      return closing;
-    },
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      stopClaiming.abort();
+      const dropLate = setTimeout(() => dropClaims.abort(), STOP_WAITING_MS);
+      const graceMs = options.closeGraceMs ?? 30_000;
+      const grace = setTimeout(() => leases.abortAll(new WorkqError('TIMEOUT', 'The worker is closing.')), graceMs);
+      await endWaitingClaims();
+      // A worker that stopped on its own says why through `closed`; closing it is done all the same.
+      await closed.catch(() => undefined);
+      clearTimeout(grace);
+      clearTimeout(dropLate);
+    })();
+    return closing;
   };
+
+  /** Stops the worker on a failure no retry can mend: running jobs finish, then `closed` rejects with `error`. */
+  function stop(error: WorkqError): void {
+    if (stoppedBy) return;
+    stoppedBy = error;
+    if (options.onError) options.onError(error);
+    else logger.error(error.message, { url: deps.url, code: error.code });
+    void close();
+  }
+
+  return { closed, close };
 }
