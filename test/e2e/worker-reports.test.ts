@@ -124,15 +124,20 @@ describe('a worker says what is wrong', () => {
     expect(logger.lines).toEqual([expect.objectContaining({ level: 'error', message: (stopped as Error).message })]);
 
     let asked = 0;
+    const refreshLog = collectingLogger();
     const refreshing = createClient({
       url: server!.url,
       jobs: catalog,
       token: () => `stale-${++asked}`,
-      logger: false,
+      logger: refreshLog,
     });
     const second = track(refreshing.consume('convert', async () => ({ bytes: 1 })));
     await expect(second.closed).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(asked).toBe(2);
+    expect(refreshLog.lines.map(({ level, message }) => `${level}: ${message}`)).toEqual([
+      'info: The worker for "convert" had its token refused; it asks the token function for a fresh one.',
+      expect.stringMatching(/^error: The worker for "convert" stopped: /),
+    ]);
   });
 
   it('a consume-only worker whose catalog is not deployed stops with FORBIDDEN naming the missing scope', async () => {

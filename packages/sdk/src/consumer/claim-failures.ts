@@ -76,6 +76,12 @@ export class ClaimFailures {
     if (refusedToken(error)) {
       if (error.code === 'FORBIDDEN' || !this.deps.tokenRefreshes || this.refreshed) return this.stopping(error);
       this.refreshed = true;
+      if (this.deps.onError) this.deps.onError(error);
+      else
+        this.deps.logger.info(
+          `The ${this.deps.who} had its token refused; it asks the token function for a fresh one.`,
+        );
+      return undefined;
     }
     if (this.deps.onError) {
       this.deps.onError(error);
