@@ -16,7 +16,7 @@ import type {
   TokenGrant,
 } from '@workq/queue-server';
 import type { jobs } from '@workq/schemas';
-import type { AdminApi, EventsOptions, LimitsChange, ScheduleInput, TracingOptions } from '@workq/sdk';
+import type { AdminApi, ConsumeOptions, EventsOptions, LimitsChange, ScheduleInput, TracingOptions } from '@workq/sdk';
 import { describe, it } from 'vitest';
 
 type Leaf = ((...args: never[]) => unknown) | Date | RegExp | AbortSignal | PromiseLike<unknown> | { _zod: unknown };
@@ -60,6 +60,7 @@ describe('exactOptionalPropertyTypes: optional options accept undefined', () => 
     noneRefuseUndefined<RefusesUndefined<ScheduleInput>>();
     noneRefuseUndefined<RefusesUndefined<TracingOptions>>();
     noneRefuseUndefined<RefusesUndefined<FirstArg<AdminApi['list']>>>();
+    noneRefuseUndefined<RefusesUndefined<ConsumeOptions>>();
   });
 
   it('in core', () => {

@@ -41,7 +41,7 @@ export type Handler<C extends Catalog, N extends JobName<C>> = (
 
 export interface ConsumeOptions {
   /** Jobs run at once. @defaultValue 1 */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * Jobs claimed ahead and held, leased, in a local queue until a slot frees (like graphile-worker's local
    * queue): a finished job's slot starts the next one without a round trip, and claims come in fewer, larger
@@ -56,22 +56,22 @@ export interface ConsumeOptions {
    * ready again at once with its attempt not counted, and reported to `onError` as `LEASE_LOST`.
    * @defaultValue 0
    */
-  prefetch?: number;
+  prefetch?: number | undefined;
   /**
    * Claim requests that may be out at once, each asking for a share of the free capacity. More lanes can keep a
    * worker fed when the server is far away (round trips long next to handler time); on a near server one lane
    * was fastest in our measurements. Each lane is one more waiting request when idle.
    * @defaultValue 1
    */
-  claimLanes?: number;
+  claimLanes?: number | undefined;
   /**
    * How long one claim request waits on the server for work. Its request's time limit is this plus the
    * client's `timeoutMs`.
    * @defaultValue 25_000
    */
-  pollWaitMs?: number;
+  pollWaitMs?: number | undefined;
   /** How long `close()` lets running jobs finish before aborting their signals. @defaultValue 30_000 */
-  closeGraceMs?: number;
+  closeGraceMs?: number | undefined;
   /**
    * Called with each error the worker handles itself (a claim that failed, a lost ack, a failed report, the
    * error that stopped it), never with handler errors, instead of logging it.
@@ -85,7 +85,7 @@ export interface ConsumeOptions {
    */
   logger?: Logger | false | undefined;
   /** Reported to the server's worker registry. @defaultValue the caller's address, as the server sees it */
-  host?: string;
+  host?: string | undefined;
 }
 
 export interface Worker {
