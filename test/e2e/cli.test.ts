@@ -181,7 +181,7 @@ describe('the workq-server command', () => {
     await children.killAll();
   });
 
-  it('serves /healthz, never prints its tokens, and exits 0 on SIGTERM', async () => {
+  it('serves /healthz, sends / to the dashboard, prints its URL, never prints its tokens, and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const secret = 'cli-secret-4e7a90';
     const server = children.spawnNode([
@@ -208,12 +208,14 @@ describe('the workq-server command', () => {
       headers: { authorization: `Bearer ${secret}` },
     });
     expect(allowed.status).toBe(200);
+    const root = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' });
+    expect([root.status, root.headers.get('location')]).toEqual([302, '/ui/']);
 
     children.signal(server, 'SIGTERM');
     expect(await exited(server)).toEqual({ code: 0, signal: null });
     // The launcher's own child (the server) has exited too: nothing is left in its process group.
     await until(() => !groupAlive(server.pid as number), 10_000, 50);
-    expect(server.output()).toContain('listening');
+    expect(server.output()).toContain(`"dashboard":"http://127.0.0.1:${port}/ui/"`);
     expect(server.output()).not.toContain(secret);
   }, 90_000);
 

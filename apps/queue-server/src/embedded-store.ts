@@ -32,12 +32,24 @@ export async function openEmbeddedStore(
     return { store, url: mongo.url, stop: mongo.stop };
   }
   const pgliteDir = join(root, 'pglite');
-  logger.warn(
-    `no MongoDB binary available (${mongo.message.split('\n')[0]}); using embedded PostgreSQL (PGlite) under ${pgliteDir}`,
-  );
+  logger.warn(noMongoMessage(mongo, pgliteDir), { dataDir: pgliteDir });
   const { createPgliteStore } = await import('@workq/core/postgres');
   const store = await createPgliteStore({ dataDir: pgliteDir });
   return { store, url: `pglite://${pgliteDir}`, stop: async () => undefined };
+}
+
+/**
+ * The one line that says the embedded store fell back to PGlite: why no mongod could be had (the whole
+ * reason, on one line), where the data is kept, and what to do instead: point the server at a mongod, or
+ * name PGlite as the store, which skips the MongoDB attempt on later starts.
+ */
+export function noMongoMessage(error: Error, pgliteDir: string): string {
+  const reason = error.message.replace(/\s+/g, ' ').trim().slice(0, 300);
+  return (
+    `no MongoDB binary could be had (${reason}), so the embedded store is PostgreSQL (PGlite), ` +
+    `its data under ${pgliteDir}. For MongoDB, set MONGOMS_SYSTEM_BINARY to a mongod or pass --store mongodb://…; ` +
+    `to keep PGlite without this attempt, pass --store pglite://${pgliteDir}.`
+  );
 }
 
 async function startEmbeddedMongo(dbPath: string): Promise<{ url: string; stop: () => Promise<void> }> {

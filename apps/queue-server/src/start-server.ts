@@ -221,6 +221,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     }
     if (cors.handle(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
+    // The root has no API of its own: a person who opens the server's address meets the dashboard.
+    if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
+      return void res.writeHead(302, { location: `${DASHBOARD_PATH}/` }).end();
+    }
     if (path === '/healthz') return sendJson(res, 200, { ok: true });
     if (path === '/readyz') {
       const ready = !closing && (await health.check());
@@ -272,8 +276,10 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const releaseProcessGuard = guardProcess(logger);
   roles.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${urlHost}:${port}`;
   logger.info('workq queue server listening', {
-    url: `http://${urlHost}:${port}`,
+    url,
+    dashboard: `${url}${DASHBOARD_PATH}/`,
     store: storeUrl,
     auth: authority.summary,
   });
@@ -302,7 +308,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     })();
     return closed;
   };
-  return { url: `http://${urlHost}:${port}`, port, storeUrl, close };
+  return { url, port, storeUrl, close };
 }
 
 async function openConfiguredStore(
