@@ -10,7 +10,7 @@ import { wireError } from './errors.ts';
 function found(context: CommandContext, coll: string, filter: Doc, options: Document): Doc[] {
   const limit = Math.abs(Number(options.limit ?? 0)) || undefined;
   const skip = Number(options.skip ?? 0);
-  planned(context, coll, filter, { sort: options.sort, limit, hint: options.hint });
+  planned(context, coll, filter, { hint: options.hint });
   const data = context.primary.collection(context.db, coll);
   if (!data) return [];
   const matched = data.match(filter, options.sort);

@@ -85,7 +85,7 @@ async function updateStatement(context: CommandContext, coll: string, statement:
   const targets = () => {
     const data = primary.collection(db, coll);
     const limit = multi ? undefined : 1;
-    planned(context, coll, filter, { sort: statement.sort, limit, hint: statement.hint });
+    planned(context, coll, filter, { hint: statement.hint });
     return data ? data.match(filter, statement.sort, limit) : [];
   };
   return settled(context, coll, targets, (docs) => {
@@ -116,7 +116,7 @@ async function deleteStatement(context: CommandContext, coll: string, statement:
   const filter = (statement.q ?? {}) as Doc;
   const limit = Number(statement.limit ?? 0) === 1 ? 1 : undefined;
   const targets = () => {
-    planned(context, coll, filter, { sort: statement.sort, limit, hint: statement.hint });
+    planned(context, coll, filter, { hint: statement.hint });
     return primary.collection(db, coll)?.match(filter, statement.sort, limit) ?? [];
   };
   return settled(context, coll, targets, (docs) => {

@@ -1,8 +1,8 @@
 import type { Document } from 'bson';
 import type { Cursors } from './cursors.ts';
-import type { Doc } from './data.ts';
+import type { Doc, IndexSpec } from './data.ts';
 import { wireError } from './errors.ts';
-import { planQuery, type QueryPlan } from './plan.ts';
+import { impliesPartialFilter } from './plan.ts';
 import type { PrimaryState, RecordedCommand } from './primary.ts';
 import type { Sessions, Transaction } from './sessions.ts';
 
@@ -35,36 +35,36 @@ export function collectionOf(context: CommandContext): string {
   return name;
 }
 
+const HINT_REFUSED =
+  'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index';
+
+function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return JSON.stringify(Object.entries(a)) === JSON.stringify(Object.entries(b));
+}
+
 /**
- * Plans a query as the server would (which checks its hint: an index that
- * does not exist, or one the query cannot use, fails with BadValue) and
- * records the plan on the command.
+ * Checks a query's hint as the server's planner does and records the query
+ * on the command: a hint must name an index of the collection (by name or
+ * key), and a partial index only serves a query that implies its filter;
+ * else BadValue (2). Queries without a hint are not planned: their cost is
+ * not this primary's to model.
  */
-export function planned(
-  context: CommandContext,
-  coll: string,
-  filter: Doc,
-  options: { sort?: Document; limit?: number; hint?: unknown },
-): QueryPlan {
-  const data = context.primary.collection(context.db, coll);
-  const hint = options.hint as string | Record<string, 1 | -1> | undefined;
-  if (!data) {
-    if (hint !== undefined && !(typeof hint === 'object' && Object.keys(hint).length === 0)) {
-      throw wireError(
-        2,
-        'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index',
-      );
-    }
-    const plan = { index: 'EOF', examined: 0, sortedByIndex: false };
-    context.record.plans.push({ collection: coll, filter, plan });
-    return plan;
+export function planned(context: CommandContext, coll: string, filter: Doc, options: { hint?: unknown }): void {
+  const hint = options.hint as string | Record<string, unknown> | undefined;
+  const query = { collection: coll, filter, ...(hint === undefined ? {} : { hint }) };
+  if (hint === undefined || (typeof hint === 'object' && Object.keys(hint).length === 0)) {
+    context.record.queries.push(query);
+    return;
   }
-  const plan = planQuery(data.plannedIndexes(), data.docs.size, {
-    filter,
-    sort: options.sort as Record<string, 1 | -1> | undefined,
-    limit: options.limit,
-    hint,
-  });
-  context.record.plans.push({ collection: coll, filter, ...(hint === undefined ? {} : { hint }), plan });
-  return plan;
+  const data = context.primary.collection(context.db, coll);
+  const specs = data ? [{ name: '_id_', key: { _id: 1 } } as IndexSpec, ...data.indexes.values()] : [];
+  const index = specs.find((spec) => (typeof hint === 'string' ? spec.name === hint : sameKey(spec.key, hint)));
+  const usable =
+    index !== undefined &&
+    (!index.partialFilterExpression || impliesPartialFilter(filter, index.partialFilterExpression as Doc));
+  if (!usable) {
+    context.record.refusedHints.push(hint);
+    throw wireError(2, HINT_REFUSED);
+  }
+  context.record.queries.push({ ...query, index: index.name });
 }

@@ -83,6 +83,12 @@ export class CollectionData {
   private readonly partials = new Map<string, Query>();
   /** The ids each partial index holds. */
   private readonly partialMembers = new Map<string, Set<string>>();
+  /**
+   * The ids by value of each index's leading field, so an equality on it
+   * finds its documents without a scan (the field is dropped from here once
+   * a document holds an array there).
+   */
+  private readonly lookups = new Map<string, Map<string, Set<string>>>();
 
   constructor(
     readonly namespace: string,
@@ -111,6 +117,7 @@ export class CollectionData {
     }
     this.indexes.set(spec.name, structuredClone(spec));
     if (spec.unique) this.uniqueEntries.set(spec.name, entries);
+    this.addLookup(Object.keys(spec.key)[0]);
   }
 
   /** Throws what the server answers to creating `spec`; `true` when it exists already, as specified. */
@@ -212,8 +219,40 @@ export class CollectionData {
   private candidates(filter: Doc): Doc[] {
     const id = filter._id;
     const ids = typeof id === 'string' ? [id] : (id as { $in?: unknown } | undefined)?.$in;
-    if (!Array.isArray(ids) || !ids.every((value) => typeof value === 'string')) return [...this.docs.values()];
-    return ids.map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => doc !== undefined);
+    if (Array.isArray(ids) && ids.every((value) => typeof value === 'string')) {
+      return ids.map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => doc !== undefined);
+    }
+    let narrowest: string[] | undefined;
+    for (const [field, byValue] of this.lookups) {
+      const points = pointValues(filter[field]);
+      if (!points) continue;
+      const held = points.flatMap((value) => [...(byValue.get(keyText([value])) ?? [])]);
+      if (!narrowest || held.length < narrowest.length) narrowest = held;
+    }
+    if (!narrowest) return [...this.docs.values()];
+    return [...new Set(narrowest)].map((key) => this.docs.get(key)).filter((doc): doc is Doc => doc !== undefined);
+  }
+
+  private addLookup(field: string | undefined): void {
+    if (field === undefined || field === '_id' || field.includes('$') || this.lookups.has(field)) return;
+    const byValue = new Map<string, Set<string>>();
+    this.lookups.set(field, byValue);
+    for (const [id, doc] of this.docs) this.lookUp(field, byValue, id, doc);
+  }
+
+  private lookUp(field: string, byValue: Map<string, Set<string>>, id: string, doc: Doc): void {
+    const value = valueAt(doc, field);
+    if (Array.isArray(value)) {
+      this.lookups.delete(field);
+      return;
+    }
+    const key = keyText([value]);
+    let ids = byValue.get(key);
+    if (!ids) {
+      ids = new Set();
+      byValue.set(key, ids);
+    }
+    ids.add(id);
   }
 
   /** Inserts, enforcing `_id` and unique indexes; returns the stored copy. */
@@ -251,6 +290,7 @@ export class CollectionData {
     this.docs.clear();
     for (const entries of this.uniqueEntries.values()) entries.clear();
     for (const members of this.partialMembers.values()) members.clear();
+    for (const byValue of this.lookups.values()) byValue.clear();
   }
 
   private write(id: string, doc: Doc, before: Doc | undefined): void {
@@ -267,6 +307,7 @@ export class CollectionData {
       if (key !== null) entries.set(key, id);
     }
     for (const [name, members] of this.partialMembers) if (this.partials.get(name)?.test(doc)) members.add(id);
+    for (const [field, byValue] of [...this.lookups]) this.lookUp(field, byValue, id, doc);
     this.docs.set(id, doc);
   }
 
@@ -276,6 +317,7 @@ export class CollectionData {
       if (key !== null && entries.get(key) === idKeyOf(doc._id)) entries.delete(key);
     }
     for (const members of this.partialMembers.values()) members.delete(idKeyOf(doc._id));
+    for (const [field, byValue] of this.lookups) byValue.get(keyText([valueAt(doc, field)]))?.delete(idKeyOf(doc._id));
   }
 
   private entryKey(index: IndexSpec, doc: Doc): string | null {
@@ -331,4 +373,17 @@ export function projected(doc: Doc, projection: Record<string, 0 | 1> | undefine
 export function writeError(index: number, error: MongoServerError, op: Doc): WriteError {
   const err = { index, code: error.code as number, errmsg: error.message, errInfo: {}, op };
   return { err, index, code: err.code, errmsg: err.errmsg, errInfo: err.errInfo } as unknown as WriteError;
+}
+
+/** The values an equality, `$eq` or `$in` on a field pins it to; `undefined` for any other condition. */
+function pointValues(condition: unknown): unknown[] | undefined {
+  if (condition === undefined) return undefined;
+  const isPlain = (value: unknown) => value === null || ['string', 'number', 'boolean'].includes(typeof value);
+  if (isPlain(condition)) return [condition];
+  if (typeof condition !== 'object' || condition instanceof Date || Array.isArray(condition)) return undefined;
+  const keys = Object.keys(condition as object);
+  const operand = condition as { $eq?: unknown; $in?: unknown };
+  if (keys.length === 1 && keys[0] === '$eq' && isPlain(operand.$eq)) return [operand.$eq];
+  if (keys.length === 1 && Array.isArray(operand.$in) && operand.$in.every(isPlain)) return operand.$in;
+  return undefined;
 }

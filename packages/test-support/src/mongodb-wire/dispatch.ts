@@ -123,7 +123,12 @@ export async function runCommand(
       const labels = failure?.errorLabels ?? serverLabels(context.body, undefined, Number(writeConcernError.code));
       if (labels.length > 0) reply.errorLabels = labels;
     }
-    context.record.outcome = writeConcernError ? Number(writeConcernError.code) : 'ok';
+    const firstWriteError = (answer.writeErrors as Document[] | undefined)?.[0];
+    context.record.outcome = firstWriteError
+      ? Number(firstWriteError.code)
+      : writeConcernError
+        ? Number(writeConcernError.code)
+        : 'ok';
     return { ...reply, ...signedClusterTime(context) };
   } catch (error) {
     try {

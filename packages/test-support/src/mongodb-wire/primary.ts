@@ -1,7 +1,6 @@
 import { type Document, ObjectId, Timestamp } from 'bson';
 import { CollectionData, type Doc, idKeyOf } from './data.ts';
 import { wireError } from './errors.ts';
-import type { QueryPlan } from './plan.ts';
 
 /** One command the primary received, as the driver sent it. */
 export interface RecordedCommand {
@@ -10,9 +9,11 @@ export interface RecordedCommand {
   /** The whole body: `filter`, `hint`, `readConcern`, `writeConcern`, `$readPreference`, `lsid`, `txnNumber`… */
   body: Document;
   connectionId: number;
-  /** How each query of the command ran (reads, and the filters of writes), in order. */
-  plans: { collection: string; filter: Doc; hint?: unknown; plan: QueryPlan }[];
-  /** `'ok'`, or the code the command failed with. */
+  /** Each query of the command (reads, and the filters of writes), with the index its hint chose. */
+  queries: { collection: string; filter: Doc; hint?: unknown; index?: string }[];
+  /** Hints the server refused (BadValue: no such index, or one the query cannot use). */
+  refusedHints: unknown[];
+  /** `'ok'`, or the code the command (or its first failed statement) failed with. */
   outcome?: 'ok' | number;
 }
 

@@ -114,7 +114,7 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
       const name = Object.keys(body)[0] ?? '';
       const db = request.opCode === OP_QUERY ? 'admin' : String(body.$db ?? 'admin');
       appName ??= (body.client as { application?: { name?: string } } | undefined)?.application?.name;
-      const record: RecordedCommand = { db, name, body, connectionId, plans: [] };
+      const record: RecordedCommand = { db, name, body, connectionId, queries: [], refusedHints: [] };
       commands.push(record);
       const context: CommandContext = {
         primary,
