@@ -24,12 +24,15 @@ const missingBrowser = chromiumMissing('dashboard');
 
 describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
   let queue: QueueServer;
+  let empty: QueueServer;
   let browser: Browser;
   let worker: Worker;
   let sdk: ReturnType<typeof createClient<typeof jobs>>;
   let failing = true;
   let releaseSlow: () => void = () => {};
   const slow = new Promise<void>((resolve) => (releaseSlow = resolve));
+  let releaseGate: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (releaseGate = resolve));
   const consoleErrors: string[] = [];
   const ids: Record<string, string> = {};
 
@@ -41,6 +44,8 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     }
     return counts;
   };
+  const convert = (source: string, options = {}) =>
+    sdk.enqueue.imageConvert({ source, output: `${source}.webp` }, options);
 
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -50,11 +55,13 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       tokens: [{ token: ADMIN_TOKEN, scopes: ['admin'] }],
       logger: collectingLogger(),
     });
+    empty = await startServer({ store: 'pglite://memory', port: 0, logger: collectingLogger() });
     sdk = createClient({ url: queue.url, jobs, token: ADMIN_TOKEN });
     worker = sdk.consume(
       'imageConvert',
       async (job, ctx) => {
         if (job.payload.source === 'slow.png') await slow;
+        if (job.payload.source === 'gate.png') await gate;
         if (job.payload.source === 'relay.png') {
           await ctx.moveTo('sendEmail', { to: 'ops@example.com', subject: 'converted', body: job.payload.output });
           return { bytes: 0 };
@@ -64,13 +71,12 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
         }
         return { bytes: 1000 + job.payload.quality };
       },
-      { concurrency: 4 },
+      { concurrency: 4, onError: () => {} },
     );
     // Jobs in every state: completed, dead, active, scheduled, cancelled, and ready (sendEmail has no worker).
-    const convert = (source: string, options = {}) =>
-      sdk.enqueue.imageConvert({ source, output: `${source}.webp` }, options);
     ids.invoice = (await convert('invoice.png', { idempotencyKey: 'invoice-42' })).id;
     for (const n of [1, 2]) await convert(`photo-${n}.png`);
+    ids.grouped = (await convert('grouped.png', { group: 'acme' })).id;
     for (const n of [1, 2, 3]) await convert(`broken-${n}.png`, { maxAttempts: 1 });
     ids.slow = (await convert('slow.png')).id;
     for (const n of [1, 2]) await convert(`later-${n}.png`, { delayMs: HOUR_MS });
@@ -81,32 +87,47 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     }
     await until(async () => {
       const counts = await countsOf('imageConvert');
-      return counts.completed === 3 && counts.dead === 3 && counts.active === 1;
+      return counts.completed === 4 && counts.dead === 3 && counts.active === 1;
     }, 20_000);
     browser = await launchChromium();
   });
 
   afterAll(async () => {
     releaseSlow();
+    releaseGate();
     await browser?.close();
     await worker?.close();
     await queue?.close();
+    await empty?.close();
   });
 
   /** A signed-in tab at `width` pixels; any console error or uncaught exception is recorded. */
-  async function signedIn(width: number, height: number): Promise<{ context: BrowserContext; page: Page }> {
+  async function signedIn(
+    width: number,
+    height: number,
+    server = queue,
+    token = ADMIN_TOKEN,
+  ): Promise<{ context: BrowserContext; page: Page; calls: string[] }> {
     const context = await browser.newContext({ viewport: { width, height } });
     const page = await context.newPage();
+    const calls: string[] = [];
     page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
+      if (message.type() === 'error' && !outageText(message.text())) consoleErrors.push(message.text());
     });
     page.on('pageerror', (error) => consoleErrors.push(String(error)));
-    await page.goto(`${queue.url}/ui/`);
-    await page.fill('#token', ADMIN_TOKEN);
+    page.on('request', (request) => {
+      const path = new URL(request.url()).pathname;
+      if (path.startsWith('/trpc/')) calls.push(path.slice('/trpc/'.length));
+    });
+    await page.goto(`${server.url}/ui/`);
+    await page.fill('#token', token);
     await page.click('form button[type="submit"]');
-    await page.waitForSelector('[data-type="imageConvert"]');
-    return { context, page };
+    await page.waitForSelector(server === queue ? '[data-type="imageConvert"]' : '[data-testid="empty-state"]');
+    return { context, page, calls };
   }
+
+  /** Failed requests the outage test causes on purpose. */
+  const outageText = (text: string) => text.includes('net::ERR_FAILED');
 
   /** Waits until the element at `selector` shows `text` (a substring). */
   const waitForText = (page: Page, selector: string, text: string, timeoutMs = 15_000) =>
@@ -124,37 +145,80 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     await page.click('[role="dialog"] button.primary');
   }
 
-  it('shows every job type with its counts by state, and where no worker reads', async () => {
+  /** How far the page is wider than the window, in pixels (0 or less: no horizontal scrolling). */
+  const overflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+  it('overview: counts, throughput, what needs attention, page titles, the current section and legible badges', async () => {
     const { context, page } = await signedIn(1280, 900);
     try {
       const expected = await countsOf('imageConvert');
-      expect(expected).toMatchObject({ completed: 3, dead: 3, active: 1, scheduled: 2, cancelled: 1 });
+      expect(expected).toMatchObject({ completed: 4, dead: 3, active: 1, scheduled: 2, cancelled: 1 });
       for (const [state, count] of Object.entries(expected)) {
         await waitForText(page, `[data-type="imageConvert"] [data-count="${state}"]`, String(count));
       }
       await waitForText(page, '[data-type="sendEmail"] [data-count="ready"]', '2');
-      // The last hour's throughput, from the store's history: three completed, three dead.
-      await waitForText(page, '[data-type="imageConvert"] [data-throughput]', '3 completed, 3 failed');
+      // The last hour's throughput, from the store's history: four completed, three dead.
+      await waitForText(page, '[data-type="imageConvert"] [data-throughput]', '4 completed, 3 failed');
       expect(await page.textContent('[data-type="sendEmail"] header')).toContain('no worker');
       expect(await page.textContent('[data-type="imageConvert"] header')).not.toContain('no worker');
+      const attention = await page.textContent('[data-testid="attention"]');
+      expect(attention).toContain('3 dead jobs of imageConvert');
+      expect(attention).toContain('2 ready sendEmail jobs wait: no worker reads the type');
+      expect(await page.title()).toBe('Overview · workq');
+      expect(await page.textContent('nav a[aria-current="page"]')).toBe('Overview');
+      // Every state badge and warning reads at 4.5:1 or more against its own background (WCAG AA).
+      const contrasts = await page.evaluate(() => {
+        const luminance = (color: string) => {
+          const [r, g, b] = (color.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((part) => {
+            const c = Number(part) / 255;
+            return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+          });
+          return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (b ?? 0);
+        };
+        return [...document.querySelectorAll<HTMLElement>('.state, .badge')].map((badge) => {
+          const style = getComputedStyle(badge);
+          const [light, dark] = [luminance(style.color), luminance(style.backgroundColor)].sort((a, b) => b - a);
+          return { badge: badge.className, ratio: ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05) };
+        });
+      });
+      expect(contrasts.length).toBeGreaterThan(6);
+      for (const { badge, ratio } of contrasts) expect(ratio, badge).toBeGreaterThanOrEqual(4.5);
       await page.screenshot({ path: join(SCREENSHOTS, 'overview-1280.png'), fullPage: true });
+      await page.click('nav >> text=Jobs');
+      await page.waitForSelector('tr[data-job]');
+      expect(await page.title()).toBe('Jobs · workq');
+      expect(await page.textContent('nav a[aria-current="page"]')).toBe('Jobs');
     } finally {
       await context.close();
     }
     expect(consoleErrors).toEqual([]);
   });
 
-  it('finds a job by its idempotency key', async () => {
-    const { context, page } = await signedIn(1280, 900);
+  it('jobs: one call a page, errors and groups in rows, search, and bulk actions only on a filtered view', async () => {
+    const { context, page, calls } = await signedIn(1280, 900);
     try {
-      await page.click('nav >> text=Jobs');
-      await page.waitForSelector('input[name="q"]');
+      await page.goto(`${queue.url}/ui/jobs`);
+      await page.waitForSelector(`tr[data-job="${ids.grouped}"]`);
+      calls.length = 0;
+      await page.reload();
+      await page.waitForSelector(`tr[data-job="${ids.grouped}"]`);
+      // Opening the list: the sign-in check, the counts and one page of rows, nothing more.
+      expect(calls.filter((call) => call.startsWith('admin.jobs'))).toHaveLength(1);
+      expect(calls.filter((call) => !call.startsWith('events.'))).toHaveLength(3);
+      expect(await page.textContent(`tr[data-job="${ids.grouped}"]`)).toContain('acme');
+      const deadRow = page.locator('tr[data-job]:has(.state-dead)').first();
+      expect(await deadRow.locator('.row-error').textContent()).toMatch(
+        /^printer on fire while reading broken-\d\.png$/,
+      );
+      // Every job of every type: no action on them all, only a way to narrow the list.
+      expect(await page.locator('.toolbar button').count()).toBe(0);
+      expect(await page.textContent('section')).toContain('Filter by type or state to act on many jobs at once.');
+      await page.screenshot({ path: join(SCREENSHOTS, 'jobs-1280.png'), fullPage: true });
+
       await page.fill('input[name="q"]', 'invoice-42');
       await page.press('input[name="q"]', 'Enter');
       await page.waitForSelector('[data-testid="match-count"][data-count="1"]');
-      expect(await page.locator('tr[data-job]').count()).toBe(1);
       expect(await page.getAttribute('tr[data-job]', 'data-job')).toBe(ids.invoice);
-      await page.screenshot({ path: join(SCREENSHOTS, 'search-1280.png'), fullPage: true });
       // A whole id finds its job in any state.
       await page.fill('input[name="q"]', ids.slow!);
       await page.press('input[name="q"]', 'Enter');
@@ -170,71 +234,120 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.fill('input[name="from"]', localTime(Date.now() + 60_000));
       await page.click('form.filters button[type="submit"]');
       await page.waitForSelector('[data-testid="match-count"][data-count="0"]');
+      await page.fill('input[name="group"]', 'acme');
+      await page.fill('input[name="q"]', '');
+      await page.fill('input[name="from"]', '');
+      await page.fill('input[name="to"]', '');
+      await page.click('form.filters button[type="submit"]');
+      await page.waitForSelector(`tr[data-job="${ids.grouped}"]`);
+      expect(await page.locator('tr[data-job]').count()).toBe(1);
+
+      // The dead jobs of one type: an action on all of them, whose question says how many and which.
+      await page.goto(`${queue.url}/ui/jobs?name=imageConvert&state=dead`);
+      await page.waitForSelector('[data-testid="match-count"][data-count="3"]');
+      await page.click('button:text-is("Retry all 3 jobs")');
+      await waitForText(page, '[role="dialog"]', 'Retry all 3 jobs: dead jobs of imageConvert?');
+      // The dialog holds the focus, and Escape closes it without doing anything.
+      expect(await page.evaluate(() => document.activeElement?.closest('[role="dialog"]') !== null)).toBe(true);
+      await page.keyboard.press('Escape');
+      await page.waitForSelector('[role="dialog"]', { state: 'detached' });
+      expect((await countsOf('imageConvert')).dead).toBe(3);
+      // Rows chosen one by one.
+      failing = false;
+      await page.locator('tr[data-job] input[type="checkbox"]').nth(0).check();
+      await page.locator('tr[data-job] input[type="checkbox"]').nth(1).check();
+      await page.click('button:text-is("Retry 2 jobs")');
+      await confirm(page, 'Retry 2 jobs (2 selected jobs)?', '2 jobs retried.');
+      await page.waitForSelector('[data-testid="match-count"][data-count="1"]');
+      await until(async () => (await countsOf('imageConvert')).completed === 6, 15_000);
     } finally {
       await context.close();
     }
     expect(consoleErrors).toEqual([]);
   });
 
-  it('opens a dead job, shows the worker’s error, retries it and sees it complete live', async () => {
+  it('jobs: rows change with the event stream, and new jobs are announced, without reading the list again', async () => {
+    ids.gate = (await convert('gate.png')).id;
+    await until(
+      async () => (await sdk.admin.queues()).length > 0 && (await countsOf('imageConvert')).active === 2,
+      15_000,
+    );
+    const { context, page, calls } = await signedIn(1280, 900);
+    try {
+      await page.goto(`${queue.url}/ui/jobs?name=imageConvert`);
+      await page.waitForSelector(`tr[data-job="${ids.gate}"] .state-active`);
+      await page.waitForSelector('.live.on');
+      calls.length = 0;
+      releaseGate();
+      await page.waitForSelector(`tr[data-job="${ids.gate}"] .state-completed`, { timeout: 15_000 });
+      const later = await convert('later-3.png', { delayMs: HOUR_MS });
+      await waitForText(page, '[data-testid="arrived"]', '1 new job');
+      expect(calls.filter((call) => call.startsWith('admin.jobs'))).toEqual([]);
+      await page.click('[data-testid="arrived"]');
+      await page.waitForSelector(`tr[data-job="${later.id}"] .state-scheduled`);
+      expect(calls.filter((call) => call.startsWith('admin.jobs'))).toHaveLength(1);
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('a dead job’s page shows its error first and its group, and sees it complete live after a retry', async () => {
     const { context, page } = await signedIn(1280, 900);
     try {
-      await page.click('[data-type="imageConvert"] a[href$="state=dead"]');
-      await page.waitForSelector('[data-testid="match-count"][data-count="3"]');
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(ids.grouped!)}`);
+      await page.waitForSelector('.job[data-state="completed"]');
+      expect(await page.textContent('.facts')).toContain('acme');
+      await page.goto(`${queue.url}/ui/jobs?name=imageConvert&state=dead`);
+      await page.waitForSelector('[data-testid="match-count"][data-count="1"]');
       const deadId = await page.getAttribute('tr[data-job]', 'data-job');
       await page.click(`tr[data-job="${deadId}"] a`);
       await page.waitForSelector('.job[data-state="dead"]');
+      expect(await page.title()).toBe(`Job …${deadId?.slice(-12)} · workq`);
       expect(await page.textContent('.worker-message')).toMatch(/^printer on fire while reading broken-\d\.png$/);
+      const errorFirst = await page.evaluate(
+        () =>
+          (document.querySelector('.error-box')?.compareDocumentPosition(document.querySelector('.facts')!) ?? 0) &
+          Node.DOCUMENT_POSITION_FOLLOWING,
+      );
+      expect(errorFirst).toBeTruthy();
       await page.screenshot({ path: join(SCREENSHOTS, 'dead-job-1280.png'), fullPage: true });
-      failing = false;
       await page.click('.job-head button:text-is("Retry")');
-      await confirm(page, 'Retry 1 dead job', '1 job retried.');
-      // The page learns of the completion from the server's event stream (or its polling fallback).
+      await confirm(page, 'Retry 1 job (job', '1 job retried.');
+      // The page learns of the completion from the server's event stream.
       await page.waitForSelector('.job[data-state="completed"]', { timeout: 15_000 });
       expect(await page.textContent('.job')).toContain('"bytes": 1080');
-      expect((await sdk.admin.stats()).counts.find((c) => c.state === 'dead')?.count).toBe(2);
-    } finally {
-      await context.close();
-    }
-    expect(consoleErrors).toEqual([]);
-  });
-
-  it('retries every dead job of a type after a confirmation that says how many', async () => {
-    const { context, page } = await signedIn(1280, 900);
-    try {
-      // The store's last hour as the page opened: four completed (one of them retried), two dead.
-      await waitForText(page, '[data-type="imageConvert"] [data-throughput]', '4 completed, 2 failed');
-      await page.click('[data-type="imageConvert"] a[href$="state=dead"]');
-      await page.waitForSelector('[data-testid="match-count"][data-count="2"]');
-      await page.click('button:text-is("Retry all 2 dead jobs")');
-      await confirm(page, 'Retry 2 dead jobs', '2 jobs retried.');
-      await page.waitForSelector('[data-testid="match-count"][data-count="0"]');
-      await until(async () => (await countsOf('imageConvert')).completed === 6, 15_000);
       expect((await countsOf('imageConvert')).dead).toBeUndefined();
-      // The overview's last hour: what the store held when it opened, and the completions the stream reported since.
-      await page.click('nav >> text=Overview');
-      await waitForText(page, '[data-type="imageConvert"] [data-throughput]', '6 completed, 2 failed');
-      await waitForText(page, '[data-type="imageConvert"] [data-count="completed"]', '6');
-      await page.screenshot({ path: join(SCREENSHOTS, 'overview-live-1280.png') });
     } finally {
       await context.close();
     }
     expect(consoleErrors).toEqual([]);
   });
 
-  it('enqueues from the form generated from the registered schema, showing the server’s field errors', async () => {
+  it('enqueues from the form at the newest version a worker reads, with defaults and errors in words', async () => {
+    const jsonSchema = { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] };
+    await rawClient(queue.url, ADMIN_TOKEN).schemas.register.mutate({
+      schemas: [
+        { name: 'imageConvert', version: 3, jsonSchema },
+        { name: 'sendEmail', version: 9, jsonSchema },
+      ],
+    });
     const { context, page } = await signedIn(1280, 900);
     try {
       await page.click('nav >> text=Schemas');
       await page.click('.tabs >> text=imageConvert');
-      // Both registered versions side by side; the form is for the newest.
-      await page.waitForSelector('.versions-side .card >> nth=1');
-      expect(await page.textContent('.versions-side')).toContain('"quality"');
+      await page.waitForSelector('.versions-side .card >> nth=2');
+      // v3 is registered, but the worker reads up to v2: the form starts there.
+      expect(await page.inputValue('form.enqueue header select')).toBe('2');
+      expect(await page.textContent('form.enqueue header select')).toContain('v2 (a worker reads it)');
+      expect(await page.textContent('.field:has(#field-format) label')).toContain('default: "webp"');
+      expect(await page.inputValue('#field-format')).toBe('"webp"');
+      expect(await page.textContent('.field:has(#field-quality) label')).toContain('default: 80');
       await page.fill('#field-source', 'form.png');
       await page.fill('#field-output', 'form.webp');
       await page.fill('#field-quality', '500');
       await page.click('form.enqueue button[type="submit"]');
-      await waitForText(page, '.field:has(#field-quality) .field-error', '100');
+      await waitForText(page, '.field:has(#field-quality) .field-error', 'must be at most 100');
       expect(await page.locator('.field-error').count()).toBe(1);
       await page.screenshot({ path: join(SCREENSHOTS, 'enqueue-1280.png'), fullPage: true });
       await page.fill('#field-quality', '90');
@@ -244,26 +357,23 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.click('.enqueue [role="status"] a');
       await page.waitForSelector('.job[data-state="completed"]', { timeout: 15_000 });
       expect(await page.textContent('.job')).toContain('"source": "form.png"');
-    } finally {
-      await context.close();
-    }
-    expect(consoleErrors).toEqual([]);
-  });
 
-  it('removes a registered schema version after a confirmation that names it', async () => {
-    const jsonSchema = { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] };
-    await rawClient(queue.url, ADMIN_TOKEN).schemas.register.mutate({
-      schemas: [{ name: 'sendEmail', version: 9, jsonSchema }],
-    });
-    const { context, page } = await signedIn(1280, 900);
-    try {
+      // No worker reads sendEmail: the form says so, and an address is checked in words, not as a regex.
       await page.click('nav >> text=Schemas');
       await page.click('.tabs >> text=sendEmail');
-      await page.waitForSelector('button[data-remove-version="9"]');
+      await page.selectOption('form.enqueue header select', '1');
+      await page.waitForSelector('[data-testid="unread-version"]');
+      await page.fill('#field-to', 'not-an-address');
+      await page.fill('#field-subject', 'Hi');
+      await page.fill('#field-body', 'Hello');
+      await page.click('form.enqueue button[type="submit"]');
+      await waitForText(page, '.field:has(#field-to) .field-error', 'must be an email address');
+      expect(await page.textContent('form.enqueue')).not.toMatch(/\^|\$"/);
+
+      // A version removed after a confirmation that names it.
       await page.click('button[data-remove-version="9"]');
       await confirm(page, 'Remove the schema of sendEmail v9 on every server?', 'Schema removed.');
       await page.waitForSelector('button[data-remove-version="9"]', { state: 'detached' });
-      expect(await page.locator('button[data-remove-version="1"]').count()).toBe(1);
       const left = await rawClient(queue.url, ADMIN_TOKEN).schemas.list.query({ name: 'sendEmail' });
       expect(left.map((entry) => entry.version)).toEqual([1]);
     } finally {
@@ -272,7 +382,7 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
-  it('pauses and resumes a job type', async () => {
+  it('pauses and resumes a type, lists the workers with their jobs, and adds and removes a schedule', async () => {
     const { context, page } = await signedIn(1280, 900);
     try {
       await page.click('[data-type="imageConvert"] button:text-is("Pause")');
@@ -281,15 +391,6 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.click('[data-type="imageConvert"] button:text-is("Resume")');
       await page.waitForSelector('[data-type="imageConvert"] .badge.paused', { state: 'detached' });
       expect((await sdk.admin.queues()).find((q) => q.name === 'imageConvert')?.paused).toBe(false);
-    } finally {
-      await context.close();
-    }
-    expect(consoleErrors).toEqual([]);
-  });
-
-  it('lists the workers with the jobs they hold, and adds and removes a schedule', async () => {
-    const { context, page } = await signedIn(1280, 900);
-    try {
       await page.click('nav >> text=Workers');
       await page.waitForSelector(`a[href$="/jobs/${ids.slow}"]`);
       expect(await page.textContent('table')).toContain('imageConvert');
@@ -313,20 +414,62 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
-  it('reads at a phone’s width, with nothing wider than the screen', async () => {
+  it('says an outage is an outage, not "0 jobs", and recovers by itself', async () => {
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await context.route('**/trpc/**', (route) => route.abort());
+      await page.click('nav >> text=Jobs');
+      await waitForText(page, '[data-outage]', 'cannot be reached');
+      expect(await page.textContent('[data-testid="match-count"]')).not.toMatch(/\d+ jobs?/);
+      expect(await page.textContent('section')).not.toContain('Failed to fetch');
+      await page.screenshot({ path: join(SCREENSHOTS, 'outage-1280.png'), fullPage: true });
+      await context.unroute('**/trpc/**');
+      await page.waitForSelector('tr[data-job]', { timeout: 15_000 });
+      await page.waitForSelector('[data-outage]', { state: 'detached' });
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('reads at a phone’s width, with nothing wider than the screen, and dialogs close on Escape', async () => {
+    const wide = await convert(`wide-${'x'.repeat(400)}.png`, { delayMs: HOUR_MS });
     const { context, page } = await signedIn(390, 844);
     try {
-      const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect(await overflow()).toBeLessThanOrEqual(0);
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
       await page.screenshot({ path: join(SCREENSHOTS, 'overview-390.png'), fullPage: true });
-      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(ids.invoice!)}`);
-      await page.waitForSelector('.job[data-state="completed"]');
-      expect(await overflow()).toBeLessThanOrEqual(0);
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(wide.id)}`);
+      await page.waitForSelector('.job[data-state="scheduled"]');
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
+      await page.click('.job-head button:text-is("Cancel")');
+      await page.waitForSelector('[role="dialog"]');
+      await page.keyboard.press('Escape');
+      await page.waitForSelector('[role="dialog"]', { state: 'detached' });
+      expect((await wide.status()).state).toBe('scheduled');
       await page.screenshot({ path: join(SCREENSHOTS, 'job-390.png'), fullPage: true });
       await page.goto(`${queue.url}/ui/jobs?name=imageConvert`);
       await page.waitForSelector('tr[data-job]');
-      expect(await overflow()).toBeLessThanOrEqual(0);
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
       await page.screenshot({ path: join(SCREENSHOTS, 'jobs-390.png'), fullPage: true });
+      await page.goto(`${queue.url}/ui/schemas/imageConvert`);
+      await page.waitForSelector('form.enqueue');
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('shows an empty store how to enqueue its first job, with the SDK and with curl', async () => {
+    const { context, page } = await signedIn(390, 844, empty, '');
+    try {
+      const shown = await page.textContent('[data-testid="empty-state"]');
+      expect(shown).toContain(`createClient({ url: '${empty.url}'`);
+      expect(shown).toContain(`curl -sS -X POST ${empty.url}/v1/jobs/`);
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: join(SCREENSHOTS, 'empty-390.png'), fullPage: true });
+      await page.click('nav >> text=Jobs');
+      await page.waitForSelector('[data-testid="empty-state"]');
     } finally {
       await context.close();
     }

@@ -2,9 +2,9 @@ import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, TRPCClient
 import { wireTransformer } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
 import { EventSource } from 'eventsource';
+import type { Api } from './api-client.ts';
 
-/** The typed client of the queue server that serves this page. */
-export type Api = ReturnType<typeof createTRPCClient<AppRouter>>;
+export type { Api } from './api-client.ts';
 
 const TOKEN_KEY = 'workq.dashboard.token';
 
@@ -52,14 +52,33 @@ export interface FieldIssue {
   message: string;
 }
 
-/** What a failed call says: the server's code and message, and any field issues it listed. */
-export function describeError(error: unknown): { code: string; message: string; issues: FieldIssue[] } {
-  if (error instanceof TRPCClientError) {
-    const data = (error.data ?? {}) as { workqCode?: string; code?: string; details?: unknown };
+/** The codes that mean the server or its store could not be reached, rather than that it refused. */
+const OUTAGE_CODES = new Set(['UNAVAILABLE', 'TIMEOUT']);
+
+/**
+ * What a failed call says: the server's code and message, any field issues it listed, and whether it is an
+ * outage (the server unreachable, or its store down), worded as one instead of the browser's "Failed to fetch".
+ */
+export function describeError(error: unknown): {
+  code: string;
+  message: string;
+  issues: FieldIssue[];
+  outage: boolean;
+} {
+  if (error instanceof TRPCClientError && error.data) {
+    const data = error.data as { workqCode?: string; code?: string; details?: unknown };
     const issues = Array.isArray(data.details) ? (data.details as FieldIssue[]).filter(isIssue) : [];
-    return { code: data.workqCode ?? data.code ?? 'ERROR', message: error.message, issues };
+    const code = data.workqCode ?? data.code ?? 'ERROR';
+    const outage = OUTAGE_CODES.has(code);
+    const message = outage ? `The queue server's store is not answering: ${error.message}` : error.message;
+    return { code, message, issues, outage };
   }
-  return { code: 'ERROR', message: error instanceof Error ? error.message : String(error), issues: [] };
+  // No answer at all (the fetch itself failed, or the answer was not the server's): the server is out of reach.
+  if (error instanceof TRPCClientError || error instanceof TypeError) {
+    const message = `The queue server at ${location.origin} cannot be reached (it may be down or restarting). Retrying.`;
+    return { code: 'UNAVAILABLE', message, issues: [], outage: true };
+  }
+  return { code: 'ERROR', message: error instanceof Error ? error.message : String(error), issues: [], outage: false };
 }
 
 function isIssue(value: unknown): value is FieldIssue {

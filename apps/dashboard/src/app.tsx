@@ -19,8 +19,9 @@ async function tryToken(token: string): Promise<Access> {
     await api.admin.stats.query();
     return { state: 'in', api };
   } catch (error) {
-    const { code, message } = describeError(error);
-    const said = code === 'UNAUTHORIZED' || code === 'FORBIDDEN' ? `${message}` : `The server answered: ${message}`;
+    const { code, message, outage } = describeError(error);
+    const said =
+      code === 'UNAUTHORIZED' || code === 'FORBIDDEN' || outage ? message : `The server answered: ${message}`;
     return { state: 'signed-out', error: said };
   }
 }
@@ -121,9 +122,9 @@ function Shell(props: { onSignOut: () => void }) {
         <Link to="/" class="brand">
           workq
         </Link>
-        <nav class="top-nav">
+        <nav class="top-nav" aria-label="Sections">
           {NAV.map(([to, label]) => (
-            <Link key={to} to={to} class={section === to ? 'active' : undefined}>
+            <Link key={to} to={to} class={section === to ? 'active' : undefined} current={section === to}>
               {label}
             </Link>
           ))}
@@ -142,8 +143,30 @@ function Shell(props: { onSignOut: () => void }) {
   );
 }
 
+/** Each page's title, so tabs, history and screen readers tell pages apart. */
+function titleOf(parts: readonly string[]): string {
+  switch (parts[0]) {
+    case undefined:
+      return 'Overview';
+    case 'jobs':
+      return parts[1] ? `Job …${parts[1].slice(-12)}` : 'Jobs';
+    case 'schemas':
+      return parts[1] ? `Schemas of ${parts[1]}` : 'Schemas';
+    case 'workers':
+      return 'Workers';
+    case 'schedules':
+      return 'Schedules';
+    default:
+      return 'Not found';
+  }
+}
+
 function Page(props: { path: string; query: URLSearchParams }) {
   const parts = props.path.split('/').filter(Boolean).map(decodeURIComponent);
+  const title = `${titleOf(parts)} · workq`;
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
   switch (parts[0]) {
     case undefined:
       return <OverviewPage />;

@@ -1,72 +1,139 @@
-import { isFinishedState, type JobStatus, MAX_BATCH_SIZE } from '@workq/core';
-import type { Api } from './api.ts';
+import { isFinishedState, type JobState, MAX_BATCH_SIZE } from '@workq/core';
+import type { Api } from './api-client.ts';
 import { type PendingAction, plural } from './components/confirm.tsx';
+import { describeFilter, type JobFilter, jobsInput } from './job-list.ts';
 
-/** The one-job and every-matching-job actions: which jobs each applies to, and how it runs. */
-export interface BulkTarget {
-  /** What the jobs are, for the question: "dead jobs of imageConvert". */
+/** Jobs named one by one (a selection, or the job of a job page), for the actions that apply to them. */
+export interface ChosenJobs {
+  /** What the jobs are, for the question: "3 selected jobs", "job 0190…". */
   describe: string;
-  jobs: readonly Pick<JobStatus, 'id' | 'state'>[];
-  /** Set when the filter is exactly "the dead jobs of this type": retried in one call, whatever their number. */
-  allDeadOf?: string;
+  jobs: readonly { id: string; state: JobState }[];
 }
 
 const cancellable = (state: string) => state === 'scheduled' || state === 'ready' || state === 'active';
 
-/** The actions that apply to some of `target`'s jobs, each with a confirmation saying how many. */
-export function bulkActions(api: Api, target: BulkTarget): { label: string; action: PendingAction }[] {
-  const dead = target.jobs.filter((job) => job.state === 'dead').map((job) => job.id);
-  const open = target.jobs.filter((job) => cancellable(job.state)).map((job) => job.id);
-  const finished = target.jobs.filter((job) => isFinishedState(job.state)).map((job) => job.id);
-  const actions: { label: string; action: PendingAction }[] = [];
-  if (dead.length > 0) {
-    actions.push({
-      label: `Retry ${dead.length === 1 ? '' : 'all '}${plural(dead.length, 'dead job')}`,
-      action: {
-        question: `Retry ${plural(dead.length, 'dead job')} (${target.describe})? Each starts again with fresh attempts.`,
-        confirmLabel: `Retry ${plural(dead.length, 'job')}`,
-        run: async () => {
-          const name = target.allDeadOf;
-          const retried = name
-            ? await api.admin.retryDead.mutate({ name })
-            : await inChunks(dead, (ids) => api.admin.retryDead.mutate({ ids }));
-          return `${plural(retried, 'job')} retried.`;
-        },
-      },
-    });
+/** What each action does to one job, and which states it applies to. */
+const ACTIONS = {
+  retry: {
+    verb: 'Retry',
+    applies: (state: string) => state === 'dead',
+    after: 'Each starts again with fresh attempts.',
+    done: 'retried',
+  },
+  cancel: {
+    verb: 'Cancel',
+    applies: cancellable,
+    after: 'Running ones are told to stop.',
+    done: 'cancelled',
+  },
+  replay: {
+    verb: 'Replay',
+    applies: isFinishedState,
+    after: 'Each is enqueued again as a new job with the same payload.',
+    done: 'enqueued again',
+  },
+} as const;
+
+type ActionKind = keyof typeof ACTIONS;
+
+/** Runs one action on the jobs with these ids; resolves to how many it applied to. */
+async function runOn(api: Api, kind: ActionKind, ids: readonly string[]): Promise<number> {
+  if (kind === 'retry') {
+    let total = 0;
+    for (let at = 0; at < ids.length; at += MAX_BATCH_SIZE) {
+      total += await api.admin.retryDead.mutate({ ids: ids.slice(at, at + MAX_BATCH_SIZE) });
+    }
+    return total;
   }
-  if (open.length > 0) {
-    actions.push({
-      label: `Cancel ${plural(open.length, 'job')}`,
-      action: {
-        question: `Cancel ${plural(open.length, 'job')} (${target.describe}) that have not finished? Running ones are told to stop.`,
-        confirmLabel: `Cancel ${plural(open.length, 'job')}`,
-        run: async () => {
-          let cancelled = 0;
-          for (const id of open) if (await api.jobs.cancel.mutate({ id })) cancelled++;
-          return `${plural(cancelled, 'job')} cancelled.`;
-        },
-      },
-    });
+  let applied = 0;
+  for (const id of ids) {
+    if (kind === 'cancel') applied += (await api.jobs.cancel.mutate({ id })) ? 1 : 0;
+    else {
+      await api.admin.replay.mutate({ id });
+      applied++;
+    }
   }
-  if (finished.length > 0) {
-    actions.push({
-      label: `Replay ${plural(finished.length, 'job')}`,
-      action: {
-        question: `Replay ${plural(finished.length, 'finished job')} (${target.describe})? Each is enqueued again as a new job with the same payload.`,
-        confirmLabel: `Replay ${plural(finished.length, 'job')}`,
-        run: async () => {
-          for (const id of finished) await api.admin.replay.mutate({ id });
-          return `${plural(finished.length, 'job')} enqueued again.`;
-        },
-      },
-    });
-  }
-  return actions;
+  return applied;
 }
 
-async function inChunks(ids: readonly string[], run: (chunk: string[]) => Promise<number>): Promise<number> {
-  let total = 0;
-  for (let at = 0; at < ids.length; at += MAX_BATCH_SIZE) total += await run(ids.slice(at, at + MAX_BATCH_SIZE));
-  return total;
+/** The actions that apply to some of the chosen jobs, each with a confirmation saying how many. */
+export function chosenActions(api: Api, chosen: ChosenJobs): { label: string; action: PendingAction }[] {
+  return (Object.keys(ACTIONS) as ActionKind[]).flatMap((kind) => {
+    const { verb, applies, after, done } = ACTIONS[kind];
+    const ids = chosen.jobs.filter((job) => applies(job.state)).map((job) => job.id);
+    if (ids.length === 0) return [];
+    return [
+      {
+        label: `${verb} ${plural(ids.length, 'job')}`,
+        action: {
+          question: `${verb} ${plural(ids.length, 'job')} (${chosen.describe})? ${after}`,
+          confirmLabel: `${verb} ${plural(ids.length, 'job')}`,
+          run: async () => `${plural(await runOn(api, kind, ids), 'job')} ${done}.`,
+        },
+      },
+    ];
+  });
+}
+
+/**
+ * The actions on every job the filter matches, offered only where the filter
+ * names one state (so each action's jobs are exactly the list's) and the
+ * count is known; the confirmation says the count and the filter. Ids are read
+ * page by page from the server when the action runs; the dead jobs of a whole
+ * type are retried in one call.
+ */
+export function filterActions(
+  api: Api,
+  filter: JobFilter,
+  count: number | undefined,
+): { label: string; action: PendingAction }[] {
+  if (count === undefined || count === 0 || !filter.state) return [];
+  const kind = (Object.keys(ACTIONS) as ActionKind[]).find((each) => ACTIONS[each].applies(filter.state));
+  if (!kind) return [];
+  const { verb, after, done } = ACTIONS[kind];
+  const whole = kind === 'retry' && filter.name !== '' && onlyTypeAndState(filter);
+  return [
+    {
+      label: `${verb} all ${plural(count, 'job')}`,
+      action: {
+        question: `${verb} all ${plural(count, 'job')}: ${describeFilter(filter)}? ${after}`,
+        confirmLabel: `${verb} ${plural(count, 'job')}`,
+        run: async () => {
+          const applied = whole
+            ? await api.admin.retryDead.mutate({ name: filter.name })
+            : await runOn(api, kind, await matchingIds(api, filter));
+          return `${plural(applied, 'job')} ${done}.`;
+        },
+      },
+    },
+  ];
+}
+
+function onlyTypeAndState(filter: JobFilter): boolean {
+  return !filter.version && !filter.group && !filter.q && !filter.from && !filter.to;
+}
+
+/** Every id the filter matches, read in pages of the server's list. */
+async function matchingIds(api: Api, filter: JobFilter): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await api.admin.jobs.query({ ...jobsInput(filter, cursor), limit: 200 });
+    ids.push(...page.jobs.map((job) => job.id));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return ids;
+}
+
+/** How many jobs the filter matches, from the counts by type, version and state; unknown for narrower filters. */
+export function countMatching(
+  counts: readonly { name: string; version: number; state: string; count: number }[],
+  filter: JobFilter,
+): number | undefined {
+  if (filter.group || filter.q || filter.from || filter.to) return undefined;
+  return counts
+    .filter((row) => !filter.name || row.name === filter.name)
+    .filter((row) => !filter.version || row.version === Number(filter.version))
+    .filter((row) => !filter.state || row.state === filter.state)
+    .reduce((sum, row) => sum + row.count, 0);
 }

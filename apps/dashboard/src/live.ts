@@ -2,28 +2,38 @@ import { decodeEventBatch, type JobEventType } from '@workq/core';
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.ts';
-import { scanJobs } from './job-scan.ts';
 import { type Throughput, ThroughputCounter, WINDOW_MINUTES } from './throughput.ts';
 
 /** How often pages reload while the event stream is down (or not offered by the server). */
-const POLL_EVERY_MS = 3_000;
-/** How often they reload while it is up: scheduled jobs come due without an event. */
+const POLL_EVERY_MS = 5_000;
+/** How often pages that count reload while it is up: scheduled jobs come due without an event. */
 const REFRESH_EVERY_MS = 15_000;
-/** Events arriving within this cause one reload, not one each: a busy queue does not reload pages without pause. */
-const RELOAD_COALESCE_MS = 500;
+/** Pages that re-read on events do so at most this often, however busy the queue. */
+const RELOAD_EVERY_MS = 5_000;
+/** The finishes of the last hour read per type and state when the overview opens: one page each. */
+const SEED_ROWS = 200;
 
 /**
- * What the dashboard knows live: a change counter that pages reload on, and
- * per-type throughput over the last hour, read from the store's history once
- * per type and counted from the server's event stream from then on. When the
- * stream cannot be opened, pages are polled instead.
+ * What the dashboard knows live. Two change counters: `tick` for pages that
+ * re-read small summaries (counts, workers), at most every `RELOAD_EVERY_MS`
+ * on events; and `staleTick` for pages that patch what they show from the
+ * events themselves (`onEvents`) and re-read only when those may have been
+ * missed: after an action of this page, a `resync`, a reconnection, or each
+ * poll while the stream is down. Also per-type throughput over the last hour,
+ * seeded from one page of the store's history per type and state, then
+ * counted from the stream.
  */
 export class LiveFeed {
   tick = 0;
+  staleTick = 0;
   connected = false;
+  private wasConnected = false;
   private readonly finishes = new ThroughputCounter();
   private readonly seeded = new Set<string>();
+  /** Types whose history held more finishes than one seeding page: their counts are lower bounds. */
+  private readonly partly = new Set<string>();
   private readonly listeners = new Set<() => void>();
+  private readonly eventListeners = new Set<(events: readonly LiveJobEvent[]) => void>();
   private reloadTimer: ReturnType<typeof setTimeout> | undefined;
   private pollTimer: ReturnType<typeof setInterval> | undefined;
   private readonly stop = new AbortController();
@@ -35,7 +45,7 @@ export class LiveFeed {
       {
         signal: this.stop.signal,
         onStarted: () => this.setConnected(true),
-        onData: (batch) => this.receive(decodeEventBatch(batch.data)),
+        onData: (batch) => this.receive(decodeEventBatch(batch.data) as LiveEvent[]),
         onError: () => this.setConnected(false),
         onConnectionStateChange: (state) => this.setConnected(state.state === 'pending'),
       },
@@ -48,39 +58,52 @@ export class LiveFeed {
     return this.finishes.series(name);
   }
 
+  /** Whether `name`'s throughput holds only part of the store's last hour (it had more than one page). */
+  partial(name: string): boolean {
+    return this.partly.has(name);
+  }
+
   /**
    * Counts the last hour's finishes the store still holds for each of
    * `names` not read before: jobs completed or dead now, created within the
-   * hour. (Failed attempts that were retried leave no trace there: they are
-   * counted from the stream only.)
+   * hour, one page of the newest per state. (Failed attempts that were
+   * retried leave no trace there: they are counted from the stream only.)
    */
   async seed(api: Api, names: readonly string[]): Promise<void> {
     const fresh = names.filter((name) => !this.seeded.has(name));
     if (fresh.length === 0) return;
     for (const name of fresh) this.seeded.add(name);
-    const fromMs = Date.now() - WINDOW_MINUTES * 60_000;
+    const createdFromMs = Date.now() - WINDOW_MINUTES * 60_000;
     for (const name of fresh) {
       for (const state of ['completed', 'dead'] as const) {
-        const { jobs } = await scanJobs(api, { name, state, fromMs });
-        for (const job of jobs) {
+        const page = await api.admin.jobs.query({ name, state, createdFromMs, limit: SEED_ROWS });
+        if (page.nextCursor !== null) this.partly.add(name);
+        for (const job of page.jobs) {
           if (!job.finishedAt) continue;
           const kind = state === 'completed' ? 'completed' : 'failed';
           this.finishes.count({ name, id: job.id, kind, attempt: job.attempts, at: new Date(job.finishedAt) });
         }
       }
     }
-    this.changed();
+    this.notify();
   }
 
-  /** Reload now (after an action of this page). */
+  /** Reload now (after an action of this page): every page re-reads, patched lists too. */
   changed(): void {
     this.tick++;
-    for (const listener of this.listeners) listener();
+    this.staleTick++;
+    this.notify();
   }
 
   listen(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Hands each batch of events from the stream to `listener`, for pages that patch what they show. */
+  onEvents(listener: (events: readonly LiveJobEvent[]) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
   }
 
   close(): void {
@@ -89,41 +112,69 @@ export class LiveFeed {
     clearTimeout(this.reloadTimer);
   }
 
-  /** Counts finishes; a `resync` (events were missed) only reloads, as every batch does. */
-  private receive(events: readonly SeenEvent[]): void {
+  /** Counts finishes, hands the batch on, and schedules one throttled reload; a `resync` makes patched lists re-read. */
+  private receive(events: readonly LiveEvent[]): void {
+    const jobEvents: LiveJobEvent[] = [];
     for (const event of events) {
-      if (event.name === undefined || event.id === undefined) continue;
+      if (event.type === 'resync') {
+        this.staleTick++;
+        continue;
+      }
+      jobEvents.push(event);
       if (event.type !== 'completed' && event.type !== 'failed' && event.type !== 'dead') continue;
       const kind = event.type === 'completed' ? 'completed' : 'failed';
       this.finishes.count({ name: event.name, id: event.id, kind, attempt: event.attempt ?? 0, at: event.at });
     }
+    for (const listener of this.eventListeners) listener(jobEvents);
     this.reloadTimer ??= setTimeout(() => {
       this.reloadTimer = undefined;
-      this.changed();
-    }, RELOAD_COALESCE_MS);
+      this.tick++;
+      this.notify();
+    }, RELOAD_EVERY_MS);
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
   }
 
   private setConnected(connected: boolean): void {
     if (this.connected === connected) return;
     this.connected = connected;
     this.poll();
-    this.changed();
+    // Pages read before the first connection miss nothing worth a re-read; after a drop, events may be lost.
+    if (connected && !this.wasConnected) this.notify();
+    else this.changed();
+    this.wasConnected ||= connected;
   }
 
   private poll(): void {
     clearInterval(this.pollTimer);
-    this.pollTimer = setInterval(() => this.changed(), this.connected ? REFRESH_EVERY_MS : POLL_EVERY_MS);
+    this.pollTimer = setInterval(
+      () => {
+        this.tick++;
+        if (!this.connected) this.staleTick++;
+        this.notify();
+      },
+      this.connected ? REFRESH_EVERY_MS : POLL_EVERY_MS,
+    );
   }
 }
 
-/** What the feed reads of an event: its type, job name and time. */
-interface SeenEvent {
-  type: JobEventType | 'resync';
-  id?: string;
-  name?: string;
-  attempt?: number;
+/** An event about one job, as the stream delivers it. */
+export interface LiveJobEvent {
+  type: JobEventType;
+  id: string;
+  name: string;
+  version: number;
   at: Date;
+  attempt?: number;
+  progress?: number;
+  error?: { message: string; permanent?: boolean; code?: string };
+  willRetry?: boolean;
 }
+
+/** What the stream delivers: job events, or `resync` when some may have been missed. */
+export type LiveEvent = LiveJobEvent | { type: 'resync'; at: Date };
 
 export const LiveContext = createContext<LiveFeed | null>(null);
 
@@ -131,7 +182,7 @@ export const LiveContext = createContext<LiveFeed | null>(null);
 export function useLive(): LiveFeed {
   const live = useContext(LiveContext);
   if (!live) throw new Error('useLive outside the signed-in dashboard');
-  const [, setTick] = useState(live.tick);
-  useEffect(() => live.listen(() => setTick(live.tick)), [live]);
+  const [, setTicks] = useState(`${live.tick}.${live.staleTick}`);
+  useEffect(() => live.listen(() => setTicks(`${live.tick}.${live.staleTick}`)), [live]);
   return live;
 }

@@ -34,11 +34,12 @@ export function useRoute(): Route {
 }
 
 /** A link inside the dashboard: a real `href` (open in a new tab works), handled without a reload. */
-export function Link(props: { to: string; class?: string; children: preact.ComponentChildren }) {
+export function Link(props: { to: string; class?: string; current?: boolean; children: preact.ComponentChildren }) {
   return (
     <a
       href={`${BASE}${props.to}`}
       class={props.class}
+      aria-current={props.current ? 'page' : undefined}
       onClick={(event) => {
         if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
         event.preventDefault();

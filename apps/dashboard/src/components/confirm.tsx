@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from '../api.ts';
 import { useLive } from '../live.ts';
 
@@ -11,24 +11,58 @@ export interface PendingAction {
 
 /**
  * The confirmation dialog of a pending action; after it ran, its outcome (or
- * error) until dismissed, and then the page reloads what it shows.
+ * error) until dismissed, and then the page reloads what it shows. It takes
+ * the focus when it opens (on its safe choice, "Keep as is"), keeps Tab within
+ * itself, closes on Escape, and gives the focus back to where it was.
  */
 export function ConfirmDialog(props: { action: PendingAction | null; onClose: () => void }) {
   const live = useLive();
   const [busy, setBusy] = useState(false);
   const [outcome, setOutcome] = useState<{ text: string; failed: boolean } | null>(null);
-  if (!props.action && !outcome) return null;
+  const dialog = useRef<HTMLDivElement>(null);
+  const open = props.action !== null || outcome !== null;
   const close = () => {
     setOutcome(null);
     props.onClose();
     live.changed();
   };
+  useEffect(() => {
+    if (!open) return;
+    const returnTo = document.activeElement as HTMLElement | null;
+    dialog.current?.querySelector<HTMLElement>('button')?.focus();
+    return () => returnTo?.focus();
+  }, [open]);
+  useEffect(() => {
+    if (outcome) dialog.current?.querySelector<HTMLElement>('button')?.focus();
+  }, [outcome]);
+  if (!open) return null;
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key === 'Escape' && !busy) {
+      event.preventDefault();
+      close();
+    } else if (event.key === 'Tab') {
+      const buttons = [...(dialog.current?.querySelectorAll<HTMLElement>('button:not([disabled])') ?? [])];
+      const at = buttons.indexOf(document.activeElement as HTMLElement);
+      const next = buttons[(at + (event.shiftKey ? buttons.length - 1 : 1)) % buttons.length];
+      event.preventDefault();
+      next?.focus();
+    }
+  };
   return (
     <div class="backdrop">
-      <div class="dialog card" role="dialog" aria-modal="true" aria-label="Confirm">
+      <div
+        class="dialog card"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="dialog-text"
+        ref={dialog}
+        onKeyDown={onKeyDown}
+      >
         {outcome ? (
           <>
-            <p class={outcome.failed ? 'error' : undefined}>{outcome.text}</p>
+            <p id="dialog-text" class={outcome.failed ? 'error' : undefined} role="status">
+              {outcome.text}
+            </p>
             <div class="actions">
               <button type="button" class="primary" onClick={close}>
                 OK
@@ -37,7 +71,7 @@ export function ConfirmDialog(props: { action: PendingAction | null; onClose: ()
           </>
         ) : (
           <>
-            <p>{props.action?.question}</p>
+            <p id="dialog-text">{props.action?.question}</p>
             <div class="actions">
               <button type="button" onClick={close} disabled={busy}>
                 Keep as is

@@ -47,10 +47,15 @@ export function JsonView(props: { value: unknown; label?: string }) {
   );
 }
 
-export function ErrorNote(props: { error: string | undefined }) {
+/**
+ * A failed read or action. An outage (the server or its store out of reach) is said as one, in a banner
+ * that stays until a read succeeds; the page keeps what it read before.
+ */
+export function ErrorNote(props: { error: string | undefined; outage?: boolean }) {
   if (!props.error) return null;
   return (
-    <p class="error" role="alert">
+    <p class={props.outage ? 'error outage' : 'error'} role="alert" data-outage={props.outage ? '' : undefined}>
+      {props.outage && <strong>Outage: </strong>}
       {props.error}
     </p>
   );

@@ -33,6 +33,58 @@ export function issuesByField(issues: readonly FieldIssue[]): Map<string, string
   return byField;
 }
 
+const FORMATS: Record<string, string> = {
+  email: 'an email address',
+  uri: 'a URL',
+  url: 'a URL',
+  'date-time': 'a date and time, e.g. 2026-01-31T09:30:00Z',
+  date: 'a date, e.g. 2026-01-31',
+  time: 'a time, e.g. 09:30:00',
+  uuid: 'a UUID',
+  ipv4: 'an IPv4 address',
+  ipv6: 'an IPv6 address',
+};
+
+/** Each validator message a form shows, as a person would say it; patterns are never shown as regexes. */
+const MESSAGES: [RegExp, (...parts: string[]) => string][] = [
+  [/required property/, () => 'is required'],
+  [/must match pattern/, () => 'is not in the form this field expects (see its description)'],
+  [/must match format "([^"]+)"/, (format) => `must be ${FORMATS[format] ?? `in the ${format} format`}`],
+  [/must be <= (\S+)/, (n) => `must be at most ${n}`],
+  [/must be >= (\S+)/, (n) => `must be at least ${n}`],
+  [/must be < (\S+)/, (n) => `must be less than ${n}`],
+  [/must be > (\S+)/, (n) => `must be more than ${n}`],
+  [/must NOT have fewer than (\d+) characters/, (n) => `must be at least ${n} characters long`],
+  [/must NOT have more than (\d+) characters/, (n) => `must be at most ${n} characters long`],
+  [/must NOT have fewer than (\d+) items/, (n) => `must have at least ${n} items`],
+  [/must NOT have more than (\d+) items/, (n) => `must have at most ${n} items`],
+  [/must be equal to one of the allowed values/, () => 'must be one of the listed choices'],
+  [/must be integer/, () => 'must be a whole number'],
+  [/must be number/, () => 'must be a number'],
+  [/must be string/, () => 'must be text'],
+  [/must be boolean/, () => 'must be true or false'],
+  [/must NOT have additional properties/, () => 'has a field the schema does not know'],
+];
+
+/**
+ * A validator's message in words; one it does not know is kept as it is. A pattern of a field with a
+ * `format` (Zod writes `z.email()` as both) is said as the format.
+ */
+export function humanMessage(message: string, node?: JsonSchemaNode): string {
+  if (/must match pattern/.test(message) && node?.format && FORMATS[node.format])
+    return `must be ${FORMATS[node.format]}`;
+  for (const [pattern, say] of MESSAGES) {
+    const match = pattern.exec(message);
+    if (match) return say(...match.slice(1));
+  }
+  return message;
+}
+
+/** A field's default as the form shows it beside the field's name. */
+function defaultText(node: JsonSchemaNode): string | undefined {
+  return node.default === undefined ? undefined : `default: ${JSON.stringify(node.default)}`;
+}
+
 /**
  * Form fields for an object schema, one per property, nested objects as
  * fieldsets; each field's server-side errors beside it. Inputs are named by
@@ -63,10 +115,11 @@ export function SchemaFields(props: { schema: JsonSchemaNode; errors: Map<string
               {key}
               {required.has(key) && <span class="required"> *</span>}
               <span class="muted small"> {kind === 'json' ? 'JSON' : kind}</span>
+              {defaultText(node) && <span class="muted small field-default"> · {defaultText(node)}</span>}
             </label>
             <FieldInput id={id} name={pathKey(fieldPath)} node={node} kind={kind} invalid={errors.length > 0} />
             {node.description && <p class="muted small">{node.description}</p>}
-            {errors.map((message) => (
+            {[...new Set(errors.map((message) => humanMessage(message, node)))].map((message) => (
               <p key={message} class="field-error" role="alert">
                 {message}
               </p>
@@ -78,7 +131,7 @@ export function SchemaFields(props: { schema: JsonSchemaNode; errors: Map<string
         .filter((m) => !m.includes('required property'))
         .map((message) => (
           <p key={message} class="field-error" role="alert">
-            {message}
+            {humanMessage(message)}
           </p>
         ))}
     </>
@@ -92,10 +145,10 @@ function FieldInput(props: { id: string; name: string; node: JsonSchemaNode; kin
   switch (kind) {
     case 'enum':
       return (
-        <select {...common} data-values={JSON.stringify(node.enum)} defaultValue={JSON.stringify(initial ?? null)}>
+        <select {...common} data-values={JSON.stringify(node.enum)}>
           <option value="">—</option>
           {(node.enum ?? []).map((value) => (
-            <option key={JSON.stringify(value)} value={JSON.stringify(value)}>
+            <option key={JSON.stringify(value)} value={JSON.stringify(value)} selected={value === initial}>
               {String(value)}
             </option>
           ))}

@@ -1,7 +1,8 @@
-import { useState } from 'preact/hooks';
-import { bulkActions } from '../bulk.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { chosenActions } from '../bulk.ts';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
 import { ErrorNote, formatDuration, formatTime, JsonView, relativeTime, StateBadge } from '../components/format.tsx';
+import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
 import { Link } from '../router.tsx';
 import { useApi } from '../use-api.ts';
@@ -10,8 +11,15 @@ import { useApi } from '../use-api.ts';
 export function JobPage(props: { id: string }) {
   const api = useApi();
   const [pending, setPending] = useState<PendingAction | null>(null);
-  const loaded = useLoad(() => api.admin.job.query({ id: props.id }), [props.id]);
-  const workers = useLoad(() => api.admin.workers.query(), []);
+  const live = useLive();
+  // Read again when an event names this job: one small call, instead of on every change of the queue.
+  const [reread, setReread] = useState(0);
+  useEffect(
+    () => live.onEvents((events) => events.some((event) => event.id === props.id) && setReread((n) => n + 1)),
+    [live, props.id],
+  );
+  const loaded = useLoad(() => api.admin.job.query({ id: props.id }), [props.id, reread], true);
+  const workers = useLoad(() => api.admin.workers.query(), [reread], true);
   const job = loaded.data;
   if (!job) {
     return (
@@ -19,13 +27,13 @@ export function JobPage(props: { id: string }) {
         <p>
           <Link to="/jobs">← Jobs</Link>
         </p>
-        {loaded.error ? <ErrorNote error={loaded.error} /> : <p class="muted">Loading…</p>}
+        {loaded.error ? <ErrorNote error={loaded.error} outage={loaded.outage} /> : <p class="muted">Loading…</p>}
       </section>
     );
   }
   const holder = workers.data?.find((worker) => worker.id === job.workerId || worker.activeJobIds.includes(job.id));
   const ranMs = job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.runAt).getTime() : undefined;
-  const actions = bulkActions(api, { describe: `job ${job.id}`, jobs: [job] });
+  const actions = chosenActions(api, { describe: `job ${job.id}`, jobs: [job] });
   return (
     <section class="job" data-state={job.state}>
       <p>
@@ -37,10 +45,21 @@ export function JobPage(props: { id: string }) {
         <span class="spacer" />
         {actions.map(({ label, action }) => (
           <button type="button" key={label} onClick={() => setPending(action)}>
-            {label.replace(/ 1 (dead )?job$/, '')}
+            {label.replace(/ 1 job$/, '')}
           </button>
         ))}
       </header>
+      {job.error && (
+        <div class="card error-box" role="note">
+          <h2>Error (attempt {job.error.attempt})</h2>
+          <p class="worker-message">{job.error.message}</p>
+          <p class="muted small">
+            {job.error.code ? `${job.error.code} · ` : ''}
+            {job.error.permanent ? 'permanent · ' : ''}
+            {formatTime(job.error.at)}
+          </p>
+        </div>
+      )}
       <dl class="facts">
         <dt>Type</dt>
         <dd>
@@ -86,6 +105,8 @@ export function JobPage(props: { id: string }) {
             '—'
           )}
         </dd>
+        <dt>Group</dt>
+        <dd class="mono">{job.group ?? '—'}</dd>
         {job.idempotencyKey && (
           <>
             <dt>Idempotency key</dt>
@@ -96,17 +117,6 @@ export function JobPage(props: { id: string }) {
         <RelatedJob label="Moved from" id={job.movedFrom} />
         <RelatedJob label="Moved to" id={job.movedTo} />
       </dl>
-      {job.error && (
-        <div class="card error-box" role="note">
-          <h2>Error (attempt {job.error.attempt})</h2>
-          <p class="worker-message">{job.error.message}</p>
-          <p class="muted small">
-            {job.error.code ? `${job.error.code} · ` : ''}
-            {job.error.permanent ? 'permanent · ' : ''}
-            {formatTime(job.error.at)}
-          </p>
-        </div>
-      )}
       <div class="split">
         <div>
           <h2>Payload</h2>

@@ -1,118 +1,123 @@
-import { JOB_STATES, type JobStatus } from '@workq/core';
-import { useState } from 'preact/hooks';
-import { bulkActions } from '../bulk.ts';
+import { JOB_STATES } from '@workq/core';
+import { useEffect, useState } from 'preact/hooks';
+import { chosenActions, countMatching, filterActions } from '../bulk.ts';
 import { ConfirmDialog, type PendingAction, plural } from '../components/confirm.tsx';
+import { EnqueueFirstJob } from '../components/empty-state.tsx';
 import { ErrorNote, relativeTime, StateBadge } from '../components/format.tsx';
-import { MAX_SCANNED, scanJobs, timeOfId } from '../job-scan.ts';
+import { filterOf, isFiltered, type JobFilter, loadJobPage, PAGE_SIZE } from '../job-list.ts';
+import { patchRows, type ShownRow, shownState } from '../job-patch.ts';
+import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
 import { useApi } from '../use-api.ts';
 
-const PAGE_SIZE = 50;
-
-/** The list's filter, as it stands in the page's URL. */
-interface Filter {
-  name: string;
-  state: string;
-  q: string;
-  from: string;
-  to: string;
-  page: number;
-}
-
-function filterOf(query: URLSearchParams): Filter {
-  return {
-    name: query.get('name') ?? '',
-    state: query.get('state') ?? '',
-    q: query.get('q') ?? '',
-    from: query.get('from') ?? '',
-    to: query.get('to') ?? '',
-    page: Math.max(0, Number(query.get('page') ?? 0) || 0),
-  };
-}
-
-function hrefOf(filter: Filter): string {
+function hrefOf(filter: JobFilter, cursor?: string): string {
   const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(filter)) if (value !== '' && value !== 0) query.set(key, String(value));
+  for (const [key, value] of Object.entries(filter)) if (value !== '') query.set(key, value);
+  if (cursor) query.set('cursor', cursor);
   const text = query.toString();
   return text ? `/jobs?${text}` : '/jobs';
 }
 
-/** Whether `job` matches the search text (its id or idempotency key) and the time range (by creation). */
-function matches(job: JobStatus, filter: Filter): boolean {
-  const q = filter.q.trim();
-  if (q && job.id !== q && job.idempotencyKey !== q && !job.id.startsWith(q) && !job.idempotencyKey?.includes(q)) {
-    return false;
-  }
-  const created = new Date(job.createdAt).getTime();
-  if (filter.from && created < new Date(filter.from).getTime()) return false;
-  if (filter.to && created > new Date(filter.to).getTime()) return false;
-  return true;
-}
-
-/** Jobs by type and state, newest first, searchable by id, idempotency key and time range, paged. */
+/**
+ * Jobs newest first, filtered and paged by the server (one call a page); the
+ * rows shown change with the event stream without being read again.
+ */
 export function JobsPage(props: { query: URLSearchParams }) {
   const api = useApi();
+  const live = useLive();
   const filter = filterOf(props.query);
+  const cursor = props.query.get('cursor') ?? undefined;
+  const filterKey = JSON.stringify(filter);
   const [pending, setPending] = useState<PendingAction | null>(null);
-  const names = useLoad(async () => [...new Set((await api.admin.stats.query()).counts.map((c) => c.name))].sort(), []);
-  // A whole job id names its creation time: only that millisecond is read, however old the job.
-  const idTime = timeOfId(filter.q.trim());
-  const fromMs = idTime ?? (filter.from ? new Date(filter.from).getTime() : undefined);
-  const toMs = idTime ?? (filter.to ? new Date(filter.to).getTime() : undefined);
-  const scanned = useLoad(
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [newer, setNewer] = useState<string[]>([]);
+  const [rows, setRows] = useState<ShownRow[]>([]);
+  const [arrived, setArrived] = useState(0);
+  const [reread, setReread] = useState(0);
+  const stats = useLoad(() => api.admin.stats.query(), [], true);
+  const page = useLoad(() => loadJobPage(api, filter, cursor), [filterKey, cursor, reread], true);
+
+  useEffect(() => {
+    setRows(page.data?.jobs ?? []);
+    setArrived(0);
+  }, [page.data]);
+  useEffect(() => {
+    setSelected(new Set());
+    if (!cursor) setNewer([]);
+  }, [filterKey]);
+  useEffect(
     () =>
-      scanJobs(api, {
-        name: filter.name,
-        state: filter.state,
-        ...(fromMs !== undefined ? { fromMs } : {}),
-        ...(toMs !== undefined ? { toMs } : {}),
+      live.onEvents((events) => {
+        setRows((before) => {
+          const patched = patchRows(before, events, filter);
+          if (patched.arrived > 0 && !cursor) setArrived((count) => count + patched.arrived);
+          return patched.rows;
+        });
       }),
-    [filter.name, filter.state, fromMs, toMs],
+    [live, filterKey, cursor],
   );
-  const matching = (scanned.data?.jobs ?? []).filter((job) => matches(job, filter));
-  const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
-  const page = Math.min(filter.page, pages - 1);
-  const shown = matching.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
-  const narrowed = filter.q !== '' || filter.from !== '' || filter.to !== '';
-  const describe = [
-    filter.state || 'any state',
-    filter.name ? `of ${filter.name}` : 'of every type',
-    narrowed ? 'matching the search' : '',
-  ]
-    .filter(Boolean)
-    .join(' ');
-  const actions = bulkActions(api, {
-    describe,
-    jobs: matching,
-    ...(filter.name && filter.state === 'dead' && !narrowed && !scanned.data?.truncated
-      ? { allDeadOf: filter.name }
-      : {}),
-  });
-  const go = (changes: Partial<Filter>) => navigate(hrefOf({ ...filter, page: 0, ...changes }), true);
+
+  const names = [...new Set((stats.data?.counts ?? []).map((row) => row.name))].sort();
+  const versions = [
+    ...new Set((stats.data?.counts ?? []).filter((row) => row.name === filter.name).map((row) => row.version)),
+  ].sort((a, b) => b - a);
+  const count = stats.data ? countMatching(stats.data.counts, filter) : undefined;
+  const filtered = isFiltered(filter);
+  const chosen = rows.filter((row) => selected.has(row.id)).map((row) => ({ id: row.id, state: shownState(row) }));
+  const actions = [
+    ...chosenActions(api, { describe: `${plural(chosen.length, 'selected job')}`, jobs: chosen }),
+    ...(filtered ? filterActions(api, filter, count) : []),
+  ];
+  const go = (changes: Partial<JobFilter>) => navigate(hrefOf({ ...filter, ...changes }), true);
+  const toggle = (id: string) =>
+    setSelected((before) => {
+      const next = new Set(before);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
+  const storeEmpty = stats.data !== undefined && stats.data.counts.length === 0;
 
   return (
     <section>
       <h1>Jobs</h1>
       <form
-        key={`${filter.q}|${filter.from}|${filter.to}`}
+        key={filterKey}
         class="filters"
+        aria-label="Filter jobs"
         onSubmit={(event) => {
           event.preventDefault();
           const form = new FormData(event.currentTarget);
-          go({
-            q: String(form.get('q') ?? ''),
-            from: String(form.get('from') ?? ''),
-            to: String(form.get('to') ?? ''),
-          });
+          const text = (key: string) => String(form.get(key) ?? '').trim();
+          go({ q: text('q'), group: text('group'), from: text('from'), to: text('to') });
         }}
       >
         <label>
           Type
-          <select name="name" value={filter.name} onChange={(event) => go({ name: event.currentTarget.value })}>
+          <select
+            name="name"
+            value={filter.name}
+            onChange={(event) => go({ name: event.currentTarget.value, version: '' })}
+          >
             <option value="">every type</option>
-            {(names.data ?? []).map((name) => (
+            {names.map((name) => (
               <option key={name}>{name}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Version
+          <select
+            name="version"
+            value={filter.version}
+            disabled={!filter.name}
+            onChange={(event) => go({ version: event.currentTarget.value })}
+          >
+            <option value="">any</option>
+            {versions.map((version) => (
+              <option key={version} value={String(version)}>
+                v{version}
+              </option>
             ))}
           </select>
         </label>
@@ -124,6 +129,10 @@ export function JobsPage(props: { query: URLSearchParams }) {
               <option key={state}>{state}</option>
             ))}
           </select>
+        </label>
+        <label>
+          Group
+          <input name="group" defaultValue={filter.group} placeholder="any" />
         </label>
         <label class="grow">
           Id or idempotency key
@@ -138,14 +147,32 @@ export function JobsPage(props: { query: URLSearchParams }) {
           <input name="to" type="datetime-local" step="1" defaultValue={filter.to} />
         </label>
         <button type="submit">Search</button>
+        {filtered && (
+          <button type="button" class="link" onClick={() => navigate('/jobs', true)}>
+            Clear
+          </button>
+        )}
       </form>
-      <ErrorNote error={scanned.error} />
+      <ErrorNote error={page.error} outage={page.outage} />
       <div class="toolbar">
-        <span class="muted" data-testid="match-count" data-count={scanned.data ? matching.length : undefined}>
-          {scanned.loading && !scanned.data ? 'Loading…' : `${plural(matching.length, 'job')}`}
-          {scanned.data?.truncated &&
-            ` among the newest ${MAX_SCANNED.toLocaleString()} read: narrow the time range to reach older ones`}
+        <span
+          class="muted"
+          data-testid="match-count"
+          data-count={page.data && !page.error ? (count ?? rows.length) : undefined}
+        >
+          {page.data === undefined
+            ? page.error
+              ? ''
+              : 'Loading…'
+            : count !== undefined
+              ? plural(count, 'job')
+              : `${plural(rows.length, 'job')}${page.data.nextCursor ? ' on this page, more below' : ''}`}
         </span>
+        {arrived > 0 && (
+          <button type="button" class="link" data-testid="arrived" onClick={() => setReread((n) => n + 1)}>
+            {plural(arrived, 'new job')}: show
+          </button>
+        )}
         <span class="spacer" />
         {actions.map(({ label, action }) => (
           <button type="button" key={label} onClick={() => setPending(action)}>
@@ -153,57 +180,92 @@ export function JobsPage(props: { query: URLSearchParams }) {
           </button>
         ))}
       </div>
-      <div class="table-wrap">
-        <table class="jobs">
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>Type</th>
-              <th>State</th>
-              <th class="num wide">Attempts</th>
-              <th class="wide">Idempotency key</th>
-              <th>Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((job) => (
-              <tr key={job.id} data-job={job.id}>
-                <td class="mono">
-                  <Link to={`/jobs/${encodeURIComponent(job.id)}`}>
-                    <span class="id-full">{job.id}</span>
-                    <span class="id-short" title={job.id}>
-                      …{job.id.slice(-12)}
-                    </span>
-                  </Link>
-                </td>
-                <td>
-                  {job.name} <span class="muted">v{job.version}</span>
-                </td>
-                <td>
-                  <StateBadge state={job.state} />
-                </td>
-                <td class="num wide">
-                  {job.attempts}/{job.maxAttempts}
-                </td>
-                <td class="wide mono">{job.idempotencyKey ?? ''}</td>
-                <td title={new Date(job.createdAt).toISOString()}>{relativeTime(job.createdAt)}</td>
+      {!filtered && page.data && <p class="muted small">Filter by type or state to act on many jobs at once.</p>}
+      {storeEmpty && !filtered ? (
+        <EnqueueFirstJob />
+      ) : page.data === undefined ? null : (
+        <div class="table-wrap">
+          <table class="jobs">
+            <thead>
+              <tr>
+                <th>
+                  <span class="visually-hidden">Select</span>
+                </th>
+                <th>Id</th>
+                <th>Type</th>
+                <th>State</th>
+                <th>Error</th>
+                <th class="num wide">Attempts</th>
+                <th class="wide">Group</th>
+                <th class="wide">Idempotency key</th>
+                <th>Created</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {pages > 1 && (
-        <nav class="pager">
-          <button type="button" disabled={page === 0} onClick={() => navigate(hrefOf({ ...filter, page: page - 1 }))}>
+            </thead>
+            <tbody>
+              {rows.map((job) => (
+                <tr key={job.id} data-job={job.id}>
+                  <td>
+                    <input
+                      type="checkbox"
+                      aria-label={`Select job ${job.id}`}
+                      checked={selected.has(job.id)}
+                      onChange={() => toggle(job.id)}
+                    />
+                  </td>
+                  <td class="mono">
+                    <Link to={`/jobs/${encodeURIComponent(job.id)}`}>
+                      <span class="id-full">{job.id}</span>
+                      <span class="id-short" title={job.id}>
+                        …{job.id.slice(-12)}
+                      </span>
+                    </Link>
+                  </td>
+                  <td>
+                    {job.name} <span class="muted">v{job.version}</span>
+                  </td>
+                  <td>
+                    <StateBadge state={shownState(job)} />
+                    {job.retrying && <span class="muted small"> retrying</span>}
+                  </td>
+                  <td class="row-error" title={job.error?.message}>
+                    {job.error?.message ?? ''}
+                  </td>
+                  <td class="num wide">
+                    {job.attempts}/{job.maxAttempts}
+                  </td>
+                  <td class="wide mono">{job.group ?? ''}</td>
+                  <td class="wide mono">{job.idempotencyKey ?? ''}</td>
+                  <td title={new Date(job.createdAt).toISOString()}>{relativeTime(job.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {page.data && rows.length === 0 && <p class="muted">No job matches this filter.</p>}
+        </div>
+      )}
+      {(cursor || page.data?.nextCursor) && (
+        <nav class="pager" aria-label="Pages">
+          <button
+            type="button"
+            disabled={!cursor}
+            onClick={() => {
+              const previous = newer.slice(0, -1);
+              setNewer(previous);
+              navigate(hrefOf(filter, newer.at(-1) || undefined));
+            }}
+          >
             Newer
           </button>
           <span>
-            Page {page + 1} of {pages}
+            {PAGE_SIZE} a page{newer.length > 0 ? `, page ${newer.length + 1}` : ''}
           </span>
           <button
             type="button"
-            disabled={page >= pages - 1}
-            onClick={() => navigate(hrefOf({ ...filter, page: page + 1 }))}
+            disabled={!page.data?.nextCursor}
+            onClick={() => {
+              setNewer([...newer, cursor ?? '']);
+              navigate(hrefOf(filter, page.data?.nextCursor ?? undefined));
+            }}
           >
             Older
           </button>

@@ -1,5 +1,6 @@
 import type { JobState } from '@workq/core';
 import { useEffect } from 'preact/hooks';
+import { EnqueueFirstJob } from '../components/empty-state.tsx';
 import { FlowControl } from '../components/flow-control.tsx';
 import { ErrorNote, STATE_ORDER, StateBadge } from '../components/format.tsx';
 import { Sparkline } from '../components/sparkline.tsx';
@@ -53,6 +54,46 @@ export function summarize(counts: readonly Counted[], readers: readonly Reader[]
   return [...types.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** One thing an operator should look at, and where the list of its jobs is. */
+interface Attention {
+  text: string;
+  to: string;
+}
+
+/** What needs attention: dead jobs, paused types with waiting jobs, and waiting jobs no connected worker reads. */
+export function needsAttention(types: readonly TypeSummary[], paused: ReadonlySet<string>): Attention[] {
+  const items: Attention[] = [];
+  const jobsOf = (name: string, state: string) => `/jobs?name=${encodeURIComponent(name)}&state=${state}`;
+  for (const type of types) {
+    const dead = type.total.dead ?? 0;
+    if (dead > 0)
+      items.push({
+        text: `${dead} dead ${dead === 1 ? 'job' : 'jobs'} of ${type.name}`,
+        to: jobsOf(type.name, 'dead'),
+      });
+    const ready = type.total.ready ?? 0;
+    if (ready > 0 && paused.has(type.name)) {
+      items.push({ text: `${type.name} is paused with ${ready} ready`, to: jobsOf(type.name, 'ready') });
+    } else if (ready > 0 && !type.read) {
+      items.push({
+        text: `${ready} ready ${type.name} jobs wait: no worker reads the type`,
+        to: jobsOf(type.name, 'ready'),
+      });
+    } else {
+      for (const row of type.versions) {
+        const waiting = row.counts.ready ?? 0;
+        if (waiting === 0 || row.read) continue;
+        const to = `/jobs?name=${encodeURIComponent(type.name)}&version=${row.version}&state=ready`;
+        items.push({
+          text: `${waiting} ready ${type.name} v${row.version} jobs wait: no worker reads v${row.version}`,
+          to,
+        });
+      }
+    }
+  }
+  return items;
+}
+
 /** Every job type: counts by state and version, the last hour's throughput, and where no worker reads. */
 export function OverviewPage() {
   const api = useApi();
@@ -61,6 +102,8 @@ export function OverviewPage() {
   const queues = useLoad(() => api.admin.queues.query(), []);
   const types = stats.data ? summarize(stats.data.counts, stats.data.consumers) : [];
   const names = types.map((type) => type.name).join('\n');
+  const paused = new Set((queues.data ?? []).filter((queue) => queue.paused).map((queue) => queue.name));
+  const attention = needsAttention(types, paused);
   useEffect(() => {
     // Without history the throughput still counts from the stream: a failed read only leaves it emptier.
     if (names) live.seed(api, names.split('\n')).catch(() => undefined);
@@ -68,8 +111,18 @@ export function OverviewPage() {
   return (
     <section>
       <h1>Job types</h1>
-      <ErrorNote error={stats.error} />
-      {stats.data && types.length === 0 && <p class="muted">No jobs yet.</p>}
+      <ErrorNote error={stats.error} outage={stats.outage} />
+      {stats.data && types.length === 0 && <EnqueueFirstJob />}
+      {attention.length > 0 && (
+        <section class="card attention" aria-label="Needs attention" data-testid="attention">
+          <strong>Needs attention:</strong>
+          {attention.map((item) => (
+            <Link key={item.text} to={item.to}>
+              {item.text}
+            </Link>
+          ))}
+        </section>
+      )}
       <div class="types">
         {types.map((type) => {
           const queue = queues.data?.find((listed) => listed.name === type.name);
@@ -109,8 +162,16 @@ export function OverviewPage() {
                   ]}
                 />
                 <span class="muted" data-throughput>
-                  Last hour: <span class="ok-text">{completed} completed</span>,{' '}
-                  <span class="bad-text">{failed} failed</span>
+                  Last hour:{' '}
+                  <span class="ok-text">
+                    {completed}
+                    {live.partial(type.name) ? '+' : ''} completed
+                  </span>
+                  ,{' '}
+                  <span class="bad-text">
+                    {failed}
+                    {live.partial(type.name) ? '+' : ''} failed
+                  </span>
                 </span>
               </div>
               <div class="versions-wrap">

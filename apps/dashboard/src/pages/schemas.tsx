@@ -19,7 +19,12 @@ export function SchemasPage(props: { name: string | undefined; query: URLSearchP
   const names = [...new Set((schemas.data ?? []).map((entry) => entry.name))].sort();
   const name = props.name ?? names[0];
   const versions = (schemas.data ?? []).filter((entry) => entry.name === name).sort((a, b) => a.version - b.version);
-  const chosen = Number(props.query.get('version')) || versions.at(-1)?.version;
+  const stats = useLoad(() => api.admin.stats.query(), []);
+  const readers = (stats.data?.consumers ?? []).filter((reader) => reader.name === name);
+  const read = (version: number) => readers.some((r) => r.minVersion <= version && version <= r.maxVersion);
+  // The form starts at the newest version a connected worker reads: a job of a newer one would wait.
+  const newestRead = versions.filter((v) => read(v.version)).at(-1)?.version;
+  const chosen = Number(props.query.get('version')) || newestRead || versions.at(-1)?.version;
   const entry = versions.find((v) => v.version === chosen);
   return (
     <section>
@@ -72,7 +77,7 @@ export function SchemasPage(props: { name: string | undefined; query: URLSearchP
               key={`${name}@${entry.version}`}
               name={name}
               version={entry.version}
-              versions={versions.map((v) => v.version)}
+              versions={versions.map((v) => ({ version: v.version, read: read(v.version) }))}
               schema={entry.jsonSchema as JsonSchemaNode}
             />
           )}
@@ -83,7 +88,13 @@ export function SchemasPage(props: { name: string | undefined; query: URLSearchP
   );
 }
 
-function EnqueueForm(props: { name: string; version: number; versions: number[]; schema: JsonSchemaNode }) {
+function EnqueueForm(props: {
+  name: string;
+  version: number;
+  /** Each registered version, and whether a connected worker reads it. */
+  versions: { version: number; read: boolean }[];
+  schema: JsonSchemaNode;
+}) {
   const api = useApi();
   const live = useLive();
   const [issues, setIssues] = useState<FieldIssue[]>([]);
@@ -107,7 +118,10 @@ function EnqueueForm(props: { name: string; version: number; versions: number[];
           const check = await api.admin.checkPayload.mutate({ name: props.name, version: props.version, payload });
           if (!check.valid) {
             setIssues(check.issues);
-            setError(check.message);
+            // The fields say what is wrong in words; the server's summary would repeat them as a validator writes them.
+            setError(
+              check.issues.length > 0 ? 'The payload is not valid: see the fields marked below.' : check.message,
+            );
             return;
           }
           const result = await api.jobs.enqueue.mutate({
@@ -139,14 +153,20 @@ function EnqueueForm(props: { name: string; version: number; versions: number[];
               navigate(`/schemas/${encodeURIComponent(props.name)}?version=${event.currentTarget.value}`, true)
             }
           >
-            {props.versions.map((v) => (
-              <option key={v} value={String(v)}>
-                v{v}
+            {props.versions.map(({ version, read }) => (
+              <option key={version} value={String(version)}>
+                v{version}
+                {read ? ' (a worker reads it)' : ''}
               </option>
             ))}
           </select>
         </label>
       </header>
+      {!props.versions.find((v) => v.version === props.version)?.read && (
+        <p class="muted small" data-testid="unread-version">
+          No connected worker reads v{props.version} of {props.name}: a job enqueued now waits until one does.
+        </p>
+      )}
       {editable ? (
         <SchemaFields schema={props.schema} errors={issuesByField(issues)} />
       ) : (
