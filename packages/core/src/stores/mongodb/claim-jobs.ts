@@ -27,7 +27,7 @@ function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | nul
 /**
  * The random-token batch claim. It first moves the name's delayed jobs that
  * came due into the claim index (see `NOT_STARTED` in stores/shared/not-started.ts),
- * writing only when its look-up finds one. Each round then reads up to the
+ * a bounded batch, writing only when its look-up finds one (`promoteDueJobs`). Each round then reads up to the
  * missing number of candidate ids along the claim index, and leases them
  * with one `bulkWrite` of `updateOne`s whose filters re-check every claim
  * condition, so each job flips to `active` atomically and at most one claim
@@ -55,7 +55,7 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
     const leased = await leaseReadyJobs(jobs, request, ready, limit);
     if (leased.length === 0) return [];
     const claimed = await jobs
-      .find({ _id: { $in: leased }, leaseToken: token, state: 'active' }, { sort: CLAIM_SORT })
+      .find({ _id: { $in: leased }, name, leaseToken: token, state: 'active' }, { sort: CLAIM_SORT })
       .toArray();
     return claimed.map((doc) => toJobRecord(doc as JobDocument));
   } catch (error) {
@@ -65,11 +65,48 @@ export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimReq
   }
 }
 
-/** Moves the delayed jobs of `name` due at `now` to `waiting`; a look-up first, so a claim with none writes nothing. */
-export async function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+/** The most delayed jobs one update of a promotion moves into the claim index. */
+export const PROMOTION_BATCH = 1_000;
+
+/** The promotion running for each job name, by the jobs collection of the store running it. */
+const promoting = new WeakMap<Collection<JobDocument>, Map<string, Promise<void>>>();
+
+/**
+ * Moves the delayed jobs of `name` due at `now` to `waiting`, in batches of
+ * at most `PROMOTION_BATCH`, those due first: a look-up of their ids, then
+ * one update of those ids (through the `_id` index, so it reads no more than
+ * it writes), until a look-up finds fewer; a claim with none due writes
+ * nothing. Every due job is moved before the claim reads, since one due
+ * last may come first by priority; each command stays bounded. The claims
+ * of one store share the promotion running for their name rather than each
+ * repeating it. Claims on other servers may run theirs meanwhile: each is
+ * bounded, and a job moves once (the update re-checks `delayed`); a
+ * cross-server lock would add two majority writes to every promoting claim
+ * to save one bounded update.
+ */
+export function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+  let byName = promoting.get(jobs);
+  if (!byName) {
+    byName = new Map();
+    promoting.set(jobs, byName);
+  }
+  const running = byName.get(name);
+  if (running) return running;
+  const promotion = promoteBatches(jobs, name, now).finally(() => byName.delete(name));
+  byName.set(name, promotion);
+  return promotion;
+}
+
+async function promoteBatches(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
   const due = { state: 'delayed' as const, name, runAt: { $lte: now } };
-  const found = await jobs.findOne(due, { projection: { _id: 1 }, hint: DELAYED_INDEX });
-  if (found) await jobs.updateMany(due, { $set: { state: 'waiting' } }, { hint: DELAYED_INDEX });
+  for (;;) {
+    const found = await jobs
+      .find(due, { projection: { _id: 1 }, sort: { runAt: 1 }, limit: PROMOTION_BATCH, hint: DELAYED_INDEX })
+      .toArray();
+    if (found.length === 0) return;
+    await jobs.updateMany({ ...due, _id: { $in: found.map((job) => job._id) } }, { $set: { state: 'waiting' } });
+    if (found.length < PROMOTION_BATCH) return;
+  }
 }
 
 /** Leases up to `limit` jobs matching `ready`; resolves to the ids it may have leased (the read-back decides). */

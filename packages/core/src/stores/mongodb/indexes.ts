@@ -58,6 +58,9 @@ export const DEBOUNCE_INDEX = 'debounce';
 /** The key of the debounce index, for calls that name an index by its key (`findOneAndUpdate`). */
 export const DEBOUNCE_INDEX_KEY = { name: 1, debounceKey: 1 } as const;
 
+/** The name of the index through which the lease sweep finds expired leases, oldest deadline first. */
+export const LEASE_INDEX = 'lease_expiry';
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -106,7 +109,7 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       unique: true,
       partialFilterExpression: { debounceKey: { $type: 'string' } },
     },
-    { name: 'lease_expiry', key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
+    { name: LEASE_INDEX, key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
     // Only finished jobs carry a `finishedAt` date, so only they expire.
     { name: HISTORY_TTL_INDEX, key: { finishedAt: 1 }, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
     { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },

@@ -1,45 +1,85 @@
-import type { Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
+import { idsByName } from './by-name.ts';
 import { appendedErrors, cleanError, type JobDocument, literal } from './documents.ts';
+import { LEASE_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 
+/** The most expired leases one batch of a sweep reads and ends: its id lists stay far below the 16 MiB command limit. */
+export const SWEEP_BATCH = 1_000;
+
+/** The most batches one sweep runs; after a mass worker loss, the next sweeps take the rest. */
+const MAX_SWEEP_BATCHES = 10;
+
 /**
- * `Store.requeueExpiredLeases`: the expired leases are read, then two updates, each limited to them and still
- * matching expiry, make those with no attempts left dead and the rest waiting again, each recording `error`
- * with the job's attempt. What the updates changed is read back by the mark they left (this sweep's time and
- * error code), so that a lease acked between the read and the updates is not reported.
+ * `Store.requeueExpiredLeases`, in batches of at most `SWEEP_BATCH` leases,
+ * oldest deadline first along the lease index, at most `MAX_SWEEP_BATCHES` a
+ * call: each batch's expired leases are read, then one `bulkWrite` of two
+ * updates per job name (so each is targeted on a collection sharded by
+ * name), limited to them and still matching expiry, makes those with no
+ * attempts left dead and the rest waiting again, each recording `error` with
+ * the job's attempt. What the updates changed is read back by the mark they
+ * left (this sweep's time and error code), so that a lease acked between the
+ * read and the updates is not reported. A lease acked meanwhile no longer
+ * matches, so each batch reads leases no earlier batch could end.
  */
 export async function requeueExpiredLeases(
   jobs: Collection<JobDocument>,
   now: Date,
   error: Omit<JobError, 'attempt'>,
 ): Promise<SweptLease[]> {
+  const swept: SweptLease[] = [];
+  for (let batch = 0; batch < MAX_SWEEP_BATCHES; batch++) {
+    const { read, ended } = await sweepBatch(jobs, now, error);
+    swept.push(...ended);
+    if (read < SWEEP_BATCH) break;
+  }
+  return swept;
+}
+
+async function sweepBatch(
+  jobs: Collection<JobDocument>,
+  now: Date,
+  error: Omit<JobError, 'attempt'>,
+): Promise<{ read: number; ended: SweptLease[] }> {
   const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
-  const found = await jobs.find(expired, { projection: { _id: 1 } }).toArray();
-  if (found.length === 0) return [];
-  const ids = found.map((job) => job._id);
+  const found = await jobs
+    .find(expired, {
+      projection: { _id: 1, name: 1 },
+      sort: { leaseExpiresAt: 1 },
+      limit: SWEEP_BATCH,
+      hint: LEASE_INDEX,
+    })
+    .toArray();
+  if (found.length === 0) return { read: 0, ended: [] };
   const lostLease = cleanError({ ...error, attempt: 0 });
   const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
   const errors = appendedErrors(recorded);
-  const ofFound = { _id: { $in: ids }, ...expired };
-  await jobs.updateMany({ ...ofFound, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, [
-    { $set: { ...ENDED_LEASE, state: 'dead', error: recorded, errors, finishedAt: now, updatedAt: now } },
-  ]);
-  await jobs.updateMany({ ...ofFound, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, [
+  const dead = [{ $set: { ...ENDED_LEASE, state: 'dead', error: recorded, errors, finishedAt: now, updatedAt: now } }];
+  const waiting = [
     { $set: { ...ENDED_LEASE, state: 'waiting', error: recorded, errors, workerId: null, updatedAt: now } },
-  ]);
+  ];
+  const writes = [...idsByName(found)].flatMap(([name, ids]): AnyBulkWriteOperation<JobDocument>[] => {
+    const ofFound = { name, _id: { $in: ids }, ...expired };
+    return [
+      { updateMany: { filter: { ...ofFound, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, update: dead } },
+      { updateMany: { filter: { ...ofFound, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, update: waiting } },
+    ];
+  });
+  await jobs.bulkWrite(writes, { ordered: false });
   const swept = await jobs
     .find(
-      { _id: { $in: ids }, updatedAt: now, 'error.code': error.code ?? null, leaseToken: null },
+      { _id: { $in: found.map((job) => job._id) }, updatedAt: now, 'error.code': error.code ?? null, leaseToken: null },
       { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1 } },
     )
     .toArray();
-  return swept.map((job) => ({
+  const ended = swept.map((job) => ({
     id: job._id,
     name: job.name,
     version: job.version,
     attempt: job.attempts,
     dead: job.state === 'dead',
   }));
+  return { read: found.length, ended };
 }
