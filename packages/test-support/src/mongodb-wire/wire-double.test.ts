@@ -61,6 +61,8 @@ describe('MongoDB wire double', () => {
       code: 2,
       message: expect.stringContaining('object to insert too large'),
     });
+    const tooBig = { k: 'too big', blob: 'x'.repeat(16 * 1024 * 1024 + 20 * 1024) };
+    await expect(keyed.insertOne(tooBig)).rejects.toMatchObject({ code: 10334, codeName: 'BSONObjectTooLarge' });
     // The driver copies a database's read concern into `$changeStream`; the server takes only majority.
     const local = client
       .db('wire', { readConcern: new ReadConcern('local') })
@@ -86,6 +88,26 @@ describe('MongoDB wire double', () => {
     await events.insertOne({ i: 2 });
     await expect.poll(() => seen, { timeout: 5_000 }).toEqual([1, 2]);
     await stream.close();
+  });
+
+  it('ends a change stream for good at an invalidate, and one whose resume point left the oplog with 286', async () => {
+    const renamed = client.db('wire').collection('renamed');
+    const stream = renamed.watch();
+    const ended = new Promise((resolve) => stream.once('close', resolve));
+    const kinds: string[] = [];
+    stream.on('change', (change) => kinds.push(change.operationType));
+    await new Promise((resolve) => stream.once('resumeTokenChanged', resolve));
+    double.invalidate('wire', 'renamed');
+    await ended;
+    await expect.poll(() => kinds).toEqual(['invalidate']);
+
+    const lostCollection = client.db('wire').collection('lost');
+    const lost = lostCollection.watch();
+    expect(await lost.tryNext()).toBeNull();
+    await lostCollection.insertOne({ unread: true });
+    double.forgetHistory();
+    await expect(lost.next()).rejects.toMatchObject({ code: 286, codeName: 'ChangeStreamHistoryLost' });
+    await lost.close();
   });
 
   it('fails the second of two transactions writing one document with WriteConflict, a transient error', async () => {
