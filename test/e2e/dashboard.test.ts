@@ -292,7 +292,7 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
-  it('a dead job’s page shows its error first and its group, and sees it complete live after a retry', async () => {
+  it('a dead job’s page shows its error first, each attempt with its stack, its group, and completes live after a retry', async () => {
     const { context, page } = await signedIn(1280, 900);
     try {
       await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(ids.grouped!)}`);
@@ -311,6 +311,12 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
           Node.DOCUMENT_POSITION_FOLLOWING,
       );
       expect(errorFirst).toBeTruthy();
+      // Each failed attempt in a timeline: its class, message and the handler's stack, folded.
+      const attempt = await page.textContent('.attempts li[data-attempt="1"]');
+      expect(attempt).toContain('PermanentError');
+      expect(attempt).toMatch(/printer on fire while reading broken-\d\.png/);
+      await page.click('.attempts li[data-attempt="1"] summary');
+      expect(await page.textContent('.attempts li[data-attempt="1"] pre')).toContain('dashboard.test.ts');
       await page.screenshot({ path: join(SCREENSHOTS, 'dead-job-1280.png'), fullPage: true });
       await page.click('.job-head button:text-is("Retry")');
       await confirm(page, 'Retry 1 job (job', '1 job retried.');

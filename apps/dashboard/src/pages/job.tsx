@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { chosenActions } from '../bulk.ts';
+import { AttemptTimeline } from '../components/attempts.tsx';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
 import { ErrorNote, formatDuration, formatTime, JsonView, relativeTime, StateBadge } from '../components/format.tsx';
 import { useLive } from '../live.ts';
@@ -54,6 +55,7 @@ export function JobPage(props: { id: string }) {
           <h2>Error (attempt {job.error.attempt})</h2>
           <p class="worker-message">{job.error.message}</p>
           <p class="muted small">
+            {job.error.name ? `${job.error.name} · ` : ''}
             {job.error.code ? `${job.error.code} · ` : ''}
             {job.error.permanent ? 'permanent · ' : ''}
             {formatTime(job.error.at)}
@@ -117,6 +119,7 @@ export function JobPage(props: { id: string }) {
         <RelatedJob label="Moved from" id={job.movedFrom} />
         <RelatedJob label="Moved to" id={job.movedTo} />
       </dl>
+      <AttemptTimeline errors={job.errors ?? []} />
       <div class="split">
         <div>
           <h2>Payload</h2>

@@ -13,7 +13,7 @@ export const ROW_MESSAGE_CHARS = 300;
 
 /**
  * One job as a list shows it: what a row needs and nothing more (no payload, no result, the error's message
- * cut to `ROW_MESSAGE_CHARS`), so a page's size does not grow with what jobs carry.
+ * cut to `ROW_MESSAGE_CHARS`, no stack), so a page's size does not grow with what jobs carry.
  */
 export interface JobRow {
   id: string;
@@ -29,7 +29,7 @@ export interface JobRow {
   finishedAt?: Date;
   idempotencyKey?: string;
   group?: string;
-  error?: Pick<JobError, 'message' | 'attempt' | 'at' | 'permanent' | 'code'>;
+  error?: Pick<JobError, 'message' | 'name' | 'attempt' | 'at' | 'permanent' | 'code'>;
 }
 
 /** A page of rows, newest first, and the cursor of the next (older) page; `null` on the last. */
@@ -102,8 +102,9 @@ function toJobRow(job: JobStatus): JobRow {
   if (job.idempotencyKey) row.idempotencyKey = job.idempotencyKey;
   if (job.group) row.group = job.group;
   if (job.error) {
-    const { message, attempt, at, permanent, code } = job.error;
+    const { message, name, attempt, at, permanent, code } = job.error;
     row.error = { message: message.slice(0, ROW_MESSAGE_CHARS), attempt, at };
+    if (name) row.error.name = name;
     if (permanent) row.error.permanent = permanent;
     if (code) row.error.code = code;
   }
