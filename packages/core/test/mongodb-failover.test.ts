@@ -1,4 +1,4 @@
-import type { Doc } from '@workq/test-support';
+import { type Doc, startMongoWireDouble } from '@workq/test-support';
 import {
   MongoClient,
   MongoNetworkError,
@@ -9,6 +9,7 @@ import {
   TopologyType,
 } from 'mongodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
 import { toWorkqError } from '../src/stores/mongodb/errors.ts';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
@@ -122,4 +123,27 @@ describe('mongodb store through a failover', () => {
     expect(options?.maxCommitTimeMS).toBe(20_000);
     expect(options?.writeConcern?.wtimeoutMS).toBeGreaterThan(20_000);
   });
+});
+
+describe('mongodb store through an election, under the real driver (wire double)', () => {
+  it('a multi-document write refused by the stepping-down primary is retryable, and a claim waits out a 4 s election', async () => {
+    const dbName = 'workq_failover';
+    const wire = await startMongoWireDouble({ database: dbName });
+    const store = await createMongoStore({ url: wire.url, dbName, notify: false });
+    try {
+      const engine = createEngine({ store, leaseSweepIntervalMs: 0 });
+      await engine.enqueue({ name: 'el.a', version: 1, payload: {} });
+      const election = wire.stepDown(4_000);
+      // updateMany is not a retryable write: the driver hands the server's NotWritablePrimary (10107) back.
+      const error = await rejection(engine.retryDead({ name: 'el.a' }));
+      expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+      // A claim sent during the election waits for the new primary, longer than the old 3 s selection timeout.
+      const [claimed] = await engine.claim({ name: 'el.a', maxVersion: 1, limit: 1, workerId: 'w' });
+      expect(claimed?.attempt).toBe(1);
+      await election;
+    } finally {
+      await store.close();
+      await wire.close();
+    }
+  }, 20_000);
 });
