@@ -5,7 +5,7 @@
  * optional property accepts `undefined` and this proves nothing.
  */
 
-import type { Backoff, DebounceOptions, JobDefaults, JobSpec } from '@workq/core';
+import type { Backoff, DebounceOptions, EnqueueOptions, JobDefaults, JobSpec, WorkqErrorOptions } from '@workq/core';
 import type {
   CatalogCronEntry,
   CorsOptions,
@@ -16,7 +16,18 @@ import type {
   TokenGrant,
 } from '@workq/queue-server';
 import type { jobs } from '@workq/schemas';
-import type { AdminApi, ConsumeOptions, EventsOptions, LimitsChange, ScheduleInput, TracingOptions } from '@workq/sdk';
+import type {
+  AdminApi,
+  ClientOptions,
+  ConsumeOptions,
+  EnqueueManyOptions,
+  EventsOptions,
+  JobHandle,
+  LimitsChange,
+  MoveToOptions,
+  ScheduleInput,
+  TracingOptions,
+} from '@workq/sdk';
 import { describe, it } from 'vitest';
 
 type Leaf = ((...args: never[]) => unknown) | Date | RegExp | AbortSignal | PromiseLike<unknown> | { _zod: unknown };
@@ -55,6 +66,11 @@ type FirstArg<F> = F extends (first: infer A, ...rest: never[]) => unknown ? Non
 
 describe('exactOptionalPropertyTypes: optional options accept undefined', () => {
   it('in the SDK', () => {
+    noneRefuseUndefined<RefusesUndefined<ClientOptions<Jobs>>>();
+    noneRefuseUndefined<RefusesUndefined<ConsumeOptions>>();
+    noneRefuseUndefined<RefusesUndefined<EnqueueManyOptions>>();
+    noneRefuseUndefined<RefusesUndefined<MoveToOptions>>();
+    noneRefuseUndefined<RefusesUndefined<FirstArg<JobHandle['result']>>>();
     noneRefuseUndefined<RefusesUndefined<EventsOptions>>();
     noneRefuseUndefined<RefusesUndefined<LimitsChange>>();
     noneRefuseUndefined<RefusesUndefined<ScheduleInput>>();
@@ -64,6 +80,8 @@ describe('exactOptionalPropertyTypes: optional options accept undefined', () => 
   });
 
   it('in core', () => {
+    noneRefuseUndefined<RefusesUndefined<EnqueueOptions>>();
+    noneRefuseUndefined<RefusesUndefined<WorkqErrorOptions>>();
     noneRefuseUndefined<RefusesUndefined<DebounceOptions>>();
     noneRefuseUndefined<RefusesUndefined<Backoff>>();
     noneRefuseUndefined<RefusesUndefined<JobDefaults>>();

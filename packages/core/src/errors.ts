@@ -23,7 +23,7 @@ export interface WorkqErrorOptions {
   /** The underlying error, kept for logs; never sent to clients. */
   cause?: unknown;
   /** Whether the same call may succeed if tried again later (e.g. a store that is briefly unreachable). */
-  retryable?: boolean;
+  retryable?: boolean | undefined;
   /** Structured, client-safe details (e.g. validation issues). */
   details?: unknown;
 }

@@ -112,23 +112,23 @@ export const LEASE_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as co
 /** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
 export interface EnqueueOptions {
   /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
-  priority?: number;
+  priority?: number | undefined;
   /** Do not deliver before this many milliseconds from now. Ignored when `runAt` is given. */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** Do not deliver before this time. */
-  runAt?: Date;
+  runAt?: Date | undefined;
   /**
    * A retained job of this type with the same key is returned instead of a new one. 1-255 characters.
    * Not with `debounce`.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /**
    * With `idempotencyKey`: the key holds only this long after the job that took it was enqueued
    * (throttling). Later, an enqueue with the key makes a new job, which takes the key over, even while the
    * earlier job is retained. 1 ms to 365 days.
    * @defaultValue none: the key holds while its job is retained
    */
-  idempotencyTtlMs?: number;
+  idempotencyTtlMs?: number | undefined;
   /**
    * Debouncing: while a job of this type enqueued with `debounce.key` is still waiting (not started), this
    * enqueue replaces its payload and options and moves its run time to now + `delayMs`, and the handle is
@@ -136,21 +136,21 @@ export interface EnqueueOptions {
    * job, with the payload of the last. Key: 1-255 characters; `delayMs`: 0 to 365 days. Not with
    * `idempotencyKey`, `idempotencyTtlMs`, `delayMs` or `runAt`.
    */
-  debounce?: DebounceOptions;
+  debounce?: DebounceOptions | undefined;
   /**
    * The job's group: among ready jobs of its type, groups take turns (round-robin), so one group's backlog
    * does not hold back another's, and at most the type's `groupConcurrency` jobs of one group run at once.
    * Priority and order still apply within a group. 1-255 characters. @defaultValue none
    */
-  group?: string;
+  group?: string | undefined;
   /** Attempts before the job goes dead, 1-1000. @defaultValue 5 */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** @defaultValue `{ type: 'exponential', delayMs: 1000 }` */
-  backoff?: Backoff;
+  backoff?: Backoff | undefined;
   /** Lease length in milliseconds, 100 ms to 24 h (`LEASE_MS_LIMITS`). @defaultValue 30_000 */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** @defaultValue 'fifo' */
-  order?: JobOrder;
+  order?: JobOrder | undefined;
   /**
    * The trace context the job was created in, as a propagation carrier (W3C: `traceparent`, and `tracestate`
    * when there is one): stored with the job, so the span that processes it links to, or continues, the
@@ -158,7 +158,7 @@ export interface EnqueueOptions {
    * a plain HTTP producer may set it itself. At most 8 entries, keys of 1-64 and values of 1-1024 characters.
    * @defaultValue none
    */
-  traceContext?: TraceContext;
+  traceContext?: TraceContext | undefined;
 }
 
 /** A trace propagation carrier: header names (`traceparent`, `tracestate`) to their values. */

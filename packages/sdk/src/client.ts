@@ -29,16 +29,16 @@ export interface ClientOptions<C extends Catalog> {
    * rejects, that request fails with `UNAUTHORIZED`, nothing sent.
    * @defaultValue none (for a server running open on loopback)
    */
-  token?: TokenSource;
+  token?: TokenSource | undefined;
   /** A fetch implementation. @defaultValue on Node, a keep-alive `node:http` client; elsewhere `globalThis.fetch` */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * How long a request may go unanswered before it fails with `TIMEOUT` (retryable). A request the server
    * holds on purpose gets that wait on top: a worker's claim its `pollWaitMs`, `handle.result()` its wait.
    * A timed-out write may have taken effect on the server all the same.
    * @defaultValue 30_000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * How many times an `enqueue` or `enqueueMany` that failed with `UNAVAILABLE` or `TIMEOUT` is sent again,
    * after 250 ms, 500 ms, 1 s, … (doubling up to 4 s, with jitter), within `enqueueBudgetMs`. Each job is sent
@@ -48,19 +48,19 @@ export interface ClientOptions<C extends Catalog> {
    * once and makes up no keys.
    * @defaultValue 3
    */
-  enqueueRetries?: number;
+  enqueueRetries?: number | undefined;
   /**
    * The time an enqueue may take, retries included: no attempt starts, nor runs, past it.
    * @defaultValue 60_000
    */
-  enqueueBudgetMs?: number;
+  enqueueBudgetMs?: number | undefined;
   /**
    * OpenTelemetry spans: a `create` span around each enqueue, whose context is stored with the job, and a
    * `process` span around each handler, linked to it (docs/observability.md). `false` turns them off.
    * @defaultValue on where `@opentelemetry/api` can be imported (an optional peer dependency); spans are
    * recorded only once an OpenTelemetry SDK is registered
    */
-  tracing?: false | TracingOptions;
+  tracing?: false | TracingOptions | undefined;
   /**
    * Where the client's workers say what happens to them (connection trouble once per outage, each failed
    * attempt, why a worker stopped); a worker's own `logger` option overrides it. `false`: nothing.

@@ -32,7 +32,7 @@ export interface JobHandle<R = unknown> {
    * takes), which says so when no worker reads the job's type and version. Each wait on the server is one long-poll
    * request, whose time limit is its wait plus the client's `timeoutMs`.
    */
-  result(options?: { timeoutMs?: number }): Promise<R>;
+  result(options?: { timeoutMs?: number | undefined }): Promise<R>;
   /** Resolves to `true` if this call cancelled the job. */
   cancel(): Promise<boolean>;
 }
@@ -49,7 +49,7 @@ export interface EnqueueManyOptions extends EnqueueOptions {
    * shared options is one key for the whole batch, which makes it one job), or a priority, delay or run
    * time of its own.
    */
-  perJob?: readonly (EnqueueOptions | undefined)[];
+  perJob?: readonly (EnqueueOptions | undefined)[] | undefined;
 }
 
 export type EnqueueManyFns<C extends Catalog> = {
