@@ -100,6 +100,17 @@ describe('mongodb store on a replica set: bounded writes', () => {
     await timedOut(engine.moveTo(next!, { name: 'wt.c', version: 1, payload: {} }));
   });
 
+  it('answers a resend after TIMEOUT "exists" only once a majority has the key holder, which a failover could roll back before', async () => {
+    const { double, engine } = await openOnDouble({ writeTimeoutMS: 50 }, replicaSet);
+    const keyed = { name: 'wt.key', version: 1, payload: {}, options: { idempotencyKey: 'resent' } };
+    double.majorityAvailable = false;
+    expect(await rejection(engine.enqueue(keyed))).toMatchObject({ code: 'TIMEOUT' });
+    // The resend meets the first insert, which holds the key on the primary only: not an answer yet.
+    expect(await rejection(engine.enqueue(keyed))).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    double.majorityAvailable = true;
+    expect(await engine.enqueue(keyed)).toMatchObject({ created: false });
+  });
+
   it('bounds the index builds at start-up: with no majority to commit them, opening fails with TIMEOUT', async () => {
     const { double } = await openOnDouble({}, replicaSet);
     double.collection(DB, 'workq_jobs')?.dropIndex('lease_expiry');

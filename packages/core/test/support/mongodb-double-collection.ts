@@ -216,7 +216,8 @@ export class DoubleCollection {
             ids[index] = stored._id;
             inserted.push(stored);
           } catch (error) {
-            if (!(error instanceof MongoServerError)) throw error;
+            // A transaction's write conflict fails the whole command, as the server reports it, not one document.
+            if (!(error instanceof MongoServerError) || error.hasErrorLabel('TransientTransactionError')) throw error;
             writeErrors.push(writeError(index, error, doc));
             if (options.ordered !== false) break;
           }
@@ -322,7 +323,8 @@ export class DoubleCollection {
               counts.insertedCount += 1;
             }
           } catch (error) {
-            if (!(error instanceof MongoServerError)) throw error;
+            // A transaction's write conflict fails the whole command, as the server reports it, not one document.
+            if (!(error instanceof MongoServerError) || error.hasErrorLabel('TransientTransactionError')) throw error;
             writeErrors.push(writeError(index, error, operation as unknown as Doc));
             if (options.ordered !== false) break;
           }
@@ -389,6 +391,8 @@ export class DoubleCollection {
     bulk = false,
   ): Promise<T> {
     this.double.beforeCall();
+    const inTransaction = options.session?.inTransaction() ?? false;
+    await this.double.beforeWrite?.({ collection: this.collectionName, method, inTransaction });
     const writeConcern = this.record(method, options);
     const call: WriteCall = { options, changes: [] };
     const result = apply(call);
@@ -416,11 +420,18 @@ export class DoubleCollection {
     return replicaSet !== undefined && retryWrites !== false && !options.session?.inTransaction();
   }
 
-  /** A read: planned and recorded, from the node the read preference sends it to. */
+  /**
+   * A read: planned and recorded, from the node the read preference sends it
+   * to; at read concern `majority`, of what a majority has acknowledged.
+   */
   private read(method: string, filter: Doc, options: CallOptions): Doc[] {
     this.double.beforeCall();
     const mode = this.readMode(options);
-    const data = this.double.readable(this.db.databaseName, this.collectionName, mode);
+    const level = readConcernLevel(options.readConcern ?? this.options.readConcern ?? this.db.options.readConcern);
+    const data =
+      level === 'majority' && !options.session?.inTransaction()
+        ? this.double.majorityReadable(this.db.databaseName, this.collectionName)
+        : this.double.readable(this.db.databaseName, this.collectionName, mode);
     if (!data) return []; // the collection does not exist there: the server answers with no documents
     this.plan(method, data, filter, options, mode);
     const found = data.match(filter, options.sort, options.limit);
@@ -511,10 +522,19 @@ export class DoubleCollection {
     this.changed(call, { id: doc._id, before: doc, after: undefined });
   }
 
+  /** Records a change a write made; one in a transaction to a document another open transaction wrote is undone and refused. */
   private changed(call: WriteCall, change: Change): void {
-    call.changes.push(change);
     const session = call.options.session;
-    if (session?.inTransaction()) session.recordUndo(() => this.data().restore(change.id, change.before));
+    if (session?.inTransaction()) {
+      try {
+        session.claimDocument(`${this.db.databaseName}.${this.collectionName}:${JSON.stringify(change.id)}`);
+      } catch (conflict) {
+        this.data().restore(change.id, change.before);
+        throw conflict;
+      }
+      session.recordUndo(() => this.data().restore(change.id, change.before));
+    }
+    call.changes.push(change);
   }
 
   /** Records a write with its effective write concern, and returns that. */

@@ -94,20 +94,24 @@ export class MongoDriverDouble {
   readonly databases = new Map<string, Map<string, CollectionData>>();
   /** Open change streams (see `DoubleCollection.watch`). */
   readonly changeStreams = new Set<DoubleChangeStream>();
+  /** The documents open transactions have written (`db.collection:_id`), by the session that wrote each. */
+  readonly transactionWrites = new Map<string, DoubleSession>();
   /** The errors the server refuses the next change streams with as they open, one each, in order. */
   readonly watchFaults: Error[] = [];
   /**
-   * Whether a majority of the replica set acknowledges writes. When `false`,
-   * a majority write is applied but fails after its `wtimeoutMS` with the
-   * server's write-concern timeout (code 64), or never answers without one;
-   * an index build waits on its commit quorum until its `maxTimeMS` (code 50).
+   * The data as a majority has it while `majorityAvailable` is `false`: as
+   * it was when the majority stopped acknowledging.
    */
-  majorityAvailable = true;
+  private majorityView: Map<string, Map<string, CollectionData>> | null = null;
   /**
    * Called after each read with the documents it found, before the caller
    * gets them: a test's stand-in for what other clients do meanwhile.
    */
   onRead: ((query: RecordedQuery, found: readonly Doc[]) => void) | undefined;
+  /** Awaited before each write is applied: a test's way to hold one client's write while other clients run. */
+  beforeWrite:
+    | ((write: { collection: string; method: string; inTransaction: boolean }) => Promise<void> | void)
+    | undefined;
   private readonly faults: WriteFault[] = [];
   private secondary: Map<string, Map<string, CollectionData>> | null;
 
@@ -149,8 +153,33 @@ export class MongoDriverDouble {
 
   /** Brings the lagging secondary up to date with every write so far. */
   replicate(): void {
-    if (!this.secondary) return;
-    this.secondary = new Map(
+    if (this.secondary) this.secondary = this.copyOfData();
+  }
+
+  /**
+   * Whether a majority of the replica set acknowledges writes. When `false`,
+   * a majority write is applied but fails after its `wtimeoutMS` with the
+   * server's write-concern timeout (code 64), or never answers without one;
+   * an index build waits on its commit quorum until its `maxTimeMS` (code 50);
+   * and a read at read concern `majority` sees the data as it was when the
+   * majority stopped acknowledging, none of the writes since.
+   */
+  get majorityAvailable(): boolean {
+    return this.majorityView === null;
+  }
+
+  set majorityAvailable(available: boolean) {
+    if (available) this.majorityView = null;
+    else this.majorityView ??= this.copyOfData();
+  }
+
+  /** The collection as a read at read concern `majority` sees it (see `majorityAvailable`). */
+  majorityReadable(dbName: string, name: string): CollectionData | undefined {
+    return this.majorityView ? this.majorityView.get(dbName)?.get(name) : this.collection(dbName, name);
+  }
+
+  private copyOfData(): Map<string, Map<string, CollectionData>> {
+    return new Map(
       [...this.databases].map(([dbName, collections]) => [
         dbName,
         new Map([...collections].map(([name, data]) => [name, data.copy()])),
@@ -227,9 +256,25 @@ class DoubleClient {
   }
 }
 
-/** A session whose transaction runs its callback once and rolls back the callback's writes if it throws. */
+/** The server's error for a write to a document another open transaction wrote: the driver retries the transaction. */
+const WRITE_CONFLICT = 112;
+/** How long the driver's `withTransaction` retries a transaction that failed with a transient error. */
+const TRANSACTION_RETRY_MS = 120_000;
+
+/**
+ * A session whose transaction rolls back its writes if the callback throws
+ * or aborts it. As on the server, a write in a transaction to a document
+ * that another open transaction has written fails at once with
+ * `WriteConflict` (112, labelled `TransientTransactionError`), and, as the
+ * driver's `withTransaction`, the whole callback is then run again, after a
+ * short jittered backoff, for up to two minutes. Writes outside transactions
+ * are not held back by an open transaction's writes (the server would make
+ * them wait for its end), and reads see every write at once.
+ */
 export class DoubleSession {
   private undo: (() => void)[] | null = null;
+  private aborted = false;
+  private readonly written = new Set<string>();
 
   constructor(private readonly double: MongoDriverDouble) {}
 
@@ -242,6 +287,30 @@ export class DoubleSession {
     this.undo?.push(step);
   }
 
+  /**
+   * Marks the document `key` names as written by this session's transaction;
+   * throws the server's `WriteConflict` when another open transaction wrote it.
+   */
+  claimDocument(key: string): void {
+    const holder = this.double.transactionWrites.get(key);
+    if (holder !== undefined && holder !== this) {
+      throw new MongoServerError({
+        message: 'Caused by :: Write conflict during plan execution and yielding is disabled.',
+        code: WRITE_CONFLICT,
+        codeName: 'WriteConflict',
+        errorLabels: ['TransientTransactionError'],
+      });
+    }
+    this.double.transactionWrites.set(key, this);
+    this.written.add(key);
+  }
+
+  async abortTransaction(): Promise<void> {
+    if (!this.undo) return;
+    this.rollBack();
+    this.aborted = true;
+  }
+
   async withTransaction<T>(callback: (session: DoubleSession) => Promise<T>, options: Record<string, unknown> = {}) {
     if (this.double.options.transactions === false) {
       throw new MongoServerError({
@@ -250,25 +319,47 @@ export class DoubleSession {
         codeName: 'IllegalOperation',
       });
     }
-    this.double.transactions.push(options);
-    this.undo = [];
-    let result: T;
-    try {
-      result = await callback(this);
-    } catch (error) {
-      for (const step of this.undo.reverse()) step();
-      throw error;
-    } finally {
+    const deadline = Date.now() + TRANSACTION_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 0)
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(5 * 1.5 ** attempt, 500)));
+      this.double.transactions.push(options);
+      this.undo = [];
+      this.aborted = false;
+      let result: T;
+      try {
+        result = await callback(this);
+      } catch (error) {
+        if (this.undo) this.rollBack();
+        const transient = error instanceof MongoServerError && error.hasErrorLabel('TransientTransactionError');
+        if (transient && Date.now() < deadline) continue;
+        throw error;
+      }
+      if (this.aborted) return result;
       this.undo = null;
+      this.release();
+      // The commit is the transaction's one majority write.
+      const writeConcern = options.writeConcern as WriteConcernSettings | undefined;
+      const maxCommitTimeMS = options.maxCommitTimeMS as number | undefined;
+      await waitForMajority(this.double, 'commitTransaction', writeConcern, false, maxCommitTimeMS);
+      return result;
     }
-    // The commit is the transaction's one majority write.
-    const writeConcern = options.writeConcern as WriteConcernSettings | undefined;
-    const maxCommitTimeMS = options.maxCommitTimeMS as number | undefined;
-    await waitForMajority(this.double, 'commitTransaction', writeConcern, false, maxCommitTimeMS);
-    return result;
   }
 
-  async endSession(): Promise<void> {}
+  async endSession(): Promise<void> {
+    if (this.undo) this.rollBack();
+  }
+
+  private rollBack(): void {
+    for (const step of (this.undo ?? []).reverse()) step();
+    this.undo = null;
+    this.release();
+  }
+
+  private release(): void {
+    for (const key of this.written) this.double.transactionWrites.delete(key);
+    this.written.clear();
+  }
 }
 
 export class DoubleDb {

@@ -70,12 +70,24 @@ async function insertReportingConflicts(jobs: Collection<JobDocument>, docs: Job
  * query repeats the index's `$type` condition, as the server needs to use a
  * partial index. It asks for every pair of the names and keys wanted, so the
  * index bounds are exact; pairs not wanted are ignored.
+ *
+ * Read at `majority`: a holder is the answer "your job is stored", so it must
+ * be one a failover keeps. The holder may be the caller's own earlier insert,
+ * applied on the primary but not yet acknowledged by a majority (the caller
+ * was told `TIMEOUT` and sent it again); at `local` the resend would be told
+ * it exists, and a failover could then roll it back, losing a job its client
+ * was told is stored. A holder no majority has yet is not found: the job gets
+ * `KeyHolderGone`, which the engine answers by sending it again a few times,
+ * then with a retryable `UNAVAILABLE`.
  */
 async function findKeyHolders(jobs: Collection<JobDocument>, wanted: NewJob[]): Promise<Map<string, JobDocument>> {
   const names = [...new Set(wanted.map((job) => job.name))];
   const keys = [...new Set(wanted.map((job) => job.idempotencyKey as string))];
   const found = await jobs
-    .find({ name: { $in: names }, idempotencyKey: { $in: keys, $type: 'string' } }, { hint: IDEMPOTENCY_INDEX })
+    .find(
+      { name: { $in: names }, idempotencyKey: { $in: keys, $type: 'string' } },
+      { hint: IDEMPOTENCY_INDEX, readConcern: { level: 'majority' } },
+    )
     .toArray();
   return new Map(found.map((doc) => [keyOf(doc.name, doc.idempotencyKey as string), doc as JobDocument]));
 }
