@@ -14,13 +14,6 @@ export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 type Level = keyof Logger;
 
-/** The platform console's method for each level (a browser's devtools filter by them). */
-const CONSOLE_METHODS: Readonly<Record<Level, 'info' | 'warn' | 'error'>> = {
-  info: 'info',
-  warn: 'warn',
-  error: 'error',
-};
-
 /**
  * The default logger: one line per event on the platform console, `workq <level>: <message>`, the fields
  * after it as `key=value`, and an `error` field's stack (the handler's own, for a failed attempt) below it.
@@ -38,7 +31,8 @@ function print(level: Level, message: string, fields: Record<string, unknown> | 
     .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
   const line = [`workq ${level}: ${message}`, ...pairs].join(' ');
   const stack = error instanceof Error && typeof error.stack === 'string' ? `\n${indent(error.stack)}` : '';
-  console[CONSOLE_METHODS[level]](line + stack);
+  // The console's method of the same level, which a browser's devtools filter by.
+  console[level](line + stack);
 }
 
 function indent(text: string): string {
