@@ -328,6 +328,25 @@ export class Engine {
     return count;
   }
 
+  /**
+   * Runs a scheduled job now (`admin.promote`): a delayed job, or one waiting out a retry's backoff, becomes
+   * ready at once, keeping its id and attempts. Resolves to `false` when the job is not scheduled (it
+   * started, finished or is due already); `NOT_FOUND` when there is no such job; `CONFLICT` on a store that
+   * cannot promote (no `Store.promoteJob`).
+   */
+  async promote(id: string): Promise<boolean> {
+    if (!this.store.promoteJob) {
+      throw new WorkqError('CONFLICT', `This store cannot run a scheduled job early; job ${id} keeps its run time.`);
+    }
+    const promoted = await this.store.promoteJob(id, this.clock.now());
+    if (promoted) {
+      this.listeners.emitReady(promoted.name);
+      return true;
+    }
+    if (!(await this.store.getJob(id))) throw new WorkqError('NOT_FOUND', `No job with id ${id} to run now.`);
+    return false;
+  }
+
   /** Enqueues a finished job again, as a new job with the same payload. Resolves to the new job's id. */
   async replay(id: string): Promise<EnqueueResult> {
     const job = await this.store.getJob(id);

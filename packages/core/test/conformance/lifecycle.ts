@@ -180,6 +180,30 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await byId({ states: ['waiting'], newestFirst: true, group: 'g2' })).toEqual([b]);
   });
 
+  it('promote runs a scheduled job now, a delayed one or one waiting out its backoff, keeping its attempts', async ({
+    skip,
+  }) => {
+    const { engine, store } = ctx.engine();
+    if (!store.promoteJob) ctx.skip('the store has no promoteJob: a scheduled job keeps its run time', skip);
+    const name = ctx.jobName('promote');
+    const backoff = { type: 'fixed', delayMs: 60_000 } as const;
+    const retried = await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 3 } });
+    const delayed = await engine.enqueue({ name, version: 1, payload: {}, options: { delayMs: 60_000 } });
+    expect(await engine.fail(await claimOne(engine, name), { message: 'later' })).toMatchObject({ state: 'scheduled' });
+    expect(await engine.promote(delayed.id)).toBe(true);
+    expect(await engine.promote(retried.id)).toBe(true);
+    expect(await engine.get(delayed.id)).toMatchObject({ state: 'ready', attempts: 0 });
+    expect(await engine.get(retried.id)).toMatchObject({ state: 'ready', attempts: 1, error: { message: 'later' } });
+    const claimed = await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' });
+    expect(claimed.map((job) => [job.id, job.attempt])).toEqual([
+      [retried.id, 2],
+      [delayed.id, 1],
+    ]);
+    // Started, or never there: nothing to run early.
+    expect(await engine.promote(delayed.id)).toBe(false);
+    await expectWorkqError(engine.promote(ctx.jobName('missing')), 'NOT_FOUND');
+  });
+
   it('counts report jobs by name, version and state', async () => {
     const name = ctx.jobName('counts');
     const { engine } = ctx.engine();

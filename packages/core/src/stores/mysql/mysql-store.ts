@@ -64,6 +64,7 @@ import {
   delayedUntil,
   JOB_COLUMNS,
   jobRow,
+  NOT_STARTED_SQL,
   newJobValues,
   ORDER_KEY_SQL,
   sqlDate,
@@ -264,6 +265,19 @@ export class MysqlStore implements Store {
         [sqlDate(now), sqlDate(now), id],
       );
       return cancelled.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
+    });
+  }
+
+  async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.transaction('promoteJob', async (c) => {
+      const promoted = await execute(
+        c,
+        `UPDATE ${this.t.jobs} SET state = 'waiting', delayed_until = NULL, run_at = ?, order_key = ${ORDER_KEY_SQL},
+           updated_at = ?
+         WHERE id = ? AND state IN ${NOT_STARTED_SQL} AND run_at > ?`,
+        [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now), id, sqlDate(now)],
+      );
+      return promoted.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
     });
   }
 

@@ -238,6 +238,12 @@ export class PostgresStore implements Store {
     return cancelled;
   }
 
+  async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
+    const promoted = await this.one(this.client, this.sql.promoteJob, [id, now]);
+    if (promoted) this.vacuums.noteChangedRows(1);
+    return promoted;
+  }
+
   async getJob(id: string): Promise<JobRecord | null> {
     return this.one(this.client, this.sql.getJob, [id]);
   }

@@ -139,6 +139,13 @@ SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL,
 WHERE j.id = $1 AND j.state IN ('delayed', 'waiting', 'active')
 RETURNING ${JOB_COLUMNS}`,
 
+    /** $1 id, $2 now. A scheduled job (not started, due after now) becomes due now, in the claim index. */
+    promoteJob: `UPDATE ${jobs} AS j
+SET state = 'waiting', run_at = $2::timestamptz, order_key = ${orderKeySql('j.job_order', '$2::timestamptz')},
+  updated_at = $2::timestamptz
+WHERE j.id = $1 AND j.state IN ${NOT_STARTED_SQL} AND j.run_at > $2::timestamptz
+RETURNING ${JOB_COLUMNS}`,
+
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
 
