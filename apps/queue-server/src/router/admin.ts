@@ -59,6 +59,12 @@ export const adminRouter = router({
     return ctx.services.engine.replay(input.id);
   }),
 
+  /** Runs a scheduled job now, keeping its id and attempts; `false` when it is not scheduled. */
+  promote: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
+    requireScope(ctx.principal, 'admin');
+    return ctx.services.engine.promote(input.id);
+  }),
+
   prune: authedProcedure.mutation(({ ctx }) => {
     requireScope(ctx.principal, 'admin');
     return ctx.services.engine.prune();
