@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Aggregator, update as applyModifier, Query } from 'mingo';
 import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
-import type { PlannedIndex } from './plan.ts';
+import { compareValues, type PlannedIndex } from './plan.ts';
 
 /** A stored document. */
 export type Doc = Record<string, unknown> & { _id?: unknown };
@@ -210,8 +210,14 @@ export class CollectionData {
   /** Matching documents (stored objects: callers clone what they hand out). */
   match(filter: Doc, sort?: Record<string, 1 | -1>, limit?: number): Doc[] {
     const query = new Query(filter, {});
-    let found = this.candidates(filter).filter((doc) => query.test(doc));
-    if (sort && Object.keys(sort).length > 0) found = new Aggregator([{ $sort: sort }], {}).run(found) as Doc[];
+    // Plain top-level equalities rule most documents out before the full query runs.
+    const equalities = Object.entries(filter).filter(([field, value]) => !field.startsWith('$') && isPlain(value));
+    const passes = (doc: Doc) =>
+      equalities.every(([field, value]) => {
+        const held = valueAt(doc, field);
+        return held === value || Array.isArray(held);
+      }) && query.test(doc);
+    const found = sorted(this.candidates(filter).filter(passes), sort);
     return limit && limit > 0 ? found.slice(0, limit) : found;
   }
 
@@ -222,15 +228,21 @@ export class CollectionData {
     if (Array.isArray(ids) && ids.every((value) => typeof value === 'string')) {
       return ids.map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => doc !== undefined);
     }
-    let narrowest: string[] | undefined;
+    let narrowest: Set<string>[] | undefined;
+    let narrowestSize = Number.POSITIVE_INFINITY;
     for (const [field, byValue] of this.lookups) {
       const points = pointValues(filter[field]);
       if (!points) continue;
-      const held = points.flatMap((value) => [...(byValue.get(keyText([value])) ?? [])]);
-      if (!narrowest || held.length < narrowest.length) narrowest = held;
+      const sets = points.flatMap((value) => byValue.get(keyText([value])) ?? []);
+      const size = sets.reduce((sum, ids) => sum + ids.size, 0);
+      if (size < narrowestSize) {
+        narrowest = sets;
+        narrowestSize = size;
+      }
     }
     if (!narrowest) return [...this.docs.values()];
-    return [...new Set(narrowest)].map((key) => this.docs.get(key)).filter((doc): doc is Doc => doc !== undefined);
+    const held = narrowest.length === 1 ? (narrowest[0] as Set<string>) : new Set(narrowest.flatMap((set) => [...set]));
+    return [...held].map((key) => this.docs.get(key)).filter((doc): doc is Doc => doc !== undefined);
   }
 
   private addLookup(field: string | undefined): void {
@@ -375,10 +387,37 @@ export function writeError(index: number, error: MongoServerError, op: Doc): Wri
   return { err, index, code: err.code, errmsg: err.errmsg, errInfo: err.errInfo } as unknown as WriteError;
 }
 
+function isPlain(value: unknown): boolean {
+  return value === null || ['string', 'number', 'boolean'].includes(typeof value);
+}
+
+/**
+ * Documents in `sort` order: compared field by field in BSON order where
+ * every sorted value is a scalar, a date or an id; by mingo's `$sort`
+ * otherwise (arrays and embedded documents).
+ */
+function sorted(docs: Doc[], sort: Record<string, 1 | -1> | undefined): Doc[] {
+  const keys = Object.entries(sort ?? {});
+  if (keys.length === 0) return docs;
+  const simple = docs.every((doc) =>
+    keys.every(([field]) => {
+      const value = valueAt(doc, field);
+      return value === undefined || isPlain(value) || value instanceof Date || value instanceof ObjectId;
+    }),
+  );
+  if (!simple) return new Aggregator([{ $sort: sort }], {}).run(docs) as Doc[];
+  return [...docs].sort((a, b) => {
+    for (const [field, order] of keys) {
+      const compared = compareValues(valueAt(a, field), valueAt(b, field));
+      if (compared !== 0) return compared * order;
+    }
+    return 0;
+  });
+}
+
 /** The values an equality, `$eq` or `$in` on a field pins it to; `undefined` for any other condition. */
 function pointValues(condition: unknown): unknown[] | undefined {
   if (condition === undefined) return undefined;
-  const isPlain = (value: unknown) => value === null || ['string', 'number', 'boolean'].includes(typeof value);
   if (isPlain(condition)) return [condition];
   if (typeof condition !== 'object' || condition instanceof Date || Array.isArray(condition)) return undefined;
   const keys = Object.keys(condition as object);

@@ -119,7 +119,7 @@ const TYPE_RANK = (value: unknown): number => {
 };
 
 /** BSON comparison order, for the types the store keeps in indexed fields. */
-function compareValues(a: unknown, b: unknown): number {
+export function compareValues(a: unknown, b: unknown): number {
   const rank = TYPE_RANK(a) - TYPE_RANK(b);
   if (rank !== 0) return rank;
   if (a instanceof Date && b instanceof Date) return a.getTime() - b.getTime();
