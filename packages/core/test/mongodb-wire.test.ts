@@ -1,0 +1,69 @@
+import { startMongoWireDouble, until } from '@workq/test-support';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMongoStore } from '../src/stores/mongodb/index.ts';
+import { describeStore } from './conformance/describe-store.ts';
+import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
+
+// The MongoDB store through the whole conformance suite under the real
+// driver, against a fake primary that speaks the wire protocol (no MongoDB
+// server exists here): every store opened has its own client, as separate
+// processes would, and the TTL monitor runs by today's date.
+const dbName = 'workq_conformance';
+const double = await startMongoWireDouble({ database: dbName, ttlMonitor: true });
+
+describeStore(
+  'mongodb (wire double)',
+  async () => ({
+    separateConnections: true,
+    open: () => createMongoStore({ url: double.url, dbName, ...CONFORMANCE_STORE_OPTIONS }),
+    close: async () => {
+      double.state.databases.delete(dbName);
+    },
+    scaleSkipReason:
+      'the wire double does not model what its indexes cost; claim cost at scale is proven on real MongoDB',
+  }),
+  {
+    knownFailures: {
+      '8 claimers on separate connections against concurrency 5 never see a 6th active lease, while expired leases are swept':
+        'issue 46 point 2: before the fenced limited claim, 6 leases were seen active under concurrency 5; with the fence (flow-control.ts, being rewritten), each limited claim takes a transaction and several round trips over the wire, and on this loaded machine the claimers never held 5 leases at once (3 seen), so the test cannot show the limit',
+      'rateLimit { max: 50, perMs: 1000 } over 3 s starts at most 50 in any 1-second window, across claimers':
+        'issue 46 (flow control): 57 starts fell in one 1-second window of the claims’ `now` over the wire; suspected cause: a limited claim that waits behind its process’s earlier claims of the type runs with the `now` it was made with, so the rate buckets count it in a window already passed',
+    },
+  },
+);
+
+describe('mongodb (wire double): what the store sent in that run', () => {
+  afterAll(() => double.close());
+
+  const jobsCommands = () =>
+    double.commands.filter((command) => command.db === dbName && Object.values(command.body)[0] === 'workq_jobs');
+
+  it('opened every change stream at read concern majority (or none)', async () => {
+    // The suite opens stores without waiting on wake-ups: one store subscribes and publishes here.
+    const store = await createMongoStore({ url: double.url, dbName, ...CONFORMANCE_STORE_OPTIONS });
+    try {
+      const heard: string[] = [];
+      const unsubscribe = await store.notifier?.subscribe((name) => heard.push(name));
+      await store.notifier?.publish('probe');
+      await until(() => heard.includes('probe'), 10_000, 10);
+      await unsubscribe?.();
+    } finally {
+      await store.close();
+    }
+    const streams = double.commands.filter((command) => command.body.pipeline?.[0]?.$changeStream !== undefined);
+    expect(streams.length).toBeGreaterThan(0);
+    for (const stream of streams) expect([undefined, 'majority']).toContain(stream.body.readConcern?.level);
+  });
+
+  it('read jobs from the primary only', () => {
+    const reads = jobsCommands().filter((command) => ['find', 'aggregate', 'count', 'distinct'].includes(command.name));
+    expect(reads.length).toBeGreaterThan(0);
+    for (const read of reads) expect([undefined, 'primary']).toContain(read.body.$readPreference?.mode);
+  });
+
+  it('hinted only indexes that exist and that the query can use', () => {
+    const hinted = double.commands.filter((command) => command.queries.some((query) => query.index !== undefined));
+    expect(hinted.length).toBeGreaterThan(0);
+    expect(double.commands.flatMap((command) => command.refusedHints)).toEqual([]);
+  });
+});
