@@ -32,15 +32,25 @@ export function ConfirmDialog(props: { action: PendingAction | null; onClose: ()
     dialog.current?.querySelector<HTMLElement>('button')?.focus();
     return () => returnTo?.focus();
   }, [open]);
+  // Escape closes it wherever the focus went (a click on the backdrop, say), unless its action is running.
+  const closeRef = useRef(close);
+  closeRef.current = busy ? () => {} : close;
+  useEffect(() => {
+    if (!open) return;
+    const onEscape = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape') return;
+      event.preventDefault();
+      closeRef.current();
+    };
+    document.addEventListener('keydown', onEscape);
+    return () => document.removeEventListener('keydown', onEscape);
+  }, [open]);
   useEffect(() => {
     if (outcome) dialog.current?.querySelector<HTMLElement>('button')?.focus();
   }, [outcome]);
   if (!open) return null;
   const onKeyDown = (event: KeyboardEvent) => {
-    if (event.key === 'Escape' && !busy) {
-      event.preventDefault();
-      close();
-    } else if (event.key === 'Tab') {
+    if (event.key === 'Tab') {
       const buttons = [...(dialog.current?.querySelectorAll<HTMLElement>('button:not([disabled])') ?? [])];
       const at = buttons.indexOf(document.activeElement as HTMLElement);
       const next = buttons[(at + (event.shiftKey ? buttons.length - 1 : 1)) % buttons.length];

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import type { Api } from '../api-client.ts';
 import { chosenActions } from '../bulk.ts';
 import { AttemptTimeline } from '../components/attempts.tsx';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
@@ -35,6 +36,7 @@ export function JobPage(props: { id: string }) {
   const holder = workers.data?.find((worker) => worker.id === job.workerId || worker.activeJobIds.includes(job.id));
   const ranMs = job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.runAt).getTime() : undefined;
   const actions = chosenActions(api, { describe: `job ${job.id}`, jobs: [job] });
+  if (job.state === 'scheduled') actions.unshift({ label: 'Run now', action: runNow(api, job) });
   return (
     <section class="job" data-state={job.state}>
       <p>
@@ -133,6 +135,20 @@ export function JobPage(props: { id: string }) {
       <ConfirmDialog action={pending} onClose={() => setPending(null)} />
     </section>
   );
+}
+
+/** Runs a scheduled job (delayed, or waiting out a retry's backoff) at once, after a confirmation. */
+function runNow(api: Api, job: { id: string; runAt: Date; attempts: number }): PendingAction {
+  const retrying =
+    job.attempts > 0 ? ` It keeps its ${job.attempts} attempt${job.attempts === 1 ? '' : 's'} so far.` : '';
+  return {
+    question: `Run job ${job.id} now instead of ${relativeTime(job.runAt)}?${retrying}`,
+    confirmLabel: 'Run now',
+    run: async () =>
+      (await api.admin.promote.mutate({ id: job.id }))
+        ? 'The job is ready: a worker takes it next.'
+        : 'The job was no longer scheduled: it had started or finished.',
+  };
 }
 
 /** A fact naming another job (the one this replays, or was moved from or to), linked to its page; nothing without one. */
