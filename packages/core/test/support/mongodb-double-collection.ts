@@ -391,8 +391,6 @@ export class DoubleCollection {
     bulk = false,
   ): Promise<T> {
     this.double.beforeCall();
-    const inTransaction = options.session?.inTransaction() ?? false;
-    await this.double.beforeWrite?.({ collection: this.collectionName, method, inTransaction });
     const writeConcern = this.record(method, options);
     const call: WriteCall = { options, changes: [] };
     const result = apply(call);

@@ -108,10 +108,6 @@ export class MongoDriverDouble {
    * gets them: a test's stand-in for what other clients do meanwhile.
    */
   onRead: ((query: RecordedQuery, found: readonly Doc[]) => void) | undefined;
-  /** Awaited before each write is applied: a test's way to hold one client's write while other clients run. */
-  beforeWrite:
-    | ((write: { collection: string; method: string; inTransaction: boolean }) => Promise<void> | void)
-    | undefined;
   private readonly faults: WriteFault[] = [];
   private secondary: Map<string, Map<string, CollectionData>> | null;
 

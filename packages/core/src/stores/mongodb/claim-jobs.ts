@@ -16,7 +16,7 @@ const MAX_ROUNDS = 4;
 const MAX_LISTED_VERSIONS = 64;
 
 /** The versions a claim reads, as a condition the claim index serves; `null` when the range is empty. */
-function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | null {
+export function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'] | null {
   const from = Math.ceil(Number(request.minVersion));
   const to = Math.floor(Number(request.maxVersion));
   if (!(from <= to)) return null;

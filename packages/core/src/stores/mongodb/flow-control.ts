@@ -1,16 +1,29 @@
 /**
  * Flow control on MongoDB: a settings document per job type, and the limited claim (see `FlowControlStore`).
- * A limited claim holds its type's settings document by a claim lock (a token with an expiry, set and cleared
- * by single-document writes), so the limited claims of one type run one at a time without a transaction.
+ *
+ * A limited claim is one transaction whose first write bumps its type's settings document (`fence`). Two
+ * claims of one type therefore write the same document: the second gets `WriteConflict` at once, and the
+ * driver runs it again (with backoff) until the first has committed or aborted, so it counts what the first
+ * leased. The fence is the server's own conflict check; no claimer's clock, lock expiry or stall can let two
+ * claims overlap, so `concurrency`, `groupConcurrency` and `rateLimit` hold however slow a claimer is. The
+ * leases are written in the same transaction: when anything fails before the commit (a read-back, the
+ * settings' save, the claimer's connection), the transaction aborts and the jobs are as they were, ready and
+ * with their attempts unspent. A commit whose outcome is unknown is followed by a give-back of the claim's
+ * token (see `giveBackLeases`), so no job stays leased to a claim that was never answered. A claim that leases
+ * nothing aborts its transaction rather than commit it: it costs no majority write.
  */
-import type { Collection } from 'mongodb';
-import { newLeaseToken } from '../../engine/ids.ts';
+import type { Collection, MongoClient, WriteConcernSettings } from 'mongodb';
+import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
-import { claimJobs, leaseUpdate, promoteDueJobs } from './claim-jobs.ts';
-import { CLAIM_SORT, type JobDocument, toJobRecord } from './documents.ts';
-import { GROUP_INDEX } from './indexes.ts';
+import { claimJobs, promoteDueJobs } from './claim-jobs.ts';
+import type { JobDocument } from './documents.ts';
+import { isTransactionUnsupportedError } from './errors.ts';
+import { giveBackLeases } from './leases.ts';
+import { claimSteps } from './limited-claim-steps.ts';
+import { type RateBucket, RateBuckets } from './rate-buckets.ts';
+import { transactionOptions } from './transactions.ts';
 
 /** A job type's settings, keyed by its name. */
 export interface QueueSettingsDocument {
@@ -20,12 +33,14 @@ export interface QueueSettingsDocument {
   rateLimit: { max: number; perMs: number } | null;
   groupConcurrency: number | null;
   grouped: boolean;
-  /** See `FlowState.recentStarts`. */
-  recentStarts: number[];
+  /** The rate-limit state (see `RateBuckets`); absent before the first rate-limited claim. */
+  rateBuckets?: RateBucket[];
+  /** The log of starts the rate limit kept before `rateBuckets`, read once into them and then removed. */
+  recentStarts?: number[];
   lastTurn: number;
   updatedAt: Date;
-  /** Held by the limited claim running for the type, until `until` (by the claims' clocks) at the latest. */
-  claimLock: { token: string; until: Date } | null;
+  /** Bumped by every limited claim of the type as its transaction's first write (see above); absent before one. */
+  fence?: number;
 }
 
 /** The last turn of one group of a type; `_id` is `JSON.stringify([name, group])`. */
@@ -35,11 +50,6 @@ export interface QueueGroupDocument {
   group: string;
   lastTurn: number;
 }
-
-/** How long a claim lock holds if its claim never clears it (its process died mid-claim). */
-const CLAIM_LOCK_MS = 10_000;
-/** How long a limited claim waits for its type's claim lock, in pauses of a few milliseconds, before giving up. */
-const CLAIM_LOCK_TRIES = 2_000;
 
 function toSettings(doc: QueueSettingsDocument): QueueSettings {
   return {
@@ -53,12 +63,17 @@ function toSettings(doc: QueueSettingsDocument): QueueSettings {
   };
 }
 
+/** Only what `QueueSettings` shows: every server reads the settings every few seconds, and the claims' state is not for it. */
+const SETTINGS_PROJECTION = { paused: 1, concurrency: 1, rateLimit: 1, groupConcurrency: 1, grouped: 1, updatedAt: 1 };
+
 /** See `FlowControlStore.listQueueSettings`. */
 export async function listQueueSettings(
   settings: Collection<QueueSettingsDocument>,
   name?: string,
 ): Promise<QueueSettings[]> {
-  const docs = await settings.find(name === undefined ? {} : { _id: name }, { sort: { _id: 1 } }).toArray();
+  const docs = await settings
+    .find(name === undefined ? {} : { _id: name }, { sort: { _id: 1 }, projection: SETTINGS_PROJECTION })
+    .toArray();
   return docs.map((doc) => toSettings(doc as QueueSettingsDocument));
 }
 
@@ -76,9 +91,7 @@ export async function updateQueueSettings(
     rateLimit: null,
     groupConcurrency: null,
     grouped: false,
-    recentStarts: [],
     lastTurn: 0,
-    claimLock: null,
   };
   if (change.paused !== undefined) set.paused = change.paused;
   if (change.concurrency !== undefined) set.concurrency = change.concurrency;
@@ -91,137 +104,149 @@ export async function updateQueueSettings(
   const doc = await settings.findOneAndUpdate(
     { _id: name },
     { $set: set, $setOnInsert: defaults },
-    { upsert: true, returnDocument: 'after' },
+    { upsert: true, returnDocument: 'after', projection: SETTINGS_PROJECTION },
   );
   return toSettings(doc as QueueSettingsDocument);
 }
 
-/** The collections a limited claim reads and writes. */
+/** What a limited claim runs on. */
 export interface FlowCollections {
+  client: MongoClient;
   jobs: Collection<JobDocument>;
   settings: Collection<QueueSettingsDocument>;
   groups: Collection<QueueGroupDocument>;
-}
-
-/**
- * Takes the type's claim lock, resolving to its settings, or to `null` when the type has none; waits while
- * another limited claim of the type holds it.
- */
-async function lockSettings(
-  c: FlowCollections,
-  name: string,
-  token: string,
-  now: Date,
-): Promise<QueueSettingsDocument | null> {
-  const free = { $or: [{ claimLock: null }, { 'claimLock.until': { $lte: now } }] };
-  const lock = { claimLock: { token, until: new Date(now.getTime() + CLAIM_LOCK_MS) } };
-  for (let tries = 0; tries < CLAIM_LOCK_TRIES; tries++) {
-    const doc = await c.settings.findOneAndUpdate({ _id: name, ...free }, { $set: lock }, { returnDocument: 'after' });
-    if (doc) return doc as QueueSettingsDocument;
-    if (!(await c.settings.findOne({ _id: name }, { projection: { _id: 1 } }))) return null;
-    await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 3));
-  }
-  throw new WorkqError(
-    'UNAVAILABLE',
-    `Limited claims of "${name}" waited too long for each other; retry (a claim that died holding the type releases it after ${CLAIM_LOCK_MS} ms).`,
-  );
+  /** The store's write concern, which its transactions commit with (see `transactionOptions`). */
+  writeConcern: WriteConcernSettings;
+  /** Host list for error messages (never credentials). */
+  hosts: string;
 }
 
 function toFlowState(doc: QueueSettingsDocument): FlowState {
-  return { ...toSettings(doc), recentStarts: doc.recentStarts ?? [], lastTurn: doc.lastTurn ?? 0 };
+  return { ...toSettings(doc), recentStarts: [], lastTurn: doc.lastTurn ?? 0 };
 }
 
-const groupRef = (name: string, group: string) => JSON.stringify([name, group]);
-
-/** The number of `active` jobs of each group of the type (groups with none are left out). */
-async function countActiveByGroup(c: FlowCollections, name: string): Promise<Map<string, number>> {
-  const active = await c.jobs
-    .find({ name, state: 'active', group: { $type: 'string' } }, { projection: { group: 1 } })
-    .toArray();
-  const counts = new Map<string, number>();
-  for (const job of active) counts.set(job.group as string, (counts.get(job.group as string) ?? 0) + 1);
-  return counts;
+/** Whether the settings hold claims back (a pause or a limit), and so need the fence. */
+function holdsBack(settings: QueueSettingsDocument): boolean {
+  const { paused, concurrency, rateLimit, groupConcurrency } = settings;
+  return paused === true || concurrency != null || rateLimit != null || groupConcurrency != null;
 }
 
-/** See `FlowControlStore.claimLimitedJobs`. */
+/**
+ * See `FlowControlStore.claimLimitedJobs`, and the top of this file. The settings are read first: a type
+ * that is only `grouped` (its jobs take turns, with no limit to keep) is claimed without the fence and its
+ * transaction (`claimTurns`), so its claims neither wait for each other nor pay for a commit; the others go
+ * through the fence, which reads the settings again inside the transaction.
+ */
 export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim> {
-  const { name, now } = request;
-  const token = newLeaseToken();
-  const doc = await lockSettings(c, name, token, now);
-  if (!doc) return { jobs: await claimJobs(c.jobs, request), paused: false, nextStartAt: null };
-  const held = { _id: name, 'claimLock.token': token };
-  const ready = {
-    state: 'waiting' as const,
-    name,
-    runAt: { $lte: now },
-    version: { $gte: request.minVersion, $lte: request.maxVersion },
-  };
-  try {
-    return await claimUnderSettings(request, toFlowState(doc), {
-      countActive: async () =>
-        (await c.jobs.find({ name, state: 'active' }, { projection: { _id: 1 } }).toArray()).length,
-      readyGroups: async (countActive) => {
-        // A claim of nothing moves the type's due delayed jobs into the claim index first, as a claim does.
-        await promoteDueJobs(c.jobs, name, now);
-        const found = await c.jobs
-          .aggregate<{ _id: string }>([
-            { $match: { state: 'waiting', name, group: { $type: 'string' } } },
-            { $group: { _id: '$group' } },
-          ])
-          .toArray();
-        const groups = found.map((g) => g._id);
-        const turns = await c.groups.find({ _id: { $in: groups.map((g) => groupRef(name, g)) } }).toArray();
-        const turnOf = new Map(turns.map((t) => [t.group, t.lastTurn]));
-        const active = countActive ? await countActiveByGroup(c, name) : new Map<string, number>();
-        return groups.map((group) => ({ group, lastTurn: turnOf.get(group) ?? null, active: active.get(group) ?? 0 }));
-      },
-      candidates: async (groups) => {
-        const byGroup = new Map<string, string[]>();
-        for (const { group, cap } of groups) {
-          const docs = await c.jobs
-            .find(
-              // The filter names the index's partial condition (`$type`) so the server may use it.
-              { ...ready, group: { $type: 'string', $eq: group } },
-              { sort: CLAIM_SORT, limit: cap, projection: { _id: 1 }, hint: GROUP_INDEX },
-            )
-            .toArray();
-          byGroup.set(
-            group,
-            docs.map((d) => d._id),
-          );
-        }
-        return byGroup;
-      },
-      lease: async (ids) => {
-        // Each job is leased only if still ready; no other limited claim of the type runs meanwhile.
-        const lease = leaseUpdate(request);
-        await c.jobs.bulkWrite(
-          ids.map((_id) => ({ updateOne: { filter: { ...ready, _id }, update: lease } })),
-          { ordered: false },
-        );
-        const leased = await c.jobs
-          .find({ _id: { $in: [...ids] }, leaseToken: request.leaseToken, state: 'active' })
-          .toArray();
-        const byId = new Map(leased.map((job) => [job._id, toJobRecord(job as JobDocument)]));
-        return ids.flatMap((id) => byId.get(id) ?? []);
-      },
-      claimInOrder: (limit) => claimJobs(c.jobs, { ...request, limit }),
-      save: async ({ recentStarts, lastTurn, groupTurns }) => {
-        await c.settings.updateOne(held, { $set: { recentStarts, lastTurn } });
-        if (groupTurns.size === 0) return;
-        await c.groups.bulkWrite(
-          [...groupTurns].map(([group, turn]) => ({
-            updateOne: {
-              filter: { _id: groupRef(name, group) },
-              update: { $set: { name, group, lastTurn: turn } },
-              upsert: true,
-            },
-          })),
-          { ordered: false },
-        );
-      },
-    });
-  } finally {
-    await c.settings.updateOne(held, { $set: { claimLock: null } });
+  const named = { ...request, name: String(request.name) };
+  // Due delayed jobs move into the claim index first: bounded, shared by the store's claims, and outside the
+  // transaction, whose retries would repeat it.
+  await promoteDueJobs(c.jobs, named.name, named.now);
+  const settings = (await c.settings.findOne({ _id: named.name })) as QueueSettingsDocument | null;
+  const claim =
+    settings === null
+      ? null
+      : holdsBack(settings)
+        ? await inTurn(c.client, named.name, () => claimFenced(c, named))
+        : await claimTurns(c, named, settings);
+  return claim ?? { jobs: await claimJobs(c.jobs, named), paused: false, nextStartAt: null };
+}
+
+/** The fenced claims of this process, by client and type: the promise the next one waits for. */
+const claimsRunning = new WeakMap<MongoClient, Map<string, Promise<unknown>>>();
+
+/**
+ * Runs `claim` once the fenced claims of `name` this process started earlier on `client` have ended. They
+ * would conflict in the database anyway, and each conflict is waited out with the driver's jittered backoff
+ * (up to half a second): queued here, a process's claims of one type follow each other at once, and only
+ * claims from other processes meet in the fence.
+ */
+function inTurn<T>(client: MongoClient, name: string, claim: () => Promise<T>): Promise<T> {
+  let byName = claimsRunning.get(client);
+  if (!byName) {
+    byName = new Map();
+    claimsRunning.set(client, byName);
   }
+  const queue = byName;
+  const mine = (queue.get(name) ?? Promise.resolve()).then(claim, claim);
+  const settled = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  queue.set(name, settled);
+  void settled.then(() => {
+    if (queue.get(name) === settled) queue.delete(name);
+  });
+  return mine;
+}
+
+/**
+ * The limited claim in its fenced transaction (see the top of this file); `null`, having written nothing,
+ * when the type's settings are gone.
+ */
+async function claimFenced(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim | null> {
+  const session = c.client.startSession();
+  let committing = false;
+  try {
+    return await session.withTransaction(async () => {
+      committing = false;
+      const doc = await c.settings.findOneAndUpdate(
+        { _id: request.name },
+        { $inc: { fence: 1 } },
+        { session, returnDocument: 'after' },
+      );
+      const settings = doc as QueueSettingsDocument | null;
+      const claim = settings
+        ? await claimUnderSettings(
+            request,
+            toFlowState(settings),
+            claimSteps(c, request, session, RateBuckets.stored(settings.rateLimit, settings)),
+          )
+        : null;
+      // Nothing leased, nothing to commit: an abort costs no majority write.
+      if (claim === null || claim.jobs.length === 0) await session.abortTransaction();
+      else committing = true;
+      return claim;
+    }, transactionOptions(c.writeConcern));
+  } catch (error) {
+    if (isTransactionUnsupportedError(error)) {
+      throw new WorkqError(
+        'UNAVAILABLE',
+        `Flow control (pause, limits) needs a MongoDB replica set (or sharded cluster) for its transaction; the server at ${c.hosts} is a standalone. Run mongod with --replSet (a one-member replica set is enough).`,
+        { retryable: false, cause: error },
+      );
+    }
+    // The commit may have been applied, its answer lost: the leases go back before the error is reported.
+    if (committing) await giveBack(c, request);
+    throw error;
+  } finally {
+    await session.endSession();
+  }
+}
+
+/**
+ * The claim of a type that only takes turns: the same steps, outside any transaction, beside the type's other
+ * claims (see `claimSteps`). A failure after leasing gives the leases back before it is reported.
+ */
+async function claimTurns(
+  c: FlowCollections,
+  request: ClaimRequest,
+  settings: QueueSettingsDocument,
+): Promise<LimitedClaim> {
+  try {
+    return await claimUnderSettings(
+      request,
+      toFlowState(settings),
+      claimSteps(c, request, undefined, RateBuckets.stored(null, {})),
+    );
+  } catch (error) {
+    await giveBack(c, request);
+    throw error;
+  }
+}
+
+/** Gives back whatever the claim leased (see `giveBackLeases`). */
+function giveBack(c: FlowCollections, request: ClaimRequest): Promise<void> {
+  const leaseMs = request.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs;
+  return giveBackLeases(c.jobs, { name: request.name, token: String(request.leaseToken), now: request.now, leaseMs });
 }

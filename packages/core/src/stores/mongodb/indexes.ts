@@ -46,8 +46,12 @@ export const CLAIM_INDEX_KEY = { name: 1, version: 1, priority: -1, orderKey: 1,
 /** The name of the index through which a claim finds the delayed jobs of its name that came due. */
 export const DELAYED_INDEX = 'delayed_due';
 
-/** The name of the index through which a limited claim finds a group's waiting jobs in claim order. */
-export const GROUP_INDEX = 'group_claim';
+/**
+ * The name of the index through which a limited claim finds a group's waiting jobs in claim order. Its key
+ * has `version` after the group, as the claim index has after the name, so a claim reads only the versions
+ * it takes; earlier versions named one without it `group_claim`.
+ */
+export const GROUP_INDEX = 'group_claim_by_version';
 
 /** The name of the unique index of idempotency keys, through which a duplicate's holder is found. */
 export const IDEMPOTENCY_INDEX = 'idempotency';
@@ -94,7 +98,7 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
     // Only jobs with a group are in it: jobs without one cost no more to insert.
     {
       name: GROUP_INDEX,
-      key: { name: 1, group: 1, priority: -1, orderKey: 1, _id: 1 },
+      key: { name: 1, group: 1, version: 1, priority: -1, orderKey: 1, _id: 1 },
       partialFilterExpression: { state: 'waiting', group: { $type: 'string' } },
     },
     {
@@ -235,7 +239,7 @@ function indexInTheWay(collection: Collection, name: string, what: string): Work
  * rollout, so only `dropRetiredIndexes` removes them.
  */
 export const RETIRED_INDEXES: Partial<Record<keyof CollectionNames, readonly string[]>> = {
-  jobs: ['claim'],
+  jobs: ['claim', 'group_claim'],
 };
 
 /** Drops the indexes of `RETIRED_INDEXES` not dropped yet; see `dropRetiredMongoIndexes`. */

@@ -112,6 +112,9 @@ export class MongoStore implements Store {
       parts.db.collection<ScheduleRunDocument>(parts.names.scheduleRuns),
     );
     this.flow = {
+      client: parts.client,
+      writeConcern: parts.writeConcern,
+      hosts: parts.hosts,
       jobs: this.jobs,
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
       groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),

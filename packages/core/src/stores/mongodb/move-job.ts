@@ -1,40 +1,11 @@
-import {
-  type Collection,
-  type Filter,
-  type MongoClient,
-  MongoError,
-  type TransactionOptions,
-  type WriteConcernSettings,
-} from 'mongodb';
+import { type Collection, type Filter, type MongoClient, MongoError, type WriteConcernSettings } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError, isWriteTimeout } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
-
-/**
- * How much longer than the commit's `maxCommitTimeMS` its write concern may
- * wait. The driver gives a commit without a `wtimeoutMS` one of 10 s, and
- * `withTransaction` retries a commit that failed on its write concern for
- * two minutes; a commit whose `maxTimeMS` runs out first fails with
- * `MaxTimeMSExpired`, which it does not retry. So the commit fails once,
- * after `writeTimeoutMS`, as every other write does.
- */
-const COMMIT_WTIMEOUT_MARGIN_MS = 1_000;
-
-/** A transaction's options: majority, journaled, its commit bounded by `maxCommitTimeMS` (see above). */
-function transactionOptions(writeConcern: WriteConcernSettings): TransactionOptions {
-  const { wtimeoutMS, ...majority } = writeConcern;
-  const bounded =
-    wtimeoutMS === undefined
-      ? { writeConcern: majority }
-      : {
-          writeConcern: { ...majority, wtimeoutMS: wtimeoutMS + COMMIT_WTIMEOUT_MARGIN_MS },
-          maxCommitTimeMS: wtimeoutMS,
-        };
-  return { ...bounded, readConcern: { level: 'majority' }, readPreference: 'primary' };
-}
+import { transactionOptions } from './transactions.ts';
 
 /** Where `moveJob` runs its transaction. */
 export interface MoveTarget {

@@ -45,8 +45,22 @@ export interface LimitedClaimSteps {
   lease(ids: readonly string[]): Promise<ClaimedRecord[]>;
   /** Leases up to `limit` jobs in claim order, as `claimJobs` does. */
   claimInOrder(limit: number): Promise<ClaimedRecord[]>;
-  /** Stores the new rate-limit log, turn counter and group turns. */
-  save(change: { recentStarts: number[]; lastTurn: number; groupTurns: Map<string, number> }): Promise<void>;
+  /** The type's rate-limit state as the store keeps it. */
+  rate: RateLedger;
+  /** Stores the rate-limit state (`rate`, as the claim left it), the turn counter and the group turns. */
+  save(change: { lastTurn: number; groupTurns: Map<string, number> }): Promise<void>;
+}
+
+/**
+ * A type's rate-limit state, as a store keeps it: whatever it is, it answers
+ * as the log of starts `rateWindow` and `afterStarts` reckon with would, or
+ * more strictly, never letting more than `rateLimit.max` start in a window.
+ */
+export interface RateLedger {
+  /** How many more may start at `nowMs` (unbounded without a rate limit), and, when none may, when the next may. */
+  window(nowMs: number): { allowed: number; nextStartAt: Date | null };
+  /** Counts `leased` starts (at least one) at `nowMs`; resolves to when the next may start, `null` unless the rate limit holds it. */
+  started(leased: number, nowMs: number): Date | null;
 }
 
 /** Whether claims of a type with these settings choose between groups. */
@@ -81,8 +95,9 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
  * claim is one round trip; MySQL runs its own (stores/mysql/flow-control.ts and group-claim.ts), so that a
  * claim reads a group's active jobs and first job in the statement that walks to it. Both take turns from a
  * cursor over the groups' names rather than by last start (all round-robin), and reckon the rate window and its
- * log by `rateWindow` and `afterStarts` (PostgreSQL in SQL). A change of what a limit means is made in all
- * three, and the conformance suite holds them to the same guarantees.
+ * log by `rateWindow` and `afterStarts` (PostgreSQL in SQL); MongoDB keeps its rate-limit state in bounded
+ * buckets (`steps.rate`, stores/mongodb/rate-buckets.ts) that answer as that log does. A change of what a limit
+ * means is made in all three, and the conformance suite holds them to the same guarantees.
  */
 export async function claimUnderSettings(
   request: ClaimRequest,
@@ -91,7 +106,7 @@ export async function claimUnderSettings(
 ): Promise<LimitedClaim> {
   if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
   const nowMs = request.now.getTime();
-  const rate = rateWindow(settings, nowMs);
+  const rate = steps.rate.window(nowMs);
   let room = Math.min(request.limit, rate.allowed);
   if (settings.concurrency !== null && room > 0)
     room = Math.min(room, settings.concurrency - (await steps.countActive()));
@@ -100,16 +115,16 @@ export async function claimUnderSettings(
   const groupOf = new Map<string, string>();
   const jobs = turns ? await claimByTurns(settings, room, steps, groupOf) : await steps.claimInOrder(room);
   if (jobs.length === 0) return { jobs, paused: false, nextStartAt: null };
-  const started = afterStarts(settings, rate, jobs.length, nowMs);
+  const nextStartAt = steps.rate.started(jobs.length, nowMs);
   const groupTurns = new Map<string, number>();
   if (turns) {
     for (const [i, job] of jobs.entries()) groupTurns.set(groupOf.get(job.id) ?? NO_GROUP, settings.lastTurn + i + 1);
   }
-  // Only a rate limit's log and the groups' turns change: a claim under a concurrency limit alone writes nothing.
+  // Only a rate limit's state and the groups' turns change: a claim under a concurrency limit alone writes nothing.
   if (settings.rateLimit !== null || turns) {
-    await steps.save({ recentStarts: started.recentStarts, lastTurn: settings.lastTurn + jobs.length, groupTurns });
+    await steps.save({ lastTurn: settings.lastTurn + jobs.length, groupTurns });
   }
-  return { jobs, paused: false, nextStartAt: started.nextStartAt };
+  return { jobs, paused: false, nextStartAt };
 }
 
 /**

@@ -1,0 +1,131 @@
+import type { ClientSession, UpdateFilter } from 'mongodb';
+import type { ClaimedRecord, ClaimRequest } from '../../engine/store.ts';
+import type { LimitedClaimSteps } from '../shared/limited-claim.ts';
+import { leaseUpdate, versionsOf } from './claim-jobs.ts';
+import { CLAIM_SORT, type JobDocument, toJobRecord } from './documents.ts';
+import type { FlowCollections, QueueSettingsDocument } from './flow-control.ts';
+import { CLAIM_INDEX, GROUP_INDEX } from './indexes.ts';
+import type { RateBuckets } from './rate-buckets.ts';
+
+const groupRef = (name: string, group: string) => JSON.stringify([name, group]);
+
+/**
+ * The steps of a limited claim (see `LimitedClaimSteps`), each one round trip. In the fenced transaction
+ * (`session`) they read and write as no other claim of the type runs meanwhile. Without one (a type that only
+ * takes turns, see `claimLimitedJobs`) other claims run beside them: a job is leased only if still ready, and
+ * turns are raised to at least what the claim took (`$max`), so that concurrent claims never move them back.
+ */
+export function claimSteps(
+  c: FlowCollections,
+  request: ClaimRequest,
+  session: ClientSession | undefined,
+  rate: RateBuckets,
+): LimitedClaimSteps {
+  const { name, now } = request;
+  const inSession = session ? { session } : {};
+  // The versions listed one by one where the range is short, so the claim and group indexes give each
+  // version's jobs in claim order and the server merges them (see `versionsOf`).
+  const ready = {
+    state: 'waiting' as const,
+    name,
+    runAt: { $lte: now },
+    version: versionsOf(request) ?? { $in: [] },
+  };
+  /** Leases the jobs with these ids that are still ready, and reads them back in this order. */
+  const lease = async (ids: readonly string[]): Promise<ClaimedRecord[]> => {
+    if (ids.length === 0) return [];
+    const update = leaseUpdate(request);
+    await c.jobs.bulkWrite(
+      ids.map((_id) => ({ updateOne: { filter: { ...ready, _id }, update } })),
+      { ordered: false, ...inSession },
+    );
+    const leased = await c.jobs
+      .find({ _id: { $in: [...ids] }, name, leaseToken: request.leaseToken, state: 'active' }, inSession)
+      .toArray();
+    const byId = new Map(leased.map((job) => [job._id, toJobRecord(job as JobDocument)]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
+  };
+  return {
+    countActive: async () => {
+      const [counted] = await c.jobs
+        .aggregate<{ n: number }>([{ $match: { name, state: 'active' } }, { $count: 'n' }], inSession)
+        .toArray();
+      return counted?.n ?? 0;
+    },
+    readyGroups: async (countActive) => {
+      const found = await c.jobs
+        .aggregate<{ _id: string }>(
+          [{ $match: { state: 'waiting', name, group: { $type: 'string' } } }, { $group: { _id: '$group' } }],
+          inSession,
+        )
+        .toArray();
+      const groups = found.map((g) => g._id);
+      const turns = await c.groups.find({ _id: { $in: groups.map((g) => groupRef(name, g)) } }, inSession).toArray();
+      const turnOf = new Map(turns.map((t) => [t.group, t.lastTurn]));
+      const active = countActive ? await countActiveByGroup(c, name, session) : new Map<string, number>();
+      return groups.map((group) => ({ group, lastTurn: turnOf.get(group) ?? null, active: active.get(group) ?? 0 }));
+    },
+    candidates: async (groups) => {
+      const byGroup = new Map<string, string[]>();
+      for (const { group, cap } of groups) {
+        const docs = await c.jobs
+          .find(
+            // The filter names the index's partial condition (`$type`) so the server may use it.
+            { ...ready, group: { $type: 'string', $eq: group } },
+            { sort: CLAIM_SORT, limit: cap, projection: { _id: 1 }, hint: GROUP_INDEX, ...inSession },
+          )
+          .toArray();
+        byGroup.set(
+          group,
+          docs.map((d) => d._id),
+        );
+      }
+      return byGroup;
+    },
+    lease,
+    claimInOrder: async (limit) => {
+      const candidates = await c.jobs
+        .find(ready, { sort: CLAIM_SORT, limit, projection: { _id: 1 }, hint: CLAIM_INDEX, ...inSession })
+        .toArray();
+      return lease(candidates.map((doc) => doc._id));
+    },
+    rate,
+    save: async ({ lastTurn, groupTurns }) => {
+      const state: UpdateFilter<QueueSettingsDocument> = session
+        ? { $set: { rateBuckets: rate.state, lastTurn }, $unset: { recentStarts: '' } }
+        : { $max: { lastTurn } };
+      await c.settings.updateOne({ _id: name }, state, inSession);
+      if (groupTurns.size === 0) return;
+      await c.groups.bulkWrite(
+        [...groupTurns].map(([group, turn]) => ({
+          updateOne: {
+            filter: { _id: groupRef(name, group) },
+            update: session
+              ? { $set: { name, group, lastTurn: turn } }
+              : { $set: { name, group }, $max: { lastTurn: turn } },
+            upsert: true,
+          },
+        })),
+        { ordered: false, ...inSession },
+      );
+    },
+  };
+}
+
+/** The number of `active` jobs of each group of the type (groups with none are left out). */
+async function countActiveByGroup(
+  c: FlowCollections,
+  name: string,
+  session: ClientSession | undefined,
+): Promise<Map<string, number>> {
+  const counted = await c.jobs
+    .aggregate<{ _id: string; n: number }>(
+      [
+        { $match: { name, state: 'active', group: { $type: 'string' } } },
+        { $group: { _id: '$group', n: { $sum: 1 } } },
+      ],
+      session ? { session } : {},
+    )
+    .toArray();
+  return new Map(counted.map((g) => [g._id, g.n]));
+}
