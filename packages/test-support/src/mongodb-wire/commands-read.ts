@@ -62,6 +62,18 @@ function readConcernLevel(body: Document): string | undefined {
   return typeof level === 'string' ? level : undefined;
 }
 
+/** Aggregation stages that never change the documents they are given. */
+const READ_ONLY_STAGES = new Set([
+  '$match',
+  '$group',
+  '$count',
+  '$sort',
+  '$limit',
+  '$skip',
+  '$project',
+  '$sortByCount',
+]);
+
 const aggregate: CommandHandler = async (context) => {
   const { body } = context;
   const pipeline = (body.pipeline ?? []) as Document[];
@@ -72,8 +84,10 @@ const aggregate: CommandHandler = async (context) => {
   const coll = collectionOf(context);
   const match = (first?.$match ?? {}) as Doc;
   planned(context, coll, match, { hint: body.hint });
-  const docs = (context.primary.collection(context.db, coll)?.match(match) ?? []).map(cloneDoc);
   const stages = first?.$match === undefined ? pipeline : rest;
+  const found = context.primary.collection(context.db, coll)?.match(match) ?? [];
+  // Stages that only read their input run on the stored documents; any other gets copies.
+  const docs = stages.every((stage) => READ_ONLY_STAGES.has(Object.keys(stage)[0] ?? '')) ? found : found.map(cloneDoc);
   const output = new Aggregator(stages, {}).run(docs) as Document[];
   const cursor = new ArrayCursor(`${context.db}.${coll}`, output);
   return { cursor: context.cursors.reply(cursor, await cursor.next(batchSize ?? DEFAULT_FIRST_BATCH)) };

@@ -52,6 +52,7 @@ function keyText(values: unknown[]): string {
 
 /** The value at a dotted path of a document. */
 export function valueAt(doc: Doc, path: string): unknown {
+  if (!path.includes('.')) return doc[path];
   let value: unknown = doc;
   for (const part of path.split('.')) {
     value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
@@ -406,13 +407,16 @@ function sorted(docs: Doc[], sort: Record<string, 1 | -1> | undefined): Doc[] {
     }),
   );
   if (!simple) return new Aggregator([{ $sort: sort }], {}).run(docs) as Doc[];
-  return [...docs].sort((a, b) => {
-    for (const [field, order] of keys) {
-      const compared = compareValues(valueAt(a, field), valueAt(b, field));
-      if (compared !== 0) return compared * order;
+  const orders = keys.map(([, order]) => order);
+  const decorated = docs.map((doc) => ({ doc, values: keys.map(([field]) => valueAt(doc, field)) }));
+  decorated.sort((a, b) => {
+    for (let i = 0; i < orders.length; i++) {
+      const compared = compareValues(a.values[i], b.values[i]);
+      if (compared !== 0) return compared * (orders[i] as number);
     }
     return 0;
   });
+  return decorated.map(({ doc }) => doc);
 }
 
 /** The values an equality, `$eq` or `$in` on a field pins it to; `undefined` for any other condition. */
