@@ -1,6 +1,7 @@
-import { until } from '@workq/test-support';
+import { startMongoWireDouble, until } from '@workq/test-support';
 import { MongoServerError } from 'mongodb';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { DB, mongoStoreOnDouble, storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
@@ -135,5 +136,36 @@ describe('mongodb store: change-stream wake-ups', () => {
     await store.close();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(double.changeStreams.size).toBe(0);
+  });
+});
+
+describe('mongodb store: change-stream wake-ups under the real driver (wire double)', () => {
+  it("rides out a dropped connection, which the driver resumes from, without '*'; a non-resumable error is an end, said and reopened", async () => {
+    const warnings = warningsHeard();
+    const double = await startMongoWireDouble({ database: DB });
+    const store = await createMongoStore({ url: double.url, dbName: DB });
+    onTestFinished(async () => {
+      await store.close();
+      await double.close();
+    });
+    const heard: string[] = [];
+    await store.notifier!.subscribe((message) => heard.push(message));
+    await store.notifier!.publish('before.blip');
+    await until(() => heard.includes('before.blip'));
+    // A network blip: the driver's getMore fails with a resumable error; it closes that cursor and resumes.
+    double.dropConnections();
+    // Once the driver has seen its connections go (a publish caught in the blip would be lost, and say so with '*').
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await store.notifier!.publish('after.blip');
+    await until(() => heard.includes('after.blip'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(heard).toEqual(['before.blip', 'after.blip']);
+    expect(warnings).toEqual([]);
+    // A non-resumable error on the stream's next getMore (its history lost from the oplog) is an end.
+    double.configureFailPoint('failCommand', { times: 1 }, { failCommands: ['getMore'], errorCode: 286 });
+    await until(() => heard.includes('*'));
+    expect(warnings).toEqual([expect.stringMatching(/ChangeStreamHistoryLost \(286\)/)]);
+    await store.notifier!.publish('after.reopen');
+    await until(() => heard.includes('after.reopen'));
   });
 });
