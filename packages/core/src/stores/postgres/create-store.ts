@@ -5,6 +5,7 @@ import { WorkqError } from '../../errors.ts';
 import { describeTarget, toWorkqError } from './errors.ts';
 import { migrate, quoteSchema } from './migrations.ts';
 import { createPgNotifier } from './notifier.ts';
+import { pgliteTemplateFor } from './pglite-template.ts';
 import { PostgresStore } from './postgres-store.ts';
 import { createPgliteSqlClient, createPoolSqlClient, type SqlClient } from './sql-client.ts';
 
@@ -140,7 +141,8 @@ export async function createPgliteStore(options: PgliteStoreOptions = {}): Promi
   const { PGlite } = await loadDriver(() => import('@electric-sql/pglite'), '@electric-sql/pglite', 'PGlite');
   let db: PGlite;
   try {
-    db = await PGlite.create(options.dataDir === undefined ? {} : { dataDir: options.dataDir });
+    const template = await pgliteTemplateFor(options.dataDir);
+    db = await PGlite.create(options.dataDir === undefined ? template : { dataDir: options.dataDir, ...template });
   } catch (error) {
     throw toWorkqError(error, `PGlite in ${options.dataDir ?? 'memory'}`);
   }
