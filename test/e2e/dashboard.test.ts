@@ -175,7 +175,7 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
           });
           return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (b ?? 0);
         };
-        return [...document.querySelectorAll<HTMLElement>('.state, .badge')].map((badge) => {
+        return Array.from(document.querySelectorAll<HTMLElement>('.state, .badge')).map((badge) => {
           const style = getComputedStyle(badge);
           const [light, dark] = [luminance(style.color), luminance(style.backgroundColor)].sort((a, b) => b - a);
           return { badge: badge.className, ratio: ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05) };
