@@ -1,14 +1,59 @@
 import type { Doc } from '@workq/test-support';
+import type { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
+import { createMongoStore } from '../src/stores/mongodb/index.ts';
+import { MAX_STORED_RESULT_BYTES } from '../src/stores/mongodb/oversized-results.ts';
+import { rejection } from './support/fixtures.ts';
+import { ManualClock } from './support/manual-clock.ts';
+import type { DoubleDb } from './support/mongodb-double.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
-// The work one call of the MongoDB store may do: sweeps, promotions and acks
-// in bounded batches, whatever the backlog.
+// The MongoDB store's leases on the database's clock, and the work one call
+// may do: sweeps and acks in bounded batches, whatever the backlog.
 
 const openOnDouble = storesOnDouble();
 const replicaSet = { replicaSet: 'rs0' };
 const jobs = (n: number, name: string, leaseMs = 30_000) =>
   Array.from({ length: n }, (_, i) => ({ name, version: 1, payload: { i }, options: { leaseMs } }));
+
+/** A client of `double` whose primary's clock (`hello.localTime`) is `behindMs` behind this process's. */
+function clientWithPrimaryBehind(client: MongoClient, behindMs: number): MongoClient {
+  const skewed = Object.create(client) as { db: (name: string, options?: unknown) => DoubleDb };
+  skewed.db = (name, options) => {
+    const db = (client as unknown as typeof skewed).db(name, options);
+    const command = db.command.bind(db);
+    db.command = async (body) => {
+      const reply = await command(body);
+      return body.hello === 1 ? { ...reply, localTime: new Date(Date.now() - behindMs) } : reply;
+    };
+    return db;
+  };
+  return skewed as unknown as MongoClient;
+}
+
+describe('mongodb store: leases on the database clock', () => {
+  it('a server whose clock runs a minute ahead sweeps no live lease, and sweeps it once the database says it expired', async () => {
+    const { double, engine, clock } = await openOnDouble({}, replicaSet);
+    const { id } = await engine.enqueue(jobs(1, 'skew.a')[0]!);
+    const [claimed] = await engine.claim({ name: 'skew.a', maxVersion: 1, limit: 1, workerId: 'w' });
+    expect(claimed?.id).toBe(id);
+    // Another server, sharing the database, whose clock is a minute ahead of the primary's.
+    const client = clientWithPrimaryBehind(double.client as unknown as MongoClient, 60_000);
+    const ahead = await createMongoStore({ client, dbName: DB, notify: false });
+    try {
+      const aheadClock = new ManualClock(new Date(clock.now().getTime() + 60_000));
+      const aheadEngine = createEngine({ store: ahead, clock: aheadClock, leaseSweepIntervalMs: 0 });
+      expect(await aheadEngine.sweepExpiredLeases()).toEqual({ requeued: 0, dead: 0 });
+      expect(await aheadEngine.claim({ name: 'skew.a', maxVersion: 1, limit: 1, workerId: 'w2' })).toEqual([]);
+      expect((await engine.get(id)).state).toBe('active');
+      aheadClock.advance(30_000);
+      expect(await aheadEngine.sweepExpiredLeases()).toEqual({ requeued: 1, dead: 0 });
+    } finally {
+      await ahead.close();
+    }
+  });
+});
 
 describe('mongodb store: bounded work', () => {
   it('sweeps a mass worker loss in batches of bounded id lists, each update naming its job type', async () => {
@@ -37,6 +82,20 @@ describe('mongodb store: bounded work', () => {
     expect(reads.every((read) => read.limit !== undefined && read.limit <= 1_000)).toBe(true);
   });
 
+  it('acks a batch of 300 as one bulk write, and names only the jobs their leases held', async () => {
+    const { double, engine, store, clock } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(300, 'ack.a'));
+    const claimed = await engine.claim({ name: 'ack.a', maxVersion: 1, limit: 300, workerId: 'w' });
+    const [first, ...rest] = claimed;
+    double.writes.length = 0;
+    const stale = { id: first!.id, leaseToken: 'not-the-token', result: null };
+    const acks = [stale, ...rest.map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: { ok: true } }))];
+    const completed = await store.completeJobs(acks, clock.now());
+    expect(completed.sort()).toEqual(rest.map((job) => job.id).sort());
+    expect(double.writes.map((write) => write.method)).toEqual(['bulkWrite']);
+    expect((await engine.get(first!.id)).state).toBe('active');
+  });
+
   it('moves due delayed jobs into the claim index in bounded batches, once for a store’s concurrent claims', async () => {
     const { double, engine, clock } = await openOnDouble({}, replicaSet);
     for (let done = 0; done < 1_200; done += 400) {
@@ -56,5 +115,25 @@ describe('mongodb store: bounded work', () => {
     for (const promotion of promotions) expect(promotion.filter.name).toBe('due.a');
     const waiting = double.collection(DB, 'workq_jobs')!.match({ name: 'due.a', state: 'waiting' });
     expect(waiting).toHaveLength(1_200 - 8);
+  });
+
+  it('ends a job whose result is over what a job document holds dead with PAYLOAD_TOO_LARGE, instead of failing its ack forever', async () => {
+    const { engine, store, clock } = await openOnDouble({}, replicaSet);
+    await engine.enqueueMany(jobs(2, 'big.a'));
+    const [big, small] = await engine.claim({ name: 'big.a', maxVersion: 1, limit: 2, workerId: 'w' });
+    const huge = { text: 'x'.repeat(MAX_STORED_RESULT_BYTES) };
+    const acks = [
+      { id: big!.id, leaseToken: big!.leaseToken, result: huge },
+      { id: small!.id, leaseToken: small!.leaseToken, result: { ok: true } },
+    ];
+    const error = await rejection(store.completeJobs(acks, clock.now()));
+    expect(error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(error.message).toContain(big!.id);
+    const dead = await store.getJob(big!.id);
+    expect(dead).toMatchObject({ state: 'dead', result: null });
+    expect(dead?.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', permanent: true, attempt: 1 });
+    // Nothing else of the batch was applied: its other ack, sent again, completes.
+    expect((await engine.get(small!.id)).state).toBe('active');
+    expect(await store.completeJobs(acks.slice(1), clock.now())).toEqual([small!.id]);
   });
 });

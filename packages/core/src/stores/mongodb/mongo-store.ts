@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter, MongoClient, UpdateFilter, WriteConcernSettings } from 'mongodb';
+import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
 import type {
   ClaimRequest,
   InsertOutcome,
@@ -22,8 +22,10 @@ import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import { idsByName } from './by-name.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
+import { DatabaseClock } from './database-clock.ts';
 import { debounceJobs } from './debounce-jobs.ts';
 import {
   appendedErrors,
@@ -48,6 +50,7 @@ import {
   type QueueSettingsDocument,
   updateQueueSettings,
 } from './flow-control.ts';
+import { updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
@@ -55,6 +58,7 @@ import { ENDED_LEASE, heldBy } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
+import { refuseUnstorableResults } from './oversized-results.ts';
 import {
   listSchemas,
   listWorkers,
@@ -101,10 +105,13 @@ export class MongoStore implements Store {
   private readonly workers: Collection<WorkerDocument>;
   private readonly schedules: ScheduleStore;
   private readonly flow: FlowCollections;
+  /** Lease times are the database's (see `DatabaseClock`). */
+  private readonly clock: DatabaseClock;
   private closing: Promise<void> | null = null;
 
   constructor(private readonly parts: MongoStoreParts) {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
+    this.clock = new DatabaseClock(parts.db);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
     this.schedules = mongoSchedules(
@@ -138,7 +145,7 @@ export class MongoStore implements Store {
   }
 
   claimJobs(request: ClaimRequest) {
-    return this.run('claim', () => claimJobs(this.jobs, request));
+    return this.run('claim', async () => claimJobs(this.jobs, { ...request, now: await this.clock.at(request.now) }));
   }
 
   listQueueSettings(name?: string): Promise<QueueSettings[]> {
@@ -150,90 +157,78 @@ export class MongoStore implements Store {
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
-    return this.run('claim', () => claimLimitedJobs(this.flow, request));
+    return this.run('claim', async () =>
+      claimLimitedJobs(this.flow, { ...request, now: await this.clock.at(request.now) }),
+    );
   }
 
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
-    return this.run('complete', () =>
-      this.updateEachHeld(items, now, (item) => ({
-        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
-        $set: {
-          leaseExpiresAt: null,
-          state: 'completed',
-          result: toJson(item.result),
-          finishedAt: now,
-          updatedAt: now,
-        },
-      })),
-    );
+    return this.run('complete', async () => {
+      const at = await this.clock.at(now);
+      await refuseUnstorableResults(this.jobs, items, at);
+      // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
+      return updateEachHeld(this.jobs, items, at, (item) => ({
+        $set: { leaseExpiresAt: null, state: 'completed', result: toJson(item.result), finishedAt: at, updatedAt: at },
+      }));
+    });
   }
 
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
-    return this.run('release', () =>
-      this.updateEachHeld(leases, now, () => ({
-        $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: now },
+    return this.run('release', async () => {
+      const at = await this.clock.at(now);
+      return updateEachHeld(this.jobs, leases, at, () => ({
+        $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: at },
         $inc: { attempts: -1 },
-      })),
-    );
-  }
-
-  /** Applies `update` to each job its lease still holds, side by side; resolves to the ids it changed. */
-  private async updateEachHeld<L extends LeaseRef>(
-    leases: readonly L[],
-    now: Date,
-    update: (lease: L) => UpdateFilter<JobDocument>,
-  ): Promise<string[]> {
-    const changed = await Promise.all(
-      leases.map(async (lease) => {
-        const filter = heldBy(lease, now);
-        if (!filter) return null;
-        const { modifiedCount } = await this.jobs.updateOne(filter, update(lease));
-        return modifiedCount === 1 ? lease.id : null;
-      }),
-    );
-    return changed.filter((id): id is string => id !== null);
+      }));
+    });
   }
 
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
     const error = literal(cleanError(outcome.error));
-    const { retryAt } = outcome;
-    const ending =
-      retryAt === null
-        ? { state: 'dead', finishedAt: now }
-        : {
-            state: notStartedState(retryAt, now),
-            runAt: retryAt,
-            orderKey: orderKeyExpression(retryAt),
-            workerId: null,
-          };
     return this.run('fail', async () => {
-      const filter = heldBy(lease, now);
+      const toDatabase = await this.clock.shift();
+      const at = toDatabase(now);
+      const retryAt = outcome.retryAt === null ? null : toDatabase(outcome.retryAt);
+      const ending =
+        retryAt === null
+          ? { state: 'dead', finishedAt: at }
+          : {
+              state: notStartedState(retryAt, at),
+              runAt: retryAt,
+              orderKey: orderKeyExpression(retryAt),
+              workerId: null,
+            };
+      const filter = heldBy(lease, at);
       if (!filter) return false;
       const { matchedCount } = await this.jobs.updateOne(filter, [
-        { $set: { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: now } },
+        { $set: { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: at } },
       ]);
       return matchedCount === 1;
     });
   }
 
   extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
-    return this.updateHeld('extend', lease, now, { leaseExpiresAt });
+    return this.updateHeld('extend', lease, now, (toDatabase) => ({ leaseExpiresAt: toDatabase(leaseExpiresAt) }));
   }
 
   recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
-    return this.updateHeld('progress', lease, now, { progress: Number(progress) });
+    return this.updateHeld('progress', lease, now, () => ({ progress: Number(progress) }));
   }
 
   updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
-    return this.updateHeld('updatePayload', lease, now, { payload: toJson(change.payload), version: change.version });
+    return this.updateHeld('updatePayload', lease, now, () => ({
+      payload: toJson(change.payload),
+      version: change.version,
+    }));
   }
 
   /** One transaction (see `moveJob` in move-job.ts). */
   moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
     return this.run('moveTo', async () => {
-      const held = heldBy(lease, now);
+      const at = await this.clock.at(now);
+      const held = heldBy(lease, at);
       if (!held) return null;
-      return moveJob({ ...this.parts, jobs: this.jobs }, held, next, now);
+      return moveJob({ ...this.parts, jobs: this.jobs }, held, next, at);
     });
   }
 
@@ -241,8 +236,12 @@ export class MongoStore implements Store {
     return this.run('cancel', async () => {
       const jobId = stringOrNull(id);
       if (jobId === null) return null;
+      // Its name first, so the write is targeted (see `idsByName`).
+      const live = { _id: jobId, state: { $in: LIVE_STATES } };
+      const found = await this.jobs.findOne(live, { projection: { _id: 1, name: 1 } });
+      if (!found) return null;
       const doc = await this.jobs.findOneAndUpdate(
-        { _id: jobId, state: { $in: LIVE_STATES } },
+        { ...live, name: found.name },
         { $set: { ...ENDED_LEASE, state: 'cancelled', finishedAt: now, updatedAt: now } },
         { returnDocument: 'after' },
       );
@@ -278,7 +277,7 @@ export class MongoStore implements Store {
       const filter: Filter<JobDocument> = { state: 'dead' };
       if (target.name !== undefined) filter.name = stringOrNull(target.name) ?? { $in: [] };
       if (target.ids !== undefined) filter._id = { $in: target.ids.filter((id) => typeof id === 'string') };
-      const { modifiedCount } = await this.jobs.updateMany(filter, [
+      const retried = [
         {
           $set: {
             ...ENDED_LEASE,
@@ -291,13 +290,20 @@ export class MongoStore implements Store {
             updatedAt: now,
           },
         },
-      ]);
-      return modifiedCount;
+      ];
+      if (filter.name !== undefined) return (await this.jobs.updateMany(filter, retried)).modifiedCount;
+      // Ids without a name: their names first, so each write is targeted (see `idsByName`).
+      const found = await this.jobs.find(filter, { projection: { _id: 1, name: 1 } }).toArray();
+      if (found.length === 0) return 0;
+      const writes = [...idsByName(found)].map(([name, ids]) => ({
+        updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
+      }));
+      return (await this.jobs.bulkWrite(writes, { ordered: false })).modifiedCount;
     });
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
-    return this.run('requeueExpired', () => requeueExpiredLeases(this.jobs, now, error));
+    return this.run('requeueExpired', async () => requeueExpiredLeases(this.jobs, await this.clock.at(now), error));
   }
 
   pruneJobs(finishedBefore: Date, limit: number) {
@@ -305,10 +311,14 @@ export class MongoStore implements Store {
       const max = Math.floor(limit);
       if (!(max > 0)) return 0;
       const old = { state: { $in: [...FINISHED_STATES] }, finishedAt: { $lt: finishedBefore } };
-      const ids = await this.jobs.find(old, { limit: max, projection: { _id: 1 } }).toArray();
-      if (ids.length === 0) return 0;
-      const { deletedCount } = await this.jobs.deleteMany({ ...old, _id: { $in: ids.map((doc) => doc._id) } });
-      return deletedCount;
+      const found = await this.jobs.find(old, { limit: max, projection: { _id: 1, name: 1 } }).toArray();
+      if (found.length === 0) return 0;
+      let deleted = 0;
+      // One delete per job type, each targeted (see `idsByName`).
+      for (const [name, ids] of idsByName(found)) {
+        deleted += (await this.jobs.deleteMany({ ...old, name, _id: { $in: ids } })).deletedCount;
+      }
+      return deleted;
     });
   }
 
@@ -368,12 +378,22 @@ export class MongoStore implements Store {
     return this.closing;
   }
 
-  /** A fenced single-document update; resolves to whether the lease held (the document matched). */
-  private updateHeld(operation: string, lease: LeaseRef, now: Date, fields: Partial<JobDocument>): Promise<boolean> {
+  /**
+   * A fenced single-document update on the database's clock (see `DatabaseClock`); resolves to whether the
+   * lease held (the document matched).
+   */
+  private updateHeld(
+    operation: string,
+    lease: LeaseRef,
+    now: Date,
+    fields: (toDatabase: (date: Date) => Date) => Partial<JobDocument>,
+  ): Promise<boolean> {
     return this.run(operation, async () => {
-      const filter = heldBy(lease, now);
+      const toDatabase = await this.clock.shift();
+      const at = toDatabase(now);
+      const filter = heldBy(lease, at);
       if (!filter) return false;
-      const { matchedCount } = await this.jobs.updateOne(filter, { $set: { ...fields, updatedAt: now } });
+      const { matchedCount } = await this.jobs.updateOne(filter, { $set: { ...fields(toDatabase), updatedAt: at } });
       return matchedCount === 1;
     });
   }
