@@ -1,4 +1,4 @@
-import { startMongoWireDouble } from '@workq/test-support';
+import { startMongoWireDouble, until } from '@workq/test-support';
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
@@ -76,15 +76,17 @@ describe('mongodb store: the limited claim is one fenced transaction', () => {
     const other = await openStore();
     await enqueued(other, 'flow.fenced', 2);
     await other.updateQueueSettings('flow.fenced', { concurrency: 1 }, new Date());
-    // The stalled claimer's lease write is held 400 ms before the server runs it.
+    // The stalled claimer's lease write is held half a second before the server runs it.
     double.configureFailPoint(
       'failCommand',
       { times: 1 },
-      { failCommands: ['update'], appName: 'stalled', blockConnection: true, blockTimeMS: 400 },
+      { failCommands: ['update'], appName: 'stalled', blockConnection: true, blockTimeMS: 500 },
     );
     const now = new Date();
+    const sent = double.commands.length;
     const first = stalled.claimLimitedJobs(claimAt('flow.fenced', 1, now));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Its lease write has reached the server, which holds it.
+    await until(() => double.commands.slice(sent).some((command) => command.body.update === 'workq_jobs'));
     // The second claimer's clock reads 11 s later: a lock taken by the first claimer's clock would have expired.
     const second = other.claimLimitedJobs(claimAt('flow.fenced', 1, new Date(now.getTime() + 11_000)));
     const claims = await Promise.all([first, second]);
