@@ -49,6 +49,13 @@ describe('mongodb store: ready to shard on { name: 1 }', () => {
       clock.advance(1_000);
       expect(await engine.sweepExpiredLeases()).toEqual({ requeued: 1, dead: 0 });
       await engine.cancel(lost!.id);
+      // A debounced enqueue twice, and a claim under limits and groups.
+      const debounce = { key: 'user-7', delayMs: 1_000 };
+      await engine.enqueue({ name: 'shard.d', version: 1, payload: { n: 1 }, options: { debounce } });
+      await engine.enqueue({ name: 'shard.d', version: 1, payload: { n: 2 }, options: { debounce } });
+      await engine.setLimits('shard.e', { concurrency: 1, rateLimit: { max: 10, perMs: 1_000 } });
+      await engine.enqueue({ name: 'shard.e', version: 1, payload: {}, options: { group: 'g' } });
+      expect(await engine.claim({ name: 'shard.e', maxVersion: 1, limit: 1, workerId: 'w' })).toHaveLength(1);
       clock.advance(8 * 86_400_000);
       expect(await engine.prune()).toBe(3);
 
