@@ -10,7 +10,9 @@
  * settings' save, the claimer's connection), the transaction aborts and the jobs are as they were, ready and
  * with their attempts unspent. A commit whose outcome is unknown is followed by a give-back of the claim's
  * token (see `giveBackLeases`), so no job stays leased to a claim that was never answered. A claim that leases
- * nothing aborts its transaction rather than commit it: it costs no majority write.
+ * nothing aborts its transaction rather than commit it: it costs no majority write. A server's own claims of a
+ * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
+ * claimed without the transaction (see `claimLimitedJobs`).
  */
 import type { Collection, MongoClient, WriteConcernSettings } from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
