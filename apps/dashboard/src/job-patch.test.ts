@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobFilter } from './job-list.ts';
-import { patchRows, type ShownRow, shownState } from './job-patch.ts';
+import { countArrivals, patchRows, type ShownRow, shownState } from './job-patch.ts';
 import type { LiveJobEvent } from './live.ts';
 
 const AT = new Date('2026-01-01T00:00:10.000Z');
@@ -32,27 +32,21 @@ const event = (type: LiveJobEvent['type'], id: string, more: Partial<LiveJobEven
   ...more,
 });
 
-describe('patchRows', () => {
+describe('patchRows and countArrivals', () => {
   it('moves the rows the events name through their states, leaving the others as they were', () => {
     const rows = [row('a'), row('b'), row('c', { state: 'active', attempts: 1 })];
-    const { rows: after, arrived } = patchRows(
-      rows,
-      [
-        event('started', 'a', { attempt: 1 }),
-        event('progress', 'a', { progress: 40 }),
-        event('failed', 'c', { attempt: 1, willRetry: true, error: { message: 'disk full' } }),
-      ],
-      NO_FILTER,
-    );
-    expect(arrived).toBe(0);
+    const after = patchRows(rows, [
+      event('started', 'a', { attempt: 1 }),
+      event('progress', 'a', { progress: 40 }),
+      event('failed', 'c', { attempt: 1, willRetry: true, error: { message: 'disk full' } }),
+    ]);
     expect(after[0]).toMatchObject({ state: 'active', attempts: 1, progress: 40, updatedAt: AT });
     expect(after[1]).toBe(rows[1]);
     expect(after[2]).toMatchObject({ state: 'scheduled', retrying: true, error: { message: 'disk full', attempt: 1 } });
-    const ended = patchRows(
-      after,
-      [event('dead', 'c', { attempt: 3, error: { message: 'gave up', permanent: true } }), event('completed', 'a')],
-      NO_FILTER,
-    ).rows;
+    const ended = patchRows(after, [
+      event('dead', 'c', { attempt: 3, error: { message: 'gave up', permanent: true } }),
+      event('completed', 'a'),
+    ]);
     expect(ended[0]).toMatchObject({ state: 'completed', finishedAt: AT });
     expect(ended[2]).toMatchObject({ state: 'dead', error: { message: 'gave up', permanent: true, attempt: 3 } });
     expect(ended[2]?.retrying).toBeUndefined();
@@ -64,12 +58,12 @@ describe('patchRows', () => {
       event('enqueued', 'y', { name: 'other' }),
       event('enqueued', 'z', { version: 2 }),
     ];
-    expect(patchRows([], arrivals, NO_FILTER).arrived).toBe(3);
-    expect(patchRows([], arrivals, { ...NO_FILTER, name: 'convert' }).arrived).toBe(2);
-    expect(patchRows([], arrivals, { ...NO_FILTER, name: 'convert', version: '2' }).arrived).toBe(1);
-    expect(patchRows([], arrivals, { ...NO_FILTER, state: 'dead' }).arrived).toBe(0);
-    expect(patchRows([], arrivals, { ...NO_FILTER, q: 'invoice-1' }).arrived).toBe(0);
-    expect(patchRows([], [event('completed', 'x')], NO_FILTER).arrived).toBe(0);
+    expect(countArrivals(arrivals, NO_FILTER)).toBe(3);
+    expect(countArrivals(arrivals, { ...NO_FILTER, name: 'convert' })).toBe(2);
+    expect(countArrivals(arrivals, { ...NO_FILTER, name: 'convert', version: '2' })).toBe(1);
+    expect(countArrivals(arrivals, { ...NO_FILTER, state: 'dead' })).toBe(0);
+    expect(countArrivals(arrivals, { ...NO_FILTER, q: 'invoice-1' })).toBe(0);
+    expect(countArrivals([event('completed', 'x')], NO_FILTER)).toBe(0);
   });
 });
 

@@ -9,23 +9,21 @@ export interface ShownRow extends JobRow {
 }
 
 /**
- * The rows after `events`, and how many of the events announce a new job the
- * filter would list. Rows the events do not name are kept as they are (the
- * same objects); no call is made: the list changes without re-reading.
+ * The rows after `events`. Rows the events do not name are kept as they are (the same objects); no call is
+ * made: the list changes without re-reading.
  */
-export function patchRows(
-  rows: readonly ShownRow[],
-  events: readonly LiveJobEvent[],
-  filter: JobFilter,
-): { rows: ShownRow[]; arrived: number } {
+export function patchRows(rows: readonly ShownRow[], events: readonly LiveJobEvent[]): ShownRow[] {
   const byId = new Map(rows.map((row) => [row.id, row]));
-  let arrived = 0;
   for (const event of events) {
     const row = byId.get(event.id);
     if (row) byId.set(event.id, applyEvent(row, event));
-    else if (event.type === 'enqueued' && wouldList(filter, event)) arrived++;
   }
-  return { rows: rows.map((row) => byId.get(row.id) ?? row), arrived };
+  return rows.map((row) => byId.get(row.id) ?? row);
+}
+
+/** How many of `events` announce a new job the filter would list. */
+export function countArrivals(events: readonly LiveJobEvent[], filter: JobFilter): number {
+  return events.filter((event) => event.type === 'enqueued' && wouldList(filter, event)).length;
 }
 
 function applyEvent(row: ShownRow, event: LiveJobEvent): ShownRow {

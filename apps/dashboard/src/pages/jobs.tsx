@@ -5,7 +5,7 @@ import { ConfirmDialog, type PendingAction, plural } from '../components/confirm
 import { EnqueueFirstJob } from '../components/empty-state.tsx';
 import { ErrorNote, relativeTime, StateBadge } from '../components/format.tsx';
 import { filterOf, isFiltered, type JobFilter, loadJobPage, PAGE_SIZE } from '../job-list.ts';
-import { patchRows, type ShownRow, shownState } from '../job-patch.ts';
+import { countArrivals, patchRows, type ShownRow, shownState } from '../job-patch.ts';
 import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
@@ -49,11 +49,10 @@ export function JobsPage(props: { query: URLSearchParams }) {
   useEffect(
     () =>
       live.onEvents((events) => {
-        setRows((before) => {
-          const patched = patchRows(before, events, filter);
-          if (patched.arrived > 0 && !cursor) setArrived((count) => count + patched.arrived);
-          return patched.rows;
-        });
+        setRows((before) => patchRows(before, events));
+        // Only the first page shows the newest jobs: deeper pages are not pushed down by arrivals.
+        const arrivals = cursor ? 0 : countArrivals(events, filter);
+        if (arrivals > 0) setArrived((count) => count + arrivals);
       }),
     [live, filterKey, cursor],
   );
