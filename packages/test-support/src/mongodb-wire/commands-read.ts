@@ -11,9 +11,7 @@ function found(context: CommandContext, coll: string, filter: Doc, options: Docu
   const limit = Math.abs(Number(options.limit ?? 0)) || undefined;
   const skip = Number(options.skip ?? 0);
   planned(context, coll, filter, { hint: options.hint });
-  const data = context.primary.collection(context.db, coll);
-  if (!data) return [];
-  const matched = data.match(filter, options.sort);
+  const matched = context.primary.matchCommitted(context.db, coll, filter, options.sort, context.transaction);
   return matched.slice(skip, limit === undefined ? undefined : skip + limit);
 }
 
@@ -85,7 +83,7 @@ const aggregate: CommandHandler = async (context) => {
   const match = (first?.$match ?? {}) as Doc;
   planned(context, coll, match, { hint: body.hint });
   const stages = first?.$match === undefined ? pipeline : rest;
-  const found = context.primary.collection(context.db, coll)?.match(match) ?? [];
+  const found = context.primary.matchCommitted(context.db, coll, match, undefined, context.transaction);
   // Stages that only read their input run on the stored documents; any other gets copies.
   const docs = stages.every((stage) => READ_ONLY_STAGES.has(Object.keys(stage)[0] ?? '')) ? found : found.map(cloneDoc);
   const output = new Aggregator(stages, {}).run(docs) as Document[];

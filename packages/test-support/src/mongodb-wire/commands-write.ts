@@ -83,10 +83,9 @@ async function updateStatement(context: CommandContext, coll: string, statement:
   const filter = (statement.q ?? {}) as Doc;
   const multi = statement.multi === true;
   const targets = () => {
-    const data = primary.collection(db, coll);
-    const limit = multi ? undefined : 1;
     planned(context, coll, filter, { hint: statement.hint });
-    return data ? data.match(filter, statement.sort, limit) : [];
+    const found = primary.matchCommitted(db, coll, filter, statement.sort, transaction);
+    return multi ? found : found.slice(0, 1);
   };
   return settled(context, coll, targets, (docs) => {
     if (docs.length === 0) {
@@ -117,7 +116,8 @@ async function deleteStatement(context: CommandContext, coll: string, statement:
   const limit = Number(statement.limit ?? 0) === 1 ? 1 : undefined;
   const targets = () => {
     planned(context, coll, filter, { hint: statement.hint });
-    return primary.collection(db, coll)?.match(filter, statement.sort, limit) ?? [];
+    const found = primary.matchCommitted(db, coll, filter, statement.sort, transaction);
+    return limit === undefined ? found : found.slice(0, limit);
   };
   return settled(context, coll, targets, (docs) => {
     for (const doc of docs) primary.remove(db, coll, doc, transaction);

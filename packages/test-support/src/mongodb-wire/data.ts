@@ -218,7 +218,7 @@ export class CollectionData {
         const held = valueAt(doc, field);
         return held === value || Array.isArray(held);
       }) && query.test(doc);
-    const found = sorted(this.candidates(filter).filter(passes), sort);
+    const found = sortedDocs(this.candidates(filter).filter(passes), sort);
     return limit && limit > 0 ? found.slice(0, limit) : found;
   }
 
@@ -397,7 +397,7 @@ function isPlain(value: unknown): boolean {
  * every sorted value is a scalar, a date or an id; by mingo's `$sort`
  * otherwise (arrays and embedded documents).
  */
-function sorted(docs: Doc[], sort: Record<string, 1 | -1> | undefined): Doc[] {
+export function sortedDocs(docs: Doc[], sort: Record<string, 1 | -1> | undefined): Doc[] {
   const keys = Object.entries(sort ?? {});
   if (keys.length === 0) return docs;
   const simple = docs.every((doc) =>

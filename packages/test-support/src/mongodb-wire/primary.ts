@@ -1,5 +1,6 @@
 import { type Document, ObjectId, Timestamp } from 'bson';
-import { CollectionData, type Doc, idKeyOf } from './data.ts';
+import { Query } from 'mingo';
+import { CollectionData, type Doc, idKeyOf, sortedDocs } from './data.ts';
 import { wireError } from './errors.ts';
 
 /** One command the primary received, as the driver sent it. */
@@ -68,6 +69,8 @@ export class PrimaryState {
   oplogStart = 1;
   private seq = 0;
   private readonly locks = new Map<string, WriteOwner>();
+  /** What the documents transactions in progress hold were before them (`undefined`: inserted by them). */
+  private readonly committed = new Map<string, { owner: WriteOwner; doc: Doc | undefined }>();
   private readonly lastWrite = new Map<string, number>();
   private readonly oplogWaiters = new Set<() => void>();
   private readonly majorityWaiters = new Set<() => void>();
@@ -121,7 +124,7 @@ export class PrimaryState {
     const stored = data.insert(doc);
     const key = `${data.namespace}|${idKeyOf(stored._id)}`;
     try {
-      this.claim(key, owner);
+      this.claim(key, owner, undefined);
     } catch (error) {
       data.remove(stored);
       throw error;
@@ -140,7 +143,7 @@ export class PrimaryState {
   replace(db: string, coll: string, before: Doc, after: Doc, owner: WriteOwner | undefined): void {
     const data = this.ensureCollection(db, coll);
     const key = `${data.namespace}|${idKeyOf(before._id)}`;
-    this.claim(key, owner);
+    this.claim(key, owner, before);
     data.replace(before, after);
     this.logged(owner, key, () => data.restore(before._id, before), {
       db,
@@ -154,7 +157,7 @@ export class PrimaryState {
   remove(db: string, coll: string, doc: Doc, owner: WriteOwner | undefined): void {
     const data = this.ensureCollection(db, coll);
     const key = `${data.namespace}|${idKeyOf(doc._id)}`;
-    this.claim(key, owner);
+    this.claim(key, owner, doc);
     data.remove(doc);
     this.logged(owner, key, () => data.restore(doc._id, doc), {
       db,
@@ -179,6 +182,7 @@ export class PrimaryState {
     if (commit) for (const event of owner.events) this.append(event);
     for (const key of owner.locks) {
       if (this.locks.get(key) === owner) this.locks.delete(key);
+      if (this.committed.get(key)?.owner === owner) this.committed.delete(key);
       if (commit) this.lastWrite.set(key, this.seq);
     }
   }
@@ -199,7 +203,7 @@ export class PrimaryState {
    * another holds, nor what was written after its snapshot (WriteConflict);
    * a write outside transactions waits for the holder to end.
    */
-  private claim(key: string, owner: WriteOwner | undefined): void {
+  private claim(key: string, owner: WriteOwner | undefined, before: Doc | undefined): void {
     const holder = this.locks.get(key);
     if (!owner) {
       if (holder) throw new HeldByTransaction(holder.finished);
@@ -214,7 +218,37 @@ export class PrimaryState {
       );
     }
     this.locks.set(key, owner);
+    this.committed.set(key, { owner, doc: before });
     owner.locks.add(key);
+  }
+
+  /**
+   * The documents of `db.coll` matching `filter` as `reader` (a transaction,
+   * or none) sees them: what transactions in progress hold is seen as it was
+   * before them (a document one inserted not at all) by everyone else, as
+   * the server's read concerns never show uncommitted writes. Not a snapshot:
+   * a transaction sees what others commit after it started.
+   */
+  matchCommitted(db: string, coll: string, filter: Doc, sort: Doc | undefined, reader: WriteOwner | undefined): Doc[] {
+    const data = this.collection(db, coll);
+    if (!data) return [];
+    const order = sort as Record<string, 1 | -1> | undefined;
+    const current = data.match(filter, order);
+    if (this.committed.size === 0) return current;
+    const prefix = `${data.namespace}|`;
+    const othersHold = (doc: Doc) => {
+      const held = this.committed.get(`${prefix}${idKeyOf(doc._id)}`);
+      return held !== undefined && held.owner !== reader;
+    };
+    const shown = current.filter((doc) => !othersHold(doc));
+    const query = new Query(filter, {});
+    let added = false;
+    for (const [key, held] of this.committed) {
+      if (held.owner === reader || !held.doc || !key.startsWith(prefix) || !query.test(held.doc)) continue;
+      shown.push(held.doc);
+      added = true;
+    }
+    return added ? sortedDocs(shown, order) : shown;
   }
 
   private logged(owner: WriteOwner | undefined, key: string, undo: () => void, event: Omit<ChangeEntry, 'seq'>): void {

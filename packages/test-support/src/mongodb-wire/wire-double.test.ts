@@ -110,7 +110,7 @@ describe('MongoDB wire double', () => {
     await lost.close();
   });
 
-  it('fails the second of two transactions writing one document with WriteConflict, a transient error', async () => {
+  it("hides a transaction's writes until it commits, and fails a second one writing the same document with WriteConflict", async () => {
     const accounts = client.db('wire').collection('accounts');
     await accounts.insertOne({ _id: 'acct' as never, balance: 0 });
     const first = client.startSession();
@@ -118,6 +118,9 @@ describe('MongoDB wire double', () => {
     first.startTransaction();
     second.startTransaction();
     await accounts.updateOne({ _id: 'acct' as never }, { $inc: { balance: 1 } }, { session: first });
+    // Outside the transaction, its write is not seen before it commits.
+    expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 0 });
+    expect(await accounts.countDocuments({ balance: 1 })).toBe(0);
     const conflict = await accounts
       .updateOne({ _id: 'acct' as never }, { $inc: { balance: 10 } }, { session: second })
       .catch((error: MongoServerError) => error);
