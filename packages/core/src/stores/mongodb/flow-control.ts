@@ -14,44 +14,20 @@
  * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
  * claimed without the transaction (see `claimLimitedJobs`).
  */
-import type { Collection, MongoClient, WriteConcernSettings } from 'mongodb';
+import type { Collection, MongoClient } from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { claimJobs, promoteDueJobs } from './claim-jobs.ts';
-import type { JobDocument } from './documents.ts';
 import { isTransactionUnsupportedError } from './errors.ts';
+import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { giveBackLeases } from './leases.ts';
 import { claimSteps } from './limited-claim-steps.ts';
-import { type RateBucket, RateBuckets } from './rate-buckets.ts';
+import { RateBuckets } from './rate-buckets.ts';
 import { transactionOptions } from './transactions.ts';
 
-/** A job type's settings, keyed by its name. */
-export interface QueueSettingsDocument {
-  _id: string;
-  paused: boolean;
-  concurrency: number | null;
-  rateLimit: { max: number; perMs: number } | null;
-  groupConcurrency: number | null;
-  grouped: boolean;
-  /** The rate-limit state (see `RateBuckets`); absent before the first rate-limited claim. */
-  rateBuckets?: RateBucket[];
-  /** The log of starts the rate limit kept before `rateBuckets`, read once into them and then removed. */
-  recentStarts?: number[];
-  lastTurn: number;
-  updatedAt: Date;
-  /** Bumped by every limited claim of the type as its transaction's first write (see above); absent before one. */
-  fence?: number;
-}
-
-/** The last turn of one group of a type; `_id` is `JSON.stringify([name, group])`. */
-export interface QueueGroupDocument {
-  _id: string;
-  name: string;
-  group: string;
-  lastTurn: number;
-}
+export type { FlowCollections, QueueGroupDocument, QueueSettingsDocument } from './flow-documents.ts';
 
 function toSettings(doc: QueueSettingsDocument): QueueSettings {
   return {
@@ -109,18 +85,6 @@ export async function updateQueueSettings(
     { upsert: true, returnDocument: 'after', projection: SETTINGS_PROJECTION },
   );
   return toSettings(doc as QueueSettingsDocument);
-}
-
-/** What a limited claim runs on. */
-export interface FlowCollections {
-  client: MongoClient;
-  jobs: Collection<JobDocument>;
-  settings: Collection<QueueSettingsDocument>;
-  groups: Collection<QueueGroupDocument>;
-  /** The store's write concern, which its transactions commit with (see `transactionOptions`). */
-  writeConcern: WriteConcernSettings;
-  /** Host list for error messages (never credentials). */
-  hosts: string;
 }
 
 function toFlowState(doc: QueueSettingsDocument): FlowState {
