@@ -1,7 +1,7 @@
 import { type Document, ObjectId, Timestamp } from 'bson';
-import { Query } from 'mingo';
-import { CollectionData, type Doc, idKeyOf, sortedDocs } from './data.ts';
+import { CollectionData, type Doc, idKeyOf } from './data.ts';
 import { wireError } from './errors.ts';
+import { ReadViews } from './read-views.ts';
 
 /** One command the primary received, as the driver sent it. */
 export interface RecordedCommand {
@@ -69,8 +69,8 @@ export class PrimaryState {
   oplogStart = 1;
   private seq = 0;
   private readonly locks = new Map<string, WriteOwner>();
-  /** What the documents transactions in progress hold were before them (`undefined`: inserted by them). */
-  private readonly committed = new Map<string, { owner: WriteOwner; doc: Doc | undefined }>();
+  /** What each reader may see of the documents transactions hold or changed after a snapshot. */
+  readonly views = new ReadViews();
   private readonly lastWrite = new Map<string, number>();
   private readonly oplogWaiters = new Set<() => void>();
   private readonly majorityWaiters = new Set<() => void>();
@@ -130,7 +130,7 @@ export class PrimaryState {
       throw error;
     }
     this.evictCapped(db, coll, data);
-    this.logged(owner, key, () => data.restore(stored._id, undefined), {
+    this.logged(owner, key, undefined, () => data.restore(stored._id, undefined), {
       db,
       coll,
       operationType: 'insert',
@@ -145,7 +145,7 @@ export class PrimaryState {
     const key = `${data.namespace}|${idKeyOf(before._id)}`;
     this.claim(key, owner, before);
     data.replace(before, after);
-    this.logged(owner, key, () => data.restore(before._id, before), {
+    this.logged(owner, key, before, () => data.restore(before._id, before), {
       db,
       coll,
       operationType: 'update',
@@ -159,7 +159,7 @@ export class PrimaryState {
     const key = `${data.namespace}|${idKeyOf(doc._id)}`;
     this.claim(key, owner, doc);
     data.remove(doc);
-    this.logged(owner, key, () => data.restore(doc._id, doc), {
+    this.logged(owner, key, doc, () => data.restore(doc._id, doc), {
       db,
       coll,
       operationType: 'delete',
@@ -182,9 +182,11 @@ export class PrimaryState {
     if (commit) for (const event of owner.events) this.append(event);
     for (const key of owner.locks) {
       if (this.locks.get(key) === owner) this.locks.delete(key);
-      if (this.committed.get(key)?.owner === owner) this.committed.delete(key);
-      if (commit) this.lastWrite.set(key, this.seq);
+      if (!commit) continue;
+      this.lastWrite.set(key, this.seq);
+      this.views.changed(key, this.views.before(key), this.seq);
     }
+    this.views.closed(owner);
   }
 
   /** Appends an entry to the oplog (and wakes the change streams waiting on it). */
@@ -218,40 +220,25 @@ export class PrimaryState {
       );
     }
     this.locks.set(key, owner);
-    this.committed.set(key, { owner, doc: before });
+    this.views.hold(key, owner, before);
     owner.locks.add(key);
   }
 
-  /**
-   * The documents of `db.coll` matching `filter` as `reader` (a transaction,
-   * or none) sees them: what transactions in progress hold is seen as it was
-   * before them (a document one inserted not at all) by everyone else, as
-   * the server's read concerns never show uncommitted writes. Not a snapshot:
-   * a transaction sees what others commit after it started.
-   */
+  /** The documents of `db.coll` matching `filter` as `reader` (a transaction, or none) sees them (see `ReadViews`). */
   matchCommitted(db: string, coll: string, filter: Doc, sort: Doc | undefined, reader: WriteOwner | undefined): Doc[] {
     const data = this.collection(db, coll);
     if (!data) return [];
     const order = sort as Record<string, 1 | -1> | undefined;
-    const current = data.match(filter, order);
-    if (this.committed.size === 0) return current;
-    const prefix = `${data.namespace}|`;
-    const othersHold = (doc: Doc) => {
-      const held = this.committed.get(`${prefix}${idKeyOf(doc._id)}`);
-      return held !== undefined && held.owner !== reader;
-    };
-    const shown = current.filter((doc) => !othersHold(doc));
-    const query = new Query(filter, {});
-    let added = false;
-    for (const [key, held] of this.committed) {
-      if (held.owner === reader || !held.doc || !key.startsWith(prefix) || !query.test(held.doc)) continue;
-      shown.push(held.doc);
-      added = true;
-    }
-    return added ? sortedDocs(shown, order) : shown;
+    return this.views.view(data.namespace, data.match(filter, order), filter, order, reader);
   }
 
-  private logged(owner: WriteOwner | undefined, key: string, undo: () => void, event: Omit<ChangeEntry, 'seq'>): void {
+  private logged(
+    owner: WriteOwner | undefined,
+    key: string,
+    before: Doc | undefined,
+    undo: () => void,
+    event: Omit<ChangeEntry, 'seq'>,
+  ): void {
     if (owner) {
       owner.undo.push(undo);
       owner.events.push(event);
@@ -259,6 +246,7 @@ export class PrimaryState {
     }
     this.append(event);
     this.lastWrite.set(key, this.seq);
+    this.views.changed(key, before, this.seq);
   }
 
   /** A capped collection with `max` keeps only its newest documents. */

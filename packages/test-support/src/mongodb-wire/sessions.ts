@@ -19,6 +19,7 @@ export class Transaction implements WriteOwner {
     this.finished = new Promise((resolve) => {
       this.end = resolve;
     });
+    primary.views.opened(this);
   }
 
   /** The server aborts a transaction whose statement met a write conflict. */

@@ -110,7 +110,7 @@ describe('MongoDB wire double', () => {
     await lost.close();
   });
 
-  it("hides a transaction's writes until it commits, and fails a second one writing the same document with WriteConflict", async () => {
+  it("hides a transaction's writes until it commits, reads at its snapshot, and fails a second one writing the same document with WriteConflict", async () => {
     const accounts = client.db('wire').collection('accounts');
     await accounts.insertOne({ _id: 'acct' as never, balance: 0 });
     const first = client.startSession();
@@ -130,6 +130,16 @@ describe('MongoDB wire double', () => {
     await second.abortTransaction();
     await Promise.all([first.endSession(), second.endSession()]);
     expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 1 });
+
+    // A transaction reads the data as committed when it started, whatever is committed meanwhile.
+    const reader = client.startSession();
+    reader.startTransaction();
+    expect(await accounts.findOne({ _id: 'acct' as never }, { session: reader })).toMatchObject({ balance: 1 });
+    await accounts.updateOne({ _id: 'acct' as never }, { $set: { balance: 5 } });
+    expect(await accounts.findOne({ _id: 'acct' as never }, { session: reader })).toMatchObject({ balance: 1 });
+    await reader.commitTransaction();
+    await reader.endSession();
+    expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 5 });
   });
 
   it('answers a retried write from the record of its first try', async () => {
