@@ -1,7 +1,8 @@
-import type { Doc } from '@workq/test-support';
-import type { MongoClient } from 'mongodb';
+import { type Doc, startMongoWireDouble } from '@workq/test-support';
+import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
+import { MAX_GROUP_TURNS } from '../src/stores/mongodb/group-turns.ts';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { MAX_STORED_RESULT_BYTES } from '../src/stores/mongodb/oversized-results.ts';
 import { rejection } from './support/fixtures.ts';
@@ -135,5 +136,34 @@ describe('mongodb store: bounded work', () => {
     // Nothing else of the batch was applied: its other ack, sent again, completes.
     expect((await engine.get(small!.id)).state).toBe('active');
     expect(await store.completeJobs(acks.slice(1), clock.now())).toEqual([small!.id]);
+  });
+});
+
+describe('mongodb store: bounded collections, under the real driver (wire double)', () => {
+  it('keeps each type’s 10,000 most recent group turns when pruning, along their index', async () => {
+    const dbName = 'workq_group_turns';
+    const wire = await startMongoWireDouble({ database: dbName });
+    const store = await createMongoStore({ url: wire.url, dbName, notify: false });
+    const client = new MongoClient(wire.url);
+    try {
+      const turns = client.db(dbName).collection<Doc>('workq_queue_groups');
+      const served = Array.from({ length: MAX_GROUP_TURNS + 5 }, (_, i) => ({
+        _id: `turns.a/g${i}`,
+        name: 'turns.a',
+        group: `g${i}`,
+        lastTurn: i + 1,
+      }));
+      await turns.insertMany([...served, { _id: 'turns.b/g', name: 'turns.b', group: 'g', lastTurn: 1 }]);
+      await store.pruneJobs(new Date(), 10);
+      expect(await turns.countDocuments({ name: 'turns.a' })).toBe(MAX_GROUP_TURNS);
+      expect(await turns.findOne({ name: 'turns.a' }, { sort: { lastTurn: 1 } })).toMatchObject({ lastTurn: 6 });
+      expect(await turns.countDocuments({ name: 'turns.b' })).toBe(1);
+      const deletes = wire.commands.filter((command) => command.body.delete === 'workq_queue_groups');
+      expect(deletes.flatMap((command) => command.queries.map((query) => query.index))).toEqual(['turns_by_name']);
+    } finally {
+      await client.close();
+      await store.close();
+      await wire.close();
+    }
   });
 });

@@ -65,6 +65,9 @@ export const DEBOUNCE_INDEX_KEY = { name: 1, debounceKey: 1 } as const;
 /** The name of the index through which the lease sweep finds expired leases, oldest deadline first. */
 export const LEASE_INDEX = 'lease_expiry';
 
+/** The name of the index of `queue_groups` by job type and turn, newest first, which bounds that collection. */
+export const GROUP_TURNS_INDEX = 'turns_by_name';
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -155,6 +158,12 @@ export async function ensureIndexes(
     quorum,
   );
   await ensureCollectionIndexes(db, names.workers, [{ name: 'seen_at', key: { seenAt: 1 } }], quorum);
+  await ensureCollectionIndexes(
+    db,
+    names.queueGroups,
+    [{ name: GROUP_TURNS_INDEX, key: { name: 1, lastTurn: -1 } }],
+    quorum,
+  );
 }
 
 /**

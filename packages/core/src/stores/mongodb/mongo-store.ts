@@ -50,6 +50,7 @@ import {
   type QueueSettingsDocument,
   updateQueueSettings,
 } from './flow-control.ts';
+import { pruneGroupTurns } from './group-turns.ts';
 import { updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
@@ -310,6 +311,8 @@ export class MongoStore implements Store {
     return this.run('prune', async () => {
       const max = Math.floor(limit);
       if (!(max > 0)) return 0;
+      // Group turns are bounded here too: pruning is the store's maintenance (see `pruneGroupTurns`).
+      await pruneGroupTurns(this.flow.groups);
       const old = { state: { $in: [...FINISHED_STATES] }, finishedAt: { $lt: finishedBefore } };
       const found = await this.jobs.find(old, { limit: max, projection: { _id: 1, name: 1 } }).toArray();
       if (found.length === 0) return 0;
