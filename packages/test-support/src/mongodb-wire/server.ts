@@ -85,8 +85,10 @@ export const DEFAULT_ELECTION_MS = 10_000;
  * wire protocol (OP_MSG; OP_QUERY for the driver's first handshake) to the
  * real driver, keeps its data in `CollectionData` (mingo), records every
  * command, and answers with the server's own codes, messages and labels
- * where it refuses something. Not a database: no durability; reads see the
- * writes of transactions in progress.
+ * where it refuses something. Reads never see uncommitted writes, and a
+ * transaction reads at its snapshot. Not a database: nothing is durable, a
+ * transaction has no time limit, and queries are not costed (a hint is only
+ * checked).
  */
 export async function startMongoWireDouble(options: MongoWireDoubleOptions = {}): Promise<MongoWireDouble> {
   const primary = new PrimaryState();
@@ -176,8 +178,8 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
       const answer = () => ({ ...helloReply(context, maxWireVersion, legacy), ok: 1 });
       const awaited = body.topologyVersion as { counter?: unknown } | undefined;
       const maxAwaitTimeMS = Number(body.maxAwaitTimeMS ?? 0);
+      context.record.outcome = 'ok';
       if (!awaited || !maxAwaitTimeMS) {
-        context.record.outcome = 'ok';
         reply(answer());
         return;
       }
