@@ -43,7 +43,7 @@ const jobRowsInput = z.object({
   state: z.enum(JOB_STATES).optional(),
   version: version.optional(),
   group: storableText(1, 255).optional(),
-  /** A job id or an idempotency key: the job with that id and the jobs holding that key, within the filter. */
+  /** A job id, an idempotency key or a debounce key: the jobs with that id or holding that key, within the filter. */
   search: storableText(1, 255).optional(),
   /** Created at or after / at or before (epoch milliseconds). */
   createdFromMs: z.number().int().nonnegative().optional(),
@@ -75,13 +75,17 @@ export const jobListProcedures = {
   }),
 };
 
-/** The job with id `text` and the jobs holding `text` as their idempotency key, both within `query`, newest first. */
+/**
+ * The job with id `text` and the jobs holding `text` as their idempotency or debounce key, all within
+ * `query`, newest first: three look-ups, each through the store's index of its field.
+ */
 async function searchJobs(engine: Engine, query: ListQuery, text: string): Promise<JobStatus[]> {
-  const [byId, byKey] = await Promise.all([
+  const pages = await Promise.all([
     text.length <= 64 ? engine.list({ ...query, id: text }) : { jobs: [] },
     engine.list({ ...query, idempotencyKey: text }),
+    engine.list({ ...query, debounceKey: text }),
   ]);
-  const found = new Map([...byId.jobs, ...byKey.jobs].map((job) => [job.id, job]));
+  const found = new Map(pages.flatMap((page) => page.jobs).map((job) => [job.id, job]));
   return [...found.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
 }
 

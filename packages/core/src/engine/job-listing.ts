@@ -15,6 +15,8 @@ export interface ListQuery {
   id?: string;
   /** Only jobs holding this idempotency key (read through the idempotency index when `name` is given too). */
   idempotencyKey?: string;
+  /** Only the job holding this debounce key (read through the debounce index when `name` is given too). */
+  debounceKey?: string;
   /**
    * Only jobs created at or after / at or before these times, read from their ids: job ids are UUIDv7,
    * ordered by creation time, so a time range is a range of the primary key. A caller-chosen id that is
@@ -42,6 +44,7 @@ export function listFilter(query: ListQuery, now: Date): { filter: ListFilter; l
   if (query.group !== undefined) filter.group = query.group;
   if (query.id !== undefined) filter.ids = [query.id];
   if (query.idempotencyKey !== undefined) filter.idempotencyKey = query.idempotencyKey;
+  if (query.debounceKey !== undefined) filter.debounceKey = query.debounceKey;
   if (query.state === 'scheduled' || query.state === 'ready') {
     filter.states = ['waiting'];
     filter.due = { now, ready: query.state === 'ready' };

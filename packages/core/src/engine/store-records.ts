@@ -176,6 +176,8 @@ export interface ListFilter {
   group?: string;
   /** Only jobs holding this idempotency key (with `name`, read through the idempotency index). */
   idempotencyKey?: string;
+  /** Only the job holding this debounce key (with `name`, read through the debounce index). */
+  debounceKey?: string;
   /** Keyset paging: ids strictly greater than this one. */
   afterId?: string;
   /** Keyset paging: ids strictly less than this one. */

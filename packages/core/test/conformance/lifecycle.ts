@@ -177,6 +177,14 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await byId({ group: 'g1' })).toEqual([a, c]);
     expect(await byId({ idempotencyKey: 'k3' })).toEqual([c]);
     expect(await byId({ idempotencyKey: 'k3', version: 1 })).toEqual([]);
+    const debounced = await engine.enqueue({
+      name,
+      version: 1,
+      payload: {},
+      options: { debounce: { key: 'd1', delayMs: 60_000 } },
+    });
+    expect(await byId({ debounceKey: 'd1' })).toEqual([debounced.id]);
+    expect(await byId({ debounceKey: 'd2' })).toEqual([]);
     expect(await byId({ states: ['waiting'], newestFirst: true, group: 'g2' })).toEqual([b]);
   });
 

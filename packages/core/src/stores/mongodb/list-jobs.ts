@@ -16,6 +16,7 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
   if (filter.version !== undefined) query.version = Number(filter.version);
   if (filter.group !== undefined) query.group = String(filter.group);
   if (filter.idempotencyKey !== undefined) query.idempotencyKey = String(filter.idempotencyKey);
+  if (filter.debounceKey !== undefined) query.debounceKey = String(filter.debounceKey);
   const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
   const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
   const before = filter.beforeId === undefined ? {} : { $lt: String(filter.beforeId) };

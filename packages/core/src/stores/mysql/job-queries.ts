@@ -190,7 +190,12 @@ export function listJobsQuery(t: Tables, filter: ListFilter): { sql: string; val
     where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
     values.push(sqlDate(filter.due.now));
   }
-  const equal = { version: filter.version, job_group: filter.group, idempotency_key: filter.idempotencyKey };
+  const equal = {
+    version: filter.version,
+    job_group: filter.group,
+    idempotency_key: filter.idempotencyKey,
+    debounce_key: filter.debounceKey,
+  };
   for (const [column, value] of Object.entries(equal)) {
     if (value === undefined) continue;
     where.push(`${column} = ?`);

@@ -286,6 +286,7 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   if (filter.version !== undefined) where.push(`j.version = ${param(filter.version)}::int`);
   if (filter.group !== undefined) where.push(`j.job_group = ${param(filter.group)}`);
   if (filter.idempotencyKey !== undefined) where.push(`j.idempotency_key = ${param(filter.idempotencyKey)}`);
+  if (filter.debounceKey !== undefined) where.push(`j.debounce_key = ${param(filter.debounceKey)}`);
   if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
   if (filter.beforeId !== undefined) where.push(`j.id < ${param(filter.beforeId)}`);
   const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
