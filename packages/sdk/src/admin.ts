@@ -1,6 +1,11 @@
-import type { JobState, JobStatus } from '@workq/core';
+import type { inferRouterOutputs } from '@trpc/server';
+import type { JobEvent, JobState, JobStatus, ResyncEvent } from '@workq/core';
 import type { CronEntry, JobCount, WorkerPresence } from '@workq/core/engine';
-import type { Call } from './transport.ts';
+import type { AppRouter } from '@workq/queue-server/router';
+import { watchEventsOnce } from './admin-events.ts';
+import type { Call, QueueApi } from './transport.ts';
+
+type Outputs = inferRouterOutputs<AppRouter>;
 
 /** Operations that need the `admin` scope. */
 export interface AdminApi {
@@ -16,6 +21,19 @@ export interface AdminApi {
     jobs: JobStatus[];
     nextCursor: string | null;
   }>;
+  /** One job as an operator inspects it: its status, its payload and the worker holding (or last holding) it. */
+  job(id: string): Promise<InspectedJob>;
+  /** Cancels a scheduled, ready or active job; resolves to `false` when it had ended already. */
+  cancel(id: string): Promise<boolean>;
+  /** The registered payload schema versions (of one job type), with their fingerprints and when registered. */
+  schemas(name?: string): Promise<RegisteredSchema[]>;
+  /**
+   * Live job events of one job type, or of every type, read without a catalog (a result as sent) over one
+   * stream that is not resumed: the iteration returns when `signal` aborts, and fails with the server's code
+   * when the stream is refused or ends (`UNAVAILABLE` as the server shuts down). `sdk.events` is the typed,
+   * resuming one.
+   */
+  events(name?: string, options?: { signal?: AbortSignal | undefined }): AsyncIterable<JobEvent | ResyncEvent>;
   /**
    * The recurring jobs: the server's crontab entries and the schedules kept in the store, each with its key,
    * source, next occurrence (`null`: none) and last run (the job it enqueued, when, and that job's state now).
@@ -62,6 +80,12 @@ export interface AdminApi {
   /** Enqueues a finished job again as a new job; resolves to that job's id and state. */
   replay(id: string): Promise<{ id: string; created: boolean; state: JobState }>;
 }
+
+/** A job as `admin.job()` answers: its status, its payload, and the worker holding or last holding its lease. */
+export type InspectedJob = Outputs['admin']['job'];
+
+/** A registered payload schema version, as `admin.schemas()` lists it. */
+export type RegisteredSchema = Outputs['schemas']['list'][number];
 
 /** A job type's limits; `null`: no such limit. */
 export interface QueueLimits {
@@ -130,10 +154,14 @@ export interface WorkerListing {
   activeJobIds: string[];
 }
 
-export function createAdminApi(call: Call): AdminApi {
+export function createAdminApi({ api: queueApi, call }: { api: QueueApi; call: Call }): AdminApi {
   return {
     stats: () => call((api, signal) => api.admin.stats.query(undefined, { signal })),
     list: (query = {}) => call((api, signal) => api.admin.list.query(query, { signal })),
+    job: (id) => call((api, signal) => api.admin.job.query({ id }, { signal })),
+    cancel: (id) => call((api, signal) => api.jobs.cancel.mutate({ id }, { signal })),
+    schemas: (name) => call((api, signal) => api.schemas.list.query(name ? { name } : undefined, { signal })),
+    events: (name, options = {}) => ({ [Symbol.asyncIterator]: () => watchEventsOnce(queueApi, name, options.signal) }),
     schedules: () => call((api, signal) => api.admin.schedules.query(undefined, { signal })),
     upsertSchedule: (schedule) => call((api, signal) => api.admin.upsertSchedule.mutate(schedule, { signal })),
     removeSchedule: (key) => call((api, signal) => api.admin.removeSchedule.mutate({ key }, { signal })),

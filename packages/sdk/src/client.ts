@@ -169,7 +169,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
       worker.closed.then(forget, forget);
       return worker;
     },
-    admin: createAdminApi(call),
+    admin: createAdminApi(transport),
     events: createEvents(jobs, transport.api),
     job: (name, id) => createHandle(producerDeps, name, id, false),
     ready,

@@ -11,9 +11,11 @@ export { isWorkqError, WorkqError } from '@workq/core';
 export const defaultFetch: typeof fetch | undefined = platformFetch;
 export type {
   AdminApi,
+  InspectedJob,
   LimitsChange,
   QueueLimits,
   QueueListing,
+  RegisteredSchema,
   ScheduleInput,
   ScheduleListing,
   WorkerListing,
