@@ -95,6 +95,33 @@ describe('mongodb store: the limited claim is one fenced transaction', () => {
   });
 });
 
+describe('mongodb store: what a limited claim costs', () => {
+  it('waits on the majority once, at its commit, and not at all when it leases nothing', async () => {
+    const store = await openStore();
+    await enqueued(store, 'flow.cost', 4);
+    await store.updateQueueSettings('flow.cost', { concurrency: 3, rateLimit: { max: 100, perMs: 1000 } }, new Date());
+    /** The commands a claim sent, and those that waited for a majority to acknowledge. */
+    const sentBy = async (claim: Promise<unknown>) => {
+      const from = double.commands.length;
+      await claim;
+      const sent = double.commands.slice(from).filter((command) => command.name !== 'hello');
+      const inTransaction = (command: (typeof sent)[number]) => command.body.autocommit === false;
+      const majority = sent.filter(
+        (command) =>
+          command.name === 'commitTransaction' ||
+          (!inTransaction(command) && command.body.writeConcern?.w === 'majority'),
+      );
+      return { sent: sent.map((command) => command.name), majority: majority.map((command) => command.name) };
+    };
+    const leasing = await sentBy(store.claimLimitedJobs(claimAt('flow.cost', 3, new Date())));
+    expect(leasing.majority).toEqual(['commitTransaction']);
+    expect(leasing.sent.length).toBeLessThanOrEqual(9);
+    const full = await sentBy(store.claimLimitedJobs(claimAt('flow.cost', 3, new Date())));
+    expect(full.majority).toEqual([]);
+    expect(full.sent.at(-1)).toBe('abortTransaction');
+  });
+});
+
 describe('mongodb store: a type whose jobs only take turns', () => {
   it('is claimed by turns without the fence: no transaction, no settings written but its turn', async () => {
     const store = await openStore();
