@@ -47,11 +47,24 @@ module.exports = {
       to: { path: '^apps/queue-server/', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'cli-is-an-sdk-client',
+      severity: 'error',
+      comment: 'The workq command reaches the server through the SDK: it imports no server code, nor its types.',
+      from: { path: '^packages/cli/src' },
+      to: { path: '^(apps|packages/schemas)/' },
+    },
+    {
+      name: 'nothing-imports-the-cli',
+      severity: 'error',
+      comment: 'The workq command sits on top: no package builds on it.',
+      from: { path: '^(packages/(core|sdk|schemas)|apps)/' },
+      to: { path: '^packages/cli/' },
+    },
+    {
       name: 'application-does-not-import-transport',
       severity: 'error',
-      comment:
-        "The server's transport (router/, http/) calls its application modules, never the other way. The workq admin CLI (tools/admin/) is a client of that transport, as the SDK is: it reads the router's types.",
-      from: { path: '^apps/queue-server/src/(?!router/|http/|tools/admin/|start-server\\.ts|index\\.ts|cli\\.ts)' },
+      comment: "The server's transport (router/, http/) calls its application modules, never the other way.",
+      from: { path: '^apps/queue-server/src/(?!router/|http/|start-server\\.ts|index\\.ts|cli\\.ts)' },
       to: { path: '^apps/queue-server/src/(router|http)/' },
     },
   ],

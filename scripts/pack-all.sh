@@ -5,7 +5,7 @@
 set -e
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1
-PACKAGES="@workq/core @workq/sdk @workq/queue-server"
+PACKAGES="@workq/core @workq/sdk @workq/queue-server @workq/cli"
 filters=""
 for name in $PACKAGES; do filters="$filters --filter=$name"; done
 pnpm exec turbo run build $filters --output-logs=errors-only

@@ -9,7 +9,6 @@ export default defineConfig({
     index: 'src/index.ts',
     router: 'src/router/index.ts',
     cli: 'src/cli.ts',
-    workq: 'src/tools/workq.ts',
   },
   format: 'esm',
   platform: 'node',

@@ -6,11 +6,11 @@ import { jobs } from '@workq/schemas';
 import { createClient, PermanentError, type Worker, type WorkqClient } from '@workq/sdk';
 import { freePort, freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../apps/queue-server/src/tools/admin/admin-cli.ts';
+import { runAdminCli } from '../../packages/cli/src/admin/admin-cli.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
-const WORKQ = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq.js');
+const WORKQ = join(REPO_ROOT, 'packages', 'cli', 'bin', 'workq.js');
 const ADMIN = 'admin-cli-e2e-admin-secret';
 const PRODUCER = 'admin-cli-e2e-producer-secret';
 const REPORTS_ONLY = 'admin-cli-e2e-reports-secret';
@@ -208,7 +208,9 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(producer.err).toMatch(/^workq: FORBIDDEN: .*admin/);
     const nowhere = await workq(['queues'], { WORKQ_URL: `http://127.0.0.1:${await freePort()}`, WORKQ_TOKEN: ADMIN });
     expect(nowhere.code).toBe(1);
-    expect(nowhere.err).toMatch(/^workq: UNAVAILABLE: The queue server at http:\/\/127\.0\.0\.1:\d+ cannot be reached/);
+    expect(nowhere.err).toMatch(
+      /^workq: UNAVAILABLE: Cannot reach the queue server \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)/,
+    );
   });
 
   it('workq pause / resume / limits change flow control, and jobs retry --dead retries a whole type', async () => {
@@ -301,7 +303,7 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect((await sdk.admin.schedules()).map((s) => s.key)).toEqual(['nightly-report', 'hourly-email']);
   });
 
-  it('workq events prints live events one a line until SIGTERM, and exits 1 when the stream is refused', async () => {
+  it('workq events prints live events one a line until SIGTERM, and exits 1 when the stream is refused or the server shuts down', async () => {
     const watch = (args: string[]) => {
       const { argv, options } = commandLine(args, {});
       const child = spawn(process.execPath, argv, options);
@@ -350,6 +352,26 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     const anonymous = await workq(['events'], { WORKQ_TOKEN: '' });
     expect(anonymous).toMatchObject({ code: 1, out: '' });
     expect(anonymous.err).toMatch(/^workq: UNAUTHORIZED: /);
+
+    // It does not reconnect: a server shutting down ends the command with exit 1 (in this process: a child's
+    // start is slow).
+    const closing = await startServer({ store: 'pglite://memory', port: 0, logger: collectingLogger() });
+    const out: string[] = [];
+    const err: string[] = [];
+    const watching = runAdminCli(['events', '--url', closing.url], {
+      out: (text) => void out.push(text),
+      err: (text) => void err.push(text),
+      env: {},
+      untilInterrupted: () => new AbortController().signal,
+    });
+    const producer = createClient({ url: closing.url, jobs });
+    await until(async () => {
+      await producer.enqueue.sendEmail(email('before shutdown'));
+      return out.length > 0;
+    }, 10_000);
+    await closing.close();
+    expect(await watching).toBe(1);
+    expect(err.join('')).toMatch(/^workq: UNAVAILABLE: /);
   });
 
   it('answers a command line it cannot run with exit 2 and the usage text', async () => {

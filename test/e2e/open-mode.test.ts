@@ -2,7 +2,7 @@ import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '../../apps/queue-server/src/tools/admin/admin-cli.ts';
+import { runAdminCli } from '../../packages/cli/src/admin/admin-cli.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawHttp } from '../support/raw-http.ts';
 

@@ -13,7 +13,7 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const WORKQ = join(ROOT, 'apps/queue-server/bin/workq.js');
+const WORKQ = join(ROOT, 'packages/cli/bin/workq.js');
 const CORE = join(ROOT, 'packages/core/src/index.ts');
 
 async function workq(args: string[]): Promise<{ code: number; out: string; err: string }> {

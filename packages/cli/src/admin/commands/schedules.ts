@@ -1,11 +1,11 @@
+import { WorkqError } from '@workq/sdk';
 import { type CommandContext, noArguments, oneArgument, UsageError, wholeNumber } from '../command.ts';
 import { fields, json, table } from '../output.ts';
-import { CallFailed } from '../server-client.ts';
 
 /** `workq schedules [list]`: the crontab's entries and the stored schedules, with next and last run. */
 async function list(ctx: CommandContext): Promise<void> {
   noArguments(ctx, 'schedules');
-  const schedules = await ctx.client.schedules();
+  const schedules = await ctx.admin.schedules();
   if (ctx.json) return ctx.out(json(schedules));
   ctx.out(
     table(
@@ -45,15 +45,15 @@ async function add(ctx: CommandContext): Promise<void> {
   if (!key || !cron || !name) throw new UsageError('workq schedules add needs --key, --cron and --name.');
   const payload = payloadOption(ctx.options.payload);
   const version = wholeNumber(ctx.options.version, 'version', 1, Number.MAX_SAFE_INTEGER);
-  const saved = await ctx.client.upsertSchedule({ key, cron, name, payload, timezone, version });
+  const saved = await ctx.admin.upsertSchedule({ key, cron, name, payload, timezone, version });
   ctx.out(ctx.json ? json(saved) : fields(Object.entries(saved)));
 }
 
 /** `workq schedules remove <key>`: removes a stored schedule (crontab entries change only with the crontab). */
 async function remove(ctx: CommandContext): Promise<void> {
   const key = oneArgument(ctx, 'schedules remove', 'schedule key');
-  if (!(await ctx.client.removeSchedule(key))) {
-    throw new CallFailed('NOT_FOUND', `No stored schedule "${key}" (crontab entries change only with the crontab).`);
+  if (!(await ctx.admin.removeSchedule(key))) {
+    throw new WorkqError('NOT_FOUND', `No stored schedule "${key}" (crontab entries change only with the crontab).`);
   }
   ctx.out(ctx.json ? json({ key, removed: true }) : `removed schedule ${key}\n`);
 }

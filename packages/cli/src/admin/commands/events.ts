@@ -22,7 +22,7 @@ export async function eventsCommand(ctx: CommandContext): Promise<void> {
   const [name, extra] = ctx.positionals;
   if (extra !== undefined) throw new UsageError('workq events takes at most one job type.');
   const signal = ctx.untilInterrupted();
-  for await (const event of ctx.client.watchEvents({ name }, signal)) {
+  for await (const event of ctx.admin.events(name, { signal })) {
     ctx.out(ctx.json ? `${JSON.stringify(event)}\n` : eventLine(event));
   }
 }

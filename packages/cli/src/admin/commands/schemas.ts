@@ -1,11 +1,11 @@
+import { WorkqError } from '@workq/sdk';
 import { type CommandContext, noArguments, UsageError, wholeNumber } from '../command.ts';
 import { json, table } from '../output.ts';
-import { CallFailed } from '../server-client.ts';
 
 /** `workq schemas list [--name <type>]`: the registered payload schema versions, with their fingerprints. */
 async function list(ctx: CommandContext): Promise<void> {
   noArguments(ctx, 'schemas list');
-  const schemas = await ctx.client.schemas(ctx.options.name);
+  const schemas = await ctx.admin.schemas(ctx.options.name);
   if (ctx.json) return ctx.out(json(schemas));
   ctx.out(
     table(
@@ -27,8 +27,8 @@ async function remove(ctx: CommandContext): Promise<void> {
     );
   }
   const version = wholeNumber(versionText, 'version', 1, 1_000_000) as number;
-  if (!(await ctx.client.removeSchema(name, version))) {
-    throw new CallFailed('NOT_FOUND', `No schema is registered for "${name}" v${version}.`);
+  if (!(await ctx.admin.removeSchema(name, version))) {
+    throw new WorkqError('NOT_FOUND', `No schema is registered for "${name}" v${version}.`);
   }
   ctx.out(ctx.json ? json({ name, version, removed: true }) : `removed the schema of ${name} v${version}\n`);
 }

@@ -1,8 +1,8 @@
-import type { AdminClient } from './server-client.ts';
+import type { AdminApi } from '@workq/sdk';
 
-/** What a command is handed: the server, how to print, and its own arguments. */
+/** What a command is handed: the server's admin operations, how to print, and its own arguments. */
 export interface CommandContext {
-  client: AdminClient;
+  admin: AdminApi;
   /** `--json`: print JSON for scripts instead of tables. */
   json: boolean;
   out(text: string): void;

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { createClient, isWorkqError } from '@workq/sdk';
 import { type CommandContext, noArguments, UsageError } from './command.ts';
 import { eventsCommand } from './commands/events.ts';
 import { FLOW_COMMANDS } from './commands/flow-control.ts';
@@ -7,7 +8,6 @@ import { queuesCommand } from './commands/queues.ts';
 import { SCHEDULE_COMMANDS } from './commands/schedules.ts';
 import { SCHEMA_COMMANDS } from './commands/schemas.ts';
 import { workersCommand } from './commands/workers.ts';
-import { adminClient, CallFailed } from './server-client.ts';
 
 export const ADMIN_USAGE = `Operating a queue server (needs a token with the admin scope):
   workq queues                        job types: paused, limits, jobs by state
@@ -114,11 +114,14 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
       io.out(ADMIN_USAGE);
       return 0;
     }
-    const target = {
+    // No catalog: the admin operations take any job type the server knows.
+    const client = createClient({
       url: values.url ?? io.env.WORKQ_URL ?? DEFAULT_URL,
+      jobs: {},
       token: values.token ?? (io.env.WORKQ_TOKEN || undefined),
       timeoutMs: REQUEST_TIMEOUT_MS,
-    };
+      logger: false,
+    });
     const {
       url,
       token,
@@ -130,7 +133,7 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
     } = values;
     const [group, ...rest] = positionals;
     await run(group, rest, {
-      client: adminClient(target),
+      admin: client.admin,
       json: values.json,
       out: io.out,
       options: { ...options, rateLimit, groupConcurrency },
@@ -138,7 +141,7 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
     });
     return 0;
   } catch (error) {
-    if (error instanceof CallFailed) {
+    if (isWorkqError(error)) {
       io.err(`workq: ${error.code}: ${error.message}\n`);
       return 1;
     }

@@ -3,7 +3,7 @@ import { json, table } from '../output.ts';
 
 /** `workq workers`: each connected worker, the job types and versions it reads, and the jobs it holds. */
 export async function workersCommand(ctx: CommandContext): Promise<void> {
-  const workers = await ctx.client.workers();
+  const workers = await ctx.admin.workers();
   if (ctx.json) return ctx.out(json(workers));
   ctx.out(
     table(

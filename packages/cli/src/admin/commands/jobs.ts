@@ -1,7 +1,7 @@
 import { JOB_STATES, type JobState, MAX_BATCH_SIZE } from '@workq/core';
+import { WorkqError } from '@workq/sdk';
 import { type CommandContext, oneArgument, UsageError, wholeNumber } from '../command.ts';
 import { fields, json, table } from '../output.ts';
-import { CallFailed } from '../server-client.ts';
 
 const jobId = (ctx: CommandContext, command: string) => oneArgument(ctx, `jobs ${command}`, 'job id');
 
@@ -16,7 +16,7 @@ function listQuery(ctx: CommandContext) {
 /** `workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]`: a page of jobs, oldest first. */
 async function list(ctx: CommandContext): Promise<void> {
   if (ctx.positionals.length > 0) throw new UsageError('workq jobs list takes no arguments, only options.');
-  const page = await ctx.client.list(listQuery(ctx));
+  const page = await ctx.admin.list(listQuery(ctx));
   if (ctx.json) return ctx.out(json(page));
   ctx.out(
     table(
@@ -38,7 +38,7 @@ async function list(ctx: CommandContext): Promise<void> {
 
 /** `workq jobs show <id>`: one job's status, payload, result, last error and lease holder. */
 async function show(ctx: CommandContext): Promise<void> {
-  const job = await ctx.client.job(jobId(ctx, 'show'));
+  const job = await ctx.admin.job(jobId(ctx, 'show'));
   if (ctx.json) return ctx.out(json(job));
   ctx.out(fields(Object.entries(job).filter(([, value]) => value !== undefined)));
 }
@@ -49,7 +49,7 @@ async function retryAllDead(ctx: CommandContext): Promise<void> {
   if (ctx.positionals.length > 0 || !name) {
     throw new UsageError('workq jobs retry --dead takes --name <type> and no job id.');
   }
-  const retried = await ctx.client.retryDead({ name });
+  const retried = await ctx.admin.retryDead({ name });
   ctx.out(ctx.json ? json({ name, retried }) : `retried ${retried} dead ${name} job${retried === 1 ? '' : 's'}\n`);
 }
 
@@ -57,10 +57,10 @@ async function retryAllDead(ctx: CommandContext): Promise<void> {
 async function retry(ctx: CommandContext): Promise<void> {
   if (ctx.options.dead) return retryAllDead(ctx);
   const id = jobId(ctx, 'retry');
-  const retried = await ctx.client.retryDead({ ids: [id] });
+  const retried = await ctx.admin.retryDead({ ids: [id] });
   if (retried === 0) {
-    const { state } = await ctx.client.job(id);
-    throw new CallFailed('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
+    const { state } = await ctx.admin.job(id);
+    throw new WorkqError('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
   }
   ctx.out(ctx.json ? json({ id, retried: true }) : `retried ${id}\n`);
 }
@@ -68,9 +68,9 @@ async function retry(ctx: CommandContext): Promise<void> {
 /** `workq jobs cancel <id>`: a waiting or active job cancelled. */
 async function cancel(ctx: CommandContext): Promise<void> {
   const id = jobId(ctx, 'cancel');
-  if (!(await ctx.client.cancel(id))) {
-    const { state } = await ctx.client.job(id);
-    throw new CallFailed(
+  if (!(await ctx.admin.cancel(id))) {
+    const { state } = await ctx.admin.job(id);
+    throw new WorkqError(
       'CONFLICT',
       `Job ${id} is ${state} already: only scheduled, ready or active jobs can be cancelled.`,
     );
@@ -81,7 +81,7 @@ async function cancel(ctx: CommandContext): Promise<void> {
 /** `workq jobs replay <id>`: a finished job enqueued again, as a new job. */
 async function replay(ctx: CommandContext): Promise<void> {
   const id = jobId(ctx, 'replay');
-  const replayed = await ctx.client.replay(id);
+  const replayed = await ctx.admin.replay(id);
   ctx.out(ctx.json ? json({ id, replayedAs: replayed.id }) : `replayed ${id} as ${replayed.id}\n`);
 }
 

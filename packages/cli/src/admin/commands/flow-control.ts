@@ -1,6 +1,7 @@
+import type { LimitsChange, QueueLimits } from '@workq/sdk';
 import { type CommandContext, oneArgument, UsageError, wholeNumber } from '../command.ts';
 import { fields, json } from '../output.ts';
-import { type Limits, type LimitsChange, limitCells } from './queues.ts';
+import { limitCells } from './queues.ts';
 
 /** The largest limit the server takes. */
 const MAX_LIMIT = 1_000_000_000;
@@ -8,14 +9,14 @@ const MAX_LIMIT = 1_000_000_000;
 /** `workq pause <name>`: claims of the job type stop on every server; jobs keep arriving and wait. */
 async function pause(ctx: CommandContext): Promise<void> {
   const name = oneArgument(ctx, 'pause', 'job type');
-  await ctx.client.pause(name);
+  await ctx.admin.pause(name);
   ctx.out(ctx.json ? json({ name, paused: true }) : `paused ${name}\n`);
 }
 
 /** `workq resume <name>`: ends a pause. */
 async function resume(ctx: CommandContext): Promise<void> {
   const name = oneArgument(ctx, 'resume', 'job type');
-  await ctx.client.resume(name);
+  await ctx.admin.resume(name);
   ctx.out(ctx.json ? json({ name, paused: false }) : `resumed ${name}\n`);
 }
 
@@ -50,12 +51,12 @@ async function limits(ctx: CommandContext): Promise<void> {
   if (concurrency !== undefined) change.concurrency = concurrency;
   if (rateLimit !== undefined) change.rateLimit = rateLimit;
   if (groupConcurrency !== undefined) change.groupConcurrency = groupConcurrency;
-  let set: Limits;
+  let set: QueueLimits;
   let paused: boolean | undefined;
   if (Object.keys(change).length > 0) {
-    set = await ctx.client.setLimits({ name, limits: change });
+    set = await ctx.admin.setLimits(name, change);
   } else {
-    const queue = (await ctx.client.queues()).find((q) => q.name === name);
+    const queue = (await ctx.admin.queues()).find((q) => q.name === name);
     // A job type with no jobs and no settings yet has no limits.
     set = queue?.limits ?? { concurrency: null, rateLimit: null, groupConcurrency: null };
     paused = queue?.paused ?? false;

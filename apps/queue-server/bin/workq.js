@@ -1,4 +1,0 @@
-#!/usr/bin/env node
-import { runTs } from './run-ts.js';
-
-runTs('tools/workq.ts');
