@@ -134,7 +134,7 @@ export function JobsPage(props: { query: URLSearchParams }) {
           <input name="group" defaultValue={filter.group} placeholder="any" />
         </label>
         <label class="grow">
-          Id or idempotency key
+          Id, idempotency or debounce key
           <input name="q" type="search" defaultValue={filter.q} placeholder="Search…" />
         </label>
         <label>
