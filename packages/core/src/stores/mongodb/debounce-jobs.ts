@@ -26,6 +26,8 @@ export async function debounceJobs(jobs: Collection<JobDocument>, input: readonl
  * other's result). With none waiting, the job is inserted; the unique index refuses it when a job that
  * started or finished holds the key, which that job then lets go of, and the engine sends the job again.
  * The query repeats the index's `$type` condition, as the server needs to use a partial index.
+ * The holder it answers with comes from that write, which a majority acknowledged before the answer (no
+ * plain read tells a resend the job exists: see `findKeyHolders` for why that must be a majority's).
  */
 async function debounceJob(jobs: Collection<JobDocument>, job: NewJob): Promise<InsertOutcome> {
   const holder = { name: job.name, debounceKey: { $eq: job.debounceKey, $type: 'string' as const } };
