@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleForBrowser, NODE_BUILTINS } from '../support/browser-bundle.ts';
+import { repositoryCodeBlocks, SCRIPT_LANGS } from '../support/doc-code-blocks.ts';
 import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
 
 const run = promisify(execFile);
@@ -25,6 +26,18 @@ async function sh(file: string, args: readonly string[], cwd: string, timeoutMs 
     throw new Error(`${file} ${args.join(' ')} failed:\n${stdout}${stderr}`);
   }
 }
+
+/** Waits until the server at `url` answers /healthz. */
+const untilHealthy = (url: string, timeoutMs: number) =>
+  until(
+    () =>
+      fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    timeoutMs,
+    100,
+  );
 
 const npmInstall = (cwd: string, specs: readonly string[]) =>
   sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], cwd);
@@ -97,15 +110,7 @@ describe('a service outside the repository', () => {
     const server = processes.spawn('npx', ['workq-server', '--port', String(port), '--store', 'pglite://memory'], {
       cwd: project,
     });
-    await until(
-      () =>
-        fetch(`${serverUrl}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        ),
-      60_000,
-      100,
-    );
+    await untilHealthy(serverUrl, 60_000);
     // The dashboard, from the installed package's own files: the page, its client routes and its hashed assets.
     const page = await fetch(`${serverUrl}/ui/`);
     expect(page.status).toBe(200);
@@ -158,3 +163,110 @@ describe('a service outside the repository', () => {
       expect(inputs.filter((input) => input.includes(`node_modules/${driver}/`))).toEqual([]);
   });
 });
+
+describe('the README, followed literally in a new npm project', () => {
+  const processes = new ChildProcesses();
+  const blocks = repositoryCodeBlocks(REPO_ROOT);
+  const readme = blocks.filter((block) => block.doc === 'README.md');
+  const claimed = (kind: string) => readme.filter((block) => block.claim?.kind === kind);
+  let parent: string;
+  let project: string;
+  let port: number;
+
+  beforeAll(async () => {
+    parent = mkdtempSync(join(tmpdir(), 'workq-readme-'));
+    // The README's setup commands, run as written with $WORKQ at this clone, by an npm whose cache is warm
+    // and that skips the audit; its first, `pack:all`, is the same script the file's beforeAll ran.
+    const [setup] = claimed('run');
+    if (!setup) throw new Error('README has no <!-- code: run sh --> block');
+    const commands = setup.code.split('\n').filter((line) => line.trim() && !line.includes('pack:all'));
+    const npmConfig = 'export npm_config_prefer_offline=true npm_config_audit=false npm_config_fund=false';
+    const script = [`export WORKQ='${REPO_ROOT}'`, npmConfig, ...commands].join('\n');
+    await sh('bash', ['-ec', script], parent, 180_000).catch((error: Error) => {
+      throw new Error(`README setup failed:\n${error.message}`);
+    });
+    const [made] = readdirSync(parent);
+    project = join(parent, made ?? '');
+    port = await freePort();
+    for (const block of readme) {
+      const code = block.code.replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${port}`);
+      if (block.claim?.kind === 'file') writeInto(project, block.claim.path, code);
+      if (block.claim?.kind === 'check') writeInto(project, `snippets/readme-${block.line}.ts`, code);
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    await processes.killAll();
+    if (parent) rmSync(parent, { recursive: true, force: true });
+  });
+
+  it('marks every TypeScript block of the README and docs as checked, a file, or a fragment', () => {
+    const unmarked = blocks.filter((block) => SCRIPT_LANGS.has(block.lang) && block.claim === undefined);
+    expect(unmarked.map((block) => `${block.doc}:${block.line}`)).toEqual([]);
+    expect(claimed('file').map((block) => block.claim)).toEqual([
+      { kind: 'file', path: 'src/catalog.ts' },
+      { kind: 'file', path: 'src/worker.ts' },
+      { kind: 'file', path: 'src/producer.ts' },
+    ]);
+    expect(claimed('check').length).toBeGreaterThan(0);
+  });
+
+  it('compiles every block that claims to, under the tsconfig tsc --init writes', async () => {
+    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
+    expect(manifest.type).toBe('module');
+    const config = JSON.parse(await sh('npx', ['tsc', '--showConfig'], project));
+    expect(config.compilerOptions).toMatchObject({
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      noUncheckedIndexedAccess: true,
+      verbatimModuleSyntax: true,
+      module: 'nodenext',
+      types: ['node'],
+    });
+    await sh('npx', ['tsc', '--noEmit'], project);
+  });
+
+  it('runs its terminals: the server on its embedded store, a worker left running, and a producer it serves', async () => {
+    const [terminals] = claimed('terminals');
+    const [serverLine, workerLine, producerLine] = (terminals?.code ?? '').split('\n').map(withoutComment);
+    if (!serverLine || !workerLine || !producerLine) throw new Error('README has no three terminals');
+    const url = `http://127.0.0.1:${port}`;
+    const server = processes.spawn('bash', ['-c', `exec ${serverLine} --port ${port}`], { cwd: project });
+    await untilHealthy(url, 90_000);
+    expect(server.output()).toContain(`"dashboard":"${url}/ui/"`);
+    const dataDir = join(project, '.workq');
+    // No MongoDB binary can be had on these machines: the fallback line says so, and where the data is.
+    expect(server.output()).toMatch(
+      server.output().includes('embedded MongoDB store')
+        ? dataDir
+        : `so the embedded store is PostgreSQL (PGlite), its data under ${join(dataDir, 'pglite')}.`,
+    );
+    const root = await fetch(`${url}/`, { redirect: 'manual' });
+    expect(root.headers.get('location')).toBe('/ui/');
+
+    const worker = processes.spawn('bash', ['-c', `exec ${workerLine}`], { cwd: project });
+    const producer = processes.spawn('bash', ['-c', `exec ${producerLine}`], { cwd: project });
+    expect(await exited(producer), producer.output()).toEqual({ code: 0, signal: null });
+    expect(producer.output()).toContain('{ bytes: 1024 }');
+    expect(worker.output()).toContain('converting in.png');
+    // The worker keeps running after its job, until Ctrl-C (SIGINT to its terminal's process group).
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(worker.exitCode, worker.output()).toBeNull();
+    processes.signal(worker, 'SIGINT', { group: true });
+    await exited(worker);
+    expect(worker.output()).not.toMatch(/error/i);
+    processes.signal(server, 'SIGTERM', { group: true });
+    await exited(server);
+  }, 150_000);
+});
+
+/** Writes `code` at `path` inside `dir`, making its folders. */
+function writeInto(dir: string, path: string, code: string): void {
+  mkdirSync(dirname(join(dir, path)), { recursive: true });
+  writeFileSync(join(dir, path), code);
+}
+
+/** A shell line without its trailing `# comment`. */
+function withoutComment(line: string): string {
+  return line.replace(/\s+#.*$/, '').trim();
+}
