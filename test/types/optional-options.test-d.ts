@@ -6,6 +6,10 @@
  */
 
 import type { Backoff, DebounceOptions, EnqueueOptions, JobDefaults, JobSpec, WorkqErrorOptions } from '@workq/core';
+import type { OpenStoreOptions } from '@workq/core/engine';
+import type { MongoStoreOptions } from '@workq/core/mongodb';
+import type { MysqlStoreOptions } from '@workq/core/mysql';
+import type { PgliteStoreOptions, PostgresStoreOptions } from '@workq/core/postgres';
 import type {
   CatalogCronEntry,
   CorsOptions,
@@ -82,6 +86,12 @@ describe('exactOptionalPropertyTypes: optional options accept undefined', () => 
   it('in core', () => {
     noneRefuseUndefined<RefusesUndefined<EnqueueOptions>>();
     noneRefuseUndefined<RefusesUndefined<WorkqErrorOptions>>();
+    // Drivers' own objects (a pool, a client) are theirs to type.
+    noneRefuseUndefined<RefusesUndefined<Omit<MongoStoreOptions, 'client'>>>();
+    noneRefuseUndefined<RefusesUndefined<Omit<MysqlStoreOptions, 'pool'>>>();
+    noneRefuseUndefined<RefusesUndefined<Omit<PostgresStoreOptions, 'pool'>>>();
+    noneRefuseUndefined<RefusesUndefined<PgliteStoreOptions>>();
+    noneRefuseUndefined<RefusesUndefined<OpenStoreOptions>>();
     noneRefuseUndefined<RefusesUndefined<DebounceOptions>>();
     noneRefuseUndefined<RefusesUndefined<Backoff>>();
     noneRefuseUndefined<RefusesUndefined<JobDefaults>>();

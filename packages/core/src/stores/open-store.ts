@@ -3,7 +3,7 @@ import { WorkqError } from '../errors.ts';
 
 export interface OpenStoreOptions {
   /** How long finished jobs are kept (MongoDB applies it as a TTL index). @defaultValue 7 days */
-  historyRetentionMs?: number;
+  historyRetentionMs?: number | undefined;
 }
 
 /**

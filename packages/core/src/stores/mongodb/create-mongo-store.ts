@@ -13,55 +13,55 @@ export interface MongoStoreOptions {
    * A `mongodb://` or `mongodb+srv://` connection string. Required unless `client` is given.
    * @defaultValue none
    */
-  url?: string;
+  url?: string | undefined;
   /**
    * A connected (or connectable) client to use instead of `url`. The store does not close it.
    * @defaultValue none: the store creates and owns a client for `url`
    */
-  client?: MongoClient;
+  client?: MongoClient | undefined;
   /**
    * The database to keep jobs in.
    * @defaultValue the database named in `url`, else `'workq'`
    */
-  dbName?: string;
+  dbName?: string | undefined;
   /**
    * Prefix of the store's collections (`jobs`, `schemas`, `workers`, `wakeups`).
    * @defaultValue 'workq_'
    */
-  collectionPrefix?: string;
+  collectionPrefix?: string | undefined;
   /**
    * How long finished jobs are kept; applied as the TTL of the history index,
    * so at most 2_147_483_647_000 (about 68 years, the largest TTL MongoDB takes).
    * @defaultValue 604_800_000 (7 days)
    */
-  historyRetentionMs?: number;
+  historyRetentionMs?: number | undefined;
   /**
    * Cross-process wake-ups through change streams. Needs a replica set or
    * mongos; on a standalone server the store declares `notify: false`.
    * @defaultValue true
    */
-  notify?: boolean;
+  notify?: boolean | undefined;
   /**
    * How long to wait for a reachable server before an operation fails (for a client the store creates).
    * Longer than an unplanned election (about 10–12 s: the members' 10 s election timeout, then the vote),
    * so the calls a failover catches wait for the new primary instead of failing.
    * @defaultValue 15_000
    */
-  serverSelectionTimeoutMS?: number;
+  serverSelectionTimeoutMS?: number | undefined;
   /**
    * How long a write waits for a majority of the replica set to acknowledge
    * it (`wtimeoutMS` of the majority write concern). Past it the call fails
    * with `TIMEOUT`; the write may still be applied.
    * @defaultValue 10_000
    */
-  writeTimeoutMS?: number;
+  writeTimeoutMS?: number | undefined;
   /**
    * How long opening the store waits for an index build it starts, which a
    * majority of the replica set must commit (`maxTimeMS`). Past it opening
    * fails with `TIMEOUT`; the build goes on in the server.
    * @defaultValue 120_000
    */
-  indexBuildTimeoutMS?: number;
+  indexBuildTimeoutMS?: number | undefined;
 }
 
 const DEFAULTS = {

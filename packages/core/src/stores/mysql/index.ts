@@ -13,7 +13,7 @@ export interface MysqlStoreOptions {
    * `mysql://user:password@host:port/database`; the database must exist.
    * Required unless `pool` is given.
    */
-  url?: string;
+  url?: string | undefined;
   /**
    * A `mysql2/promise` pool to use instead of one made from `url`. The caller
    * keeps it: `close()` does not end it. It must keep mysql2's default
@@ -24,16 +24,16 @@ export interface MysqlStoreOptions {
    * and relies on them staying set.
    * @defaultValue a pool made from `url`
    */
-  pool?: Pool;
+  pool?: Pool | undefined;
   /**
    * Prefix of the store's table names: lower-case letters, digits and underscores, at most 31 characters.
    * @defaultValue 'workq_'
    */
-  tablePrefix?: string;
+  tablePrefix?: string | undefined;
   /** Connections in the pool made from `url`; ignored with `pool`. @defaultValue 10 */
-  poolSize?: number;
+  poolSize?: number | undefined;
   /** How long opening a connection may take before the store reports the server unreachable. @defaultValue 5_000 */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /**
    * How often each wake-up subscriber (one per queue server) reads the
    * wakeups table for messages other processes published: the bound on how
@@ -45,7 +45,7 @@ export interface MysqlStoreOptions {
    * and consumers on other processes notice jobs by polling alone.
    * @defaultValue 100
    */
-  wakeupPollMs?: number;
+  wakeupPollMs?: number | undefined;
 }
 
 const DEFAULTS = {

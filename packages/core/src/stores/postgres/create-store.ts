@@ -15,22 +15,22 @@ export interface PostgresStoreOptions {
    * A `postgres://` URL. Ignored when `pool` is given.
    * @defaultValue the `PG*` environment variables, as node-postgres reads them
    */
-  connectionString?: string;
+  connectionString?: string | undefined;
   /**
    * A pool to use instead of making one. It stays yours: `close()` does not end it.
    * @defaultValue a new pool, ended by `close()`
    */
-  pool?: pg.Pool;
+  pool?: pg.Pool | undefined;
   /**
    * The schema holding workq's tables; created and migrated on start.
    * @defaultValue 'workq'
    */
-  schema?: string;
+  schema?: string | undefined;
   /**
    * Connections in the pool this store makes (each notifier subscriber holds one more).
    * @defaultValue 10
    */
-  poolSize?: number;
+  poolSize?: number | undefined;
   /**
    * Vacuums the jobs table after this many claimed, completed, cancelled or
    * pruned rows, so claims stay fast between autovacuum runs (each claim leaves
@@ -40,7 +40,7 @@ export interface PostgresStoreOptions {
    * the server when the store's user does not own the table.
    * @defaultValue 10_000
    */
-  vacuumEveryRows?: number;
+  vacuumEveryRows?: number | undefined;
 }
 
 /** Options of `createPgliteStore`. */
@@ -49,12 +49,12 @@ export interface PgliteStoreOptions {
    * Where PGlite keeps its files.
    * @defaultValue undefined: in memory, gone on `close()`
    */
-  dataDir?: string;
+  dataDir?: string | undefined;
   /**
    * The schema holding workq's tables.
    * @defaultValue 'workq'
    */
-  schema?: string;
+  schema?: string | undefined;
 }
 
 const DEFAULT_SCHEMA = 'workq';
