@@ -53,6 +53,7 @@ describe('admin types: one shape on both sides of the wire', () => {
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.list>>>().toEqualTypeOf<Outputs['list']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.retryDead>>>().toEqualTypeOf<Outputs['retryDead']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.replay>>>().toEqualTypeOf<Outputs['replay']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.promote>>>().toEqualTypeOf<Outputs['promote']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.removeSchema>>>().toEqualTypeOf<Outputs['removeSchema']>();
   });
 });

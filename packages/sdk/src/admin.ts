@@ -79,6 +79,11 @@ export interface AdminApi {
   retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
   /** Enqueues a finished job again as a new job; resolves to that job's id and state. */
   replay(id: string): Promise<{ id: string; created: boolean; state: JobState }>;
+  /**
+   * Runs a scheduled job now (a delayed one, or one waiting out a retry's backoff), keeping its id and
+   * attempts; resolves to `false` when it is not scheduled. `NOT_FOUND` for no such job.
+   */
+  promote(id: string): Promise<boolean>;
 }
 
 /** A job as `admin.job()` answers: its status, its payload, and the worker holding or last holding its lease. */
@@ -174,5 +179,6 @@ export function createAdminApi({ api: queueApi, call }: { api: QueueApi; call: C
     queues: () => call((api, signal) => api.admin.queues.query(undefined, { signal })),
     retryDead: (target) => call((api, signal) => api.admin.retryDead.mutate(target, { signal })),
     replay: (id) => call((api, signal) => api.admin.replay.mutate({ id }, { signal })),
+    promote: (id) => call((api, signal) => api.admin.promote.mutate({ id }, { signal })),
   };
 }

@@ -331,13 +331,9 @@ export class Engine {
   /**
    * Runs a scheduled job now (`admin.promote`): a delayed job, or one waiting out a retry's backoff, becomes
    * ready at once, keeping its id and attempts. Resolves to `false` when the job is not scheduled (it
-   * started, finished or is due already); `NOT_FOUND` when there is no such job; `CONFLICT` on a store that
-   * cannot promote (no `Store.promoteJob`).
+   * started, finished or is due already); `NOT_FOUND` when there is no such job.
    */
   async promote(id: string): Promise<boolean> {
-    if (!this.store.promoteJob) {
-      throw new WorkqError('CONFLICT', `This store cannot run a scheduled job early; job ${id} keeps its run time.`);
-    }
     const promoted = await this.store.promoteJob(id, this.clock.now());
     if (promoted) {
       this.listeners.emitReady(promoted.name);

@@ -226,10 +226,9 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * Makes a scheduled job (not started, due after `now`: delayed, or waiting out a retry's backoff) due at
    * `now`, in the claim order of a job enqueued to run then; its attempts and everything else stay. Atomic:
    * a job claimed, cancelled or due meanwhile is left as it is. Resolves to the job as it now is, or `null`
-   * when it was not scheduled (or is gone). A store without it cannot run a scheduled job early, and the
-   * engine's `promote` says so.
+   * when it was not scheduled (or is gone).
    */
-  promoteJob?(id: string, now: Date): Promise<JobRecord | null>;
+  promoteJob(id: string, now: Date): Promise<JobRecord | null>;
 
   /**
    * The cheapest round trip that proves the store answers (SQL: `SELECT 1`,

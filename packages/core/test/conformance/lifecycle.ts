@@ -188,11 +188,8 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await byId({ states: ['waiting'], newestFirst: true, group: 'g2' })).toEqual([b]);
   });
 
-  it('promote runs a scheduled job now, a delayed one or one waiting out its backoff, keeping its attempts', async ({
-    skip,
-  }) => {
-    const { engine, store } = ctx.engine();
-    if (!store.promoteJob) ctx.skip('the store has no promoteJob: a scheduled job keeps its run time', skip);
+  it('promote runs a scheduled job now, a delayed one or one waiting out its backoff, keeping its attempts', async () => {
+    const { engine } = ctx.engine();
     const name = ctx.jobName('promote');
     const backoff = { type: 'fixed', delayMs: 60_000 } as const;
     const retried = await engine.enqueue({ name, version: 1, payload: {}, options: { backoff, maxAttempts: 3 } });

@@ -60,6 +60,7 @@ import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { refuseUnstorableResults } from './oversized-results.ts';
+import { promoteJob } from './promote-job.ts';
 import {
   listSchemas,
   listWorkers,
@@ -248,6 +249,10 @@ export class MongoStore implements Store {
       );
       return doc ? toJobRecord(doc) : null;
     });
+  }
+
+  promoteJob(id: string, now: Date) {
+    return this.run('promote', () => promoteJob(this.jobs, id, now));
   }
 
   ping(): Promise<void> {
