@@ -72,7 +72,8 @@ const RETRIABLE = new Set([6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 1160
 /**
  * The labels the server adds to a failed command, as its error-label builder
  * does: `TransientTransactionError` on a transaction's statement that failed
- * with a write conflict, a step-down or a lost transaction;
+ * with a write conflict, a step-down or a lost transaction (and on a commit
+ * of a transaction that was lost or conflicted);
  * `RetryableWriteError` on a retryable write or a commit/abort that failed
  * with a retriable code (or a retriable write-concern error);
  * `UnknownTransactionCommitResult` on a commit whose outcome is unknown.
@@ -83,7 +84,8 @@ export function serverLabels(body: Document, code: number | undefined, writeConc
   const finishing = name === 'commitTransaction' || name === 'abortTransaction';
   const retriable = (code !== undefined && RETRIABLE.has(code)) || RETRIABLE.has(writeConcernCode ?? -1);
   const labels: string[] = [];
-  if (inTransaction && !finishing && code !== undefined && (code === 112 || code === 251 || RETRIABLE.has(code))) {
+  const lost = code === 112 || code === 251;
+  if (inTransaction && code !== undefined && (lost || (!finishing && RETRIABLE.has(code)))) {
     labels.push('TransientTransactionError');
   }
   const retryableWrite = body.txnNumber !== undefined && !inTransaction && isWriteCommand(name);

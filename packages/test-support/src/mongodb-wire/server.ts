@@ -37,6 +37,8 @@ export interface MongoWireDoubleOptions {
    * ran a second or more ago (the server's runs every 60 s). @defaultValue false
    */
   ttlMonitor?: boolean;
+  /** How old a transaction may grow before it is aborted (the server's `transactionLifetimeLimitSeconds`). @defaultValue 60_000 */
+  transactionLifetimeMs?: number;
 }
 
 /** A running fake primary; see `startMongoWireDouble`. */
@@ -85,15 +87,15 @@ export const DEFAULT_ELECTION_MS = 10_000;
  * wire protocol (OP_MSG; OP_QUERY for the driver's first handshake) to the
  * real driver, keeps its data in `CollectionData` (mingo), records every
  * command, and answers with the server's own codes, messages and labels
- * where it refuses something. Reads never see uncommitted writes, and a
- * transaction reads at its snapshot. Not a database: nothing is durable, a
- * transaction has no time limit, and queries are not costed (a hint is only
- * checked).
+ * where it refuses something. Reads never see uncommitted writes, a
+ * transaction reads at its snapshot, and one older than 60 s is aborted (the
+ * server's default lifetime). Not a database: nothing is durable, and
+ * queries are not costed (a hint is only checked).
  */
 export async function startMongoWireDouble(options: MongoWireDoubleOptions = {}): Promise<MongoWireDouble> {
   const primary = new PrimaryState();
   const cursors = new Cursors();
-  const sessions = new Sessions(primary);
+  const sessions = new Sessions(primary, options.transactionLifetimeMs);
   const failPoints = new FailPoints();
   const commands: RecordedCommand[] = [];
   const sockets = new Set<Socket>();
@@ -229,6 +231,8 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
   address = `127.0.0.1:${port}`;
   const database = options.database ?? 'test';
   let electionTimer: NodeJS.Timeout | undefined;
+  const reaper = setInterval(() => sessions.reap(Date.now()), Math.min(1000, options.transactionLifetimeMs ?? 1000));
+  reaper.unref();
 
   return {
     url: `mongodb://${address}/${database}${replicaSet ? '?replicaSet=rs0' : ''}`,
@@ -270,6 +274,7 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
     },
     async close() {
       clearTimeout(electionTimer);
+      clearInterval(reaper);
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

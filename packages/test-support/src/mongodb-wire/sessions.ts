@@ -2,12 +2,16 @@ import type { Binary, Document } from 'bson';
 import { wireError } from './errors.ts';
 import type { ChangeEntry, PrimaryState, WriteOwner } from './primary.ts';
 
+/** The server's default `transactionLifetimeLimitSeconds`: an older transaction is aborted. */
+export const DEFAULT_TRANSACTION_LIFETIME_MS = 60_000;
+
 /** A multi-document transaction: the documents it holds, how to undo its writes, and its changes for the oplog. */
 export class Transaction implements WriteOwner {
   readonly locks = new Set<string>();
   readonly undo: (() => void)[] = [];
   readonly events: Omit<ChangeEntry, 'seq'>[] = [];
   state: 'inProgress' | 'committed' | 'aborted' = 'inProgress';
+  readonly startedAt = Date.now();
   readonly finished: Promise<void>;
   private end = () => {};
 
@@ -61,7 +65,10 @@ export function sessionKey(lsid: Document | undefined): string | undefined {
 export class Sessions {
   private readonly records = new Map<string, SessionRecord>();
 
-  constructor(private readonly primary: PrimaryState) {}
+  constructor(
+    private readonly primary: PrimaryState,
+    private readonly lifetimeMs = DEFAULT_TRANSACTION_LIFETIME_MS,
+  ) {}
 
   private record(key: string): SessionRecord {
     let record = this.records.get(key);
@@ -155,6 +162,13 @@ export class Sessions {
   /** Aborts every transaction in progress (a step-down does). */
   abortAll(): void {
     for (const record of this.records.values()) record.transaction?.abort();
+  }
+
+  /** Aborts the transactions older than their lifetime (`transactionLifetimeLimitSeconds`), as the server's reaper does. */
+  reap(now: number): void {
+    for (const record of this.records.values()) {
+      if (record.transaction && now - record.transaction.startedAt > this.lifetimeMs) record.transaction.abort();
+    }
   }
 
   /** Ends sessions (`endSessions`): their transactions in progress are aborted. */

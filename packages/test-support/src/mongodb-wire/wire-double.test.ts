@@ -142,6 +142,26 @@ describe('MongoDB wire double', () => {
     expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 5 });
   });
 
+  it('aborts a transaction older than its lifetime; its commit fails with NoSuchTransaction, a transient error', async () => {
+    const brief = await startMongoWireDouble({ transactionLifetimeMs: 200 });
+    const viaBrief = new MongoClient(brief.url, { serverSelectionTimeoutMS: 5_000 });
+    const session = viaBrief.startSession();
+    try {
+      const notes = viaBrief.db('t').collection('notes');
+      session.startTransaction();
+      await notes.insertOne({ late: true }, { session });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const failure = await session.commitTransaction().catch((error: MongoServerError) => error);
+      expect(failure).toMatchObject({ code: 251, codeName: 'NoSuchTransaction' });
+      expect((failure as MongoServerError).hasErrorLabel('TransientTransactionError')).toBe(true);
+      expect(await notes.countDocuments()).toBe(0);
+    } finally {
+      await session.endSession();
+      await viaBrief.close();
+      await brief.close();
+    }
+  });
+
   it('answers a retried write from the record of its first try', async () => {
     const once = client.db('wire').collection('once');
     double.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
