@@ -364,12 +364,15 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       env: {},
       untilInterrupted: () => new AbortController().signal,
     });
-    const producer = createClient({ url: closing.url, jobs });
-    await until(async () => {
-      await producer.enqueue.sendEmail(email('before shutdown'));
-      return out.length > 0;
-    }, 10_000);
-    await closing.close();
+    try {
+      const producer = createClient({ url: closing.url, jobs });
+      await until(async () => {
+        await producer.enqueue.sendEmail(email('before shutdown'));
+        return out.length > 0;
+      }, 10_000);
+    } finally {
+      await closing.close();
+    }
     expect(await watching).toBe(1);
     expect(err.join('')).toMatch(/^workq: UNAVAILABLE: /);
   });

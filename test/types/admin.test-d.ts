@@ -1,4 +1,5 @@
 import type { inferRouterOutputs } from '@trpc/server';
+import type { JobEvent, ResyncEvent } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
 import { jobs } from '@workq/schemas';
 import { createClient, type JobState, type ScheduleListing, type WorkerListing } from '@workq/sdk';
@@ -55,5 +56,18 @@ describe('admin types: one shape on both sides of the wire', () => {
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.replay>>>().toEqualTypeOf<Outputs['replay']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.promote>>>().toEqualTypeOf<Outputs['promote']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.removeSchema>>>().toEqualTypeOf<Outputs['removeSchema']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.job>>>().toEqualTypeOf<Outputs['job']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.schemas>>>().toEqualTypeOf<
+      inferRouterOutputs<AppRouter>['schemas']['list']
+    >();
+  });
+
+  it('types the calls an operator makes without a catalog: cancel by id, and events of any job type', () => {
+    expectTypeOf(sdk.admin.cancel).toEqualTypeOf<(id: string) => Promise<boolean>>();
+    expectTypeOf(sdk.admin.job).parameter(0).toEqualTypeOf<string>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.job>>['workerId']>().toEqualTypeOf<string | null>();
+    expectTypeOf(sdk.admin.events('anyJobType')).toEqualTypeOf<AsyncIterable<JobEvent | ResyncEvent>>();
+    // @ts-expect-error the signal is an AbortSignal
+    void sdk.admin.events(undefined, { signal: true });
   });
 });
