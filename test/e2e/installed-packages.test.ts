@@ -12,7 +12,7 @@ import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
 const run = promisify(execFile);
 const PACKED = join(REPO_ROOT, 'packed');
 const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'foreign-project');
-const PACKAGES = ['core', 'sdk', 'queue-server'] as const;
+const PACKAGES = ['core', 'sdk', 'queue-server', 'cli'] as const;
 const tarball = (name: (typeof PACKAGES)[number]) => join(PACKED, `workq-${name}-0.1.0.tgz`);
 const bin = (name: string) => join(REPO_ROOT, 'node_modules', '.bin', name);
 
@@ -137,6 +137,7 @@ describe('a service outside the repository', () => {
   });
 
   it('runs the workq command with plain node on the compiled catalog, and says what a TypeScript catalog needs', async () => {
+    await npmInstall(project, [tarball('cli')]);
     const snapshot = await sh(
       'npx',
       ['workq', 'schemas', 'snapshot', '--catalog', 'dist/catalog.js', '--snapshot', 's.json'],
