@@ -56,7 +56,7 @@ async function startEmbeddedMongo(dbPath: string): Promise<{ url: string; stop: 
   await mkdir(dbPath, { recursive: true });
   const { MongoBinary, MongoMemoryReplSet } = await import('mongodb-memory-server-core');
   // Resolving the binary first fails quietly offline, before the server would log a download stack trace.
-  const systemBinary = await MongoBinary.getPath();
+  const systemBinary = await withOneDownloadAttempt(() => MongoBinary.getPath());
   const started = MongoMemoryReplSet.create({
     binary: { systemBinary },
     replSet: { count: 1, storageEngine: 'wiredTiger' },
@@ -67,4 +67,19 @@ async function startEmbeddedMongo(dbPath: string): Promise<{ url: string; stop: 
   );
   const replSet = await Promise.race([started, timeout]);
   return { url: replSet.getUri('workq'), stop: async () => void (await replSet.stop({ doCleanup: false })) };
+}
+
+/**
+ * Runs `fetchBinary` with mongodb-memory-server allowed one download attempt, unless the user set
+ * `MONGOMS_MAX_RETRIES`: its default of three, with backoff, holds an offline first start some seven seconds
+ * before the fallback to PGlite. The variable is restored afterwards.
+ */
+async function withOneDownloadAttempt<T>(fetchBinary: () => Promise<T>): Promise<T> {
+  const setByUser = process.env.MONGOMS_MAX_RETRIES;
+  if (setByUser === undefined) process.env.MONGOMS_MAX_RETRIES = '1';
+  try {
+    return await fetchBinary();
+  } finally {
+    if (setByUser === undefined) delete process.env.MONGOMS_MAX_RETRIES;
+  }
 }
