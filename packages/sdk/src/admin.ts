@@ -1,11 +1,7 @@
-import type { inferRouterOutputs } from '@trpc/server';
 import type { JobEvent, JobState, JobStatus, ResyncEvent } from '@workq/core';
-import type { CronEntry, JobCount, WorkerPresence } from '@workq/core/engine';
-import type { AppRouter } from '@workq/queue-server/router';
+import type { CronEntry, JobCount, SchemaEntry, WorkerPresence } from '@workq/core/engine';
 import { watchEventsOnce } from './admin-events.ts';
 import type { Call, QueueApi } from './transport.ts';
-
-type Outputs = inferRouterOutputs<AppRouter>;
 
 /** Operations that need the `admin` scope. */
 export interface AdminApi {
@@ -87,10 +83,14 @@ export interface AdminApi {
 }
 
 /** A job as `admin.job()` answers: its status, its payload, and the worker holding or last holding its lease. */
-export type InspectedJob = Outputs['admin']['job'];
+export interface InspectedJob extends JobStatus {
+  payload: unknown;
+  /** The worker (an `admin.workers()` id) holding the job's lease, or that last held it; `null` when none did. */
+  workerId: string | null;
+}
 
-/** A registered payload schema version, as `admin.schemas()` lists it. */
-export type RegisteredSchema = Outputs['schemas']['list'][number];
+/** A registered payload schema version, as `admin.schemas()` lists it: its fingerprint, JSON Schema and date. */
+export type RegisteredSchema = SchemaEntry;
 
 /** A job type's limits; `null`: no such limit. */
 export interface QueueLimits {
