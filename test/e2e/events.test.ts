@@ -72,7 +72,7 @@ async function connected(seen: ReturnType<typeof collect>, enqueueProbe: () => P
 }
 
 const SINGLE_SERVER_STORES = IN_PROCESS_STORES.filter((kind) =>
-  ['postgres', 'pglite', 'mongodb (driver double)'].includes(kind.label),
+  ['postgres', 'pglite', 'mongodb (wire double)'].includes(kind.label),
 );
 
 await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open }) => {

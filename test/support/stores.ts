@@ -6,25 +6,20 @@ import {
   freshPostgresSchema,
   mongoUnreachableReason,
   mysqlUnreachableReason,
+  startMongoWireDouble,
+  uniqueName,
 } from '@workq/test-support';
 import { describe } from 'vitest';
-import { createMongoDriverDouble } from '../../packages/core/test/support/mongodb-double.ts';
-import { mongoStoreOnDouble } from '../../packages/core/test/support/mongodb-on-double.ts';
 
 /** A store one test file has to itself: the URL a queue server opens, and how to remove it afterwards. */
 export interface FreshStore {
   url: string;
-  /** For a store no URL reaches: opens another store object over the same data (as another connection would). */
-  openAnother?: () => Promise<Store>;
   drop: () => Promise<void>;
 }
 
-/**
- * What to give one more queue server in this process for `target`'s data: its URL, or, for a store no URL
- * reaches, another opened store object over the same data, which that server closes.
- */
-export async function serverStore(target: FreshStore): Promise<string | Store> {
-  return target.openAnother ? target.openAnother() : target.url;
+/** What to give one more queue server in this process for `target`'s data: every kind is reached by its URL. */
+export async function serverStore(target: FreshStore): Promise<string> {
+  return target.url;
 }
 
 /** A kind of store the end-to-end tests run on, one row of `describeEachStore`. */
@@ -51,26 +46,17 @@ const mariadb: E2EStoreKind = {
 export const E2E_STORES: readonly E2EStoreKind[] = [postgres, pglite, mariadb];
 
 /**
- * The MongoDB store on the driver double (no MongoDB server runs here; see
- * docs/stores/mongodb.md), given to each queue server as an opened store of
- * its own over the one double, which that server closes; `drop` closes any
- * left open, then clears the double.
+ * The MongoDB store through the real driver on the wire double, a fake
+ * primary on 127.0.0.1 that lives as long as the test process (no MongoDB
+ * server runs here; see docs/stores/mongodb.md): each `open` starts one and
+ * names a fresh database on it, so queue servers in this process and child
+ * processes alike reach it by URL; `drop` stops it.
  */
-const mongodbDouble: E2EStoreKind = {
-  label: 'mongodb (driver double)',
+const mongodbWire: E2EStoreKind = {
+  label: 'mongodb (wire double)',
   open: async () => {
-    const double = createMongoDriverDouble({ replicaSet: 'rs0' });
-    const opened: Store[] = [];
-    const openAnother = async () => {
-      const another = (await mongoStoreOnDouble({}, double)).store;
-      opened.push(another);
-      return another;
-    };
-    const drop = async () => {
-      await Promise.all(opened.map((each) => each.close()));
-      double.databases.clear();
-    };
-    return { url: 'mongodb://driver-double/', openAnother, drop };
+    const double = await startMongoWireDouble({ database: uniqueName(E2E_PREFIX) });
+    return { url: double.url, drop: () => double.close() };
   },
 };
 
@@ -82,22 +68,18 @@ const mongodbReal: E2EStoreKind = {
 
 /**
  * The stores a queue server in the test's own process runs on: every one of `E2E_STORES`, the MongoDB
- * driver double, and a real MongoDB where one is reachable.
+ * wire double, and a real MongoDB where one is reachable.
  */
-export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongodbDouble, mongodbReal];
+export const IN_PROCESS_STORES: readonly E2EStoreKind[] = [...E2E_STORES, mongodbWire, mongodbReal];
 
 /**
  * The stores on a database server of their own, shared by every process and outliving any queue server
- * (the driver double lives in one process, so it cannot be one of them).
+ * (the wire double serves every process over TCP for as long as the test process lives).
  */
-export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbReal];
+export const SERVER_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbWire, mongodbReal];
 
-/**
- * The stores several queue servers in the test's own process can share, one after another or at once:
- * every one of `SERVER_STORES`, and the MongoDB driver double, each server given a store object of its
- * own over the one double (see `serverStore`).
- */
-export const SHARED_STORES: readonly E2EStoreKind[] = [postgres, mariadb, mongodbDouble, mongodbReal];
+/** The stores several queue servers in the test's own process can share, one after another or at once. */
+export const SHARED_STORES: readonly E2EStoreKind[] = SERVER_STORES;
 
 /**
  * `describe.each` over store kinds: `title` may name `$label`. A kind that cannot be reached here
