@@ -1,6 +1,6 @@
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { wireTransformer } from '@workq/core';
-import type { ListFilter, Store } from '@workq/core/engine';
+import { type ListFilter, openStore, type Store } from '@workq/core/engine';
 import { type AppRouter, type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, PermanentError } from '@workq/sdk';
@@ -10,7 +10,10 @@ import {
   MYSQL_URL,
   mysqlUnreachableReason,
   POSTGRES_URL,
+  planQuery,
   postgresUnreachableReason,
+  startMongoWireDouble,
+  uniqueName,
   until,
 } from '@workq/test-support';
 import mysql from 'mysql2/promise';
@@ -20,8 +23,6 @@ import { type JobFilter, loadJobPage, PAGE_SIZE } from '../../apps/dashboard/src
 import { listJobsQuery } from '../../packages/core/src/stores/mysql/job-queries.ts';
 import { tableNames } from '../../packages/core/src/stores/mysql/tables.ts';
 import { buildListJobs } from '../../packages/core/src/stores/postgres/statements.ts';
-import { createMongoDriverDouble, type MongoDriverDouble } from '../../packages/core/test/support/mongodb-double.ts';
-import { DB, mongoStoreOnDouble } from '../../packages/core/test/support/mongodb-on-double.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
 /**
@@ -198,20 +199,29 @@ const mariadb: StoreCase = {
   },
 };
 
-const mongodbDouble: StoreCase = {
-  label: 'mongodb (driver double)',
+/** The jobs collection the MongoDB store keeps in its database. */
+const MONGO_JOBS = 'workq_jobs';
+
+const mongodbWire: StoreCase = {
+  label: 'mongodb (wire double)',
   unreachable: async () => undefined,
   open: async () => {
-    const double: MongoDriverDouble = createMongoDriverDouble({ replicaSet: 'rs0' });
-    const { store } = await mongoStoreOnDouble({}, double);
-    const collection = (double.client as unknown as DoubleDriver).db(DB).collection('workq_jobs');
+    const database = uniqueName('workq_e2e');
+    const double = await startMongoWireDouble({ database });
+    const store = await openStore(double.url);
+    const jobsData = () => {
+      const data = double.state.collection(database, MONGO_JOBS);
+      if (!data) throw new Error(`the store made no ${MONGO_JOBS} collection`);
+      return data;
+    };
+    // Written into the primary's own data, as the SQL stores' one statement writes inside the database.
     const fill = async (templateId: string, baseMs: number) => {
-      const template = await collection.findOne({ _id: templateId });
-      const docs = Array.from({ length: JOBS }, (_, index) => {
-        const n = index + 1;
+      const data = jobsData();
+      const [template] = data.match({ _id: templateId });
+      for (let n = 1; n <= JOBS; n++) {
         const shape = shapeOf(n);
         const at = new Date(baseMs + n);
-        return {
+        data.insert({
           ...template,
           _id: idOf(baseMs, n),
           name: shape.name,
@@ -224,31 +234,26 @@ const mongodbDouble: StoreCase = {
           runAt: at,
           finishedAt: shape.state === 'waiting' ? null : at,
           error: shape.state === 'dead' ? template?.error : null,
-        };
-      });
-      for (let at = 0; at < docs.length; at += 10_000) {
-        await collection.insertMany(docs.slice(at, at + 10_000), { ordered: false });
+        });
       }
     };
+    // The plan of the last read of the jobs, as the server's planner would count it.
     const examined = async (filter: ListFilter) => {
       await store.listJobs(filter);
-      const reads = double.queries.filter((query) => query.collection === 'workq_jobs' && query.method === 'find');
-      const plan = reads.at(-1)?.plan;
-      return plan?.sortedByIndex ? plan.examined : Number.POSITIVE_INFINITY;
+      const read = double.commands.findLast((command) => command.name === 'find' && command.body.find === MONGO_JOBS);
+      if (!read) return Number.POSITIVE_INFINITY;
+      const data = jobsData();
+      const { filter: query, sort, limit, hint } = read.body;
+      const plan = planQuery(data.plannedIndexes(), data.docs.size, { filter: query, sort, limit, hint });
+      return plan.sortedByIndex ? plan.examined : Number.POSITIVE_INFINITY;
     };
-    return { store, fill, examined, drop: async () => double.databases.clear() };
+    const drop = async () => {
+      await store.close();
+      await double.close();
+    };
+    return { store: double.url, fill, examined, drop };
   },
 };
-
-/** What this file uses of the driver double's client, typed as the driver's. */
-interface DoubleDriver {
-  db(name: string): {
-    collection(name: string): {
-      findOne(filter: object): Promise<Record<string, unknown> | null>;
-      insertMany(docs: object[], options: object): Promise<unknown>;
-    };
-  };
-}
 
 /** A tRPC client like the dashboard's, which counts the calls it makes and the bytes of their answers. */
 function meteredClient(url: string) {
@@ -281,7 +286,7 @@ function meteredClient(url: string) {
 }
 
 const reachability = await Promise.all(
-  [postgres, mariadb, mongodbDouble].map(async (kind) => ({ kind, skip: await kind.unreachable() })),
+  [postgres, mariadb, mongodbWire].map(async (kind) => ({ kind, skip: await kind.unreachable() })),
 );
 
 for (const { kind, skip } of reachability) {
