@@ -10,6 +10,14 @@ import { ManualClock } from './support/manual-clock.ts';
 import type { DoubleDb } from './support/mongodb-double.ts';
 import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
 
+/** A group's last turn as the store keeps it (its `_id` is the type and group). */
+interface GroupTurn {
+  _id: string;
+  name: string;
+  group: string;
+  lastTurn: number;
+}
+
 // The MongoDB store's leases on the database's clock, and the work one call
 // may do: sweeps and acks in bounded batches, whatever the backlog.
 
@@ -146,7 +154,7 @@ describe('mongodb store: bounded collections, under the real driver (wire double
     const store = await createMongoStore({ url: wire.url, dbName, notify: false });
     const client = new MongoClient(wire.url);
     try {
-      const turns = client.db(dbName).collection<Doc>('workq_queue_groups');
+      const turns = client.db(dbName).collection<GroupTurn>('workq_queue_groups');
       const served = Array.from({ length: MAX_GROUP_TURNS + 5 }, (_, i) => ({
         _id: `turns.a/g${i}`,
         name: 'turns.a',
