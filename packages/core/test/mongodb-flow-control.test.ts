@@ -92,6 +92,12 @@ describe('mongodb store: the limited claim is one fenced transaction', () => {
     const claims = await Promise.all([first, second]);
     expect(claims.map((claim) => claim.jobs.length)).toEqual([1, 0]);
     expect(await other.listJobs({ name: 'flow.fenced', states: ['active'], limit: 10 })).toHaveLength(1);
+    // The second claim met the fence once, and waited for it to be free (a write outside the transaction
+    // waits for the one holding the document) instead of trying it again after each of the driver's backoffs.
+    const fenceWrites = double.commands
+      .slice(sent)
+      .filter((command) => command.body.findAndModify === 'workq_queue_settings' && command.body.autocommit === false);
+    expect(fenceWrites.map((command) => command.outcome)).toEqual(['ok', 112, 'ok']);
   });
 });
 
@@ -164,6 +170,30 @@ describe('mongodb store: the group index', () => {
   });
 });
 
+/** The settings of a type under `rate` with no start yet, for the log of starts the other stores keep. */
+function logOfStarts(rate: { max: number; perMs: number }): FlowState {
+  return {
+    name: 'x',
+    paused: false,
+    grouped: false,
+    concurrency: null,
+    groupConcurrency: null,
+    rateLimit: rate,
+    updatedAt: new Date(0),
+    recentStarts: [],
+    lastTurn: 0,
+  };
+}
+
+/** Numbers in [0, 1), the same ones for the same `seed`. */
+function seededRandom(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 16807) % 2147483647;
+    return state / 2147483647;
+  };
+}
+
 describe('mongodb store: the rate limit in bounded buckets', () => {
   it('keeps a constant-size document under rateLimit.max 1e6, however many start', async () => {
     const store = await openStore();
@@ -203,24 +233,10 @@ describe('mongodb store: the rate limit in bounded buckets', () => {
 
   it('answers as the log of starts would, or more strictly once claims outnumber the buckets', () => {
     const rate = { max: 7, perMs: 100 };
-    const log: FlowState = {
-      name: 'x',
-      paused: false,
-      grouped: false,
-      concurrency: null,
-      groupConcurrency: null,
-      rateLimit: rate,
-      updatedAt: new Date(0),
-      recentStarts: [],
-      lastTurn: 0,
-    };
+    const log = logOfStarts(rate);
     let recent: number[] = [];
     const buckets = RateBuckets.stored(rate, {});
-    let seed = 7;
-    const random = () => {
-      seed = (seed * 16807) % 2147483647;
-      return seed / 2147483647;
-    };
+    const random = seededRandom(7);
     for (let nowMs = 1_000, claims = 0; claims < 2_000; claims++, nowMs += Math.floor(random() * 9)) {
       const exact = rateWindow({ ...log, recentStarts: recent }, nowMs);
       const bucketed = buckets.window(nowMs);
@@ -242,5 +258,36 @@ describe('mongodb store: the rate limit in bounded buckets', () => {
       for (let n = 0; n < taking; n++) starts.push(nowMs);
       expect(starts.filter((at) => at > nowMs - 1_000).length).toBeLessThanOrEqual(1_000);
     }
+  });
+
+  it("counts every start inside a claim's window, however far the claim's now is behind the latest start", () => {
+    const rate = { max: 5, perMs: 100 };
+    const buckets = RateBuckets.stored(rate, {});
+    // A claim at 150 starts all 5; one at 251 (its window after 151) starts 2; one made at 200 and run last
+    // (a claim retried after a conflict, or another server's clock) counts the 5 at 150 and has no room.
+    buckets.started(5, 150);
+    buckets.started(2, 251);
+    expect(buckets.window(200)).toEqual({ allowed: 0, nextStartAt: new Date(250) });
+
+    const log = logOfStarts(rate);
+    let recent: number[] = [];
+    const mixed = RateBuckets.stored(rate, {});
+    const starts: number[] = [];
+    const random = seededRandom(11);
+    for (let clock = 1_000, claims = 0; claims < 2_000; claims++, clock += Math.floor(random() * 9)) {
+      // One claim in four runs with a now up to 1.5 windows behind the latest.
+      const nowMs = random() < 0.25 ? clock - Math.floor(random() * 150) : clock;
+      const exact = rateWindow({ ...log, recentStarts: recent }, nowMs);
+      expect(mixed.window(nowMs)).toEqual({ allowed: exact.allowed, nextStartAt: exact.nextStartAt });
+      const taking = Math.min(exact.allowed, 1 + Math.floor(random() * 3));
+      if (taking === 0) continue;
+      const after = afterStarts({ ...log, recentStarts: recent }, exact, taking, nowMs);
+      expect(mixed.started(taking, nowMs)).toEqual(after.nextStartAt);
+      recent = after.recentStarts;
+      for (let n = 0; n < taking; n++) starts.push(nowMs);
+    }
+    starts.sort((a, b) => a - b);
+    for (const [i, at] of starts.entries())
+      expect(starts[i + rate.max] ?? Number.POSITIVE_INFINITY).toBeGreaterThanOrEqual(at + rate.perMs);
   });
 });

@@ -22,6 +22,7 @@ const MAX_TIME_MS_EXPIRED = 50;
 const WRITE_CONCERN_TIMEOUT = 64;
 const INDEX_OPTIONS_CONFLICT = 85;
 const INDEX_KEY_SPECS_CONFLICT = 86;
+const WRITE_CONFLICT = 112;
 
 /**
  * The codes of a primary that stepped down, is shutting down or was never
@@ -124,6 +125,11 @@ export function bulkWriteErrors(error: unknown): WriteError[] | null {
   if (!(error instanceof MongoBulkWriteError)) return null;
   const errors: readonly WriteError[] | WriteError = error.writeErrors;
   return Array.isArray(errors) ? [...errors] : [errors as WriteError];
+}
+
+/** Whether a transaction's write met a document another transaction holds, or one written after its snapshot. */
+export function isWriteConflict(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === WRITE_CONFLICT;
 }
 
 /** Whether the server refused a transaction because it is not a replica set member or mongos. */

@@ -2,15 +2,15 @@
  * Flow control on MongoDB: a settings document per job type, and the limited claim (see `FlowControlStore`).
  *
  * A limited claim is one transaction whose first write bumps its type's settings document (`fence`). Two
- * claims of one type therefore write the same document: the second gets `WriteConflict` at once, and the
- * driver runs it again (with backoff) until the first has committed or aborted, so it counts what the first
- * leased. The fence is the server's own conflict check; no claimer's clock, lock expiry or stall can let two
+ * claims of one type therefore write the same document: the second gets `WriteConflict` at once, waits for
+ * the first to commit or abort (see `claimFenced`) and runs again, so it counts what the first leased. The fence is the server's own conflict check; no claimer's clock, lock expiry or stall can let two
  * claims overlap, so `concurrency`, `groupConcurrency` and `rateLimit` hold however slow a claimer is. The
  * leases are written in the same transaction: when anything fails before the commit (a read-back, the
  * settings' save, the claimer's connection), the transaction aborts and the jobs are as they were, ready and
  * with their attempts unspent. A commit whose outcome is unknown is followed by a give-back of the claim's
  * token (see `giveBackLeases`), so no job stays leased to a claim that was never answered. A claim that leases
- * nothing aborts its transaction rather than commit it: it costs no majority write. A server's own claims of a
+ * nothing aborts its transaction rather than commit it: it costs no majority write. A claim the settings as
+ * read already refuse (a pause, a rate limit without room) answers without the fence. A server's own claims of a
  * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
  * claimed without the transaction (see `claimLimitedJobs`).
  */
@@ -20,7 +20,7 @@ import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } f
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { claimJobs, promoteDueJobs } from './claim-jobs.ts';
-import { isTransactionUnsupportedError } from './errors.ts';
+import { isTransactionUnsupportedError, isWriteConflict } from './errors.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { giveBackLeases } from './leases.ts';
 import { claimSteps } from './limited-claim-steps.ts';
@@ -100,8 +100,9 @@ function holdsBack(settings: QueueSettingsDocument): boolean {
 /**
  * See `FlowControlStore.claimLimitedJobs`, and the top of this file. The settings are read first: a type
  * that is only `grouped` (its jobs take turns, with no limit to keep) is claimed without the fence and its
- * transaction (`claimTurns`), so its claims neither wait for each other nor pay for a commit; the others go
- * through the fence, which reads the settings again inside the transaction.
+ * transaction (`claimTurns`), so its claims neither wait for each other nor pay for a commit; a claim those
+ * settings refuse is answered at once (`refusedAsRead`); the others go through the fence, which reads the
+ * settings again inside the transaction.
  */
 export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim> {
   const named = { ...request, name: String(request.name) };
@@ -113,9 +114,21 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
     settings === null
       ? null
       : holdsBack(settings)
-        ? await inTurn(c.client, named.name, () => claimFenced(c, named))
+        ? (refusedAsRead(settings, named.now) ?? (await inTurn(c.client, named.name, () => claimFenced(c, named))))
         : await claimTurns(c, named, settings);
   return claim ?? { jobs: await claimJobs(c.jobs, named), paused: false, nextStartAt: null };
+}
+
+/**
+ * The answer of a claim the settings as read already refuse: the type is paused, or its rate limit has no
+ * room at `now`. A refusal leases nothing, so it needs no fence; later settings only count more starts at
+ * `now` (see `RateBuckets`), so the fence would refuse it too. Left out of the fence, the claims polling a
+ * full rate limit no longer hold it against the claims that can start jobs.
+ */
+function refusedAsRead(settings: QueueSettingsDocument, now: Date): LimitedClaim | null {
+  if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
+  const rate = RateBuckets.stored(settings.rateLimit, settings).window(now.getTime());
+  return rate.allowed > 0 ? null : { jobs: [], paused: false, nextStartAt: rate.nextStartAt };
 }
 
 /** The fenced claims of this process, by client and type: the promise the next one waits for. */
@@ -123,9 +136,9 @@ const claimsRunning = new WeakMap<MongoClient, Map<string, Promise<unknown>>>();
 
 /**
  * Runs `claim` once the fenced claims of `name` this process started earlier on `client` have ended. They
- * would conflict in the database anyway, and each conflict is waited out with the driver's jittered backoff
- * (up to half a second): queued here, a process's claims of one type follow each other at once, and only
- * claims from other processes meet in the fence.
+ * would conflict in the database anyway, each conflict costing an aborted try and a wait (see
+ * `claimFenced`): queued here, a process's claims of one type follow each other at once, and only claims
+ * from other processes meet in the fence.
  */
 function inTurn<T>(client: MongoClient, name: string, claim: () => Promise<T>): Promise<T> {
   let byName = claimsRunning.get(client);
@@ -151,16 +164,42 @@ function inTurn<T>(client: MongoClient, name: string, claim: () => Promise<T>): 
  * when the type's settings are gone.
  */
 async function claimFenced(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim | null> {
+  const deadline = Date.now() + FENCE_WAIT_LIMIT_MS;
+  for (;;) {
+    try {
+      return await claimFencedOnce(c, request);
+    } catch (error) {
+      if (!(error instanceof FenceTaken)) throw error;
+      if (Date.now() >= deadline) throw error.cause;
+    }
+    // Outside a transaction, a write of a document a transaction holds waits until that transaction ends, so
+    // this claim runs again as soon as the fence is free. Its write concern is 1: it only waits.
+    await c.settings.updateOne({ _id: request.name }, { $inc: { fence: 1 } }, { writeConcern: { w: 1 } });
+  }
+}
+
+/** How long a claim keeps waiting for other claims of its type to release the fence (the driver's own limit). */
+const FENCE_WAIT_LIMIT_MS = 120_000;
+
+/** The fence write of a claim met another claim holding the fence; its `cause` is the `WriteConflict`. */
+class FenceTaken extends Error {}
+
+/**
+ * One try of the fenced transaction. A `WriteConflict` on the fence ends it as `FenceTaken` rather than let
+ * the driver run it again after its jittered backoff: with every claim of the type backing off so, the fence
+ * stands free between claims, and a claim that keeps losing falls ever further behind, its `now` with it.
+ */
+async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim | null> {
   const session = c.client.startSession();
   let committing = false;
   try {
     return await session.withTransaction(async () => {
       committing = false;
-      const doc = await c.settings.findOneAndUpdate(
-        { _id: request.name },
-        { $inc: { fence: 1 } },
-        { session, returnDocument: 'after' },
-      );
+      const doc = await c.settings
+        .findOneAndUpdate({ _id: request.name }, { $inc: { fence: 1 } }, { session, returnDocument: 'after' })
+        .catch((error: unknown) => {
+          throw isWriteConflict(error) ? new FenceTaken('the fence is held by another claim', { cause: error }) : error;
+        });
       const settings = doc as QueueSettingsDocument | null;
       const claim = settings
         ? await claimUnderSettings(

@@ -21,9 +21,12 @@ export type RateBucket = [atMs: number, count: number];
  * are merged into the later one. Starts are only ever counted later than
  * they were, never earlier, so the limit is never exceeded; a merged start
  * frees its place up to the gap it was moved by later than the log would
- * (over 64 claims in one window, each gap is a small part of it). Buckets
- * the window has left are dropped, counted from the latest start, so a claim
- * whose clock is behind another's still counts what that one started.
+ * (over 64 claims in one window, each gap is a small part of it). As in
+ * the log, the latest `max` starts are kept however old they are, never only
+ * those inside the latest start's window: a claim whose `now` is behind the
+ * latest start (another server's clock, or a claim run again after a write
+ * conflict with the `now` it was made with) still counts every start inside
+ * its own window.
  */
 export class RateBuckets implements RateLedger {
   private constructor(
@@ -81,16 +84,28 @@ export class RateBuckets implements RateLedger {
     return new Date(nowMs + perMs);
   }
 
-  /** Adds `count` starts at `atMs`, drops what the window has left, and merges down to `RATE_BUCKETS`. */
+  /** Adds `count` starts at `atMs`, keeps the latest `max` of all starts, and merges down to `RATE_BUCKETS`. */
   private add(count: number, atMs: number): void {
     const same = this.buckets.find(([at]) => at === atMs);
     if (same) same[1] += count;
     else this.buckets.push([atMs, count]);
     this.buckets.sort((a, b) => a[0] - b[0]);
-    const latest = (this.buckets.at(-1) as RateBucket)[0];
-    const perMs = this.rate?.perMs ?? 0;
-    this.buckets = this.buckets.filter(([at]) => at > latest - perMs);
+    this.keepLatest(this.rate?.max ?? 0);
     while (this.buckets.length > RATE_BUCKETS) this.mergeClosest();
+  }
+
+  /** Drops all but the latest `max` starts (the bucket that reaches `max` keeps only its share), as the log does. */
+  private keepLatest(max: number): void {
+    let kept = 0;
+    for (let i = this.buckets.length - 1; i >= 0; i--) {
+      const bucket = this.buckets[i] as RateBucket;
+      if (kept + bucket[1] >= max) {
+        bucket[1] = max - kept;
+        this.buckets = this.buckets.slice(bucket[1] > 0 ? i : i + 1);
+        return;
+      }
+      kept += bucket[1];
+    }
   }
 
   /** Merges the two buckets closest in time into the later one. */
