@@ -1,13 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The repository root. */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** tsx's command-line entry, to run TypeScript in child processes. */
 export const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
+
+/**
+ * tsx's loader, for `node --import` to run TypeScript in a child process without tsx's launcher between
+ * the test and the child: a signal reaches the child itself, which the launcher's relay (it kills a child
+ * that does not confirm a relayed signal within milliseconds) cannot promise on a loaded machine.
+ */
+export const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /**
  * Child processes a test starts. Each runs in its own process group, so
