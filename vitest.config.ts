@@ -5,6 +5,9 @@ export default defineConfig({
     include: ['packages/*/{src,test}/**/*.test.ts', 'apps/*/{src,test}/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', 'bench/**'],
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
+    // Two test files at a time: most files wait on databases and child processes, so a second one
+    // fills the idle core; the suite's timing checks measure CPU time, not the wall clock.
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
