@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
+import { cloneDoc, type Doc } from '@workq/test-support';
 import { Aggregator } from 'mingo';
 import { MongoServerError } from 'mongodb';
-import { cloneDoc, type Doc } from './mongodb-double-data.ts';
 
 /** The server's error for a change stream whose resume point fell off the oplog: not resumable. */
 const CHANGE_STREAM_HISTORY_LOST = 286;

@@ -1,4 +1,16 @@
 import { isDeepStrictEqual } from 'node:util';
+import {
+  type CollectionData,
+  cloneDoc,
+  type Doc,
+  type IndexSpec,
+  planQuery,
+  projected,
+  type QueryPlan,
+  updatedDoc,
+  upsertSeed,
+  writeError,
+} from '@workq/test-support';
 import { Aggregator } from 'mingo';
 import {
   type BulkWriteResult,
@@ -11,17 +23,6 @@ import {
 } from 'mongodb';
 import type { DoubleDb, DoubleSession, MongoDriverDouble, RecordedQuery } from './mongodb-double.ts';
 import { DoubleChangeStream } from './mongodb-double-change-stream.ts';
-import {
-  type CollectionData,
-  cloneDoc,
-  type Doc,
-  type IndexSpec,
-  projected,
-  updatedDoc,
-  upsertSeed,
-  writeError,
-} from './mongodb-double-data.ts';
-import { planQuery, type QueryPlan } from './mongodb-double-plan.ts';
 
 /** What a database or collection handle carries down to each call. */
 export interface Handle {

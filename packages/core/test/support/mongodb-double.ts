@@ -1,8 +1,7 @@
+import { CollectionData, type Doc, type IndexSpec, type QueryPlan } from '@workq/test-support';
 import { MongoNotConnectedError, MongoServerError, type WriteConcernSettings } from 'mongodb';
 import type { DoubleChangeStream } from './mongodb-double-change-stream.ts';
 import { DoubleCollection, type Handle, waitForMajority } from './mongodb-double-collection.ts';
-import { CollectionData, type Doc, type IndexSpec } from './mongodb-double-data.ts';
-import type { QueryPlan } from './mongodb-double-plan.ts';
 
 /** One write the double received, with the write concern it would have run under. */
 export interface RecordedWrite {
