@@ -215,7 +215,9 @@ describe('the README, followed literally in a new npm project', () => {
   it('compiles every block that claims to, under the tsconfig tsc --init writes', async () => {
     const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
     expect(manifest.type).toBe('module');
-    const config = JSON.parse(await sh('npx', ['tsc', '--showConfig'], project));
+    // stdout alone: npm may add a notice on stderr (CI sets CI=true), which is no part of the JSON.
+    const { stdout: shown } = await run('npx', ['tsc', '--showConfig'], { cwd: project, timeout: 120_000 });
+    const config = JSON.parse(shown);
     expect(config.compilerOptions).toMatchObject({
       strict: true,
       exactOptionalPropertyTypes: true,
