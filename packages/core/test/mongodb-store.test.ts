@@ -1,14 +1,53 @@
-import { describe, expect, it } from 'vitest';
-import { createMongoStore } from '../src/stores/mongodb/index.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startMongoWireDouble } from '@workq/test-support';
+import { MongoClient } from 'mongodb';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
+import type { Store } from '../src/engine/store.ts';
+import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
+import { ManualClock } from './support/manual-clock.ts';
 import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
-import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
+import { storesOnDouble } from './support/mongodb-on-double.ts';
 
+// The MongoDB store under the real driver, against a fake primary that
+// speaks the wire protocol: each store gets a database of its own, so what
+// one test sent is told apart from the others' by the database it named.
+const wire = await startMongoWireDouble({ ttlMonitor: true });
+const client = new MongoClient(wire.url);
+const opened: Store[] = [];
+let databases = 0;
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+});
+afterAll(async () => {
+  await client.close();
+  await wire.close();
+});
+
+/** A store on its own database of the wire double, with an engine on a manual clock. */
+async function openOnWire(options: Partial<MongoStoreOptions> = {}) {
+  const dbName = `workq_store_${++databases}`;
+  const store = await createMongoStore({ url: wire.url, dbName, notify: false, ...options });
+  opened.push(store);
+  const engine = createEngine({ store, clock: new ManualClock(), leaseSweepIntervalMs: 0 });
+  return { dbName, store, engine, jobs: client.db(dbName).collection<StoredJob>('workq_jobs') };
+}
+
+/** A job as the store keeps it: its id as `_id`. */
+interface StoredJob {
+  _id: string;
+  [field: string]: unknown;
+}
+
+const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
+
+/** The old driver double, for what the wire double cannot answer as: a standalone server, without transactions or change streams. */
 const openOnDouble = storesOnDouble();
 
 describe('mongodb store: durability', () => {
   it('sends every write with majority, journaled, bounded write concern, transactions included', async () => {
-    const { double, engine, store } = await openOnDouble({ writeTimeoutMS: 2_500 });
+    const { dbName, engine, store } = await openOnWire({ writeTimeoutMS: 2_500 });
     await engine.enqueueMany([
       { name: 'wc.a', version: 1, payload: { n: 1 } },
       { name: 'wc.a', version: 1, payload: { n: 2 } },
@@ -34,27 +73,36 @@ describe('mongodb store: durability', () => {
     const hourLater = new Date(Date.now() + 3_600_000);
     await store.requeueExpiredLeases(hourLater, { message: 'lost', code: 'LEASE_EXPIRED', at: hourLater });
 
-    const methods = new Set(double.writes.map((write) => write.method));
-    expect(methods).toEqual(new Set(['insertMany', 'bulkWrite', 'updateOne', 'insertOne']));
-    const durable = { w: 'majority', journal: true, wtimeoutMS: 2_500 };
-    for (const write of double.writes.filter((w) => !w.inTransaction)) expect(write.writeConcern).toEqual(durable);
-    expect(double.transactions).toEqual([
-      expect.objectContaining({
-        writeConcern: { w: 'majority', journal: true, wtimeoutMS: 3_500 },
-        maxCommitTimeMS: 2_500,
-      }),
+    const sent = wire.commands.filter((command) => command.db === dbName);
+    const writes = sent.filter((command) => WRITES.has(command.name));
+    const inTransaction = (command: (typeof sent)[number]) => command.body.autocommit === false;
+    expect(new Set(writes.map((write) => `${write.name} ${Object.values(write.body)[0]}`))).toEqual(
+      new Set(['insert workq_jobs', 'update workq_jobs', 'insert workq_schemas', 'update workq_workers']),
+    );
+    const durable = { w: 'majority', j: true, wtimeout: 2_500 };
+    for (const write of writes.filter((w) => !inTransaction(w))) expect(write.body.writeConcern).toEqual(durable);
+    // A transaction's statements carry no write concern of their own: its commit (sent to admin) does.
+    const statements = writes.filter(inTransaction);
+    const transactionOf = (command: (typeof sent)[number]) =>
+      `${command.body.lsid?.id?.toString('hex')}/${command.body.txnNumber}`;
+    const transactions = new Set(statements.map(transactionOf));
+    const commits = wire.commands.filter(
+      (command) => command.name === 'commitTransaction' && transactions.has(transactionOf(command)),
+    );
+    expect(commits.map((commit) => [commit.body.writeConcern, commit.body.maxTimeMS])).toEqual([
+      [{ w: 'majority', j: true, wtimeout: 3_500 }, 2_500],
     ]);
-    expect(double.writes.filter((write) => write.inTransaction).map((write) => write.method)).toEqual([
-      'updateOne',
-      'insertOne',
+    expect(statements.map((write) => [write.name, write.body.writeConcern])).toEqual([
+      ['update', undefined],
+      ['insert', undefined],
     ]);
   });
 
   it('keeps a job id as _id and payloads as exact JSON, including $-prefixed and dotted keys', async () => {
-    const { double, engine, store } = await openOnDouble();
+    const { engine, store, jobs } = await openOnWire();
     const payload = { $where: 'x', 'a.b': [1, { $ne: null }], nested: { $ref: '#/x' }, text: '$name' };
     const { id } = await engine.enqueue({ name: 'json.a', version: 1, payload });
-    const stored = double.collection(DB, 'workq_jobs')?.docs.get(`s:${id}`);
+    const stored = await jobs.findOne({ _id: id });
     expect(stored?._id).toBe(id);
     expect(typeof stored?.payload).toBe('string');
     expect((await store.getJob(id))?.payload).toEqual(payload);
@@ -62,19 +110,19 @@ describe('mongodb store: durability', () => {
 });
 
 describe('mongodb store: duplicate keys', () => {
-  it('the double rejects a duplicate idempotency key with the driver’s duplicate-key error', async () => {
-    const { double, engine } = await openOnDouble();
+  it('the store’s indexes refuse a second job with a used idempotency key (11000), and allow many without one', async () => {
+    const { engine, jobs } = await openOnWire();
     await engine.enqueue({ name: 'dup.a', version: 1, payload: {}, options: { idempotencyKey: 'k' } });
-    const data = double.collection(DB, 'workq_jobs');
-    const existing = [...(data?.docs.values() ?? [])][0];
-    const copy = { ...existing, _id: 'another-id' };
-    expect(() => data?.insert(copy)).toThrow(expect.objectContaining({ code: 11000 }));
-    expect(() => data?.insert({ ...copy, idempotencyKey: null })).not.toThrow();
-    expect(() => data?.insert({ ...copy, _id: 'third', idempotencyKey: null })).not.toThrow();
+    const existing = await jobs.findOne({});
+    const copy: StoredJob = { ...existing, _id: 'another-id' };
+    await expect(jobs.insertOne(copy)).rejects.toMatchObject({ code: 11000 });
+    await jobs.insertOne({ ...copy, idempotencyKey: null });
+    await jobs.insertOne({ ...copy, _id: 'third', idempotencyKey: null });
+    expect(await jobs.countDocuments({ idempotencyKey: null })).toBe(2);
   });
 
   it('returns the job holding a key with created: false, across batches and within one', async () => {
-    const { engine, store } = await openOnDouble();
+    const { engine, store } = await openOnWire();
     const first = await engine.enqueue({
       name: 'dup.b',
       version: 1,
@@ -95,7 +143,7 @@ describe('mongodb store: duplicate keys', () => {
   });
 
   it('a moveTo whose next job hits a used key moves into the job holding it, in one transaction', async () => {
-    const { engine, store } = await openOnDouble();
+    const { engine, store } = await openOnWire();
     const taken = await engine.enqueue({
       name: 'dup.next',
       version: 1,
@@ -122,23 +170,25 @@ describe('mongodb store: connections and capabilities', () => {
   });
 
   it('declares notify only when asked and the server can run change streams', async () => {
-    expect((await openOnDouble({ notify: false }, { replicaSet: 'rs0' })).store.capabilities.notify).toBe(false);
+    expect((await openOnWire({ notify: false })).store.capabilities.notify).toBe(false);
+    // A standalone server runs no change streams; the wire double answers only as a replica set member or mongos.
     expect((await openOnDouble({ notify: true })).store.notifier).toBeUndefined();
-    const { store, double } = await openOnDouble({ notify: true }, { replicaSet: 'rs0' });
+    const { store, dbName } = await openOnWire({ notify: true });
     expect(store.capabilities.notify).toBe(true);
     expect(store.notifier).toBeDefined();
-    expect(double.collection(DB, 'workq_wakeups')?.options).toMatchObject({ capped: true });
+    const [wakeups] = await client.db(dbName).listCollections({ name: 'workq_wakeups' }, { nameOnly: false }).toArray();
+    expect(wakeups?.options).toMatchObject({ capped: true });
   });
 
   it('close is idempotent and leaves a given client open', async () => {
-    const { store, double } = await openOnDouble();
+    const store = await createMongoStore({ client, dbName: 'workq_given_client', notify: false });
     await store.close();
     await store.close();
-    expect((double.client as unknown as { closed: boolean }).closed).toBe(false);
+    expect(await client.db('workq_given_client').command({ ping: 1 })).toMatchObject({ ok: 1 });
   });
 
   it('never puts a non-string id into a query', async () => {
-    const { engine, store } = await openOnDouble();
+    const { engine, store } = await openOnWire();
     await engine.enqueue({ name: 'inj.a', version: 1, payload: {} });
     const probe = { $ne: null } as unknown as string;
     expect(await store.getJob(probe)).toBeNull();
@@ -166,11 +216,13 @@ describe('mongodb store: connections and capabilities', () => {
 
 describe('mongodb store: the conformance harness', () => {
   it('keeps the suite’s finished jobs, dated by its manual clock, past a TTL monitor running today', async () => {
-    const { double, engine } = await openOnDouble(CONFORMANCE_STORE_OPTIONS, { ttlMonitor: true });
+    const { engine, jobs } = await openOnWire(CONFORMANCE_STORE_OPTIONS);
     const { id } = await engine.enqueue({ name: 'ttl.a', version: 1, payload: {} });
     const [job] = await engine.claim({ name: 'ttl.a', maxVersion: 1, limit: 1, workerId: 'w' });
     await engine.complete(job!);
-    expect(double.expireTtl(new Date())).toBe(0);
+    // The wire double's TTL monitor runs before a command once a second has passed since its last run.
+    await sleep(1_100);
+    expect(await jobs.countDocuments({})).toBe(1);
     expect((await engine.get(id)).state).toBe('completed');
   });
 });
