@@ -24,6 +24,7 @@ export const CODE_NAMES: Readonly<Record<number, string>> = {
   6: 'HostUnreachable',
   7: 'HostNotFound',
   11: 'UserNotFound',
+  13: 'Unauthorized',
   20: 'IllegalOperation',
   26: 'NamespaceNotFound',
   27: 'IndexNotFound',
