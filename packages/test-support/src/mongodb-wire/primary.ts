@@ -81,6 +81,8 @@ export class PrimaryState {
   readonly processId = new ObjectId();
   electionTerm = 1;
   writablePrimary = true;
+  /** How far the primary's clock runs from this process's: `hello` answers with its `localTime`. */
+  clockOffsetMs = 0;
   private readonly topologyWaiters = new Set<() => void>();
 
   get operationTime(): Timestamp {
