@@ -76,6 +76,13 @@ export interface MongoWireDouble {
   forgetHistory(): void;
   /** Drops every open connection, as a network blip does. */
   dropConnections(): void;
+  /**
+   * Announces `hostPort` as this member's address in `hello` (`me`, `hosts`,
+   * `primary`) from the next answer on, as a replica set reached through a
+   * proxy or NAT must be configured to: the driver connects to the members
+   * `hello` names, so it would otherwise go around the proxy.
+   */
+  announce(hostPort: string): void;
   close(): Promise<void>;
 }
 
@@ -271,6 +278,9 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
     },
     dropConnections() {
       for (const socket of sockets) socket.destroy();
+    },
+    announce(hostPort) {
+      address = hostPort;
     },
     async close() {
       clearTimeout(electionTimer);
