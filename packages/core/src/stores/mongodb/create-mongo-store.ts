@@ -45,7 +45,7 @@ export interface MongoStoreOptions {
    * How long to wait for a reachable server before an operation fails (for a client the store creates).
    * Longer than an unplanned election (about 10–12 s: the members' 10 s election timeout, then the vote),
    * so the calls a failover catches wait for the new primary instead of failing.
-   * @defaultValue 15_000
+   * @defaultValue the connection string's `serverSelectionTimeoutMS`, else 15_000
    */
   serverSelectionTimeoutMS?: number | undefined;
   /**
@@ -81,6 +81,12 @@ const invalidUrlMessage =
 function databaseOfUrl(url: string): string | undefined {
   const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/i.exec(url)?.[1];
   return path ? decodeURIComponent(path) : undefined;
+}
+
+/** The `serverSelectionTimeoutMS` a connection string sets, if it sets a number. */
+function selectionTimeoutOfUrl(url: string): number | undefined {
+  const value = /[?&]serverSelectionTimeoutMS=(\d+)(?:&|$)/i.exec(url)?.[1];
+  return value === undefined ? undefined : Number(value);
 }
 
 /** The host list of a connection string, without credentials. */
@@ -134,7 +140,10 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
     MAX_HISTORY_RETENTION_MS,
   );
   const notify = options.notify ?? DEFAULTS.notify;
-  const serverSelectionTimeoutMS = options.serverSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
+  // A timeout the connection string sets holds unless the options set one: the driver would let the default override it.
+  const urlSelectionTimeoutMS = url === undefined ? undefined : selectionTimeoutOfUrl(url);
+  const serverSelectionTimeoutMS =
+    options.serverSelectionTimeoutMS ?? urlSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
   const writeTimeoutMS = checkedMs('writeTimeoutMS', options.writeTimeoutMS ?? DEFAULTS.writeTimeoutMS, 1, 2 ** 31 - 1);
   const indexBuildTimeoutMS = checkedMs(
     'indexBuildTimeoutMS',

@@ -36,6 +36,26 @@ const WRITE_CONFLICT = 112;
  */
 const STEP_DOWN_CODES: ReadonlySet<number> = new Set([10107, 13435, 13436, 189, 91, 11600, 11602]);
 
+/**
+ * Node's own codes for a socket that failed. The driver wraps socket errors
+ * in `MongoNetworkError`, except where a write waits for the socket to drain:
+ * a socket that fails then (the peer closed it) reaches the caller as is.
+ */
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set([
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ERR_STREAM_DESTROYED',
+]);
+
+/** Whether the connection failed: a driver network error, or a socket error the driver let through. */
+function isConnectionLost(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkError ||
+    (error instanceof Error && SOCKET_ERROR_CODES.has(String((error as NodeJS.ErrnoException).code)))
+  );
+}
+
 /** The one place the MongoDB store turns driver errors into `WorkqError`s. */
 export function toWorkqError(thrown: unknown, hosts: string, operation: string): WorkqError {
   if (thrown instanceof WorkqError) return thrown;
@@ -44,7 +64,7 @@ export function toWorkqError(thrown: unknown, hosts: string, operation: string):
     thrown instanceof MongoBulkWriteError && thrown.errorResponse instanceof Error ? thrown.errorResponse : thrown;
   if (
     error instanceof MongoServerSelectionError ||
-    error instanceof MongoNetworkError ||
+    isConnectionLost(error) ||
     error instanceof MongoTopologyClosedError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoClientClosedError
@@ -108,7 +128,7 @@ export function isTransient(thrown: unknown): boolean {
   if (isWriteTimeout(error)) return false;
   return (
     error instanceof MongoServerSelectionError ||
-    error instanceof MongoNetworkError ||
+    isConnectionLost(error) ||
     isStepDown(error) ||
     (error instanceof MongoError &&
       (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError')))
