@@ -15,6 +15,11 @@ import { describe } from 'vitest';
 export interface FreshStore {
   url: string;
   drop: () => Promise<void>;
+  /**
+   * Present for a store whose clients find its members by the addresses they announce (a MongoDB replica
+   * set): makes it announce `hostPort` instead, as one reached through a proxy must be configured to.
+   */
+  announce?: (hostPort: string) => void;
 }
 
 /** What to give one more queue server in this process for `target`'s data: every kind is reached by its URL. */
@@ -56,7 +61,7 @@ const mongodbWire: E2EStoreKind = {
   label: 'mongodb (wire double)',
   open: async () => {
     const double = await startMongoWireDouble({ database: uniqueName(E2E_PREFIX) });
-    return { url: double.url, drop: () => double.close() };
+    return { url: double.url, drop: () => double.close(), announce: (hostPort) => double.announce(hostPort) };
   },
 };
 
