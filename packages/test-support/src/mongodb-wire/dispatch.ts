@@ -69,6 +69,12 @@ function checkPrimary(context: CommandContext, name: string): void {
   throw wireError(10107, 'not primary');
 }
 
+/** What the command's `maxTimeMS` leaves of its time, if it set one. */
+function maxTimeLeft(context: CommandContext, startedAt: number): number | undefined {
+  const maxTimeMS = Number(context.body.maxTimeMS ?? 0);
+  return maxTimeMS > 0 ? maxTimeMS - (Date.now() - startedAt) : undefined;
+}
+
 /**
  * Runs one command as the server would: `configureFailPoint`, or a fail point first, then the
  * primary's state, the transaction or retried write it belongs to, the
@@ -81,6 +87,7 @@ export async function runCommand(
   appName: string | undefined,
 ): Promise<Document | 'close'> {
   const name = context.record.name;
+  const startedAt = Date.now();
   if (name === 'configureFailPoint') {
     try {
       return { ...failPoints.configure(context.body), ok: 1, ...signedClusterTime(context) };
@@ -107,6 +114,7 @@ export async function runCommand(
     context.transaction = context.sessions.transactionFor(context.body);
     const retried = isWriteCommand(name) ? context.sessions.answered(context.body) : undefined;
     const answer = retried ?? (await handler(context));
+    context.primary.afterCommand?.(context.record, answer);
     if (isWriteCommand(name) && !retried && !answer.writeErrors) {
       context.sessions.remember(context.body, answer);
       const retryable = context.body.txnNumber !== undefined && !context.transaction;
@@ -115,7 +123,11 @@ export async function runCommand(
     const reply: Document = { ...answer, ok: 1 };
     const waits = ACKNOWLEDGED.has(name) && (!context.transaction || name === 'commitTransaction');
     const concernError = waits
-      ? await context.primary.awaitMajority(context.body.writeConcern, context.abandoned)
+      ? await context.primary.awaitMajority(
+          context.body.writeConcern,
+          context.abandoned,
+          maxTimeLeft(context, startedAt),
+        )
       : undefined;
     const writeConcernError = failure?.writeConcernError ?? concernError;
     if (writeConcernError) {

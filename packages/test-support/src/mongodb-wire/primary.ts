@@ -83,6 +83,12 @@ export class PrimaryState {
   writablePrimary = true;
   /** How far the primary's clock runs from this process's: `hello` answers with its `localTime`. */
   clockOffsetMs = 0;
+  /**
+   * Called with each command the primary ran and its answer, before the
+   * answer is sent: a test's stand-in for another client acting in between
+   * (e.g. leasing the jobs a claim has just read).
+   */
+  afterCommand: ((command: RecordedCommand, answer: Document) => void) | undefined;
   private readonly topologyWaiters = new Set<() => void>();
 
   get operationTime(): Timestamp {
@@ -279,9 +285,16 @@ export class PrimaryState {
    * Waits for a majority to acknowledge a write under `writeConcern` (the
    * server's default is majority): at once while it is available; else until
    * `wtimeout`, then resolves to the server's write-concern timeout; without
-   * one, until the majority is back or `abandoned` resolves.
+   * one, until the majority is back or `abandoned` resolves. The command's
+   * `maxTimeMS` bounds the wait as well (`maxTimeLeftMs`, what it leaves of
+   * it): when it ends first, the write concern error is MaxTimeMSExpired (50),
+   * which the driver does not retry a commit after.
    */
-  async awaitMajority(writeConcern: Document | undefined, abandoned: Promise<void>): Promise<Document | undefined> {
+  async awaitMajority(
+    writeConcern: Document | undefined,
+    abandoned: Promise<void>,
+    maxTimeLeftMs?: number,
+  ): Promise<Document | undefined> {
     const w = writeConcern?.w ?? 'majority';
     if (this.majority || w !== 'majority') return undefined;
     const wtimeout = Number(writeConcern?.wtimeout ?? writeConcern?.wtimeoutMS ?? 0);
@@ -290,10 +303,21 @@ export class PrimaryState {
       wake = resolve;
       this.majorityWaiters.add(resolve);
     });
-    const timedOut = wtimeout > 0 ? new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), wtimeout)) : null;
-    const outcome = await Promise.race([back, abandoned, ...(timedOut ? [timedOut] : [])]);
+    const timers: NodeJS.Timeout[] = [];
+    const after = <T>(ms: number, outcome: T) =>
+      new Promise<T>((resolve) => timers.push(setTimeout(() => resolve(outcome), Math.max(ms, 0))));
+    const outcome = await Promise.race([
+      back,
+      abandoned,
+      ...(wtimeout > 0 ? [after(wtimeout, 'wtimeout' as const)] : []),
+      ...(maxTimeLeftMs === undefined ? [] : [after(maxTimeLeftMs, 'maxTime' as const)]),
+    ]);
+    for (const timer of timers) clearTimeout(timer);
     this.majorityWaiters.delete(wake);
-    if (outcome !== 'timeout') return undefined;
+    if (outcome === 'maxTime') {
+      return { code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' };
+    }
+    if (outcome !== 'wtimeout') return undefined;
     return {
       code: 64,
       codeName: 'WriteConcernTimeout',
