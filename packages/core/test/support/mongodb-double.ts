@@ -385,6 +385,11 @@ export class DoubleDb {
       const setName = this.double.options.replicaSet;
       return setName ? { isWritablePrimary: true, setName, ok: 1 } : { isWritablePrimary: true, ok: 1 };
     }
+    if (typeof command.createIndexes === 'string') {
+      const { createIndexes: name, indexes, writeConcern: _, ...options } = command;
+      await this.collection(name).createIndexes(indexes as IndexSpec[], options);
+      return { ok: 1 };
+    }
     if (typeof command.collMod === 'string') {
       const index = command.index as { name: string; expireAfterSeconds: number };
       this.double.data(this.databaseName, command.collMod, false)?.modifyIndex(index.name, index.expireAfterSeconds);

@@ -179,21 +179,29 @@ async function isMongos(db: Db): Promise<boolean> {
 async function ensureCollectionIndexes(db: Db, name: string, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
   const collection = db.collection(name);
   try {
-    await createIndexes(collection, wanted, build);
+    await createIndexes(db, collection, wanted, build);
   } catch (error) {
     if (!isIndexConflict(error)) throw error;
     await changeTtlsInPlace(db, collection, wanted, build);
-    await createIndexes(collection, wanted, build);
+    await createIndexes(db, collection, wanted, build);
   }
 }
 
-/** Builds what is missing; the server leaves indexes that exist as specified alone. */
-async function createIndexes(collection: Collection, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
+/**
+ * Builds what is missing; the server leaves indexes that exist as specified
+ * alone. Sent as a command, since the driver's `createIndexes` drops
+ * `maxTimeMS`; `db.command` inherits no write concern, so the build carries
+ * the majority, journaled one, bounded by the build timeout as well.
+ */
+async function createIndexes(db: Db, collection: Collection, wanted: IndexSpec[], build: IndexBuild): Promise<void> {
   try {
-    // The default commit quorum is every voting member: one member down would hold the build forever.
-    await collection.createIndexes(wanted, {
+    await db.command({
+      createIndexes: collection.collectionName,
+      indexes: wanted,
       maxTimeMS: build.timeoutMS,
+      // The default commit quorum is every voting member: one member down would hold the build forever.
       ...(build.replicaSet ? { commitQuorum: 'majority' } : {}),
+      writeConcern: { w: 'majority', j: true, wtimeout: build.timeoutMS },
     });
   } catch (error) {
     if (!isWriteTimeout(error)) throw error;
