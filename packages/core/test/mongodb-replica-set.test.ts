@@ -1,15 +1,47 @@
-import type { Doc } from '@workq/test-support';
-import { describe, expect, it } from 'vitest';
+import { startMongoWireDouble } from '@workq/test-support';
+import { MongoClient } from 'mongodb';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
+import type { Store } from '../src/engine/store.ts';
+import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
-import { DB, storesOnDouble } from './support/mongodb-on-double.ts';
+import { ManualClock } from './support/manual-clock.ts';
 
-// The MongoDB store on the driver double set up as a replica set's member,
-// for what a replica set does that a single server does not: secondaries
-// behind the primary, failovers that cut a write off, a majority that cannot
-// acknowledge, claims racing each other.
+// The MongoDB store under the real driver, against a fake replica set
+// primary that speaks the wire protocol, for what a replica set does that a
+// single server does not: reads a client would send to secondaries,
+// failovers that cut a write off, a majority that cannot acknowledge, claims
+// racing each other. Each store has a database of its own.
 
-const openOnDouble = storesOnDouble();
-const replicaSet = { replicaSet: 'rs0' };
+const wire = await startMongoWireDouble();
+const client = new MongoClient(wire.url);
+const opened: Store[] = [];
+let databases = 0;
+afterEach(async () => {
+  wire.configureFailPoint('failCommand', 'off');
+  wire.configureFailPoint('onPrimaryTransactionalWrite', 'off');
+  wire.majorityAvailable = true;
+  wire.state.afterCommand = undefined;
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+});
+afterAll(async () => {
+  await client.close();
+  await wire.close();
+});
+
+/** A store on `dbName` (a fresh database unless given), through a URL with `query` added, with an engine on a manual clock. */
+async function openOnWire(options: Partial<MongoStoreOptions> = {}, query = '', dbName = nextDb()) {
+  const store = await createMongoStore({ url: `${wire.url}${query}`, dbName, notify: false, ...options });
+  opened.push(store);
+  const clock = new ManualClock();
+  return { dbName, store, clock, engine: createEngine({ store, clock, leaseSweepIntervalMs: 0 }) };
+}
+const nextDb = () => `workq_rs_${++databases}`;
+
+/** The commands sent to `dbName` from the `from`th on. */
+const sentTo = (dbName: string, from = 0) => wire.commands.slice(from).filter((command) => command.db === dbName);
+const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
+const READS = new Set(['find', 'aggregate', 'count', 'distinct']);
 const jobs = (n: number, name: string) => Array.from({ length: n }, (_, i) => ({ name, version: 1, payload: { i } }));
 
 /** Rejects if `promise` has not settled within `ms`: what a caller would see of a write that waits forever. */
@@ -23,8 +55,7 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 describe('mongodb store on a replica set: reads', () => {
   it('reads its own writes through a client that prefers secondaries: every read goes to the primary', async () => {
-    const lagging = { ...replicaSet, readPreference: 'secondaryPreferred', laggingSecondary: true };
-    const { double, engine, store } = await openOnDouble({}, lagging);
+    const { dbName, engine, store } = await openOnWire({}, '&readPreference=secondaryPreferred');
     const { id } = await engine.enqueue({ name: 'rp.a', version: 1, payload: {} });
     const [job] = await engine.claim({ name: 'rp.a', maxVersion: 1, limit: 1, workerId: 'w' });
     expect(job?.id).toBe(id);
@@ -32,25 +63,33 @@ describe('mongodb store on a replica set: reads', () => {
     const first = await engine.enqueue(keyed);
     expect(await engine.enqueue(keyed)).toMatchObject({ id: first.id, created: false });
     expect((await store.getJob(id))?.state).toBe('active');
-    expect(new Set(double.queries.map((query) => query.readPreference))).toEqual(new Set(['primary']));
+    const reads = sentTo(dbName).filter((command) => READS.has(command.name));
+    expect(reads.length).toBeGreaterThan(0);
+    // The client's own preference would be sent as `$readPreference: { mode: 'secondaryPreferred' }`.
+    expect(new Set(reads.map((read) => read.body.$readPreference?.mode ?? 'primary'))).toEqual(new Set(['primary']));
   });
 });
 
 describe('mongodb store on a replica set: claims', () => {
-  const isLeased = (doc: Doc) => doc.state === 'active';
-
   it('a lease write cut off after the server applied it is retried: the claim gets its jobs', async () => {
-    const { double, engine } = await openOnDouble({}, replicaSet);
+    const { dbName, engine } = await openOnWire();
     await engine.enqueueMany(jobs(3, 'cut.a'));
-    double.failWrite({ collection: 'workq_jobs', when: isLeased });
+    const from = wire.commands.length;
+    wire.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
     const claimed = await engine.claim({ name: 'cut.a', maxVersion: 1, limit: 3, workerId: 'w' });
     expect(claimed.map((job) => job.attempt)).toEqual([1, 1, 1]);
+    // The lease write was sent twice: the try whose answer was lost, and the retry answered from the server's record.
+    const leaseWrites = sentTo(dbName, from).filter((command) => command.name === 'update');
+    expect(leaseWrites).toHaveLength(2);
+    expect(leaseWrites[1]?.body.txnNumber).toEqual(leaseWrites[0]?.body.txnNumber);
   });
 
   it('a lease write whose retry fails too gives its jobs back before the claim fails UNAVAILABLE', async () => {
-    const { double, engine } = await openOnDouble({}, replicaSet);
+    const { engine } = await openOnWire();
     await engine.enqueueMany(jobs(3, 'cut.b'));
-    double.failWrite({ collection: 'workq_jobs', when: isLeased, times: 2 });
+    // The lease write is applied and its connection cut; the retry's connection is cut before it runs.
+    wire.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
+    wire.configureFailPoint('failCommand', { skip: 1, times: 1 }, { failCommands: ['update'], closeConnection: true });
     const error = await rejection(engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' }));
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     const again = await engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' });
@@ -58,23 +97,27 @@ describe('mongodb store on a replica set: claims', () => {
   });
 
   it('a claim makes one write when no delayed job of its name has come due', async () => {
-    const { double, engine, store, clock } = await openOnDouble({}, replicaSet);
+    const { dbName, engine, store, clock } = await openOnWire();
     await engine.enqueueMany(jobs(3, 'one.a'));
     await engine.enqueue({ name: 'one.a', version: 1, payload: {}, options: { delayMs: 60_000 } });
-    double.writes.length = 0;
+    const from = wire.commands.length;
     const request = { name: 'one.a', minVersion: 1, maxVersion: 1, limit: 2, leaseMs: null, now: clock.now() };
     expect(await store.claimJobs({ ...request, leaseToken: 't', workerId: 'w' })).toHaveLength(2);
-    expect(double.writes).toHaveLength(1);
+    expect(sentTo(dbName, from).filter((command) => WRITES.has(command.name))).toHaveLength(1);
   });
 
   it('a claim whose candidates competing claims take every time still leases a ready job', async () => {
-    const { double, engine } = await openOnDouble({}, replicaSet);
+    const { dbName, engine } = await openOnWire();
     await engine.enqueueMany(jobs(40, 'race.a'));
-    const data = double.collection(DB, 'workq_jobs')!;
     // Another claimer leases whatever this one has just read as candidates, before it can.
-    double.onRead = (query, found) => {
-      if (query.filter.state !== 'waiting' || !query.sort) return;
-      for (const doc of found) data.replace(doc, { ...doc, state: 'active', leaseToken: 'competitor' });
+    wire.state.afterCommand = (command, answer) => {
+      if (command.db !== dbName || command.name !== 'find' || command.body.filter?.state !== 'waiting') return;
+      if (!command.body.sort) return;
+      const data = wire.state.collection(dbName, 'workq_jobs')!;
+      for (const found of (answer.cursor?.firstBatch ?? []) as { _id: string }[]) {
+        const [doc] = data.match({ _id: found._id });
+        if (doc) data.replace(doc, { ...doc, state: 'active', leaseToken: 'competitor' });
+      }
     };
     const claimed = await engine.claim({ name: 'race.a', maxVersion: 1, limit: 1, workerId: 'w' });
     expect(claimed).toHaveLength(1);
@@ -84,11 +127,11 @@ describe('mongodb store on a replica set: claims', () => {
 
 describe('mongodb store on a replica set: bounded writes', () => {
   it('fails an enqueue, a claim, an ack and a moveTo with TIMEOUT when no majority acknowledges, instead of waiting', async () => {
-    const { double, engine } = await openOnDouble({ writeTimeoutMS: 50 }, replicaSet);
+    const { engine } = await openOnWire({ writeTimeoutMS: 50 });
     await engine.enqueue({ name: 'wt.b', version: 1, payload: {} });
     await engine.enqueue({ name: 'wt.b', version: 1, payload: {} });
     const [job, next] = await engine.claim({ name: 'wt.b', maxVersion: 1, limit: 2, workerId: 'w' });
-    double.majorityAvailable = false;
+    wire.majorityAvailable = false;
     const timedOut = async (promise: Promise<unknown>) => {
       const error = await rejection(within(promise, 3_000));
       expect(error).toMatchObject({ code: 'TIMEOUT', retryable: true });
@@ -101,23 +144,26 @@ describe('mongodb store on a replica set: bounded writes', () => {
   });
 
   it('answers a resend after TIMEOUT "exists" only once a majority has the key holder, which a failover could roll back before', async () => {
-    const { double, engine } = await openOnDouble({ writeTimeoutMS: 50 }, replicaSet);
+    const { engine } = await openOnWire({ writeTimeoutMS: 50 });
     const keyed = { name: 'wt.key', version: 1, payload: {}, options: { idempotencyKey: 'resent' } };
-    double.majorityAvailable = false;
+    wire.majorityAvailable = false;
     expect(await rejection(engine.enqueue(keyed))).toMatchObject({ code: 'TIMEOUT' });
-    // The resend meets the first insert, which holds the key on the primary only: not an answer yet.
-    expect(await rejection(engine.enqueue(keyed))).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
-    double.majorityAvailable = true;
+    // The resend meets the first insert, which holds the key on the primary only: not an answer yet. The
+    // server waits for the write concern of a failed write too, so the duplicate key comes with its timeout.
+    expect(await rejection(engine.enqueue(keyed))).toMatchObject({ code: 'TIMEOUT', retryable: true });
+    wire.majorityAvailable = true;
     expect(await engine.enqueue(keyed)).toMatchObject({ created: false });
   });
 
   it('bounds the index builds at start-up: with no majority to commit them, opening fails with TIMEOUT', async () => {
-    const { double } = await openOnDouble({}, replicaSet);
-    double.collection(DB, 'workq_jobs')?.dropIndex('lease_expiry');
-    double.majorityAvailable = false;
-    const error = await rejection(within(openOnDouble({ indexBuildTimeoutMS: 50 }, {}, double), 3_000));
+    const { dbName } = await openOnWire();
+    await client.db(dbName).collection('workq_jobs').dropIndex('lease_expiry');
+    wire.majorityAvailable = false;
+    const from = wire.commands.length;
+    const error = await rejection(within(openOnWire({ indexBuildTimeoutMS: 50 }, '', dbName), 3_000));
     expect(error.code).toBe('TIMEOUT');
     expect(error.message).toMatch(/index/);
-    expect(double.indexBuilds.at(-1)?.options).toMatchObject({ maxTimeMS: 50, commitQuorum: 'majority' });
+    const builds = sentTo(dbName, from).filter((command) => command.name === 'createIndexes');
+    expect(builds.at(-1)?.body).toMatchObject({ maxTimeMS: 50, commitQuorum: 'majority' });
   });
 });
