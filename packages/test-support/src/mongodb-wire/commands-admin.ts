@@ -15,7 +15,7 @@ let connectionIds = 0;
 
 /** `hello` (and the legacy `isMaster`): a one-member replica set's primary, or a mongos. */
 export function helloReply(
-  context: Pick<CommandContext, 'primary' | 'replicaSet' | 'address'>,
+  context: Pick<CommandContext, 'primary' | 'replicaSet' | 'standalone' | 'address'>,
   maxWireVersion: number,
   legacy: boolean,
 ): Document {
@@ -35,6 +35,7 @@ export function helloReply(
     maxWireVersion,
     readOnly: false,
   };
+  if (context.standalone) return common;
   if (!context.replicaSet) return { ...common, msg: 'isdbgrid' };
   const electionId = new ObjectId(`7fffffff${primary.electionTerm.toString(16).padStart(16, '0')}`);
   return {

@@ -110,6 +110,7 @@ async function changeStream(context: CommandContext, stage: Document, rest: Docu
       'Operation not permitted in transaction :: caused by :: Aggregation stage $changeStream cannot run within a multi-document transaction.',
     );
   }
+  if (context.standalone) throw wireError(40573, 'The $changeStream stage is only supported on replica sets');
   const target = context.body.aggregate;
   const coll = typeof target === 'string' ? target : undefined;
   const cluster = stage.allChangesForCluster === true;

@@ -18,8 +18,10 @@ export interface CommandContext {
   transaction: Transaction | undefined;
   /** Resolves when the client's connection closes: what the command waits on is abandoned. */
   abandoned: Promise<void>;
-  /** Whether the primary answers as a replica set member (else as a mongos). */
+  /** Whether the primary answers as a replica set member (else as a mongos, or as a standalone). */
   replicaSet: boolean;
+  /** Whether it answers as a standalone server. */
+  standalone: boolean;
   /** The address the primary is reached at (`127.0.0.1:<port>`). */
   address: string;
 }

@@ -111,6 +111,9 @@ export async function runCommand(
     const handler = HANDLERS[name];
     if (!handler) throw wireError(59, `no such command: '${name}'`);
     checkPrimary(context, name);
+    if (context.standalone && context.body.txnNumber !== undefined) {
+      throw wireError(20, 'Transaction numbers are only allowed on a replica set member or mongos');
+    }
     context.transaction = context.sessions.transactionFor(context.body);
     const retried = isWriteCommand(name) ? context.sessions.answered(context.body) : undefined;
     const answer = retried ?? (await handler(context));

@@ -26,8 +26,12 @@ const HELLO = new Set(['hello', 'isMaster', 'ismaster']);
 const TTL_MONITOR_INTERVAL_MS = 1000;
 
 export interface MongoWireDoubleOptions {
-  /** Answer as a one-member replica set `rs0`'s primary, or as a mongos (`msg: 'isdbgrid'`). @defaultValue 'replicaSet' */
-  topology?: 'replicaSet' | 'mongos';
+  /**
+   * Answer as a one-member replica set `rs0`'s primary, as a mongos (`msg:
+   * 'isdbgrid'`), or as a standalone server (no transactions, retryable
+   * writes or change streams). @defaultValue 'replicaSet'
+   */
+  topology?: 'replicaSet' | 'mongos' | 'standalone';
   /** The server version `hello` announces through its wire version. @defaultValue '8.0' */
   serverVersion?: keyof typeof WIRE_VERSIONS;
   /** The database the URL names. @defaultValue 'test' */
@@ -43,7 +47,7 @@ export interface MongoWireDoubleOptions {
 
 /** A running fake primary; see `startMongoWireDouble`. */
 export interface MongoWireDouble {
-  /** `mongodb://127.0.0.1:<port>/<database>?replicaSet=rs0` (no `replicaSet` for a mongos). */
+  /** `mongodb://127.0.0.1:<port>/<database>?replicaSet=rs0` (no `replicaSet` for a mongos or a standalone). */
   url: string;
   port: number;
   /** Every command received, in order. */
@@ -107,6 +111,7 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
   const commands: RecordedCommand[] = [];
   const sockets = new Set<Socket>();
   const replicaSet = (options.topology ?? 'replicaSet') === 'replicaSet';
+  const standalone = options.topology === 'standalone';
   const maxWireVersion = WIRE_VERSIONS[options.serverVersion ?? '8.0'];
   let address = '127.0.0.1:0';
   let connections = 0;
@@ -143,6 +148,7 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
         transaction: undefined,
         abandoned,
         replicaSet,
+        standalone,
         address,
       };
       const reply = (doc: Document, responseTo = request.requestId, flags = 0) => {
