@@ -152,8 +152,17 @@ export function isWriteConflict(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === WRITE_CONFLICT;
 }
 
-/** Whether the server refused a transaction because it is not a replica set member or mongos. */
-export function isTransactionUnsupportedError(error: unknown): boolean {
+/**
+ * Whether the server refused a transaction because it is not a replica set
+ * member or mongos. The driver hands a write's IllegalOperation (20) back as
+ * its own advice to turn retryable writes off, with the server's error as
+ * `originalError`.
+ */
+export function isTransactionUnsupportedError(thrown: unknown): boolean {
+  const error =
+    thrown instanceof MongoServerError && thrown.originalError instanceof MongoServerError
+      ? thrown.originalError
+      : thrown;
   return (
     error instanceof MongoServerError &&
     (error.code === ILLEGAL_OPERATION || /Transaction numbers are only allowed/i.test(error.message))
