@@ -8,12 +8,13 @@ import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/
 import { rejection } from './support/fixtures.ts';
 import { ManualClock } from './support/manual-clock.ts';
 import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
-import { storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store under the real driver, against a fake primary that
 // speaks the wire protocol: each store gets a database of its own, so what
 // one test sent is told apart from the others' by the database it named.
 const wire = await startMongoWireDouble({ ttlMonitor: true });
+/** A standalone server: no transactions, no change streams. */
+const standalone = await startMongoWireDouble({ topology: 'standalone' });
 const client = new MongoClient(wire.url);
 const opened: Store[] = [];
 let databases = 0;
@@ -22,13 +23,13 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await client.close();
-  await wire.close();
+  await Promise.all([wire.close(), standalone.close()]);
 });
 
-/** A store on its own database of the wire double, with an engine on a manual clock. */
-async function openOnWire(options: Partial<MongoStoreOptions> = {}) {
+/** A store on its own database of the wire double (or `server`), with an engine on a manual clock. */
+async function openOnWire(options: Partial<MongoStoreOptions> = {}, server = wire) {
   const dbName = `workq_store_${++databases}`;
-  const store = await createMongoStore({ url: wire.url, dbName, notify: false, ...options });
+  const store = await createMongoStore({ url: server.url, dbName, notify: false, ...options });
   opened.push(store);
   const engine = createEngine({ store, clock: new ManualClock(), leaseSweepIntervalMs: 0 });
   return { dbName, store, engine, jobs: client.db(dbName).collection<StoredJob>('workq_jobs') };
@@ -41,9 +42,6 @@ interface StoredJob {
 }
 
 const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
-
-/** The old driver double, for what the wire double cannot answer as: a standalone server, without transactions or change streams. */
-const openOnDouble = storesOnDouble();
 
 describe('mongodb store: durability', () => {
   it('sends every write with majority, journaled, bounded write concern, transactions included', async () => {
@@ -160,7 +158,7 @@ describe('mongodb store: duplicate keys', () => {
 
 describe('mongodb store: connections and capabilities', () => {
   it('moveTo on a server without transactions is UNAVAILABLE and names the replica set requirement', async () => {
-    const { engine, store } = await openOnDouble({}, { transactions: false });
+    const { engine, store } = await openOnWire({}, standalone);
     await engine.enqueue({ name: 'tx.a', version: 1, payload: {} });
     const [job] = await engine.claim({ name: 'tx.a', maxVersion: 1, limit: 1, workerId: 'w' });
     const error = await rejection(engine.moveTo(job!, { name: 'tx.b', version: 1, payload: {} }));
@@ -171,8 +169,7 @@ describe('mongodb store: connections and capabilities', () => {
 
   it('declares notify only when asked and the server can run change streams', async () => {
     expect((await openOnWire({ notify: false })).store.capabilities.notify).toBe(false);
-    // A standalone server runs no change streams; the wire double answers only as a replica set member or mongos.
-    expect((await openOnDouble({ notify: true })).store.notifier).toBeUndefined();
+    expect((await openOnWire({ notify: true }, standalone)).store.notifier).toBeUndefined();
     const { store, dbName } = await openOnWire({ notify: true });
     expect(store.capabilities.notify).toBe(true);
     expect(store.notifier).toBeDefined();
