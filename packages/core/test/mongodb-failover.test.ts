@@ -1,4 +1,4 @@
-import { type Doc, startMongoWireDouble } from '@workq/test-support';
+import { startMongoWireDouble } from '@workq/test-support';
 import {
   MongoClient,
   MongoNetworkError,
@@ -8,13 +8,14 @@ import {
   TopologyDescription,
   TopologyType,
 } from 'mongodb';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
+import type { Store } from '../src/engine/store.ts';
 import { toWorkqError } from '../src/stores/mongodb/errors.ts';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
+import { ManualClock } from './support/manual-clock.ts';
 import { DoubleSession } from './support/mongodb-double.ts';
-import { DoubleCollection } from './support/mongodb-double-collection.ts';
 import { storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store through a failover: a primary that steps down or goes
@@ -22,6 +23,24 @@ import { storesOnDouble } from './support/mongodb-on-double.ts';
 
 const openOnDouble = storesOnDouble();
 const replicaSet = { replicaSet: 'rs0' };
+
+const wire = await startMongoWireDouble();
+const opened: Store[] = [];
+let databases = 0;
+afterEach(async () => {
+  wire.configureFailPoint('failCommand', 'off');
+  wire.configureFailPoint('onPrimaryTransactionalWrite', 'off');
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+});
+afterAll(() => wire.close());
+
+/** A store on its own database of the wire double, with an engine on a manual clock. */
+async function openOnWire() {
+  const dbName = `workq_failover_${++databases}`;
+  const store = await createMongoStore({ url: wire.url, dbName, notify: false });
+  opened.push(store);
+  return { dbName, store, engine: createEngine({ store, clock: new ManualClock(), leaseSweepIntervalMs: 0 }) };
+}
 const jobs = (n: number, name: string) => Array.from({ length: n }, (_, i) => ({ name, version: 1, payload: { i } }));
 
 /** The server's codes of a primary that stepped down, is shutting down or is not the primary. */
@@ -62,30 +81,30 @@ describe('mongodb store through a failover', () => {
   });
 
   it('a retry of dead jobs cut off by a step-down fails retryable, and the same call succeeds after the election', async () => {
-    const { engine } = await openOnDouble({}, replicaSet);
+    const { engine } = await openOnWire();
     await engine.enqueue({ name: 'sd.a', version: 1, payload: {}, options: { maxAttempts: 1 } });
     const [job] = await engine.claim({ name: 'sd.a', maxVersion: 1, limit: 1, workerId: 'w' });
     await engine.fail(job!, { message: 'boom' });
-    const stepDown = new MongoServerError({
-      message: 'operation was interrupted because of a replica set state change',
-      code: STEP_DOWN.InterruptedDueToReplStateChange,
-      codeName: 'InterruptedDueToReplStateChange',
-    });
-    vi.spyOn(DoubleCollection.prototype, 'updateMany').mockRejectedValueOnce(stepDown);
+    const code = STEP_DOWN.InterruptedDueToReplStateChange;
+    wire.configureFailPoint('failCommand', { times: 1 }, { failCommands: ['update'], errorCode: code });
     const error = await rejection(engine.retryDead({ name: 'sd.a' }));
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
-    expect(error.message).not.toContain('interrupted');
+    expect(error.message).not.toContain('failpoint');
     expect(await engine.retryDead({ name: 'sd.a' })).toBe(1);
   });
 
   it('a claim that cannot answer gives its jobs back through a failover, though the first give-back is cut off too', async () => {
-    const { double, engine, store } = await openOnDouble({}, replicaSet);
+    const { dbName, engine, store } = await openOnWire();
     const enqueued = await engine.enqueueMany(jobs(3, 'gb.a'));
-    // The lease write and its retry are cut off (the primary is gone), then the first give-back too.
-    double.failWrite({ collection: 'workq_jobs', when: (doc: Doc) => doc.state === 'active', times: 2 });
-    double.failWrite({ collection: 'workq_jobs', when: (doc: Doc) => doc.state === 'waiting', appliedDocs: 0 });
+    const from = wire.commands.length;
+    // The lease write is applied and its connection cut; its retry is cut off (the primary is gone), then the
+    // first give-back too, before either runs.
+    wire.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
+    wire.configureFailPoint('failCommand', { skip: 1, times: 2 }, { failCommands: ['update'], closeConnection: true });
     const error = await rejection(engine.claim({ name: 'gb.a', maxVersion: 1, limit: 3, workerId: 'w' }));
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    const updates = wire.commands.slice(from).filter((command) => command.db === dbName && command.name === 'update');
+    expect(updates).toHaveLength(4);
     // No sweep ran: the give-back's retry returned them, attempts unspent.
     for (const { id } of enqueued) expect(await store.getJob(id)).toMatchObject({ state: 'waiting', attempts: 0 });
   });
