@@ -115,7 +115,7 @@ const listCollections: CommandHandler = (context) => {
 const createIndexes: CommandHandler = async (context) => {
   const { body, primary } = context;
   const coll = collectionOf(context);
-  if (body.commitQuorum !== undefined && !context.replicaSet) {
+  if (body.commitQuorum !== undefined && context.standalone) {
     throw wireError(2, "Standalones can't specify commitQuorum");
   }
   const existed = primary.collection(context.db, coll) !== undefined;

@@ -10,7 +10,7 @@ import { wireError } from './errors.ts';
 function found(context: CommandContext, coll: string, filter: Doc, options: Document): Doc[] {
   const limit = Math.abs(Number(options.limit ?? 0)) || undefined;
   const skip = Number(options.skip ?? 0);
-  planned(context, coll, filter, { hint: options.hint });
+  planned(context, coll, filter, { hint: options.hint, sort: options.sort, limit });
   const matched = context.primary.matchCommitted(context.db, coll, filter, options.sort, context.transaction);
   return matched.slice(skip, limit === undefined ? undefined : skip + limit);
 }

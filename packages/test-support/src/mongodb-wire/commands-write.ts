@@ -83,7 +83,7 @@ async function updateStatement(context: CommandContext, coll: string, statement:
   const filter = (statement.q ?? {}) as Doc;
   const multi = statement.multi === true;
   const targets = () => {
-    planned(context, coll, filter, { hint: statement.hint });
+    planned(context, coll, filter, { hint: statement.hint, sort: statement.sort, ...(multi ? {} : { limit: 1 }) });
     const found = primary.matchCommitted(db, coll, filter, statement.sort, transaction);
     return multi ? found : found.slice(0, 1);
   };
@@ -115,7 +115,7 @@ async function deleteStatement(context: CommandContext, coll: string, statement:
   const filter = (statement.q ?? {}) as Doc;
   const limit = Number(statement.limit ?? 0) === 1 ? 1 : undefined;
   const targets = () => {
-    planned(context, coll, filter, { hint: statement.hint });
+    planned(context, coll, filter, { hint: statement.hint, sort: statement.sort, limit });
     const found = primary.matchCommitted(db, coll, filter, statement.sort, transaction);
     return limit === undefined ? found : found.slice(0, limit);
   };

@@ -2,7 +2,7 @@ import type { Document } from 'bson';
 import type { Cursors } from './cursors.ts';
 import type { Doc, IndexSpec } from './data.ts';
 import { wireError } from './errors.ts';
-import { impliesPartialFilter } from './plan.ts';
+import { impliesPartialFilter, planQuery } from './plan.ts';
 import type { PrimaryState, RecordedCommand } from './primary.ts';
 import type { Sessions, Transaction } from './sessions.ts';
 
@@ -48,17 +48,34 @@ function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolea
  * Checks a query's hint as the server's planner does and records the query
  * on the command: a hint must name an index of the collection (by name or
  * key), and a partial index only serves a query that implies its filter;
- * else BadValue (2). Queries without a hint are not planned: their cost is
- * not this primary's to model.
+ * else BadValue (2). While `costQueries` is on, each query is recorded with
+ * its cost by the double's model (`planQuery`, which picks the cheapest
+ * usable index when there is no hint; the server's planner may choose
+ * otherwise).
  */
-export function planned(context: CommandContext, coll: string, filter: Doc, options: { hint?: unknown }): void {
+export function planned(
+  context: CommandContext,
+  coll: string,
+  filter: Doc,
+  options: { hint?: unknown; sort?: Record<string, 1 | -1>; limit?: number },
+): void {
   const hint = options.hint as string | Record<string, unknown> | undefined;
+  const data = context.primary.collection(context.db, coll);
+  const noHint = hint === undefined || (typeof hint === 'object' && Object.keys(hint).length === 0);
+  const cost = () =>
+    data && context.primary.costQueries
+      ? planQuery(data.plannedIndexes(), data.docs.size, {
+          filter,
+          sort: options.sort,
+          limit: options.limit,
+          hint: noHint ? undefined : (hint as string | Record<string, 1 | -1>),
+        })
+      : undefined;
   const query = { collection: coll, filter, ...(hint === undefined ? {} : { hint }) };
-  if (hint === undefined || (typeof hint === 'object' && Object.keys(hint).length === 0)) {
-    context.record.queries.push(query);
+  if (noHint) {
+    context.record.queries.push({ ...query, plan: cost() });
     return;
   }
-  const data = context.primary.collection(context.db, coll);
   const specs = data ? [{ name: '_id_', key: { _id: 1 } } as IndexSpec, ...data.indexes.values()] : [];
   const index = specs.find((spec) => (typeof hint === 'string' ? spec.name === hint : sameKey(spec.key, hint)));
   const usable =
@@ -68,5 +85,5 @@ export function planned(context: CommandContext, coll: string, filter: Doc, opti
     context.record.refusedHints.push(hint);
     throw wireError(2, HINT_REFUSED);
   }
-  context.record.queries.push({ ...query, index: index.name });
+  context.record.queries.push({ ...query, index: index.name, plan: cost() });
 }

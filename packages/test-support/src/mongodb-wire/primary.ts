@@ -1,6 +1,7 @@
 import { type Document, ObjectId, Timestamp } from 'bson';
 import { CollectionData, type Doc, idKeyOf } from './data.ts';
 import { wireError } from './errors.ts';
+import type { QueryPlan } from './plan.ts';
 import { ReadViews } from './read-views.ts';
 
 /** One command the primary received, as the driver sent it. */
@@ -11,7 +12,14 @@ export interface RecordedCommand {
   body: Document;
   connectionId: number;
   /** Each query of the command (reads, and the filters of writes), with the index its hint chose. */
-  queries: { collection: string; filter: Doc; hint?: unknown; index?: string }[];
+  queries: {
+    collection: string;
+    filter: Doc;
+    hint?: unknown;
+    index?: string;
+    /** What the query costs by the double's model (`planQuery`), while `costQueries` is on. */
+    plan?: QueryPlan;
+  }[];
   /** Hints the server refused (BadValue: no such index, or one the query cannot use). */
   refusedHints: unknown[];
   /** `'ok'`, or the code the command (or its first failed statement) failed with. */
@@ -83,6 +91,8 @@ export class PrimaryState {
   writablePrimary = true;
   /** How far the primary's clock runs from this process's: `hello` answers with its `localTime`. */
   clockOffsetMs = 0;
+  /** Whether each recorded query carries its cost (`plan`): a scan of the collection per query, so off unless asked for. */
+  costQueries = false;
   /**
    * Called with each command the primary ran and its answer, before the
    * answer is sent: a test's stand-in for another client acting in between
