@@ -1,5 +1,6 @@
-import { startMongoWireDouble } from '@workq/test-support';
+import { type RecordedCommand, startMongoWireDouble } from '@workq/test-support';
 import {
+  ClientSession,
   MongoClient,
   MongoNetworkError,
   MongoServerError,
@@ -12,17 +13,12 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
 import type { Store } from '../src/engine/store.ts';
 import { toWorkqError } from '../src/stores/mongodb/errors.ts';
-import { createMongoStore } from '../src/stores/mongodb/index.ts';
+import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
 import { ManualClock } from './support/manual-clock.ts';
-import { DoubleSession } from './support/mongodb-double.ts';
-import { storesOnDouble } from './support/mongodb-on-double.ts';
 
 // The MongoDB store through a failover: a primary that steps down or goes
 // away while calls are on their way, and the election of the next one.
-
-const openOnDouble = storesOnDouble();
-const replicaSet = { replicaSet: 'rs0' };
 
 const wire = await startMongoWireDouble();
 const opened: Store[] = [];
@@ -34,10 +30,15 @@ afterEach(async () => {
 });
 afterAll(() => wire.close());
 
+/** The session a command was sent in (its `lsid`), as a string. */
+const sessionOf = (command: RecordedCommand) => String(command.body.lsid?.id?.toString('hex'));
+/** The sessions of the commands sent to `dbName`. */
+const sessionsOf = (dbName: string) => new Set(wire.commands.filter((command) => command.db === dbName).map(sessionOf));
+
 /** A store on its own database of the wire double, with an engine on a manual clock. */
-async function openOnWire() {
+async function openOnWire(options: Partial<MongoStoreOptions> = {}) {
   const dbName = `workq_failover_${++databases}`;
-  const store = await createMongoStore({ url: wire.url, dbName, notify: false });
+  const store = await createMongoStore({ url: wire.url, dbName, notify: false, ...options });
   opened.push(store);
   return { dbName, store, engine: createEngine({ store, clock: new ManualClock(), leaseSweepIntervalMs: 0 }) };
 }
@@ -110,7 +111,7 @@ describe('mongodb store through a failover', () => {
   });
 
   it('a moveTo whose commit answer a failover lost is answered from the majority state: done when it happened', async () => {
-    const { double, engine, store } = await openOnDouble({ writeTimeoutMS: 20_000 }, replicaSet);
+    const { dbName, engine, store } = await openOnWire({ writeTimeoutMS: 20_000 });
     await engine.enqueueMany(jobs(2, 'mv.a'));
     const [moved, kept] = await engine.claim({ name: 'mv.a', maxVersion: 1, limit: 2, workerId: 'w' });
     const lostAnswer = () => {
@@ -118,10 +119,12 @@ describe('mongodb store through a failover', () => {
       lost.addErrorLabel('UnknownTransactionCommitResult');
       return lost;
     };
-    const commit = DoubleSession.prototype.withTransaction;
-    const transaction = vi.spyOn(DoubleSession.prototype, 'withTransaction');
+    // The driver retries a commit whose answer was lost for up to 120 s before it hands the unknown result
+    // back: its transaction helper is made to give up at once.
+    const commit = ClientSession.prototype.withTransaction;
+    const transaction = vi.spyOn(ClientSession.prototype, 'withTransaction');
     // The commit applied, its answer lost.
-    transaction.mockImplementationOnce(async function (this: DoubleSession, ...args: Parameters<typeof commit>) {
+    transaction.mockImplementationOnce(async function (this: ClientSession, ...args: Parameters<typeof commit>) {
       await commit.apply(this, args);
       throw lostAnswer();
     });
@@ -138,21 +141,24 @@ describe('mongodb store through a failover', () => {
     expect(await store.getJob(kept!.id)).toMatchObject({ state: 'active' });
     // The commit is bounded once by writeTimeoutMS: its write concern waits longer, so the driver's 10 s
     // wtimeout default never applies and the commit ends with MaxTimeMSExpired, which it does not retry.
-    const [options] = double.transactions as { maxCommitTimeMS?: number; writeConcern?: { wtimeoutMS?: number } }[];
-    expect(options?.maxCommitTimeMS).toBe(20_000);
-    expect(options?.writeConcern?.wtimeoutMS).toBeGreaterThan(20_000);
+    const commits = wire.commands.filter(
+      (command) => command.name === 'commitTransaction' && sessionsOf(dbName).has(sessionOf(command)),
+    );
+    expect(commits).toHaveLength(1);
+    expect(commits[0]?.body.maxTimeMS).toBe(20_000);
+    expect(commits[0]?.body.writeConcern?.wtimeout).toBeGreaterThan(20_000);
   });
 });
 
 describe('mongodb store through an election, under the real driver (wire double)', () => {
   it('a multi-document write refused by the stepping-down primary is retryable, and a claim waits out a 4 s election', async () => {
     const dbName = 'workq_failover';
-    const wire = await startMongoWireDouble({ database: dbName });
-    const store = await createMongoStore({ url: wire.url, dbName, notify: false });
+    const primary = await startMongoWireDouble({ database: dbName });
+    const store = await createMongoStore({ url: primary.url, dbName, notify: false });
     try {
       const engine = createEngine({ store, leaseSweepIntervalMs: 0 });
       await engine.enqueue({ name: 'el.a', version: 1, payload: {} });
-      const election = wire.stepDown(4_000);
+      const election = primary.stepDown(4_000);
       // updateMany is not a retryable write: the driver hands the server's NotWritablePrimary (10107) back.
       const error = await rejection(engine.retryDead({ name: 'el.a' }));
       expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
@@ -162,7 +168,7 @@ describe('mongodb store through an election, under the real driver (wire double)
       await election;
     } finally {
       await store.close();
-      await wire.close();
+      await primary.close();
     }
   }, 20_000);
 });
