@@ -1,12 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type TraceContext, WorkqError } from '@workq/core';
-import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
+import { type EnqueueResult, TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
 import { logAuthFailure, refusalDetail } from '../audit-log.ts';
 import { requireScope } from '../auth.ts';
 import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import { currentRequest, noteServerFailure } from '../request-context.ts';
-import { checkPayloads, enqueueOptions, toEnqueueInput, version } from '../router/inputs.ts';
+import { enqueueOptions, version } from '../router/inputs.ts';
+import { enqueueValidated } from '../router/producer.ts';
 import type { ServerServices } from '../router/trpc.ts';
 import { isJsonContentType } from './content-type.ts';
 import { checkJsonDepth, readBodyBytes } from './read-body.ts';
@@ -16,8 +17,10 @@ const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enque
 /**
  * Plain JSON over HTTP, for producers that are not TypeScript:
  * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }` and
- * `content-type: application/json` (415 `VALIDATION` otherwise). Payloads
- * are validated as over tRPC: with the server's catalog when it has one,
+ * `content-type: application/json` (415 `VALIDATION` otherwise). The job is
+ * enqueued as `jobs.enqueue` enqueues it: handed to a consumer waiting on
+ * this server, merged with concurrent inserts, counted in the metrics.
+ * Payloads are validated as over tRPC: with the server's catalog when it has one,
  * otherwise against the registered JSON Schema, in which case the answer's
  * `warnings` name the constraints that schema cannot express (not checked).
  * Without `options.traceContext`, the job keeps the request's W3C `traceparent`
@@ -42,10 +45,9 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     }
     const traceContext = body.data.options?.traceContext ?? headerTraceContext(req);
     const options = traceContext ? { ...body.data.options, traceContext } : body.data.options;
-    await checkPayloads(services, jobName, body.data.version, [body.data.payload]);
-    const result = await services.engine.enqueue(
-      toEnqueueInput(jobName, body.data.version, body.data.payload, options),
-    );
+    const [result] = (await enqueueValidated(services, jobName, body.data.version, [body.data.payload], options)) as [
+      EnqueueResult,
+    ];
     const warnings = services.registry.uncheckedWarnings(jobName, body.data.version);
     sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {

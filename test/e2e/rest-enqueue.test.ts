@@ -1,0 +1,53 @@
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
+
+/**
+ * A plain HTTP enqueue (`POST /v1/jobs/<name>`) takes the path of a tRPC
+ * one: it is handed to a consumer waiting on the server, by its own insert,
+ * and counted in `workq_jobs_enqueued_total`.
+ */
+let server: QueueServer;
+
+beforeAll(async () => {
+  server = await startServer({ store: 'pglite://memory', port: 0, logger: collectingLogger(), jobs });
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+/** The value of one sample of `/metrics`, by its name and exact labels; 0 when absent. */
+async function sample(name: string, labels: string): Promise<number> {
+  const body = await (await fetch(`${server.url}/metrics`)).text();
+  const line = body.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+const claimQueries = () => sample('workq_claim_queries_total', 'name="sendEmail",query="ran"');
+
+/** A claim of one `sendEmail` job that waits for work, over tRPC without the SDK. */
+const claim = (waitMs: number) =>
+  rawClient(server.url).consumer.claim.mutate({ name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'w', waitMs });
+
+it('hands a plain HTTP enqueue to a waiting consumer and counts it as enqueued', async () => {
+  // A first claim finds nothing: the type's consumers are known to wait for work, so an enqueue that meets the next
+  // claim's query waits for it to park rather than insert behind its back (the handoff does not hang on timing).
+  expect((await claim(0)).jobs).toEqual([]);
+  const waiting = claim(10_000);
+  while ((await claimQueries()) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+
+  const response = await fetch(`${server.url}/v1/jobs/sendEmail`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ version: 1, payload: { to: 'ops@example.com', subject: 'rest', body: '' } }),
+  });
+  expect(response.status).toBe(201);
+  const { id } = (await response.json()) as { id: string };
+
+  expect((await waiting).jobs.map((job) => job.id)).toEqual([id]);
+  expect(await sample('workq_jobs_handed_over_total', 'name="sendEmail"')).toBe(1);
+  expect(await sample('workq_jobs_enqueued_total', 'name="sendEmail"')).toBe(1);
+});
