@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../engine/engine.ts';
+import { createEngine, type Engine, type EngineOptions } from '../engine/engine.ts';
 import type { Store } from '../engine/store.ts';
 import { WakeupBus } from '../notify/wakeup-bus.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
@@ -20,15 +20,15 @@ afterAll(() => store?.close());
 const withoutHandoffs = (inner: Store): Store =>
   Object.assign(Object.create(inner) as Store, { insertAndClaimJob: undefined });
 
-async function dispatcherOver(over: Store) {
-  const engine: Engine = createEngine({ store: over });
+async function dispatcherOver(over: Store, options: Partial<EngineOptions> = {}) {
+  const engine: Engine = createEngine({ ...options, store: over });
   const bus = new WakeupBus(engine, undefined);
   await bus.start();
   running.push(bus);
   const delivered: { name: string; count: number; handedOver: boolean }[] = [];
   let queries = 0;
   const dispatcher = new ClaimDispatcher(engine, bus, {
-    pollIntervalMs: 5_000,
+    pollIntervalMs: options.clock ? 20 : 5_000,
     maxWaitMs: 10_000,
     maxBatchSize: 100,
     observer: {
@@ -167,4 +167,13 @@ describe('ClaimDispatcher', () => {
     expect(await engine.get(id)).toMatchObject({ state: 'ready', attempts: 0 });
     expect(delivered).toEqual([]);
   });
+
+  it("ends a claim's wait at its deadline by the engine's clock, not the system's", async () => {
+    let nowMs = Date.parse('2026-01-01T00:00:00.000Z');
+    const { dispatcher } = await dispatcherOver(store, { clock: { now: () => new Date(nowMs) } });
+    const waiting = dispatcher.claim(claimOf('deadline', { waitMs: 60_000 }), listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    nowMs += 60_001;
+    expect((await waiting).jobs).toEqual([]);
+  }, 5_000);
 });

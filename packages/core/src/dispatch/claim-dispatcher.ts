@@ -84,7 +84,7 @@ export interface DispatcherOptions {
  */
 export class ClaimDispatcher {
   private readonly handoffs: Handoffs;
-  private readonly claims = new ClaimsInProgress();
+  private readonly claims: ClaimsInProgress;
   /** Records the worker registry's presence: claims here, lease extensions by the server's router. */
   readonly presence: PresenceTracker;
   private readonly enqueues: Coalescer<EnqueueInput, EnqueueResult>;
@@ -97,6 +97,7 @@ export class ClaimDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.observer = options.observer ?? {};
+    this.claims = new ClaimsInProgress(engine.clock);
     this.handoffs = new Handoffs(engine, {
       generation: (name) => bus.generation(name),
       freshForMs: options.pollIntervalMs,
@@ -174,10 +175,11 @@ export class ClaimDispatcher {
         }));
     const { host, pid = null, startedAt = null } = request;
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
-    const deadline = Date.now() + Math.min(request.waitMs, this.options.maxWaitMs);
+    const nowMs = () => this.engine.clock.now().getTime();
+    const deadline = nowMs() + Math.min(request.waitMs, this.options.maxWaitMs);
     const claimInput = { name, minVersion, maxVersion, limit, workerId, leaseMs };
     const inProgress = this.claims.begin(workerId, name);
-    const mayWait = () => deadline > Date.now() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
+    const mayWait = () => deadline > nowMs() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
     try {
       // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
       let skipQuery = !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(claimInput);
@@ -209,9 +211,8 @@ export class ClaimDispatcher {
         // sent again after the wait: an answer at once would bring them straight back while the store fails.)
         const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
         if (!leasesLost) {
-          const pollMs =
-            nextStartAt === null ? this.options.pollIntervalMs : (nextStartAt as Date).getTime() - Date.now();
-          const waitMs = Math.min(Math.max(0, deadline - Date.now()), Math.max(1, pollMs));
+          const pollMs = nextStartAt === null ? this.options.pollIntervalMs : (nextStartAt as Date).getTime() - nowMs();
+          const waitMs = Math.min(Math.max(0, deadline - nowMs()), Math.max(1, pollMs));
           await this.bus.waitForReady(name, seen, waitMs, AbortSignal.any([signal, parked.taken, inProgress.stop]));
         }
         const handed = await this.handoffs.withdraw(parked);

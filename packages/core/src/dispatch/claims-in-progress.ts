@@ -1,3 +1,5 @@
+import { type Clock, systemClock } from '../engine/clock.ts';
+
 /** How long a worker that asked to stop waiting keeps its claims here from waiting. */
 const STOPPING_FOR_MS = 10_000;
 
@@ -40,6 +42,8 @@ export class ClaimsInProgress {
   /** Per worker id that asked to stop waiting: per asking caller, until when (epoch ms). */
   private readonly stopping = new Map<string, Map<StopScope, number>>();
 
+  constructor(private readonly clock: Clock = systemClock) {}
+
   begin(workerId: string, jobName: string): ClaimInProgress {
     const claim = { jobName, controller: new AbortController() };
     if (this.isStopping(workerId, jobName)) claim.controller.abort();
@@ -66,7 +70,7 @@ export class ClaimsInProgress {
   stopWaiting(workerId: string, caller: StopScope): number {
     if (this.stopping.size >= MAX_STOPPING_WORKERS) this.stopping.clear();
     const marks = this.stopping.get(workerId) ?? new Map<StopScope, number>();
-    marks.set(caller, Date.now() + STOPPING_FOR_MS);
+    marks.set(caller, this.clock.now().getTime() + STOPPING_FOR_MS);
     this.stopping.set(workerId, marks);
     let ended = 0;
     for (const claim of this.byWorker.get(workerId) ?? []) {
@@ -80,7 +84,7 @@ export class ClaimsInProgress {
   private isStopping(workerId: string, jobName: string): boolean {
     const marks = this.stopping.get(workerId);
     if (marks === undefined) return false;
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     let stopping = false;
     for (const [caller, until] of marks) {
       if (until <= now) marks.delete(caller);

@@ -196,13 +196,17 @@ export class Handoffs {
     return (
       handed.range === rangeOf(request) &&
       handed.generation === this.readiness.generation(request.name) &&
-      Date.now() - handed.atMs < this.readiness.freshForMs
+      this.engine.clock.now().getTime() - handed.atMs < this.readiness.freshForMs
     );
   }
 
   private noteHandedEmpty(request: ParkedClaim['request'], generation: number): void {
     if (this.handedEmpty.size >= MAX_HANDED_WORKERS) this.handedEmpty.clear();
-    this.handedEmpty.set(request.workerId, { range: rangeOf(request), generation, atMs: Date.now() });
+    this.handedEmpty.set(request.workerId, {
+      range: rangeOf(request),
+      generation,
+      atMs: this.engine.clock.now().getTime(),
+    });
   }
 
   /** Whether a claim of `name` is running its query while its consumers wait for work, so it may park next. */

@@ -246,7 +246,7 @@ export class FlowControl {
   }
 
   private async all(): Promise<Map<string, QueueSettings>> {
-    const nowMs = Date.now();
+    const nowMs = this.clock.now().getTime();
     if (this.cache && nowMs - this.cache.loadedAt < this.refreshMs) return this.cache.settings;
     this.loading ??= this.store
       .listQueueSettings()

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../engine/clock.ts';
 import { newLeaseToken } from '../engine/ids.ts';
 import type { JobEventSink } from '../engine/job-events.ts';
 import { WorkqError } from '../errors.ts';
@@ -30,6 +31,8 @@ export interface EventHubOptions {
   resumeEvents?: number;
   /** How long events are still built and kept after the last subscriber left, so it can resume. @defaultValue 60_000 */
   resumeWindowMs?: number;
+  /** The engine's clock: stamps `resync` events and times the resume window. @defaultValue the system clock */
+  clock?: Clock;
   /** Reads a job's result and error, for an event another server sent without them (too large to carry). */
   readJob: (id: string) => Promise<{ result?: unknown; error?: { message: string } } | undefined>;
 }
@@ -39,10 +42,6 @@ export interface EventHubOptions {
  * few large writes a second rather than one small write per queue operation.
  */
 const BATCH_WINDOW_MS = 20;
-
-function resyncEvent(): ResyncEvent {
-  return { type: 'resync', at: new Date() };
-}
 
 /** Each `EventHubOptions` default, in one place. */
 const EVENT_HUB_DEFAULTS = { maxBufferedEvents: 10_000, resumeEvents: 10_000, resumeWindowMs: 60_000 } as const;
@@ -91,6 +90,7 @@ export class EventHub implements JobEventSink {
       maxBufferedEvents: options.maxBufferedEvents ?? EVENT_HUB_DEFAULTS.maxBufferedEvents,
       resumeEvents: options.resumeEvents ?? EVENT_HUB_DEFAULTS.resumeEvents,
       resumeWindowMs: options.resumeWindowMs ?? EVENT_HUB_DEFAULTS.resumeWindowMs,
+      clock: options.clock ?? systemClock,
       readJob: options.readJob,
     };
   }
@@ -119,7 +119,12 @@ export class EventHub implements JobEventSink {
 
   /** A subscriber's batches, until its signal aborts or the hub closes. */
   subscribe(subscription: EventSubscription): AsyncIterable<EventBatch> {
-    const subscriber = new Subscriber(subscription.wants, this.options.maxBufferedEvents, () => this.lastId());
+    const subscriber = new Subscriber(
+      subscription.wants,
+      this.options.maxBufferedEvents,
+      () => this.lastId(),
+      this.options.clock,
+    );
     if (!this.resume(subscriber, subscription.lastEventId)) subscriber.resync();
     this.subscribers.add(subscriber);
     const { owner } = subscription;
@@ -127,7 +132,7 @@ export class EventHub implements JobEventSink {
     this.bus?.announceListening(() => this.keeping);
     const leave = () => {
       if (!this.subscribers.delete(subscriber)) return subscriber.end();
-      if (this.subscribers.size === 0) this.lastSubscriberLeftAt = Date.now();
+      if (this.subscribers.size === 0) this.lastSubscriberLeftAt = this.options.clock.now().getTime();
       if (owner !== undefined) {
         const left = (this.owned.get(owner) ?? 1) - 1;
         if (left > 0) this.owned.set(owner, left);
@@ -161,7 +166,8 @@ export class EventHub implements JobEventSink {
   private get keeping(): boolean {
     return (
       !this.closed &&
-      (this.subscribers.size > 0 || Date.now() - this.lastSubscriberLeftAt < this.options.resumeWindowMs)
+      (this.subscribers.size > 0 ||
+        this.options.clock.now().getTime() - this.lastSubscriberLeftAt < this.options.resumeWindowMs)
     );
   }
 
@@ -250,6 +256,7 @@ class Subscriber {
     readonly wants: (name: string) => boolean,
     private readonly maxBuffered: number,
     private readonly lastId: () => string,
+    private readonly clock: Clock,
   ) {}
 
   offer(run: JobEventRun): void {
@@ -288,17 +295,20 @@ class Subscriber {
           });
         }
         // Events arriving within a window of the last batch wait for the window's end and go out together.
-        const waitMs = this.lastBatchAt + BATCH_WINDOW_MS - Date.now();
+        // (At most one window: a clock set back does not hold the stream.)
+        const waitMs = Math.min(BATCH_WINDOW_MS, this.lastBatchAt + BATCH_WINDOW_MS - this.clock.now().getTime());
         if (waitMs > 0 && !this.ended) await this.pause(waitMs);
         if (this.endedWith) throw this.endedWith;
         if (this.ended) return;
         const taken = this.buffer;
         this.buffer = [];
         this.buffered = 0;
-        const runs: (JobEventRun | ResyncEvent)[] = this.resyncDue ? [resyncEvent(), ...taken] : taken;
+        const now = this.clock.now();
+        const resync: ResyncEvent = { type: 'resync', at: now };
+        const runs: (JobEventRun | ResyncEvent)[] = this.resyncDue ? [resync, ...taken] : taken;
         this.resyncDue = false;
         this.greetDue = false;
-        this.lastBatchAt = Date.now();
+        this.lastBatchAt = now.getTime();
         yield { id: this.lastId(), runs };
       }
     } finally {

@@ -109,6 +109,11 @@ export class WakeupBus {
     return finished;
   }
 
+  /** The engine's clock, in epoch ms: the windows in which other instances are known to listen or watch. */
+  private nowMs(): number {
+    return this.engine.clock.now().getTime();
+  }
+
   /** Releases every waiter and stops listening. */
   async close(): Promise<void> {
     this.closed = true;
@@ -124,7 +129,7 @@ export class WakeupBus {
 
   /** Whether another instance has said lately that it has job-event subscribers. */
   get othersListening(): boolean {
-    return Date.now() <= this.othersListeningUntil;
+    return this.nowMs() <= this.othersListeningUntil;
   }
 
   /** Calls `listener` with the job events other instances send, and with `'lost'` when some may have been missed. */
@@ -253,7 +258,7 @@ export class WakeupBus {
         this.heardWatching();
         break;
       case 'listening':
-        this.othersListeningUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+        this.othersListeningUntil = this.nowMs() + WATCHING_HEARD_FOR_MS;
         break;
       case 'eventsLost':
         this.eventsReceived('lost');
@@ -279,7 +284,7 @@ export class WakeupBus {
         this.heardWatching();
         for (const waiters of [...this.finishWaiters.values()]) this.wakeAll(waiters);
         this.wakeReady('*');
-        this.othersListeningUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+        this.othersListeningUntil = this.nowMs() + WATCHING_HEARD_FOR_MS;
         this.eventsReceived('lost');
         break;
     }
@@ -300,7 +305,7 @@ export class WakeupBus {
   }
 
   private heardWatching(): void {
-    this.othersWatchingUntil = Date.now() + WATCHING_HEARD_FOR_MS;
+    this.othersWatchingUntil = this.nowMs() + WATCHING_HEARD_FOR_MS;
   }
 
   /** Says, now and every `WATCHING_ANNOUNCE_MS` while any result request waits here, that result requests wait. */
@@ -322,7 +327,7 @@ export class WakeupBus {
 
   /** Announces a finished job, only while another instance has said it has result requests waiting. */
   private announceFinished(id: string): void {
-    if (!this.notifier || this.closed || Date.now() > this.othersWatchingUntil) return;
+    if (!this.notifier || this.closed || this.nowMs() > this.othersWatchingUntil) return;
     this.pendingFinished.add(id);
     this.flushSoon();
   }
@@ -331,10 +336,11 @@ export class WakeupBus {
   private flushSoon(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    const waitMs = Math.max(0, this.lastFlushAt + PUBLISH_WINDOW_MS - Date.now());
+    // (At most one window: a clock set back does not hold the messages.)
+    const waitMs = Math.min(PUBLISH_WINDOW_MS, Math.max(0, this.lastFlushAt + PUBLISH_WINDOW_MS - this.nowMs()));
     const flush = () => {
       this.flushScheduled = false;
-      this.lastFlushAt = Date.now();
+      this.lastFlushAt = this.nowMs();
       const messages: WakeupMessage[] = [...this.pendingReady].map((name) => ({ type: 'ready', name }));
       if (this.watchingPending) messages.push({ type: 'watching', instance: this.instanceId });
       if (this.pendingFinished.size > 0) messages.push({ type: 'finished', ids: [...this.pendingFinished] });
