@@ -131,6 +131,11 @@ export function hasScope(principal: Principal, kind: ScopeKind | 'admin', name?:
   return scopes.has(`${kind}:*`) || (name !== undefined && scopes.has(`${kind}:${name}`));
 }
 
+/** Whether the principal holds any of `kinds` for job type `name`. */
+export function hasAnyScope(principal: Principal, kinds: readonly ScopeKind[], name: string): boolean {
+  return kinds.some((kind) => hasScope(principal, kind, name));
+}
+
 /** The same stop scope for every request of one token, so a worker's stop marks stay one per caller. */
 const stopScopes = new WeakMap<ReadonlySet<string>, StopScope>();
 const OPEN_STOP_SCOPE: StopScope = { covers: () => true };

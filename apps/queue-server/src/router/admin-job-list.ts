@@ -1,9 +1,8 @@
 import { JOB_STATES, type JobError, type JobState, type JobStatus } from '@workq/core';
 import type { Engine, ListQuery } from '@workq/core/engine';
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { jobName, storableText, version } from './inputs.ts';
-import { authedProcedure } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
 
 /** The most rows one `admin.jobs` page holds. */
 export const MAX_JOB_PAGE = 200;
@@ -57,8 +56,7 @@ export const jobListProcedures = {
    * The dashboard's job list: newest first, filtered on the server and paged by keyset over the store's
    * indexes, so any page costs one call of at most `limit` small rows whatever the store holds.
    */
-  jobs: authedProcedure.input(jobRowsInput).query(async ({ ctx, input }): Promise<JobRowPage> => {
-    requireScope(ctx.principal, 'admin');
+  jobs: adminProcedure.input(jobRowsInput).query(async ({ ctx, input }): Promise<JobRowPage> => {
     const { search, createdFromMs, createdToMs, ...rest } = input;
     const query: ListQuery = {
       ...rest,

@@ -1,9 +1,8 @@
 import { isWorkqError, type JobStatus, WorkqError } from '@workq/core';
 import { fromStoredValue, toJobStatus } from '@workq/core/engine';
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { checkPayloads, jobId, jobName, version } from './inputs.ts';
-import { authedProcedure } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
 
 /** What `admin.checkPayload` answers: valid, or the server's message and the issues by field path. */
 export type PayloadCheck = { valid: true } | { valid: false; message: string; issues: PayloadIssue[] };
@@ -23,8 +22,7 @@ export interface InspectedJob extends JobStatus {
 
 export const jobProcedures = {
   /** One job with what `jobs.get` leaves out: the payload and the lease holder. `NOT_FOUND` once pruned. */
-  job: authedProcedure.input(z.object({ id: jobId })).query(async ({ ctx, input }): Promise<InspectedJob> => {
-    requireScope(ctx.principal, 'admin');
+  job: adminProcedure.input(z.object({ id: jobId })).query(async ({ ctx, input }): Promise<InspectedJob> => {
     const { engine } = ctx.services;
     const job = await engine.store.getJob(input.id);
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${input.id} (it may have been pruned from history).`);
@@ -42,10 +40,9 @@ export const jobProcedures = {
    * an unknown job or version is refused as an enqueue would be. A mutation,
    * since a payload may be too large for a query's URL.
    */
-  checkPayload: authedProcedure
+  checkPayload: adminProcedure
     .input(z.object({ name: jobName, version, payload: z.unknown() }))
     .mutation(async ({ ctx, input }): Promise<PayloadCheck> => {
-      requireScope(ctx.principal, 'admin');
       try {
         await checkPayloads(ctx.services, input.name, input.version, [input.payload]);
         return { valid: true };

@@ -1,8 +1,7 @@
 import type { QueueInfo } from '@workq/core/engine';
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { jobName } from './inputs.ts';
-import { authedProcedure } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
 
 const positive = z.number().int().min(1).max(1_000_000_000);
 
@@ -17,24 +16,20 @@ const limitsInput = z
 
 /** Flow control: pause, resume and limits per job type, kept in the store for every server; and the queues. */
 export const queueProcedures = {
-  pause: authedProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  pause: adminProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
     await ctx.services.engine.pause(input.name);
   }),
 
-  resume: authedProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  resume: adminProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
     await ctx.services.engine.resume(input.name);
   }),
 
-  setLimits: authedProcedure.input(z.object({ name: jobName, limits: limitsInput })).mutation(({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  setLimits: adminProcedure.input(z.object({ name: jobName, limits: limitsInput })).mutation(({ ctx, input }) => {
     return ctx.services.engine.setLimits(input.name, input.limits);
   }),
 
   /** Per job type with jobs or settings: paused or not, its limits, and its job counts by state and version. */
-  queues: authedProcedure.query(({ ctx }): Promise<QueueInfo[]> => {
-    requireScope(ctx.principal, 'admin');
+  queues: adminProcedure.query(({ ctx }): Promise<QueueInfo[]> => {
     return ctx.services.engine.queues();
   }),
 };

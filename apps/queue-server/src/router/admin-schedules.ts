@@ -12,10 +12,10 @@ import {
   visibleState,
 } from '@workq/core/engine';
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { checkPayloads, jobName, storableText, version } from './inputs.ts';
 import { enqueueThroughServer } from './producer.ts';
-import { authedProcedure, type ServerServices } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
+import type { ServerServices } from './trpc.ts';
 
 /** A schedule as `admin.schedules` lists it. */
 export interface ListedSchedule extends ReturnType<typeof describeEntry> {
@@ -64,8 +64,7 @@ export const scheduleProcedures = {
    * The crontab's entries and the schedules kept in the store, each with its
    * key, source, next occurrence and last run.
    */
-  schedules: authedProcedure.query(async ({ ctx }): Promise<ListedSchedule[]> => {
-    requireScope(ctx.principal, 'admin');
+  schedules: adminProcedure.query(async ({ ctx }): Promise<ListedSchedule[]> => {
     const { engine, crontab } = ctx.services;
     const all = [...crontab, ...(await loadStoredSchedules(ctx.services))];
     const runs = new Map((await engine.store.listScheduleRuns(all.map(runKey))).map((run) => [run.key, run]));
@@ -85,8 +84,7 @@ export const scheduleProcedures = {
    * server's leader enqueues its occurrences, each once. Refused with
    * `VALIDATION` (expression, time zone, options, payload) or `UNKNOWN_JOB`.
    */
-  upsertSchedule: authedProcedure.input(scheduleInput).mutation(async ({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  upsertSchedule: adminProcedure.input(scheduleInput).mutation(async ({ ctx, input }) => {
     const { engine, registry, scheduler } = ctx.services;
     const scheduled = parseSchedule(input, engine.clock.now());
     const payload = input.payload ?? {};
@@ -100,8 +98,7 @@ export const scheduleProcedures = {
   }),
 
   /** Removes a stored schedule; resolves to whether there was one. Crontab entries change only with the crontab. */
-  removeSchedule: authedProcedure.input(z.object({ key: storableText(1, 200) })).mutation(async ({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  removeSchedule: adminProcedure.input(z.object({ key: storableText(1, 200) })).mutation(async ({ ctx, input }) => {
     const removed = await ctx.services.engine.store.removeSchedule(input.key);
     ctx.services.bus.announceSchedulesChanged();
     await ctx.services.scheduler.reload();

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { jobName, version } from './inputs.ts';
-import { authedProcedure } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
 
 /** The schema registry, for operators: what a token with only `register:` or produce/consume may not do. */
 export const schemaProcedures = {
@@ -23,8 +22,7 @@ export const schemaProcedures = {
    * payload that does not parse ends the job dead, as any invalid payload
    * does). Cancel them first if none should run.
    */
-  removeSchema: authedProcedure.input(z.object({ name: jobName, version })).mutation(async ({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  removeSchema: adminProcedure.input(z.object({ name: jobName, version })).mutation(async ({ ctx, input }) => {
     const removed = await ctx.services.registry.remove(input.name, input.version);
     ctx.services.bus.announceSchemasChanged(input.name);
     return removed;

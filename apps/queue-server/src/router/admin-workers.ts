@@ -1,6 +1,5 @@
 import type { Store } from '@workq/core/engine';
-import { requireScope } from '../auth.ts';
-import { authedProcedure } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
 
 /** A connected worker, as `admin.workers` lists it. */
 export interface ListedWorker {
@@ -49,8 +48,7 @@ export const workerProcedures = {
    * (claiming, or extending the leases of the jobs it runs, so a worker busy
    * with a long job stays listed), with the jobs it holds.
    */
-  workers: authedProcedure.query(async ({ ctx }): Promise<ListedWorker[]> => {
-    requireScope(ctx.principal, 'admin');
+  workers: adminProcedure.query(async ({ ctx }): Promise<ListedWorker[]> => {
     const { engine, options } = ctx.services;
     const since = new Date(engine.clock.now().getTime() - options.presenceWindowMs);
     const [present, held] = await Promise.all([engine.store.listWorkers(since), activeJobsByWorker(engine.store)]);

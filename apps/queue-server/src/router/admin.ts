@@ -1,6 +1,5 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
-import { requireScope } from '../auth.ts';
 import { jobListProcedures } from './admin-job-list.ts';
 import { jobProcedures } from './admin-jobs.ts';
 import { queueProcedures } from './admin-queues.ts';
@@ -8,10 +7,11 @@ import { scheduleProcedures } from './admin-schedules.ts';
 import { schemaProcedures } from './admin-schemas.ts';
 import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
-import { authedProcedure, router } from './trpc.ts';
+import { adminProcedure } from './scoped.ts';
+import { router } from './trpc.ts';
 
 export const adminRouter = router({
-  list: authedProcedure
+  list: adminProcedure
     .input(
       z.object({
         name: jobName.optional(),
@@ -21,7 +21,6 @@ export const adminRouter = router({
       }),
     )
     .query(({ ctx, input }) => {
-      requireScope(ctx.principal, 'admin');
       const { name, state, limit, cursor } = input;
       return ctx.services.engine.list({ name, state, limit, cursor });
     }),
@@ -30,8 +29,7 @@ export const adminRouter = router({
    * Counts per job type, version and state, and which versions connected
    * consumers read: what a rolling deploy needs to see.
    */
-  stats: authedProcedure.query(async ({ ctx }) => {
-    requireScope(ctx.principal, 'admin');
+  stats: adminProcedure.query(async ({ ctx }) => {
     const { engine } = ctx.services;
     const since = new Date(engine.clock.now().getTime() - ctx.services.options.presenceWindowMs);
     const [counts, consumers] = await Promise.all([engine.counts(), engine.store.listWorkers(since)]);
@@ -43,10 +41,9 @@ export const adminRouter = router({
   ...schemaProcedures,
   ...workerProcedures,
 
-  retryDead: authedProcedure
+  retryDead: adminProcedure
     .input(z.object({ name: jobName.optional(), ids: z.array(jobId).max(MAX_BATCH_SIZE).optional() }))
     .mutation(({ ctx, input }) => {
-      requireScope(ctx.principal, 'admin');
       const target = input.ids ? { ids: input.ids } : { name: input.name };
       return ctx.services.engine.retryDead(target);
     }),
@@ -54,19 +51,16 @@ export const adminRouter = router({
   ...jobProcedures,
   ...jobListProcedures,
 
-  replay: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  replay: adminProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
     return ctx.services.engine.replay(input.id);
   }),
 
   /** Runs a scheduled job now, keeping its id and attempts; `false` when it is not scheduled. */
-  promote: authedProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
-    requireScope(ctx.principal, 'admin');
+  promote: adminProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
     return ctx.services.engine.promote(input.id);
   }),
 
-  prune: authedProcedure.mutation(({ ctx }) => {
-    requireScope(ctx.principal, 'admin');
+  prune: adminProcedure.mutation(({ ctx }) => {
     return ctx.services.engine.prune();
   }),
 });

@@ -1,7 +1,7 @@
 import { isWorkqError, type TraceContext, WorkqError } from '@workq/core';
 import { type ClaimedJob, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
-import { hasScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
+import { stopScopeOf } from '../auth.ts';
 import {
   checkBatchSize,
   checkPayloads,
@@ -13,6 +13,7 @@ import {
   toEnqueueInput,
   version,
 } from './inputs.ts';
+import { leaseProcedure, scoped } from './scoped.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
@@ -165,6 +166,7 @@ export const consumerRouter = router({
         complete: z.array(completion).default([]),
       }),
     )
+    .use(scoped('consume', (input) => input.name))
     .mutation(
       async ({
         ctx,
@@ -176,7 +178,6 @@ export const consumerRouter = router({
         acksFailed: boolean;
         concurrencyLimited: boolean;
       }> => {
-        requireScope(ctx.principal, 'consume', input.name);
         const { dispatcher, options } = ctx.services;
         checkBatchSize(input.limit, options.limits.maxBatchSize, 'claim');
         const carried = await storableAcks(ctx.services, input.complete);
@@ -214,8 +215,7 @@ export const consumerRouter = router({
    * here; with none, they are on another server, and the worker drops them.
    * Only claims of job types the caller's token may consume are touched.
    */
-  stopWaiting: authedProcedure.input(z.object({ workerId: storableText(1, 64) })).mutation(({ ctx, input }) => {
-    requireSomeConsumeScope(ctx.principal);
+  stopWaiting: leaseProcedure.input(z.object({ workerId: storableText(1, 64) })).mutation(({ ctx, input }) => {
     return { claims: ctx.services.dispatcher.stopWaiting(input.workerId, stopScopeOf(ctx.principal)) };
   }),
 
@@ -223,10 +223,9 @@ export const consumerRouter = router({
    * Completes a batch of held jobs; a lost lease fails only its own item. `name`, the jobs' type, labels
    * the handler duration metric; without it the batch is not observed there.
    */
-  complete: authedProcedure
+  complete: leaseProcedure
     .input(z.object({ items: z.array(completion).min(1), name: jobName.optional() }))
     .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
       const oversized = checkAcks(ctx.services, input.items);
       if (oversized.length > 0) {
         // The others complete as asked; the answer is the refusal of the oversized ones.
@@ -248,7 +247,7 @@ export const consumerRouter = router({
    * (kept cut to `ERROR_HISTORY_LIMITS`). The job is retried after its backoff, or ends dead when `permanent`
    * or out of attempts.
    */
-  fail: authedProcedure
+  fail: leaseProcedure
     .input(
       lease.extend({
         message: z.string().max(10_000),
@@ -258,7 +257,6 @@ export const consumerRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
       const { id, leaseToken, message, permanent, errorName, stack } = input;
       const status = await ctx.services.engine.fail(
         { id, leaseToken },
@@ -277,8 +275,8 @@ export const consumerRouter = router({
    */
   release: authedProcedure
     .input(z.object({ name: jobName, items: z.array(lease).min(1) }))
+    .use(scoped('consume', (input) => input.name))
     .mutation(({ ctx, input }) => {
-      requireScope(ctx.principal, 'consume', input.name);
       checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'release');
       const { name } = input;
       return ctx.services.engine.release(input.items.map(({ id, leaseToken }) => ({ id, leaseToken, name })));
@@ -288,7 +286,7 @@ export const consumerRouter = router({
    * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
    * `workerId` names the worker extending them, which the worker registry then counts as seen.
    */
-  extend: authedProcedure
+  extend: leaseProcedure
     .input(
       z.object({
         items: z.array(lease.extend({ leaseMs: leaseLengthMs.optional() })).min(1),
@@ -296,7 +294,6 @@ export const consumerRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
       checkBatchSize(input.items.length, ctx.services.options.limits.maxBatchSize, 'extend');
       // Presence is bookkeeping: a store that cannot write it must not cost the worker its leases.
       if (input.workerId) ctx.services.dispatcher.presence.touched(input.workerId).catch(() => undefined);
@@ -313,10 +310,9 @@ export const consumerRouter = router({
       );
     }),
 
-  progress: authedProcedure
+  progress: leaseProcedure
     .input(lease.extend({ progress: z.number().min(0).max(100) }))
     .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
       await ctx.services.engine.progress({ id: input.id, leaseToken: input.leaseToken }, input.progress);
       return true;
     }),
@@ -328,8 +324,8 @@ export const consumerRouter = router({
    */
   updatePayload: authedProcedure
     .input(lease.extend({ name: jobName, version, payload: z.unknown() }))
+    .use(scoped('consume', (input) => input.name))
     .mutation(async ({ ctx, input }) => {
-      requireScope(ctx.principal, 'consume', input.name);
       const { id, leaseToken, name, payload } = input;
       await checkPayloads(ctx.services, name, input.version, [payload]);
       await ctx.services.engine.updatePayload({ id, leaseToken }, { name, version: input.version, payload });
@@ -337,21 +333,21 @@ export const consumerRouter = router({
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */
-  moveTo: authedProcedure
+  moveTo: leaseProcedure
     .input(
       lease.extend({
         next: z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }),
       }),
     )
+    .use(
+      scoped(
+        ['produce', 'consume'],
+        (input) => input.next.name,
+        (name) => `This token may not move jobs to "${name}": it needs produce:${name} or consume:${name}.`,
+      ),
+    )
     .mutation(async ({ ctx, input }) => {
-      requireSomeConsumeScope(ctx.principal);
       const { next } = input;
-      if (!hasScope(ctx.principal, 'produce', next.name) && !hasScope(ctx.principal, 'consume', next.name)) {
-        throw new WorkqError(
-          'FORBIDDEN',
-          `This token may not move jobs to "${next.name}": it needs produce:${next.name} or consume:${next.name}.`,
-        );
-      }
       await checkPayloads(ctx.services, next.name, next.version, [next.payload]);
       return ctx.services.engine.moveTo(
         { id: input.id, leaseToken: input.leaseToken },

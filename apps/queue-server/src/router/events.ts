@@ -1,15 +1,16 @@
 import { TRPCError, tracked } from '@trpc/server';
 import { encodeEventBatch, eventBatchWireParts, WorkqError } from '@workq/core';
 import { z } from 'zod';
-import { hasScope, type Principal } from '../auth.ts';
+import { hasAnyScope, type Principal } from '../auth.ts';
 import { STATUS_OF_ERROR, serverAtLimit } from '../errors.ts';
 import { withWireParts } from '../http/trpc-subscriptions.ts';
 import { jobName, storableText } from './inputs.ts';
+import { scoped } from './scoped.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
-/** Whether a token may see the events of job type `name`: it may produce, consume or administer it. */
+/** Whether a token may see the events of job type `name`: it may produce or consume it (`admin` may all). */
 function mayWatch(principal: Principal, name: string): boolean {
-  return hasScope(principal, 'produce', name) || hasScope(principal, 'consume', name) || hasScope(principal, 'admin');
+  return hasAnyScope(principal, ['produce', 'consume'], name);
 }
 
 /** The longest `setTimeout` takes; a later expiry is waited for in steps. */
@@ -76,15 +77,16 @@ export const eventsRouter = router({
    */
   watch: authedProcedure
     .input(z.object({ name: jobName.optional(), lastEventId: storableText(1, 200).optional() }))
+    // Checked before the stream starts, so a refusal reaches the client as its own code, not a retryable one.
+    .use(
+      scoped(
+        ['produce', 'consume'],
+        (input) => input.name,
+        (name) => `This token may not watch "${name}" events: it needs produce:${name}, consume:${name} or admin.`,
+      ),
+    )
     .subscription(async ({ ctx, input, signal }) => {
       const { principal } = ctx;
-      // Checked before the stream starts, so a refusal reaches the client as its own code, not a retryable one.
-      if (input.name !== undefined && !mayWatch(principal, input.name)) {
-        throw new WorkqError(
-          'FORBIDDEN',
-          `This token may not watch "${input.name}" events: it needs produce:${input.name}, consume:${input.name} or admin.`,
-        );
-      }
       if (principal.expiresAtMs !== undefined && principal.expiresAtMs <= Date.now()) throw expired(principal);
       checkStreamCaps(ctx);
       // A signed token's stream ends when the token does: what it grants ends then.

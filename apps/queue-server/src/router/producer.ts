@@ -1,7 +1,6 @@
 import { isFinishedState, type JobStatus, WorkqError } from '@workq/core';
 import type { EnqueueInput, EnqueueResult, SchedulerDeps } from '@workq/core/engine';
 import { z } from 'zod';
-import { hasScope, type Principal, requireScope } from '../auth.ts';
 import {
   checkBatchSize,
   checkPayloads,
@@ -12,6 +11,7 @@ import {
   toEnqueueInputs,
   version,
 } from './inputs.ts';
+import { readsJob, scoped } from './scoped.ts';
 import { authedProcedure, router, type ServerServices } from './trpc.ts';
 
 /** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
@@ -75,20 +75,11 @@ function withPerJob(
   return inputs;
 }
 
-/** A job's status, visible to tokens that may produce or consume its type. */
-async function readableStatus(services: ServerServices, principal: Principal, id: string) {
-  const status = await services.engine.get(id);
-  if (!hasScope(principal, 'produce', status.name) && !hasScope(principal, 'consume', status.name)) {
-    throw new WorkqError('FORBIDDEN', `This token may not read jobs of type "${status.name}".`);
-  }
-  return status;
-}
-
 export const producerRouter = router({
   enqueue: authedProcedure
     .input(z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }))
+    .use(scoped('produce', (input) => input.name))
     .mutation(async ({ ctx, input }) => {
-      requireScope(ctx.principal, 'produce', input.name);
       const [result] = await enqueueValidated(ctx.services, input.name, input.version, [input.payload], input.options);
       return result as EnqueueResult;
     }),
@@ -107,22 +98,24 @@ export const producerRouter = router({
         idempotencyKeys: z.array(enqueueOptions.unwrap().shape.idempotencyKey.unwrap().nullable()).optional(),
       }),
     )
+    .use(scoped('produce', (input) => input.name))
     .mutation(async ({ ctx, input }) => {
-      requireScope(ctx.principal, 'produce', input.name);
       const { name, payloads, perJob, idempotencyKeys } = input;
       const each = perJob || idempotencyKeys ? { options: perJob, idempotencyKeys } : undefined;
       return enqueueValidated(ctx.services, name, input.version, payloads, input.options, each);
     }),
 
+  /** A job's status, for a token that may produce or consume its type. */
   get: authedProcedure
     .input(z.object({ id: jobId }))
-    .query(({ ctx, input }) => readableStatus(ctx.services, ctx.principal, input.id)),
+    .use(readsJob)
+    .query(({ ctx }) => ctx.job),
 
-  cancel: authedProcedure.input(z.object({ id: jobId })).mutation(async ({ ctx, input }) => {
-    const status = await readableStatus(ctx.services, ctx.principal, input.id);
-    requireScope(ctx.principal, 'produce', status.name);
-    return ctx.services.engine.cancel(input.id);
-  }),
+  cancel: authedProcedure
+    .input(z.object({ id: jobId }))
+    .use(readsJob)
+    .use(scoped('produce', (_input, ctx) => ctx.job.name))
+    .mutation(({ ctx, input }) => ctx.services.engine.cancel(input.id)),
 
   /**
    * Long-polls until the job finishes or `timeoutMs` passes; resolves to its status either way. A job still
@@ -131,12 +124,12 @@ export const producerRouter = router({
    */
   wait: authedProcedure
     .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
+    .use(readsJob)
     .query(async ({ ctx, input, signal }): Promise<JobStatus & { workersReading?: number }> => {
-      const { bus, options } = ctx.services;
+      const { bus, engine, options } = ctx.services;
       const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
       const aborted = signal ?? new AbortController().signal;
-      for (;;) {
-        const status = await readableStatus(ctx.services, ctx.principal, input.id);
+      for (let status = ctx.job; ; status = await engine.get(input.id)) {
         const remainingMs = deadline - Date.now();
         if (isFinishedState(status.state) || aborted.aborted || bus.isClosed) return status;
         if (remainingMs <= 0) return { ...status, workersReading: await workersReading(ctx.services, status) };
