@@ -8,10 +8,10 @@ import type {
   QueueSettingsChange,
 } from '../../engine/store.ts';
 import { afterStarts, type FlowState, rateWindow, takesTurns } from '../shared/limited-claim.ts';
+import { DELAYED_INDEX } from './baseline.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
 import { pickInTurns } from './group-claim.ts';
 import { leaseJobs, pickInOrder, promoteDueJobs } from './job-queries.ts';
-import { DELAYED_INDEX } from './migrations.ts';
 import { claimedRecord, readDate, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 

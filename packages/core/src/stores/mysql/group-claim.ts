@@ -1,12 +1,12 @@
 /**
- * A grouped type's limited claim on MySQL/MariaDB: groups take turns from the type's cursor (migration 16), as
- * on PostgreSQL (its migration 20), so that a claim reads only the groups it passes.
+ * A grouped type's limited claim on MySQL/MariaDB: groups take turns from the type's cursor (`group_cursor` of
+ * its settings row), as on PostgreSQL, so that a claim reads only the groups it passes.
  */
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { type ClaimRequest, NO_GROUP } from '../../engine/store.ts';
+import { ACTIVE_GROUPS_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from './baseline.ts';
 import { selectRows } from './connection.ts';
 import { CLAIMED_SELECT, claimedSelectOf, countActiveSql, pickInOrder } from './job-queries.ts';
-import { ACTIVE_GROUPS_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from './migrations.ts';
 import { sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 

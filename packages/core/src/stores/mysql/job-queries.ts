@@ -1,8 +1,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { ClaimRequest, JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
 import { keptStates } from '../shared/not-started.ts';
+import { CLAIM_INDEX, DELAYED_INDEX } from './baseline.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { CLAIM_INDEX, DELAYED_INDEX } from './migrations.ts';
 import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 

@@ -89,7 +89,7 @@ function readError(value: unknown): JobError | null {
   return error === null ? null : { ...error, at: new Date(error.at) };
 }
 
-/** `errors`, or on a job stored before the column existed (migration 17), its last `error` alone. */
+/** `errors`, or on a job whose `errors` is null (stored before pre-release step 17), its last `error` alone. */
 function readErrors(value: unknown, last: JobError | null): JobError[] {
   const errors = readJson(value) as StoredJobError[] | null;
   if (errors === null) return last === null ? [] : [last];
@@ -114,7 +114,7 @@ export function tieKey(order: JobOrder, id: string): string {
   return [...id.toLowerCase()].map((char) => HEX_COMPLEMENT[char] ?? char).join('');
 }
 
-/** `delayed_until` of a job in `state`: its run time while it is delayed, else null (migration 3). */
+/** `delayed_until` of a job in `state`: its run time while it is delayed, else null. */
 export function delayedUntil(state: string, runAt: Date): string | null {
   return state === 'delayed' ? sqlDate(runAt) : null;
 }

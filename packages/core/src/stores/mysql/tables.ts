@@ -18,9 +18,12 @@ export interface Tables {
   queueSettings: string;
   /** The settings table's name unescaped, as `jobsName`. */
   queueSettingsName: string;
-  /** Each group's last turn, which grouped claims kept until migration 16; no longer read or written. */
+  /** Each group's last turn, kept by pre-release builds before step 16; dropped when such tables are taken over. */
   queueGroups: string;
+  /** The schema ledger: the versions applied and the oldest server each allows (see migrations.ts). */
   migrations: string;
+  /** The ledger's name unescaped, as `jobsName`. */
+  migrationsName: string;
 }
 
 const TABLE_PREFIX = /^[a-z_][a-z0-9_]{0,30}$/;
@@ -47,5 +50,6 @@ export function tableNames(prefix: string): Tables {
     queueSettingsName: `${prefix}queue_settings`,
     queueGroups: quoted('queue_groups'),
     migrations: quoted('migrations'),
+    migrationsName: `${prefix}migrations`,
   };
 }

@@ -1,0 +1,22 @@
+/**
+ * One schema change between released versions, or the baseline. Append-only: a released migration is never
+ * edited or reordered; the next change is a new one, and the baseline changes with it so that a fresh install
+ * equals an upgrade (the drift test, test/mysql-schema.test.ts, holds the two equal).
+ */
+export interface Migration {
+  /** The schema version this migration brings a database to. */
+  version: number;
+  name: string;
+  /**
+   * The oldest server (by the schema version its code knows, `SCHEMA_VERSION`) that may still run on a database
+   * once this migration is applied: the previous migration's value when older servers keep working (a new
+   * nullable column, a new index), this migration's own version when they would not (a column they read is
+   * dropped, a statement they run changes its meaning). A server older than a database's value refuses to start.
+   */
+  minServerVersion: number;
+  /**
+   * Run in order. MySQL commits DDL implicitly, so a crash may leave a migration half applied: each statement
+   * is safe to run again (`IF NOT EXISTS`, or guarded by a catalog check).
+   */
+  statements: readonly string[];
+}

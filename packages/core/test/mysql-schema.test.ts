@@ -1,0 +1,152 @@
+import { freshMysqlDatabase, mysqlUnreachableReason } from '@workq/test-support';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASELINE_VERSION } from '../src/stores/mysql/baseline.ts';
+import { createMysqlStore } from '../src/stores/mysql/index.ts';
+import { SCHEMA_VERSION } from '../src/stores/mysql/migrations.ts';
+import { tableNames } from '../src/stores/mysql/tables.ts';
+import chain from './fixtures/mysql-schema.json' with { type: 'json' };
+import { newJob, rejection } from './support/fixtures.ts';
+import { readMysqlCatalog } from './support/mysql-catalog.ts';
+
+/**
+ * What the pre-release migration chain built (steps 1 to 17), read from the catalog before the chain was
+ * squashed, less `queue_groups`: the one table the baseline leaves out, which no build since step 16 used.
+ */
+const { queue_groups: _unused, ...expected } = chain;
+
+/** The steps the pre-release chain recorded in its ledger, the last one first reaching the baseline's schema. */
+const PRE_RELEASE_STEPS = [1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 14, 15, 16, 17];
+
+const skipReason = await mysqlUnreachableReason();
+if (skipReason) console.log(`mysql schema tests: skipped — ${skipReason}`);
+
+describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version ledger', () => {
+  let fresh: Awaited<ReturnType<typeof freshMysqlDatabase>>;
+  let admin: mysql.Connection;
+
+  beforeAll(async () => {
+    fresh = await freshMysqlDatabase();
+    admin = await mysql.createConnection(fresh.url);
+  });
+
+  afterAll(async () => {
+    await admin?.end();
+    await fresh?.drop();
+  });
+
+  /** Opens the store on `prefix` and closes it again: a server's start. */
+  async function start(prefix: string): Promise<void> {
+    const store = await createMysqlStore({ url: fresh.url, tablePrefix: prefix, wakeupPollMs: 0, poolSize: 1 });
+    await store.close();
+  }
+
+  const catalog = (prefix: string) => readMysqlCatalog(admin, fresh.database, prefix, ['migrations']);
+
+  async function ledger(prefix: string): Promise<unknown[]> {
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT * FROM ${tableNames(prefix).migrations} ORDER BY version`,
+    );
+    return rows.map((row) => ({ ...row }));
+  }
+
+  /** Turns the store's tables on `prefix` back into what a pre-release build left at `steps`' last one. */
+  async function asPreRelease(prefix: string, steps: readonly number[]): Promise<void> {
+    const t = tableNames(prefix);
+    await admin.query(`DROP TABLE ${t.migrations}`);
+    await admin.query(`CREATE TABLE ${t.migrations} (version INT NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL)
+      ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+    await admin.query(`INSERT INTO ${t.migrations} (version, name) VALUES ?`, [steps.map((v) => [v, `step ${v}`])]);
+    await admin.query(`CREATE TABLE ${t.queueGroups} (name VARCHAR(100) NOT NULL, job_group VARCHAR(255) NOT NULL,
+      last_turn BIGINT NOT NULL, PRIMARY KEY (name, job_group)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+  }
+
+  it('builds on an empty database what the pre-release migration chain built, and records the baseline', async () => {
+    await start('fresh_');
+    expect(await catalog('fresh_')).toEqual(expected);
+    expect(await ledger('fresh_')).toEqual([
+      { version: BASELINE_VERSION, name: 'baseline', min_server_version: BASELINE_VERSION },
+    ]);
+  });
+
+  it('takes over tables a pre-release build left at its last step: the same tables, its ledger rows kept', async () => {
+    await start('adopted_');
+    await asPreRelease('adopted_', PRE_RELEASE_STEPS);
+    await start('adopted_');
+    expect(await catalog('adopted_')).toEqual(expected);
+    expect(await ledger('adopted_')).toEqual(
+      PRE_RELEASE_STEPS.map((version) => ({
+        version,
+        name: `step ${version}`,
+        min_server_version: version === BASELINE_VERSION ? BASELINE_VERSION : null,
+      })),
+    );
+    await start('adopted_');
+    expect(await ledger('adopted_')).toHaveLength(PRE_RELEASE_STEPS.length);
+  });
+
+  it('refuses a database an older pre-release build made, saying to recreate it, and leaves it as it was', async () => {
+    const t = tableNames('older_');
+    await start('older_');
+    await asPreRelease('older_', PRE_RELEASE_STEPS.slice(0, -1));
+    await admin.query(`ALTER TABLE ${t.jobs} DROP COLUMN errors`);
+    const before = { tables: await catalog('older_'), ledger: await ledger('older_') };
+    const error = await rejection(start('older_'));
+    expect(error.code).toBe('UNSUPPORTED_VERSION');
+    expect(error.retryable).toBe(false);
+    expect(error.message).toMatch(
+      /pre-release build of workq, at schema version 16, which this version cannot upgrade/,
+    );
+    expect(error.message).toMatch(/Recreate them/);
+    expect({ tables: await catalog('older_'), ledger: await ledger('older_') }).toEqual(before);
+  });
+
+  it('refuses jobs a pre-release build made before it recorded a step, rather than take them for the baseline', async () => {
+    const t = tableNames('unrecorded_');
+    await start('unrecorded_');
+    await admin.query(`DELETE FROM ${t.migrations}`);
+    await admin.query(`ALTER TABLE ${t.jobs} DROP COLUMN errors`);
+    const error = await rejection(start('unrecorded_'));
+    expect(error.code).toBe('UNSUPPORTED_VERSION');
+    expect(error.message).toMatch(/pre-release build of workq, at schema version 0/);
+  });
+
+  it('completes a baseline a crash left half built', async () => {
+    const t = tableNames('half_');
+    await start('half_');
+    await admin.query(`DELETE FROM ${t.migrations}`);
+    await admin.query(`DROP TABLE ${t.schedules}, ${t.scheduleRuns}, ${t.queueSettings}`);
+    await start('half_');
+    expect(await catalog('half_')).toEqual(expected);
+    expect(await ledger('half_')).toHaveLength(1);
+  });
+
+  it('refuses to start under a database that asks for a newer server, and runs beside a newer schema that does not', async () => {
+    const t = tableNames('versions_');
+    await start('versions_');
+    const next = SCHEMA_VERSION + 1;
+    await admin.query(`INSERT INTO ${t.migrations} (version, name, min_server_version) VALUES (?, ?, ?)`, [
+      next,
+      'a released change older servers can run beside',
+      SCHEMA_VERSION,
+    ]);
+    const store = await createMysqlStore({ url: fresh.url, tablePrefix: 'versions_', wakeupPollMs: 0 });
+    try {
+      const [outcome] = await store.insertJobs([newJob('versioned')]);
+      expect((await store.getJob(outcome!.job!.id))?.state).toBe('waiting');
+    } finally {
+      await store.close();
+    }
+    await admin.query(`INSERT INTO ${t.migrations} (version, name, min_server_version) VALUES (?, ?, ?)`, [
+      next + 1,
+      'a released change older servers cannot run beside',
+      next + 1,
+    ]);
+    const error = await rejection(start('versions_'));
+    expect(error.code).toBe('UNSUPPORTED_VERSION');
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain(
+      `at schema version ${next + 1} and need servers of schema version ${next + 1} or later, but this server's @workq/core knows version ${SCHEMA_VERSION}`,
+    );
+  });
+});
