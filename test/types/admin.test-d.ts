@@ -8,7 +8,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 const sdk = createClient({ url: 'http://127.0.0.1:1', jobs });
 
 describe('admin types: the worker registry and schedules', () => {
-  it('types each worker as DESIGN.md lists it', () => {
+  it('types each worker as the worker registry lists it', () => {
     expectTypeOf(sdk.admin.workers).returns.resolves.toEqualTypeOf<WorkerListing[]>();
     expectTypeOf<WorkerListing>().toEqualTypeOf<{
       id: string;

@@ -26,6 +26,7 @@ async function dispatcherOver(over: Store, options: Partial<EngineOptions> = {})
   await bus.start();
   running.push(bus);
   const delivered: { name: string; count: number; handedOver: boolean }[] = [];
+  const presenceFailures: unknown[] = [];
   let queries = 0;
   const dispatcher = new ClaimDispatcher(engine, bus, {
     pollIntervalMs: options.clock ? 20 : 5_000,
@@ -33,12 +34,13 @@ async function dispatcherOver(over: Store, options: Partial<EngineOptions> = {})
     maxBatchSize: 100,
     observer: {
       delivered: (name, count, handedOver) => delivered.push({ name, count, handedOver }),
+      presenceFailed: (error) => presenceFailures.push(error),
       claimAttempt: (_name, queried) => {
         if (queried) queries++;
       },
     },
   });
-  return { engine, dispatcher, delivered, queries: () => queries };
+  return { engine, dispatcher, delivered, presenceFailures, queries: () => queries };
 }
 
 /** `inner`, logging its acks' and limited claims' calls, and with or without `capabilities.completeAndClaim`. */
@@ -176,4 +178,16 @@ describe('ClaimDispatcher', () => {
     nowMs += 60_001;
     expect((await waiting).jobs).toEqual([]);
   }, 5_000);
+
+  it('answers a claim whose presence the store failed to write, and reports the failure', async () => {
+    const down = new Error('registry unreachable');
+    const failing = Object.assign(Object.create(store) as Store, {
+      recordWorker: () => Promise.reject(down),
+    });
+    const { engine, dispatcher, presenceFailures } = await dispatcherOver(failing);
+    const { id } = await engine.enqueue({ name: 'unlisted', version: 1, payload: {} });
+    const answer = await dispatcher.claim(claimOf('unlisted', { waitMs: 0 }), listening());
+    expect(answer.jobs.map((job) => job.id)).toEqual([id]);
+    expect(presenceFailures).toEqual([down]);
+  });
 });

@@ -54,6 +54,8 @@ export interface DispatchObserver {
   completed?(count: number): void;
   /** The jobs of a claim whose client went away could not be put back (they come back when their leases expire). */
   releaseFailed?(error: unknown): void;
+  /** A consumer's presence could not be written (see `PresenceTracker`); its claim or extension went on. */
+  presenceFailed?(error: unknown): void;
 }
 
 export interface DispatcherOptions {
@@ -102,7 +104,9 @@ export class ClaimDispatcher {
       generation: (name) => bus.generation(name),
       freshForMs: options.pollIntervalMs,
     });
-    this.presence = new PresenceTracker(engine.store, engine.clock, options.presenceReportEveryMs);
+    this.presence = new PresenceTracker(engine.store, engine.clock, options.presenceReportEveryMs, (error) =>
+      this.observer.presenceFailed?.(error),
+    );
     this.enqueues = new Coalescer((inputs) => engine.enqueueMany(inputs), options.maxBatchSize);
     this.completions = new Coalescer((items) => engine.completeMany(items), options.maxBatchSize);
   }

@@ -37,4 +37,30 @@ describe('PresenceTracker', () => {
     expect(await tracker.seen(worker)).toBe(true);
     expect(writes).toHaveLength(2);
   });
+
+  it('never fails a claim or an extension: a failed write is reported and tried again at the next', async () => {
+    const failures: unknown[] = [];
+    const calls: string[] = [];
+    const down = new Error('store unreachable');
+    const store = {
+      recordWorker: async () => {
+        calls.push('recordWorker');
+        throw down;
+      },
+      touchWorkers: async () => {
+        calls.push('touchWorkers');
+        throw down;
+      },
+    } as unknown as Store;
+    const tracker = new PresenceTracker(store, { now: () => new Date() }, 5_000, (error) => failures.push(error));
+    const worker = { id: 'w1', host: 'h', name: 'job', minVersion: 1, maxVersion: 1, pid: null, startedAt: null };
+
+    expect(await tracker.seen(worker)).toBe(false);
+    await tracker.touched('w1');
+    expect(failures).toEqual([down, down]);
+    // Not throttled after a failure: the next claim and extension write again.
+    expect(await tracker.seen(worker)).toBe(false);
+    await tracker.touched('w1');
+    expect(calls).toEqual(['recordWorker', 'touchWorkers', 'recordWorker', 'touchWorkers']);
+  });
 });

@@ -144,7 +144,10 @@ export class Engine {
     return this.flow.placeLimits(name);
   }
 
-  /** Whether `enqueueForClaim` can lease a new job in its insert (`capabilities.insertAndClaim`). */
+  /**
+   * Whether this store can hand jobs over: `enqueueForClaim` lease a new job to a waiting claim in its insert
+   * (`capabilities.insertAndClaim`). Per job type, its settings decide too (`FlowControl.leavesClaimsFree`).
+   */
   get handsOver(): boolean {
     return this.store.capabilities.insertAndClaim && this.store.insertAndClaimJob !== undefined;
   }
@@ -167,7 +170,7 @@ export class Engine {
     await this.flow.placeInGroups([job]);
     // A debounced job may replace a waiting one, which only `debounceJobs` does.
     const handed =
-      this.handsOver && job.debounceKey === null && (await this.flow.handsOver(job.name))
+      this.handsOver && job.debounceKey === null && (await this.flow.leavesClaimsFree(job.name))
         ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now))
         : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).

@@ -70,8 +70,8 @@ export interface FlowControlStore {
    * MySQL go round the groups' names from where the type's previous claim
    * stopped, MongoDB takes the group whose last start is oldest, or that never
    * started, first), and a batch takes one job per group per round. Within a
-   * group, jobs keep the order of guarantee 5. With no settings stored it is
-   * `claimJobs`.
+   * group, jobs keep the claim order (higher priority first, then by run time: oldest first for `fifo`,
+   * newest first for `lifo`). With no settings stored it is `claimJobs`.
    */
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim>;
 }

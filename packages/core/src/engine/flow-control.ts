@@ -167,8 +167,11 @@ export class FlowControl {
     };
   }
 
-  /** Whether an insert may lease a job of `name` to a waiting claim: only for types its settings leave free. */
-  async handsOver(name: string): Promise<boolean> {
+  /**
+   * Whether `name`'s settings leave its claims free (not paused, no limit, no groups): only then may an insert
+   * lease a job of it to a waiting claim, since a limited claim must count and take turns first.
+   */
+  async leavesClaimsFree(name: string): Promise<boolean> {
     return !constrains(await this.settingsOf(name));
   }
 

@@ -145,7 +145,7 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
    * `claimJobs` would, when `claim` could take it (its version is in range
    * and it is due at `claim.now`) and no job `claim` could take is ready
    * already. Otherwise `job` is inserted waiting, behind the ready ones
-   * (guarantee 5), and `claimed` is null. Durable before it resolves. When a
+   * (jobs ready first are claimed first), and `claimed` is null. Durable before it resolves. When a
    * retained job of its type holds `job`'s idempotency key already, nothing
    * is inserted and it resolves to `null` (`insertJobs` then finds that job).
    */

@@ -22,7 +22,7 @@ async function drain(engine: Engine, name: string, workerId: string): Promise<st
   }
 }
 
-/** Guarantee 1: a job is held by at most one unexpired lease. */
+/** One holder: a job is held by at most one unexpired lease. */
 export function registerClaimingTests(ctx: SuiteContext): void {
   it(`${CLAIMERS} concurrent claimers over ${JOBS} jobs: each job is delivered exactly once and ends completed`, async () => {
     const name = ctx.jobName('one-holder');

@@ -9,7 +9,8 @@ const CONCURRENT = 200;
 const CLIENTS = 8;
 
 /**
- * Deduplication beyond guarantee 8: idempotency keys that hold only `idempotencyTtlMs` (throttling), and
+ * Deduplication beyond keys held while their job is retained: idempotency keys that hold only
+ * `idempotencyTtlMs` (throttling), and
  * `debounce`, which keeps one waiting job per key, with the latest payload, due `delayMs` after the latest
  * enqueue. Both hold under concurrent enqueues from separate connections.
  */

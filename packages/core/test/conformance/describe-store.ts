@@ -38,8 +38,10 @@ export interface DescribeStoreOptions {
 
 /**
  * The conformance suite: every store runs these tests, which prove the
- * guarantees of DESIGN.md through the engine (and through the store
- * interface where that is the clearest proof). A store's test file is one
+ * queue's guarantees (one holder, fencing, nothing lost, done is done, order,
+ * retries, time, idempotency, versions, claim cost, flow control) through
+ * the engine (and through the store interface where that is the clearest
+ * proof). A store's test file is one
  * call, e.g. `describeStore('postgres', () => makePostgresHarness())`.
  */
 export function describeStore(

@@ -63,7 +63,7 @@ async function expectStoreFenced(store: Store, lease: ClaimedJob, now: Date, nex
   expect(await store.getJob(lease.id)).toEqual(before);
 }
 
-/** Guarantee 2: every lease has a unique token; a stale token fails with LEASE_LOST and changes nothing. */
+/** Fencing: every lease has a unique token; a stale token fails with LEASE_LOST and changes nothing. */
 export function registerFencingTests(ctx: SuiteContext): void {
   it('an expired lease is delivered again; the stale token’s complete, fail, extend, moveTo, progress and updatePayload are LEASE_LOST and change nothing', async () => {
     const name = ctx.jobName('fencing');

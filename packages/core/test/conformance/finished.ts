@@ -3,7 +3,7 @@ import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 
 const YEAR_MS = 365 * 86_400_000;
 
-/** Guarantee 4: completed, dead and cancelled jobs are never delivered again, except by a replay (a new job). */
+/** Done is done: completed, dead and cancelled jobs are never delivered again, except by a replay (a new job). */
 export function registerFinishedTests(ctx: SuiteContext): void {
   it('completed, dead and cancelled jobs are never claimed again, even far in the future', async () => {
     const name = ctx.jobName('finished');

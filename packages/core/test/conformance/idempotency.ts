@@ -5,7 +5,7 @@ import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 const CONCURRENT = 200;
 const CLIENTS = 8;
 
-/** Guarantee 8: an idempotency key used by a retained job of that type returns that job, even under concurrency. */
+/** Idempotency: an idempotency key used by a retained job of that type returns that job, even under concurrency. */
 export function registerIdempotencyTests(ctx: SuiteContext): void {
   it(`${CONCURRENT} concurrent enqueues with one idempotency key create exactly one job`, async () => {
     const name = ctx.jobName('idem-race');

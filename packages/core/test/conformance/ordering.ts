@@ -38,7 +38,7 @@ async function claimLabels(engine: Engine, name: string): Promise<string[]> {
   }
 }
 
-/** Guarantee 5: higher priority first, then by run time, oldest first (fifo) or newest first (lifo). */
+/** Order: among ready jobs of one type, higher priority first, then by run time, oldest first (fifo) or newest first (lifo). */
 export function registerOrderingTests(ctx: SuiteContext): void {
   it('fifo: priority first, then the oldest runAt', async () => {
     const name = ctx.jobName('fifo');

@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { ERROR_HISTORY_LIMITS } from '../../src/jobs.ts';
 import { claimOne, type SuiteContext } from './context.ts';
 
-/** Guarantee 6: failed attempts retry after their backoff until maxAttempts; then dead, listable and retryable. */
+/** Retries: failed attempts retry after their backoff until maxAttempts; then dead, listable and retryable. */
 export function registerRetryTests(ctx: SuiteContext): void {
   it('fixed backoff: the job is scheduled exactly delayMs later, not claimable before, claimable at runAt', async () => {
     const name = ctx.jobName('fixed');

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { claimOne, type SuiteContext } from './context.ts';
 
-/** Guarantee 7: delayed and scheduled jobs are not delivered before runAt; waiting jobs never block ready ones. */
+/** Time: delayed and scheduled jobs are not delivered before runAt; waiting jobs never block ready ones. */
 export function registerTimeTests(ctx: SuiteContext): void {
   it('a delayed job is scheduled, not delivered before its time, then ready and delivered', async () => {
     const name = ctx.jobName('delayed');

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import type { SuiteContext } from './context.ts';
 
-/** Guarantee 9: a consumer never receives a job newer than it declares; unreadable jobs wait, never fail. */
+/** Versions: a consumer never receives a job newer than it declares; unreadable jobs wait, never fail. */
 export function registerVersionTests(ctx: SuiteContext): void {
   it('claims with maxVersion 1 never return a v2 job; v2 jobs wait untouched until a maxVersion 2 claim', async () => {
     const name = ctx.jobName('versions');
