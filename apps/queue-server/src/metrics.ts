@@ -1,7 +1,13 @@
-import { type JobCount, leaseClaimedAtMs } from '@workq/core/engine';
+import { isFinishedState } from '@workq/core';
+import { type CountScope, type JobCount, leaseClaimedAtMs } from '@workq/core/engine';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const COUNTS_CACHE_MS = 5_000;
+/**
+ * How long the gauge shows the finished jobs' counts before it reads them again: that read grows with the
+ * history kept, the live counts' does not, so only the live ones are read at every scrape.
+ */
+const HISTORY_COUNTS_MS = 60_000;
 
 /** Histogram buckets, in seconds, for waits and handler runs: from milliseconds to an hour. */
 const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -80,23 +86,33 @@ export class ServerMetrics {
     registers: [this.registry],
   });
   private countsReadAt = 0;
+  private historyReadAt = Number.NEGATIVE_INFINITY;
+  private history: JobCount[] = [];
 
-  /** `countJobs` reads the job counts from the store (the engine's `counts`). */
-  constructor(countJobs: () => Promise<JobCount[]>) {
+  /**
+   * `countJobs` reads the job counts from the store (the engine's `counts`): of the live states at each
+   * scrape (at most every few seconds), of every state at most every minute.
+   */
+  constructor(countJobs: (scope: CountScope) => Promise<JobCount[]>) {
     const metrics = this;
     new Gauge({
       name: 'workq_jobs',
-      help: 'Jobs in the store by type, version and state',
+      help: 'Jobs in the store by type, version and state (those of finished states read at most every minute)',
       labelNames: ['name', 'version', 'state'],
       registers: [this.registry],
       async collect() {
         if (Date.now() - metrics.countsReadAt < COUNTS_CACHE_MS) return;
         metrics.countsReadAt = Date.now();
         // Without the store the last counts stay, so the other metrics (workq_store_up among them) still answer.
-        const counts = await countJobs().catch(() => undefined);
+        const all = metrics.countsReadAt - metrics.historyReadAt >= HISTORY_COUNTS_MS;
+        const counts = await countJobs(all ? 'all' : 'live').catch(() => undefined);
         if (counts === undefined) return;
+        if (all) {
+          metrics.historyReadAt = metrics.countsReadAt;
+          metrics.history = counts.filter((row) => isFinishedState(row.state));
+        }
         this.reset();
-        for (const row of counts) {
+        for (const row of [...counts.filter((row) => !isFinishedState(row.state)), ...metrics.history]) {
           this.set({ name: row.name, version: String(row.version), state: row.state }, row.count);
         }
       },

@@ -82,7 +82,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);
-  const metrics = new ServerMetrics(() => engine.counts());
+  const metrics = new ServerMetrics((scope) => engine.counts(scope));
   const health = new StoreHealth(opened.store, {
     storeUrl,
     logger,

@@ -1,5 +1,5 @@
 import { WorkqError } from '../errors.ts';
-import type { JobStatus } from '../jobs.ts';
+import { isFinishedState, type JobStatus } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type PlaceLimits, type QueueInfo } from './flow-control.ts';
@@ -12,7 +12,14 @@ import { type FinishedListener, LocalListeners, type ReadyListener } from './loc
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import { type JobCount, type LeaseRef, type NewJob, type Store, WORKER_REGISTRY_BOUNDS } from './store.ts';
+import {
+  type CountScope,
+  type JobCount,
+  type LeaseRef,
+  type NewJob,
+  type Store,
+  WORKER_REGISTRY_BOUNDS,
+} from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
@@ -316,9 +323,13 @@ export class Engine {
     return this.flow.queues(await this.counts());
   }
 
-  /** Job counts by name, version and state. */
-  async counts(): Promise<JobCount[]> {
-    return this.store.countJobs(this.clock.now());
+  /**
+   * Job counts by name, version and state; with scope `'live'`, of the jobs not finished only (`scheduled`,
+   * `ready`, `active`), which stores count without reading finished history: what a frequent count takes.
+   */
+  async counts(scope: CountScope = 'all'): Promise<JobCount[]> {
+    const counts = await this.store.countJobs(this.clock.now(), scope);
+    return scope === 'all' ? counts : counts.filter((row) => !isFinishedState(row.state));
   }
 
   /** Re-enqueues dead jobs (by id, or all of one type) with fresh attempts. Resolves to how many. */

@@ -69,6 +69,7 @@ export { toJobStatus, visibleState } from './status.ts';
 export type {
   ClaimRequest,
   ClosableNotifier,
+  CountScope,
   InsertOutcome,
   JobCount,
   JobRecord,

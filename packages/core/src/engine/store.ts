@@ -41,6 +41,12 @@ export type {
 } from './store-records.ts';
 export { STORED_STATES } from './store-records.ts';
 
+/**
+ * What a job count covers: every state, or only the live ones (`scheduled`, `ready`, `active`), which a store
+ * can count without reading finished history. Frequent counts (metrics) take `'live'`.
+ */
+export type CountScope = 'all' | 'live';
+
 /** What a store can do beyond the required operations; the engine and server fall back explicitly. */
 export interface StoreCapabilities {
   /** Cross-process wake-ups (PostgreSQL LISTEN/NOTIFY, MongoDB change streams, a polled table on MySQL). */
@@ -241,8 +247,12 @@ export interface Store extends RegistryStore, ScheduleStore, FlowControlStore {
   /** Jobs matching `filter`, ordered by id (descending with `newestFirst`). */
   listJobs(filter: ListFilter): Promise<JobRecord[]>;
 
-  /** Job counts by name, version and user-visible state (`scheduled`/`ready` split by `now`). */
-  countJobs(now: Date): Promise<JobCount[]>;
+  /**
+   * Job counts by name, version and user-visible state (`scheduled`/`ready` split by `now`). With scope
+   * `'live'` only jobs not finished need counting: a store whose count of finished jobs reads their history
+   * leaves those rows out, and the engine drops any a store returns (see `Engine.counts`). @defaultValue 'all'
+   */
+  countJobs(now: Date, scope?: CountScope): Promise<JobCount[]>;
 
   /** `dead` → `waiting` at `now` with attempts reset, for the given ids or all dead jobs of `name`. Resolves to how many. */
   retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number>;

@@ -1,6 +1,7 @@
 import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
 import type {
   ClaimRequest,
+  CountScope,
   InsertOutcome,
   JobCount,
   LeaseRef,
@@ -274,8 +275,8 @@ export class MongoStore implements Store {
     return this.run('list', () => listJobs(this.jobs, filter));
   }
 
-  countJobs(now: Date): Promise<JobCount[]> {
-    return this.run('count', () => countJobs(this.jobs, now));
+  countJobs(now: Date, scope: CountScope = 'all'): Promise<JobCount[]> {
+    return this.run('count', () => countJobs(this.jobs, now, scope));
   }
 
   retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date) {
