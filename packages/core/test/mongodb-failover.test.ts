@@ -1,8 +1,6 @@
 import { type RecordedCommand, startMongoWireDouble } from '@workq/test-support';
 import {
-  ClientSession,
   MongoClient,
-  MongoNetworkError,
   MongoServerError,
   MongoServerSelectionError,
   MongoWriteConcernError,
@@ -110,43 +108,47 @@ describe('mongodb store through a failover', () => {
     for (const { id } of enqueued) expect(await store.getJob(id)).toMatchObject({ state: 'waiting', attempts: 0 });
   });
 
-  it('a moveTo whose commit answer a failover lost is answered from the majority state: done when it happened', async () => {
-    const { dbName, engine, store } = await openOnWire({ writeTimeoutMS: 20_000 });
+  it('a moveTo whose commit answer is lost is sent again for writeTimeoutMS at most, then answered from the majority state', async () => {
+    const writeTimeoutMS = 2_000;
+    const { dbName, engine, store } = await openOnWire({ writeTimeoutMS });
     await engine.enqueueMany(jobs(2, 'mv.a'));
     const [moved, kept] = await engine.claim({ name: 'mv.a', maxVersion: 1, limit: 2, workerId: 'w' });
-    const lostAnswer = () => {
-      const lost = new MongoNetworkError('connection closed during commitTransaction');
-      lost.addErrorLabel('UnknownTransactionCommitResult');
-      return lost;
-    };
-    // The driver retries a commit whose answer was lost for up to 120 s before it hands the unknown result
-    // back: its transaction helper is made to give up at once.
-    const commit = ClientSession.prototype.withTransaction;
-    const transaction = vi.spyOn(ClientSession.prototype, 'withTransaction');
-    // The commit applied, its answer lost.
-    transaction.mockImplementationOnce(async function (this: ClientSession, ...args: Parameters<typeof commit>) {
-      await commit.apply(this, args);
-      throw lostAnswer();
+    const commitsOf = (from: number) =>
+      wire.commands
+        .slice(from)
+        .filter((command) => command.name === 'commitTransaction' && sessionsOf(dbName).has(sessionOf(command)));
+
+    // Every commit is applied and its answer says the wait for a majority met a network timeout: the outcome
+    // stays unknown however often it is sent (the driver alone would send it for 120 s).
+    wire.configureFailPoint('failCommand', 'alwaysOn', {
+      failCommands: ['commitTransaction'],
+      writeConcernError: { code: 89, codeName: 'NetworkTimeout', errmsg: 'waiting for replication timed out' },
     });
+    let from = wire.commands.length;
+    let startedAt = Date.now();
     const next = await engine.moveTo(moved!, { name: 'mv.b', version: 1, payload: {} });
+    expect(Date.now() - startedAt).toBeLessThan(4 * writeTimeoutMS);
     expect(next).toMatchObject({ created: true });
     expect(await store.getJob(next.id)).toMatchObject({ name: 'mv.b', movedFrom: moved!.id });
     expect(await store.getJob(moved!.id)).toMatchObject({ state: 'completed', movedTo: next.id });
-    // The commit never applied, its answer lost as well: the move is reported failed, and the lease still holds.
-    transaction.mockImplementationOnce(async () => {
-      throw lostAnswer();
-    });
+    const commits = commitsOf(from);
+    expect(commits.length).toBeGreaterThan(2);
+    // Each commit is bounded by writeTimeoutMS: its write concern waits longer, so the driver's 10 s wtimeout
+    // default never applies and a commit that runs out ends with MaxTimeMSExpired, which is not sent again.
+    expect(commits[0]?.body.maxTimeMS).toBe(writeTimeoutMS);
+    expect(commits[0]?.body.writeConcern?.wtimeout).toBeGreaterThan(writeTimeoutMS);
+
+    // No commit reaches the primary (each connection closes first): the move is reported failed, and the
+    // lease still holds.
+    wire.configureFailPoint('failCommand', 'alwaysOn', { failCommands: ['commitTransaction'], closeConnection: true });
+    from = wire.commands.length;
+    startedAt = Date.now();
     const error = await rejection(engine.moveTo(kept!, { name: 'mv.b', version: 1, payload: {} }));
+    expect(Date.now() - startedAt).toBeLessThan(4 * writeTimeoutMS);
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+    expect(commitsOf(from).length).toBeGreaterThan(2);
+    wire.configureFailPoint('failCommand', 'off');
     expect(await store.getJob(kept!.id)).toMatchObject({ state: 'active' });
-    // The commit is bounded once by writeTimeoutMS: its write concern waits longer, so the driver's 10 s
-    // wtimeout default never applies and the commit ends with MaxTimeMSExpired, which it does not retry.
-    const commits = wire.commands.filter(
-      (command) => command.name === 'commitTransaction' && sessionsOf(dbName).has(sessionOf(command)),
-    );
-    expect(commits).toHaveLength(1);
-    expect(commits[0]?.body.maxTimeMS).toBe(20_000);
-    expect(commits[0]?.body.writeConcern?.wtimeout).toBeGreaterThan(20_000);
   });
 });
 

@@ -7,8 +7,8 @@
  * claims overlap, so `concurrency`, `groupConcurrency` and `rateLimit` hold however slow a claimer is. The
  * leases are written in the same transaction: when anything fails before the commit (a read-back, the
  * settings' save, the claimer's connection), the transaction aborts and the jobs are as they were, ready and
- * with their attempts unspent. A commit whose outcome is unknown is followed by a give-back of the claim's
- * token (see `giveBackLeases`), so no job stays leased to a claim that was never answered. A claim that leases
+ * with their attempts unspent. A commit whose outcome stays unknown for `writeTimeoutMS` (see `commitWithin`)
+ * is followed by a give-back of the claim's token (see `giveBackLeases`), so no job stays leased to a claim that was never answered. A claim that leases
  * nothing aborts its transaction rather than commit it: it costs no majority write. A claim the settings as
  * read already refuse (a pause, a rate limit without room) answers without the fence. A server's own claims of a
  * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
@@ -25,7 +25,7 @@ import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts
 import { giveBackLeases } from './leases.ts';
 import { claimSteps } from './limited-claim-steps.ts';
 import { RateBuckets } from './rate-buckets.ts';
-import { transactionOptions } from './transactions.ts';
+import { commitWithin, transactionOptions } from './transactions.ts';
 
 export type { FlowCollections, QueueGroupDocument, QueueSettingsDocument } from './flow-documents.ts';
 
@@ -210,7 +210,10 @@ async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promi
         : null;
       // Nothing leased, nothing to commit: an abort costs no majority write.
       if (claim === null || claim.jobs.length === 0) await session.abortTransaction();
-      else committing = true;
+      else {
+        committing = true;
+        await commitWithin(session, c.writeConcern);
+      }
       return claim;
     }, transactionOptions(c.writeConcern));
   } catch (error) {

@@ -1,11 +1,11 @@
-import { type Collection, type Filter, type MongoClient, MongoError, type WriteConcernSettings } from 'mongodb';
+import type { Collection, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
-import { isDuplicateKeyError, isTransactionUnsupportedError, isWriteTimeout } from './errors.ts';
+import { isDuplicateKeyError, isTransactionUnsupportedError } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
-import { transactionOptions } from './transactions.ts';
+import { commitWithin, isUnknownCommit, transactionOptions } from './transactions.ts';
 
 /** Where `moveJob` runs its transaction. */
 export interface MoveTarget {
@@ -21,7 +21,8 @@ export interface MoveTarget {
  * `Store.moveJob` for the job `held` selects (see `heldBy`). One transaction: the next job's key holder
  * looked up (when it has a key), the held job completed into it or into `next`, and `next` inserted when no
  * job holds its key. A key taken by a concurrent insert after the look-up aborts it all: nothing changed,
- * and the engine tries again (`KeyHolderGone`).
+ * and the engine tries again (`KeyHolderGone`). A commit whose answer is lost is sent again for at most
+ * `writeTimeoutMS` (`commitWithin`), then its outcome is read from the majority-committed state.
  */
 export async function moveJob(
   target: MoveTarget,
@@ -53,11 +54,20 @@ export async function moveJob(
         },
         { session },
       );
-      if (matchedCount === 0) return null;
-      if (holder) return { job: toJobRecord(holder), created: false };
-      const doc = toJobDocument(next);
-      await jobs.insertOne(doc, { session });
-      return { job: toJobRecord(doc), created: true };
+      // The lease is lost: nothing was written, so nothing is committed.
+      if (matchedCount === 0) {
+        await session.abortTransaction();
+        return null;
+      }
+      let outcome: InsertOutcome;
+      if (holder) outcome = { job: toJobRecord(holder), created: false };
+      else {
+        const doc = toJobDocument(next);
+        await jobs.insertOne(doc, { session });
+        outcome = { job: toJobRecord(doc), created: true };
+      }
+      await commitWithin(session, target.writeConcern);
+      return outcome;
     }, transactionOptions(target.writeConcern));
   } catch (error) {
     if (isTransactionUnsupportedError(error)) {
@@ -76,17 +86,6 @@ export async function moveJob(
   } finally {
     await session.endSession();
   }
-}
-
-/**
- * Whether a transaction's commit reached a primary that may have applied it,
- * its answer lost: a connection or a primary lost during the commit. A
- * majority that did not confirm it in time is not one: that commit is not
- * yet visible to a majority read, and is reported as `TIMEOUT` (it may
- * still be applied).
- */
-function isUnknownCommit(error: unknown): boolean {
-  return error instanceof MongoError && error.hasErrorLabel('UnknownTransactionCommitResult') && !isWriteTimeout(error);
 }
 
 /**

@@ -1,4 +1,6 @@
-import type { TransactionOptions, WriteConcernSettings } from 'mongodb';
+import { setTimeout } from 'node:timers/promises';
+import { type ClientSession, MongoError, type TransactionOptions, type WriteConcernSettings } from 'mongodb';
+import { isWriteTimeout } from './errors.ts';
 
 /**
  * How much longer than the commit's `maxCommitTimeMS` its write concern may
@@ -25,4 +27,42 @@ export function transactionOptions(writeConcern: WriteConcernSettings): Transact
           maxCommitTimeMS: wtimeoutMS,
         };
   return { ...bounded, readConcern: { level: 'majority' }, readPreference: 'primary' };
+}
+
+/**
+ * Whether a transaction's commit reached a primary that may have applied it, its answer lost: a connection
+ * or a primary lost during the commit. A majority that did not confirm it in time is not one: that commit
+ * is not yet visible to a majority read, and is reported as `TIMEOUT` (it may still be applied).
+ */
+export function isUnknownCommit(error: unknown): boolean {
+  return error instanceof MongoError && error.hasErrorLabel('UnknownTransactionCommitResult') && !isWriteTimeout(error);
+}
+
+/** The first pause before a commit whose outcome is unknown is sent again; it doubles up to the next. */
+const COMMIT_RETRY_FIRST_PAUSE_MS = 50;
+const COMMIT_RETRY_MAX_PAUSE_MS = 1_000;
+
+/** How long an unknown commit is sent again under a write concern without `wtimeoutMS`: the store's default. */
+const DEFAULT_COMMIT_BOUND_MS = 10_000;
+
+/**
+ * Commits the transaction of `session` (inside its `withTransaction` callback, which then commits nothing
+ * more), sending the commit again while its outcome is unknown (`isUnknownCommit`) until the write
+ * concern's `wtimeoutMS`, the bound of every write, has passed; then the last error is thrown, for the
+ * caller to read the outcome from the majority-committed state. A commit sent again answers once the first
+ * one is majority-committed, or that it was never applied. `withTransaction` itself would send it again
+ * for 120 s: driver 7 gives it no other bound.
+ */
+export async function commitWithin(session: ClientSession, writeConcern: WriteConcernSettings): Promise<void> {
+  const deadline = Date.now() + (writeConcern.wtimeoutMS ?? DEFAULT_COMMIT_BOUND_MS);
+  for (let pauseMs = COMMIT_RETRY_FIRST_PAUSE_MS; ; pauseMs = Math.min(pauseMs * 2, COMMIT_RETRY_MAX_PAUSE_MS)) {
+    try {
+      await session.commitTransaction();
+      return;
+    } catch (error) {
+      const left = deadline - Date.now();
+      if (!isUnknownCommit(error) || left <= 0) throw error;
+      await setTimeout(Math.min(pauseMs, left));
+    }
+  }
 }
