@@ -29,7 +29,7 @@ ORDER BY f.claim_order NULLS LAST`;
 
 type Row = ClaimedRow & { completed: string[] | null; type_paused: boolean; next_start_ms: string | number | null };
 
-/** `Store.completeAndClaimLimitedJobs`: one statement, `complete_jobs` (migration 8) then `claim_under_limits`. */
+/** `Store.completeAndClaimLimitedJobs`: one statement, `complete_jobs` then `claim_under_limits` (sql/). */
 export async function completeAndClaimLimitedJobs(
   db: SqlQueryable,
   statement: string,

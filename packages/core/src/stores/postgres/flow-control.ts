@@ -66,7 +66,7 @@ RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_under_limits` (migration 23, after `claim_limited_jobs` of migrations 16 and 19 to 22) holds the type's
+     * `claim_under_limits` (sql/claim-under-limits.ts) holds the type's
      * settings row until the claim commits: limited claims of a type run one at a time. Its jobs come first, in claim
      * order; the row without a job says whether the type is paused and when the next start is possible.
      */
@@ -113,8 +113,8 @@ export async function updateQueueSettings(
 }
 
 /**
- * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_under_limits` (migration 23, after
- * `claim_limited_jobs` of migrations 16 and 19 to 22), which runs the algorithm of `claimUnderSettings`
+ * See `FlowControlStore.claimLimitedJobs`: one statement, `claim_under_limits`
+ * (sql/claim-under-limits.ts), which runs the algorithm of `claimUnderSettings`
  * (shared/limited-claim.ts) inside the database while it holds the type's settings row, so a limited claim costs
  * one round trip like a plain one.
  */

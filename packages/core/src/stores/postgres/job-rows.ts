@@ -70,7 +70,7 @@ export interface JobRow {
   name: string;
   version: number;
   payload: unknown;
-  /** `delayed`: a `waiting` job stored outside the claim index until it is due (migration 6). */
+  /** `delayed`: a `waiting` job stored outside the claim index until it is due. */
   state: KeptState;
   priority: number;
   job_order: JobOrder;
@@ -88,10 +88,9 @@ export interface JobRow {
   progress: number;
   result: unknown;
   error: StoredJobError | null;
-  /** `null` on a job stored before the column existed (migration 24). */
+  /** `null` on a job stored before the column existed (pre-release schema version 24). */
   errors: StoredJobError[] | null;
   idempotency_key: string | null;
-  /** Migration 12. */
   idempotency_expires_at: Date | null;
   debounce_key: string | null;
   finished_at: Date | null;
@@ -99,7 +98,6 @@ export interface JobRow {
   moved_from: string | null;
   replay_of: string | null;
   job_group: string | null;
-  /** Migration 14. */
   trace_context: Record<string, string> | null;
 }
 

@@ -7,7 +7,7 @@ export function orderKeySql(order: string, runAt: string): string {
 
 /**
  * The stored state of a job not yet started that runs at `runAt`, written at `now` (SQL expressions):
- * `delayed` when it is due later, kept out of the claim index until a claim finds it due (migration 6).
+ * `delayed` when it is due later, kept out of the claim index until a claim finds it due (`claim_jobs`).
  */
 export function notStartedSql(runAt: string, now: string): string {
   return `CASE WHEN ${runAt} > ${now} THEN 'delayed' ELSE 'waiting' END`;

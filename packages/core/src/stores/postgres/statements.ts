@@ -8,9 +8,9 @@ import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts'
 
 /**
  * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job has a lease expiry
- * only while it is active (a table constraint, migration 8), so the condition names no state: that keeps the
+ * only while it is active (a table constraint, baseline.ts), so the condition names no state: that keeps the
  * open-jobs index, whose estimate of active rows is stale between analyses, out of the planner's choice.
- * `complete_jobs` (migration 8) writes the same condition out for a batch of acks.
+ * `complete_jobs` (sql/complete-jobs.ts) writes the same condition out for a batch of acks.
  */
 function fenced(id: string, token: string, now: string): string {
   return `j.id = ${id} AND j.lease_token = ${token} AND j.lease_expires_at > ${now}::timestamptz`;
@@ -69,8 +69,8 @@ JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
 
     /**
      * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_jobs` (migration 6) moves the name's due delayed jobs into the claim index, then leases the ready
-     * jobs that `claimable_job_ids` picks and locks (`FOR UPDATE SKIP LOCKED`) in claim order (migration 4
+     * `claim_jobs` (sql/claim-jobs.ts) moves the name's due delayed jobs into the claim index, then leases the ready
+     * jobs that `claimable_job_ids` picks and locks (`FOR UPDATE SKIP LOCKED`) in claim order (sql/claimable-job-ids.ts
      * keeps that walk on the claim index); they are returned sorted back into claim order.
      * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
      * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
@@ -81,7 +81,7 @@ ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
      * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. Returns the ids it completed:
-     * those still held by their token (`complete_jobs`, migration 5, looks each up by primary key).
+     * those still held by their token (`complete_jobs`, sql/complete-jobs.ts, looks each up by primary key).
      */
     completeJobs: `SELECT id FROM ${quotedSchema}.complete_jobs($1::text[], $2::text[], $3::text[], $4::timestamptz) AS id`,
 

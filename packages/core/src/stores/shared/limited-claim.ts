@@ -91,8 +91,8 @@ function nextStart(recent: readonly number[], rate: { max: number; perMs: number
 /**
  * A limited claim, given the type's settings (already held) and the store's steps: the algorithm MongoDB runs,
  * where groups take turns by last start. PostgreSQL runs its form inside the database, as the function
- * `claim_under_limits` (migration 23; `claim_limited_jobs` before it, migrations 16 and 19 to 22), so that a
- * claim is one round trip; MySQL runs its own (stores/mysql/flow-control.ts and group-claim.ts), so that a
+ * `claim_under_limits` (stores/postgres/sql/claim-under-limits.ts), so that a
+ * claim is one round trip; MySQL runs its own (stores/mysql/sql/claim-limited-jobs.ts and group-claim.ts), so that a
  * claim reads a group's active jobs and first job in the statement that walks to it. Both take turns from a
  * cursor over the groups' names rather than by last start (all round-robin), and reckon the rate window and its
  * log by `rateWindow` and `afterStarts` (PostgreSQL in SQL); MongoDB keeps its rate-limit state in bounded

@@ -1,47 +1,41 @@
-import type { Migration } from './migration.ts';
+import { claimedColumnsOf } from '../job-rows.ts';
 
-/** The columns of a leased job that a claim answers with (`CLAIMED_FIELDS` in job-rows.ts when this was written). */
-const CLAIMED = [
-  'id',
-  'version',
-  'payload',
-  'attempts',
-  'max_attempts',
-  'lease_ms',
-  'progress',
-  'run_at',
-  'trace_context',
-];
-const columnsOf = (alias: string) => CLAIMED.map((column) => `${alias}.${column}`).join(', ');
-/** The same columns, empty, for the row that carries a claim's status. */
+/** The columns a claim reads (`claimedColumnsOf`), empty, for the row that carries a claim's status. */
 const NO_JOB =
   'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb';
 
-/** Migration 23: a limited claim walks in one statement per chunk, leases through row addresses and answers in columns. */
-export const CLAIM_UNDER_LIMITS_MIGRATION: Migration = {
-  version: 23,
-  name: 'claim_under_limits: a limited claim walks in one statement per chunk, leases through row addresses and answers in columns',
-  // A grouped claim of many jobs did work per job that its answer did not need:
-  // - it looked each job up through the primary key (a 36-character text id) twice, once to lock the groups'
-  //   first jobs its walk had found and once more to update them. The walk now keeps each first job's row
-  //   address (`ctid`) beside its id; the lock fetches the row at that address and the update joins the locked
-  //   rows by the address the lock returned. Each fetch also checks the id, so an address whose row is gone
-  //   (pruned, its slot reused) matches nothing. A first job another transaction updated since the walk is no
-  //   longer at its address: the claim skips it (its group waits for the next claim), as it skips one another
-  //   claim has locked;
-  // - its walk handed each group from `group_heads_after`'s result to a loop, one row at a time, which worked
-  //   out the group's room and kept it or not. A chunk of the walk is now one statement: the same recursive
-  //   probe, written in place, with each group's room worked out and the groups with room gathered into the
-  //   claim's lists, in the order the recursive query finds them (ascending, from the group it starts after).
-  //   A walk of one group at a time still probes for it with a statement of its own (a recursive query costs
-  //   more to start than it saves for one group);
-  // - it answered each job as a whole `jobs` row, which the claim's statement then took apart field by field
-  //   (each field read walks the row from its start). It now answers the columns a claim reads.
-  // The answer's shape changes, so this is a new function, `claim_under_limits`; `claim_limited_jobs` and
-  // `group_heads_after` stay, unchanged, for servers not yet upgraded in a rolling deploy. Both functions lock
-  // the type's settings row first, so claims through either count each other's leases exactly. Behaviour is
-  // otherwise that of migration 22's function, whose unchanged parts this repeats.
-  sql: `
+/**
+ * `claim_under_limits(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
+ * lease_ms_override)`: a claim of a type under flow control (see `claimUnderSettings` in
+ * ../shared/limited-claim.ts, whose algorithm this runs). Returns the leased jobs in claim order, one row each
+ * with `claim_order` 1, 2, … and the columns a claim reads, and one row with `claim_order` NULL that says
+ * whether the type is paused (`type_paused`) and when its rate limit lets the next job start (`next_start_ms`,
+ * epoch ms, or NULL).
+ *
+ * Locks: the type's `queue_settings` row first (`FOR UPDATE`), so the limited claims of a type run one at a
+ * time and count each other's leases exactly; then the jobs it leases, `FOR UPDATE SKIP LOCKED`. A type with
+ * no settings row is claimed as `claim_jobs` claims it. Turns `synchronous_commit` off for its transaction, as
+ * `claim_jobs` does.
+ *
+ * Guarantees: never more active jobs of the type than `concurrency`, nor of a group than `group_concurrency`;
+ * never more starts in a window of `rate_per_ms` than `rate_max` (the latest starts are kept in
+ * `recent_starts`); groups take turns in the order of their names from `group_cursor`, the group the type's
+ * previous claim took from last, wrapping round once, so each group with ready jobs gets one turn per pass.
+ *
+ * How: under a concurrency limit alone it leases through `claim_jobs`. For a grouped type it moves the type's due
+ * delayed jobs when one is due, reads the groups of the type's active jobs, and walks the group claim index
+ * from the cursor a chunk of groups at a time (one recursive statement per chunk: each group's first job it may
+ * take, one index probe per group, with the group's room worked out), until it has a group with room for each
+ * job it may lease; a walk of one group probes with a statement of its own. The groups' first jobs are its
+ * candidates, fetched at the row addresses (`ctid`) the walk kept and checked against their ids (a row updated
+ * since the walk is skipped, as one another claim holds is); when fewer groups than jobs are open, it takes up
+ * to each group's room from each, one round per group. One statement leases them, records the starts, moves
+ * the cursor and answers; when each group gives one job and no rate limit is set, a smaller statement of its
+ * own does (starting an executor costs more inside a function than running it). Planned with sorts, bitmap
+ * and sequential scans and JIT off, with generic plans, so its lookups walk the group claim index whatever the
+ * statistics say.
+ */
+export const CLAIM_UNDER_LIMITS = `
 CREATE FUNCTION claim_under_limits(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
 new_lease_token text, new_worker_id text, lease_ms_override bigint)
 RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, id text, version integer, payload jsonb,
@@ -85,7 +79,7 @@ BEGIN
 SELECT * INTO s FROM queue_settings AS q WHERE q.name = job_name FOR UPDATE;
 IF NOT FOUND THEN
   RETURN QUERY SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
-    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${columnsOf('c')}
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${claimedColumnsOf('c')}
     FROM claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id, lease_ms_override) AS c;
   RETURN;
 END IF;
@@ -109,7 +103,7 @@ END IF;
 takes_turns := s.grouped OR s.group_concurrency IS NOT NULL;
 IF NOT takes_turns AND s.rate_max IS NULL THEN
   RETURN QUERY SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
-    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${columnsOf('c')}
+    UNION ALL SELECT (row_number() OVER (ORDER BY c.priority DESC, c.order_key, c.order_tie))::integer, false, NULL::bigint, ${claimedColumnsOf('c')}
     FROM claim_jobs(job_name, due_by, min_version, max_version, room, new_lease_token, new_worker_id, lease_ms_override) AS c;
   RETURN;
 END IF;
@@ -213,13 +207,13 @@ ELSIF s.rate_max IS NULL AND (cardinality(open_groups) >= room OR NOT 1 < ANY(op
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
         lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
-      RETURNING ${columnsOf('j')}, c.place),
+      RETURNING ${claimedColumnsOf('j')}, c.place),
     saved AS (
       UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor)
       FROM (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t) AS y
       WHERE q.name = job_name AND y.n > 0)
   SELECT NULL::integer, false, NULL::bigint, ${NO_JOB}
-  UNION ALL SELECT t.place::integer, false, NULL::bigint, ${columnsOf('t')} FROM taken AS t;
+  UNION ALL SELECT t.place::integer, false, NULL::bigint, ${claimedColumnsOf('t')} FROM taken AS t;
   RETURN;
 ELSE
   heads_only := cardinality(open_groups) >= room OR NOT 1 < ANY(open_caps);
@@ -244,7 +238,7 @@ ELSE
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
         lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
-      RETURNING ${columnsOf('j')}, c.rank, c.place),
+      RETURNING ${claimedColumnsOf('j')}, c.rank, c.place),
     tally AS (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t),
     saved AS (
       UPDATE queue_settings AS q SET last_turn = s.last_turn + y.n, group_cursor = coalesce(open_groups[y.last_place], s.group_cursor),
@@ -258,7 +252,7 @@ ELSE
   SELECT NULL::integer, false,
       CASE WHEN cardinality(w.r) >= s.rate_max THEN w.r[cardinality(w.r) - s.rate_max + 1] + s.rate_per_ms END, ${NO_JOB}
     FROM starts AS w
-  UNION ALL SELECT (row_number() OVER (ORDER BY t.rank, t.place))::integer, false, NULL::bigint, ${columnsOf('t')} FROM taken AS t;
+  UNION ALL SELECT (row_number() OVER (ORDER BY t.rank, t.place))::integer, false, NULL::bigint, ${claimedColumnsOf('t')} FROM taken AS t;
   RETURN;
 END IF;
 leased_count := cardinality(leased);
@@ -279,7 +273,6 @@ END IF;
 RETURN QUERY SELECT NULL::integer, false,
     CASE WHEN s.rate_max IS NOT NULL AND cardinality(in_window) >= s.rate_max
       THEN in_window[cardinality(in_window) - s.rate_max + 1] + s.rate_per_ms END, ${NO_JOB}
-  UNION ALL SELECT l.ordinality::integer, false, NULL::bigint, ${columnsOf('l')} FROM unnest(leased) WITH ORDINALITY AS l;
-END $body$;
-`,
-};
+  UNION ALL SELECT l.ordinality::integer, false, NULL::bigint, ${claimedColumnsOf('l')} FROM unnest(leased) WITH ORDINALITY AS l;
+END $body$
+`;

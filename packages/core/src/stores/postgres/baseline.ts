@@ -1,0 +1,153 @@
+import type { Migration } from './migration.ts';
+import { CLAIM_JOBS } from './sql/claim-jobs.ts';
+import { CLAIM_UNDER_LIMITS } from './sql/claim-under-limits.ts';
+import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';
+import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
+
+/**
+ * The jobs table. Each row is a job, kept as history once finished. Stored states: `delayed` (due later, outside
+ * the claim index), `waiting`, `active`, `completed`, `dead`, `cancelled`. `order_key` is the run time in ms,
+ * negated for lifo, and `order_tie` the id (its digits inverted for lifo), so one ascending walk of
+ * `jobs_claim_idx` gives priority, then fifo or lifo order. A lease expiry only on an active job, a lease token
+ * only on an active or completed one (a completed job keeps the token of the lease that completed it, so a
+ * repeated ack is recognised): the fencing condition (`fenced` in statements.ts) rests on that constraint.
+ * The column order is the pre-release schema's, which `claim_jobs`'s `SETOF jobs` rows follow.
+ */
+const JOBS = `
+CREATE TABLE jobs (
+  id text COLLATE "C" PRIMARY KEY,
+  name text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  payload jsonb,
+  state text NOT NULL CHECK (state IN ('delayed', 'waiting', 'active', 'completed', 'dead', 'cancelled')),
+  priority integer NOT NULL,
+  job_order text NOT NULL CHECK (job_order IN ('fifo', 'lifo')),
+  order_key bigint NOT NULL,
+  order_tie text COLLATE "C" NOT NULL
+    GENERATED ALWAYS AS (CASE WHEN job_order = 'lifo' THEN translate(id, '0123456789abcdef', 'fedcba9876543210') ELSE id END) STORED,
+  run_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  backoff jsonb NOT NULL,
+  lease_ms bigint NOT NULL,
+  lease_token text,
+  lease_expires_at timestamptz,
+  worker_id text,
+  progress double precision NOT NULL DEFAULT 0,
+  result jsonb,
+  error jsonb,
+  idempotency_key text,
+  finished_at timestamptz,
+  moved_to text,
+  replay_of text,
+  job_group text COLLATE "C",
+  idempotency_expires_at timestamptz,
+  debounce_key text COLLATE "C",
+  trace_context jsonb,
+  moved_from text,
+  errors jsonb,
+  CONSTRAINT jobs_lease_only_when_active
+    CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')))
+)`;
+
+/**
+ * Each partial where it can be, so finished history stays out of the hot ones (every state change writes an
+ * entry in each index whose predicate the row matches). See docs/stores/postgres.md for who reads which.
+ */
+const JOB_INDEXES = [
+  `CREATE INDEX jobs_claim_idx ON jobs (name, priority DESC, order_key, order_tie) WHERE state = 'waiting'`,
+  `CREATE INDEX jobs_delayed_idx ON jobs (name, run_at) WHERE state = 'delayed'`,
+  `CREATE INDEX jobs_group_claim_idx ON jobs (name, job_group, priority DESC, order_key, order_tie)
+  WHERE state = 'waiting' AND job_group IS NOT NULL`,
+  `CREATE INDEX jobs_open_idx ON jobs (state, name, id) WHERE state <> 'completed'`,
+  `CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL`,
+  `CREATE UNIQUE INDEX jobs_idempotency_idx ON jobs (name, idempotency_key) WHERE idempotency_key IS NOT NULL`,
+  `CREATE UNIQUE INDEX jobs_debounce_idx ON jobs (name, debounce_key) WHERE debounce_key IS NOT NULL`,
+];
+
+/** Registered payload schemas, the worker registry, leaders' leases, schedules and their last runs. */
+const REGISTRIES = [
+  `CREATE TABLE job_schemas (
+  name text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  fingerprint text NOT NULL,
+  json_schema jsonb NOT NULL,
+  registered_at timestamptz NOT NULL,
+  PRIMARY KEY (name, version)
+)`,
+  `CREATE TABLE workers (
+  id text COLLATE "C" PRIMARY KEY,
+  host text NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  min_version integer NOT NULL,
+  max_version integer NOT NULL,
+  seen_at timestamptz NOT NULL,
+  pid integer,
+  started_at timestamptz
+)`,
+  `CREATE INDEX workers_seen_at_idx ON workers (seen_at)`,
+  `CREATE TABLE leaders (
+  role text PRIMARY KEY,
+  holder text NOT NULL,
+  expires_at timestamptz NOT NULL
+)`,
+  `CREATE TABLE schedules (
+  key text COLLATE "C" PRIMARY KEY,
+  cron text NOT NULL,
+  timezone text NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  version integer,
+  payload jsonb,
+  options jsonb,
+  updated_at timestamptz NOT NULL
+)`,
+  `CREATE TABLE schedule_runs (
+  key text COLLATE "C" PRIMARY KEY,
+  job_id text NOT NULL,
+  run_at timestamptz NOT NULL
+)`,
+];
+
+/**
+ * A type's flow-control settings: the row a limited claim of the type locks, so that counting its active jobs
+ * and leasing more is one atomic step among them. `recent_starts` keeps the epoch-ms start times of the type's
+ * latest starts (at most `rate_max`), so a window is checked exactly; `last_turn` numbers starts;
+ * `group_cursor` is the group the type's latest claim took from last, where the next one's walk starts.
+ */
+const QUEUE_SETTINGS = `
+CREATE TABLE queue_settings (
+  name text COLLATE "C" PRIMARY KEY,
+  paused boolean NOT NULL DEFAULT false,
+  concurrency integer,
+  rate_max integer,
+  rate_per_ms bigint,
+  group_concurrency integer,
+  grouped boolean NOT NULL DEFAULT false,
+  recent_starts bigint[] NOT NULL DEFAULT '{}',
+  last_turn bigint NOT NULL DEFAULT 0,
+  updated_at timestamptz NOT NULL,
+  group_cursor text COLLATE "C"
+)`;
+
+/**
+ * The schema a fresh store creates: tables, indexes, then each live function from its file under sql/, in the
+ * order they call each other. Its version is the last of the pre-release chain it replaces, whose end state it
+ * equals (test/fixtures/postgres-schema.json holds that state; the drift test compares the two).
+ */
+export const BASELINE: Migration = {
+  version: 24,
+  name: 'baseline: jobs, registries, flow control and the claim functions',
+  minServerVersion: 24,
+  statements: [
+    JOBS,
+    ...JOB_INDEXES,
+    ...REGISTRIES,
+    QUEUE_SETTINGS,
+    CLAIMABLE_JOB_IDS,
+    CLAIM_JOBS,
+    COMPLETE_JOBS,
+    CLAIM_UNDER_LIMITS,
+  ],
+};

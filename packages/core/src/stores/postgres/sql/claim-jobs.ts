@@ -1,0 +1,27 @@
+/**
+ * `claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
+ * lease_ms_override)`: leases up to `max_jobs` ready jobs of `job_name` and returns their whole `jobs` rows
+ * (in no particular order: the caller sorts them back into claim order).
+ *
+ * First it moves every due `delayed` job of the name into `waiting`, 1,000 at a time, earliest first, until none
+ * is left that no other claim holds (usually once, moving nothing); a statement of its own, so that the lease,
+ * the next statement, sees them. Then it leases the jobs `claimable_job_ids` picks: `active`, one more attempt,
+ * the lease token and worker, a lease expiry of `due_by` plus `lease_ms_override` or the job's own `lease_ms`.
+ *
+ * Locks: the moved delayed rows and the leased rows (`FOR UPDATE SKIP LOCKED`: concurrent claims skip each
+ * other's jobs). Turns `synchronous_commit` off for its transaction: a claim lost in a database crash only
+ * puts its jobs back in the queue, and fencing refuses the lost lease's token.
+ */
+export const CLAIM_JOBS = `
+CREATE FUNCTION claim_jobs(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
+  new_lease_token text, new_worker_id text, lease_ms_override bigint)
+RETURNS SETOF jobs LANGUAGE plpgsql VOLATILE ROWS 100
+SET search_path FROM CURRENT
+AS $body$ DECLARE moved integer; BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true); LOOP UPDATE jobs AS d SET state = 'waiting'
+  WHERE d.id IN (SELECT s.id FROM jobs AS s WHERE s.state = 'delayed' AND s.name = job_name AND s.run_at <= due_by
+    ORDER BY s.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED); GET DIAGNOSTICS moved = ROW_COUNT; EXIT WHEN moved < 1000; END LOOP; RETURN QUERY UPDATE jobs AS j
+  SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
+    lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+  WHERE j.id IN (SELECT claimable_job_ids(job_name, due_by, min_version, max_version, max_jobs))
+  RETURNING j.*; END $body$`;

@@ -1,0 +1,24 @@
+/**
+ * `complete_jobs(job_ids, lease_tokens, results, done_at)`: completes a batch of acks, the three arrays parallel
+ * (`results` as JSON text), and returns the ids it completed: those still held at `done_at` by the lease token
+ * given (the fencing condition, `fenced` in statements.ts, written out for a batch). A completed job keeps
+ * its lease token, so an ack sent again is recognised as applied; its lease expiry is cleared.
+ *
+ * Locks: the rows it updates. Acks whose lease is gone change nothing.
+ *
+ * Planned with sequential scans, bitmaps, hash and merge joins off and a generic plan: left to stale
+ * statistics, the join of the batch with its jobs compared every ack with every job. The only plan left takes
+ * the batch's rows in turn, each looking its job up by primary key.
+ */
+export const COMPLETE_JOBS = `
+CREATE FUNCTION complete_jobs(job_ids text[], lease_tokens text[], results text[], done_at timestamptz)
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 100
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET search_path FROM CURRENT
+AS $body$ BEGIN
+  RETURN QUERY UPDATE jobs AS j
+  SET state = 'completed', result = u.result::jsonb, lease_expires_at = NULL, finished_at = done_at, updated_at = done_at
+  FROM unnest(job_ids, lease_tokens, results) AS u(id, lease_token, result)
+  WHERE j.id = u.id AND j.lease_token = u.lease_token AND j.lease_expires_at > done_at
+  RETURNING j.id; END $body$`;

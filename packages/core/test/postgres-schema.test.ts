@@ -1,0 +1,180 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { postgresUnreachableReason, POSTGRES_URL as url } from '@workq/test-support';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../src/engine/store.ts';
+import { BASELINE } from '../src/stores/postgres/baseline.ts';
+import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
+import { createPostgresStore } from '../src/stores/postgres/index.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../src/stores/postgres/migrations.ts';
+import { pgliteTemplateFor } from '../src/stores/postgres/pglite-template.ts';
+import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-catalog.ts';
+
+/**
+ * The drift test. `fixtures/postgres-schema.json` is the catalog the pre-release chain of migrations (1 to 24)
+ * made, captured before the chain was replaced by the baseline, less the two claim functions the baseline
+ * drops (`claim_limited_jobs`, `group_heads_after`). A fresh install must make exactly that; and a schema at each
+ * earlier schema this code takes over (`fixtures/postgres-{pre-release,release}-<version>.sql`, a dump of it
+ * with its `migrations` rows; today only the last pre-release one) must end there once a store has opened it.
+ */
+const fixtures = new URL('./fixtures/', import.meta.url);
+const EXPECTED = JSON.parse(readFileSync(new URL('postgres-schema.json', fixtures), 'utf8')) as PostgresCatalog;
+const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));
+const dumpOf = (file: string, schema: string) =>
+  readFileSync(new URL(file, fixtures), 'utf8').replaceAll('__schema__', schema);
+
+/** One engine: statements on it, and a store opened on one of its schemas. */
+interface Engine {
+  query<Row>(text: string, params?: unknown[]): Promise<Row[]>;
+  /** Runs a script of several statements. */
+  exec(script: string): Promise<void>;
+  open(schema: string): Promise<Store>;
+}
+
+const skipReason = await postgresUnreachableReason();
+if (skipReason) console.log(`postgres schema tests: skipped on PostgreSQL — ${skipReason}`);
+
+let admin: pg.Pool | undefined;
+let lite: PGlite | undefined;
+const engines: { label: string; skip: boolean; engine: () => Engine }[] = [
+  {
+    label: 'PostgreSQL',
+    skip: skipReason !== undefined,
+    engine: () => {
+      const pool = admin as pg.Pool;
+      return {
+        query: async (text, params) => (await pool.query(text, params)).rows,
+        exec: async (script) => void (await pool.query(script)),
+        open: (schema) => createPostgresStore({ pool, schema }),
+      };
+    },
+  },
+  {
+    label: 'PGlite',
+    skip: false,
+    engine: () => {
+      const db = lite as PGlite;
+      return {
+        query: async <Row>(text: string, params?: unknown[]) => (await db.query<Row>(text, params)).rows,
+        exec: async (script) => void (await db.exec(script)),
+        open: (schema) => openPgliteStore(db, { schema, ownsDb: false }),
+      };
+    },
+  },
+];
+
+beforeAll(async () => {
+  if (!skipReason) admin = new pg.Pool({ connectionString: url, max: 3 });
+  lite = await PGlite.create(await pgliteTemplateFor(undefined));
+});
+afterAll(async () => {
+  await admin?.end();
+  await lite?.close();
+});
+
+describe.each(engines)('the PostgreSQL schema on $label', ({ skip, engine }) => {
+  const schemas: string[] = [];
+  const fresh = (label: string) => {
+    const schema = `workq_drift_${label}_${Math.random().toString(36).slice(2, 8)}`;
+    schemas.push(schema);
+    return schema;
+  };
+  /** Opens a store on `schema` and closes it: what a server's start does to the schema. */
+  const start = async (schema: string) => (await engine().open(schema)).close();
+  const catalogOf = (schema: string) =>
+    readPostgresCatalog((text, params) => engine().query(text, params), schema, ['migrations']);
+  const recorded = (schema: string) =>
+    engine().query<{ version: number; min_server_version: number | null }>(
+      `SELECT version, min_server_version FROM "${schema}".migrations ORDER BY version`,
+    );
+
+  afterAll(async () => {
+    if (skip) return;
+    for (const schema of schemas) await engine().exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
+
+  it.skipIf(skip)('a fresh install makes the schema the pre-release chain made, and records the baseline', async () => {
+    const schema = fresh('new');
+    await start(schema);
+    expect(await catalogOf(schema)).toEqual(EXPECTED);
+    expect(await recorded(schema)).toEqual([
+      { version: SCHEMA_VERSION, min_server_version: BASELINE.minServerVersion },
+    ]);
+  });
+
+  it.skipIf(skip).each(EARLIER_SCHEMAS)(
+    'a schema at %s, opened by a store, ends where a fresh install does',
+    async (file) => {
+      const schema = fresh('old');
+      await engine().exec(dumpOf(file, schema));
+      const versions = async () =>
+        (await engine().query<{ version: number }>(`SELECT version FROM "${schema}".migrations ORDER BY version`)).map(
+          (row) => row.version,
+        );
+      const before = await versions();
+      await start(schema);
+      expect(await catalogOf(schema)).toEqual(EXPECTED);
+      // Its history stays: a server of the build that made it still finds every migration it knows applied.
+      expect(await versions()).toEqual(before);
+      const after = await recorded(schema);
+      expect(after.at(-1)?.min_server_version).toBe(SCHEMA_VERSION);
+      await start(schema);
+      expect(await recorded(schema)).toEqual(after);
+    },
+  );
+
+  it.skipIf(skip)(
+    'refuses an older pre-release schema, saying how to recreate it, and leaves it as it was',
+    async () => {
+      const schema = fresh('older');
+      await engine().exec(dumpOf('postgres-pre-release-24.sql', schema));
+      await engine().exec(`DELETE FROM "${schema}".migrations WHERE version > 22`);
+      const before = await catalogOf(schema);
+      const error = await start(schema).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'WorkqError', code: 'UNSUPPORTED_VERSION', retryable: false });
+      expect((error as Error).message).toContain('schema version 22');
+      expect((error as Error).message).toContain(`DROP SCHEMA "${schema}" CASCADE`);
+      expect(await catalogOf(schema)).toEqual(before);
+      expect(Object.keys(before.functions).some((name) => name.startsWith('claim_limited_jobs('))).toBe(true);
+    },
+  );
+
+  it.skipIf(skip)(
+    "a server older than the schema's minServerVersion refuses to start; one it allows runs",
+    async () => {
+      const schema = fresh('min');
+      await start(schema);
+      const newer = SCHEMA_VERSION + 1;
+      await engine().query(
+        `INSERT INTO "${schema}".migrations (version, name, min_server_version) VALUES ($1, $2, $3)`,
+        [newer, 'a change older servers cannot run beside', newer],
+      );
+      const error = await start(schema).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'WorkqError', code: 'UNSUPPORTED_VERSION', retryable: false });
+      expect((error as Error).message).toContain(`needs servers of schema version ${newer} or later`);
+      expect((error as Error).message).toContain(`knows version ${SCHEMA_VERSION}: upgrade it`);
+
+      await engine().query(`UPDATE "${schema}".migrations SET min_server_version = $1 WHERE version = $2`, [
+        SCHEMA_VERSION,
+        newer,
+      ]);
+      await start(schema);
+      expect((await recorded(schema)).map((row) => row.version)).toEqual([SCHEMA_VERSION, newer]);
+    },
+  );
+});
+
+describe('the migrations after the baseline', () => {
+  it('ascend, end at the baseline, and never lower the oldest server allowed', () => {
+    let previous = { version: 0, minServerVersion: 0 };
+    for (const migration of MIGRATIONS) {
+      expect(migration.version).toBeGreaterThan(previous.version);
+      expect(migration.minServerVersion).toBeGreaterThanOrEqual(previous.minServerVersion);
+      expect(migration.minServerVersion).toBeLessThanOrEqual(migration.version);
+      previous = migration;
+    }
+    expect(MIGRATIONS.at(-1)?.version ?? BASELINE.version).toBe(BASELINE.version);
+    expect(BASELINE.minServerVersion).toBeLessThanOrEqual(BASELINE.version);
+  });
+});
