@@ -30,6 +30,11 @@ export interface RunConfig {
   profile: boolean;
   /** Count CPU time per job in each process group (bench, workq server, databases) over the timed part. */
   cpu: boolean;
+  /**
+   * Run the MongoDB smoke on the wire double (`mongodb-wire-smoke.ts`): alone with `--mongodb-smoke`, after
+   * the comparative run with `--quick`.
+   */
+  mongodbSmoke: 'only' | 'after' | 'no';
 }
 
 export function resolveConfig(argv: readonly string[]): RunConfig {
@@ -39,6 +44,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
       quick: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       cpu: { type: 'boolean', default: false },
+      'mongodb-smoke': { type: 'boolean', default: false },
       only: { type: 'string' },
       scenarios: { type: 'string' },
       jobs: { type: 'string' },
@@ -64,6 +70,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
     scenarios: list(values.scenarios),
     profile: values.profile === true,
     cpu: values.cpu === true,
+    mongodbSmoke: values['mongodb-smoke'] === true ? 'only' : quick ? 'after' : 'no',
   };
 }
 

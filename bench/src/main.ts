@@ -1,6 +1,7 @@
 /**
  * `pnpm bench [--quick] [--profile] [--cpu] [--only=id,id] [--scenarios=id,id]`: workq side by side with
- * BullMQ, pg-boss, graphile-worker and a raw-SQL baseline, in one run.
+ * BullMQ, pg-boss, graphile-worker and a raw-SQL baseline, in one run. `--quick` ends with the MongoDB smoke
+ * on the wire double (`mongodb-wire-smoke.ts`), which `--mongodb-smoke` runs alone: no figure of it is compared.
  * Every scenario runs on a fresh queue; repetitions are interleaved
  * (repetition → scenario → system) and each figure is their median.
  */
@@ -8,6 +9,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { resolveConfig } from './config.ts';
 import { evaluateGoals, goalsMarkdown } from './goals.ts';
+import { runMongodbWireSmoke, smokeMarkdown } from './mongodb-wire-smoke.ts';
 import { roundTripsMarkdown, startCpuProfile } from './profiling.ts';
 import { cpuMarkdown, header, markdownTable, ResultTable } from './report.ts';
 import { claimScenario } from './scenarios/claim.ts';
@@ -27,8 +29,17 @@ import { workqSdkSystem } from './systems/workq-sdk.ts';
 
 const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
 const SCENARIO_TIMEOUT_MS = 10 * 60_000;
+/** The MongoDB smoke's plain drain takes at most this many jobs: the wire double matches documents in JavaScript. */
+const MONGODB_SMOKE_MAX_JOBS = 2_000;
 
 const config = resolveConfig(process.argv.slice(2));
+if (config.mongodbSmoke === 'only') {
+  const smoke = smokeMarkdown(await runMongodbWireSmoke(Math.min(config.jobs, MONGODB_SMOKE_MAX_JOBS)));
+  await mkdir(RESULTS, { recursive: true });
+  await writeFile(`${RESULTS}mongodb-smoke.md`, `${smoke}\n`);
+  process.stdout.write(`${smoke}\n`);
+  process.exit(0);
+}
 const profileDir = `${RESULTS}profiles`;
 if (config.profile) await mkdir(profileDir, { recursive: true });
 const stopCpuProfile = config.profile ? await startCpuProfile() : undefined;
@@ -90,6 +101,7 @@ async function writeResults(finished: boolean): Promise<string> {
     '',
     markdownTable(rows, labels),
     '',
+    ...(smoke ? [smoke, ''] : []),
     ...(config.cpu
       ? [
           '## CPU per job (--cpu)',
@@ -132,6 +144,8 @@ async function writeResults(finished: boolean): Promise<string> {
 
 const table = new ResultTable();
 const startedAt = new Date();
+/** The MongoDB smoke's section, once it ran (see `RunConfig.mongodbSmoke`). */
+let smoke: string | undefined;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /**
@@ -176,6 +190,10 @@ for (let rep = 1; rep <= config.repetitions; rep++) {
   }
 }
 
+if (config.mongodbSmoke === 'after') {
+  log('MongoDB smoke on the wire double (a fake server: no figure of it is compared)');
+  smoke = smokeMarkdown(await runMongodbWireSmoke(Math.min(config.jobs, MONGODB_SMOKE_MAX_JOBS)));
+}
 const markdown = await writeResults(true);
 for (const system of systems)
   await system.dispose?.().catch((error: unknown) => log(`  dispose failed: ${String(error)}`));
