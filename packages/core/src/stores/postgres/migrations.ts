@@ -4,8 +4,6 @@ import type { Migration } from './migration.ts';
 import { takeOverPreRelease } from './pre-release-schema.ts';
 import type { SqlClient } from './sql-client.ts';
 
-export type { Migration } from './migration.ts';
-
 /**
  * The migrations from the first released schema on, in order: one per released schema change, each ending
  * where the baseline then ends (the baseline is brought up to the same state in the same change, and takes the

@@ -30,7 +30,8 @@ export async function takeOverPreRelease(
       'UNSUPPORTED_VERSION',
       `The PostgreSQL schema "${schema}" was made by a pre-release build of workq (schema version ${version}), ` +
         `which this version cannot upgrade: only the last pre-release schema (version ${LAST_PRE_RELEASE_VERSION}) is taken over. ` +
-        `Recreate it: drop it (DROP SCHEMA "${schema}" CASCADE; its jobs are lost) or give the store another schema, and start again.`,
+        `Recreate it: drop it (DROP SCHEMA "${schema}" CASCADE; its jobs are lost), or give the store another schema ` +
+        '(or, on PGlite, a new data directory), and start again.',
       { retryable: false },
     );
   }
