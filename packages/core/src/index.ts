@@ -52,6 +52,7 @@ export {
   isFinishedState,
   JOB_STATES,
   LEASE_MS_LIMITS,
+  LEASE_TOKEN_MAX_CHARS,
   MAX_BATCH_SIZE,
 } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

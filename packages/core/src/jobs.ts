@@ -109,6 +109,14 @@ export const MAX_BATCH_SIZE = 1000;
  */
 export const LEASE_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as const);
 
+/**
+ * The longest lease token a store hands out, and a server takes back: the
+ * engine's own (its claim time and a UUID, at most 48 characters) with what
+ * a store adds to it. The MongoDB store appends `@` and the job's type (at
+ * most 100 characters), so that each write a lease fences names the shard key.
+ */
+export const LEASE_TOKEN_MAX_CHARS = 160;
+
 /** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
 export interface EnqueueOptions {
   /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */

@@ -111,7 +111,7 @@ describe('mongodb store: bounded work', () => {
     const claimed = await engine.claim({ name: 'ack.a', maxVersion: 1, limit: 300, workerId: 'w' });
     const [first, ...rest] = claimed;
     const from = wire.commands.length;
-    const stale = { id: first!.id, leaseToken: 'not-the-token', result: null };
+    const stale = { id: first!.id, leaseToken: 'not-the-token@ack.a', result: null };
     const acks = [stale, ...rest.map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: { ok: true } }))];
     const completed = await store.completeJobs(acks, clock.now());
     expect(completed.sort()).toEqual(rest.map((job) => job.id).sort());

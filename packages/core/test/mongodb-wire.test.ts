@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { describeStore } from './conformance/describe-store.ts';
 import { CONFORMANCE_STORE_OPTIONS } from './support/mongodb-conformance.ts';
+import { untargetedJobWrites, writeStatements } from './support/mongodb-writes.ts';
 
 // The MongoDB store through the whole conformance suite under the real
 // driver, against a fake primary that speaks the wire protocol (no MongoDB
@@ -57,6 +58,11 @@ describe('mongodb (wire double): what the store sent in that run', () => {
     const reads = jobsCommands().filter((command) => ['find', 'aggregate', 'count', 'distinct'].includes(command.name));
     expect(reads.length).toBeGreaterThan(0);
     for (const read of reads) expect([undefined, 'primary']).toContain(read.body.$readPreference?.mode);
+  });
+
+  it('named the job type in every write statement to jobs, so each is targeted on a collection sharded by it', () => {
+    expect(jobsCommands().flatMap(writeStatements).length).toBeGreaterThan(0);
+    expect(untargetedJobWrites(double.commands, dbName)).toEqual([]);
   });
 
   it('hinted only indexes that exist and that the query can use', () => {

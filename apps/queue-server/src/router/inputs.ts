@@ -1,4 +1,4 @@
-import { isValidJobName, LEASE_MS_LIMITS, WorkqError } from '@workq/core';
+import { isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS, WorkqError } from '@workq/core';
 import { type EnqueueInput, TRACE_CONTEXT_LIMITS, toStoredText, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
 import type { ServerServices } from './trpc.ts';
@@ -25,7 +25,7 @@ export const jobName = z
   .max(100)
   .refine(isValidJobName, 'is not a valid job name (a letter, then letters, digits, "_", "." or "-")');
 export const jobId = storableText(1, 64);
-export const leaseToken = storableText(1, 64);
+export const leaseToken = storableText(1, LEASE_TOKEN_MAX_CHARS);
 export const version = z.number().int().min(1).max(1_000_000);
 
 const LEASE_MS_RANGE = `must be an integer from ${LEASE_MS_LIMITS.min} to ${LEASE_MS_LIMITS.max} (100 ms to 24 h); for longer work, extend the lease while the job runs`;

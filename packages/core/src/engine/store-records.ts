@@ -137,7 +137,12 @@ export interface ClaimRequest {
   minVersion: number;
   maxVersion: number;
   limit: number;
-  /** The fencing token of this claim; the pair (job id, token) names one lease. */
+  /**
+   * The fencing token of this claim. A store may lease the jobs under a token
+   * of its own made from it (the MongoDB store adds the job type); the claimed
+   * jobs carry the token they are held under, and the pair (job id, that
+   * token) names one lease.
+   */
   leaseToken: string;
   workerId: string;
   /** Lease length; `null` uses each job's own `leaseMs`. */

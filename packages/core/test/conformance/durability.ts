@@ -84,7 +84,7 @@ export function registerDurabilityTests(ctx: SuiteContext): void {
       now: new Date(now.getTime() + 10),
     });
     const moved = await ctx.store.moveJob(
-      { id: held!.id, leaseToken: 'token-inserted' },
+      { id: held!.id, leaseToken: held!.leaseToken as string },
       fresh(4, null),
       new Date(now.getTime() + 20),
     );

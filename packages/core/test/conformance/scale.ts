@@ -37,20 +37,19 @@ async function addHistory(store: Store, clock: ManualClock, name: string, count:
       traceContext: null,
     }));
     await store.insertJobs(jobs);
-    const leaseToken = newLeaseToken();
     const claimed = await store.claimJobs({
       name,
       minVersion: 1,
       maxVersion: 1,
       limit: size,
-      leaseToken,
+      leaseToken: newLeaseToken(),
       workerId: 'history',
       leaseMs: null,
       now,
     });
     expect(claimed).toHaveLength(size);
     const completed = await store.completeJobs(
-      claimed.map((job) => ({ id: job.id, leaseToken, result: null })),
+      claimed.map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: null })),
       now,
     );
     expect(completed).toHaveLength(size);

@@ -1,18 +1,50 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection, Filter } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
+import { LEASE_TOKEN_MAX_CHARS } from '../../jobs.ts';
 import { type JobDocument, stringOrNull } from './documents.ts';
 import { isTransient } from './errors.ts';
 
 /** The fields that end a job's lease. */
 export const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };
 
-/** The filter of a fenced operation: the job is held by this unexpired lease. */
+/** What ends the engine's part of a lease token and begins the job type: in neither an engine token nor a job name. */
+const TYPE_MARK = '@';
+
+/**
+ * The token this store leases a claim's jobs under, and hands out: the
+ * engine's token, `@`, and the job type. The engine hands a fenced operation
+ * a lease as job id and token only; the type read back from the token
+ * (`heldBy`) lets each fenced write name the shard key (`{ name: 1 }`), so
+ * it goes to the one shard holding the job instead of to every shard.
+ */
+export function typedLeaseToken(request: { name: string; leaseToken: string }): string {
+  return `${request.leaseToken}${TYPE_MARK}${request.name}`;
+}
+
+/**
+ * The job type a lease token names (see `typedLeaseToken`). `null` for a
+ * token this store did not issue: longer than `LEASE_TOKEN_MAX_CHARS`, or
+ * without a type. Tokens come from clients; a forged one names some type and
+ * still matches no job, since the whole token must equal the stored one.
+ */
+function typeOfToken(token: string): string | null {
+  if (token.length > LEASE_TOKEN_MAX_CHARS) return null;
+  const mark = token.lastIndexOf(TYPE_MARK);
+  return mark > 0 && mark < token.length - 1 ? token.slice(mark + 1) : null;
+}
+
+/**
+ * The filter of a fenced operation: the job is held by this unexpired lease.
+ * It names the job's type, read from the token; `null` (no job can match)
+ * for a lease this store did not issue.
+ */
 export function heldBy(lease: LeaseRef, now: Date): Filter<JobDocument> | null {
   const id = stringOrNull(lease.id);
   const token = stringOrNull(lease.leaseToken);
-  if (id === null || token === null) return null;
-  return { _id: id, leaseToken: token, state: 'active', leaseExpiresAt: { $gt: now } };
+  const name = token === null ? null : typeOfToken(token);
+  if (id === null || token === null || name === null) return null;
+  return { _id: id, name, leaseToken: token, state: 'active', leaseExpiresAt: { $gt: now } };
 }
 
 /** The first pause between two tries of a give-back; each later one doubles, up to `GIVE_BACK_MAX_PAUSE_MS`. */

@@ -56,7 +56,7 @@ import { updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
-import { ENDED_LEASE, heldBy } from './leases.ts';
+import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
@@ -148,7 +148,7 @@ export class MongoStore implements Store {
   }
 
   claimJobs(request: ClaimRequest) {
-    return this.run('claim', async () => claimJobs(this.jobs, { ...request, now: await this.clock.at(request.now) }));
+    return this.run('claim', async () => claimJobs(this.jobs, await this.leaseRequest(request)));
   }
 
   listQueueSettings(name?: string): Promise<QueueSettings[]> {
@@ -160,9 +160,7 @@ export class MongoStore implements Store {
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
-    return this.run('claim', async () =>
-      claimLimitedJobs(this.flow, { ...request, now: await this.clock.at(request.now) }),
-    );
+    return this.run('claim', async () => claimLimitedJobs(this.flow, await this.leaseRequest(request)));
   }
 
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
@@ -385,6 +383,11 @@ export class MongoStore implements Store {
       if (this.parts.ownsClient) await this.parts.client.close();
     })();
     return this.closing;
+  }
+
+  /** A claim as this store runs it: on the database's clock, under a token naming the job type (`typedLeaseToken`). */
+  private async leaseRequest(request: ClaimRequest): Promise<ClaimRequest> {
+    return { ...request, leaseToken: typedLeaseToken(request), now: await this.clock.at(request.now) };
   }
 
   /**
