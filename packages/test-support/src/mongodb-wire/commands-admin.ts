@@ -28,7 +28,7 @@ export function helloReply(
     maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
     maxMessageSizeBytes: MAX_MESSAGE_SIZE_BYTES,
     maxWriteBatchSize: MAX_WRITE_BATCH_SIZE,
-    localTime: new Date(Date.now() + primary.clockOffsetMs),
+    localTime: new Date(primary.now().getTime() + primary.localTimeErrorMs),
     logicalSessionTimeoutMinutes: 30,
     connectionId: ++connectionIds,
     minWireVersion: 0,

@@ -3,6 +3,7 @@ import { adminCommands } from './commands-admin.ts';
 import { readCommands } from './commands-read.ts';
 import { asWireError, writeCommands } from './commands-write.ts';
 import type { CommandContext, CommandHandler } from './context.ts';
+import { withDatabaseNow } from './database-now.ts';
 import { isWriteCommand, serverLabels, WireError, wireError } from './errors.ts';
 import type { FailPoints } from './fail-points.ts';
 
@@ -110,6 +111,7 @@ export async function runCommand(
   try {
     const handler = HANDLERS[name];
     if (!handler) throw wireError(59, `no such command: '${name}'`);
+    context.body = withDatabaseNow(name, context.body, context.primary.now());
     checkPrimary(context, name);
     if (context.standalone && context.body.txnNumber !== undefined) {
       throw wireError(20, 'Transaction numbers are only allowed on a replica set member or mongos');

@@ -89,8 +89,14 @@ export class PrimaryState {
   readonly processId = new ObjectId();
   electionTerm = 1;
   writablePrimary = true;
-  /** How far the primary's clock runs from this process's: `hello` answers with its `localTime`. */
+  /** How far the primary's clock runs from this process's: `hello` answers with its `localTime`, `$$NOW` reads it. */
   clockOffsetMs = 0;
+  /**
+   * How far the `localTime` that `hello` answers with is off the primary's
+   * own clock (`now`): a fault standing for a mismeasured offset, such as a
+   * reply held up on its way back. `$$NOW` keeps to the clock.
+   */
+  localTimeErrorMs = 0;
   /** Whether each recorded query carries its cost (`plan`): a scan of the collection per query, so off unless asked for. */
   costQueries = false;
   /**
@@ -100,6 +106,11 @@ export class PrimaryState {
    */
   afterCommand: ((command: RecordedCommand, answer: Document) => void) | undefined;
   private readonly topologyWaiters = new Set<() => void>();
+
+  /** The primary's clock: this process's, moved by `clockOffsetMs`. */
+  now(): Date {
+    return new Date(Date.now() + this.clockOffsetMs);
+  }
 
   get operationTime(): Timestamp {
     return clusterTime(this.seq);

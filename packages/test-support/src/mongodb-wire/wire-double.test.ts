@@ -72,6 +72,27 @@ describe('MongoDB wire double', () => {
     await local.close();
   });
 
+  it("evaluates $$NOW on the primary's clock, once per command", async () => {
+    const clocks = client.db('wire').collection('clocks');
+    await clocks.insertMany(Array.from({ length: 50 }, (_, n) => ({ n, at: new Date() })));
+    const past = { $expr: { $lt: ['$at', '$$NOW'] } };
+    try {
+      double.state.clockOffsetMs = -3_600_000;
+      expect(await clocks.countDocuments(past)).toBe(0);
+      // In a query outside `$expr`, `$$NOW` is only a string.
+      expect(await clocks.countDocuments({ at: '$$NOW' })).toBe(0);
+      double.state.clockOffsetMs = 3_600_000;
+      expect(await clocks.countDocuments(past)).toBe(50);
+      await clocks.updateMany(past, [{ $set: { stamped: '$$NOW', kept: { $literal: '$$NOW' } } }]);
+      const stamps = await clocks.distinct('stamped');
+      expect(stamps).toHaveLength(1);
+      expect(Math.abs((stamps[0] as Date).getTime() - (Date.now() + 3_600_000))).toBeLessThan(60_000);
+      expect(await clocks.distinct('kept')).toEqual(['$$NOW']);
+    } finally {
+      double.state.clockOffsetMs = 0;
+    }
+  });
+
   it('streams changes, and resumes a stream after a dropped connection without losing one', async () => {
     const events = client.db('wire').collection('events');
     const stream = events.watch<{ i: number }>([{ $match: { operationType: 'insert' } }]);

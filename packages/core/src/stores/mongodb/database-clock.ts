@@ -24,7 +24,9 @@ const OFFSET_TTL_MS = 10_000;
  * Deadlines are plain dates rather than `$$NOW` expressions, so the lease
  * index serves the sweep's range, and the deadline a claim reports is the one
  * stored: `$$NOW` would add the milliseconds between the engine reading its
- * clock and the primary running the write.
+ * clock and the primary running the write. The sweep checks `$$NOW` as well
+ * (see `requeueExpiredLeases`), so an offset measured wrong can delay a
+ * sweep but never sweep a lease the primary's clock holds live.
  */
 export class DatabaseClock {
   private offset: { ms: number; measuredAt: number } | null = null;

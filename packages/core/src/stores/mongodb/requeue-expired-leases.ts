@@ -23,6 +23,13 @@ const MAX_SWEEP_BATCHES = 10;
  * left (this sweep's time and error code), so that a lease acked between the
  * read and the updates is not reported. A lease acked meanwhile no longer
  * matches, so each batch reads leases no earlier batch could end.
+ *
+ * A lease is expired by two clocks at once: its deadline is at or before
+ * `now`, the engine's time moved to the database's by the measured offset
+ * (see `DatabaseClock`), which bounds the lease index's range; and before
+ * the primary's own clock (`$$NOW`), which each read and update checks, so
+ * no lease is swept before the primary's clock passes its deadline, however
+ * wrong the offset was measured.
  */
 export async function requeueExpiredLeases(
   jobs: Collection<JobDocument>,
@@ -38,6 +45,13 @@ export async function requeueExpiredLeases(
   return swept;
 }
 
+/** A lease whose deadline the primary's clock has passed: `$$NOW` is read once per command, on the primary. */
+const LAPSED = { $lt: ['$leaseExpiresAt', '$$NOW'] };
+
+function lapsedAnd(condition: Record<string, unknown>): Record<string, unknown> {
+  return { $and: [LAPSED, condition] };
+}
+
 async function sweepBatch(
   jobs: Collection<JobDocument>,
   now: Date,
@@ -45,12 +59,15 @@ async function sweepBatch(
 ): Promise<{ read: number; ended: SweptLease[] }> {
   const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
   const found = await jobs
-    .find(expired, {
-      projection: { _id: 1, name: 1 },
-      sort: { leaseExpiresAt: 1 },
-      limit: SWEEP_BATCH,
-      hint: LEASE_INDEX,
-    })
+    .find(
+      { ...expired, $expr: LAPSED },
+      {
+        projection: { _id: 1, name: 1 },
+        sort: { leaseExpiresAt: 1 },
+        limit: SWEEP_BATCH,
+        hint: LEASE_INDEX,
+      },
+    )
     .toArray();
   if (found.length === 0) return { read: 0, ended: [] };
   const lostLease = cleanError({ ...error, attempt: 0 });
@@ -63,8 +80,15 @@ async function sweepBatch(
   const writes = [...idsByName(found)].flatMap(([name, ids]): AnyBulkWriteOperation<JobDocument>[] => {
     const ofFound = { name, _id: { $in: ids }, ...expired };
     return [
-      { updateMany: { filter: { ...ofFound, $expr: { $gte: ['$attempts', '$maxAttempts'] } }, update: dead } },
-      { updateMany: { filter: { ...ofFound, $expr: { $lt: ['$attempts', '$maxAttempts'] } }, update: waiting } },
+      {
+        updateMany: { filter: { ...ofFound, $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) }, update: dead },
+      },
+      {
+        updateMany: {
+          filter: { ...ofFound, $expr: lapsedAnd({ $lt: ['$attempts', '$maxAttempts'] }) },
+          update: waiting,
+        },
+      },
     ];
   });
   await jobs.bulkWrite(writes, { ordered: false });
