@@ -46,7 +46,12 @@ function isReplacement(update: unknown): update is Doc {
   return !Array.isArray(update) && !Object.keys(update as Doc).some((key) => key.startsWith('$'));
 }
 
-/** The document an update makes of `before`, refusing what the server refuses: a changed `_id`, over 16 MiB. */
+/**
+ * The document an update makes of `before`, refusing what the server refuses:
+ * a changed `_id`, and a document over 16 MiB, which the server's update
+ * stage answers with 17419 (17420 for the document an upsert would insert):
+ * a write error of its statement, not of the command.
+ */
 function applyUpdate(before: Doc, update: Doc | Doc[], inserting: boolean): Doc {
   const after = isReplacement(update)
     ? { ...update, _id: update._id ?? before._id }
@@ -55,7 +60,9 @@ function applyUpdate(before: Doc, update: Doc | Doc[], inserting: boolean): Doc 
     throw wireError(66, "Performing an update on the path '_id' would modify the immutable field '_id'");
   }
   if (BSON.calculateObjectSize(after) > MAX_BSON_OBJECT_SIZE) {
-    throw wireError(10334, `Resulting document after update is larger than ${MAX_BSON_OBJECT_SIZE}`);
+    throw inserting
+      ? wireError(17420, `Document to upsert is larger than ${MAX_BSON_OBJECT_SIZE}`)
+      : wireError(17419, `Resulting document after update is larger than ${MAX_BSON_OBJECT_SIZE}`);
   }
   return after;
 }

@@ -63,6 +63,22 @@ describe('MongoDB wire double', () => {
     });
     const tooBig = { k: 'too big', blob: 'x'.repeat(16 * 1024 * 1024 + 20 * 1024) };
     await expect(keyed.insertOne(tooBig)).rejects.toMatchObject({ code: 10334, codeName: 'BSONObjectTooLarge' });
+    // An update that grows a document past 16 MiB fails its statement, as the server's update stage does.
+    await keyed.insertOne({ k: 'grows', blob: 'x'.repeat(9 * 1024 * 1024) });
+    const grown = await keyed
+      .bulkWrite(
+        [
+          { updateOne: { filter: { k: 'grows' }, update: { $set: { more: 'y'.repeat(8 * 1024 * 1024) } } } },
+          { updateOne: { filter: { k: 'a' }, update: { $set: { touched: true } } } },
+        ],
+        { ordered: false },
+      )
+      .catch((error: unknown) => error);
+    expect(grown).toMatchObject({
+      writeErrors: [{ index: 0, code: 17419, errmsg: 'Resulting document after update is larger than 16777216' }],
+      result: { modifiedCount: 1 },
+    });
+    expect(await keyed.findOne({ k: 'grows' }, { projection: { more: 1 } })).toEqual({ _id: expect.anything() });
     // The driver copies a database's read concern into `$changeStream`; the server takes only majority.
     const local = client
       .db('wire', { readConcern: new ReadConcern('local') })

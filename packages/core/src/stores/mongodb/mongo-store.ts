@@ -52,7 +52,7 @@ import {
   updateQueueSettings,
 } from './flow-control.ts';
 import { pruneGroupTurns } from './group-turns.ts';
-import { updateEachHeld } from './held-updates.ts';
+import { DocumentsTooLarge, updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
@@ -60,7 +60,7 @@ import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
-import { refuseUnstorableResults } from './oversized-results.ts';
+import { refuseOverfullJobs, refuseUnstorableResults } from './oversized-results.ts';
 import { promoteJob } from './promote-job.ts';
 import {
   listSchemas,
@@ -167,10 +167,21 @@ export class MongoStore implements Store {
     return this.run('complete', async () => {
       const at = await this.clock.at(now);
       await refuseUnstorableResults(this.jobs, items, at);
-      // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
-      return updateEachHeld(this.jobs, items, at, (item) => ({
-        $set: { leaseExpiresAt: null, state: 'completed', result: toJson(item.result), finishedAt: at, updatedAt: at },
-      }));
+      try {
+        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
+        return await updateEachHeld(this.jobs, items, at, (item) => ({
+          $set: {
+            leaseExpiresAt: null,
+            state: 'completed',
+            result: toJson(item.result),
+            finishedAt: at,
+            updatedAt: at,
+          },
+        }));
+      } catch (error) {
+        if (error instanceof DocumentsTooLarge) return refuseOverfullJobs(this.jobs, error.leases, at);
+        throw error;
+      }
     });
   }
 

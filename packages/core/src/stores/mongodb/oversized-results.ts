@@ -13,6 +13,18 @@ import { ENDED_LEASE, heldBy } from './leases.ts';
  */
 export const MAX_STORED_RESULT_BYTES = 15 * 1024 * 1024;
 
+const STORE_ELSEWHERE = 'Store large results elsewhere and return a reference to them.';
+
+/** An ack whose result the store will not keep, and the size of that result as JSON text. */
+interface Unstorable {
+  item: LeaseRef & { result: unknown };
+  bytes: number;
+}
+
+function resultBytes(item: { result: unknown }): number {
+  return Buffer.byteLength(toJson(item.result) ?? '');
+}
+
 /**
  * Ends dead each job of `items` whose result is over
  * `MAX_STORED_RESULT_BYTES`, fenced by its lease, its error naming the limit,
@@ -27,15 +39,58 @@ export async function refuseUnstorableResults(
   now: Date,
 ): Promise<void> {
   const oversized = items.flatMap((item) => {
-    const bytes = Buffer.byteLength(toJson(item.result) ?? '');
+    const bytes = resultBytes(item);
     return bytes > MAX_STORED_RESULT_BYTES ? [{ item, bytes }] : [];
   });
   if (oversized.length === 0) return;
-  const writes = oversized.flatMap(({ item, bytes }): AnyBulkWriteOperation<JobDocument>[] => {
+  await endDead(jobs, oversized, now, `over the ${MAX_STORED_RESULT_BYTES} a MongoDB store keeps`);
+  throw refusal(
+    oversized,
+    `a MongoDB store keeps results up to ${MAX_STORED_RESULT_BYTES} bytes`,
+    'no other ack of this batch was applied, so send them again (and set maxResultBytes below that limit)',
+  );
+}
+
+/**
+ * For acks whose update the server refused because the job's document, its
+ * payload and the result together, would be over 16 MiB (17419; see
+ * `DocumentsTooLarge`): ends each such job dead, fenced by its lease, its
+ * error saying why, and refuses the batch with `PAYLOAD_TOO_LARGE`, as for a
+ * result over `MAX_STORED_RESULT_BYTES`: the same result would fail the
+ * same way on every try, and the job would run again. The batch's other
+ * acks were applied; sent again, each is answered as a repeat.
+ */
+export async function refuseOverfullJobs(
+  jobs: Collection<JobDocument>,
+  refused: readonly (LeaseRef & { result: unknown })[],
+  now: Date,
+): Promise<never> {
+  const overfull = refused.map((item) => ({ item, bytes: resultBytes(item) }));
+  await endDead(
+    jobs,
+    overfull,
+    now,
+    "too large to go with the job's payload into the 16 MiB a MongoDB job's document holds",
+  );
+  throw refusal(
+    overfull,
+    "with its payload, that is over the 16 MiB a MongoDB job's document holds",
+    'the other acks of this batch were applied',
+  );
+}
+
+/** Ends each job of `ended` dead, fenced by its lease, with a permanent `PAYLOAD_TOO_LARGE` error saying `why`. */
+async function endDead(
+  jobs: Collection<JobDocument>,
+  ended: readonly Unstorable[],
+  now: Date,
+  why: string,
+): Promise<void> {
+  const writes = ended.flatMap(({ item, bytes }): AnyBulkWriteOperation<JobDocument>[] => {
     const filter = heldBy(item, now);
     if (!filter) return [];
     const error = {
-      message: `The result was ${bytes} bytes, over the ${MAX_STORED_RESULT_BYTES} a MongoDB store keeps (a job's document is at most 16 MiB), so it was not stored and the job was not retried. Store large results elsewhere and return a reference to them.`,
+      message: `The result was ${bytes} bytes, ${why}, so it was not stored and the job was not retried. ${STORE_ELSEWHERE}`,
       code: 'PAYLOAD_TOO_LARGE',
       permanent: true,
       at: now,
@@ -45,10 +100,14 @@ export async function refuseUnstorableResults(
     return [{ updateOne: { filter, update: [{ $set: { ...dead, updatedAt: now } }] } }];
   });
   if (writes.length > 0) await jobs.bulkWrite(writes, { ordered: false });
-  const first = oversized[0] as { item: LeaseRef; bytes: number };
-  const more = oversized.length > 1 ? `, and ${oversized.length - 1} more results are over it too` : '';
-  throw new WorkqError(
+}
+
+/** The `PAYLOAD_TOO_LARGE` a worker hears for `ended`, naming the first of them, the `limit` and what of the batch was `applied`. */
+function refusal(ended: readonly Unstorable[], limit: string, applied: string): WorkqError {
+  const first = ended[0] as Unstorable;
+  const more = ended.length > 1 ? `, and ${ended.length - 1} more results are too` : '';
+  return new WorkqError(
     'PAYLOAD_TOO_LARGE',
-    `The result of job ${first.item.id} is ${first.bytes} bytes; a MongoDB store keeps results up to ${MAX_STORED_RESULT_BYTES} bytes${more} (set maxResultBytes below it). Such jobs end dead with that error, their results not stored; no other ack of this batch was applied, so send them again. Store large results elsewhere and return a reference to them.`,
+    `The result of job ${first.item.id} is ${first.bytes} bytes; ${limit}${more}. Such jobs end dead with that error, their results not stored; ${applied}. ${STORE_ELSEWHERE}`,
   );
 }
