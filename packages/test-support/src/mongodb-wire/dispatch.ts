@@ -5,7 +5,8 @@ import { asWireError, writeCommands } from './commands-write.ts';
 import type { CommandContext, CommandHandler } from './context.ts';
 import { withDatabaseNow } from './database-now.ts';
 import { isWriteCommand, serverLabels, WireError, wireError } from './errors.ts';
-import type { FailPoints } from './fail-points.ts';
+import type { FailPoints, FailureAction } from './fail-points.ts';
+import { refuseUnmodelled } from './unmodelled.ts';
 
 const HANDLERS: Record<string, CommandHandler> = { ...readCommands, ...writeCommands, ...adminCommands };
 
@@ -77,6 +78,23 @@ function maxTimeLeft(context: CommandContext, startedAt: number): number | undef
 }
 
 /**
+ * What a `failCommand` failure does before its command runs (after its `blockTimeMS`): the connection
+ * dropped (`'close'`), or the error answered. `undefined` when the command runs, a `writeConcernError` the
+ * failure sets then joining its answer.
+ */
+export async function failBefore(
+  context: CommandContext,
+  failure: FailureAction | undefined,
+): Promise<Document | 'close' | undefined> {
+  if (!failure) return undefined;
+  if (failure.blockMs > 0) await new Promise((resolve) => setTimeout(resolve, failure.blockMs));
+  if (failure.closeConnection) return 'close';
+  if (failure.errorCode === undefined) return undefined;
+  const message = `Failing command ${context.record.name} via 'failCommand' failpoint`;
+  return failed(context, wireError(failure.errorCode, message), failure.errorLabels);
+}
+
+/**
  * Runs one command as the server would: `configureFailPoint`, or a fail point first, then the
  * primary's state, the transaction or retried write it belongs to, the
  * command, and its write concern. Resolves to the reply, or to `'close'`
@@ -97,20 +115,12 @@ export async function runCommand(
     }
   }
   const failure = failPoints.take(name, appName);
-  if (failure) {
-    if (failure.blockMs > 0) await new Promise((resolve) => setTimeout(resolve, failure.blockMs));
-    if (failure.closeConnection) return 'close';
-    if (failure.errorCode !== undefined) {
-      return failed(
-        context,
-        wireError(failure.errorCode, `Failing command ${name} via 'failCommand' failpoint`),
-        failure.errorLabels,
-      );
-    }
-  }
+  const failedFirst = await failBefore(context, failure);
+  if (failedFirst) return failedFirst;
   try {
     const handler = HANDLERS[name];
     if (!handler) throw wireError(59, `no such command: '${name}'`);
+    refuseUnmodelled(name, context.body);
     context.body = withDatabaseNow(name, context.body, context.primary.now());
     checkPrimary(context, name);
     if (context.standalone && context.body.txnNumber !== undefined) {

@@ -44,6 +44,7 @@ export const CODE_NAMES: Readonly<Record<number, string>> = {
   134: 'ReadConcernMajorityNotAvailableYet',
   189: 'PrimarySteppedDown',
   225: 'TransactionTooOld',
+  238: 'NotImplemented',
   244: 'TransactionAborted',
   251: 'NoSuchTransaction',
   256: 'TransactionCommitted',

@@ -71,8 +71,9 @@ export class FailPoints {
   }
 
   /** The failure for a command named `name` from a client called `appName`, if the fail point takes it. */
-  take(name: string, appName: string | undefined): FailureAction | undefined {
+  take(sentName: string, appName: string | undefined): FailureAction | undefined {
     const data = this.data;
+    const name = CANONICAL_NAMES[sentName] ?? sentName;
     if (!data || name === 'configureFailPoint' || !data.failCommands.includes(name)) return undefined;
     if (data.appName !== undefined && data.appName !== appName) return undefined;
     if (this.skip > 0) {
@@ -90,6 +91,9 @@ export class FailPoints {
     };
   }
 }
+
+/** Commands sent under another of their names: the server's fail point matches a command by its own name. */
+const CANONICAL_NAMES: Readonly<Record<string, string>> = { ismaster: 'isMaster' };
 
 function timesOf(mode: unknown): number {
   if (mode === 'alwaysOn') return Number.POSITIVE_INFINITY;

@@ -3,7 +3,7 @@ import type { Document } from 'bson';
 import { helloReply, MAX_MESSAGE_SIZE_BYTES, WIRE_VERSIONS } from './commands-admin.ts';
 import type { CommandContext } from './context.ts';
 import { Cursors } from './cursors.ts';
-import { runCommand } from './dispatch.ts';
+import { failBefore, runCommand } from './dispatch.ts';
 import { wireError } from './errors.ts';
 import { type FailCommandData, FailPoints } from './fail-points.ts';
 import {
@@ -174,7 +174,11 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
         expireTtl(primary);
       }
       if (HELLO.has(name)) {
-        await hello(context, request, reply);
+        // `failCommand` takes `hello` too, as the server's does: a monitor or a handshake can be failed.
+        const failedFirst = await failBefore(context, failPoints.take(name, appName));
+        if (failedFirst === 'close') socket.destroy();
+        else if (failedFirst) reply(failedFirst);
+        else await hello(context, request, reply);
         return;
       }
       const outcome = await runCommand(context, failPoints, appName);

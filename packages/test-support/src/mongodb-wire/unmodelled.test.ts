@@ -1,0 +1,42 @@
+import { MongoClient, type MongoServerError } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
+
+/** What the fake primary does not model it refuses, with NotImplemented (238), rather than run it without. */
+describe('MongoDB wire double: options it does not model', () => {
+  let double: MongoWireDouble;
+  let client: MongoClient;
+  beforeAll(async () => {
+    double = await startMongoWireDouble({ database: 'wire' });
+    client = new MongoClient(double.url, { serverSelectionTimeoutMS: 5_000 });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await double?.close();
+  });
+
+  const refusal = async (work: Promise<unknown>) => {
+    const error = (await work.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    )) as MongoServerError | undefined;
+    return { code: error?.code, codeName: error?.codeName, message: error?.message };
+  };
+
+  it('refuses collation and arrayFilters wherever a command carries them, and changes nothing', async () => {
+    const items = client.db('wire').collection<{ _id: number; tags: { n: number }[]; name: string }>('items');
+    await items.insertOne({ _id: 1, tags: [{ n: 1 }, { n: 2 }], name: 'A' });
+    const collation = { locale: 'en', strength: 2 };
+    const refused = { code: 238, codeName: 'NotImplemented', message: expect.stringContaining("'collation'") };
+    expect(await refusal(items.find({ name: 'a' }, { collation }).toArray())).toEqual(refused);
+    expect(await refusal(items.aggregate([{ $match: { name: 'a' } }], { collation }).toArray())).toEqual(refused);
+    expect(await refusal(items.deleteMany({ name: 'a' }, { collation }))).toEqual(refused);
+    expect(await refusal(items.createIndex({ name: 1 }, { collation }))).toEqual(refused);
+    const filtered = { code: 238, codeName: 'NotImplemented', message: expect.stringContaining("'arrayFilters'") };
+    const update = { $set: { 'tags.$[t].n': 0 } };
+    const arrayFilters = [{ 't.n': 2 }];
+    expect(await refusal(items.updateOne({ _id: 1 }, update, { arrayFilters }))).toEqual(filtered);
+    expect(await refusal(items.findOneAndUpdate({ _id: 1 }, update, { arrayFilters }))).toEqual(filtered);
+    expect(await items.findOne({ _id: 1 })).toEqual({ _id: 1, tags: [{ n: 1 }, { n: 2 }], name: 'A' });
+  });
+});
