@@ -1,4 +1,5 @@
-import type { ClaimedJob, CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '../engine/engine.ts';
+import { claimRequest } from '../engine/claims.ts';
+import type { ClaimedJob, ClaimInput, CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '../engine/engine.ts';
 import type { WakeupBus } from '../notify/wakeup-bus.ts';
 import { ClaimsInProgress, type StopScope } from './claims-in-progress.ts';
 import { Coalescer } from './coalescer.ts';
@@ -12,13 +13,13 @@ export interface CarriedAck {
   result: unknown;
 }
 
-/** A long-poll claim: lease up to `limit` jobs of `name` within the versions, waiting up to `waitMs` for work. */
-export interface DispatchedClaim {
-  name: string;
+/**
+ * A long-poll claim: the engine's `ClaimInput` (lease up to `limit` jobs of `name` within the versions), with
+ * what the request adds around it: who asks, how long to wait for work, and the acks it carries. Each of its
+ * store attempts goes down as one `ClaimRequest` (`claimRequest`), unchanged through the engine and flow control.
+ */
+export interface DispatchedClaim extends ClaimInput {
   minVersion: number;
-  maxVersion: number;
-  limit: number;
-  workerId: string;
   /** The worker's host, for the worker registry. */
   host: string;
   /** The worker's process id and start time, for the worker registry, when it sent them. */
@@ -26,7 +27,6 @@ export interface DispatchedClaim {
   startedAt?: Date | null;
   /** How long to wait for work when none is ready; capped by `maxWaitMs`. */
   waitMs: number;
-  leaseMs?: number;
   /** Acks completed first, riding along to save their own round trip. */
   acks: readonly CarriedAck[];
 }
@@ -151,7 +151,7 @@ export class ClaimDispatcher {
    * aborts, the client is gone, and jobs leased meanwhile go back unstarted.
    */
   async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
-    const { name, minVersion, maxVersion, workerId, limit, leaseMs } = request;
+    const { name, minVersion, maxVersion, workerId } = request;
     // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
     const limits = await this.engine.placeLimits(name).catch(() => ({ concurrency: false, groupConcurrency: false }));
     const concurrencyLimited = limits.concurrency;
@@ -181,12 +181,11 @@ export class ClaimDispatcher {
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
     const nowMs = () => this.engine.clock.now().getTime();
     const deadline = nowMs() + Math.min(request.waitMs, this.options.maxWaitMs);
-    const claimInput = { name, minVersion, maxVersion, limit, workerId, leaseMs };
     const inProgress = this.claims.begin(workerId, name);
     const mayWait = () => deadline > nowMs() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
     try {
       // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
-      let skipQuery = !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(claimInput);
+      let skipQuery = !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(request);
       for (;;) {
         const seen = this.bus.generation(name);
         this.observer.claimAttempt?.(name, !skipQuery);
@@ -197,7 +196,7 @@ export class ClaimDispatcher {
           : async () => {
               const acks = carried ? request.acks : [];
               carried = false;
-              const outcome = await this.engine.completeAndClaim(acks, claimInput);
+              const outcome = await this.engine.completeAndClaim(acks, claimRequest(request, this.engine.clock.now()));
               if (acks.length > 0) carriedAnswered(answered(this.acksCompleted(outcome.outcomes, name)));
               nextStartAt = outcome.nextStartAt;
               return outcome.jobs;
@@ -205,7 +204,7 @@ export class ClaimDispatcher {
         skipQuery = false;
         // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
         // can already hand its job over.
-        const { jobs, parked } = await this.handoffs.attempt(claimInput, signal, query, mayWait);
+        const { jobs, parked } = await this.handoffs.attempt(request, signal, query, mayWait);
         if (!parked) {
           const acks = await acked;
           return { jobs: await this.deliver(name, jobs, signal, false), ...acks };

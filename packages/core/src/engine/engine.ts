@@ -13,6 +13,7 @@ import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } fro
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
 import {
+  type ClaimRequest,
   type CountScope,
   type JobCount,
   type LeaseRef,
@@ -122,24 +123,25 @@ export class Engine {
   async claimUnderLimits(
     input: ClaimInput,
   ): Promise<{ jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
-    const { jobs, paused, nextStartAt } = await this.completeAndClaim([], input);
+    const { jobs, paused, nextStartAt } = await this.completeAndClaim([], claimRequest(input, this.clock.now()));
     return { jobs, paused, nextStartAt };
   }
 
   /**
-   * `completeMany(acks)`, then `claimUnderLimits(input)`: for a claim that carries acks of jobs of its own type
-   * under that type's limits, which count the acks' jobs until they complete. The claim counts after the acks;
-   * where the store has `capabilities.completeAndClaim`, both commit together, so the places the acks free are
-   * the claim's to take, for one commit.
+   * `completeMany(acks)`, then the claim `request` (made at `request.now` by `claimRequest`), as
+   * `claimUnderLimits` makes it: for a claim that carries acks of jobs of its own type under that type's limits,
+   * which count the acks' jobs until they complete. The claim counts after the acks; where the store has
+   * `capabilities.completeAndClaim`, both commit together, so the places the acks free are the claim's to take,
+   * for one commit. `request` goes to the store as it is.
    */
   async completeAndClaim(
     acks: readonly (LeaseRef & { result?: unknown })[],
-    input: ClaimInput,
+    request: ClaimRequest,
   ): Promise<{ outcomes: CompleteOutcome[]; jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
     checkBatch(acks.length, 'completeMany');
-    const now = this.clock.now();
+    const { now } = request;
     await this.sweepExpiredLeases(now);
-    const outcome = await this.flow.claim(claimRequest(input, now), storedAcks(acks));
+    const outcome = await this.flow.claim(request, storedAcks(acks));
     const outcomes = acks.length > 0 ? await this.leased.completed(acks, outcome.completed, now) : [];
     const claimed = outcome.jobs.map(toClaimedJob);
     this.events.started(claimed, now);
