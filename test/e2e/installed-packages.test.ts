@@ -97,7 +97,7 @@ describe('a service outside the repository', () => {
     await sh(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.', '--noEmit'], project);
     // tsc refuses an unused @ts-expect-error, so passing means each wrong call below one is a compile error.
     const producerSource = readFileSync(join(project, 'src', 'producer.ts'), 'utf8');
-    expect(producerSource.match(/@ts-expect-error/g)).toHaveLength(3);
+    expect(producerSource.match(/@ts-expect-error/g)).toHaveLength(4);
   });
 
   it('installs the server, compiles, and runs a producer and a worker with plain node against npx workq-server', async () => {

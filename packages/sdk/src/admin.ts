@@ -1,26 +1,25 @@
-import type { JobEvent, JobState, JobStatus, ResyncEvent } from '@workq/core';
-import type { CronEntry, JobCount, SchemaEntry, WorkerPresence } from '@workq/core/engine';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import type { JobEvent, ResyncEvent } from '@workq/core';
+import type { CronEntry } from '@workq/core/engine';
+import type { AppRouter } from '@workq/queue-server/router';
 import { watchEventsOnce } from './admin-events.ts';
 import type { Call, QueueApi } from './transport.ts';
+
+// Every admin type is the router's, inferred: the server declares each input and answer once.
+type Outputs = inferRouterOutputs<AppRouter>;
+type AdminOutputs = Outputs['admin'];
+type AdminInputs = inferRouterInputs<AppRouter>['admin'];
 
 /** Operations that need the `admin` scope. */
 export interface AdminApi {
   /** Counts by job type, version and state, and the consumers seen in the last minute with the versions they read. */
-  stats(): Promise<{ counts: JobCount[]; consumers: WorkerPresence[] }>;
+  stats(): Promise<AdminOutputs['stats']>;
   /** A page of jobs, by type and state; pass `nextCursor` back for the next page. */
-  list(query?: {
-    name?: string | undefined;
-    state?: JobState | undefined;
-    limit?: number | undefined;
-    cursor?: string | undefined;
-  }): Promise<{
-    jobs: JobStatus[];
-    nextCursor: string | null;
-  }>;
+  list(query?: AdminInputs['list']): Promise<AdminOutputs['list']>;
   /** One job as an operator inspects it: its status, its payload and the worker holding (or last holding) it. */
   job(id: string): Promise<InspectedJob>;
   /** Cancels a scheduled, ready or active job; resolves to `false` when it had ended already. */
-  cancel(id: string): Promise<boolean>;
+  cancel(id: string): Promise<Outputs['jobs']['cancel']>;
   /** The registered payload schema versions (of one job type), with their fingerprints and when registered. */
   schemas(name?: string): Promise<RegisteredSchema[]>;
   /**
@@ -40,9 +39,9 @@ export interface AdminApi {
    * occurrence once. `payload` is checked against the job's schema (`version`, or the newest registered).
    * Rejects with `VALIDATION` (expression, time zone, options, payload) or `UNKNOWN_JOB`.
    */
-  upsertSchedule(schedule: ScheduleInput): Promise<Omit<ScheduleListing, 'lastRun'>>;
+  upsertSchedule(schedule: ScheduleInput): Promise<AdminOutputs['upsertSchedule']>;
   /** Removes a stored schedule; resolves to whether there was one. */
-  removeSchedule(key: string): Promise<boolean>;
+  removeSchedule(key: string): Promise<AdminOutputs['removeSchedule']>;
   /**
    * Removes the registered payload schema of one job version, on every
    * server; resolves to whether one was registered. The version is then free
@@ -51,7 +50,7 @@ export interface AdminApi {
    * consumer that declares the version still runs them, checked against its
    * own schema. See docs/operations.md.
    */
-  removeSchema(name: string, version: number): Promise<boolean>;
+  removeSchema(name: string, version: number): Promise<AdminOutputs['removeSchema']>;
   /**
    * The worker registry: each consumer seen recently (claiming, or extending the leases of jobs it runs), with
    * its host, process id, job types and versions, start time, last seen time and the jobs it holds.
@@ -61,9 +60,9 @@ export interface AdminApi {
    * Pauses a job type on every server: claims lease none of its jobs until `resume`, and the consumers'
    * waiting claims stay parked; its jobs keep arriving. Kept in the store.
    */
-  pause(name: string): Promise<void>;
+  pause(name: string): Promise<AdminOutputs['pause']>;
   /** Ends a `pause`: claims of the type lease again at once. */
-  resume(name: string): Promise<void>;
+  resume(name: string): Promise<AdminOutputs['resume']>;
   /**
    * Changes a job type's limits, kept in the store and honoured by every server's claims: a limit left out
    * stays as it is, `null` clears it. Resolves to the limits now set. See docs/flow-control.md.
@@ -72,92 +71,49 @@ export interface AdminApi {
   /** Per job type (with jobs or settings): paused or not, its limits, and its job counts by state and version. */
   queues(): Promise<QueueListing[]>;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
-  retryDead(target: { name: string } | { ids: string[] }): Promise<number>;
+  retryDead(target: { name: string } | { ids: string[] }): Promise<AdminOutputs['retryDead']>;
   /** Enqueues a finished job again as a new job; resolves to that job's id and state. */
-  replay(id: string): Promise<{ id: string; created: boolean; state: JobState }>;
+  replay(id: string): Promise<AdminOutputs['replay']>;
   /**
    * Runs a scheduled job now (a delayed one, or one waiting out a retry's backoff), keeping its id and
    * attempts; resolves to `false` when it is not scheduled. `NOT_FOUND` for no such job.
    */
-  promote(id: string): Promise<boolean>;
+  promote(id: string): Promise<AdminOutputs['promote']>;
 }
 
-/** A job as `admin.job()` answers: its status, its payload, and the worker holding or last holding its lease. */
-export interface InspectedJob extends JobStatus {
-  payload: unknown;
-  /** The worker (an `admin.workers()` id) holding the job's lease, or that last held it; `null` when none did. */
-  workerId: string | null;
-}
+/** A job as `admin.job()` answers: its status, its payload, and the worker (an `admin.workers()` id) holding or last holding its lease. */
+export type InspectedJob = AdminOutputs['job'];
 
 /** A registered payload schema version, as `admin.schemas()` lists it: its fingerprint, JSON Schema and date. */
-export type RegisteredSchema = SchemaEntry;
+export type RegisteredSchema = Outputs['schemas']['list'][number];
+
+/** A job type, as `admin.queues()` lists it: paused or not, its limits, and its job counts by state and version. */
+export type QueueListing = AdminOutputs['queues'][number];
 
 /** A job type's limits; `null`: no such limit. */
-export interface QueueLimits {
-  /** Active jobs of the type across all workers and servers, never exceeded. */
-  concurrency: number | null;
-  /** At most `max` jobs of the type start in any window of `perMs`, across all workers. */
-  rateLimit: { max: number; perMs: number } | null;
-  /** Active jobs per group (the enqueue option `group`). */
-  groupConcurrency: number | null;
-}
+export type QueueLimits = QueueListing['limits'];
 
 /** A change of limits for `setLimits`: a limit left out stays as it is, `null` clears it. */
-export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] | undefined };
+export type LimitsChange = AdminInputs['setLimits']['limits'];
 
-/** A job type, as `admin.queues()` lists it. */
-export interface QueueListing {
-  name: string;
-  paused: boolean;
-  limits: QueueLimits;
-  /** Its jobs by state, every version together. */
-  counts: Record<JobState, number>;
-  /** Its jobs by state, per version enqueued, oldest first. */
-  versions: { version: number; counts: Record<JobState, number> }[];
-}
+/**
+ * A recurring job, as `admin.schedules()` lists it: its key, `source` (`crontab`: from a server's crontab;
+ * `stored`: kept in the store by `upsertSchedule`), next occurrence and last run.
+ */
+export type ScheduleListing = AdminOutputs['schedules'][number];
 
-/** A recurring job, as `admin.schedules()` lists it. */
-export interface ScheduleListing {
-  key: string;
-  /** `crontab`: from a server's crontab; `stored`: kept in the store by `upsertSchedule`. */
-  source: 'crontab' | 'stored';
-  cron: string;
-  timezone: string;
-  name: string;
-  version: number | null;
-  nextRunAt: Date | null;
-  lastRun: { jobId: string; at: Date; state: JobState | null } | null;
-}
+/**
+ * A schedule to keep in the store: `key` names it (an upsert with the same key replaces it); `cron` has five
+ * fields (minute, hour, day of month, month, day of week) or six with seconds first, read in the IANA
+ * `timezone` (default `UTC`); `version` is the payload's (default: the newest registered when each occurrence
+ * is enqueued); `options` are the enqueue options of every occurrence, as a crontab entry takes them.
+ */
+export type ScheduleInput = Omit<AdminInputs['upsertSchedule'], 'options'> & {
+  options?: CronEntry['options'] | undefined;
+};
 
-/** A schedule to keep in the store. */
-export interface ScheduleInput {
-  /** Names it: an upsert with the same key replaces it. */
-  key: string;
-  /** Five fields (minute, hour, day of month, month, day of week), or six with seconds first. */
-  cron: string;
-  /** The IANA time zone the expression is read in. @defaultValue 'UTC' */
-  timezone?: string | undefined;
-  name: string;
-  payload?: unknown;
-  /** The payload's version. @defaultValue the newest registered when each occurrence is enqueued */
-  version?: number | undefined;
-  /** Enqueue options of every occurrence. */
-  options?: CronEntry['options'];
-}
-
-/** A connected worker, as `admin.workers()` lists it. */
-export interface WorkerListing {
-  /** Unique per `sdk.consume` call. */
-  id: string;
-  host: string;
-  /** `null` when the worker sent none (a browser). */
-  pid: number | null;
-  names: string[];
-  versions: number[];
-  startedAt: Date | null;
-  lastSeenAt: Date;
-  activeJobIds: string[];
-}
+/** A connected worker, as `admin.workers()` lists it (`pid` is `null` when the worker sent none: a browser). */
+export type WorkerListing = AdminOutputs['workers'][number];
 
 export function createAdminApi({ api: queueApi, call }: { api: QueueApi; call: Call }): AdminApi {
   return {
