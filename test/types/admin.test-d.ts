@@ -1,8 +1,17 @@
-import type { inferRouterOutputs } from '@trpc/server';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import type { JobEvent, ResyncEvent } from '@workq/core';
 import type { AppRouter } from '@workq/queue-server/router';
 import { jobs } from '@workq/schemas';
-import { createClient, type JobState, type ScheduleListing, type WorkerListing } from '@workq/sdk';
+import {
+  createClient,
+  createQueueApi,
+  type JobState,
+  type LimitsChange,
+  type QueueApi,
+  type ScheduleInput,
+  type ScheduleListing,
+  type WorkerListing,
+} from '@workq/sdk';
 import { describe, expectTypeOf, it } from 'vitest';
 
 const sdk = createClient({ url: 'http://127.0.0.1:1', jobs });
@@ -60,6 +69,24 @@ describe('admin types: one shape on both sides of the wire', () => {
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.schemas>>>().toEqualTypeOf<
       inferRouterOutputs<AppRouter>['schemas']['list']
     >();
+  });
+
+  it('takes each admin input as the router declares it, a schedule’s options narrowed to a crontab entry’s', () => {
+    type Inputs = inferRouterInputs<AppRouter>['admin'];
+    expectTypeOf<LimitsChange>().toEqualTypeOf<Inputs['setLimits']['limits']>();
+    expectTypeOf(sdk.admin.list).parameter(0).toEqualTypeOf<Inputs['list'] | undefined>();
+    expectTypeOf<Omit<ScheduleInput, 'options'>>().toEqualTypeOf<Omit<Inputs['upsertSchedule'], 'options'>>();
+    expectTypeOf<ScheduleInput['options']>().toExtend<Inputs['upsertSchedule']['options']>();
+  });
+
+  it('gives any other caller (the dashboard) the router’s whole API through the SDK’s transport', () => {
+    const api = createQueueApi({ url: 'http://127.0.0.1:1', token: () => 'short-lived' });
+    expectTypeOf(api).toEqualTypeOf<QueueApi>();
+    expectTypeOf(api.admin.checkPayload.mutate).returns.resolves.toEqualTypeOf<
+      inferRouterOutputs<AppRouter>['admin']['checkPayload']
+    >();
+    // @ts-expect-error no such procedure on the server
+    void api.admin.dropEverything.mutate();
   });
 
   it('types the calls an operator makes without a catalog: cancel by id, and events of any job type', () => {

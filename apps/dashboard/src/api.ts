@@ -1,10 +1,5 @@
-import { createTRPCClient, httpLink, httpSubscriptionLink, splitLink, TRPCClientError } from '@trpc/client';
-import { wireTransformer } from '@workq/core';
-import type { AppRouter } from '@workq/queue-server/router';
-import { EventSource } from 'eventsource';
-import type { Api } from './api-client.ts';
-
-export type { Api } from './api-client.ts';
+import { TRPCClientError } from '@trpc/client';
+import { createQueueApi, type QueueApi } from '@workq/sdk';
 
 const TOKEN_KEY = 'workq.dashboard.token';
 
@@ -16,34 +11,12 @@ export const session = {
   signOut: (): void => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-function authorization(token: string): Record<string, string> {
-  return token ? { authorization: `Bearer ${token}` } : {};
-}
-
 /**
- * A client with `token` as its bearer token. Subscriptions go over
- * server-sent events through a fetch-based `EventSource`, so the token travels
- * in a header there too, never in the stream's URL.
+ * The SDK's client of the server this page came from, with `token` as its bearer token: in a header on every
+ * request, subscriptions' event streams included, never in a URL.
  */
-export function createApi(token: string): Api {
-  const url = new URL('/trpc', location.origin).toString();
-  return createTRPCClient<AppRouter>({
-    links: [
-      splitLink({
-        condition: (op) => op.type === 'subscription',
-        true: httpSubscriptionLink({
-          url,
-          transformer: wireTransformer,
-          EventSource,
-          eventSourceOptions: () => ({
-            fetch: (input: RequestInfo | URL, init?: RequestInit) =>
-              fetch(input, { ...init, headers: { ...(init?.headers as object), ...authorization(token) } }),
-          }),
-        }),
-        false: httpLink({ url, transformer: wireTransformer, headers: () => authorization(token) }),
-      }),
-    ],
-  });
+export function createApi(token: string): QueueApi {
+  return createQueueApi({ url: location.origin, token });
 }
 
 /** A field's error from the server's payload validation: its path in the payload and the message. */

@@ -1,5 +1,6 @@
+import type { QueueApi } from '@workq/sdk';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, createApi, describeError, session } from './api.ts';
+import { createApi, describeError, session } from './api.ts';
 import { LiveContext, LiveFeed, useLive } from './live.ts';
 import { JobPage } from './pages/job.tsx';
 import { JobsPage } from './pages/jobs.tsx';
@@ -10,7 +11,7 @@ import { WorkersPage } from './pages/workers.tsx';
 import { Link, useRoute } from './router.tsx';
 import { ApiContext } from './use-api.ts';
 
-type Access = { state: 'checking' } | { state: 'signed-out'; error?: string } | { state: 'in'; api: Api };
+type Access = { state: 'checking' } | { state: 'signed-out'; error?: string } | { state: 'in'; api: QueueApi };
 
 /** Whether `token` may administer this server: `admin.stats` answers only for the `admin` scope. */
 async function tryToken(token: string): Promise<Access> {
@@ -100,7 +101,7 @@ const NAV = [
   ['/schedules', 'Schedules'],
 ] as const;
 
-function SignedIn(props: { api: Api; onSignOut: () => void }) {
+function SignedIn(props: { api: QueueApi; onSignOut: () => void }) {
   const live = useMemo(() => new LiveFeed(props.api), [props.api]);
   useEffect(() => () => live.close(), [live]);
   return (

@@ -1,5 +1,5 @@
 import { isFinishedState, type JobState, MAX_BATCH_SIZE } from '@workq/core';
-import type { Api } from './api-client.ts';
+import type { QueueApi } from '@workq/sdk';
 import { type PendingAction, plural } from './components/confirm.tsx';
 import { describeFilter, type JobFilter, jobsInput } from './job-list.ts';
 
@@ -37,7 +37,7 @@ const ACTIONS = {
 type ActionKind = keyof typeof ACTIONS;
 
 /** Runs one action on the jobs with these ids; resolves to how many it applied to. */
-async function runOn(api: Api, kind: ActionKind, ids: readonly string[]): Promise<number> {
+async function runOn(api: QueueApi, kind: ActionKind, ids: readonly string[]): Promise<number> {
   if (kind === 'retry') {
     let total = 0;
     for (let at = 0; at < ids.length; at += MAX_BATCH_SIZE) {
@@ -57,7 +57,7 @@ async function runOn(api: Api, kind: ActionKind, ids: readonly string[]): Promis
 }
 
 /** The actions that apply to some of the chosen jobs, each with a confirmation saying how many. */
-export function chosenActions(api: Api, chosen: ChosenJobs): { label: string; action: PendingAction }[] {
+export function chosenActions(api: QueueApi, chosen: ChosenJobs): { label: string; action: PendingAction }[] {
   return (Object.keys(ACTIONS) as ActionKind[]).flatMap((kind) => {
     const { verb, applies, after, done } = ACTIONS[kind];
     const ids = chosen.jobs.filter((job) => applies(job.state)).map((job) => job.id);
@@ -83,7 +83,7 @@ export function chosenActions(api: Api, chosen: ChosenJobs): { label: string; ac
  * type are retried in one call.
  */
 export function filterActions(
-  api: Api,
+  api: QueueApi,
   filter: JobFilter,
   count: number | undefined,
 ): { label: string; action: PendingAction }[] {
@@ -114,7 +114,7 @@ function onlyTypeAndState(filter: JobFilter): boolean {
 }
 
 /** Every id the filter matches, read in pages of the server's list. */
-async function matchingIds(api: Api, filter: JobFilter): Promise<string[]> {
+async function matchingIds(api: QueueApi, filter: JobFilter): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | undefined;
   do {

@@ -1,9 +1,9 @@
-import type { Api } from './api-client.ts';
+import type { QueueApi } from '@workq/sdk';
 
 /** A page of the server's job list (`admin.jobs`) and one of its rows, as the router types them. */
-export type JobRowPage = Awaited<ReturnType<Api['admin']['jobs']['query']>>;
+export type JobRowPage = Awaited<ReturnType<QueueApi['admin']['jobs']['query']>>;
 export type JobRow = JobRowPage['jobs'][number];
-type JobsInput = Parameters<Api['admin']['jobs']['query']>[0];
+type JobsInput = Parameters<QueueApi['admin']['jobs']['query']>[0];
 
 /** How many rows a page of the Jobs list shows. */
 export const PAGE_SIZE = 50;
@@ -47,7 +47,7 @@ export function jobsInput(filter: JobFilter, cursor?: string): JobsInput {
 }
 
 /** One page of the list: one call, whatever the store holds. */
-export function loadJobPage(api: Api, filter: JobFilter, cursor?: string): Promise<JobRowPage> {
+export function loadJobPage(api: QueueApi, filter: JobFilter, cursor?: string): Promise<JobRowPage> {
   return api.admin.jobs.query(jobsInput(filter, cursor));
 }
 

@@ -1,7 +1,7 @@
 import { decodeEventBatch, type JobEventType } from '@workq/core';
+import type { QueueApi } from '@workq/sdk';
 import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
-import type { Api } from './api.ts';
 import { type Throughput, ThroughputCounter, WINDOW_MINUTES } from './throughput.ts';
 
 /** How often pages reload while the event stream is down (or not offered by the server). */
@@ -38,7 +38,7 @@ export class LiveFeed {
   private pollTimer: ReturnType<typeof setInterval> | undefined;
   private readonly stop = new AbortController();
 
-  constructor(api: Api) {
+  constructor(api: QueueApi) {
     this.poll();
     const subscription = api.events.watch.subscribe(
       {},
@@ -69,7 +69,7 @@ export class LiveFeed {
    * hour, one page of the newest per state. (Failed attempts that were
    * retried leave no trace there: they are counted from the stream only.)
    */
-  async seed(api: Api, names: readonly string[]): Promise<void> {
+  async seed(api: QueueApi, names: readonly string[]): Promise<void> {
     const fresh = names.filter((name) => !this.seeded.has(name));
     if (fresh.length === 0) return;
     for (const name of fresh) this.seeded.add(name);

@@ -28,3 +28,5 @@ export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts
 export type { Logger } from './logger.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';
 export type { OpenTelemetryApi, OtelTracerProvider, TracingOptions } from './tracing.ts';
+export type { QueueApi, QueueApiOptions, TokenSource } from './transport.ts';
+export { createQueueApi } from './transport.ts';

@@ -5,6 +5,7 @@ import { EventSource } from 'eventsource';
 import { defaultFetch } from '#default-fetch';
 import { timedOut, toWorkqError } from './errors.ts';
 
+/** The queue server's typed tRPC client, inferred from its router: every procedure, as the server declares it. */
 export type QueueApi = ReturnType<typeof createTRPCClient<AppRouter>>;
 
 /**
@@ -14,10 +15,17 @@ export type QueueApi = ReturnType<typeof createTRPCClient<AppRouter>>;
  */
 export type TokenSource = string | (() => string | Promise<string>);
 
-export interface TransportOptions {
+/** Where a `QueueApi` sends its requests, and with what token. */
+export interface QueueApiOptions {
+  /** The queue server's base URL, e.g. `http://127.0.0.1:4000`: its API is served at `<url>/trpc`. */
   url: string;
+  /** The bearer token. @defaultValue none */
   token?: TokenSource | undefined;
+  /** A fetch implementation. @defaultValue on Node, a keep-alive `node:http` client; elsewhere `globalThis.fetch` */
   fetch?: typeof fetch | undefined;
+}
+
+export interface TransportOptions extends QueueApiOptions {
   /** How long a request may go unanswered before it fails with `TIMEOUT`. */
   timeoutMs: number;
 }
@@ -40,15 +48,16 @@ export interface CallOptions {
 export type Call = <T>(run: (api: QueueApi, signal: AbortSignal) => Promise<T>, options?: CallOptions) => Promise<T>;
 
 /**
- * The tRPC client to a queue server; `call` runs a request and converts any
- * failure to a `WorkqError`. Each call is its own HTTP request, sent at once:
- * the SDK batches where batching pays (enqueues made together, acks, lease
- * extensions), so no call waits on a batching timer.
+ * The typed tRPC client of the queue server at `options.url`. The token
+ * travels in the `Authorization` header of every request, never in a URL:
+ * subscriptions too, whose server-sent events are read through a fetch-based
+ * `EventSource`. `createClient` is built on it; a caller that needs
+ * procedures beyond the client's (the server's dashboard) uses it directly.
  */
-export function createTransport(options: TransportOptions): { api: QueueApi; call: Call } {
+export function createQueueApi(options: QueueApiOptions): QueueApi {
   const url = `${options.url.replace(/\/+$/, '')}/trpc`;
   const headers = authorizationHeaders(options.token);
-  const api = createTRPCClient<AppRouter>({
+  return createTRPCClient<AppRouter>({
     links: [
       splitLink({
         condition: (op) => op.type === 'subscription',
@@ -62,6 +71,16 @@ export function createTransport(options: TransportOptions): { api: QueueApi; cal
       }),
     ],
   });
+}
+
+/**
+ * The tRPC client to a queue server; `call` runs a request and converts any
+ * failure to a `WorkqError`. Each call is its own HTTP request, sent at once:
+ * the SDK batches where batching pays (enqueues made together, acks, lease
+ * extensions), so no call waits on a batching timer.
+ */
+export function createTransport(options: TransportOptions): { api: QueueApi; call: Call } {
+  const api = createQueueApi(options);
   const defaultTimeoutMs = options.timeoutMs;
   return {
     api,

@@ -1,5 +1,5 @@
+import type { QueueApi } from '@workq/sdk';
 import { useEffect, useState } from 'preact/hooks';
-import type { Api } from '../api-client.ts';
 import { chosenActions } from '../bulk.ts';
 import { AttemptTimeline } from '../components/attempts.tsx';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
@@ -138,7 +138,7 @@ export function JobPage(props: { id: string }) {
 }
 
 /** Runs a scheduled job (delayed, or waiting out a retry's backoff) at once, after a confirmation. */
-function runNow(api: Api, job: { id: string; runAt: Date; attempts: number }): PendingAction {
+function runNow(api: QueueApi, job: { id: string; runAt: Date; attempts: number }): PendingAction {
   const retrying =
     job.attempts > 0 ? ` It keeps its ${job.attempts} attempt${job.attempts === 1 ? '' : 's'} so far.` : '';
   return {
