@@ -188,6 +188,51 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     expect(await byId({ states: ['waiting'], newestFirst: true, group: 'g2' })).toEqual([b]);
   });
 
+  it('the store lists a state or a key across job types, and a type in both kept states, merged by id', async () => {
+    const { engine, store } = ctx.engine();
+    const names = ['x', 'y', 'z'].map((suffix) => ctx.jobName(`list-merged-${suffix}`));
+    // Jobs of other tests are older than this one's, whose id bounds the listings below.
+    const since = {
+      afterId: (await engine.enqueue({ name: ctx.jobName('list-merged-start'), version: 1, payload: {} })).id,
+    };
+    // Three types in turn, each job holding the key of its place in the turn, so every key spans types.
+    const jobs = await engine.enqueueMany(
+      Array.from({ length: 12 }, (_, n) => ({
+        name: names[n % 3] as string,
+        version: 1,
+        payload: { n },
+        options: { idempotencyKey: `merged-${Math.floor(n / 3)}` },
+      })),
+    );
+    const ids = jobs.map((job) => job.id);
+    for (const id of ids.filter((_, n) => n % 2 === 0)) await engine.cancel(id);
+    const page = (filter: Omit<ListFilter, 'limit'>, limit = 4) =>
+      store.listJobs({ ...since, limit, ...filter }).then((rows) => rows.map((job) => job.id));
+    const cancelled = ids.filter((_, n) => n % 2 === 0).sort();
+    // Newest first, four at a time, by cursor: each cancelled job once, across the three types.
+    const first = await page({ states: ['cancelled'], newestFirst: true });
+    expect(first).toEqual(cancelled.slice(2).reverse());
+    expect(await page({ states: ['cancelled'], newestFirst: true, beforeId: first.at(-1) as string })).toEqual(
+      cancelled.slice(0, 2).reverse(),
+    );
+    expect(await page({ states: ['cancelled'], afterId: cancelled[1] as string }, 10)).toEqual(cancelled.slice(2));
+    expect(await page({ idempotencyKey: 'merged-1' })).toEqual(ids.slice(3, 6).sort());
+    expect(await page({ idempotencyKey: 'merged-1', states: ['waiting'] })).toEqual([ids[3], ids[5]].sort());
+    // A type's waiting jobs, kept as `waiting` and as `delayed`, in id order whatever their run times.
+    const delayed = await engine.enqueue({
+      name: names[0] as string,
+      version: 1,
+      payload: {},
+      options: { delayMs: 60_000 },
+    });
+    const ready = await engine.enqueue({ name: names[0] as string, version: 1, payload: {} });
+    const waitingOfX = [ids[3], ids[9], delayed.id, ready.id].sort() as string[];
+    expect(await page({ name: names[0] as string, states: ['waiting'] }, 10)).toEqual(waitingOfX);
+    expect(await page({ name: names[0] as string, states: ['waiting'], newestFirst: true }, 3)).toEqual(
+      waitingOfX.slice(1).reverse(),
+    );
+  });
+
   it('promote runs a scheduled job now, a delayed one or one waiting out its backoff, keeping its attempts', async () => {
     const { engine } = ctx.engine();
     const name = ctx.jobName('promote');

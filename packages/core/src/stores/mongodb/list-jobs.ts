@@ -2,21 +2,35 @@ import type { Collection, Filter } from 'mongodb';
 import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
 import { type JobDocument, stringOrNull, toJobRecord } from './documents.ts';
+import { DEBOUNCE_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
 
-/** `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`). */
+/**
+ * `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`).
+ *
+ * A type or a state is read through `list_by_name` `(name, state, _id)` or `list_by_state` `(state, _id)`, each
+ * state's run (and each type's, with a type) merged by the server in id order, so a page reads at most a page
+ * per run. An idempotency or debounce key is looked up through its `(name, key)` index, one point per type: a
+ * filter without a type reads the types first (`distinct`, one index probe per type on the server).
+ */
 export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter): Promise<JobRecord[]> {
   const limit = Math.floor(filter.limit);
   if (!(limit > 0)) return [];
   const query: Filter<JobDocument> = {};
   const name = stringOrNull(filter.name);
   if (filter.name !== undefined) query.name = name ?? { $in: [] };
+  const keyIndex = filter.ids === undefined ? keyIndexOf(filter) : undefined;
+  if (keyIndex !== undefined && filter.name === undefined) query.name = { $in: await jobs.distinct('name') };
   // Every state when none is named, so a listing by name walks `list_by_name` in id order, one run per state.
   const states = STORED_STATES.filter((s) => filter.states?.includes(s) ?? filter.name !== undefined);
-  if (filter.states !== undefined || filter.name !== undefined) query.state = { $in: states.flatMap(keptStates) };
+  if (filter.states !== undefined || (filter.name !== undefined && keyIndex === undefined)) {
+    query.state = { $in: states.flatMap(keptStates) };
+  }
   if (filter.version !== undefined) query.version = Number(filter.version);
   if (filter.group !== undefined) query.group = String(filter.group);
-  if (filter.idempotencyKey !== undefined) query.idempotencyKey = String(filter.idempotencyKey);
-  if (filter.debounceKey !== undefined) query.debounceKey = String(filter.debounceKey);
+  // With the type the key's partial index asks for, so the server may read it.
+  if (filter.idempotencyKey !== undefined)
+    query.idempotencyKey = { $eq: String(filter.idempotencyKey), $type: 'string' };
+  if (filter.debounceKey !== undefined) query.debounceKey = { $eq: String(filter.debounceKey), $type: 'string' };
   const ids = filter.ids === undefined ? {} : { $in: filter.ids.map(String) };
   const after = filter.afterId === undefined ? {} : { $gt: String(filter.afterId) };
   const before = filter.beforeId === undefined ? {} : { $lt: String(filter.beforeId) };
@@ -30,7 +44,14 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
     else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
   }
   // With neither name nor state, the `_id` index gives the order and the page ends after `limit` matches.
-  const hint = query.state === undefined && filter.ids === undefined ? { hint: { _id: 1 } } : {};
-  const docs = await jobs.find(query, { sort: { _id: filter.newestFirst ? -1 : 1 }, limit, ...hint }).toArray();
+  const hint = keyIndex ?? (query.state === undefined && filter.ids === undefined ? { _id: 1 } : undefined);
+  const sort = { _id: filter.newestFirst ? -1 : 1 } as const;
+  const docs = await jobs.find(query, { sort, limit, ...(hint === undefined ? {} : { hint }) }).toArray();
   return docs.map((doc) => toJobRecord(doc as JobDocument));
+}
+
+/** The index of the filter's idempotency or debounce key, which holds each key once per type. */
+function keyIndexOf(filter: ListFilter): string | undefined {
+  if (filter.idempotencyKey !== undefined) return IDEMPOTENCY_INDEX;
+  return filter.debounceKey === undefined ? undefined : DEBOUNCE_INDEX;
 }

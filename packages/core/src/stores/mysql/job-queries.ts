@@ -1,9 +1,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
-import type { ClaimRequest, JobRecord, LeaseRef, ListFilter, NewJob } from '../../engine/store.ts';
-import { keptStates } from '../shared/not-started.ts';
+import type { ClaimRequest, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { CLAIM_INDEX, DELAYED_INDEX } from './baseline.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
+import { JOB_SELECT, jobRow, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
 /** The lease fence: the row is active, held by this token, and the lease has not expired. */
@@ -167,49 +166,4 @@ export async function selectInserted(
         .map((job) => [idempotencyRef(job.name, job.idempotencyKey as string), job]),
     ),
   };
-}
-
-/** The page of jobs `filter` asks for, in id order (a non-empty `states`, a positive `limit`). */
-export function listJobsQuery(t: Tables, filter: ListFilter): { sql: string; values: unknown[] } {
-  const where: string[] = [];
-  const values: unknown[] = [];
-  if (filter.name !== undefined) {
-    where.push('name = ?');
-    values.push(filter.name);
-  }
-  if (filter.ids !== undefined) {
-    // `IN ()` is not SQL: no ids matches no row.
-    where.push(filter.ids.length > 0 ? 'id IN (?)' : 'FALSE');
-    if (filter.ids.length > 0) values.push(filter.ids);
-  }
-  if (filter.states !== undefined) {
-    where.push('state IN (?)');
-    values.push(filter.states.flatMap(keptStates));
-  }
-  if (filter.due !== undefined) {
-    where.push(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`);
-    values.push(sqlDate(filter.due.now));
-  }
-  const equal = {
-    version: filter.version,
-    job_group: filter.group,
-    idempotency_key: filter.idempotencyKey,
-    debounce_key: filter.debounceKey,
-  };
-  for (const [column, value] of Object.entries(equal)) {
-    if (value === undefined) continue;
-    where.push(`${column} = ?`);
-    values.push(value);
-  }
-  if (filter.afterId !== undefined) {
-    where.push('id > ?');
-    values.push(filter.afterId);
-  }
-  if (filter.beforeId !== undefined) {
-    where.push('id < ?');
-    values.push(filter.beforeId);
-  }
-  const sql = `SELECT ${JOB_SELECT} FROM ${t.jobs}
-    ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id${filter.newestFirst ? ' DESC' : ''} LIMIT ?`;
-  return { sql, values: [...values, filter.limit] };
 }

@@ -40,7 +40,6 @@ import {
   fenceValues,
   idempotencyRef,
   leaseJobs,
-  listJobsQuery,
   pickInOrder,
   promoteDueJobs,
   RELEASE_LEASE,
@@ -48,6 +47,7 @@ import {
   selectJobsByIds,
 } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
+import { listJobs } from './list-jobs.ts';
 import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
 import { KeyHolderVanished, moveJob } from './move-job.ts';
 import {
@@ -63,7 +63,6 @@ import {
   claimedRecord,
   delayedUntil,
   JOB_COLUMNS,
-  jobRow,
   NOT_STARTED_SQL,
   newJobValues,
   ORDER_KEY_SQL,
@@ -292,8 +291,7 @@ export class MysqlStore implements Store {
 
   async listJobs(filter: ListFilter): Promise<JobRecord[]> {
     if (filter.states?.length === 0 || filter.limit <= 0) return [];
-    const { sql, values } = listJobsQuery(this.t, filter);
-    return this.retry('listJobs', async () => (await selectRows(this.pool, sql, values)).map(jobRow));
+    return this.retry('listJobs', () => listJobs(this.pool, this.t, filter));
   }
 
   async countJobs(now: Date): Promise<JobCount[]> {

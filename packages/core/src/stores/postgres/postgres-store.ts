@@ -39,6 +39,7 @@ import {
 import { debounceJobs, insertJobs, insertStatement } from './insert-jobs.ts';
 import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecord, toJsonText } from './job-rows.ts';
 import { createPgLeaderElection } from './leadership.ts';
+import { buildListJobs } from './list-jobs.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
 import {
@@ -52,7 +53,7 @@ import {
 } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
-import { buildListJobs, buildStatements, type Statements } from './statements.ts';
+import { buildStatements, type Statements } from './statements.ts';
 import { VacuumPacer } from './vacuum-pacer.ts';
 
 export interface PostgresStoreInit {

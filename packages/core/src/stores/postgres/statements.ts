@@ -1,6 +1,3 @@
-import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
-import { WorkqError } from '../../errors.ts';
-import { keptStates } from '../shared/not-started.ts';
 import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { CLAIMED_COLUMNS, JOB_COLUMNS } from './job-rows.ts';
@@ -259,37 +256,3 @@ ORDER BY id`,
 }
 
 export type Statements = ReturnType<typeof buildStatements>;
-
-/** The literals of the stored states a state of the engine's is kept as: `waiting` is also `delayed`. */
-function stateLiterals(state: StoredState): string[] {
-  if (!(STORED_STATES as readonly string[]).includes(state))
-    throw new WorkqError('VALIDATION', `Unknown job state "${String(state)}".`);
-  return keptStates(state).map((kept) => `'${kept}'`);
-}
-
-/** `listJobs`: only the conditions the filter uses, so each query can use its index. */
-export function buildListJobs(quotedSchema: string, filter: ListFilter): { text: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const param = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const where: string[] = [];
-  if (filter.name !== undefined) where.push(`j.name = ${param(filter.name)}`);
-  if (filter.ids !== undefined) where.push(`j.id = ANY(${param(filter.ids)}::text[])`);
-  // States are spliced as literals (from a closed set), so the planner can match them to the partial `jobs_open_idx`.
-  if (filter.states !== undefined) where.push(`j.state IN (${filter.states.flatMap(stateLiterals).join(', ')})`);
-  if (filter.due !== undefined) {
-    const comparison = filter.due.ready ? '<=' : '>';
-    where.push(`(j.state NOT IN ${NOT_STARTED_SQL} OR j.run_at ${comparison} ${param(filter.due.now)}::timestamptz)`);
-  }
-  if (filter.version !== undefined) where.push(`j.version = ${param(filter.version)}::int`);
-  if (filter.group !== undefined) where.push(`j.job_group = ${param(filter.group)}`);
-  if (filter.idempotencyKey !== undefined) where.push(`j.idempotency_key = ${param(filter.idempotencyKey)}`);
-  if (filter.debounceKey !== undefined) where.push(`j.debounce_key = ${param(filter.debounceKey)}`);
-  if (filter.afterId !== undefined) where.push(`j.id > ${param(filter.afterId)}`);
-  if (filter.beforeId !== undefined) where.push(`j.id < ${param(filter.beforeId)}`);
-  const text = `SELECT ${JOB_COLUMNS} FROM ${quotedSchema}.jobs AS j${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}
-ORDER BY j.id${filter.newestFirst ? ' DESC' : ''} LIMIT ${param(filter.limit)}::int`;
-  return { text, params };
-}

@@ -1,0 +1,118 @@
+import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
+import { type KeptState, keptStates } from '../shared/not-started.ts';
+import { type Queryable, selectRows } from './connection.ts';
+import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
+import type { Tables } from './tables.ts';
+
+/** One run of the `listing` index `(name, state, id)` a page is merged from: a job type in one kept state. */
+interface TypeRun {
+  name: string;
+  state: KeptState;
+}
+
+/**
+ * `Store.listJobs`: the page of jobs `filter` matches in id order (descending with `newestFirst`), for a
+ * non-empty `states` and a positive `limit`.
+ *
+ * A filter with a type, or with states other than `completed`, is read run by run of the `listing` index
+ * `(name, state, id)`, one job type in one kept state each, up to a page from each, merged by id in one
+ * statement: a page reads at most a page per run, however rare the match, and is never sorted whole.
+ * Without a type, the types holding jobs in those states are read first, off the same index (a loose index
+ * scan: one probe per type). An idempotency or debounce key without a type is looked up per type the same
+ * way, through its `(name, key)` index. Any other filter walks the primary key in id order: none, only a
+ * version, group or time range, or `completed` (most of a table: the walk finds a page at once, where
+ * merging would read a page of every type).
+ */
+export async function listJobs(db: Queryable, t: Tables, filter: ListFilter): Promise<JobRecord[]> {
+  const { ids, name, states } = filter;
+  if (ids === undefined && isKeyed(filter) && name === undefined) {
+    const names = await typesWithKey(db, t, filter);
+    return names.length === 0 ? [] : selectInOrder(db, t, filter, { sql: ['name IN (?)'], values: [names] });
+  }
+  if (ids === undefined && !isKeyed(filter) && name !== undefined) {
+    const runs = (states ?? STORED_STATES).flatMap(keptStates).map((state) => ({ name, state }));
+    return selectRuns(db, t, filter, runs);
+  }
+  if (ids === undefined && !isKeyed(filter) && states?.every((state) => state !== 'completed')) {
+    return selectRuns(db, t, filter, await typesInStates(db, t, states.flatMap(keptStates)));
+  }
+  return selectInOrder(db, t, filter, { sql: [], values: [] });
+}
+
+/** The page of the jobs matching `filter` and `also`, read in id order. */
+async function selectInOrder(
+  db: Queryable,
+  t: Tables,
+  filter: ListFilter,
+  also: { sql: string[]; values: unknown[] },
+): Promise<JobRecord[]> {
+  const where = conditionsOf(filter);
+  const conditions = [...also.sql, ...where.sql];
+  const sql = `SELECT ${JOB_SELECT} FROM ${t.jobs}
+    ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''} ${orderOf(filter)} LIMIT ?`;
+  return (await selectRows(db, sql, [...also.values, ...where.values, filter.limit])).map(jobRow);
+}
+
+const isKeyed = (filter: ListFilter) => filter.idempotencyKey !== undefined || filter.debounceKey !== undefined;
+
+const orderOf = (filter: ListFilter) => `ORDER BY id${filter.newestFirst ? ' DESC' : ''}`;
+
+/** The page merged from `runs`, each read through `listing` up to the page's length. */
+async function selectRuns(db: Queryable, t: Tables, filter: ListFilter, runs: TypeRun[]): Promise<JobRecord[]> {
+  if (runs.length === 0) return [];
+  const { name: _name, states: _states, ...rest } = filter;
+  const where = conditionsOf(rest);
+  const run = `(SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (listing)
+    WHERE ${['name = ?', 'state = ?', ...where.sql].join(' AND ')} ${orderOf(filter)} LIMIT ?)`;
+  const values = runs.flatMap(({ name, state }) => [name, state, ...where.values, filter.limit]);
+  if (runs.length === 1) return (await selectRows(db, run, values)).map(jobRow);
+  const sql = `${runs.map(() => run).join(' UNION ALL ')} ${orderOf(filter)} LIMIT ?`;
+  return (await selectRows(db, sql, [...values, filter.limit])).map(jobRow);
+}
+
+/** The types holding jobs in each of `states`: one loose scan of `listing` per state. */
+async function typesInStates(db: Queryable, t: Tables, states: KeptState[]): Promise<TypeRun[]> {
+  const perState = `(SELECT DISTINCT name, state FROM ${t.jobs} FORCE INDEX (listing) WHERE state = ?)`;
+  const rows = await selectRows(db, states.map(() => perState).join(' UNION ALL '), states);
+  return rows.map((row) => ({ name: String(row.name), state: row.state as KeptState }));
+}
+
+/** The types holding the filter's idempotency or debounce key: a loose scan of that key's `(name, key)` index. */
+async function typesWithKey(db: Queryable, t: Tables, filter: ListFilter): Promise<string[]> {
+  const [column, key] =
+    filter.idempotencyKey !== undefined
+      ? ['idempotency_key', filter.idempotencyKey]
+      : ['debounce_key', filter.debounceKey];
+  const rows = await selectRows(db, `SELECT DISTINCT name FROM ${t.jobs} WHERE ${column} = ?`, [key]);
+  return rows.map((row) => String(row.name));
+}
+
+/** The conditions of `filter` but its keyset order, as SQL and values. */
+function conditionsOf(filter: Omit<ListFilter, 'limit'>): { sql: string[]; values: unknown[] } {
+  const sql: string[] = [];
+  const values: unknown[] = [];
+  const add = (condition: string, ...args: unknown[]) => {
+    sql.push(condition);
+    values.push(...args);
+  };
+  if (filter.name !== undefined) add('name = ?', filter.name);
+  // `IN ()` is not SQL: no ids matches no row.
+  if (filter.ids !== undefined) {
+    if (filter.ids.length > 0) add('id IN (?)', filter.ids);
+    else add('FALSE');
+  }
+  if (filter.states !== undefined) add('state IN (?)', filter.states.flatMap(keptStates));
+  if (filter.due !== undefined) {
+    add(`(state NOT IN ${NOT_STARTED_SQL} OR run_at ${filter.due.ready ? '<=' : '>'} ?)`, sqlDate(filter.due.now));
+  }
+  const equal = {
+    version: filter.version,
+    job_group: filter.group,
+    idempotency_key: filter.idempotencyKey,
+    debounce_key: filter.debounceKey,
+  };
+  for (const [column, value] of Object.entries(equal)) if (value !== undefined) add(`${column} = ?`, value);
+  if (filter.afterId !== undefined) add('id > ?', filter.afterId);
+  if (filter.beforeId !== undefined) add('id < ?', filter.beforeId);
+  return { sql, values };
+}
