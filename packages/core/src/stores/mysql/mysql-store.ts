@@ -25,31 +25,12 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { keyExpired } from '../shared/deduplication.ts';
-import { insertedRecord } from '../shared/inserted-record.ts';
-import { notStartedState } from '../shared/not-started.ts';
-import { execute, inTransaction, selectRows } from './connection.ts';
-import { countJobs } from './count-jobs.ts';
-import { debounceJob, releaseExpiredKeys } from './deduplication.ts';
-import { appendedErrorsSql } from './error-history.ts';
+import { inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
-import { claimLimitedJobs, listQueueSettings, updateQueueSettings } from './flow-control.ts';
-import { completeHeldJobs, releaseHeldJobs } from './held-jobs.ts';
-import {
-  FENCE,
-  fenceValues,
-  idempotencyRef,
-  leaseJobs,
-  pickInOrder,
-  promoteDueJobs,
-  RELEASE_LEASE,
-  selectInserted,
-  selectJobsByIds,
-} from './job-queries.ts';
+import { listQueueSettings, updateQueueSettings } from './flow-control.ts';
+import { selectJobsByIds } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
 import { listJobs } from './list-jobs.ts';
-import { hasExpiredLease, pruneJobs, requeueExpiredLeases, retryDeadJobs } from './maintenance.ts';
-import { KeyHolderVanished, moveJob } from './move-job.ts';
 import {
   listSchemas,
   listWorkers,
@@ -59,21 +40,24 @@ import {
   removeSchema,
   touchWorkers,
 } from './registries.ts';
-import {
-  claimedRecord,
-  delayedUntil,
-  JOB_COLUMNS,
-  NOT_STARTED_SQL,
-  newJobValues,
-  ORDER_KEY_SQL,
-  sqlDate,
-  writeJson,
-} from './rows.ts';
+import { sqlDate, writeJson } from './rows.ts';
 import { mysqlSchedules } from './schedules.ts';
+import { cancelJob } from './sql/cancel-job.ts';
+import { claimJobs } from './sql/claim-jobs.ts';
+import { claimLimitedJobs } from './sql/claim-limited-jobs.ts';
+import { completeJobs } from './sql/complete-jobs.ts';
+import { countJobs } from './sql/count-jobs.ts';
+import { debounceJob } from './sql/debounce-job.ts';
+import { failJob } from './sql/fail-job.ts';
+import { insertJobs } from './sql/insert-jobs.ts';
+import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
+import { promoteJob } from './sql/promote-job.ts';
+import { pruneJobs } from './sql/prune-jobs.ts';
+import { releaseJobs } from './sql/release-jobs.ts';
+import { hasExpiredLease, requeueExpiredLeases } from './sql/requeue-expired-leases.ts';
+import { retryDeadJobs } from './sql/retry-dead-jobs.ts';
+import { updateHeldJob } from './sql/update-held-job.ts';
 import type { Tables } from './tables.ts';
-
-/** A failed attempt's error (JSON text, given twice) appended to `errors`, then made the last `error`. */
-const RECORD_ERROR = `errors = ${appendedErrorsSql('?')}, error = ?`;
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
 export interface MysqlStoreParts {
@@ -122,31 +106,7 @@ export class MysqlStore implements Store {
 
   async insertJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
     if (jobs.length === 0) return [];
-    const keyed = jobs.filter((job) => job.idempotencyKey !== null);
-    return this.retry('insertJobs', async () => {
-      // ON DUPLICATE KEY UPDATE turns a key conflict into a no-op, unlike INSERT IGNORE, which would hide other errors.
-      await execute(
-        this.pool,
-        `INSERT INTO ${this.t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
-        [jobs.map(newJobValues)],
-      );
-      // A job without a key was inserted as sent; only a key may have been taken, so only keyed jobs are read.
-      if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
-      const { byKey } = await selectInserted(this.pool, this.t, keyed);
-      const expired: NewJob[] = [];
-      const outcomes = jobs.map((job): InsertOutcome => {
-        if (job.idempotencyKey === null) return { job: insertedRecord(job), created: true };
-        const found = byKey.get(idempotencyRef(job.name, job.idempotencyKey));
-        // No holder: it was pruned between the two statements; an expired one lets go of its key (see `KeyHolderGone`).
-        if (!found) return { job: null, created: false };
-        if (found.id === job.id) return { job: insertedRecord(job), created: true };
-        if (!keyExpired(found, job)) return { job: found, created: false };
-        expired.push(job);
-        return { job: null, created: false };
-      });
-      await releaseExpiredKeys(this.pool, this.t, expired);
-      return outcomes;
-    });
+    return this.retry('insertJobs', () => insertJobs(this.pool, this.t, jobs));
   }
 
   async debounceJobs(jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
@@ -157,7 +117,7 @@ export class MysqlStore implements Store {
   }
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
-    return this.transaction('claimJobs', (c) => this.claimOn(c, request), {
+    return this.transaction('claimJobs', (c) => claimJobs(c, this.t, request), {
       readCommitted: !this.readCommittedSessions,
     });
   }
@@ -171,79 +131,39 @@ export class MysqlStore implements Store {
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
-    return this.transaction(
-      'claimLimitedJobs',
-      (c) => claimLimitedJobs(c, this.t, request, (on, claim) => this.claimOn(on, claim)),
-      { readCommitted: !this.readCommittedSessions },
-    );
-  }
-
-  /** `claimJobs` on a connection in a transaction. */
-  private async claimOn(c: PoolConnection, request: ClaimRequest): Promise<ClaimedRecord[]> {
-    // Every due job, so that none ranked before a claimed one is left delayed.
-    await promoteDueJobs(c, this.t, request.name, request.now);
-    const locked = await pickInOrder(c, this.t, request, request.limit);
-    if (locked.length === 0) return [];
-    await leaseJobs(
-      c,
-      this.t,
-      locked.map((row) => String(row.id)),
-      request,
-    );
-    return locked.map((row) => claimedRecord(row, request));
+    return this.transaction('claimLimitedJobs', (c) => claimLimitedJobs(c, this.t, request), {
+      readCommitted: !this.readCommittedSessions,
+    });
   }
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    return this.transaction('completeJobs', (c) => completeHeldJobs(c, this.t, jobs, now));
+    return this.transaction('completeJobs', (c) => completeJobs(c, this.t, jobs, now));
   }
 
   async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
     if (leases.length === 0) return [];
-    return this.transaction('releaseJobs', (c) => releaseHeldJobs(c, this.t, leases, now));
+    return this.transaction('releaseJobs', (c) => releaseJobs(c, this.t, leases, now));
   }
 
   async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
-    const { retryAt } = outcome;
-    const error = writeJson(outcome.error);
-    if (retryAt === null) {
-      return this.fencedUpdate(
-        'failJob',
-        lease,
-        now,
-        `state = 'dead', ${RECORD_ERROR}, ${RELEASE_LEASE}, finished_at = ?`,
-        [error, error, sqlDate(now)],
-      );
-    }
-    const retryState = notStartedState(retryAt, now);
-    return this.fencedUpdate(
-      'failJob',
-      lease,
-      now,
-      `state = ?, delayed_until = ?, ${RECORD_ERROR}, ${RELEASE_LEASE}, run_at = ?, order_key = ${ORDER_KEY_SQL}`,
-      [
-        retryState,
-        delayedUntil(retryState, retryAt),
-        error,
-        error,
-        sqlDate(retryAt),
-        retryAt.getTime(),
-        retryAt.getTime(),
-      ],
-    );
+    return this.retry('failJob', () => failJob(this.pool, this.t, lease, outcome, now));
   }
 
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
-    return this.fencedUpdate('extendLease', lease, now, 'lease_expires_at = ?', [sqlDate(leaseExpiresAt)]);
+    return this.updateHeld('extendLease', lease, now, {
+      set: 'lease_expires_at = ?',
+      values: [sqlDate(leaseExpiresAt)],
+    });
   }
 
   async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
-    return this.fencedUpdate('recordProgress', lease, now, 'progress = ?', [progress]);
+    return this.updateHeld('recordProgress', lease, now, { set: 'progress = ?', values: [progress] });
   }
 
   async updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
     const values = [writeJson(change.payload), change.version];
-    return this.fencedUpdate('updatePayload', lease, now, 'payload = ?, version = ?', values);
+    return this.updateHeld('updatePayload', lease, now, { set: 'payload = ?, version = ?', values });
   }
 
   async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
@@ -256,28 +176,11 @@ export class MysqlStore implements Store {
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
-    return this.transaction('cancelJob', async (c) => {
-      const cancelled = await execute(
-        c,
-        `UPDATE ${this.t.jobs} SET state = 'cancelled', delayed_until = NULL, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-         WHERE id = ? AND state IN ('delayed', 'waiting', 'active')`,
-        [sqlDate(now), sqlDate(now), id],
-      );
-      return cancelled.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
-    });
+    return this.transaction('cancelJob', (c) => cancelJob(c, this.t, id, now));
   }
 
   async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
-    return this.transaction('promoteJob', async (c) => {
-      const promoted = await execute(
-        c,
-        `UPDATE ${this.t.jobs} SET state = 'waiting', delayed_until = NULL, run_at = ?, order_key = ${ORDER_KEY_SQL},
-           updated_at = ?
-         WHERE id = ? AND state IN ${NOT_STARTED_SQL} AND run_at > ?`,
-        [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now), id, sqlDate(now)],
-      );
-      return promoted.affectedRows === 0 ? null : ((await selectJobsByIds(c, this.t, [id])).get(id) ?? null);
-    });
+    return this.transaction('promoteJob', (c) => promoteJob(c, this.t, id, now));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -367,25 +270,14 @@ export class MysqlStore implements Store {
     return this.closing;
   }
 
-  /**
-   * A fenced single-row update, one statement; resolves to whether the lease held (`affectedRows` counts the
-   * matched row, see `execute`).
-   */
-  private fencedUpdate(
+  /** A fenced single-row update (update-held-job.ts), retried on deadlock. */
+  private updateHeld(
     operation: string,
     lease: LeaseRef,
     now: Date,
-    set: string,
-    values: readonly unknown[],
+    change: { set: string; values: readonly unknown[] },
   ): Promise<boolean> {
-    return this.retry(operation, async () => {
-      const updated = await execute(this.pool, `UPDATE ${this.t.jobs} SET ${set}, updated_at = ? WHERE ${FENCE}`, [
-        ...values,
-        sqlDate(now),
-        ...fenceValues(lease, now),
-      ]);
-      return updated.affectedRows === 1;
-    });
+    return this.retry(operation, () => updateHeldJob(this.pool, this.t, lease, now, change));
   }
 
   private retry<T>(operation: string, work: () => Promise<T>): Promise<T> {

@@ -1,8 +1,18 @@
+/**
+ * Debounce a job: `Store.debounceJobs` for one job, in one transaction (the caller's). One
+ * `INSERT … ON DUPLICATE KEY UPDATE` on the `debounce (name, debounce_key)` index: a new key inserts the job; a
+ * taken one updates its holder while that waits. Then the holder is read, locked; a holder that had started or
+ * finished lets go of the key.
+ *
+ * Returns the job inserted (`created`), the holder updated, or no job when the key was let go (the engine sends
+ * the job again). Locks: the holder, until the transaction ends, so a claim (which skips locked rows) cannot
+ * take it in between.
+ */
 import type { PoolConnection } from 'mysql2/promise';
-import type { InsertOutcome, NewJob } from '../../engine/store.ts';
-import { execute, type Queryable, selectRows } from './connection.ts';
-import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues, sqlDate } from './rows.ts';
-import type { Tables } from './tables.ts';
+import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
+import { execute, selectRows } from '../connection.ts';
+import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues } from '../rows.ts';
+import type { Tables } from '../tables.ts';
 
 /** `column` takes the inserted row's value only on a holder not yet started (never claimed, so no attempts). */
 function whileWaiting(column: string, value = `VALUES(${column})`): string {
@@ -52,12 +62,4 @@ export async function debounceJob(c: PoolConnection, t: Tables, job: NewJob): Pr
   // The holder started or finished, so it was left as it was: it lets go of the key, and the engine sends the job again.
   await execute(c, `UPDATE ${t.jobs} SET debounce_key = NULL WHERE id = ?`, [holder.id]);
   return { job: null, created: false };
-}
-
-/** Clears each key of `jobs` on its holder when it expired by the time the job found it taken. */
-export async function releaseExpiredKeys(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<void> {
-  if (jobs.length === 0) return;
-  const match = jobs.map(() => '(name = ? AND idempotency_key = ? AND idempotency_expires_at <= ?)').join(' OR ');
-  const values = jobs.flatMap((job) => [job.name, job.idempotencyKey, sqlDate(job.createdAt)]);
-  await execute(db, `UPDATE ${t.jobs} SET idempotency_key = NULL WHERE ${match}`, values);
 }

@@ -1,14 +1,20 @@
+/**
+ * Requeue expired leases: `Store.requeueExpiredLeases`. A plain read first (`hasExpiredLease`, no locks: most
+ * sweeps find nothing); then, in one transaction (the caller's), the expired leases locked and read, skipping
+ * rows another transaction holds (an ack in flight wins), the jobs out of attempts made `dead`, the rest
+ * `waiting`, each with the lost lease's error recorded.
+ *
+ * Takes `now` and the error to record (its `attempt` is each job's own). Returns each job swept, and whether it
+ * died. Guarantees: a lease is swept once, and only when it expired by `now`.
+ */
 import type { PoolConnection } from 'mysql2/promise';
-import type { SweptLease } from '../../engine/store.ts';
-import { FINISHED_STATES, type JobError } from '../../jobs.ts';
-import { execute, type Queryable, selectRows } from './connection.ts';
-import { appendedErrorsSql } from './error-history.ts';
-import { RELEASE_LEASE } from './job-queries.ts';
-import { ORDER_KEY_SQL, sqlDate, writeJson } from './rows.ts';
-import type { Tables } from './tables.ts';
-
-/** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */
-const FINISHED_STATE_PLACEHOLDERS = FINISHED_STATES.map(() => '?').join(', ');
+import type { SweptLease } from '../../../engine/store.ts';
+import type { JobError } from '../../../jobs.ts';
+import { execute, type Queryable, selectRows } from '../connection.ts';
+import { appendedErrorsSql } from '../error-history.ts';
+import { RELEASE_LEASE } from '../job-queries.ts';
+import { sqlDate, writeJson } from '../rows.ts';
+import type { Tables } from '../tables.ts';
 
 /** Whether some lease expired by `now`: a plain read, which takes no locks (most sweeps find nothing). */
 export async function hasExpiredLease(db: Queryable, t: Tables, now: Date): Promise<boolean> {
@@ -21,7 +27,7 @@ export async function hasExpiredLease(db: Queryable, t: Tables, now: Date): Prom
 }
 
 /**
- * `Store.requeueExpiredLeases` on a connection in a transaction: the expired leases are locked and read
+ * The sweep, on a connection in a transaction: the expired leases are locked and read
  * (skipping rows another transaction holds, as an ack does), then the dead ones ended, then the rest requeued.
  */
 export async function requeueExpiredLeases(
@@ -67,45 +73,4 @@ export async function requeueExpiredLeases(
     );
   }
   return swept;
-}
-
-/** `Store.retryDeadJobs`, one statement. */
-export async function retryDeadJobs(
-  db: Queryable,
-  t: Tables,
-  target: { name?: string; ids?: readonly string[] },
-  now: Date,
-): Promise<number> {
-  if (target.ids?.length === 0) return 0;
-  const where = [`state = 'dead'`];
-  const values: unknown[] = [sqlDate(now), now.getTime(), now.getTime(), sqlDate(now)];
-  if (target.name !== undefined) {
-    where.push('name = ?');
-    values.push(target.name);
-  }
-  if (target.ids !== undefined) {
-    where.push('id IN (?)');
-    values.push(target.ids);
-  }
-  const retried = await execute(
-    db,
-    `UPDATE ${t.jobs}
-         SET state = 'waiting', run_at = ?, order_key = ${ORDER_KEY_SQL}, attempts = 0, finished_at = NULL,
-           ${RELEASE_LEASE}, updated_at = ?
-         WHERE ${where.join(' AND ')}`,
-    values,
-  );
-  return retried.affectedRows;
-}
-
-/** `Store.pruneJobs`, one statement. */
-export async function pruneJobs(db: Queryable, t: Tables, finishedBefore: Date, limit: number): Promise<number> {
-  if (limit <= 0) return 0;
-  const pruned = await execute(
-    db,
-    `DELETE FROM ${t.jobs}
-         WHERE finished_at < ? AND state IN (${FINISHED_STATE_PLACEHOLDERS}) ORDER BY finished_at LIMIT ?`,
-    [sqlDate(finishedBefore), ...FINISHED_STATES, Math.floor(limit)],
-  );
-  return pruned.affectedRows;
 }

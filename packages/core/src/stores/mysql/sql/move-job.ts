@@ -1,10 +1,19 @@
+/**
+ * Move a job: `Store.moveJob`, in one transaction (the caller's). The fenced completion of the held job into
+ * `next`, the insert of `next` (`ON DUPLICATE KEY UPDATE id = id`), and, only when `next` carries an idempotency
+ * key, the read of the key's holder, which the insert's duplicate-key path has locked.
+ *
+ * Returns the job inserted, or the retained job holding `next`'s key (the held job then points at it), or null
+ * when the lease did not hold. Guarantees: the held job completes if and only if `next` (or its key's holder)
+ * exists when the transaction commits.
+ */
 import type { PoolConnection } from 'mysql2/promise';
-import type { InsertOutcome, LeaseRef, NewJob } from '../../engine/store.ts';
-import { insertedRecord } from '../shared/inserted-record.ts';
-import { execute } from './connection.ts';
-import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from './job-queries.ts';
-import { JOB_COLUMNS, newJobValues, sqlDate } from './rows.ts';
-import type { Tables } from './tables.ts';
+import type { InsertOutcome, LeaseRef, NewJob } from '../../../engine/store.ts';
+import { insertedRecord } from '../../shared/inserted-record.ts';
+import { execute } from '../connection.ts';
+import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from '../job-queries.ts';
+import { JOB_COLUMNS, newJobValues, sqlDate } from '../rows.ts';
+import type { Tables } from '../tables.ts';
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
 export class KeyHolderVanished extends Error {}

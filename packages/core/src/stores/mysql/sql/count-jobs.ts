@@ -1,10 +1,13 @@
-import type { JobCount } from '../../engine/store.ts';
-import type { JobState } from '../../jobs.ts';
-import { type Queryable, selectRows } from './connection.ts';
-import { NOT_STARTED_SQL, sqlDate } from './rows.ts';
-import type { Tables } from './tables.ts';
+/**
+ * Count jobs: `Store.countJobs`, one grouped `SELECT`: the jobs by name, version and the state a user sees at
+ * `now` (a waiting job not yet due is `scheduled`, a due one `ready`). Takes no locks.
+ */
+import type { JobCount } from '../../../engine/store.ts';
+import type { JobState } from '../../../jobs.ts';
+import { type Queryable, selectRows } from '../connection.ts';
+import { NOT_STARTED_SQL, sqlDate } from '../rows.ts';
+import type { Tables } from '../tables.ts';
 
-/** `Store.countJobs`: job counts by name, version and user-visible state at `now`, in one statement. */
 export async function countJobs(db: Queryable, t: Tables, now: Date): Promise<JobCount[]> {
   const rows = await selectRows(
     db,

@@ -1,0 +1,40 @@
+/**
+ * Insert jobs: `Store.insertJobs`. One multi-row `INSERT … ON DUPLICATE KEY UPDATE id = id`: a taken
+ * idempotency key is a no-op for that row (unlike `INSERT IGNORE`, which would hide other errors). Then only
+ * the jobs with a key are read back, by `(name, key)`, to learn which job holds each; a job without a key was
+ * inserted as sent. A holder whose key had expired lets go of it (release-expired-keys.ts).
+ *
+ * Takes the new jobs, in order. Returns one outcome per job, in order: inserted (`created`), the holder of its
+ * key, or no job when the holder was pruned between the two statements or its key expired (the engine sends
+ * the job again). Takes no locks beyond the statements'.
+ */
+import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
+import { keyExpired } from '../../shared/deduplication.ts';
+import { insertedRecord } from '../../shared/inserted-record.ts';
+import { execute, type Queryable } from '../connection.ts';
+import { idempotencyRef, selectInserted } from '../job-queries.ts';
+import { JOB_COLUMNS, newJobValues } from '../rows.ts';
+import type { Tables } from '../tables.ts';
+import { releaseExpiredKeys } from './release-expired-keys.ts';
+
+export async function insertJobs(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+  const keyed = jobs.filter((job) => job.idempotencyKey !== null);
+  await execute(db, `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [
+    jobs.map(newJobValues),
+  ]);
+  if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
+  const { byKey } = await selectInserted(db, t, keyed);
+  const expired: NewJob[] = [];
+  const outcomes = jobs.map((job): InsertOutcome => {
+    if (job.idempotencyKey === null) return { job: insertedRecord(job), created: true };
+    const found = byKey.get(idempotencyRef(job.name, job.idempotencyKey));
+    // No holder: it was pruned between the two statements; an expired one lets go of its key (see `KeyHolderGone`).
+    if (!found) return { job: null, created: false };
+    if (found.id === job.id) return { job: insertedRecord(job), created: true };
+    if (!keyExpired(found, job)) return { job: found, created: false };
+    expired.push(job);
+    return { job: null, created: false };
+  });
+  await releaseExpiredKeys(db, t, expired);
+  return outcomes;
+}

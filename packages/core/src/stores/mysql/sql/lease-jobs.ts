@@ -1,0 +1,27 @@
+/**
+ * Lease jobs: the claim's last step. Leases the jobs a claim's transaction locked to the claiming worker.
+ *
+ * Takes their ids and the `ClaimRequest` (token, worker, now, and `leaseMs`, or null for each job's own);
+ * one `UPDATE … WHERE id IN (…)`, which sets the state `active`, the token, the expiry and the worker, and
+ * counts the attempt. Locks: nothing more than the claim holds. Guarantees: what the claim read of each row
+ * stays true but for the attempts and the lease, which `claimedRecord` adds.
+ */
+import type { ClaimRequest } from '../../../engine/store.ts';
+import { execute, type Queryable } from '../connection.ts';
+import { sqlDate } from '../rows.ts';
+import type { Tables } from '../tables.ts';
+
+export async function leaseJobs(c: Queryable, t: Tables, ids: readonly string[], request: ClaimRequest): Promise<void> {
+  const { now } = request;
+  const expiry =
+    request.leaseMs === null
+      ? { sql: 'TIMESTAMPADD(MICROSECOND, lease_ms * 1000, CAST(? AS DATETIME(3)))', value: sqlDate(now) }
+      : { sql: '?', value: sqlDate(new Date(now.getTime() + request.leaseMs)) };
+  await execute(
+    c,
+    `UPDATE ${t.jobs} SET state = 'active', lease_token = ?, lease_expires_at = ${expiry.sql},
+       worker_id = ?, attempts = attempts + 1, updated_at = ?
+     WHERE id IN (?)`,
+    [request.leaseToken, expiry.value, request.workerId, sqlDate(now), ids],
+  );
+}

@@ -1,0 +1,80 @@
+/**
+ * Lock ready jobs: the claim's second step. Locks up to `limit` ready jobs of one type and version range, in
+ * claim order, and reads what a worker is handed of them.
+ *
+ * Takes a `ClaimRequest` (name, now, versions) and a limit; runs in the claim's transaction. One
+ * `SELECT … ORDER BY … LIMIT … FOR UPDATE SKIP LOCKED` along `claim_order`, reading only the index's
+ * `waiting` range of the type, so finished history never costs it anything. Locks: the rows it returns,
+ * until the transaction ends, so their values hold until the lease (lease-jobs.ts) commits; rows other
+ * claims hold are skipped, never waited for. Returns the rows (`CLAIMED_COLUMNS`), in claim order.
+ */
+import type { RowDataPacket } from 'mysql2/promise';
+import type { ClaimRequest } from '../../../engine/store.ts';
+import { CLAIM_INDEX } from '../baseline.ts';
+import { type Queryable, selectRows } from '../connection.ts';
+import { sqlDate } from '../rows.ts';
+import type { Tables } from '../tables.ts';
+
+/** The columns a claim reads of each job it leases (`claimedRecord`). */
+const CLAIMED_COLUMNS = [
+  'id',
+  'name',
+  'version',
+  'payload',
+  'attempts',
+  'max_attempts',
+  'lease_ms',
+  'progress',
+  'run_at',
+  'trace_context',
+] as const;
+
+export const CLAIMED_SELECT = CLAIMED_COLUMNS.join(', ');
+
+/** `CLAIMED_SELECT` with each column read from the table aliased `alias`. */
+export function claimedSelectOf(alias: string): string {
+  return CLAIMED_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+}
+
+/**
+ * The statement. Values: name, now, minVersion, maxVersion, limit. With `countActive`, each row also carries
+ * `type_active`, the name's `active` jobs, read by the same statement (values: name first).
+ */
+export function claimCandidatesSql(t: Tables, options: { countActive?: boolean } = {}): string {
+  const active = options.countActive ? `${countActiveSql(t)} AS type_active, ` : '';
+  return `SELECT ${active}${CLAIMED_SELECT}
+    FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
+    WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
+    ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
+}
+
+/** A scalar subquery: the number of `active` jobs of one name. Values: name. */
+export function countActiveSql(t: Tables): string {
+  return `(SELECT COUNT(*) FROM ${t.jobs} FORCE INDEX (listing) WHERE name = ? AND state = 'active')`;
+}
+
+/**
+ * Locks up to `limit` ready jobs of the request's name and version range in claim order (`claimCandidatesSql`).
+ * Under a `concurrency` limit, the name's active jobs are counted by the same statement, and only the first of
+ * the locked jobs that fit beside them are returned: the type's other limited claims wait for its settings row,
+ * which the caller holds, so none starts one meanwhile.
+ */
+export async function lockReadyJobs(
+  c: Queryable,
+  t: Tables,
+  request: ClaimRequest,
+  limit: number,
+  concurrency: number | null = null,
+): Promise<RowDataPacket[]> {
+  const counting = concurrency !== null;
+  const rows = await selectRows(c, claimCandidatesSql(t, { countActive: counting }), [
+    ...(counting ? [request.name] : []),
+    request.name,
+    sqlDate(request.now),
+    request.minVersion,
+    request.maxVersion,
+    counting ? Math.min(limit, concurrency) : limit,
+  ]);
+  if (!counting || rows.length === 0) return rows;
+  return rows.slice(0, Math.max(0, concurrency - Number(rows[0]?.type_active)));
+}

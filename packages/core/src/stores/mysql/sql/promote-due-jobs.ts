@@ -1,0 +1,28 @@
+/**
+ * Promote due jobs: the claim's first step. Moves one type's delayed jobs whose run time has come into the
+ * claim index's `waiting` range, where the claim's locking read finds them.
+ *
+ * Takes the type's name and the claim's `now`; runs in the claim's transaction. One statement moves up to
+ * `PROMOTE_BATCH` jobs, earliest first, along `delayed_due`; it is repeated while it moves that many.
+ * Locks: the rows it moves, until the transaction ends. Guarantees: no job of the type due by `now` is left
+ * delayed, so none ranked before a claimed one is passed over.
+ */
+import { DELAYED_INDEX } from '../baseline.ts';
+import { execute, type Queryable } from '../connection.ts';
+import { sqlDate } from '../rows.ts';
+import type { Tables } from '../tables.ts';
+
+/** Due delayed jobs one statement moves at most; the claim repeats it while it moves that many. */
+export const PROMOTE_BATCH = 1000;
+
+/** The statement. Values: name, now. */
+export function promoteDueJobsSql(t: Tables): string {
+  return `UPDATE ${t.jobs} FORCE INDEX (${DELAYED_INDEX}) SET state = 'waiting', delayed_until = NULL
+    WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT ${PROMOTE_BATCH}`;
+}
+
+/** Runs `promoteDueJobsSql` until it leaves none of the name's delayed jobs due, however many came due at once. */
+export async function promoteDueJobs(c: Queryable, t: Tables, name: string, now: Date): Promise<void> {
+  const promote = promoteDueJobsSql(t);
+  while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+}
