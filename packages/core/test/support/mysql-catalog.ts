@@ -81,8 +81,8 @@ export async function readMysqlCatalog(
     `SELECT c.TABLE_NAME, c.CONSTRAINT_NAME, c.CONSTRAINT_TYPE, k.CHECK_CLAUSE
      FROM information_schema.table_constraints AS c
      LEFT JOIN information_schema.check_constraints AS k
-       ON k.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
-       AND k.CONSTRAINT_NAME = c.CONSTRAINT_NAME
+       ON k.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = c.CONSTRAINT_NAME
+       AND c.CONSTRAINT_TYPE = 'CHECK'
      WHERE c.CONSTRAINT_SCHEMA = ? AND c.TABLE_NAME LIKE ? ORDER BY c.TABLE_NAME, c.CONSTRAINT_NAME`,
   );
   for (const row of constraints) {
