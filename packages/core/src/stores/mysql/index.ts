@@ -56,9 +56,11 @@ const DEFAULTS = {
 } as const;
 
 /**
- * Opens the MySQL/MariaDB store and applies any pending migrations before it
- * resolves. Fails with `VALIDATION` on bad options and `UNAVAILABLE` when the
- * server cannot be reached.
+ * Opens the MySQL/MariaDB store and brings its tables to this version's
+ * schema before it resolves (migrations.ts). Fails with `VALIDATION` on bad
+ * options, `UNAVAILABLE` when the server cannot be reached, and
+ * `UNSUPPORTED_VERSION` when the tables need a newer server or were made by an
+ * older pre-release build.
  */
 export async function createMysqlStore(options: MysqlStoreOptions): Promise<Store> {
   const tables = tableNames(options.tablePrefix ?? DEFAULTS.tablePrefix);
