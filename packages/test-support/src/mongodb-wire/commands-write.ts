@@ -3,7 +3,7 @@ import { BSON, type Document } from 'bson';
 import { type CommandContext, type CommandHandler, collectionOf, planned } from './context.ts';
 import { type Doc, idKeyOf, projected, updatedDoc, upsertSeed } from './data.ts';
 import { WireError, wireError } from './errors.ts';
-import { MAX_BSON_OBJECT_SIZE } from './primary.ts';
+import { HeldByTransaction, MAX_BSON_OBJECT_SIZE } from './primary.ts';
 
 /** A statement's outcome, summed into the command's answer. */
 interface Outcome {
@@ -79,9 +79,19 @@ async function settled<T>(
 ): Promise<T> {
   for (;;) {
     const docs = targets();
-    const held = context.transaction ? undefined : context.primary.heldBy(context.db, coll, docs);
-    if (!held) return apply(docs);
-    await Promise.race([held, context.abandoned]);
+    let held = context.transaction ? undefined : context.primary.heldBy(context.db, coll, docs);
+    if (!held) {
+      try {
+        return apply(docs);
+      } catch (error) {
+        // A unique key another transaction wrote and holds: wait for it to end, then write again.
+        if (!(error instanceof HeldByTransaction)) throw error;
+        held = error.until;
+      }
+    }
+    const gone = await Promise.race([held.then(() => false), context.abandoned.then(() => true)]);
+    // No one waits for the answer: stop rather than wait on (or spin past) a holder that may never end.
+    if (gone) throw wireError(9001, 'the connection closed while the write waited for a transaction to end');
   }
 }
 

@@ -281,6 +281,24 @@ export class CollectionData {
     return stored;
   }
 
+  /**
+   * The stored documents a write of `doc` in place of the document with id `ownId` (none, for an insert)
+   * would collide with: the one holding its `_id`, and those holding its key in a unique index.
+   */
+  collisions(doc: Doc, ownId?: string): Doc[] {
+    const ids = new Set<string>();
+    if (doc._id !== undefined && ownId === undefined && this.docs.has(idKeyOf(doc._id))) ids.add(idKeyOf(doc._id));
+    for (const [name, entries] of this.uniqueEntries) {
+      const key = this.entryKey(this.indexes.get(name) as IndexSpec, doc);
+      const holder = key === null ? undefined : entries.get(key);
+      if (holder !== undefined && holder !== ownId) ids.add(holder);
+    }
+    return [...ids].flatMap((id): Doc[] => {
+      const doc = this.docs.get(id);
+      return doc ? [doc] : [];
+    });
+  }
+
   /** Replaces a stored document with its updated version, enforcing unique indexes. */
   replace(before: Doc, after: Doc): void {
     this.write(idKeyOf(before._id), after, before);

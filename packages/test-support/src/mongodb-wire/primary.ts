@@ -56,6 +56,9 @@ export class HeldByTransaction extends Error {
   }
 }
 
+const WRITE_CONFLICT_MESSAGE =
+  'Caused by :: Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.';
+
 const START_SECONDS = Math.floor(Date.now() / 1000);
 /** The cluster time of an oplog position: one fixed second, the position as its increment. */
 export function clusterTime(seq: number): Timestamp {
@@ -150,6 +153,7 @@ export class PrimaryState {
   /** Inserts a document; in a transaction, held by it until it ends. */
   insert(db: string, coll: string, doc: Doc, owner: WriteOwner | undefined): Doc {
     const data = this.ensureCollection(db, coll);
+    this.checkCollisions(data, doc, undefined, owner);
     const stored = data.insert(doc);
     const key = `${data.namespace}|${idKeyOf(stored._id)}`;
     try {
@@ -171,6 +175,7 @@ export class PrimaryState {
 
   replace(db: string, coll: string, before: Doc, after: Doc, owner: WriteOwner | undefined): void {
     const data = this.ensureCollection(db, coll);
+    this.checkCollisions(data, after, idKeyOf(before._id), owner);
     const key = `${data.namespace}|${idKeyOf(before._id)}`;
     this.claim(key, owner, before);
     data.replace(before, after);
@@ -194,6 +199,24 @@ export class PrimaryState {
       operationType: 'delete',
       documentKey: { _id: doc._id },
     });
+  }
+
+  /**
+   * A write whose `_id` or unique key collides with a document another transaction wrote and has not
+   * committed meets that write, as in the server's index: in a transaction, WriteConflict (112); outside
+   * one, it waits for the holder to end (`HeldByTransaction`), then collides with what it committed, or
+   * with nothing if it aborted. A collision with a committed document is the caller's duplicate key.
+   * `ownId` is the id of the document `doc` replaces (none for an insert).
+   */
+  private checkCollisions(data: CollectionData, doc: Doc, ownId: string | undefined, owner: WriteOwner | undefined) {
+    if (this.locks.size === 0) return; // no transaction holds a document
+    for (const colliding of data.collisions(doc, ownId)) {
+      const holder = this.locks.get(`${data.namespace}|${idKeyOf(colliding._id)}`);
+      if (!holder || holder === owner) continue;
+      if (!owner) throw new HeldByTransaction(holder.finished);
+      owner.abortForConflict();
+      throw wireError(112, WRITE_CONFLICT_MESSAGE);
+    }
   }
 
   /** The end of the transaction holding one of `docs` in `db.coll`, if one does. */
@@ -243,10 +266,7 @@ export class PrimaryState {
     if (holder === owner) return;
     if (holder || (this.lastWrite.get(key) ?? 0) > owner.snapshotSeq) {
       owner.abortForConflict();
-      throw wireError(
-        112,
-        'Caused by :: Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.',
-      );
+      throw wireError(112, WRITE_CONFLICT_MESSAGE);
     }
     this.locks.set(key, owner);
     this.views.hold(key, owner, before);
