@@ -1,4 +1,4 @@
-import { type RecordedCommand, startMongoWireDouble } from '@workq/test-support';
+import { failCommandAfter, type RecordedCommand, startMongoWireDouble } from '@workq/test-support';
 import {
   MongoClient,
   MongoServerError,
@@ -99,7 +99,7 @@ describe('mongodb store through a failover', () => {
     // The lease write is applied and its connection cut; its retry is cut off (the primary is gone), then the
     // first give-back too, before either runs.
     wire.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
-    wire.configureFailPoint('failCommand', { skip: 1, times: 2 }, { failCommands: ['update'], closeConnection: true });
+    failCommandAfter(wire, 1, 2, { failCommands: ['update'], closeConnection: true });
     const error = await rejection(engine.claim({ name: 'gb.a', maxVersion: 1, limit: 3, workerId: 'w' }));
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     const updates = wire.commands.slice(from).filter((command) => command.db === dbName && command.name === 'update');

@@ -1,4 +1,4 @@
-import { startMongoWireDouble, until } from '@workq/test-support';
+import { failCommandAfter, startMongoWireDouble, until } from '@workq/test-support';
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
@@ -60,7 +60,7 @@ describe('mongodb store: the limited claim is one fenced transaction', () => {
     await enqueued(store, 'flow.fails', 3);
     await store.updateQueueSettings('flow.fails', { concurrency: 5, rateLimit: { max: 10, perMs: 1000 } }, new Date());
     // The lease is the claim's first `update`; the second, which saves the rate-limit state, fails.
-    double.configureFailPoint('failCommand', { skip: 1, times: 1 }, { failCommands: ['update'], errorCode: 2 });
+    failCommandAfter(double, 1, 1, { failCommands: ['update'], errorCode: 2 });
     await expect(store.claimLimitedJobs(claimAt('flow.fails', 3, new Date()))).rejects.toThrow();
     const jobs = await store.listJobs({ name: 'flow.fails', limit: 10 });
     expect(jobs.map((job) => [job.state, job.attempts, job.leaseToken])).toEqual([

@@ -1,4 +1,4 @@
-import { startMongoWireDouble } from '@workq/test-support';
+import { failCommandAfter, startMongoWireDouble } from '@workq/test-support';
 import { MongoClient } from 'mongodb';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
@@ -89,7 +89,7 @@ describe('mongodb store on a replica set: claims', () => {
     await engine.enqueueMany(jobs(3, 'cut.b'));
     // The lease write is applied and its connection cut; the retry's connection is cut before it runs.
     wire.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
-    wire.configureFailPoint('failCommand', { skip: 1, times: 1 }, { failCommands: ['update'], closeConnection: true });
+    failCommandAfter(wire, 1, 1, { failCommands: ['update'], closeConnection: true });
     const error = await rejection(engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' }));
     expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
     const again = await engine.claim({ name: 'cut.b', maxVersion: 1, limit: 3, workerId: 'w' });

@@ -25,7 +25,7 @@ export type { PlanInput, PlannedIndex, QueryPlan } from './mongodb-wire/plan.ts'
 export { impliesPartialFilter, planQuery } from './mongodb-wire/plan.ts';
 export type { ChangeEntry, RecordedCommand } from './mongodb-wire/primary.ts';
 export type { MongoWireDouble, MongoWireDoubleOptions } from './mongodb-wire/server.ts';
-export { DEFAULT_ELECTION_MS, startMongoWireDouble } from './mongodb-wire/server.ts';
+export { DEFAULT_ELECTION_MS, failCommandAfter, startMongoWireDouble } from './mongodb-wire/server.ts';
 export type { FreshMysqlDatabase } from './mysql.ts';
 export { freshMysqlDatabase, MYSQL_URL, mysqlUnreachableReason, mysqlUrl } from './mysql.ts';
 export { shownUrl, uniqueName } from './names.ts';

@@ -24,7 +24,8 @@ export interface FailureAction {
 
 /**
  * The server's fail points this primary has, with the modes the server takes
- * (`'alwaysOn'`, `'off'`, `{ times: n }`, `{ skip: n }`): `failCommand`
+ * (`'alwaysOn'`, `'off'`, `{ times: n }`, `{ skip: n }`; given both, `times`
+ * alone, as the server reads them): `failCommand`
  * (never failing `configureFailPoint` itself), and
  * `onPrimaryTransactionalWrite` with `closeConnection`, which drops the
  * connection after a retryable write was applied, before its answer.
@@ -54,8 +55,11 @@ export class FailPoints {
     this.times = Number.POSITIVE_INFINITY;
     this.skip = 0;
     if (typeof mode === 'object' && mode !== null) {
-      if ('times' in mode) this.times = Number(mode.times);
-      if ('skip' in mode) this.skip = Number(mode.skip);
+      // As the server's parser reads a mode: `times` when it is given (a `skip` beside it is ignored), else
+      // `skip` (then on for good).
+      if ('times' in mode) this.times = countOf(mode, 'times');
+      else if ('skip' in mode) this.skip = countOf(mode, 'skip');
+      else throw wireError(2, MODES);
     } else if (mode !== 'alwaysOn') {
       throw wireError(2, `unknown mode: ${JSON.stringify(mode)}`);
     }
@@ -90,6 +94,15 @@ export class FailPoints {
       ...(data.writeConcernError === undefined ? {} : { writeConcernError: data.writeConcernError }),
     };
   }
+}
+
+const MODES = "'mode' must be one of 'off', 'alwaysOn', '{times:n}', '{skip:n}' or '{activationProbability:p}'";
+
+/** A mode's `times` or `skip`, refused as the server refuses it when negative. */
+function countOf(mode: object, field: 'times' | 'skip'): number {
+  const count = Number((mode as Record<string, unknown>)[field]);
+  if (!Number.isInteger(count) || count < 0) throw wireError(2, `'${field}' option to 'mode' must be positive`);
+  return count;
 }
 
 /** Commands sent under another of their names: the server's fail point matches a command by its own name. */

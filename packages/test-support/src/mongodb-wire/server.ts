@@ -60,7 +60,9 @@ export interface MongoWireDouble {
    * Arms a fail point as the server's `configureFailPoint` command does (the
    * driver can send that command too): `failCommand`, or
    * `onPrimaryTransactionalWrite` with `{ closeConnection: true }`; `mode`:
-   * `'alwaysOn'`, `'off'`, `{ times }`, `{ skip }`.
+   * `'alwaysOn'`, `'off'`, `{ times }`, `{ skip }` (given both, `times` alone,
+   * as the server reads them: to let the first commands through and fail the
+   * next, arm it from `state.afterCommand`).
    */
   configureFailPoint(
     name: 'failCommand' | 'onPrimaryTransactionalWrite',
@@ -88,6 +90,22 @@ export interface MongoWireDouble {
    */
   announce(hostPort: string): void;
   close(): Promise<void>;
+}
+
+/**
+ * Arms `failCommand` for `times` of the commands `data` names once `skip` of them have run: what a mode
+ * `{ skip, times }` might seem to say, which the server does not take (it reads `times` alone). It arms
+ * from `state.afterCommand`, which it holds until then.
+ */
+export function failCommandAfter(double: MongoWireDouble, skip: number, times: number, data: FailCommandData): void {
+  let seen = 0;
+  const arm = () => double.configureFailPoint('failCommand', { times }, data);
+  if (skip === 0) return arm();
+  double.state.afterCommand = (command) => {
+    if (!data.failCommands.includes(command.name) || ++seen < skip) return;
+    double.state.afterCommand = undefined;
+    arm();
+  };
 }
 
 /** How long an election takes unless `stepDown` is told otherwise: about what an unplanned one takes. */
