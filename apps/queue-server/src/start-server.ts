@@ -21,6 +21,8 @@ import {
 } from '@workq/core/engine';
 import { logAuthFailure } from './audit-log.ts';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
+import { enqueueOccurrence, loadStoredSchedules } from './app/schedules.ts';
+import type { ServerServices } from './app/services.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
@@ -34,9 +36,8 @@ import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { guardProcess } from './process-guard.ts';
 import { currentRequest, noteServerFailure } from './request-context.ts';
-import { enqueueAndRecord, loadStoredSchedules } from './router/admin-schedules.ts';
 import { appRouter } from './router/index.ts';
-import type { ServerContext, ServerServices } from './router/trpc.ts';
+import type { ServerContext } from './router/trpc.ts';
 import { StoreHealth } from './store-health.ts';
 
 export interface QueueServer {
@@ -120,7 +121,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   // The cron role reaches the services through closures: it enqueues as a producer would, and reads the store.
   const scheduler = new CronScheduler(crontab, {
     now: () => engine.clock.now(),
-    enqueue: (...occurrence) => enqueueAndRecord(services)(...occurrence),
+    enqueue: (...occurrence) => enqueueOccurrence(services)(...occurrence),
     loadStored: () => loadStoredSchedules(services),
     reloadEveryMs: resolved.scheduleReloadMs,
     logger,

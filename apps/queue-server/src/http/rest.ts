@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type TraceContext, WorkqError } from '@workq/core';
-import { type EnqueueResult, TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
+import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
+import { enqueueJob } from '../app/enqueue.ts';
+import type { ServerServices } from '../app/services.ts';
 import { logAuthFailure, refusalDetail } from '../audit-log.ts';
 import { requireScope } from '../auth.ts';
 import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import { currentRequest, noteServerFailure } from '../request-context.ts';
 import { enqueueOptions, version } from '../router/inputs.ts';
-import { enqueueValidated } from '../router/producer.ts';
-import type { ServerServices } from '../router/trpc.ts';
 import { isJsonContentType } from './content-type.ts';
 import { checkJsonDepth, readBodyBytes } from './read-body.ts';
 
@@ -45,9 +45,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     }
     const traceContext = body.data.options?.traceContext ?? headerTraceContext(req);
     const options = traceContext ? { ...body.data.options, traceContext } : body.data.options;
-    const [result] = (await enqueueValidated(services, jobName, body.data.version, [body.data.payload], options)) as [
-      EnqueueResult,
-    ];
+    const result = await enqueueJob(services, jobName, body.data.version, body.data.payload, options);
     const warnings = services.registry.uncheckedWarnings(jobName, body.data.version);
     sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {

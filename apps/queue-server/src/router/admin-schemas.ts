@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { removeSchema } from '../app/schemas.ts';
 import { jobName, version } from './inputs.ts';
 import { adminProcedure } from './scoped.ts';
 
@@ -22,9 +23,7 @@ export const schemaProcedures = {
    * payload that does not parse ends the job dead, as any invalid payload
    * does). Cancel them first if none should run.
    */
-  removeSchema: adminProcedure.input(z.object({ name: jobName, version })).mutation(async ({ ctx, input }) => {
-    const removed = await ctx.services.registry.remove(input.name, input.version);
-    ctx.services.bus.announceSchemasChanged(input.name);
-    return removed;
-  }),
+  removeSchema: adminProcedure
+    .input(z.object({ name: jobName, version }))
+    .mutation(({ ctx, input }) => removeSchema(ctx.services, input.name, input.version)),
 };

@@ -1,5 +1,6 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
+import { presentWorkers } from '../app/workers.ts';
 import { jobListProcedures } from './admin-job-list.ts';
 import { jobProcedures } from './admin-jobs.ts';
 import { queueProcedures } from './admin-queues.ts';
@@ -30,9 +31,7 @@ export const adminRouter = router({
    * consumers read: what a rolling deploy needs to see.
    */
   stats: adminProcedure.query(async ({ ctx }) => {
-    const { engine } = ctx.services;
-    const since = new Date(engine.clock.now().getTime() - ctx.services.options.presenceWindowMs);
-    const [counts, consumers] = await Promise.all([engine.counts(), engine.store.listWorkers(since)]);
+    const [counts, consumers] = await Promise.all([ctx.services.engine.counts(), presentWorkers(ctx.services)]);
     return { counts, consumers };
   }),
 

@@ -1,20 +1,13 @@
 import { isWorkqError, type TraceContext, WorkqError } from '@workq/core';
 import { type ClaimedJob, toStoredValue } from '@workq/core/engine';
 import { z } from 'zod';
+import { moveJob } from '../app/enqueue.ts';
+import { checkBatchSize, checkPayloads } from '../app/payloads.ts';
+import type { ServerServices } from '../app/services.ts';
 import { stopScopeOf } from '../auth.ts';
-import {
-  checkBatchSize,
-  checkPayloads,
-  enqueueOptions,
-  jobName,
-  lease,
-  leaseLengthMs,
-  storableText,
-  toEnqueueInput,
-  version,
-} from './inputs.ts';
+import { enqueueOptions, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, scoped } from './scoped.ts';
-import { authedProcedure, router, type ServerServices } from './trpc.ts';
+import { authedProcedure, router } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
 
@@ -346,12 +339,5 @@ export const consumerRouter = router({
         (name) => `This token may not move jobs to "${name}": it needs produce:${name} or consume:${name}.`,
       ),
     )
-    .mutation(async ({ ctx, input }) => {
-      const { next } = input;
-      await checkPayloads(ctx.services, next.name, next.version, [next.payload]);
-      return ctx.services.engine.moveTo(
-        { id: input.id, leaseToken: input.leaseToken },
-        toEnqueueInput(next.name, next.version, next.payload, next.options),
-      );
-    }),
+    .mutation(({ ctx, input }) => moveJob(ctx.services, { id: input.id, leaseToken: input.leaseToken }, input.next)),
 });

@@ -1,12 +1,13 @@
 import { TRPCError, tracked } from '@trpc/server';
 import { encodeEventBatch, eventBatchWireParts, WorkqError } from '@workq/core';
 import { z } from 'zod';
+import type { ServerServices } from '../app/services.ts';
 import { hasAnyScope, type Principal } from '../auth.ts';
 import { STATUS_OF_ERROR, serverAtLimit } from '../errors.ts';
 import { withWireParts } from '../http/trpc-subscriptions.ts';
 import { jobName, storableText } from './inputs.ts';
 import { scoped } from './scoped.ts';
-import { authedProcedure, router, type ServerServices } from './trpc.ts';
+import { authedProcedure, router } from './trpc.ts';
 
 /** Whether a token may see the events of job type `name`: it may produce or consume it (`admin` may all). */
 function mayWatch(principal: Principal, name: string): boolean {

@@ -1,7 +1,6 @@
-import { isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS, WorkqError } from '@workq/core';
-import { type EnqueueInput, TRACE_CONTEXT_LIMITS, toStoredText, toStoredValue } from '@workq/core/engine';
+import { isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS } from '@workq/core';
+import { TRACE_CONTEXT_LIMITS, toStoredText } from '@workq/core/engine';
 import { z } from 'zod';
-import type { ServerServices } from './trpc.ts';
 
 /**
  * Text a store can keep or look up as it is, the same on every store: no NUL
@@ -71,74 +70,3 @@ export const enqueueOptions = z
 export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
 
 export const lease = z.object({ id: jobId, leaseToken });
-
-/**
- * Builds the engine's inputs field by field, so nothing a client adds reaches
- * a store. The jobs share one options object, which the engine resolves once.
- */
-export function toEnqueueInputs(
-  name: string,
-  jobVersion: number,
-  payloads: readonly unknown[],
-  options: EnqueueOptionsInput,
-): EnqueueInput[] {
-  if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
-  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
-  const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
-  const { idempotencyTtlMs, debounce } = options;
-  Object.assign(shared, { idempotencyTtlMs, debounce: debounce && { key: debounce.key, delayMs: debounce.delayMs } });
-  if (options.group !== undefined) Object.assign(shared, { group: options.group });
-  return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
-}
-
-/** `toEnqueueInputs` for one job. */
-export function toEnqueueInput(
-  name: string,
-  jobVersion: number,
-  payload: unknown,
-  options: EnqueueOptionsInput,
-): EnqueueInput {
-  return toEnqueueInputs(name, jobVersion, [payload], options)[0] as EnqueueInput;
-}
-
-/**
- * Refuses a payload over the size limit with `PAYLOAD_TOO_LARGE`, and one no
- * store can keep (NUL, lone surrogates, too deep: see `toStoredValue`) with
- * `VALIDATION`, before anything is stored.
- */
-export function checkPayloadSize(payload: unknown, maxBytes: number, name: string): void {
-  // Measured as stored: a bigint, Date or Map counts with its encoding.
-  const text = JSON.stringify(toStoredValue(payload, `Payload of "${name}"`));
-  if (text === undefined) throw new WorkqError('VALIDATION', `Payload of "${name}" must be a JSON value.`);
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > maxBytes) {
-    throw new WorkqError(
-      'PAYLOAD_TOO_LARGE',
-      `Payload of "${name}" is ${bytes} bytes; the limit is ${maxBytes}. Store large data elsewhere and enqueue a reference to it.`,
-    );
-  }
-}
-
-/**
- * Refuses payloads over the size limit, then checks them against the
- * registered schema of `name` at `jobVersion`: what every path that stores a
- * client's payload (enqueue, moveTo, updatePayload) checks first.
- */
-export async function checkPayloads(
-  services: Pick<ServerServices, 'options' | 'registry'>,
-  name: string,
-  jobVersion: number,
-  payloads: readonly unknown[],
-): Promise<void> {
-  for (const payload of payloads) checkPayloadSize(payload, services.options.limits.maxPayloadBytes, name);
-  await services.registry.validateAll(name, jobVersion, payloads);
-}
-
-export function checkBatchSize(size: number, maxBatchSize: number, what: string): void {
-  if (size > maxBatchSize) {
-    throw new WorkqError(
-      'PAYLOAD_TOO_LARGE',
-      `${what} has ${size} items; the limit is ${maxBatchSize}. Split it into smaller batches.`,
-    );
-  }
-}

@@ -1,7 +1,6 @@
-import { MAX_BATCH_SIZE, WorkqError } from '@workq/core';
-import type { SchemaRegistration } from '@workq/core/engine';
+import { MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
-import { hasScope, type Principal } from '../auth.ts';
+import { listSchemas, registerSchemas } from '../app/schemas.ts';
 import { jobName, version } from './inputs.ts';
 import { authedProcedure, router } from './trpc.ts';
 
@@ -27,44 +26,10 @@ export const schemasRouter = router({
           .max(MAX_BATCH_SIZE),
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const { principal } = ctx;
-      const permitted = input.schemas.filter(({ name }) => mayUse(principal, name));
-      const refused = input.schemas.find((schema) => !permitted.includes(schema));
-      if (refused && permitted.length === 0) {
-        throw new WorkqError(
-          'FORBIDDEN',
-          `This token may not register schemas for "${refused.name}": it needs produce:${refused.name}, consume:${refused.name} or register:${refused.name}.`,
-        );
-      }
-      const writable = permitted.filter(({ name }) => hasScope(principal, 'register', name));
-      const presented = permitted.filter((schema) => !writable.includes(schema));
-      const confirmed = await ctx.services.registry.confirm(presented);
-      if (confirmed.unregistered.length > 0) throw cannotRegister(confirmed.unregistered);
-      const entries = [...confirmed.registered, ...(await ctx.services.registry.register(writable))];
-      return entries.map(({ name, version: v, fingerprint }) => ({ name, version: v, fingerprint }));
-    }),
+    .mutation(({ ctx, input }) => registerSchemas(ctx.services, ctx.principal, input.schemas)),
 
   /** The registered schemas of the job types this token may produce, consume or register (`admin`: all). */
-  list: authedProcedure.input(z.object({ name: jobName.optional() }).optional()).query(async ({ ctx, input }) => {
-    const entries = await ctx.services.registry.list(input?.name);
-    return entries.filter(({ name }) => mayUse(ctx.principal, name));
-  }),
+  list: authedProcedure
+    .input(z.object({ name: jobName.optional() }).optional())
+    .query(({ ctx, input }) => listSchemas(ctx.services, ctx.principal, input?.name)),
 });
-
-/** Whether the token may produce, consume or register jobs of `name`. */
-function mayUse(principal: Principal, name: string): boolean {
-  return (['produce', 'consume', 'register'] as const).some((kind) => hasScope(principal, kind, name));
-}
-
-/** `FORBIDDEN` for versions a produce/consume token presented that nobody with `register:` has registered yet. */
-function cannotRegister(unregistered: readonly SchemaRegistration[]): WorkqError {
-  const versions = unregistered.map(({ name, version }) => `"${name}" v${version}`).join(', ');
-  const names = [...new Set(unregistered.map(({ name }) => name))];
-  return new WorkqError(
-    'FORBIDDEN',
-    `${versions} ${unregistered.length === 1 ? 'is' : 'are'} not registered yet, and registering a new version takes the scope ${names.map((name) => `"register:${name}"`).join(', ')} (or "register:*"), which this token lacks. ` +
-      'Deploy the catalog first with a service whose token holds it (a worker or backend, never a browser), or start the server with the catalog (startServer({ jobs })); then this token can use it.',
-    { details: { unregistered: unregistered.map(({ name, version }) => ({ name, version })) } },
-  );
-}

@@ -1,8 +1,9 @@
 import type { TRPCMiddlewareFunction } from '@trpc/server';
 import { type JobStatus, WorkqError } from '@workq/core';
+import type { ServerServices } from '../app/services.ts';
 import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import type { ScopeKind } from '../scopes.ts';
-import { authedProcedure, type RequestContext, type ServerServices } from './trpc.ts';
+import { authedProcedure, type RequestContext } from './trpc.ts';
 
 /**
  * Scope checks as procedure middleware: a procedure declares the scope its

@@ -1,39 +1,10 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { WorkqError, wireTransformer } from '@workq/core';
-import type {
-  ClaimDispatcher,
-  CronScheduler,
-  Engine,
-  EventHub,
-  ScheduledEntry,
-  SchemaRegistry,
-  WakeupBus,
-} from '@workq/core/engine';
+import type { ServerServices } from '../app/services.ts';
 import { logAdminAction, logAuthFailure, refusalDetail, targetOf } from '../audit-log.ts';
-import type { Principal, TokenAuthority } from '../auth.ts';
+import type { Principal } from '../auth.ts';
 import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
-import type { ServerMetrics } from '../metrics.ts';
-import type { ResolvedServerOptions } from '../options.ts';
 import { currentRequest } from '../request-context.ts';
-
-/** What every procedure can reach: built once per server. */
-export interface ServerServices {
-  engine: Engine;
-  registry: SchemaRegistry;
-  /** Wakes waiting requests, in this process and across servers. */
-  bus: WakeupBus;
-  /** What claims and enqueues do between store calls: waiting, handoffs, stop-waiting, merged writes. */
-  dispatcher: ClaimDispatcher;
-  /** Job events of every server on the store, for this server's subscribers. */
-  events: EventHub;
-  authority: TokenAuthority;
-  metrics: ServerMetrics;
-  /** This server's crontab, checked. */
-  crontab: readonly ScheduledEntry[];
-  /** The cron role: told to read the stored schedules again when one is written here (it reads them only while leading). */
-  scheduler: Pick<CronScheduler, 'reload'>;
-  options: ResolvedServerOptions;
-}
 
 /**
  * What the API's type says a request brings: its `Authorization` header and

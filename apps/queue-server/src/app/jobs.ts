@@ -1,0 +1,53 @@
+import { isWorkqError, type JobStatus, WorkqError } from '@workq/core';
+import { fromStoredValue, toJobStatus } from '@workq/core/engine';
+import { checkPayloads } from './payloads.ts';
+import type { ServerServices } from './services.ts';
+
+/** One job as an operator inspects it (`admin.job`): its status, its payload and who holds its lease. */
+export interface InspectedJob extends JobStatus {
+  payload: unknown;
+  /** The worker (`admin.workers` id) holding the job's lease, or that last held it; `null` when none did. */
+  workerId: string | null;
+}
+
+/** What `admin.checkPayload` answers: valid, or the server's message and the issues by field path. */
+export type PayloadCheck = { valid: true } | { valid: false; message: string; issues: PayloadIssue[] };
+
+/** One way a payload is invalid: where in it (property names and indexes), and what is wrong. */
+export interface PayloadIssue {
+  path: string[];
+  message: string;
+}
+
+/** One job with what `jobs.get` leaves out: the payload and the lease holder. `NOT_FOUND` once pruned. */
+export async function inspectJob(services: ServerServices, id: string): Promise<InspectedJob> {
+  const { engine } = services;
+  const job = await engine.store.getJob(id);
+  if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
+  return {
+    ...toJobStatus(job, engine.clock.now(), { errors: true }),
+    payload: fromStoredValue(job.payload),
+    workerId: job.workerId,
+  };
+}
+
+/**
+ * Checks a payload against the registered schema of (name, version) as an
+ * enqueue would, and stores nothing. An invalid payload is an answer, not an
+ * error; an unknown job or version is refused as an enqueue would be.
+ */
+export async function checkPayload(
+  services: ServerServices,
+  name: string,
+  jobVersion: number,
+  payload: unknown,
+): Promise<PayloadCheck> {
+  try {
+    await checkPayloads(services, name, jobVersion, [payload]);
+    return { valid: true };
+  } catch (error) {
+    if (!isWorkqError(error, 'VALIDATION')) throw error;
+    const issues = Array.isArray(error.details) ? (error.details as PayloadIssue[]) : [];
+    return { valid: false, message: error.message, issues };
+  }
+}
