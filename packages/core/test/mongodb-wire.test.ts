@@ -12,24 +12,15 @@ import { untargetedJobWrites, writeStatements } from './support/mongodb-writes.t
 const dbName = 'workq_conformance';
 const double = await startMongoWireDouble({ database: dbName, ttlMonitor: true });
 
-describeStore(
-  'mongodb (wire double)',
-  async () => ({
-    separateConnections: true,
-    open: () => createMongoStore({ url: double.url, dbName, ...CONFORMANCE_STORE_OPTIONS }),
-    close: async () => {
-      double.state.databases.delete(dbName);
-    },
-    scaleSkipReason:
-      'the wire double does not model what its indexes cost; claim cost at scale is proven on real MongoDB',
-  }),
-  {
-    knownFailures: {
-      '8 claimers on separate connections against concurrency 5 never see a 6th active lease, while expired leases are swept':
-        'issue 46: the test asserts 5 is reached as well as never passed (no run saw more than 5). The fence serializes a type’s claims across clients, and each commit frees the claims waiting on it to conflict again (about 12 conflicts per commit: 2,124 for 181 commits in one run), but the conflicts are not what holds it at 3: with the 8 stores’ claims queued in the process instead (no conflict at all: 0 for 100 commits), at most 3 are still seen. The wire double, the real driver of 8 clients and the test share one thread, busy all the time (event-loop utilisation 1.00, 6.6 s of CPU in 25 s on a machine at load 19), and every claimer’s loop reads its type’s unfinished jobs in full, so claims come too slowly for 5 leases to be held at once',
-    },
+describeStore('mongodb (wire double)', async () => ({
+  separateConnections: true,
+  open: () => createMongoStore({ url: double.url, dbName, ...CONFORMANCE_STORE_OPTIONS }),
+  close: async () => {
+    double.state.databases.delete(dbName);
   },
-);
+  scaleSkipReason:
+    'the wire double does not model what its indexes cost; claim cost at scale is proven on real MongoDB',
+}));
 
 describe('mongodb (wire double): what the store sent in that run', () => {
   afterAll(() => double.close());

@@ -122,13 +122,17 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
       // Every fourth claimer abandons what it claims: its short leases expire and the sweeper requeues them.
       const abandons = i % 4 === 0;
       while ((await unfinished(store, name)) > 0) {
+        const claimStarted = performance.now();
         const { jobs } = await store.claimLimitedJobs(claimNow(name, 1 + (i % 3), `c${i}`, abandons ? 20 : 60_000));
+        const claimMs = performance.now() - claimStarted;
         samples.push(await activeCount(store, name));
         if (jobs.length === 0) {
           await sleep(2);
           continue;
         }
-        await sleep(Math.random() * 6);
+        // A job is held for longer than a claim takes, so that on a slow store too the others' claims can
+        // fill every place while it runs: the limit must be reached, not only never passed.
+        await sleep(Math.random() * 6 + 2 * claimMs);
         if (abandons) continue;
         const leases = jobs.map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: null }));
         await store.completeJobs(leases, new Date());
