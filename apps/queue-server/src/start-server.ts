@@ -5,19 +5,13 @@ import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { catalogJsonSchemas, isWorkqError, WorkqError } from '@workq/core';
 import {
-  ClaimDispatcher,
   CronScheduler,
-  createEngine,
-  EventHub,
-  leaseSweeper,
+  createQueueRuntime,
   openStore,
   parseCrontab,
-  pruner,
-  RoleRunner,
   redactUrl,
   SchemaRegistry,
   type Store,
-  WakeupBus,
 } from '@workq/core/engine';
 import { logAuthFailure } from './audit-log.ts';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
@@ -92,32 +86,6 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     probeTimeoutMs: STORE_PROBE_TIMEOUT_MS,
   });
   const store = health.store;
-  // The engine's event sink: job events go to this server's subscribers and, over the bus, to the other servers'.
-  const events = new EventHub({
-    readJob: (id) => engine.get(id),
-    maxBufferedEvents: resolved.limits.maxBufferedEvents,
-  });
-  const engine = createEngine({ store, historyRetentionMs: resolved.historyRetentionMs, events });
-  const bus = new WakeupBus(engine, store.capabilities.notify ? store.notifier : undefined);
-  await bus.start();
-  events.attach(bus);
-  const dispatcher = new ClaimDispatcher(engine, bus, {
-    pollIntervalMs: resolved.pollIntervalMs,
-    maxWaitMs: resolved.limits.maxLongPollMs,
-    maxBatchSize: resolved.limits.maxBatchSize,
-    // A consumer's presence is written often enough that it never drops out of the registry's window between writes.
-    presenceReportEveryMs: Math.min(5_000, Math.floor(resolved.presenceWindowMs / 4)),
-    observer: {
-      claimAttempt: (name, queried) => metrics.claimQueries.inc({ name, query: queried ? 'ran' : 'skipped' }),
-      delivered: (name, count, handedOver) => {
-        metrics.claimed.inc({ name }, count);
-        if (handedOver) metrics.handedOver.inc({ name }, count);
-      },
-      completed: (count) => metrics.completed.inc(count),
-      releaseFailed: (error) =>
-        logger.warn('could not release the jobs of a claim whose client went away', { error: String(error) }),
-    },
-  });
   // The cron role reaches the services through closures: it enqueues as a producer would, and reads the store.
   const scheduler = new CronScheduler(crontab, {
     now: () => engine.clock.now(),
@@ -127,6 +95,38 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     logger,
     catchUpMs: CRON_CATCH_UP_MS,
   });
+  // A store that cannot be reached is logged once, as an outage; other failures each time.
+  const warnUnlessOutage = (message: string) => (error: unknown) => {
+    if (!(isWorkqError(error, 'UNAVAILABLE') && error.retryable)) logger.warn(message, { error: String(error) });
+  };
+  // The queue: engine, wake-up bus, event hub, claim dispatcher, and the maintenance roles with the cron scheduler.
+  const runtime = await createQueueRuntime({
+    store,
+    engine: { historyRetentionMs: resolved.historyRetentionMs },
+    events: { maxBufferedEvents: resolved.limits.maxBufferedEvents },
+    dispatcher: {
+      pollIntervalMs: resolved.pollIntervalMs,
+      maxWaitMs: resolved.limits.maxLongPollMs,
+      maxBatchSize: resolved.limits.maxBatchSize,
+      // A consumer's presence is written often enough that it never drops out of the registry's window between writes.
+      presenceReportEveryMs: Math.min(5_000, Math.floor(resolved.presenceWindowMs / 4)),
+      observer: {
+        claimAttempt: (name, queried) => metrics.claimQueries.inc({ name, query: queried ? 'ran' : 'skipped' }),
+        delivered: (name, count, handedOver) => {
+          metrics.claimed.inc({ name }, count);
+          if (handedOver) metrics.handedOver.inc({ name }, count);
+        },
+        completed: (count) => metrics.completed.inc(count),
+        releaseFailed: (error) =>
+          logger.warn('could not release the jobs of a claim whose client went away', { error: String(error) }),
+        presenceFailed: warnUnlessOutage('could not record a worker in the registry'),
+      },
+    },
+    roles: [scheduler],
+    leadershipLeaseMs: LEADERSHIP_LEASE_MS,
+    onRoleError: (what, error) => warnUnlessOutage(`${what} failed`)(error),
+  });
+  const { engine, bus, events, dispatcher } = runtime;
   // A schedule written through another server: the leader reads them at once instead of at its next reload.
   bus.onSchedulesChanged(() => void scheduler.reload());
   // A schema removed through another server: its entry and validator are dropped here too.
@@ -151,26 +151,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     // The catalog's schemas are registered as a client's would be, so plain HTTP producers and other servers see them.
     await services.registry.register(catalogJsonSchemas(resolved.jobs)).catch(async (error: unknown) => {
       health.close();
-      await bus.close();
-      await engine.close();
+      await runtime.close();
       await opened.stop();
       throw error;
     });
   }
 
-  // A store that cannot be reached is logged once, as an outage; other failures each time.
-  const warnUnlessOutage = (message: string) => (error: unknown) => {
-    if (!(isWorkqError(error, 'UNAVAILABLE') && error.retryable)) logger.warn(message, { error: String(error) });
-  };
-  const roles = new RoleRunner(engine, {
-    leadershipLeaseMs: LEADERSHIP_LEASE_MS,
-    roles: [
-      leaseSweeper(engine, undefined, warnUnlessOutage('lease sweep failed')),
-      pruner(engine, undefined, warnUnlessOutage('prune failed')),
-      scheduler,
-    ],
-    onError: (what, error) => warnUnlessOutage(`${what} failed`)(error),
-  });
 
   const createContext = (req: IncomingMessage): ServerContext => ({
     services,
@@ -275,7 +261,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const port = (server.address() as AddressInfo).port;
   // No request takes the process down: a rejection nobody awaited is logged with its request (process-guard.ts).
   const releaseProcessGuard = guardProcess(logger);
-  roles.start();
+  runtime.start();
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const url = `http://${urlHost}:${port}`;
   logger.info('workq queue server listening', {
@@ -289,20 +275,20 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const close = (): Promise<void> => {
     closed ??= (async () => {
       closing = true;
-      await roles.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
-      // Streams end with a retryable error, on which clients reconnect; those that cannot be written to are cut.
-      events.close();
-      setImmediate(() => {
-        for (const res of eventStreams) res.destroy();
+      // The runtime resigns the roles, ends event streams with a retryable error, on which clients reconnect, and
+      // answers waiting claims; requests in flight finish before it closes the store. Streams that cannot be
+      // written to are cut.
+      await runtime.close(async () => {
+        setImmediate(() => {
+          for (const res of eventStreams) res.destroy();
+        });
+        server.closeIdleConnections();
+        if (inFlight > 0) await new Promise<void>((r) => (drained = r));
+        server.closeAllConnections();
+        await stopped;
+        health.close();
       });
-      await bus.close();
-      server.closeIdleConnections();
-      if (inFlight > 0) await new Promise<void>((r) => (drained = r));
-      server.closeAllConnections();
-      await stopped;
-      health.close();
-      await engine.close();
       await opened.stop();
       releaseProcessGuard();
       logger.info('workq queue server stopped');

@@ -1,8 +1,8 @@
 /**
- * `@workq/core/engine`: the queue engine, `openStore`, and what a server runs around them (the claim
- * dispatcher, the wake-up bus, the event hub, the maintenance roles), with the names the server and
- * embedders use. Server-side; drivers load only when `openStore` picks their store. Everything else in
- * core is internal: modules import it by path.
+ * `@workq/core/engine`: the queue engine, `openStore`, and `createQueueRuntime`, which composes what a server
+ * runs around them (the claim dispatcher, the wake-up bus, the event hub, the maintenance roles), with the
+ * names the server and embedders use. Server-side; drivers load only when `openStore` picks their store.
+ * Everything else in core is internal: modules import it by path.
  */
 
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
@@ -20,7 +20,8 @@ export {
   runKey,
   toStoredSchedule,
 } from '../roles/cron-entries.ts';
-export { leaseSweeper, pruner, RoleRunner } from '../roles/role-runner.ts';
+export type { QueueRuntime, QueueRuntimeOptions } from '../runtime.ts';
+export { createQueueRuntime } from '../runtime.ts';
 export type { OpenStoreOptions } from '../stores/open-store.ts';
 export { openStore, redactUrl } from '../stores/open-store.ts';
 export type { Clock } from './clock.ts';
