@@ -13,10 +13,10 @@ import {
   SchemaRegistry,
   type Store,
 } from '@workq/core/engine';
-import { logAuthFailure } from './audit-log.ts';
-import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { enqueueOccurrence, loadStoredSchedules } from './app/schedules.ts';
 import type { ServerServices } from './app/services.ts';
+import { logAuthFailure } from './audit-log.ts';
+import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
@@ -156,7 +156,6 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       throw error;
     });
   }
-
 
   const createContext = (req: IncomingMessage): ServerContext => ({
     services,
