@@ -15,7 +15,7 @@ function storeNames(): Set<string> {
   const names = new Set<string>();
   const reexport = /export\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'([^']+)'/g;
   for (const [, list, from] of readFileSync(ENGINE_ENTRY, 'utf8').matchAll(reexport)) {
-    if (!/(^|\/)stores?(\/|\.ts$)/.test(from as string)) continue;
+    if (!/(^|\/|-)stores?(\/|\.ts$)/.test(from as string)) continue;
     for (const item of (list as string).split(',')) {
       const name = item.replace(/^\s*type\s+/, '').trim();
       if (name) names.add(name);

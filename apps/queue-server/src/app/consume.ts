@@ -1,0 +1,201 @@
+import { isWorkqError, WorkqError } from '@workq/core';
+import { type ClaimDispatcher, type ClaimedJob, type LeaseRef, toStoredValue } from '@workq/core/engine';
+import { checkBatchSize } from './payloads.ts';
+import type { ServerServices } from './services.ts';
+
+/**
+ * The consumer's use cases: claiming (with the acks a claim carries), completing, failing, releasing and
+ * extending leases. Results over `maxResultBytes` are refused here, before any store write, and every outcome
+ * is counted in the metrics.
+ */
+
+/** A claim as the dispatcher takes it, and its answer. */
+type DispatchedClaim = Parameters<ClaimDispatcher['claim']>[0];
+type ClaimAnswer = Awaited<ReturnType<ClaimDispatcher['claim']>>;
+
+/** An ack as a worker sends it: complete held job `id` with `result`. */
+type Ack = DispatchedClaim['acks'][number];
+
+/**
+ * Leases up to `claim.limit` jobs after completing the acks it carries, waiting up to `claim.waitMs` when none
+ * is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried: the answer says `acksFailed`,
+ * at once rather than after a long poll, so the worker sends them again on their own and hears why.
+ */
+export async function claimJobs(
+  services: ServerServices,
+  claim: DispatchedClaim,
+  signal: AbortSignal,
+): Promise<ClaimAnswer> {
+  checkBatchSize(claim.limit, services.options.limits.maxBatchSize, 'claim');
+  const carried = await storableAcks(services, claim.acks);
+  const answer = await services.dispatcher.claim(
+    { ...claim, waitMs: carried.valid ? claim.waitMs : 0, acks: carried.acks },
+    signal,
+  );
+  observeClaim(services, claim.name, answer, claim.acks);
+  return { ...answer, acksFailed: answer.acksFailed || !carried.valid };
+}
+
+/**
+ * Completes a batch of held jobs; a lost lease fails only its own item. `name`, the jobs' type, labels the
+ * handler duration metric; without it the batch is not observed there. Results over `maxResultBytes` end
+ * their jobs dead and the call is refused with `PAYLOAD_TOO_LARGE`, the other jobs completed as asked.
+ */
+export async function completeJobs(services: ServerServices, items: readonly Ack[], name: string | undefined) {
+  const oversized = checkAcks(services, items);
+  if (oversized.length > 0) {
+    const refused = await failOversized(services, oversized);
+    const rest = items.filter((item) => !oversized.some(({ ack }) => ack === item));
+    if (rest.length > 0) await services.dispatcher.complete(rest, name);
+    throw refused;
+  }
+  const outcomes = await services.dispatcher.complete(items, name);
+  if (name !== undefined) {
+    const completed = outcomes.filter((o) => o.ok).map((o) => o.id);
+    observeAcks(services, name, items, completed);
+  }
+  return outcomes;
+}
+
+/** A failed attempt as a worker reports it. */
+export interface Failure {
+  message: string;
+  permanent: boolean;
+  errorName?: string | undefined;
+  stack?: string | undefined;
+}
+
+/** Records a failed attempt: the job is retried after its backoff, or ends dead; counted by outcome. */
+export async function failJob(services: ServerServices, lease: LeaseRef, failure: Failure) {
+  const { message, permanent, errorName, stack } = failure;
+  const status = await services.engine.fail(lease, {
+    message,
+    permanent,
+    ...(errorName ? { errorName } : {}),
+    ...(stack ? { stack } : {}),
+  });
+  const outcome = status.state === 'dead' ? 'dead' : 'retry';
+  services.metrics.failed.inc({ outcome });
+  services.metrics.observeHandled(status.name, lease.leaseToken, outcome, Date.now());
+  return { state: status.state, runAt: status.runAt, attempts: status.attempts };
+}
+
+/** Gives held jobs of type `name` back unstarted; fenced by their leases. Resolves to the ids released. */
+export function releaseJobs(services: ServerServices, name: string, leases: readonly LeaseRef[]) {
+  checkBatchSize(leases.length, services.options.limits.maxBatchSize, 'release');
+  return services.engine.release(leases.map(({ id, leaseToken }) => ({ id, leaseToken, name })));
+}
+
+/**
+ * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
+ * `workerId` names the worker extending them, which the worker registry then counts as seen.
+ */
+export function extendLeases(
+  services: ServerServices,
+  items: readonly (LeaseRef & { leaseMs?: number | undefined })[],
+  workerId: string | undefined,
+) {
+  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'extend');
+  // Presence is bookkeeping: a store that cannot write it must not cost the worker its leases.
+  if (workerId) services.dispatcher.presence.touched(workerId).catch(() => undefined);
+  return Promise.all(
+    items.map(async ({ id, leaseToken, leaseMs }) => {
+      try {
+        const { leaseExpiresAt } = await services.engine.extend({ id, leaseToken }, leaseMs);
+        return { id, ok: true as const, leaseExpiresAt };
+      } catch (error) {
+        if (isWorkqError(error, 'LEASE_LOST')) return { id, ok: false as const };
+        throw error;
+      }
+    }),
+  );
+}
+
+/** The size of a result as stored, in bytes of UTF-8 JSON (a bigint, Date or Map counts with its encoding). */
+function storedBytes(ack: Ack): number {
+  const text = JSON.stringify(toStoredValue(ack.result, `Result of job ${ack.id}`));
+  return text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
+}
+
+/** Checks a batch of acks before any goes to the store: its size, and that each result can be stored. */
+function checkAcks(services: ServerServices, items: readonly Ack[]): { ack: Ack; bytes: number }[] {
+  checkBatchSize(items.length, services.options.limits.maxBatchSize, 'complete');
+  const { maxResultBytes } = services.options.limits;
+  return items.map((ack) => ({ ack, bytes: storedBytes(ack) })).filter(({ bytes }) => bytes > maxResultBytes);
+}
+
+/**
+ * Ends each job whose result is over `maxResultBytes` dead, its error naming
+ * the limit, and stores none of the result: retrying would make the same
+ * result again, so the job must not run forever. Fenced by the lease (a job
+ * whose lease is lost already is left as it is). Resolves to the refusal the
+ * worker gets, `PAYLOAD_TOO_LARGE`.
+ */
+async function failOversized(services: ServerServices, oversized: { ack: Ack; bytes: number }[]): Promise<WorkqError> {
+  const maxBytes = services.options.limits.maxResultBytes;
+  await Promise.all(
+    oversized.map(({ ack, bytes }) =>
+      services.engine
+        .fail(
+          { id: ack.id, leaseToken: ack.leaseToken },
+          {
+            message: `The result was ${bytes} bytes, over the server's limit of ${maxBytes} (maxResultBytes), so it was not stored and the job was not retried. Store large results elsewhere and return a reference to them.`,
+            permanent: true,
+          },
+        )
+        .catch((error: unknown) => {
+          if (!isWorkqError(error, 'LEASE_LOST')) throw error;
+        }),
+    ),
+  );
+  const [first] = oversized as [{ ack: Ack; bytes: number }];
+  return new WorkqError(
+    'PAYLOAD_TOO_LARGE',
+    `The result of job ${first.ack.id} is ${first.bytes} bytes; the limit is ${maxBytes} (limits.maxResultBytes, --max-result-bytes)${oversized.length > 1 ? `, and ${oversized.length - 1} more results are over it too` : ''}. Such jobs end dead with that error, their results not stored. Store large results elsewhere and return a reference to them.`,
+  );
+}
+
+/**
+ * The acks a claim carries that can go to the store: none when any cannot be
+ * stored, and never one over `maxResultBytes` (its job is failed here, and
+ * the claim answers `acksFailed`, so the worker sends its acks again on their
+ * own and hears `PAYLOAD_TOO_LARGE`).
+ */
+async function storableAcks(services: ServerServices, items: readonly Ack[]): Promise<{ acks: Ack[]; valid: boolean }> {
+  let oversized: { ack: Ack; bytes: number }[];
+  try {
+    oversized = checkAcks(services, items);
+  } catch {
+    return { acks: [], valid: false };
+  }
+  if (oversized.length === 0) return { acks: [...items], valid: true };
+  await failOversized(services, oversized);
+  const refused = new Set(oversized.map(({ ack }) => ack));
+  return { acks: items.filter((ack) => !refused.has(ack)), valid: false };
+}
+
+/** Observes, for the metrics, the wait of each job a claim leased, and the lease of each carried ack it completed. */
+function observeClaim(
+  services: ServerServices,
+  name: string,
+  answer: { jobs: readonly ClaimedJob[]; completed: readonly string[] },
+  acks: readonly Ack[],
+): void {
+  services.metrics.observeClaimed(answer.jobs, Date.now());
+  // A worker claims one job type, and carries the acks of that type.
+  observeAcks(services, name, acks, answer.completed);
+}
+
+function observeAcks(
+  services: ServerServices,
+  name: string,
+  acks: readonly Ack[],
+  completedIds: readonly string[],
+): void {
+  if (completedIds.length === 0) return;
+  const completed = new Set(completedIds);
+  const nowMs = Date.now();
+  for (const ack of acks) {
+    if (completed.has(ack.id)) services.metrics.observeHandled(name, ack.leaseToken, 'completed', nowMs);
+  }
+}
