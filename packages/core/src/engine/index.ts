@@ -28,6 +28,8 @@ export type { Clock } from './clock.ts';
 export type { ClaimedJob, EngineOptions, EnqueueInput, EnqueueResult, ListQuery } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
 export type { QueueInfo } from './flow-control.ts';
+export type { QueueLimits } from './flow-control-store.ts';
+export type { SchemaEntry } from './registry-store.ts';
 export { leaseClaimedAtMs, newLeaseToken } from './ids.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, TRACE_CONTEXT_LIMITS } from './options.ts';
 export type { SchemaLimits, SchemaRegistration } from './schema-registry.ts';
