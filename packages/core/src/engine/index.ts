@@ -29,9 +29,9 @@ export type { ClaimedJob, EngineOptions, EnqueueInput, EnqueueResult, ListQuery 
 export { createEngine, Engine } from './engine.ts';
 export type { QueueInfo } from './flow-control.ts';
 export type { QueueLimits } from './flow-control-store.ts';
-export type { SchemaEntry } from './registry-store.ts';
 export { leaseClaimedAtMs, newLeaseToken } from './ids.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, TRACE_CONTEXT_LIMITS } from './options.ts';
+export type { SchemaEntry } from './registry-store.ts';
 export type { SchemaLimits, SchemaRegistration } from './schema-registry.ts';
 export { DEFAULT_SCHEMA_LIMITS, fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';
