@@ -38,6 +38,9 @@ const TOKEN = 'page-cost-admin-token';
 const MAX_PAGE_BYTES = PAGE_SIZE * 700;
 const NO_FILTER: JobFilter = { name: '', state: '', version: '', group: '', q: '', from: '', to: '' };
 
+/** The states a store keeps jobs in: the engine's five, and `delayed` for waiting jobs due later. */
+const KEPT_STATES = 6;
+
 /** The job types of the copies, one in three each, whatever their state. */
 const TYPES = ['imageConvert', 'sendEmail', 'resizeVideo'] as const;
 
@@ -426,6 +429,18 @@ describe.each(reachability.filter(({ skip }) => !skip).map(({ kind }) => kind))(
       expect(await opened.examined(waiting)).toBeLessThanOrEqual(2 * perType);
       // A key without a type: one look-up per type in the key's index.
       expect(await opened.examined({ ...page, idempotencyKey: 'key-45050' })).toBeLessThanOrEqual(8 * TYPES.length);
+    });
+
+    it('reads at most a page per state for a group without a type, in a state or not', async () => {
+      const page = { limit: PAGE_SIZE + 1, newestFirst: true };
+      // The group's run in each state, read through the group index up to a page: its index entries, its rows,
+      // and the merge's own rows where the store merges in a temporary table.
+      const perState = 3 * (PAGE_SIZE + 1);
+      expect(await opened.examined({ ...page, group: 'acme', states: ['dead'] })).toBeLessThanOrEqual(perState);
+      // Waiting jobs are kept in two states (`delayed`, `waiting`).
+      const ready = { ...page, group: 'acme', states: ['waiting'] as const };
+      expect(await opened.examined(ready)).toBeLessThanOrEqual(2 * perState);
+      expect(await opened.examined({ ...page, group: 'acme' })).toBeLessThanOrEqual(KEPT_STATES * perState);
     });
 
     it('finds one job by its idempotency key or its id, and a creation time range, in one call', async () => {

@@ -13,7 +13,23 @@ import { readMysqlCatalog } from './support/mysql-catalog.ts';
  * What the pre-release migration chain built (steps 1 to 17), read from the catalog before the chain was
  * squashed, less `queue_groups`: the one table the baseline leaves out, which no build since step 16 used.
  */
-const { queue_groups: _unused, ...expected } = chain;
+const { queue_groups: _unused, ...preRelease } = chain;
+
+/**
+ * What the baseline adds to it: the index through which a job list filtered by group reads, with the column
+ * that holds a grouped job's state, last in the jobs table.
+ */
+const expected = {
+  ...preRelease,
+  jobs: {
+    ...preRelease.jobs,
+    columns: [
+      ...preRelease.jobs.columns,
+      'group_state varchar(16) NULL DEFAULT NULL AS (if(`job_group` is null,NULL,`state`)) VIRTUAL GENERATED COLLATE utf8mb4_bin',
+    ],
+    indexes: { ...preRelease.jobs.indexes, group_listing: 'job_group, group_state, id' },
+  },
+};
 
 /** The steps the pre-release chain recorded in its ledger, the last one first reaching the baseline's schema. */
 const PRE_RELEASE_STEPS = [1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 14, 15, 16, 17];
@@ -73,10 +89,11 @@ describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version
     await admin.query(`INSERT INTO ${t.migrations} (version, name) VALUES ?`, [steps.map((v) => [v, `step ${v}`])]);
     await admin.query(`CREATE TABLE ${t.queueGroups} (name VARCHAR(100) NOT NULL, job_group VARCHAR(255) NOT NULL,
       last_turn BIGINT NOT NULL, PRIMARY KEY (name, job_group)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+    await admin.query(`ALTER TABLE ${t.jobs} DROP INDEX group_listing, DROP COLUMN group_state`);
   }
 
   it.runIf(onMariaDb)(
-    'builds on an empty database what the pre-release migration chain built, and records the baseline',
+    'builds on an empty database what the pre-release migration chain built and the group listing index, and records the baseline',
     async () => {
       await start('fresh_');
       expect(await catalog('fresh_')).toEqual(expected);
@@ -87,7 +104,7 @@ describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version
   );
 
   it.runIf(onMariaDb)(
-    'takes over tables a pre-release build left at its last step: the same tables, its ledger rows kept',
+    'takes over tables a pre-release build left at its last step: the same tables, the group listing index added, its ledger rows kept',
     async () => {
       await start('adopted_');
       await asPreRelease('adopted_', PRE_RELEASE_STEPS);

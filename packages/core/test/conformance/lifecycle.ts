@@ -233,6 +233,47 @@ export function registerLifecycleTests(ctx: SuiteContext): void {
     );
   });
 
+  it('the store lists a group across job types and states, merged by id, in a state or not', async () => {
+    const { engine, store } = ctx.engine();
+    const group = ctx.jobName('list-group');
+    const names = ['x', 'y', 'z'].map((suffix) => ctx.jobName(`list-group-${suffix}`));
+    // Three types in turn; every fourth job in another group, and the last one in none.
+    const jobs = await engine.enqueueMany(
+      Array.from({ length: 12 }, (_, n) => ({
+        name: names[n % 3] as string,
+        version: 1,
+        payload: { n },
+        options: n === 11 ? {} : { group: n % 4 === 3 ? `${group}-other` : group },
+      })),
+    );
+    const later = await engine.enqueue({
+      name: names[0] as string,
+      version: 1,
+      payload: {},
+      options: { group, delayMs: 60_000 },
+    });
+    const grouped = [...jobs.filter((_, n) => n !== 11 && n % 4 !== 3), later].map((job) => job.id);
+    const cancelled = grouped.filter((_, i) => i % 3 === 1);
+    for (const id of cancelled) await engine.cancel(id);
+    const page = (filter: Omit<ListFilter, 'limit'>, limit = 3) =>
+      store.listJobs({ limit, group, ...filter }).then((rows) => rows.map((job) => job.id));
+    // Newest first, three at a time, by cursor: each of the group's jobs once, whatever its type or state.
+    const newest = [...grouped].sort().reverse();
+    const seen: string[] = [];
+    for (let before: string | undefined; seen.length < newest.length + 1; ) {
+      const rows = await page({ newestFirst: true, ...(before === undefined ? {} : { beforeId: before }) });
+      seen.push(...rows);
+      if (rows.length < 3) break;
+      before = rows.at(-1);
+    }
+    expect(seen).toEqual(newest);
+    expect(await page({ states: ['cancelled'] }, 10)).toEqual([...cancelled].sort());
+    // Waiting jobs, kept as `waiting` and as `delayed`, in id order whatever their run times.
+    const waiting = grouped.filter((id) => !cancelled.includes(id)).sort();
+    expect(await page({ states: ['waiting'] }, 10)).toEqual(waiting);
+    expect(await page({ states: ['waiting'], afterId: waiting[1] as string }, 2)).toEqual(waiting.slice(2, 4));
+  });
+
   it('promote runs a scheduled job now, a delayed one or one waiting out its backoff, keeping its attempts', async () => {
     const { engine } = ctx.engine();
     const name = ctx.jobName('promote');

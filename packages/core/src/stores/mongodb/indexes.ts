@@ -62,6 +62,12 @@ export const DEBOUNCE_INDEX = 'debounce';
 /** The key of the debounce index, for calls that name an index by its key (`findOneAndUpdate`). */
 export const DEBOUNCE_INDEX_KEY = { name: 1, debounceKey: 1 } as const;
 
+/**
+ * The name of the index through which a job list filtered by group reads the group's jobs, one run per state
+ * (list-jobs.ts). Only jobs with a group are in it.
+ */
+export const GROUP_LIST_INDEX = 'list_by_group';
+
 /** The name of the index through which the lease sweep finds expired leases, oldest deadline first. */
 export const LEASE_INDEX = 'lease_expiry';
 
@@ -121,6 +127,11 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
     { name: HISTORY_TTL_INDEX, key: { finishedAt: 1 }, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
     { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },
     { name: 'list_by_state', key: { state: 1, _id: 1 } },
+    {
+      name: GROUP_LIST_INDEX,
+      key: { group: 1, state: 1, _id: 1 },
+      partialFilterExpression: { group: { $type: 'string' } },
+    },
   ];
 }
 

@@ -2,15 +2,16 @@ import type { Collection, Filter } from 'mongodb';
 import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
 import { type JobDocument, stringOrNull, toJobRecord } from './documents.ts';
-import { DEBOUNCE_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
+import { DEBOUNCE_INDEX, GROUP_LIST_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
 
 /**
  * `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`).
  *
- * A type or a state is read through `list_by_name` `(name, state, _id)` or `list_by_state` `(state, _id)`, each
- * state's run (and each type's, with a type) merged by the server in id order, so a page reads at most a page
- * per run. An idempotency or debounce key is looked up through its `(name, key)` index, one point per type: a
- * filter without a type reads the types first (`distinct`, one index probe per type on the server).
+ * A type or a state is read through `list_by_name` `(name, state, _id)` or `list_by_state` `(state, _id)`, and a
+ * group without a type through `list_by_group` `(group, state, _id)`, each state's run (and each type's, with a
+ * type) merged by the server in id order, so a page reads at most a page per run. An idempotency or debounce
+ * key is looked up through its `(name, key)` index, one point per type: a filter without a type reads the types
+ * first (`distinct`, one index probe per type on the server).
  */
 export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter): Promise<JobRecord[]> {
   const limit = Math.floor(filter.limit);
@@ -20,13 +21,17 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
   if (filter.name !== undefined) query.name = name ?? { $in: [] };
   const keyIndex = filter.ids === undefined ? keyIndexOf(filter) : undefined;
   if (keyIndex !== undefined && filter.name === undefined) query.name = { $in: await jobs.distinct('name') };
-  // Every state when none is named, so a listing by name walks `list_by_name` in id order, one run per state.
-  const states = STORED_STATES.filter((s) => filter.states?.includes(s) ?? filter.name !== undefined);
-  if (filter.states !== undefined || (filter.name !== undefined && keyIndex === undefined)) {
-    query.state = { $in: states.flatMap(keptStates) };
-  }
+  const groupIndex =
+    filter.group !== undefined && filter.name === undefined && filter.ids === undefined && keyIndex === undefined
+      ? GROUP_LIST_INDEX
+      : undefined;
+  // Every state when none is named, so a listing by name or group walks its index in id order, one run per state.
+  const byRuns = (filter.name !== undefined && keyIndex === undefined) || groupIndex !== undefined;
+  const states = STORED_STATES.filter((s) => filter.states?.includes(s) ?? byRuns);
+  if (filter.states !== undefined || byRuns) query.state = { $in: states.flatMap(keptStates) };
   if (filter.version !== undefined) query.version = Number(filter.version);
-  if (filter.group !== undefined) query.group = String(filter.group);
+  // With the type the group index's partial filter asks for, so the server may read it.
+  if (filter.group !== undefined) query.group = { $eq: String(filter.group), $type: 'string' };
   // With the type the key's partial index asks for, so the server may read it.
   if (filter.idempotencyKey !== undefined)
     query.idempotencyKey = { $eq: String(filter.idempotencyKey), $type: 'string' };
@@ -44,7 +49,8 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
     else query.$or = [{ state: { $nin: NOT_STARTED } }, { runAt: due }];
   }
   // With neither name nor state, the `_id` index gives the order and the page ends after `limit` matches.
-  const hint = keyIndex ?? (query.state === undefined && filter.ids === undefined ? { _id: 1 } : undefined);
+  const hint =
+    keyIndex ?? groupIndex ?? (query.state === undefined && filter.ids === undefined ? { _id: 1 } : undefined);
   const sort = { _id: filter.newestFirst ? -1 : 1 } as const;
   const docs = await jobs.find(query, { sort, limit, ...(hint === undefined ? {} : { hint }) }).toArray();
   return docs.map((doc) => toJobRecord(doc as JobDocument));

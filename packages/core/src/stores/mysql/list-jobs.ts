@@ -1,12 +1,25 @@
 import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
 import { type KeptState, keptStates } from '../shared/not-started.ts';
+import { GROUP_LISTING_INDEX } from './baseline.ts';
 import { type Queryable, selectRows } from './connection.ts';
 import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
 import type { Tables } from './tables.ts';
 
-/** One run of the `listing` index `(name, state, id)` a page is merged from: a job type in one kept state. */
-interface TypeRun {
-  name: string;
+/**
+ * The indexes a page is merged from, each with the columns of its runs: `listing` `(name, state, id)`, a job
+ * type's runs, and `group_listing` `(job_group, group_state, id)`, a group's (`group_state` is a grouped job's
+ * state).
+ */
+const RUN_INDEXES = {
+  name: { index: 'listing', column: 'name', state: 'state' },
+  group: { index: GROUP_LISTING_INDEX, column: 'job_group', state: 'group_state' },
+} as const;
+
+type RunIndex = keyof typeof RUN_INDEXES;
+
+/** One run of a `RUN_INDEXES` index a page is merged from: a job type's or a group's jobs in one kept state. */
+interface Run {
+  lead: string;
   state: KeptState;
 }
 
@@ -18,23 +31,28 @@ interface TypeRun {
  * `(name, state, id)`, one job type in one kept state each, up to a page from each, merged by id in one
  * statement: a page reads at most a page per run, however rare the match, and is never sorted whole.
  * Without a type, the types holding jobs in those states are read first, off the same index (a loose index
- * scan: one probe per type). An idempotency or debounce key without a type is looked up per type the same
- * way, through its `(name, key)` index. Any other filter walks the primary key in id order: none, only a
- * version, group or time range, or `completed` (most of a table: the walk finds a page at once, where
- * merging would read a page of every type).
+ * scan: one probe per type). A group without a type is read the same way through `group_listing`
+ * `(job_group, group_state, id)`, one run per kept state of the filter (each state without one). An idempotency or
+ * debounce key without a type is looked up per type, through its `(name, key)` index. Any other filter walks
+ * the primary key in id order: none, only a version or time range, or `completed` (most of a table: the walk
+ * finds a page at once, where merging would read a page of every type).
  */
 export async function listJobs(db: Queryable, t: Tables, filter: ListFilter): Promise<JobRecord[]> {
-  const { ids, name, states } = filter;
+  const { ids, name, group, states } = filter;
   if (ids === undefined && isKeyed(filter) && name === undefined) {
     const names = await typesWithKey(db, t, filter);
     return names.length === 0 ? [] : selectInOrder(db, t, filter, { sql: ['name IN (?)'], values: [names] });
   }
   if (ids === undefined && !isKeyed(filter) && name !== undefined) {
-    const runs = (states ?? STORED_STATES).flatMap(keptStates).map((state) => ({ name, state }));
-    return selectRuns(db, t, filter, runs);
+    const runs = (states ?? STORED_STATES).flatMap(keptStates).map((state) => ({ lead: name, state }));
+    return selectRuns(db, t, filter, 'name', runs);
+  }
+  if (ids === undefined && !isKeyed(filter) && group !== undefined) {
+    const runs = (states ?? STORED_STATES).flatMap(keptStates).map((state) => ({ lead: group, state }));
+    return selectRuns(db, t, filter, 'group', runs);
   }
   if (ids === undefined && !isKeyed(filter) && states?.every((state) => state !== 'completed')) {
-    return selectRuns(db, t, filter, await typesInStates(db, t, states.flatMap(keptStates)));
+    return selectRuns(db, t, filter, 'name', await typesInStates(db, t, states.flatMap(keptStates)));
   }
   return selectInOrder(db, t, filter, { sql: [], values: [] });
 }
@@ -57,24 +75,31 @@ const isKeyed = (filter: ListFilter) => filter.idempotencyKey !== undefined || f
 
 const orderOf = (filter: ListFilter) => `ORDER BY id${filter.newestFirst ? ' DESC' : ''}`;
 
-/** The page merged from `runs`, each read through `listing` up to the page's length. */
-async function selectRuns(db: Queryable, t: Tables, filter: ListFilter, runs: TypeRun[]): Promise<JobRecord[]> {
+/** The page merged from `runs` of the `by` index, each read through it up to the page's length. */
+async function selectRuns(
+  db: Queryable,
+  t: Tables,
+  filter: ListFilter,
+  by: RunIndex,
+  runs: Run[],
+): Promise<JobRecord[]> {
   if (runs.length === 0) return [];
-  const { name: _name, states: _states, ...rest } = filter;
-  const where = conditionsOf(rest);
-  const run = `(SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (listing)
-    WHERE ${['name = ?', 'state = ?', ...where.sql].join(' AND ')} ${orderOf(filter)} LIMIT ?)`;
-  const values = runs.flatMap(({ name, state }) => [name, state, ...where.values, filter.limit]);
+  const { states: _states, ...rest } = filter;
+  const where = conditionsOf(by === 'name' ? { ...rest, name: undefined } : { ...rest, group: undefined });
+  const { index, column, state } = RUN_INDEXES[by];
+  const run = `(SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${index})
+    WHERE ${[`${column} = ?`, `${state} = ?`, ...where.sql].join(' AND ')} ${orderOf(filter)} LIMIT ?)`;
+  const values = runs.flatMap(({ lead, state }) => [lead, state, ...where.values, filter.limit]);
   if (runs.length === 1) return (await selectRows(db, run, values)).map(jobRow);
   const sql = `${runs.map(() => run).join(' UNION ALL ')} ${orderOf(filter)} LIMIT ?`;
   return (await selectRows(db, sql, [...values, filter.limit])).map(jobRow);
 }
 
 /** The types holding jobs in each of `states`: one loose scan of `listing` per state. */
-async function typesInStates(db: Queryable, t: Tables, states: KeptState[]): Promise<TypeRun[]> {
+async function typesInStates(db: Queryable, t: Tables, states: KeptState[]): Promise<Run[]> {
   const perState = `(SELECT DISTINCT name, state FROM ${t.jobs} FORCE INDEX (listing) WHERE state = ?)`;
   const rows = await selectRows(db, states.map(() => perState).join(' UNION ALL '), states);
-  return rows.map((row) => ({ name: String(row.name), state: row.state as KeptState }));
+  return rows.map((row) => ({ lead: String(row.name), state: row.state as KeptState }));
 }
 
 /** The types holding the filter's idempotency or debounce key: a loose scan of that key's `(name, key)` index. */

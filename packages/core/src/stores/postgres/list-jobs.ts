@@ -7,9 +7,11 @@ import { NOT_STARTED_SQL } from './sql-fragments.ts';
 /**
  * `listJobs`: one statement, the page of jobs `filter` matches in id order (descending with `newestFirst`).
  *
- * A filter whose rows an index keeps by job type reads each type's run of that index on its own, up to one
- * page each, and merges the runs by id: a page then reads at most a page per type, however rare the match.
+ * A filter whose rows an index keeps by job type or by group reads each run of that index on its own, up to
+ * one page each, and merges the runs by id: a page then reads at most a page per run, however rare the match.
  * Such runs are
+ * - a group without a type (the partial `jobs_group_list_idx` on `(job_group, state, id)`), one run per kept
+ *   state of the filter (every state without one), so a group's page, in a state or not, is never sorted whole;
  * - a state other than `completed` (the partial `jobs_open_idx` on `(state, name, id)`), one run per type
  *   and kept state, so a state-only page, or a type's `waiting` page (`delayed` and `waiting` kept apart),
  *   is never sorted whole;
@@ -17,7 +19,7 @@ import { NOT_STARTED_SQL } from './sql-fragments.ts';
  * The types of a filter without one are read off the same index, one index probe per type (a skip scan).
  * Every other filter walks the primary key in id order, with only the conditions it uses, and reads as
  * many rows as it must pass over: the `completed` state has no index of its own (it is most of a table),
- * nor have versions and groups.
+ * nor have versions.
  */
 export function buildListJobs(quotedSchema: string, filter: ListFilter): { text: string; params: unknown[] } {
   const params: unknown[] = [];
@@ -25,10 +27,12 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
     params.push(value);
     return `$${params.length}`;
   };
-  const conditions = filterConditions(filter, param);
   const order = `ORDER BY j.id${filter.newestFirst ? ' DESC' : ''}`;
   const jobs = `${quotedSchema}.jobs`;
   const runs = typeRuns(filter, jobs, param);
+  // A run read in one state leaves the filter's states out, so the planner reads the run's index in id order.
+  const inOneState = runs?.runs.every(({ state }) => state !== undefined) === true;
+  const conditions = filterConditions(inOneState ? { ...filter, states: undefined } : filter, param);
   if (runs === undefined) {
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
     return {
@@ -37,12 +41,16 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
     };
   }
   const limit = `LIMIT ${param(filter.limit)}::int`;
-  const branches = runs.runs.map(
-    ({ names, state }) => `SELECT j.* FROM ${names} AS b CROSS JOIN LATERAL (
-  SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
-  WHERE j.name = b.name${state === undefined ? '' : ` AND j.state = '${state}'`} AND ${conditions.join(' AND ')}
-  ${order} ${limit}) AS j`,
-  );
+  const branches = runs.runs.map(({ names, state }) => {
+    const where = [
+      ...(names === undefined ? [] : ['j.name = b.name']),
+      ...(state === undefined ? [] : [`j.state = ${literal(state)}`]),
+    ];
+    const run = `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
+  WHERE ${[...where, ...conditions].join(' AND ')}
+  ${order} ${limit}`;
+    return names === undefined ? `(${run})` : `SELECT j.* FROM ${names} AS b CROSS JOIN LATERAL (\n  ${run}) AS j`;
+  });
   const text = `${runs.with}SELECT ${JOB_COLUMNS} FROM (${branches.join('\nUNION ALL\n')}) AS j
 ${order} ${limit}`;
   return { text, params };
@@ -69,14 +77,14 @@ function filterConditions(filter: ListFilter, param: (value: unknown) => string)
 }
 
 /**
- * The per-type runs a filter is read in, each a row source of type names (`b.name`) and the kept state it
- * is read in, with the `WITH` clause that finds the names; `undefined` for a filter read in one walk.
+ * The runs a filter is read in, each the kept state it is read in and, for a run per type, a row source of
+ * type names (`b.name`), with the `WITH` clause that finds the names; `undefined` for a filter read in one walk.
  */
 function typeRuns(
   filter: ListFilter,
   jobs: string,
   param: (value: unknown) => string,
-): { with: string; runs: { names: string; state?: KeptState }[] } | undefined {
+): { with: string; runs: { names?: string; state?: KeptState }[] } | undefined {
   if (filter.ids !== undefined) return undefined;
   const keyed = filter.idempotencyKey !== undefined || filter.debounceKey !== undefined;
   if (filter.name === undefined && keyed) {
@@ -85,6 +93,10 @@ function typeRuns(
       with: `WITH RECURSIVE ${typesIn(jobs, 'type_0', `j.${column} IS NOT NULL`)}\n`,
       runs: [{ names: 'type_0' }],
     };
+  }
+  if (filter.name === undefined && filter.group !== undefined) {
+    const kept = filter.states === undefined ? STORED_STATES.flatMap(keptStates) : statesOf(filter);
+    return { with: '', runs: kept.map((state) => ({ state })) };
   }
   const states = filter.states === undefined ? [] : statesOf(filter);
   const open = states.length > 0 && states.every((state) => state !== 'completed');
