@@ -100,7 +100,10 @@ export interface MongoWireDouble {
 export function failCommandAfter(double: MongoWireDouble, skip: number, times: number, data: FailCommandData): void {
   let seen = 0;
   const arm = () => double.configureFailPoint('failCommand', { times }, data);
-  if (skip === 0) return arm();
+  if (skip === 0) {
+    arm();
+    return;
+  }
   double.state.afterCommand = (command) => {
     if (!data.failCommands.includes(command.name) || ++seen < skip) return;
     double.state.afterCommand = undefined;
