@@ -42,6 +42,27 @@ export async function enqueueJobs(
   return results;
 }
 
+/**
+ * One job, checked and counted as `enqueueJobs` does, inserted by the engine at once rather than through
+ * the claim dispatcher: plain HTTP enqueues take this path because a lone insert queued in the dispatcher
+ * was seen to hang on MongoDB when the store's connection was cut just before it (the store-outage test),
+ * where a direct insert fails with `UNAVAILABLE` at once. It goes back through the dispatcher when that
+ * is mended.
+ */
+export async function enqueueJobDirectly(
+  services: ServerServices,
+  name: string,
+  jobVersion: number,
+  payload: unknown,
+  options: EnqueueOptions | undefined,
+): Promise<EnqueueResult> {
+  await checkPayloads(services, name, jobVersion, [payload]);
+  const [input] = toEnqueueInputs(name, jobVersion, [payload], options) as [EnqueueInput];
+  const result = await services.engine.enqueue(input);
+  if (result.created) services.metrics.enqueued.inc({ name });
+  return result;
+}
+
 /** `enqueueJobs` for one job. */
 export async function enqueueJob(
   services: ServerServices,
