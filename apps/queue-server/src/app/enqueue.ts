@@ -4,11 +4,12 @@ import { checkBatchSize, checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
 /**
- * The enqueue use case, the same for every caller (`jobs.enqueue` and
- * `jobs.enqueueMany` over tRPC, `POST /v1/jobs/<name>`, the cron role):
- * sizes and schemas checked, then handed to the claim dispatcher, which gives
- * a lone job to a consumer waiting on this server or merges concurrent
- * inserts, and counted in `workq_jobs_enqueued_total`.
+ * The enqueue use case (`jobs.enqueue` and `jobs.enqueueMany` over tRPC, the
+ * cron role): sizes and schemas checked, then handed to the claim dispatcher,
+ * which gives a lone job to a consumer waiting on this server or merges
+ * concurrent inserts, and counted in `workq_jobs_enqueued_total`.
+ * `POST /v1/jobs/<name>` is checked and counted alike but inserts at once
+ * (`enqueueJobDirectly`).
  */
 
 /** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
