@@ -183,7 +183,7 @@ describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version
     expect(error.code).toBe('UNSUPPORTED_VERSION');
     expect(error.retryable).toBe(false);
     expect(error.message).toContain(
-      `at schema version ${next + 1} and need servers of schema version ${next + 1} or later, but this server's @workq/core knows version ${SCHEMA_VERSION}`,
+      `at schema version ${next + 1} and needs servers of schema version ${next + 1} or later, but this server's @workq/core knows version ${SCHEMA_VERSION}`,
     );
   });
 });

@@ -4,7 +4,7 @@
  * listing index with its `group_state` column; a later
  * schema change is a migration for released databases (migrations.ts) and a change here alike.
  */
-import type { Migration } from './migration.ts';
+import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */

@@ -1,9 +1,9 @@
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { WorkqError } from '../../errors.ts';
+import { type Ledger, type Migration, refuseNewerSchema } from '../shared/migration.ts';
 import { BASELINE_VERSION, baseline } from './baseline.ts';
 import { hasColumn, hasTable } from './catalog.ts';
 import { pinnedConnection } from './connection.ts';
-import type { Migration } from './migration.ts';
 import { preReleaseRefused, takeOverPreRelease } from './pre-release-schema.ts';
 import type { Tables } from './tables.ts';
 
@@ -54,14 +54,6 @@ export async function migrate(pool: Pool, t: Tables): Promise<void> {
   }
 }
 
-/** What the ledger says: the version the tables are at, and the oldest server that may run on them. */
-interface LedgerState {
-  /** 0 when the ledger is empty. */
-  version: number;
-  /** Null when no row sets it: a ledger of a pre-release build (or an empty one). */
-  minServerVersion: number | null;
-}
-
 async function migrateLocked(c: PoolConnection, t: Tables): Promise<void> {
   // The ledger: a row per schema version applied, with the oldest server that may run once it is.
   await c.query(
@@ -76,15 +68,11 @@ async function migrateLocked(c: PoolConnection, t: Tables): Promise<void> {
     await takeOverPreRelease(c, t, state.version);
     state = await readLedger(c, t);
   }
-  if (state.minServerVersion !== null && state.minServerVersion > SCHEMA_VERSION) {
-    throw new WorkqError(
-      'UNSUPPORTED_VERSION',
-      `The workq tables of this database and table prefix (ledger ${t.migrationsName}) are at schema version ` +
-        `${state.version} and need servers of schema version ${state.minServerVersion} or later, but this ` +
-        `server's @workq/core knows version ${SCHEMA_VERSION}: upgrade it to the release that migrated them (or a later one).`,
-      { retryable: false },
-    );
-  }
+  refuseNewerSchema(
+    state,
+    SCHEMA_VERSION,
+    `The workq schema of this database and table prefix (ledger ${t.migrationsName})`,
+  );
   if (state.version === 0) {
     // Jobs without the baseline's last column: a pre-release build stopped before it recorded its first step.
     if ((await hasTable(c, t.jobsName)) && !(await hasColumn(c, t.jobsName, 'errors'))) throw preReleaseRefused(t, 0);
@@ -101,7 +89,7 @@ async function migrateLocked(c: PoolConnection, t: Tables): Promise<void> {
 }
 
 /** The ledger's latest version and highest `min_server_version`; a pre-release ledger may lack that column. */
-async function readLedger(c: PoolConnection, t: Tables): Promise<LedgerState> {
+async function readLedger(c: PoolConnection, t: Tables): Promise<Ledger> {
   const minServer = (await hasColumn(c, t.migrationsName, 'min_server_version')) ? 'MAX(min_server_version)' : 'NULL';
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT COALESCE(MAX(version), 0) AS version, ${minServer} AS min_server_version FROM ${t.migrations}`,

@@ -1,4 +1,4 @@
-import type { Migration } from './migration.ts';
+import type { Migration } from '../shared/migration.ts';
 import { CLAIM_JOBS } from './sql/claim-jobs.ts';
 import { CLAIM_UNDER_LIMITS } from './sql/claim-under-limits.ts';
 import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';

@@ -1,6 +1,6 @@
 import { WorkqError } from '../../errors.ts';
+import { type Ledger, type Migration, refuseNewerSchema } from '../shared/migration.ts';
 import { BASELINE } from './baseline.ts';
-import type { Migration } from './migration.ts';
 import { takeOverPreRelease } from './pre-release-schema.ts';
 import type { SqlClient } from './sql-client.ts';
 
@@ -27,12 +27,6 @@ export function quoteSchema(schema: string): string {
   return `"${schema}"`;
 }
 
-/** What a schema's `migrations` table records: its version (0: empty) and the oldest server that may run on it. */
-interface Recorded {
-  version: number;
-  min_server_version: number | null;
-}
-
 /**
  * Brings `schema` to `SCHEMA_VERSION`: a new (or empty) schema gets the baseline, an older one the migrations
  * after its version, a pre-release one is taken over or refused (pre-release-schema.ts). Refuses with
@@ -56,18 +50,11 @@ export async function migrate(client: SqlClient, schema: string): Promise<void> 
       [`${quoted}.migrations`],
     );
     if (chain?.pre_release && chain.version !== null) await takeOverPreRelease(tx, schema, quoted, chain.version);
-    const [recorded] = await tx.query<Recorded>(
-      `SELECT coalesce(max(version), 0) AS version, max(min_server_version) AS min_server_version FROM ${quoted}.migrations`,
+    const [ledger = { version: 0, minServerVersion: null }] = await tx.query<Ledger>(
+      `SELECT coalesce(max(version), 0) AS version, max(min_server_version) AS "minServerVersion" FROM ${quoted}.migrations`,
     );
-    const { version, min_server_version: minServerVersion } = recorded ?? { version: 0, min_server_version: null };
-    if (minServerVersion !== null && minServerVersion > SCHEMA_VERSION) {
-      throw new WorkqError(
-        'UNSUPPORTED_VERSION',
-        `The PostgreSQL schema "${schema}" is at schema version ${version} and needs servers of schema version ${minServerVersion} or later, ` +
-          `but this server's @workq/core knows version ${SCHEMA_VERSION}: upgrade it to the release that migrated the schema (or a later one).`,
-        { retryable: false },
-      );
-    }
+    refuseNewerSchema(ledger, SCHEMA_VERSION, `The PostgreSQL schema "${schema}"`);
+    const { version } = ledger;
     const pending = version === 0 ? [BASELINE] : MIGRATIONS.filter((migration) => migration.version > version);
     if (pending.length === 0) return;
     await tx.query(`SET LOCAL search_path TO ${quoted}`);
