@@ -3,7 +3,7 @@ import { newJobId } from '../../src/engine/ids.ts';
 import type { NewJob } from '../../src/engine/store.ts';
 import { claimOne, type SuiteContext } from './context.ts';
 
-/** Guarantee 3: an acknowledged enqueue is durable, and a dead worker loses only its lease. */
+/** An acknowledged enqueue is durable, and a dead worker loses only its lease. */
 export function registerDurabilityTests(ctx: SuiteContext): void {
   it('enqueue and enqueueMany resolve only once the jobs are readable from another store instance', async () => {
     const name = ctx.jobName('durable');

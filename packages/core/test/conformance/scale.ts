@@ -73,7 +73,7 @@ async function measureClaimP50(engine: Engine, name: string): Promise<number> {
 
 const format = (ms: number) => ms.toFixed(2);
 
-/** Guarantee 10: claim cost does not grow with the number of finished jobs kept as history. */
+/** Claim cost does not grow with the number of finished jobs kept as history. */
 export function registerScaleTests(ctx: SuiteContext): void {
   it(`claim cost at ${LARGE_HISTORY.toLocaleString('en')} finished jobs is under ${MAX_RATIO}x the cost at ${SMALL_HISTORY.toLocaleString('en')}`, async ({
     skip,

@@ -75,8 +75,9 @@ import { requeueExpiredLeases } from './requeue-expired-leases.ts';
 import { mongoSchedules } from './schedules.ts';
 
 /**
- * Every write is acknowledged by a majority of the replica set and journaled
- * (DESIGN guarantee 3), or fails with `TIMEOUT` after `wtimeoutMS`.
+ * Every write is acknowledged by a majority of the replica set and journaled, so
+ * an acknowledged enqueue or state change survives the loss of the primary, or
+ * fails with `TIMEOUT` after `wtimeoutMS`.
  */
 export function durableWrites(wtimeoutMS: number): WriteConcernSettings {
   return { w: 'majority', journal: true, wtimeoutMS };
