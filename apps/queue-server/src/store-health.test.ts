@@ -15,7 +15,6 @@ function fakeStore() {
   };
   const store = {
     kind: 'fake',
-    capabilities: { notify: false },
     countJobs: async () => {
       await answer();
       return [];

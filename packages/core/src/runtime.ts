@@ -52,7 +52,7 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
   // The engine's event sink: job events go to this server's subscribers and, over the bus, to the other servers'.
   const events = new EventHub({ ...options.events, clock: options.clock, readJob: (id) => engine.get(id) });
   const engine = createEngine({ ...options.engine, store, clock: options.clock, events });
-  const bus = new WakeupBus(engine, store.capabilities.notify ? store.notifier : undefined);
+  const bus = new WakeupBus(engine, store.notifier);
   await bus.start();
   events.attach(bus);
   const dispatcher = new ClaimDispatcher(engine, bus, options.dispatcher);

@@ -156,7 +156,7 @@ describe('mongodb store: duplicate keys', () => {
   });
 });
 
-describe('mongodb store: connections and capabilities', () => {
+describe('mongodb store: connections and optional parts', () => {
   it('moveTo on a server without transactions is UNAVAILABLE and names the replica set requirement', async () => {
     const { engine, store } = await openOnWire({}, standalone);
     await engine.enqueue({ name: 'tx.a', version: 1, payload: {} });
@@ -167,11 +167,10 @@ describe('mongodb store: connections and capabilities', () => {
     expect((await store.getJob(job!.id))?.state).toBe('active');
   });
 
-  it('declares notify only when asked and the server can run change streams', async () => {
-    expect((await openOnWire({ notify: false })).store.capabilities.notify).toBe(false);
+  it('has a notifier only when asked and the server can run change streams', async () => {
+    expect((await openOnWire({ notify: false })).store.notifier).toBeUndefined();
     expect((await openOnWire({ notify: true }, standalone)).store.notifier).toBeUndefined();
     const { store, dbName } = await openOnWire({ notify: true });
-    expect(store.capabilities.notify).toBe(true);
     expect(store.notifier).toBeDefined();
     const [wakeups] = await client.db(dbName).listCollections({ name: 'workq_wakeups' }, { nameOnly: false }).toArray();
     expect(wakeups?.options).toMatchObject({ capped: true });

@@ -68,8 +68,8 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
       stores.push(store);
       return store;
     };
-    expect((await opened(`${dbUrl}?wakeupPollMs=0`)).capabilities.notify).toBe(false);
-    expect((await opened(dbUrl)).capabilities.notify).toBe(true);
+    expect((await opened(`${dbUrl}?wakeupPollMs=0`)).notifier).toBeUndefined();
+    expect((await opened(dbUrl)).notifier).toBeDefined();
     expect((await rejection(openStore(`${dbUrl}?wakeupPollMs=soon`))).code).toBe('VALIDATION');
   });
 

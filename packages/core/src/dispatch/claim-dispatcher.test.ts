@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine, type EngineOptions } from '../engine/engine.ts';
-import type { Store } from '../engine/store.ts';
+import type { CompleteAndClaim, Store } from '../engine/store.ts';
 import { WakeupBus } from '../notify/wakeup-bus.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
 import { ClaimDispatcher, type DispatchedClaim } from './claim-dispatcher.ts';
@@ -16,9 +16,8 @@ afterEach(async () => {
 });
 afterAll(() => store?.close());
 
-/** The same store without the insert-and-claim step: a store that cannot hand jobs over. */
-const withoutHandoffs = (inner: Store): Store =>
-  Object.assign(Object.create(inner) as Store, { insertAndClaimJob: undefined });
+/** The same store without its `handoff`: a store that cannot hand jobs over. */
+const withoutHandoffs = (inner: Store): Store => Object.assign(Object.create(inner) as Store, { handoff: undefined });
 
 async function dispatcherOver(over: Store, options: Partial<EngineOptions> = {}) {
   const engine: Engine = createEngine({ ...options, store: over });
@@ -43,11 +42,11 @@ async function dispatcherOver(over: Store, options: Partial<EngineOptions> = {})
   return { engine, dispatcher, delivered, presenceFailures, queries: () => queries };
 }
 
-/** `inner`, logging its acks' and limited claims' calls, and with or without `capabilities.completeAndClaim`. */
+/** `inner`, logging its acks' and limited claims' calls, and with or without its `completeAndClaim`. */
 function loggingAcksAndClaims(inner: Store, completeAndClaim: boolean): { store: Store; calls: string[] } {
   const calls: string[] = [];
+  const together = completeAndClaim ? inner.completeAndClaim : undefined;
   const store: Store = Object.assign(Object.create(inner) as Store, {
-    capabilities: { ...inner.capabilities, completeAndClaim },
     completeJobs: (...args: Parameters<Store['completeJobs']>) => {
       calls.push('completeJobs');
       return inner.completeJobs(...args);
@@ -56,9 +55,11 @@ function loggingAcksAndClaims(inner: Store, completeAndClaim: boolean): { store:
       calls.push('claimLimitedJobs');
       return inner.claimLimitedJobs(...args);
     },
-    completeAndClaimLimitedJobs: (...args: Parameters<NonNullable<Store['completeAndClaimLimitedJobs']>>) => {
-      calls.push('completeAndClaimLimitedJobs');
-      return inner.completeAndClaimLimitedJobs?.(...args);
+    completeAndClaim: together && {
+      completeAndClaimLimitedJobs: (...args: Parameters<CompleteAndClaim['completeAndClaimLimitedJobs']>) => {
+        calls.push('completeAndClaimLimitedJobs');
+        return together.completeAndClaimLimitedJobs(...args);
+      },
     },
   });
   return { store, calls };

@@ -131,7 +131,7 @@ export class Engine {
    * `completeMany(acks)`, then the claim `request` (made at `request.now` by `claimRequest`), as
    * `claimUnderLimits` makes it: for a claim that carries acks of jobs of its own type under that type's limits,
    * which count the acks' jobs until they complete. The claim counts after the acks; where the store has
-   * `capabilities.completeAndClaim`, both commit together, so the places the acks free are the claim's to take,
+   * `completeAndClaim`, both commit together, so the places the acks free are the claim's to take,
    * for one commit. `request` goes to the store as it is.
    */
   async completeAndClaim(
@@ -155,10 +155,10 @@ export class Engine {
 
   /**
    * Whether this store can hand jobs over: `enqueueForClaim` lease a new job to a waiting claim in its insert
-   * (`capabilities.insertAndClaim`). Per job type, its settings decide too (`FlowControl.leavesClaimsFree`).
+   * (`Store.handoff`). Per job type, its settings decide too (`FlowControl.leavesClaimsFree`).
    */
   get handsOver(): boolean {
-    return this.store.capabilities.insertAndClaim && this.store.insertAndClaimJob !== undefined;
+    return this.store.handoff !== undefined;
   }
 
   /**
@@ -180,7 +180,7 @@ export class Engine {
     // A debounced job may replace a waiting one, which only `debounceJobs` does.
     const handed =
       this.handsOver && job.debounceKey === null && (await this.flow.leavesClaimsFree(job.name))
-        ? await this.store.insertAndClaimJob?.(job, claimRequest(claim, now))
+        ? await this.store.handoff?.insertAndClaimJob(job, claimRequest(claim, now))
         : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).
     if (!handed) {

@@ -133,7 +133,7 @@ export class FlowControl {
   /**
    * Leases as `Store.claimJobs` does, or, for a type that is paused, limited or grouped, as
    * `Store.claimLimitedJobs` does, after completing `acks` (jobs of the type, results in their stored form):
-   * for a limited type on a store with `capabilities.completeAndClaim` in one transaction with the claim,
+   * for a limited type on a store with `completeAndClaim` in one transaction with the claim,
    * otherwise committed before it. Resolves to the claim and the ids of the acks that completed.
    */
   async claim(
@@ -141,9 +141,9 @@ export class FlowControl {
     acks: readonly (LeaseRef & { result: unknown })[] = [],
   ): Promise<LimitedClaim & { completed: string[] }> {
     const settings = await this.settingsOf(request.name);
-    if (acks.length > 0 && constrains(settings) && !settings.paused && this.store.capabilities.completeAndClaim) {
-      const together = await this.store.completeAndClaimLimitedJobs?.(acks, request);
-      if (together) return this.claimedUnder(settings, together.claim, together.completed);
+    if (acks.length > 0 && constrains(settings) && !settings.paused && this.store.completeAndClaim) {
+      const together = await this.store.completeAndClaim.completeAndClaimLimitedJobs(acks, request);
+      return this.claimedUnder(settings, together.claim, together.completed);
     }
     const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
     if (!constrains(settings)) {

@@ -33,7 +33,7 @@ const DEFAULT_LEADERSHIP_LEASE_MS = 15_000;
 
 /**
  * Runs maintenance roles on the one server that leads. Where the store has
- * leader election (`capabilities.leadership`), the runner takes or renews the
+ * leader election (`Store.leadership`), the runner takes or renews the
  * leadership every third of its lease and runs the roles only while it
  * holds it; when the leader dies, another server takes over once its lease
  * runs out. Without election, every server runs them (each role is safe to

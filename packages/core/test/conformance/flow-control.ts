@@ -150,10 +150,10 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     expect(done).toHaveLength(150);
   }, 60_000);
 
-  it('a limited claim that carries acks (capabilities.completeAndClaim) takes the places they free; a repeat frees none', async ({
+  it('a limited claim that carries acks (completeAndClaim) takes the places they free; a repeat frees none', async ({
     skip,
   }) => {
-    const together = ctx.store.capabilities.completeAndClaim ? ctx.store.completeAndClaimLimitedJobs : undefined;
+    const together = ctx.store.completeAndClaim;
     if (!together) return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
     const name = ctx.jobName('complete-and-claim');
     const { engine } = ctx.engine();
@@ -164,7 +164,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     expect((await ctx.store.claimLimitedJobs(claimNow(name, 5, 'other'))).jobs).toEqual([]);
     const acks = first.jobs.map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: { n: 1 } }));
 
-    const { completed, claim } = await together.call(ctx.store, acks, claimNow(name, 5, 'w'));
+    const { completed, claim } = await together.completeAndClaimLimitedJobs(acks, claimNow(name, 5, 'w'));
     expect([...completed].sort()).toEqual(acks.map((ack) => ack.id).sort());
     expect(claim.jobs).toHaveLength(2);
     expect(claim.jobs.map((job) => job.id)).not.toContain(acks[0]?.id);
@@ -172,7 +172,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     expect((await ctx.store.getJob(acks[0]?.id as string))?.state).toBe('completed');
 
     // The acks' leases are gone now: they complete nothing again, and free no place.
-    const repeat = await together.call(ctx.store, acks, claimNow(name, 5, 'w'));
+    const repeat = await together.completeAndClaimLimitedJobs(acks, claimNow(name, 5, 'w'));
     expect(repeat.completed).toEqual([]);
     expect(repeat.claim.jobs).toEqual([]);
     expect(await activeCount(ctx.store, name)).toBe(2);
@@ -181,7 +181,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
   it('8 claimers completing through their claims (completeAndClaim) against concurrency 5 never see a 6th active lease', async ({
     skip,
   }) => {
-    if (!ctx.store.capabilities.completeAndClaim || !ctx.store.completeAndClaimLimitedJobs) {
+    if (!ctx.store.completeAndClaim) {
       return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
     }
     const name = ctx.jobName('concurrency-carried');
@@ -196,7 +196,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
         const request = claimNow(name, 1 + (i % 3), `c${i}`);
         const claim =
           held.length > 0
-            ? (await store.completeAndClaimLimitedJobs?.(held, request))?.claim
+            ? (await store.completeAndClaim?.completeAndClaimLimitedJobs(held, request))?.claim
             : await store.claimLimitedJobs(request);
         samples.push(await activeCount(store, name));
         held = (claim?.jobs ?? []).map((job) => ({ id: job.id, leaseToken: job.leaseToken as string, result: null }));

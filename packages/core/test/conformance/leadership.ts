@@ -4,8 +4,9 @@ import type { SuiteContext } from './context.ts';
 
 const TTL_MS = 10_000;
 
-function electionOf(store: { leadership?: LeaderElection; capabilities: { leadership: boolean } }): LeaderElection {
-  expect(store.capabilities.leadership).toBe(true);
+/** The store's leader election: every store keeps one, beside its jobs. */
+function electionOf(store: { kind: string; leadership?: LeaderElection | undefined }): LeaderElection {
+  expect(store.leadership, `${store.kind} has no leader election`).toBeDefined();
   return store.leadership as LeaderElection;
 }
 

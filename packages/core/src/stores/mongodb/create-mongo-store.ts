@@ -37,7 +37,7 @@ export interface MongoStoreOptions {
   historyRetentionMs?: number | undefined;
   /**
    * Cross-process wake-ups through change streams. Needs a replica set or
-   * mongos; on a standalone server the store declares `notify: false`.
+   * mongos; on a standalone server the store has no `notifier`.
    * @defaultValue true
    */
   notify?: boolean | undefined;

@@ -14,7 +14,6 @@ import type {
   ScheduleStore,
   SchemaEntry,
   Store,
-  StoreCapabilities,
   StoredSchedule,
   WorkerPresence,
   WorkerRoom,
@@ -101,7 +100,6 @@ export interface MongoStoreParts {
 /** The MongoDB store; see `createMongoStore`. */
 export class MongoStore implements Store {
   readonly kind = 'mongodb';
-  readonly capabilities: StoreCapabilities;
   readonly notifier?: ChangeStreamNotifier;
   readonly leadership: LeaderElection;
   private readonly jobs: Collection<JobDocument>;
@@ -129,12 +127,6 @@ export class MongoStore implements Store {
       jobs: this.jobs,
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
       groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),
-    };
-    this.capabilities = {
-      notify: parts.notifier !== undefined,
-      leadership: true,
-      insertAndClaim: false,
-      completeAndClaim: false,
     };
     this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
     if (parts.notifier) this.notifier = parts.notifier;

@@ -41,7 +41,7 @@ export interface MysqlStoreOptions {
    * another. Its cost is one indexed `SELECT` per interval per subscriber
    * (10 a second at the default), one `INSERT` per published message, and a
    * small `DELETE` of messages older than a minute at most every 10 s.
-   * `0` turns cross-process wake-ups off: the store declares `notify: false`
+   * `0` turns cross-process wake-ups off: the store has no `notifier`
    * and consumers on other processes notice jobs by polling alone.
    * @defaultValue 100
    */

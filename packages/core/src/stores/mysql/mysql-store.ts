@@ -16,7 +16,6 @@ import type {
   ScheduleStore,
   SchemaEntry,
   Store,
-  StoreCapabilities,
   StoredSchedule,
   SweptLease,
   WorkerPresence,
@@ -69,14 +68,13 @@ export interface MysqlStoreParts {
   ownsPool: boolean;
   /** Whether every session of the pool already runs at READ COMMITTED, so claims need not set it. */
   readCommittedSessions: boolean;
-  /** Cross-process wake-ups, closed with the store; none declares `notify: false`. */
+  /** Cross-process wake-ups, closed with the store; none when they are turned off. */
   notifier: ClosableNotifier | undefined;
 }
 
 /** The MySQL/MariaDB implementation of the storage contract; see `Store` for each operation. */
 export class MysqlStore implements Store {
   readonly kind = 'mysql';
-  readonly capabilities: StoreCapabilities;
   readonly notifier: ClosableNotifier | undefined;
   readonly leadership: LeaderElection;
   private readonly pool: Pool;
@@ -94,12 +92,6 @@ export class MysqlStore implements Store {
     this.ownsPool = parts.ownsPool;
     this.readCommittedSessions = parts.readCommittedSessions;
     this.notifier = parts.notifier;
-    this.capabilities = {
-      notify: parts.notifier !== undefined,
-      leadership: true,
-      insertAndClaim: false,
-      completeAndClaim: false,
-    };
     this.leadership = createMysqlLeaderElection(this.pool, this.t, this.target);
     this.schedules = mysqlSchedules(this.pool, this.t);
   }

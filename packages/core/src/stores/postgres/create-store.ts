@@ -95,7 +95,7 @@ async function migrateThen(client: SqlClient, schema: string, build: () => Postg
 /**
  * A store on a PostgreSQL server, over node-postgres. Migrates the schema
  * before it resolves; fails with `UNAVAILABLE` when the server cannot be
- * reached. Wake-ups go over LISTEN/NOTIFY (`capabilities.notify`).
+ * reached. Wake-ups go over LISTEN/NOTIFY (`Store.notifier`).
  */
 export async function createPostgresStore(options: PostgresStoreOptions = {}): Promise<Store> {
   const schema = options.schema ?? DEFAULT_SCHEMA;
@@ -133,7 +133,7 @@ export async function createPostgresStore(options: PostgresStoreOptions = {}): P
 /**
  * A store on embedded PostgreSQL (PGlite), in memory or in `dataDir`.
  * Migrates before it resolves. One process only: no cross-process wake-ups
- * (`capabilities.notify` is false).
+ * (it has no `notifier`).
  */
 export async function createPgliteStore(options: PgliteStoreOptions = {}): Promise<Store> {
   const schema = options.schema ?? DEFAULT_SCHEMA;

@@ -3,6 +3,8 @@ import type {
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
+  CompleteAndClaim,
+  Handoff,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -16,7 +18,6 @@ import type {
   ScheduleStore,
   SchemaEntry,
   Store,
-  StoreCapabilities,
   StoredSchedule,
   StoredState,
   StoreNotifier,
@@ -81,9 +82,10 @@ export interface PostgresStoreInit {
  */
 export class PostgresStore implements Store {
   readonly kind: string;
-  readonly capabilities: StoreCapabilities;
   readonly notifier?: StoreNotifier;
   readonly leadership: LeaderElection;
+  readonly handoff: Handoff;
+  readonly completeAndClaim: CompleteAndClaim;
   private readonly client: SqlClient;
   private readonly quotedSchema: string;
   private readonly sql: Statements;
@@ -102,11 +104,9 @@ export class PostgresStore implements Store {
     this.flowSql = buildFlowStatements(this.quotedSchema);
     this.completeAndClaimSql = completeAndClaimStatement(this.quotedSchema);
     this.ownedNotifier = options.notifier;
-    this.capabilities = {
-      notify: options.notifier !== undefined,
-      leadership: true,
-      insertAndClaim: true,
-      completeAndClaim: true,
+    this.handoff = { insertAndClaimJob: (job, claim) => this.insertAndClaimJob(job, claim) };
+    this.completeAndClaim = {
+      completeAndClaimLimitedJobs: (jobs, request) => this.completeAndClaimLimitedJobs(jobs, request),
     };
     this.leadership = createPgLeaderElection(this.client, this.quotedSchema);
     this.schedules = postgresSchedules(this.client, this.quotedSchema);
@@ -148,8 +148,8 @@ export class PostgresStore implements Store {
     return claimed;
   }
 
-  /** One statement (see complete-and-claim.ts). */
-  async completeAndClaimLimitedJobs(
+  /** `CompleteAndClaim`, in one statement (see complete-and-claim.ts). */
+  private async completeAndClaimLimitedJobs(
     jobs: readonly (LeaseRef & { result: unknown })[],
     request: ClaimRequest,
   ): Promise<{ completed: string[]; claim: LimitedClaim }> {
@@ -166,7 +166,8 @@ export class PostgresStore implements Store {
     };
   }
 
-  async insertAndClaimJob(
+  /** `Handoff`, in one statement (see `insertAndClaimJobSql`). */
+  private async insertAndClaimJob(
     job: NewJob,
     claim: ClaimRequest,
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {

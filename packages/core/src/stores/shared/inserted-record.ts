@@ -43,7 +43,7 @@ export function insertedRecord(job: NewJob): JobRecord {
 
 /**
  * The record a job has right after an insert that leased it to `claim`
- * (see `Store.insertAndClaimJob`): active, in its first attempt.
+ * (see `Handoff.insertAndClaimJob`): active, in its first attempt.
  */
 export function handedRecord(job: NewJob, claim: ClaimRequest): JobRecord {
   const record = insertedRecord(job);
