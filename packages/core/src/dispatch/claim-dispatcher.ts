@@ -1,9 +1,10 @@
 import { claimRequest } from '../engine/claims.ts';
 import type { ClaimedJob, ClaimInput, CompleteOutcome, Engine, EnqueueInput, EnqueueResult } from '../engine/engine.ts';
 import type { WakeupBus } from '../notify/wakeup-bus.ts';
-import { ClaimsInProgress, type StopScope } from './claims-in-progress.ts';
+import { type ClaimState, nextClaimState } from './claim-states.ts';
+import { type ClaimInProgress, ClaimsInProgress, type StopScope } from './claims-in-progress.ts';
 import { Coalescer } from './coalescer.ts';
-import { Handoffs } from './handoffs.ts';
+import { Handoffs, ParkedClaim } from './handoffs.ts';
 import { PresenceTracker } from './presence.ts';
 
 /** An ack a claim carries: complete held job `id` with `result`. */
@@ -42,6 +43,31 @@ export interface ClaimAnswer {
    * keeps another from starting anywhere, so the worker should prefetch nothing and ack at once.
    */
   concurrencyLimited: boolean;
+}
+
+/** A claim's answer about its acks. */
+type AcksAnswer = Omit<ClaimAnswer, 'jobs'>;
+
+/** A claim request between its arrival and its answer: its state (`ClaimState`) and what its states share. */
+interface OpenClaim {
+  state: ClaimState;
+  readonly request: DispatchedClaim;
+  readonly signal: AbortSignal;
+  /** When its wait ends, by the engine's clock (epoch ms). */
+  readonly deadlineMs: number;
+  readonly inProgress: ClaimInProgress;
+  /** Its acks wait for its next store attempt to carry them. */
+  carried: boolean;
+  /** Answers carried acks from that attempt's outcomes. */
+  readonly carriedAnswered: (outcomes: readonly CompleteOutcome[]) => void;
+  /** Its answer about its acks, once they completed or failed. */
+  readonly acked: Promise<AcksAnswer>;
+  /** Its next attempt may skip the store: a handoff just found nothing else ready for its worker. */
+  skipQuery: boolean;
+  /** The wake-up generation its latest attempt started at. */
+  seen: number;
+  /** When its type's rate limit lets the next job start, as its latest attempt found; `null`: no such wait. */
+  nextStartAt: Date | null;
 }
 
 /** Counters a dispatcher reports to, e.g. the server's metrics. Every hook is optional. */
@@ -149,13 +175,34 @@ export class ClaimDispatcher {
    * (`stopWaiting`) or its acks found their leases lost (so the worker
    * reports them while they are news). `signal` is the request's: when it
    * aborts, the client is gone, and jobs leased meanwhile go back unstarted.
+   *
+   * The claim goes through the states of `ClaimState`: `starting`, then `querying` and `parked` in turn until
+   * it is `answered`; each step below is one state.
    */
   async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
+    const claim = await this.start(request, signal);
+    try {
+      for (;;) {
+        const parked = await this.query(claim);
+        if (!(parked instanceof ParkedClaim)) return parked;
+        const answer = await this.waitParked(claim, parked);
+        if (answer) return answer;
+      }
+    } finally {
+      claim.inProgress.end();
+    }
+  }
+
+  /**
+   * `starting`: reads the type's limits, sends the acks to the store side by side with the first attempt or
+   * holds them for it to carry, and writes the worker's presence.
+   */
+  private async start(request: DispatchedClaim, signal: AbortSignal): Promise<OpenClaim> {
     const { name, minVersion, maxVersion, workerId } = request;
     // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
     const limits = await this.engine.placeLimits(name).catch(() => ({ concurrency: false, groupConcurrency: false }));
     const concurrencyLimited = limits.concurrency;
-    const answered = (outcomes: readonly { id: string; ok: boolean }[]) => ({
+    const answered = (outcomes: readonly { id: string; ok: boolean }[]): AcksAnswer => ({
       completed: outcomes.filter((o) => o.ok).map((o) => o.id),
       acksFailed: false,
       concurrencyLimited,
@@ -164,13 +211,13 @@ export class ClaimDispatcher {
     // carries them and counts after they complete (with them, in one commit, where the store can), rather than
     // find the type or its groups full, park, and wait for their wake-up. If that attempt fails, the claim fails,
     // acks and all, and the worker sends them again.
-    let carried = (limits.concurrency || limits.groupConcurrency) && request.acks.length > 0;
-    let carriedAnswered: (answer: ReturnType<typeof answered>) => void = () => undefined;
+    const carried = (limits.concurrency || limits.groupConcurrency) && request.acks.length > 0;
+    let carriedAnswered: (outcomes: readonly CompleteOutcome[]) => void = () => undefined;
     // Otherwise the acks and the first claim attempt go to the store side by side: neither waits on the other's
     // commit. If the acks fail (store unavailable) the claim still answers, flagging them for the worker to resend.
     const acked = carried
-      ? new Promise<ReturnType<typeof answered>>((resolve) => {
-          carriedAnswered = resolve;
+      ? new Promise<AcksAnswer>((resolve) => {
+          carriedAnswered = (outcomes) => resolve(answered(this.acksCompleted(outcomes, name)));
         })
       : this.complete(request.acks, name).then(answered, () => ({
           completed: [] as string[],
@@ -179,58 +226,104 @@ export class ClaimDispatcher {
         }));
     const { host, pid = null, startedAt = null } = request;
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
-    const nowMs = () => this.engine.clock.now().getTime();
-    const deadline = nowMs() + Math.min(request.waitMs, this.options.maxWaitMs);
-    const inProgress = this.claims.begin(workerId, name);
-    const mayWait = () => deadline > nowMs() && !signal.aborted && !inProgress.stop.aborted && !this.bus.isClosed;
-    try {
+    const deadlineMs = this.nowMs() + Math.min(request.waitMs, this.options.maxWaitMs);
+    return {
+      state: nextClaimState('starting', 'started'),
+      request,
+      signal,
+      deadlineMs,
+      inProgress: this.claims.begin(workerId, name),
+      carried,
+      carriedAnswered,
+      acked,
       // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
-      let skipQuery = !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(request);
-      for (;;) {
-        const seen = this.bus.generation(name);
-        this.observer.claimAttempt?.(name, !skipQuery);
-        // A type's rate limit says when its next job may start: the claim waits until then, not a poll interval.
-        let nextStartAt: Date | null = null;
-        const query = skipQuery
-          ? async () => []
-          : async () => {
-              const acks = carried ? request.acks : [];
-              carried = false;
-              const outcome = await this.engine.completeAndClaim(acks, claimRequest(request, this.engine.clock.now()));
-              if (acks.length > 0) carriedAnswered(answered(this.acksCompleted(outcome.outcomes, name)));
-              nextStartAt = outcome.nextStartAt;
-              return outcome.jobs;
-            };
-        skipQuery = false;
-        // Parked, when it finds nothing, before the acks' commit is awaited: an enqueue arriving meanwhile
-        // can already hand its job over.
-        const { jobs, parked } = await this.handoffs.attempt(request, signal, query, mayWait);
-        if (!parked) {
-          const acks = await acked;
-          return { jobs: await this.deliver(name, jobs, signal, false), ...acks };
-        }
-        const acks = await acked;
-        // Acks that found their lease lost are answered now rather than after the wait. (Acks that failed are
-        // sent again after the wait: an answer at once would bring them straight back while the store fails.)
-        const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
-        if (!leasesLost) {
-          const pollMs = nextStartAt === null ? this.options.pollIntervalMs : (nextStartAt as Date).getTime() - nowMs();
-          const waitMs = Math.min(Math.max(0, deadline - nowMs()), Math.max(1, pollMs));
-          await this.bus.waitForReady(name, seen, waitMs, AbortSignal.any([signal, parked.taken, inProgress.stop]));
-        }
-        const handed = await this.handoffs.withdraw(parked);
-        if (handed.length > 0) return { jobs: await this.deliver(name, handed, signal, true), ...acks };
-        // Its worker is closing and asked for an answer now, or leases were lost.
-        if (inProgress.stop.aborted || leasesLost) return { jobs: [], ...acks };
-        // A wake-up can run before this process has read that the client went away (an in-process store
-        // such as PGlite answers without yielding to I/O). One turn of the event loop lets a closed
-        // connection abort the request first, rather than leasing jobs to nobody.
-        await new Promise((resolve) => setImmediate(resolve));
-        if (signal.aborted) return { jobs: [], ...acks };
-      }
-    } finally {
-      inProgress.end();
+      skipQuery: !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(request),
+      seen: 0,
+      nextStartAt: null,
+    };
+  }
+
+  /**
+   * `querying`: one store attempt, carrying the acks the first time they are carried. Answers `found` or
+   * `mayNotWait`, or resolves to the claim parked (`foundNone`), before the acks' commit is awaited: an
+   * enqueue arriving meanwhile can already hand its job over.
+   */
+  private async query(claim: OpenClaim): Promise<ClaimAnswer | ParkedClaim> {
+    const { request, signal } = claim;
+    const { name } = request;
+    claim.seen = this.bus.generation(name);
+    this.observer.claimAttempt?.(name, !claim.skipQuery);
+    claim.nextStartAt = null;
+    const query = claim.skipQuery
+      ? async () => []
+      : async () => {
+          const acks = claim.carried ? request.acks : [];
+          claim.carried = false;
+          const outcome = await this.engine.completeAndClaim(acks, claimRequest(request, this.engine.clock.now()));
+          if (acks.length > 0) claim.carriedAnswered(outcome.outcomes);
+          // A type's rate limit says when its next job may start: the claim waits until then, not a poll interval.
+          claim.nextStartAt = outcome.nextStartAt;
+          return outcome.jobs;
+        };
+    claim.skipQuery = false;
+    const { jobs, parked } = await this.handoffs.attempt(request, signal, query, () => this.mayWait(claim));
+    if (parked) {
+      claim.state = nextClaimState(claim.state, 'foundNone');
+      return parked;
     }
+    claim.state = nextClaimState(claim.state, jobs.length > 0 ? 'found' : 'mayNotWait');
+    const acks = await claim.acked;
+    return { jobs: await this.deliver(name, jobs, signal, false), ...acks };
+  }
+
+  /**
+   * `parked`: waits, unless its acks found their leases lost, then withdraws. Resolves to the answer
+   * (`handedOver`, `stopped`, `leasesLost`, `clientGone`), or to `undefined` when `woken` to query again.
+   */
+  private async waitParked(claim: OpenClaim, parked: ParkedClaim): Promise<ClaimAnswer | undefined> {
+    const { request, signal, inProgress } = claim;
+    const { name } = request;
+    const acks = await claim.acked;
+    // Acks that found their lease lost are answered now rather than after the wait. (Acks that failed are
+    // sent again after the wait: an answer at once would bring them straight back while the store fails.)
+    const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
+    if (!leasesLost) {
+      const pollMs =
+        claim.nextStartAt === null ? this.options.pollIntervalMs : claim.nextStartAt.getTime() - this.nowMs();
+      const waitMs = Math.min(Math.max(0, claim.deadlineMs - this.nowMs()), Math.max(1, pollMs));
+      await this.bus.waitForReady(name, claim.seen, waitMs, AbortSignal.any([signal, parked.taken, inProgress.stop]));
+    }
+    const handed = await this.handoffs.withdraw(parked);
+    if (handed.length > 0) {
+      claim.state = nextClaimState(claim.state, 'handedOver');
+      return { jobs: await this.deliver(name, handed, signal, true), ...acks };
+    }
+    // Its worker is closing and asked for an answer now, or leases were lost.
+    if (inProgress.stop.aborted || leasesLost) {
+      claim.state = nextClaimState(claim.state, inProgress.stop.aborted ? 'stopped' : 'leasesLost');
+      return { jobs: [], ...acks };
+    }
+    // A wake-up can run before this process has read that the client went away (an in-process store
+    // such as PGlite answers without yielding to I/O). One turn of the event loop lets a closed
+    // connection abort the request first, rather than leasing jobs to nobody.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (signal.aborted) {
+      claim.state = nextClaimState(claim.state, 'clientGone');
+      return { jobs: [], ...acks };
+    }
+    claim.state = nextClaimState(claim.state, 'woken');
+    return undefined;
+  }
+
+  /** Whether a claim that found nothing may wait: time is left, its client is there, its worker is not stopping. */
+  private mayWait(claim: OpenClaim): boolean {
+    return (
+      claim.deadlineMs > this.nowMs() && !claim.signal.aborted && !claim.inProgress.stop.aborted && !this.bus.isClosed
+    );
+  }
+
+  private nowMs(): number {
+    return this.engine.clock.now().getTime();
   }
 
   /**
