@@ -1,5 +1,5 @@
 /**
  * `@workq/core/mongodb`: the MongoDB store, over the official `mongodb` driver.
  */
-export { createMongoStore, type MongoStoreOptions } from './create-mongo-store.ts';
+export { createMongoStore, type MongoStoreOptions } from './create-store.ts';
 export { dropRetiredMongoIndexes } from './indexes.ts';
