@@ -84,6 +84,10 @@ export class LeasedJobs {
   /**
    * After the store completed `completedIds` of `items` at `now` (`completeMany`, or a claim that carried them):
    * tells who waits for those jobs, and finds which of the others an earlier ack completed.
+   *
+   * The store names the jobs it completed, not the leases. A batch merged from several requests can carry two
+   * leases of one job: one that expired, and the one that took the job over. Such a job was completed for the
+   * lease it keeps (a completed job keeps its token), read back with the others, and only that ack is `ok`.
    */
   async completed(
     items: readonly (LeaseRef & { result?: unknown })[],
@@ -92,22 +96,30 @@ export class LeasedJobs {
   ): Promise<CompleteOutcome[]> {
     const done = new Set(completedIds);
     for (const id of done) this.listeners.emitFinished(id, 'completed');
-    if (this.events.listening)
-      this.events.completed(
-        items.filter(({ id }) => done.has(id)),
-        now,
-      );
-    const repeats = await this.completedEarlier(items.filter(({ id }) => !done.has(id)));
-    return items.map((item) => ({ id: item.id, ok: done.has(item.id), repeated: repeats.has(item) }));
+    const shared = idsUnderSeveralLeases(items.filter(({ id }) => done.has(id)));
+    this.events.completed(
+      items.filter(({ id }) => done.has(id) && !shared.has(id)),
+      now,
+    );
+    const completedBy = await this.completedLeases(items.filter(({ id }) => !done.has(id) || shared.has(id)));
+    const outcomes = items.map(({ id, leaseToken }) => {
+      const byThisLease = completedBy.get(id) === leaseToken;
+      const ok = done.has(id) && (!shared.has(id) || byThisLease);
+      return { id, ok, repeated: !done.has(id) && byThisLease };
+    });
+    this.events.completed(
+      items.filter(({ id }, index) => shared.has(id) && outcomes[index]?.ok),
+      now,
+    );
+    return outcomes;
   }
 
-  /** Of leases whose ack found no lease to end, those whose job that very lease completed (one store read). */
-  private async completedEarlier<L extends LeaseRef>(leases: readonly L[]): Promise<Set<L>> {
-    if (leases.length === 0) return new Set();
+  /** The lease token each completed job among those of `leases` keeps, by job id (one store read). */
+  private async completedLeases(leases: readonly LeaseRef[]): Promise<Map<string, string | null>> {
+    if (leases.length === 0) return new Map();
     const ids = [...new Set(leases.map((lease) => lease.id))];
     const completed = await this.store.listJobs({ ids, states: ['completed'], limit: ids.length });
-    const tokens = new Map(completed.map((job) => [job.id, job.leaseToken]));
-    return new Set(leases.filter((lease) => tokens.get(lease.id) === lease.leaseToken));
+    return new Map(completed.map((job) => [job.id, job.leaseToken]));
   }
 
   async release(jobs: readonly (LeaseRef & { name: string })[]): Promise<string[]> {
@@ -247,6 +259,17 @@ function recordedError(failure: AttemptFailure, attempt: number, at: Date): JobE
   if (failure.stack) error.stack = toStoredText(failure.stack.slice(0, ERROR_HISTORY_LIMITS.stackChars));
   if (failure.permanent) error.permanent = true;
   return error;
+}
+
+/** The ids that `leases` name with more than one token. */
+function idsUnderSeveralLeases(leases: readonly LeaseRef[]): Set<string> {
+  const tokens = new Map<string, string>();
+  const shared = new Set<string>();
+  for (const { id, leaseToken } of leases) {
+    if ((tokens.get(id) ?? leaseToken) !== leaseToken) shared.add(id);
+    tokens.set(id, leaseToken);
+  }
+  return shared;
 }
 
 function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {

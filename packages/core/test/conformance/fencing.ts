@@ -144,6 +144,31 @@ export function registerFencingTests(ctx: SuiteContext): void {
     expect((await engine.get(short.id)).state).toBe('active');
   });
 
+  it('one batch of acks carrying a job’s expired lease and its current one completes it for the current one only', async () => {
+    const name = ctx.jobName('complete-superseded');
+    const { engine, store, clock } = ctx.engine();
+    await engine.enqueue({ name, version: 1, payload: {}, options: { leaseMs: 1_000, maxAttempts: 5 } });
+    const stale = await claimOne(engine, name);
+    clock.advance(1_001);
+    const fresh = await claimOne(engine, name);
+    expect(fresh.attempt).toBe(2);
+
+    // As a server merges concurrent workers' acks into one store call: the superseded lease's ack, in either order.
+    const outcomes = await engine.completeMany([
+      { ...stale, result: 'stale' },
+      { ...fresh, result: 'fresh' },
+    ]);
+    expect(outcomes).toEqual([
+      { id: stale.id, ok: false, repeated: false },
+      { id: fresh.id, ok: true, repeated: false },
+    ]);
+    expect(await store.getJob(fresh.id)).toMatchObject({ state: 'completed', leaseToken: fresh.leaseToken });
+    expect(await engine.completeMany([fresh, stale])).toEqual([
+      { id: fresh.id, ok: false, repeated: true },
+      { id: stale.id, ok: false, repeated: false },
+    ]);
+  });
+
   it('an expired lease raced by concurrent claimers on separate stores is delivered to exactly one', async () => {
     const name = ctx.jobName('expired-race');
     const clock = new ManualClock();
