@@ -10,7 +10,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
 import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';
-import { sqlDate } from '../src/stores/mysql/rows.ts';
+import { sqlDate } from '../src/stores/mysql/records.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { rejection } from './support/fixtures.ts';
 

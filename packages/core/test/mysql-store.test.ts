@@ -6,7 +6,7 @@ import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { createMysqlStore, type MysqlStoreOptions } from '../src/stores/mysql/index.ts';
 import { SCHEMA_VERSION } from '../src/stores/mysql/migrations.ts';
-import { sqlDate } from '../src/stores/mysql/rows.ts';
+import { sqlDate } from '../src/stores/mysql/records.ts';
 import { claimCandidatesSql } from '../src/stores/mysql/sql/lock-ready-jobs.ts';
 import { tableNames } from '../src/stores/mysql/tables.ts';
 import { openStore } from '../src/stores/open-store.ts';

@@ -5,15 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { completeAndClaimStatement } from '../src/stores/postgres/complete-and-claim.ts';
+import { createPoolSqlClient } from '../src/stores/postgres/connection.ts';
 import { openPgliteStore } from '../src/stores/postgres/create-store.ts';
 import { buildFlowStatements } from '../src/stores/postgres/flow-control.ts';
 import { createPgliteStore, createPostgresStore } from '../src/stores/postgres/index.ts';
-import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/job-rows.ts';
 import { buildListJobs } from '../src/stores/postgres/list-jobs.ts';
 import { SCHEMA_VERSION } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
-import { createPoolSqlClient } from '../src/stores/postgres/sql-client.ts';
+import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/records.ts';
 import { buildStatements } from '../src/stores/postgres/statements.ts';
 import { newJob } from './support/fixtures.ts';
 

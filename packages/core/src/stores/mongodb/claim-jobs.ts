@@ -1,9 +1,9 @@
 import type { AnyBulkWriteOperation, Collection, Filter } from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
-import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './documents.ts';
 import { CLAIM_INDEX, CLAIM_INDEX_KEY, DELAYED_INDEX } from './indexes.ts';
 import { giveBackLeases } from './leases.ts';
+import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './records.ts';
 
 /** Rounds of a batch claim that lost candidates to competing claims before it leases one job at a time. */
 const MAX_ROUNDS = 4;

@@ -2,8 +2,8 @@ import type { Collection, Document } from 'mongodb';
 import type { CountScope, JobCount } from '../../engine/store.ts';
 import { FINISHED_STATES, JOB_STATES } from '../../jobs.ts';
 import type { KeptState } from '../shared/not-started.ts';
-import type { JobDocument } from './documents.ts';
 import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX } from './indexes.ts';
+import type { JobDocument } from './records.ts';
 
 /**
  * The live states, each read through the partial index that holds exactly its jobs: finished history is in

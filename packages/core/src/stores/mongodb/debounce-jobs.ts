@@ -1,6 +1,8 @@
 import type { Collection } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import { isDuplicateKeyError } from './errors.ts';
+import { DEBOUNCE_INDEX, DEBOUNCE_INDEX_KEY } from './indexes.ts';
 import {
   cleanBackoff,
   type JobDocument,
@@ -9,9 +11,7 @@ import {
   toJobDocument,
   toJobRecord,
   toJson,
-} from './documents.ts';
-import { isDuplicateKeyError } from './errors.ts';
-import { DEBOUNCE_INDEX, DEBOUNCE_INDEX_KEY } from './indexes.ts';
+} from './records.ts';
 
 /** `Store.debounceJobs`: one job at a time, each atomic on its own (a batch rarely debounces more than one key). */
 export async function debounceJobs(jobs: Collection<JobDocument>, input: readonly NewJob[]): Promise<InsertOutcome[]> {

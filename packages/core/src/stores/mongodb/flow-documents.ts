@@ -1,6 +1,6 @@
 import type { Collection, MongoClient, WriteConcernSettings } from 'mongodb';
-import type { JobDocument } from './documents.ts';
 import type { RateBucket } from './rate-buckets.ts';
+import type { JobDocument } from './records.ts';
 
 /** A job type's settings, keyed by its name. */
 export interface QueueSettingsDocument {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type AnyBulkWriteOperation, type Collection, MongoBulkWriteError, type UpdateFilter } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
-import type { JobDocument } from './documents.ts';
 import { heldBy } from './leases.ts';
+import type { JobDocument } from './records.ts';
 
 /**
  * The field a batch of fenced updates marks each job it changed with: a random id of the batch, by which

@@ -1,9 +1,9 @@
 import type { Collection } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
-import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
+import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
 
 function keyOf(name: string, idempotencyKey: string): string {
   return `${name}\u0000${idempotencyKey}`;

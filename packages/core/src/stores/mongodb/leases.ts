@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection, Filter } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
 import { LEASE_TOKEN_MAX_CHARS } from '../../jobs.ts';
-import { type JobDocument, stringOrNull } from './documents.ts';
 import { isTransient } from './errors.ts';
+import { type JobDocument, stringOrNull } from './records.ts';
 
 /** The fields that end a job's lease. */
 export const ENDED_LEASE = { leaseToken: null, leaseExpiresAt: null };

@@ -2,10 +2,10 @@ import type { ClientSession, UpdateFilter } from 'mongodb';
 import type { ClaimedRecord, ClaimRequest } from '../../engine/store.ts';
 import type { LimitedClaimSteps } from '../shared/limited-claim.ts';
 import { leaseUpdate, versionsOf } from './claim-jobs.ts';
-import { CLAIM_SORT, type JobDocument, toJobRecord } from './documents.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { CLAIM_INDEX, GROUP_INDEX } from './indexes.ts';
 import type { RateBuckets } from './rate-buckets.ts';
+import { CLAIM_SORT, type JobDocument, toJobRecord } from './records.ts';
 
 const groupRef = (name: string, group: string) => JSON.stringify([name, group]);
 

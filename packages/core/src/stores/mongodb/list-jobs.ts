@@ -1,8 +1,8 @@
 import type { Collection, Filter } from 'mongodb';
 import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
-import { type JobDocument, stringOrNull, toJobRecord } from './documents.ts';
 import { DEBOUNCE_INDEX, GROUP_LIST_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
+import { type JobDocument, stringOrNull, toJobRecord } from './records.ts';
 
 /**
  * `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`).

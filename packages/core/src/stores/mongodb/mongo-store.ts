@@ -27,20 +27,6 @@ import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
 import { DatabaseClock } from './database-clock.ts';
 import { debounceJobs } from './debounce-jobs.ts';
-import {
-  appendedErrors,
-  cleanError,
-  type JobDocument,
-  literal,
-  orderKeyExpression,
-  type ScheduleDocument,
-  type ScheduleRunDocument,
-  type SchemaDocument,
-  stringOrNull,
-  toJobRecord,
-  toJson,
-  type WorkerDocument,
-} from './documents.ts';
 import { toWorkqError } from './errors.ts';
 import {
   claimLimitedJobs,
@@ -61,6 +47,20 @@ import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { refuseOverfullJobs, refuseUnstorableResults } from './oversized-results.ts';
 import { promoteJob } from './promote-job.ts';
+import {
+  appendedErrors,
+  cleanError,
+  type JobDocument,
+  literal,
+  orderKeyExpression,
+  type ScheduleDocument,
+  type ScheduleRunDocument,
+  type SchemaDocument,
+  stringOrNull,
+  toJobRecord,
+  toJson,
+  type WorkerDocument,
+} from './records.ts';
 import {
   listSchemas,
   listWorkers,

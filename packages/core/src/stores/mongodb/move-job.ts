@@ -1,10 +1,10 @@
 import type { Collection, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { type JobDocument, toJobDocument, toJobRecord } from './documents.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
+import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
 import { commitWithin, isUnknownCommit, transactionOptions } from './transactions.ts';
 
 /** Where `moveJob` runs its transaction. */

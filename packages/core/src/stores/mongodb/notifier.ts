@@ -2,8 +2,8 @@ import type { ChangeStream, Collection, Db } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import type { ClosableNotifier } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import type { WakeupDocument } from './documents.ts';
 import { toWorkqError } from './errors.ts';
+import type { WakeupDocument } from './records.ts';
 import { WakeupPublisher } from './wakeup-publisher.ts';
 import { StreamInvalidated, WakeupSubscription } from './wakeup-subscription.ts';
 

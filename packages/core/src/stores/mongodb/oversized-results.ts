@@ -1,8 +1,8 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { appendedErrors, type JobDocument, literal, toJson } from './documents.ts';
 import { ENDED_LEASE, heldBy } from './leases.ts';
+import { appendedErrors, type JobDocument, literal, toJson } from './records.ts';
 
 /**
  * The largest result, as JSON text, the store keeps. A job's document is at

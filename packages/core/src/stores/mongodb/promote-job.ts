@@ -1,7 +1,7 @@
 import type { Collection } from 'mongodb';
 import type { JobRecord } from '../../engine/store.ts';
 import { NOT_STARTED } from '../shared/not-started.ts';
-import { type JobDocument, orderKeyExpression, stringOrNull, toJobRecord } from './documents.ts';
+import { type JobDocument, orderKeyExpression, stringOrNull, toJobRecord } from './records.ts';
 
 /**
  * `Store.promoteJob`: the job's type read by `_id`, then one `findOneAndUpdate` naming it, so the write

@@ -1,8 +1,8 @@
 import type { Collection } from 'mongodb';
 import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
-import { fromJson, type SchemaDocument, stringOrNull, toJson, type WorkerDocument } from './documents.ts';
 import { isDuplicateKeyError } from './errors.ts';
+import { fromJson, type SchemaDocument, stringOrNull, toJson, type WorkerDocument } from './records.ts';
 
 /** Inserts the schema unless `(name, version)` is taken (unique index), then resolves to the stored entry. */
 export async function registerSchema(schemas: Collection<SchemaDocument>, entry: SchemaEntry): Promise<SchemaEntry> {

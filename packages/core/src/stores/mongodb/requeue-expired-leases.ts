@@ -2,9 +2,9 @@ import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
-import { appendedErrors, cleanError, type JobDocument, literal } from './documents.ts';
 import { LEASE_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
+import { appendedErrors, cleanError, type JobDocument, literal } from './records.ts';
 
 /** The most expired leases one batch of a sweep reads and ends: its id lists stay far below the 16 MiB command limit. */
 export const SWEEP_BATCH = 1_000;

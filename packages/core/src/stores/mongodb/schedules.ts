@@ -1,14 +1,7 @@
 /** The schedules kept in the store and the last run of each schedule: see `ScheduleStore`. */
 import type { Collection } from 'mongodb';
 import type { ScheduleRun, ScheduleStore, StoredSchedule } from '../../engine/store.ts';
-import {
-  fromJson,
-  literal,
-  type ScheduleDocument,
-  type ScheduleRunDocument,
-  stringOrNull,
-  toJson,
-} from './documents.ts';
+import { fromJson, literal, type ScheduleDocument, type ScheduleRunDocument, stringOrNull, toJson } from './records.ts';
 
 /** The `ScheduleStore` operations over the store's two schedule collections. */
 export function mongoSchedules(

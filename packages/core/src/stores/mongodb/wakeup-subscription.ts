@@ -1,5 +1,5 @@
 import { ChangeStream } from 'mongodb';
-import type { WakeupDocument } from './documents.ts';
+import type { WakeupDocument } from './records.ts';
 import { RESYNC_MESSAGE } from './wakeup-publisher.ts';
 
 const REOPEN_MIN_MS = 100;

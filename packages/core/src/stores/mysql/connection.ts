@@ -1,5 +1,5 @@
 import type { Pool, PoolConnection, QueryValues, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { datesAsText } from './rows.ts';
+import { datesAsText } from './records.ts';
 
 /** A pool or one of its connections: anything a statement can run on. */
 export type Queryable = Pool | PoolConnection;
@@ -20,7 +20,7 @@ export type Queryable = Pool | PoolConnection;
  * - `NAMES utf8mb4`: the driver escapes UTF-8 text; under a multi-byte client
  *   character set such as GBK or SJIS an escaping backslash can be read as
  *   part of a character.
- * - `time_zone` UTC: dates are written and read as UTC text (see rows.ts);
+ * - `time_zone` UTC: dates are written and read as UTC text (see records.ts);
  *   this keeps any server-side date arithmetic UTC too.
  */
 export const SESSION_SETTINGS_SQL = `SET NAMES utf8mb4, SESSION sql_mode = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', SESSION time_zone = '+00:00'`;

@@ -98,7 +98,7 @@ function createPool(options: MysqlStoreOptions, target: string): Pool {
       uri: options.url,
       connectionLimit: poolSize,
       connectTimeout: options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-      // Dates are written and read as UTC text (see rows.ts); this keeps any other date handling UTC too.
+      // Dates are written and read as UTC text (see records.ts); this keeps any other date handling UTC too.
       timezone: 'Z',
       charset: 'utf8mb4',
     });

@@ -6,7 +6,7 @@ import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import type { QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { readDate, sqlDate } from './rows.ts';
+import { readDate, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /** The settings row's columns a claim or a listing reads. */

@@ -1,6 +1,6 @@
 import type { JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { type Queryable, selectRows } from './connection.ts';
-import { JOB_SELECT, jobRow, sqlDate } from './rows.ts';
+import { JOB_SELECT, jobRow, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /** The lease fence: the row is active, held by this token, and the lease has not expired. */

@@ -2,7 +2,7 @@ import type { Pool } from 'mysql2/promise';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { execute } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
-import { sqlDate } from './rows.ts';
+import { sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /**

@@ -2,7 +2,7 @@ import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/sto
 import { type KeptState, keptStates } from '../shared/not-started.ts';
 import { GROUP_LISTING_INDEX } from './baseline.ts';
 import { type Queryable, selectRows } from './connection.ts';
-import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './rows.ts';
+import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /**

@@ -30,6 +30,7 @@ import { listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import { selectJobsByIds } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
 import { listJobs } from './list-jobs.ts';
+import { sqlDate, writeJson } from './records.ts';
 import {
   listSchemas,
   listWorkers,
@@ -39,7 +40,6 @@ import {
   removeSchema,
   touchWorkers,
 } from './registries.ts';
-import { sqlDate, writeJson } from './rows.ts';
 import { mysqlSchedules } from './schedules.ts';
 import { cancelJob } from './sql/cancel-job.ts';
 import { claimJobs } from './sql/claim-jobs.ts';

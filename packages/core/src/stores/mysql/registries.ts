@@ -1,6 +1,6 @@
 import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { readDate, sqlDate, writeJson } from './rows.ts';
+import { readDate, sqlDate, writeJson } from './records.ts';
 import type { Tables } from './tables.ts';
 
 const SCHEMA_SELECT = 'name, version, fingerprint, json_schema, registered_at';

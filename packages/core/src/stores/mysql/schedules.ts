@@ -1,7 +1,7 @@
 /** The schedules kept in the store and the last run of each schedule: see `ScheduleStore`. */
 import type { ScheduleRun, ScheduleStore, StoredSchedule } from '../../engine/store.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
-import { readDate, sqlDate, writeJson } from './rows.ts';
+import { readDate, sqlDate, writeJson } from './records.ts';
 import type { Tables } from './tables.ts';
 
 const SCHEDULE_SELECT = 'schedule_key, cron, timezone, name, version, payload, options, updated_at';

@@ -2,12 +2,12 @@ import type { PGlite } from '@electric-sql/pglite';
 import type pg from 'pg';
 import type { Store } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
+import { createPgliteSqlClient, createPoolSqlClient, type SqlClient } from './connection.ts';
 import { describeTarget, toWorkqError } from './errors.ts';
 import { migrate, quoteSchema } from './migrations.ts';
 import { createPgNotifier } from './notifier.ts';
 import { pgliteTemplateFor } from './pglite-template.ts';
 import { PostgresStore } from './postgres-store.ts';
-import { createPgliteSqlClient, createPoolSqlClient, type SqlClient } from './sql-client.ts';
 
 /** Options of `createPostgresStore`. */
 export interface PostgresStoreOptions {

@@ -1,8 +1,8 @@
 /** Flow control on PostgreSQL: the per-type settings table and the limited claim (see `FlowControlStore`). */
 import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
-import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './job-rows.ts';
-import type { SqlQueryable } from './sql-client.ts';
+import type { SqlQueryable } from './connection.ts';
+import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './records.ts';
 
 interface SettingsRow {
   name: string;

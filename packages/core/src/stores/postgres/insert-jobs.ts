@@ -1,8 +1,8 @@
 import type { InsertOutcome, JobRecord, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
-import { type JobRow, newJobParams, newJobValues, shareSettings, toJobRecord } from './job-rows.ts';
-import type { SqlQueryable, SqlStatement } from './sql-client.ts';
+import type { SqlQueryable, SqlStatement } from './connection.ts';
+import { type JobRow, newJobParams, newJobValues, shareSettings, toJobRecord } from './records.ts';
 import type { Statements } from './statements.ts';
 
 /** A job's `(name, idempotency key)` as one map key. */

@@ -5,7 +5,7 @@ import {
   PER_JOB_FIELDS,
   SETTINGS_FIELDS,
   type SettingsField,
-} from './job-rows.ts';
+} from './records.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /** The columns every insert of a job writes, in the order of `insertValues`. */

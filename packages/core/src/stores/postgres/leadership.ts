@@ -1,5 +1,5 @@
 import type { LeaderElection } from '../../roles/leadership.ts';
-import type { SqlClient } from './sql-client.ts';
+import type { SqlClient } from './connection.ts';
 
 /**
  * Leader election on PostgreSQL: a lease row per role in `leaders`. Taking or

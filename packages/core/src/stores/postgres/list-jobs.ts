@@ -1,7 +1,7 @@
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type KeptState, keptStates } from '../shared/not-started.ts';
-import { JOB_COLUMNS } from './job-rows.ts';
+import { JOB_COLUMNS } from './records.ts';
 import { NOT_STARTED_SQL } from './sql-fragments.ts';
 
 /**

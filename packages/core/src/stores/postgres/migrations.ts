@@ -1,8 +1,8 @@
 import { WorkqError } from '../../errors.ts';
 import { type Ledger, type Migration, refuseNewerSchema } from '../shared/migration.ts';
 import { BASELINE } from './baseline.ts';
+import type { SqlClient } from './connection.ts';
 import { takeOverPreRelease } from './pre-release-schema.ts';
-import type { SqlClient } from './sql-client.ts';
 
 /**
  * The migrations from the first released schema on, in order: one per released schema change, each ending

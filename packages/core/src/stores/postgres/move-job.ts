@@ -1,7 +1,7 @@
 import type { InsertOutcome, LeaseRef, NewJob } from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
+import type { SqlClient } from './connection.ts';
 import { idempotencyRef, insertNew, keyHolders } from './insert-jobs.ts';
-import type { SqlClient } from './sql-client.ts';
 import type { Statements } from './statements.ts';
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ClosableNotifier } from '../../engine/store.ts';
+import type { SqlClient } from './connection.ts';
 import { toWorkqError } from './errors.ts';
-import type { SqlClient } from './sql-client.ts';
 
 export interface PgNotifierOptions {
   /** The node-postgres module, loaded by the factory. */

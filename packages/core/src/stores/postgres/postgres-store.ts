@@ -30,6 +30,7 @@ import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
+import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
 import {
   buildFlowStatements,
   claimLimitedJobs,
@@ -38,11 +39,11 @@ import {
   updateQueueSettings,
 } from './flow-control.ts';
 import { debounceJobs, insertJobs, insertStatement } from './insert-jobs.ts';
-import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecord, toJsonText } from './job-rows.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { buildListJobs } from './list-jobs.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
+import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecord, toJsonText } from './records.ts';
 import {
   listSchemas,
   listWorkers,
@@ -53,7 +54,6 @@ import {
   touchWorkers,
 } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
-import type { SqlClient, SqlQueryable, SqlStatement } from './sql-client.ts';
 import { buildStatements, type Statements } from './statements.ts';
 import { VacuumPacer } from './vacuum-pacer.ts';
 

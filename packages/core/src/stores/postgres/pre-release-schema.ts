@@ -1,6 +1,6 @@
 import { WorkqError } from '../../errors.ts';
 import { BASELINE, GROUP_LIST_INDEX } from './baseline.ts';
-import type { SqlQueryable } from './sql-client.ts';
+import type { SqlQueryable } from './connection.ts';
 
 /**
  * Schemas made before the baseline: their `migrations` table has no `min_server_version`, and its rows are the

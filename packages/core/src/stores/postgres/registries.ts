@@ -1,7 +1,7 @@
 /** The registries beside the jobs table: job schemas by (name, version), and workers by id. */
 import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
-import { toJsonText } from './job-rows.ts';
-import type { SqlQueryable } from './sql-client.ts';
+import type { SqlQueryable } from './connection.ts';
+import { toJsonText } from './records.ts';
 import type { Statements } from './statements.ts';
 
 interface SchemaRow {

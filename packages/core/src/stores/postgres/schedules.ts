@@ -1,7 +1,7 @@
 /** The schedules kept in the store and the last run of each schedule: see `ScheduleStore`. */
 import type { ScheduleRun, ScheduleStore, StoredSchedule } from '../../engine/store.ts';
-import { toJsonText } from './job-rows.ts';
-import type { SqlQueryable } from './sql-client.ts';
+import type { SqlQueryable } from './connection.ts';
+import { toJsonText } from './records.ts';
 
 interface ScheduleRow {
   key: string;

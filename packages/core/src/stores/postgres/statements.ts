@@ -1,6 +1,6 @@
 import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
-import { CLAIMED_COLUMNS, JOB_COLUMNS } from './job-rows.ts';
+import { CLAIMED_COLUMNS, JOB_COLUMNS } from './records.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /**

@@ -8,7 +8,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { JobRecord } from '../../../engine/store.ts';
 import { execute } from '../connection.ts';
 import { RELEASE_LEASE, selectJobsByIds } from '../job-queries.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function cancelJob(c: PoolConnection, t: Tables, id: string, now: Date): Promise<JobRecord | null> {

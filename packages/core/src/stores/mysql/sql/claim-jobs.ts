@@ -9,7 +9,7 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { ClaimedRecord, ClaimRequest } from '../../../engine/store.ts';
-import { claimedRecord } from '../rows.ts';
+import { claimedRecord } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { leaseJobs } from './lease-jobs.ts';
 import { lockReadyJobs } from './lock-ready-jobs.ts';

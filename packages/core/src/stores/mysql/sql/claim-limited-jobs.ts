@@ -22,7 +22,7 @@ import { DELAYED_INDEX } from '../baseline.ts';
 import { execute, selectRows } from '../connection.ts';
 import { SETTINGS_SELECT, toFlowState } from '../flow-control.ts';
 import { pickInTurns } from '../group-claim.ts';
-import { claimedRecord, sqlDate } from '../rows.ts';
+import { claimedRecord, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { leaseJobs } from './lease-jobs.ts';

@@ -10,7 +10,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { LeaseRef } from '../../../engine/store.ts';
 import { execute } from '../connection.ts';
 import { END_LEASE_KEEPING_TOKEN } from '../job-queries.ts';
-import { sqlDate, writeJson } from '../rows.ts';
+import { sqlDate, writeJson } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { lockHeldJobs } from './lock-held-jobs.ts';
 

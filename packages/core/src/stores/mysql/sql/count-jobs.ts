@@ -5,7 +5,7 @@
 import type { JobCount } from '../../../engine/store.ts';
 import type { JobState } from '../../../jobs.ts';
 import { type Queryable, selectRows } from '../connection.ts';
-import { NOT_STARTED_SQL, sqlDate } from '../rows.ts';
+import { NOT_STARTED_SQL, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function countJobs(db: Queryable, t: Tables, now: Date): Promise<JobCount[]> {

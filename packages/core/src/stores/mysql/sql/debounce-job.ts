@@ -11,7 +11,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
 import { execute, selectRows } from '../connection.ts';
-import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues } from '../rows.ts';
+import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** `column` takes the inserted row's value only on a holder not yet started (never claimed, so no attempts). */

@@ -10,7 +10,7 @@ import { notStartedState } from '../../shared/not-started.ts';
 import type { Queryable } from '../connection.ts';
 import { appendedErrorsSql } from '../error-history.ts';
 import { RELEASE_LEASE } from '../job-queries.ts';
-import { delayedUntil, ORDER_KEY_SQL, sqlDate, writeJson } from '../rows.ts';
+import { delayedUntil, ORDER_KEY_SQL, sqlDate, writeJson } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { updateHeldJob } from './update-held-job.ts';
 

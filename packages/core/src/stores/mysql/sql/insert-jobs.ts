@@ -13,7 +13,7 @@ import { keyExpired } from '../../shared/deduplication.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
 import { execute, type Queryable } from '../connection.ts';
 import { idempotencyRef, selectInserted } from '../job-queries.ts';
-import { JOB_COLUMNS, newJobValues } from '../rows.ts';
+import { JOB_COLUMNS, newJobValues } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { releaseExpiredKeys } from './release-expired-keys.ts';
 

@@ -8,7 +8,7 @@
  */
 import type { ClaimRequest } from '../../../engine/store.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function leaseJobs(c: Queryable, t: Tables, ids: readonly string[], request: ClaimRequest): Promise<void> {

@@ -10,7 +10,7 @@
  */
 import type { ClaimRequest } from '../../../engine/store.ts';
 import { WAITING_GROUP_CLAIM_INDEX } from '../baseline.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { CLAIMED_SELECT, claimedSelectOf } from './lock-ready-jobs.ts';
 

@@ -8,7 +8,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { LeaseRef } from '../../../engine/store.ts';
 import { selectRows } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function lockHeldJobs(

@@ -12,7 +12,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { ClaimRequest } from '../../../engine/store.ts';
 import { CLAIM_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** The columns a claim reads of each job it leases (`claimedRecord`). */

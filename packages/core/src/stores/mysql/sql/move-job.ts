@@ -12,7 +12,7 @@ import type { InsertOutcome, LeaseRef, NewJob } from '../../../engine/store.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
 import { execute } from '../connection.ts';
 import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from '../job-queries.ts';
-import { JOB_COLUMNS, newJobValues, sqlDate } from '../rows.ts';
+import { JOB_COLUMNS, newJobValues, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */

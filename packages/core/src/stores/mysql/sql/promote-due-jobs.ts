@@ -9,7 +9,7 @@
  */
 import { DELAYED_INDEX } from '../baseline.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** Due delayed jobs one statement moves at most; the claim repeats it while it moves that many. */

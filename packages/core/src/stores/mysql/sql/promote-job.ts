@@ -8,7 +8,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { JobRecord } from '../../../engine/store.ts';
 import { execute } from '../connection.ts';
 import { selectJobsByIds } from '../job-queries.ts';
-import { NOT_STARTED_SQL, ORDER_KEY_SQL, sqlDate } from '../rows.ts';
+import { NOT_STARTED_SQL, ORDER_KEY_SQL, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function promoteJob(c: PoolConnection, t: Tables, id: string, now: Date): Promise<JobRecord | null> {

@@ -4,7 +4,7 @@
  */
 import { FINISHED_STATES } from '../../../jobs.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** The finished states as the placeholders of an `IN (…)` list, their values passed as parameters. */

@@ -5,7 +5,7 @@
  */
 import type { NewJob } from '../../../engine/store.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** Clears each key of `jobs` on its holder when it expired by the time the job found it taken. */

@@ -8,7 +8,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { LeaseRef } from '../../../engine/store.ts';
 import { execute } from '../connection.ts';
 import { RELEASE_LEASE } from '../job-queries.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { lockHeldJobs } from './lock-held-jobs.ts';
 

@@ -13,7 +13,7 @@ import type { JobError } from '../../../jobs.ts';
 import { execute, type Queryable, selectRows } from '../connection.ts';
 import { appendedErrorsSql } from '../error-history.ts';
 import { RELEASE_LEASE } from '../job-queries.ts';
-import { sqlDate, writeJson } from '../rows.ts';
+import { sqlDate, writeJson } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** Whether some lease expired by `now`: a plain read, which takes no locks (most sweeps find nothing). */

@@ -4,7 +4,7 @@
  */
 import { execute, type Queryable } from '../connection.ts';
 import { RELEASE_LEASE } from '../job-queries.ts';
-import { ORDER_KEY_SQL, sqlDate } from '../rows.ts';
+import { ORDER_KEY_SQL, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function retryDeadJobs(

@@ -10,7 +10,7 @@
 import type { LeaseRef } from '../../../engine/store.ts';
 import { execute, type Queryable } from '../connection.ts';
 import { FENCE, fenceValues } from '../job-queries.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function updateHeldJob(

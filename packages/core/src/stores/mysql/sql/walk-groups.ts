@@ -11,7 +11,7 @@
  */
 import type { ClaimRequest } from '../../../engine/store.ts';
 import { ACTIVE_GROUPS_INDEX, WAITING_GROUP_CLAIM_INDEX, WAITING_GROUPS_INDEX } from '../baseline.ts';
-import { sqlDate } from '../rows.ts';
+import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { claimedSelectOf, countActiveSql } from './lock-ready-jobs.ts';
 
