@@ -5,6 +5,7 @@
  * faults the harness injected.
  */
 import type { JobRecord } from '@workq/core/engine';
+import { jobTrails } from './job-trail.ts';
 import type { ProducerFigures } from './producers.ts';
 import type { AckRecord, ClaimRecord, RunLogRecord, RunRecord } from './run-log.ts';
 
@@ -85,7 +86,7 @@ export interface Checks {
   workerErrors: Record<string, number>;
   /** One message of an error other than UNAVAILABLE or LEASE_LOST, if any. */
   workerErrorExample?: string;
-  /** The first few problems found, for the report. */
+  /** The first few problems found, for the report; a problem with one job ends with that job's trail (job-trail.ts). */
   examples: string[];
 }
 
@@ -114,6 +115,8 @@ export function analyse(input: {
     if (examples.length < 12) examples.push(text);
   };
   const jobsById = new Map(stored.map((job) => [job.id, job]));
+  const origin = records.reduce((first, record) => Math.min(first, record.t), Number.POSITIVE_INFINITY);
+  const trailOf = jobTrails({ records, faults, stored: jobsById, leaseMs: input.leaseMs, origin });
   const seqOf = (job: JobRecord) => (job.payload as { seq: number }).seq;
 
   let lost = 0;
@@ -126,11 +129,12 @@ export function analyse(input: {
     }
     if (job?.state !== 'completed') {
       lost++;
-      note(`lost: seq ${ack.seq} (job ${ack.id}) is ${job ? job.state : 'missing from the store'}`);
+      note(`lost: seq ${ack.seq} (job ${ack.id}) is ${job ? job.state : 'missing from the store'} ${trailOf(ack.id)}`);
     }
   }
   const unfinished = stored.filter((job) => job.state !== 'completed');
-  for (const job of unfinished.slice(0, 3)) note(`unfinished: job ${job.id} (seq ${seqOf(job)}) is ${job.state}`);
+  for (const job of unfinished.slice(0, 3))
+    note(`unfinished: job ${job.id} (seq ${seqOf(job)}) is ${job.state} ${trailOf(job.id)}`);
 
   const acknowledgedBySeq = new Map(producers.acknowledged.map((ack) => [ack.seq, ack]));
   const jobsBySeq = new Map<number, JobRecord[]>();
@@ -179,7 +183,7 @@ export function analyse(input: {
     const tokens = new Set(jobAcks.map((ack) => ack.tok));
     if (tokens.size > 1) {
       duplicateCompletions++;
-      note(`duplicate completion: job ${id} completed under ${tokens.size} leases`);
+      note(`duplicate completion: job ${id} completed under ${tokens.size} leases ${trailOf(id)}`);
     }
     const jobClaims = claims.get(id) ?? [];
     for (const token of tokens) {
@@ -188,24 +192,30 @@ export function analyse(input: {
       for (const later of jobClaims.filter((c) => claim && c.a > claim.a)) {
         if (later.t <= ackedAt) {
           staleAcksAccepted++;
-          note(`stale ack accepted: job ${id} attempt ${claim?.a} acked after attempt ${later.a} was handed out`);
+          note(
+            `stale ack accepted: job ${id} attempt ${claim?.a} acked after attempt ${later.a} was handed out ${trailOf(id)}`,
+          );
         } else {
           deliveredAfterCompletion++;
-          note(`done is not done: job ${id} handed out again (attempt ${later.a}) after its ack was applied`);
+          note(
+            `done is not done: job ${id} handed out again (attempt ${later.a}) after its ack was applied ${trailOf(id)}`,
+          );
         }
       }
     }
     const job = jobsById.get(id);
     if (job?.state === 'completed' && job.leaseToken !== null && !tokens.has(job.leaseToken)) {
       duplicateCompletions++;
-      note(`job ${id}: acked ok under a lease other than the one the store says completed it`);
+      note(`job ${id}: acked ok under a lease other than the one the store says completed it ${trailOf(id)}`);
     }
   }
   for (const job of stored) {
     const result = job.result as { attempt?: number } | null;
     if (job.state === 'completed' && result?.attempt !== undefined && result.attempt !== job.attempts) {
       staleAcksAccepted++;
-      note(`stale ack accepted: job ${job.id} completed by attempt ${result.attempt} of ${job.attempts}`);
+      note(
+        `stale ack accepted: job ${job.id} completed by attempt ${result.attempt} of ${job.attempts} ${trailOf(job.id)}`,
+      );
     }
   }
 

@@ -28,11 +28,13 @@ describe.each(STORES)('chaos (short) over a private %s', (kind) => {
     }
     console.log(formatFigures(report));
     const { checks, producers } = report;
-    expect(checks.lost, 'lost jobs').toBe(0);
-    expect(checks.unfinished, 'jobs unfinished after draining').toBe(0);
-    expect(checks.duplicateCompletions, 'duplicate completions').toBe(0);
-    expect(checks.staleAcksAccepted, 'stale acks accepted').toBe(0);
-    expect(checks.deliveredAfterCompletion, 'jobs delivered again after completion').toBe(0);
+    // The problems found, each job's with its trail, so that a failure explains itself.
+    const found = checks.examples.map((example) => `\n  ${example}`).join('');
+    expect(checks.lost, `lost jobs${found}`).toBe(0);
+    expect(checks.unfinished, `jobs unfinished after draining${found}`).toBe(0);
+    expect(checks.duplicateCompletions, `duplicate completions${found}`).toBe(0);
+    expect(checks.staleAcksAccepted, `stale acks accepted${found}`).toBe(0);
+    expect(checks.deliveredAfterCompletion, `jobs delivered again after completion${found}`).toBe(0);
     expect(checks.keyedDuplicates, 'keyed enqueues that made two jobs').toBe(0);
     expect(checks.misKeyed, "jobs with another enqueue's idempotency key").toBe(0);
     expect(checks.misanswered, 'enqueues answered with another job').toBe(0);

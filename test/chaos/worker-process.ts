@@ -60,22 +60,27 @@ function observe(path: string, body: string, text: string, ok: boolean): void {
   if (answer === undefined) return;
   const t = Date.now();
   const records: RunLogRecord[] = [];
-  const ackOutcomes = (items: readonly WireItem[], completed: ReadonlySet<string>) => {
-    for (const { id, leaseToken } of items)
-      records.push({ k: 'ack', id, tok: leaseToken, ok: completed.has(id), t, pid });
-  };
+  const ackOutcome = ({ id, leaseToken }: WireItem, ok: boolean) =>
+    records.push({ k: 'ack', id, tok: leaseToken, ok, t, pid });
   if (path === 'consumer.claim') {
     const claimed = answer as { jobs: WireLease[]; completed: string[]; acksFailed: boolean };
     const carried = (inputOf(body).complete ?? []) as WireItem[];
-    // Acks that failed in the store are sent again; only answered ones are outcomes.
-    if (!claimed.acksFailed) ackOutcomes(carried, new Set(claimed.completed));
+    // Acks that failed in the store are sent again; only answered ones are outcomes. The answer names the jobs
+    // completed, not the leases: a job carried under two leases has no outcome that can be told per lease.
+    const completed = new Set(claimed.completed);
+    const leases = new Map<string, number>();
+    for (const { id } of carried) leases.set(id, (leases.get(id) ?? 0) + 1);
+    for (const item of claimed.acksFailed ? [] : carried.filter(({ id }) => leases.get(id) === 1)) {
+      ackOutcome(item, completed.has(item.id));
+    }
     for (const job of claimed.jobs) {
       records.push({ k: 'claim', id: job.id, a: job.attempt, tok: job.leaseToken, seq: job.payload.seq ?? -1, t, pid });
     }
   } else if (path === 'consumer.complete') {
+    // One outcome per item, in the items' order.
     const outcomes = answer as { id: string; ok: boolean }[];
     const items = (inputOf(body).items ?? []) as WireItem[];
-    ackOutcomes(items, new Set(outcomes.filter((o) => o.ok).map((o) => o.id)));
+    for (const [index, item] of items.entries()) ackOutcome(item, outcomes[index]?.ok === true);
   } else if (path === 'consumer.extend') {
     const outcomes = answer as { id: string; ok: boolean }[];
     const tokens = new Map(((inputOf(body).items ?? []) as WireItem[]).map((item) => [item.id, item.leaseToken]));
