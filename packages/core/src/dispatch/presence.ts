@@ -1,5 +1,5 @@
 import type { Clock } from '../engine/clock.ts';
-import { type Store, WORKER_REGISTRY_BOUNDS, type WorkerPresence } from '../engine/store.ts';
+import { type RegistryStore, WORKER_REGISTRY_BOUNDS, type WorkerPresence } from '../engine/store.ts';
 
 const DEFAULT_REPORT_EVERY_MS = 5_000;
 /** Entries kept per map before it is cleared (a server that saw this many consumers starts counting again). */
@@ -22,7 +22,7 @@ export class PresenceTracker {
   private readonly lastTouched = new Map<string, number>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RegistryStore,
     private readonly clock: Clock,
     private readonly reportEveryMs = DEFAULT_REPORT_EVERY_MS,
     private readonly onFailure: (error: unknown) => void = () => undefined,

@@ -1,5 +1,5 @@
 import { WorkqError } from '../errors.ts';
-import type { InsertOutcome, KeyHolderGone, NewJob, Store } from './store.ts';
+import type { InsertOutcome, JobStore, KeyHolderGone, NewJob } from './store.ts';
 
 /** An insert's outcome for a job the store inserted, or found the retained holder of its key for. */
 export type Inserted = Exclude<InsertOutcome, KeyHolderGone>;
@@ -26,7 +26,7 @@ export function keyHolderGone(what: string): WorkqError {
  * the other: the last one's payload and options are sent (`Store.debounceJobs`), the first one reports
  * whether the job was created, and the later ones get it with `created: false`. Outcomes are in input order.
  */
-export async function insertDistinct(store: Store, jobs: readonly NewJob[]): Promise<Inserted[]> {
+export async function insertDistinct(store: JobStore, jobs: readonly NewJob[]): Promise<Inserted[]> {
   const slotOf = new Map<string, number>();
   const distinct: NewJob[] = [];
   let debounced = 0;
@@ -62,7 +62,7 @@ export async function insertDistinct(store: Store, jobs: readonly NewJob[]): Pro
 }
 
 /** Sends the debounced jobs of a batch to `debounceJobs` and the others to `insertJobs`; outcomes in input order. */
-async function insertSplit(store: Store, jobs: readonly NewJob[], debounced: number): Promise<Inserted[]> {
+async function insertSplit(store: JobStore, jobs: readonly NewJob[], debounced: number): Promise<Inserted[]> {
   const plain = jobs.filter((job) => job.debounceKey === null);
   const toDebounce = jobs.filter((job) => job.debounceKey !== null);
   const [inserted, debounces] = await Promise.all([

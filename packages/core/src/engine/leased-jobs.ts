@@ -10,7 +10,7 @@ import type { LocalListeners } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import type { ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { JobRecord, LeaseRef, Store } from './store.ts';
+import type { JobRecord, JobStore, LeaseRef } from './store.ts';
 import { toStoredText, toStoredValue } from './stored-value.ts';
 
 export interface CompleteOutcome {
@@ -26,7 +26,7 @@ export interface CompleteOutcome {
 
 /** What the operations on leased jobs are handed by the engine that composes them. */
 export interface LeasedJobsDeps {
-  store: Store;
+  store: JobStore;
   clock: Clock;
   flow: FlowControl;
   events: JobEventEmitter;
@@ -53,7 +53,7 @@ function leaseLost(id: string): WorkqError {
  * Each is fenced by the lease; `Engine` documents each one.
  */
 export class LeasedJobs {
-  private readonly store: Store;
+  private readonly store: JobStore;
   private readonly clock: Clock;
   private readonly flow: FlowControl;
   private readonly events: JobEventEmitter;

@@ -9,7 +9,7 @@ import { isWorkqError, WorkqError } from '../errors.ts';
 import type { Clock } from './clock.ts';
 import { createPayloadAjv } from './payload-ajv.ts';
 import { checkSchemaAllowed } from './schema-allowlist.ts';
-import type { SchemaEntry, Store } from './store.ts';
+import type { RegistryStore, SchemaEntry } from './store.ts';
 
 /** What a client registers: one version of one job's payload schema. */
 export interface SchemaRegistration {
@@ -78,7 +78,7 @@ export class SchemaRegistry {
   private readonly refusals = new Map<string, string>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RegistryStore,
     private readonly clock: Clock,
     private readonly catalog?: Catalog,
     options: SchemaRegistryOptions = {},
