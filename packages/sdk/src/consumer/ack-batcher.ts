@@ -40,9 +40,29 @@ export class AckBatcher {
     });
   }
 
-  /** Hands up to `maxBatch` waiting completions to a claim that will carry them. */
+  /**
+   * Hands up to `maxBatch` waiting completions to a claim that will carry them. The claim's answer names the
+   * jobs it completed, not the leases, so it carries one lease of a job at most; another (a lease that expired
+   * while this worker ran the job, and the one it was claimed again under) goes out in a request of its own,
+   * whose answer is per lease.
+   */
   take(): PendingAck[] {
-    return this.pending.splice(0, this.maxBatch);
+    const taken: PendingAck[] = [];
+    const ids = new Set<string>();
+    const left: PendingAck[] = [];
+    let heldBack = false;
+    for (const ack of this.pending) {
+      const again = ids.has(ack.id);
+      heldBack ||= again;
+      if (taken.length < this.maxBatch && !again) {
+        taken.push(ack);
+        ids.add(ack.id);
+      } else left.push(ack);
+    }
+    this.pending = left;
+    // A lease held back goes out on its own, as if no claim had come.
+    if (heldBack) this.schedule();
+    return taken;
   }
 
   /** Settles completions a claim carried, from the server's outcomes. */
@@ -95,11 +115,10 @@ export class AckBatcher {
       () => this.call((api, signal) => api.consumer.complete.mutate({ items, name: this.name }, { signal })),
       giveUpAt,
     ).then(
-      (outcomes) =>
-        this.settle(
-          batch,
-          outcomes.filter((o) => o.ok).map((o) => o.id),
-        ),
+      // One outcome per item, in order: a job sent under two leases is settled per lease.
+      (outcomes) => {
+        for (const [index, ack] of batch.entries()) ack.settle(outcomes[index]?.ok === true);
+      },
       (error: unknown) => {
         for (const ack of batch) ack.fail(error);
       },
