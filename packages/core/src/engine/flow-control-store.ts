@@ -43,9 +43,11 @@ export interface LimitedClaim {
 }
 
 /**
- * Flow control: the per-type settings every server reads, and the claim
- * that honours them. A type with no settings stored is claimed by
- * `claimJobs`, which never reads them.
+ * Flow control: the per-type settings every server reads, and the claims
+ * that honour them. Whether a claim is held back is decided by the store in
+ * the claim itself, never by a server's copy of the settings: a change
+ * holds for every claim that starts once `updateQueueSettings` resolved, on
+ * every server.
  */
 export interface FlowControlStore {
   /** The settings stored, of one type or of all, ordered by name. */
@@ -57,6 +59,20 @@ export interface FlowControlStore {
    * now stored.
    */
   updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings>;
+
+  /**
+   * `claimJobs`, unless the type's stored settings hold its claims back
+   * (paused, a limit set, or grouped): read by the same step (SQL: the same
+   * statement, or the transaction's locking read; MongoDB: a read of the
+   * settings document just before the leases), so the settings stored when
+   * the call began decide. Then it leases nothing and resolves to `null`, for
+   * `claimLimitedJobs` to claim; it may resolve to `[]` instead when no job is
+   * ready anyway. A type without settings costs a look-up of its settings at
+   * most (PostgreSQL and MySQL: by primary key in the claim's own statement).
+   * A store's handoff (`insertAndClaimJob`) likewise leases no job of a type
+   * whose settings hold its claims back.
+   */
+  claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null>;
 
   /**
    * `claimJobs` under the type's stored settings, atomically with respect to

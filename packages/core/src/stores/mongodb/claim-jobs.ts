@@ -44,13 +44,18 @@ export function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'
  * a claim that was never answered.
  */
 export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
+  await promoteDueJobs(jobs, String(request.name), request.now);
+  return claimReadyJobs(jobs, request);
+}
+
+/** `claimJobs` once the name's due jobs have been promoted: the rounds, the read-back and the give-back. */
+export async function claimReadyJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
   const version = versionsOf(request);
   if (!(limit > 0) || version === null) return [];
   const name = String(request.name);
   const token = String(request.leaseToken);
   const ready = { state: 'waiting' as const, name, version, runAt: { $lte: request.now } };
-  await promoteDueJobs(jobs, name, request.now);
   try {
     const leased = await leaseReadyJobs(jobs, request, ready, limit);
     if (leased.length === 0) return [];

@@ -16,10 +16,10 @@
  */
 import type { Collection, MongoClient } from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
-import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
+import type { ClaimRequest, JobRecord, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
-import { claimJobs, promoteDueJobs } from './claim-jobs.ts';
+import { claimJobs, claimReadyJobs, promoteDueJobs } from './claim-jobs.ts';
 import { isTransactionUnsupportedError, isWriteConflict } from './errors.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { giveBackLeases } from './leases.ts';
@@ -95,6 +95,21 @@ function toFlowState(doc: QueueSettingsDocument): FlowState {
 function holdsBack(settings: QueueSettingsDocument): boolean {
   const { paused, concurrency, rateLimit, groupConcurrency } = settings;
   return paused === true || concurrency != null || rateLimit != null || groupConcurrency != null;
+}
+
+/**
+ * See `FlowControlStore.claimJobsUnlessHeld`: the type's settings document is read (by `_id`) beside the
+ * promotion of its due jobs, both before any job is leased; then `claimJobs` leases, unless the document holds
+ * the type's claims back (a pause, a limit, or groups).
+ */
+export async function claimJobsUnlessHeld(c: FlowCollections, request: ClaimRequest): Promise<JobRecord[] | null> {
+  const name = String(request.name);
+  const [settings] = await Promise.all([
+    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION }) as Promise<QueueSettingsDocument | null>,
+    promoteDueJobs(c.jobs, name, request.now),
+  ]);
+  if (settings !== null && (holdsBack(settings) || settings.grouped)) return null;
+  return claimReadyJobs(c.jobs, { ...request, name });
 }
 
 /**

@@ -29,6 +29,7 @@ import { DatabaseClock } from './database-clock.ts';
 import { debounceJobs } from './debounce-jobs.ts';
 import { toWorkqError } from './errors.ts';
 import {
+  claimJobsUnlessHeld,
   claimLimitedJobs,
   type FlowCollections,
   listQueueSettings,
@@ -142,6 +143,10 @@ export class MongoStore implements Store {
 
   claimJobs(request: ClaimRequest) {
     return this.run('claim', async () => claimJobs(this.jobs, await this.leaseRequest(request)));
+  }
+
+  claimJobsUnlessHeld(request: ClaimRequest) {
+    return this.run('claim', async () => claimJobsUnlessHeld(this.flow, await this.leaseRequest(request)));
   }
 
   listQueueSettings(name?: string): Promise<QueueSettings[]> {

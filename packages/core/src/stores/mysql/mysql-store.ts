@@ -42,7 +42,7 @@ import {
 } from './registries.ts';
 import { mysqlSchedules } from './schedules.ts';
 import { cancelJob } from './sql/cancel-job.ts';
-import { claimJobs } from './sql/claim-jobs.ts';
+import { claimJobs, claimJobsUnlessHeld } from './sql/claim-jobs.ts';
 import { claimLimitedJobs } from './sql/claim-limited-jobs.ts';
 import { completeJobs } from './sql/complete-jobs.ts';
 import { countJobs } from './sql/count-jobs.ts';
@@ -110,6 +110,12 @@ export class MysqlStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     return this.transaction('claimJobs', (c) => claimJobs(c, this.t, request), {
+      readCommitted: !this.readCommittedSessions,
+    });
+  }
+
+  claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null> {
+    return this.transaction('claimJobs', (c) => claimJobsUnlessHeld(c, this.t, request), {
       readCommitted: !this.readCommittedSessions,
     });
   }

@@ -6,7 +6,7 @@ import {
   SETTINGS_FIELDS,
   type SettingsField,
 } from './records.ts';
-import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
+import { claimsHeldBackSql, NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /** The columns every insert of a job writes, in the order of `insertValues`. */
 const INSERT_COLUMNS =
@@ -70,13 +70,15 @@ function insertValues(field: (name: NewJobField) => string, handed = 'false'): s
 }
 
 /**
- * The insert of one job, `NEW_JOB_FIELDS` as scalar parameters, leased in the same statement to the
- * claim of the six parameters after them (now, min version, max version, lease token, worker id, lease
- * expiry), when it is due, in range, and no job that claim could take is ready or due; otherwise inserted as
- * `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided once: pulled up into
- * the five columns that read it, its two lookups would run five times each.
+ * The insert of one job into the jobs table of `schema` (quoted), `NEW_JOB_FIELDS` as scalar parameters, leased
+ * in the same statement to the claim of the six parameters after them (now, min version, max version, lease
+ * token, worker id, lease expiry), when it is due, in range, no job that claim could take is ready or due, and
+ * the type's settings do not hold its claims back (`claimsHeldBackSql`: only the limited claim leases those);
+ * otherwise inserted as `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided
+ * once: pulled up into the five columns that read it, its lookups would run five times each.
  */
-export function insertAndClaimJobSql(jobs: string, options: { skipTakenKey: boolean }): string {
+export function insertAndClaimJobSql(schema: string, options: { skipTakenKey: boolean }): string {
+  const jobs = `${schema}.jobs`;
   const field = (name: NewJobField) => fieldParam(NEW_JOB_FIELDS.indexOf(name) + 1, name);
   const leased = (value: string) => `CASE WHEN h.handed THEN ${value} END`;
   const claimParam = (k: number) => `$${NEW_JOB_FIELDS.length + k}`;
@@ -94,6 +96,7 @@ FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
     SELECT 1 FROM ${jobs} AS d
     WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= ${now}::timestamptz
       AND d.version BETWEEN ${minVersion}::int AND ${maxVersion}::int)
+  AND NOT ${claimsHeldBackSql(`${schema}.queue_settings`, field('name'))}
   OFFSET 0) AS h(handed)
 ${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
 }

@@ -142,6 +142,18 @@ export class PostgresStore implements Store {
     return updateQueueSettings(this.client, this.flowSql, name, change, now);
   }
 
+  /** One statement: `claimJobs`'s, after a look-up of the type's settings row (statements.ts). */
+  async claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null> {
+    if (request.limit <= 0) return [];
+    const { text, params } = this.claimStatement(request, this.sql.claimJobsUnlessHeld);
+    const rows = await this.client.query<ClaimedRow & { held: boolean }>(text, params);
+    // One row without a job when nothing was leased; `held` when the type's settings held the claim back.
+    if (rows[0]?.held) return null;
+    const claimed = rows.filter((row) => row.id !== null);
+    this.vacuums.noteChangedRows(claimed.length);
+    return claimed.map((row) => toClaimedRecord(row, request));
+  }
+
   async claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
     const claimed = await claimLimitedJobs(this.client, this.flowSql, request);
     this.vacuums.noteChangedRows(claimed.jobs.length);
@@ -158,10 +170,10 @@ export class PostgresStore implements Store {
     return outcome;
   }
 
-  private claimStatement(request: ClaimRequest): SqlStatement {
+  private claimStatement(request: ClaimRequest, text = this.sql.claimJobs): SqlStatement {
     const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
     return {
-      text: this.sql.claimJobs,
+      text,
       params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs],
     };
   }
@@ -382,7 +394,7 @@ export class PostgresStore implements Store {
     };
     return [
       insertStatement(this.sql, []),
-      this.claimStatement(claimNothing),
+      this.claimStatement(claimNothing, this.sql.claimJobsUnlessHeld),
       this.completeStatement([], epoch),
       this.insertAndClaimStatement(throwaway, claimNothing),
       this.insertAndClaimStatement({ ...throwaway, id: newJobId(), idempotencyKey: newJobId() }, claimNothing),

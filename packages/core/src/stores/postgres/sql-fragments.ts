@@ -15,3 +15,14 @@ export function notStartedSql(runAt: string, now: string): string {
 
 /** Stored states of a job not yet started: both are the engine's `waiting`. */
 export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
+
+/**
+ * Whether the job type `name` (an SQL expression) has settings in `settings` (the qualified `queue_settings`)
+ * that hold its claims back: paused, a limit set, or grouped. One primary-key lookup. The plain claim and the
+ * insert that hands its job over check it in their own statement, so only the limited claim (`claim_under_limits`)
+ * leases jobs of such a type, whatever a server's copy of the settings says.
+ */
+export function claimsHeldBackSql(settings: string, name: string): string {
+  return `EXISTS (SELECT 1 FROM ${settings} AS q WHERE q.name = ${name}
+    AND (q.paused OR q.grouped OR q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL OR q.group_concurrency IS NOT NULL))`;
+}

@@ -16,10 +16,33 @@ import { lockReadyJobs } from './lock-ready-jobs.ts';
 import { promoteDueJobs } from './promote-due-jobs.ts';
 
 export async function claimJobs(c: PoolConnection, t: Tables, request: ClaimRequest): Promise<ClaimedRecord[]> {
+  return (await claimJobsUnless(c, t, request, false)) ?? [];
+}
+
+/**
+ * `FlowControlStore.claimJobsUnlessHeld`: `claimJobs`, whose locking read also reads whether the type's settings
+ * row holds its claims back (`heldBackSql`). When it does, nothing is leased (the transaction's end lets go of
+ * the rows it locked) and it resolves to `null`; when no job is ready, to `[]`, whatever the settings say.
+ */
+export function claimJobsUnlessHeld(
+  c: PoolConnection,
+  t: Tables,
+  request: ClaimRequest,
+): Promise<ClaimedRecord[] | null> {
+  return claimJobsUnless(c, t, request, true);
+}
+
+async function claimJobsUnless(
+  c: PoolConnection,
+  t: Tables,
+  request: ClaimRequest,
+  heldBack: boolean,
+): Promise<ClaimedRecord[] | null> {
   // Every due job, so that none ranked before a claimed one is left delayed.
   await promoteDueJobs(c, t, request.name, request.now);
-  const locked = await lockReadyJobs(c, t, request, request.limit);
+  const locked = await lockReadyJobs(c, t, request, request.limit, null, { heldBack });
   if (locked.length === 0) return [];
+  if (heldBack && Number(locked[0]?.held) === 1) return null;
   await leaseJobs(
     c,
     t,

@@ -38,14 +38,26 @@ export function claimedSelectOf(alias: string): string {
 
 /**
  * The statement. Values: name, now, minVersion, maxVersion, limit. With `countActive`, each row also carries
- * `type_active`, the name's `active` jobs, read by the same statement (values: name first).
+ * `type_active`, the name's `active` jobs, read by the same statement (values: name first). With `heldBack`, each
+ * row also carries `held`, 1 when the name's settings row holds its claims back (`heldBackSql`; values: name
+ * first, before `countActive`'s).
  */
-export function claimCandidatesSql(t: Tables, options: { countActive?: boolean } = {}): string {
+export function claimCandidatesSql(t: Tables, options: { countActive?: boolean; heldBack?: boolean } = {}): string {
+  const held = options.heldBack ? `${heldBackSql(t)} AS held, ` : '';
   const active = options.countActive ? `${countActiveSql(t)} AS type_active, ` : '';
-  return `SELECT ${active}${CLAIMED_SELECT}
+  return `SELECT ${held}${active}${CLAIMED_SELECT}
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * A scalar subquery: 1 when the settings row of one name holds its claims back (paused, a limit set, or
+ * grouped), else 0. One primary-key read, not a locking one, so it waits for no limited claim. Values: name.
+ */
+export function heldBackSql(t: Tables): string {
+  return `EXISTS (SELECT 1 FROM ${t.queueSettings} WHERE name = ? AND (paused = 1 OR grouped = 1
+    OR concurrency IS NOT NULL OR rate_max IS NOT NULL OR group_concurrency IS NOT NULL))`;
 }
 
 /** A scalar subquery: the number of `active` jobs of one name. Values: name. */
@@ -65,9 +77,11 @@ export async function lockReadyJobs(
   request: ClaimRequest,
   limit: number,
   concurrency: number | null = null,
+  options: { heldBack?: boolean } = {},
 ): Promise<RowDataPacket[]> {
   const counting = concurrency !== null;
-  const rows = await selectRows(c, claimCandidatesSql(t, { countActive: counting }), [
+  const rows = await selectRows(c, claimCandidatesSql(t, { countActive: counting, heldBack: options.heldBack }), [
+    ...(options.heldBack ? [request.name] : []),
     ...(counting ? [request.name] : []),
     request.name,
     sqlDate(request.now),
