@@ -121,6 +121,27 @@ describe('store health', () => {
     health.close();
   });
 
+  it("counts the calls of a store's optional parts as the store's own: a handoff that cannot reach it starts a probe", async () => {
+    const { store, state } = fakeStore();
+    const unreachableCall = async () => {
+      await Promise.resolve();
+      throw unreachable();
+    };
+    const withParts = Object.assign(store, {
+      handoff: { insertAndClaimJob: unreachableCall },
+      completeAndClaim: { completeAndClaimLimitedJobs: unreachableCall },
+    });
+    const { health } = healthOf(withParts);
+    const { handoff, completeAndClaim } = health.store;
+    await expect(handoff?.insertAndClaimJob({} as never, {} as never)).rejects.toThrow('Cannot reach');
+    await expect.poll(() => state.probes).toBe(1);
+    expect(health.store.handoff).toBe(handoff);
+    await settle();
+    await expect(completeAndClaim?.completeAndClaimLimitedJobs([], {} as never)).rejects.toThrow('Cannot reach');
+    await expect.poll(() => state.probes).toBe(2);
+    health.close();
+  });
+
   it('probes the store with ping', async () => {
     const { store, state } = fakeStore();
     const { health } = healthOf(store);

@@ -137,10 +137,14 @@ interface Observer {
   failed(error: unknown): void;
 }
 
+/** The optional parts of a store whose calls are job operations, observed as the store's own. */
+const OBSERVED_PARTS: ReadonlySet<PropertyKey> = new Set<keyof Store>(['handoff', 'completeAndClaim']);
+
 /**
  * `store` with each operation's settled promise reported to `observer`
- * (`close` excepted). The store's own calls between its methods are not
- * seen: they run on the store itself.
+ * (`close` excepted), the operations of its handoff and complete-and-claim
+ * parts included. The store's own calls between its methods are not seen:
+ * they run on the store itself.
  */
 function observeStore(store: Store, observer: Observer): Store {
   const answered = <T>(value: T): T => {
@@ -151,21 +155,28 @@ function observeStore(store: Store, observer: Observer): Store {
     observer.failed(error);
     throw error;
   };
-  /** Each operation's observed form, made once per function. */
+  /** Each operation's, and each part's, observed form, made once. */
   const wrapped = new WeakMap<object, unknown>();
-  return new Proxy(store, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function' || key === 'close') return value;
-      let operation = wrapped.get(value);
-      if (operation === undefined) {
-        operation = (...args: unknown[]) => {
-          const result: unknown = value.apply(target, args);
-          return result instanceof Promise ? result.then(answered, failed) : result;
-        };
-        wrapped.set(value, operation);
-      }
-      return operation;
-    },
-  });
+  const observed = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(on, key) {
+        const value: unknown = Reflect.get(on, key, on);
+        const ofStore = on === store;
+        const part = ofStore && OBSERVED_PARTS.has(key) && typeof value === 'object' && value !== null;
+        const operation = typeof value === 'function' && !(ofStore && key === 'close');
+        if (!part && !operation) return value;
+        let observedValue = wrapped.get(value as object);
+        if (observedValue === undefined) {
+          observedValue = part
+            ? observed(value as object)
+            : (...args: unknown[]) => {
+                const result: unknown = (value as (...args: unknown[]) => unknown).apply(on, args);
+                return result instanceof Promise ? result.then(answered, failed) : result;
+              };
+          wrapped.set(value as object, observedValue);
+        }
+        return observedValue;
+      },
+    });
+  return observed(store);
 }
