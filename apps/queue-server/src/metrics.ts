@@ -124,8 +124,8 @@ export class ServerMetrics {
    * job or a retry counts from when it became due, not from its enqueue. A job delivered again after a lost
    * lease keeps its run time, so its wait includes the lost lease.
    */
-  observeClaimed(jobs: readonly { name: string; runAt: Date }[], nowMs: number): void {
-    for (const job of jobs) this.waitTime.observe({ name: job.name }, Math.max(0, nowMs - job.runAt.getTime()) / 1000);
+  observeClaimed(jobs: readonly { name: string; runAtMs: number }[], nowMs: number): void {
+    for (const job of jobs) this.waitTime.observe({ name: job.name }, Math.max(0, nowMs - job.runAtMs) / 1000);
   }
 
   /**

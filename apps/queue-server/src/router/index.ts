@@ -2,8 +2,6 @@ import { adminRouter } from './admin.ts';
 import { consumerRouter } from './consumer.ts';
 import { eventsRouter } from './events.ts';
 
-export type { WireClaimedJob } from './consumer.ts';
-
 import { producerRouter } from './producer.ts';
 import { schemasRouter } from './schemas.ts';
 import { router } from './trpc.ts';
@@ -18,3 +16,5 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
+/** A leased job as a claim's answer carries it. */
+export type { ClaimedJob } from '@workq/core/engine';

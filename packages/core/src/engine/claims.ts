@@ -17,7 +17,11 @@ export interface ClaimInput {
   leaseMs?: number;
 }
 
-/** A leased job, as handed to a consumer. */
+/**
+ * A leased job as a consumer receives it, one shape from the engine through the claim dispatcher and the
+ * server's answer to the SDK's worker. Times are epoch milliseconds and a job without a trace context has
+ * none, so a batch of plain-JSON payloads travels as plain JSON.
+ */
 export interface ClaimedJob {
   id: string;
   name: string;
@@ -27,13 +31,14 @@ export interface ClaimedJob {
   attempt: number;
   maxAttempts: number;
   leaseToken: string;
-  leaseExpiresAt: Date;
+  /** When the lease runs out unless extended (epoch ms). */
+  leaseExpiresAtMs: number;
   leaseMs: number;
   progress: number;
-  /** When the job became due: how long it waited ready is the claim's time less this. */
-  runAt: Date;
+  /** When the job became due (epoch ms): how long it waited ready is the claim's time less this. */
+  runAtMs: number;
   /** The trace context the job was created in, when it has one. */
-  traceContext: TraceContext | null;
+  traceContext?: TraceContext;
 }
 
 /** The store request of a claim made at `now`, with a fresh fencing token; `VALIDATION` for a `leaseMs` out of bounds. */
@@ -50,9 +55,12 @@ export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
   };
 }
 
-/** A leased job as the store returned it, with its payload decoded, as a consumer receives it. */
+/**
+ * A leased job as the store returned it, with its payload decoded, as a consumer receives it. Built field by
+ * field, not by rest and spread: it runs for every claimed job, where a spread copy is far slower.
+ */
 export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
-  return {
+  const claimed: ClaimedJob = {
     id: job.id,
     name: job.name,
     version: job.version,
@@ -60,10 +68,11 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
     attempt: job.attempts,
     maxAttempts: job.maxAttempts,
     leaseToken: job.leaseToken as string,
-    leaseExpiresAt: job.leaseExpiresAt as Date,
+    leaseExpiresAtMs: (job.leaseExpiresAt as Date).getTime(),
     leaseMs: job.leaseMs,
     progress: job.progress,
-    runAt: job.runAt,
-    traceContext: job.traceContext,
+    runAtMs: job.runAt.getTime(),
   };
+  if (job.traceContext !== null) claimed.traceContext = job.traceContext;
+  return claimed;
 }

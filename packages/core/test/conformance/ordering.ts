@@ -141,13 +141,13 @@ export function registerOrderingTests(ctx: SuiteContext): void {
     }
     const held = first.claimed;
     expect(held).toMatchObject({ id: first.result.id, name, version: 2, payload: { version: 2 }, attempt: 1 });
-    expect(held?.leaseExpiresAt).toEqual(new Date(clock.now().getTime() + 4_000));
+    expect(held?.leaseExpiresAtMs).toBe(clock.now().getTime() + 4_000);
     expect(first.result.state).toBe('active');
     expect(await reader.getJob(first.result.id)).toMatchObject({
       state: 'active',
       attempts: 1,
       leaseToken: held?.leaseToken,
-      leaseExpiresAt: held?.leaseExpiresAt,
+      leaseExpiresAt: new Date(held?.leaseExpiresAtMs ?? 0),
       workerId: 'waiting',
     });
     expect(await engine.claim({ ...waiting, workerId: 'other' })).toEqual([]);

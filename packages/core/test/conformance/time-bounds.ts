@@ -36,8 +36,8 @@ export function registerTimeBoundTests(ctx: SuiteContext): void {
     expect((await engine.list({ name })).jobs).toHaveLength(1);
 
     const [lease] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1', leaseMs: LEASE_MS_LIMITS.max });
-    expect(lease?.leaseExpiresAt.getTime()).toBe(clock.now().getTime() + LEASE_MS_LIMITS.max);
-    expect((await engine.get(id)).leaseExpiresAt).toEqual(lease?.leaseExpiresAt);
+    expect(lease?.leaseExpiresAtMs).toBe(clock.now().getTime() + LEASE_MS_LIMITS.max);
+    expect((await engine.get(id)).leaseExpiresAt?.getTime()).toBe(lease?.leaseExpiresAtMs);
     const held = await ctx.store.getJob(id);
     for (const leaseMs of OUT_OF_BOUNDS_LEASES_MS) {
       await expectWorkqError(engine.extend(lease!, leaseMs), 'VALIDATION');

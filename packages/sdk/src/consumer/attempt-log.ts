@@ -1,4 +1,4 @@
-import type { WireClaimedJob } from '@workq/queue-server/router';
+import type { ClaimedJob } from '@workq/queue-server/router';
 import type { Logger } from '../logger.ts';
 import type { AttemptError } from './attempt-error.ts';
 
@@ -16,7 +16,7 @@ export interface FailAnswer {
  */
 export function logAttempt(
   logger: Logger,
-  job: WireClaimedJob,
+  job: ClaimedJob,
   described: AttemptError,
   thrown: unknown,
   answer: FailAnswer | undefined,

@@ -1,5 +1,5 @@
 import { defineJob } from '@workq/core';
-import type { WireClaimedJob } from '@workq/queue-server/router';
+import type { ClaimedJob } from '@workq/queue-server/router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { silentLogger } from '../logger.ts';
@@ -10,7 +10,7 @@ import { startWorker } from './worker.ts';
 const probe = defineJob({ version: 1, payload: z.object({ n: z.number() }) });
 
 /** A leased job as a claim's answer carries it, leased now by the (fake) clock for `leaseMs`. */
-function leased(n: number, leaseMs: number): WireClaimedJob {
+function leased(n: number, leaseMs: number): ClaimedJob {
   return {
     id: `job-${n}`,
     name: 'probe',
@@ -22,6 +22,7 @@ function leased(n: number, leaseMs: number): WireClaimedJob {
     leaseMs,
     progress: 0,
     leaseExpiresAtMs: Date.now() + leaseMs,
+    runAtMs: Date.now(),
   };
 }
 
@@ -29,7 +30,7 @@ function leased(n: number, leaseMs: number): WireClaimedJob {
  * A worker over a stand-in server: its first claim is answered by `firstClaim` (which may move the clock, as a
  * paused process would see it); later claims find nothing. Records handler runs, releases and completions.
  */
-function workerOn(firstClaim: () => WireClaimedJob[], handle: (n: number) => Promise<void>, options: ConsumeOptions) {
+function workerOn(firstClaim: () => ClaimedJob[], handle: (n: number) => Promise<void>, options: ConsumeOptions) {
   const ran: number[] = [];
   const released: { id: string; leaseToken: string }[][] = [];
   const completed: string[] = [];
@@ -87,7 +88,7 @@ function workerOn(firstClaim: () => WireClaimedJob[], handle: (n: number) => Pro
 }
 
 /** A claim's answer, leased now, that this process reads only `delayMs` later by its clock. */
-function answerReadAfter(delayMs: number, lease: () => WireClaimedJob[]): () => WireClaimedJob[] {
+function answerReadAfter(delayMs: number, lease: () => ClaimedJob[]): () => ClaimedJob[] {
   return () => {
     const jobs = lease();
     vi.setSystemTime(Date.now() + delayMs);

@@ -1,5 +1,5 @@
 import { type AnyJobDefinition, MAX_BATCH_SIZE, parseWith, upgradePayload, WorkqError } from '@workq/core';
-import type { WireClaimedJob } from '@workq/queue-server/router';
+import type { ClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { reconnectDelayMs, retrying, sleep } from '../retry.ts';
@@ -38,13 +38,13 @@ const PROCESS_ID: number | undefined = (globalThis as { process?: { pid?: number
 const STOP_WAITING_MS = 5_000;
 
 /** When a worker stops resending a job's ack or failure: ten lease lengths after its lease expires. */
-function giveUpAt(job: WireClaimedJob): number {
+function giveUpAt(job: ClaimedJob): number {
   return job.leaseExpiresAtMs + job.leaseMs * 10;
 }
 
 /** A claimed job and its lease's abort state, held from the claim on. */
 interface HeldJob {
-  job: WireClaimedJob;
+  job: ClaimedJob;
   jobAbort: JobAbort;
 }
 
@@ -160,7 +160,7 @@ export function startWorker(deps: WorkerDeps): Worker {
    * that fails the type's `result` schema (a bug no retry fixes) ends the job at once; anything else retries.
    */
   const settleFailure = async (
-    job: WireClaimedJob,
+    job: ClaimedJob,
     thrown: unknown,
     giveUpAtMs: number,
     permanentAnyway = false,
