@@ -28,22 +28,33 @@ export function roundTripTimings(): ReadonlyMap<string, Timing> {
   return timings;
 }
 
-/** The store, with every async method timed under `<prefix> store.<method>`. */
+/** The parts of a store whose methods are store calls too (a handoff's insert, a complete-and-claim). */
+const TIMED_PARTS = new Set<PropertyKey>(['handoff', 'completeAndClaim']);
+
+/**
+ * The store, with every async method timed under `<prefix> store.<method>`, the methods of its handoff and
+ * complete-and-claim parts included.
+ */
 export function timeStore(store: Store, prefix: string): Store {
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || typeof property !== 'string') return value;
-      return (...args: unknown[]) => {
-        const started = performance.now();
-        const result = value.apply(target, args);
-        if (result instanceof Promise) {
-          return result.finally(() => recordRoundTrip(`${prefix} store.${property}`, performance.now() - started));
+  const timed = <T extends object>(on: T): T =>
+    new Proxy(on, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (target === store && TIMED_PARTS.has(property) && typeof value === 'object' && value !== null) {
+          return timed(value);
         }
-        return result;
-      };
-    },
-  });
+        if (typeof value !== 'function' || typeof property !== 'string') return value;
+        return (...args: unknown[]) => {
+          const started = performance.now();
+          const result = value.apply(target, args);
+          if (result instanceof Promise) {
+            return result.finally(() => recordRoundTrip(`${prefix} store.${property}`, performance.now() - started));
+          }
+          return result;
+        };
+      },
+    });
+  return timed(store);
 }
 
 /** The SDK's own fetch, timing each request under `<prefix> http <tRPC path(s)>`. */
