@@ -1,5 +1,11 @@
 import { isWorkqError, WorkqError } from '@workq/core';
-import { type ClaimDispatcher, type ClaimedJob, type LeaseRef, toStoredValue } from '@workq/core/engine';
+import {
+  type ClaimAnswer,
+  type ClaimDispatcher,
+  type ClaimedJob,
+  type LeaseRef,
+  toStoredValue,
+} from '@workq/core/engine';
 import { checkBatchSize } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -9,9 +15,8 @@ import type { ServerServices } from './services.ts';
  * is counted in the metrics.
  */
 
-/** A claim as the dispatcher takes it, and its answer. */
+/** A claim as the dispatcher takes it. */
 type DispatchedClaim = Parameters<ClaimDispatcher['claim']>[0];
-type ClaimAnswer = Awaited<ReturnType<ClaimDispatcher['claim']>>;
 
 /** An ack as a worker sends it: complete held job `id` with `result`. */
 type Ack = DispatchedClaim['acks'][number];
