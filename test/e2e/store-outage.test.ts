@@ -18,16 +18,32 @@ function throughPort(url: string, port: number): string {
   return parsed.toString();
 }
 
+/** How long this file's MongoDB URL lets a call wait for a reachable primary, then for a majority. */
+const SELECTION_MS = 500;
+const MAJORITY_MS = 1000;
+
 /**
- * `url` with a short wait for a reachable MongoDB primary; any other URL as it is. A MongoDB call waits up
- * to `serverSelectionTimeoutMS` (15 s by default, to outlast an election) before it fails: set shorter in
- * the URL, as an operator may, each call the outage fails here fails soon.
+ * `url` with short waits for a reachable MongoDB primary and for a majority; any other URL as it is. A
+ * MongoDB call waits up to `serverSelectionTimeoutMS` (15 s by default, to outlast an election) before it
+ * fails, and an insert the store cannot finish is abandoned after that wait and `wtimeoutMS`: set shorter
+ * in the URL, as an operator may, each call the outage fails here fails soon.
  */
-function withShortSelection(url: string): string {
+function withShortWaits(url: string): string {
   const parsed = new URL(url);
   if (parsed.protocol !== 'mongodb:') return url;
-  parsed.searchParams.set('serverSelectionTimeoutMS', '500');
+  parsed.searchParams.set('serverSelectionTimeoutMS', String(SELECTION_MS));
+  parsed.searchParams.set('wtimeoutMS', String(MAJORITY_MS));
   return parsed.toString();
+}
+
+/** How soon an enqueue the outage fails must be answered: the store's waits, and room for a loaded machine. */
+const ANSWER_WITHIN_MS = SELECTION_MS + MAJORITY_MS + 3000;
+
+/** `call`'s result and how long it took. */
+async function timed<T>(call: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const started = performance.now();
+  const result = await call();
+  return { result, ms: performance.now() - started };
 }
 
 /** The value of one unlabelled metric in Prometheus text. */
@@ -56,6 +72,13 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ version: 1, payload: email, ...(idempotencyKey ? { options: { idempotencyKey } } : {}) }),
     });
+  const enqueueOverTrpc = (idempotencyKey: string) =>
+    rawClient(server.url).jobs.enqueue.mutate({
+      name: 'sendEmail',
+      version: 1,
+      payload: email,
+      options: { idempotencyKey },
+    });
   const readyStatus = async () => (await fetch(`${server.url}/readyz`)).status;
   const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
   const outageLines = () =>
@@ -65,7 +88,7 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
     target = await open();
     const upstream = new URL(target.url);
     proxy = await startTcpProxy(upstream.hostname, Number(upstream.port));
-    storeUrl = withShortSelection(throughPort(target.url, proxy.port));
+    storeUrl = withShortWaits(throughPort(target.url, proxy.port));
     target.announce?.(`127.0.0.1:${proxy.port}`);
     server = await startServer({ store: storeUrl, port: 0, logger, pollIntervalMs: 200 });
     await rawClient(server.url).schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) });
@@ -78,16 +101,23 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
     await target?.drop();
   });
 
-  it('logs its start and end once each, counts it, says not ready meanwhile, and loses or doubles no job', async () => {
+  it('logs its start and end once each, counts it, says not ready meanwhile, answers enqueues soon, and loses or doubles no job', async () => {
     const before = await enqueueOverHttp();
     expect(before.status).toBe(201);
     expect(await readyStatus()).toBe(200);
     expect(metric(await metrics(), 'workq_store_up')).toBe(1);
     expect(metric(await metrics(), 'workq_store_outages_total')).toBe(0);
 
+    // Enqueues the moment the connection drops, over plain HTTP and over tRPC, both through the claim
+    // dispatcher; on MongoDB the first is written to a connection the driver has not yet seen close.
     proxy?.cut();
-    const failed = await enqueueOverHttp('outage-1');
+    const { result: failed, ms: httpMs } = await timed(() => enqueueOverHttp('outage-1'));
     expect(failed.status).toBe(503);
+    expect(httpMs).toBeLessThan(ANSWER_WITHIN_MS);
+    const { result: failedTrpc, ms: trpcMs } = await timed(() => rawFailure(enqueueOverTrpc('outage-trpc')));
+    expect(failedTrpc.code).toBe('UNAVAILABLE');
+    expect(failedTrpc.message).toContain('idempotencyKey');
+    expect(trpcMs).toBeLessThan(ANSWER_WITHIN_MS);
     const body = (await failed.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('UNAVAILABLE');
     // A write cut off mid-way may have been stored: the answer must not promise otherwise.
@@ -113,7 +143,8 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
     await until(async () => (await readyStatus()) === 200, 15_000);
     const resent = await enqueueOverHttp('outage-1');
     expect(resent.status).toBeLessThan(300);
-    // Stored once each: the job from before the outage and the one the cut-off write may have stored.
+    const resentTrpc = await enqueueOverTrpc('outage-trpc');
+    // Stored once each: the job from before the outage and the ones the cut-off writes may have stored.
     const claimed = await rawClient(server.url).consumer.claim.mutate({
       name: 'sendEmail',
       maxVersion: 1,
@@ -121,7 +152,8 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
       workerId: 'after-outage',
     });
     const ids = [before, resent].map(async (response) => ((await response.json()) as { id: string }).id);
-    expect(claimed.jobs.map((job) => job.id).sort()).toEqual((await Promise.all(ids)).sort());
+    const expected = [...(await Promise.all(ids)), resentTrpc.id];
+    expect(claimed.jobs.map((job) => job.id).sort()).toEqual(expected.sort());
     expect(metric(await metrics(), 'workq_store_up')).toBe(1);
     expect(metric(await metrics(), 'workq_store_outages_total')).toBe(1);
 
@@ -130,7 +162,7 @@ await describeEachStore(PROXIED_STORES, 'a job store outage, over $label', ({ op
     expect(lines[1]).toMatchObject({ level: 'info', fields: { store: redactUrl(storeUrl) } });
     const ended = lines[1]?.fields as { outageMs: number; failedRequests: number };
     expect(ended.outageMs).toBeGreaterThan(0);
-    // The four enqueues and the read; readiness checks are not requests that failed.
-    expect(ended.failedRequests).toBe(5);
+    // The five enqueues and the read; readiness checks are not requests that failed.
+    expect(ended.failedRequests).toBe(6);
   });
 });

@@ -52,7 +52,7 @@ export interface MongoStoreOptions {
    * How long a write waits for a majority of the replica set to acknowledge
    * it (`wtimeoutMS` of the majority write concern). Past it the call fails
    * with `TIMEOUT`; the write may still be applied.
-   * @defaultValue 10_000
+   * @defaultValue the connection string's `wtimeoutMS`, else 10_000
    */
   writeTimeoutMS?: number | undefined;
   /**
@@ -83,9 +83,9 @@ function databaseOfUrl(url: string): string | undefined {
   return path ? decodeURIComponent(path) : undefined;
 }
 
-/** The `serverSelectionTimeoutMS` a connection string sets, if it sets a number. */
-function selectionTimeoutOfUrl(url: string): number | undefined {
-  const value = /[?&]serverSelectionTimeoutMS=(\d+)(?:&|$)/i.exec(url)?.[1];
+/** The number of milliseconds a connection string sets for `option`, if it sets a number. */
+function msOfUrl(url: string | undefined, option: 'serverSelectionTimeoutMS' | 'wtimeoutMS'): number | undefined {
+  const value = url === undefined ? undefined : new RegExp(`[?&]${option}=(\\d+)(?:&|$)`, 'i').exec(url)?.[1];
   return value === undefined ? undefined : Number(value);
 }
 
@@ -140,11 +140,16 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
     MAX_HISTORY_RETENTION_MS,
   );
   const notify = options.notify ?? DEFAULTS.notify;
-  // A timeout the connection string sets holds unless the options set one: the driver would let the default override it.
-  const urlSelectionTimeoutMS = url === undefined ? undefined : selectionTimeoutOfUrl(url);
+  // A timeout the connection string sets holds unless the options set one: the driver's default selection
+  // timeout, and the store's own write concern, would override it.
   const serverSelectionTimeoutMS =
-    options.serverSelectionTimeoutMS ?? urlSelectionTimeoutMS ?? DEFAULTS.serverSelectionTimeoutMS;
-  const writeTimeoutMS = checkedMs('writeTimeoutMS', options.writeTimeoutMS ?? DEFAULTS.writeTimeoutMS, 1, 2 ** 31 - 1);
+    options.serverSelectionTimeoutMS ?? msOfUrl(url, 'serverSelectionTimeoutMS') ?? DEFAULTS.serverSelectionTimeoutMS;
+  const writeTimeoutMS = checkedMs(
+    'writeTimeoutMS',
+    options.writeTimeoutMS ?? msOfUrl(url, 'wtimeoutMS') ?? DEFAULTS.writeTimeoutMS,
+    1,
+    2 ** 31 - 1,
+  );
   const indexBuildTimeoutMS = checkedMs(
     'indexBuildTimeoutMS',
     options.indexBuildTimeoutMS ?? DEFAULTS.indexBuildTimeoutMS,
@@ -178,7 +183,8 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
       notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts, warnThroughNode);
       await notifier.ensureCollection();
     }
-    return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern });
+    const insertLimitMs = (client.options?.serverSelectionTimeoutMS ?? serverSelectionTimeoutMS) + writeTimeoutMS;
+    return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern, insertLimitMs });
   } catch (error) {
     if (ownsClient) await client.close().catch(() => undefined);
     throw toWorkqError(error, hosts, 'connect');

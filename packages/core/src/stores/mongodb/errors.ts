@@ -11,6 +11,7 @@ import {
   type WriteError,
 } from 'mongodb';
 import { WorkqError } from '../../errors.ts';
+import { CallAbandoned } from './call-limit.ts';
 
 /** The server's duplicate-key error code. */
 export const DUPLICATE_KEY = 11000;
@@ -62,6 +63,13 @@ export function toWorkqError(thrown: unknown, hosts: string, operation: string):
   // A bulk write (insertMany, bulkWrite) reports a connection failure wrapped in its own error.
   const error =
     thrown instanceof MongoBulkWriteError && thrown.errorResponse instanceof Error ? thrown.errorResponse : thrown;
+  if (error instanceof CallAbandoned) {
+    return new WorkqError(
+      'UNAVAILABLE',
+      `MongoDB at ${hosts} did not finish the ${operation} within ${error.limitMs} ms (the wait for a primary, then for a majority); it may still be applied. Check that the server is running and reachable from here.`,
+      { retryable: true, cause: thrown },
+    );
+  }
   if (
     error instanceof MongoServerSelectionError ||
     isConnectionLost(error) ||

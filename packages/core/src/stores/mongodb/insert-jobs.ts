@@ -1,6 +1,7 @@
-import type { Collection } from 'mongodb';
+import type { BulkWriteOptions, Collection } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
+import { withCallLimit } from './call-limit.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
@@ -12,11 +13,16 @@ function keyOf(name: string, idempotencyKey: string): string {
 /**
  * Inserts jobs (no two sharing a key, see `Store.insertJobs`) with one unordered `insertMany`. A job whose
  * `(name, idempotencyKey)` is already taken fails on the unique index; the job that holds the key is looked
- * up and returned with `created: false`, or `KeyHolderGone` when it was pruned before the look-up.
+ * up and returned with `created: false`, or `KeyHolderGone` when it was pruned before the look-up. The insert
+ * is abandoned after `limitMs` (see `withCallLimit`).
  */
-export async function insertJobs(jobs: Collection<JobDocument>, input: readonly NewJob[]): Promise<InsertOutcome[]> {
+export async function insertJobs(
+  jobs: Collection<JobDocument>,
+  input: readonly NewJob[],
+  limitMs: number,
+): Promise<InsertOutcome[]> {
   const docs = input.map(toJobDocument);
-  const conflicts = await insertReportingConflicts(jobs, docs);
+  const conflicts = await insertReportingConflicts(jobs, docs, limitMs);
   if (conflicts.size === 0) return docs.map((doc) => ({ job: toJobRecord(doc), created: true }));
   const holders = await findKeyHolders(
     jobs,
@@ -48,9 +54,16 @@ export async function insertJobs(jobs: Collection<JobDocument>, input: readonly 
 }
 
 /** Inserts `docs`; resolves to the positions that failed on the idempotency index. Any other failure throws. */
-async function insertReportingConflicts(jobs: Collection<JobDocument>, docs: JobDocument[]): Promise<Set<number>> {
+async function insertReportingConflicts(
+  jobs: Collection<JobDocument>,
+  docs: JobDocument[],
+  limitMs: number,
+): Promise<Set<number>> {
   try {
-    await jobs.insertMany(docs, { ordered: false });
+    await withCallLimit(limitMs, (signal) => {
+      const options: BulkWriteOptions & { signal: AbortSignal } = { ordered: false, signal };
+      return jobs.insertMany(docs, options);
+    });
     return new Set();
   } catch (error) {
     const writeErrors = bulkWriteErrors(error);

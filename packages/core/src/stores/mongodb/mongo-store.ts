@@ -96,6 +96,11 @@ export interface MongoStoreParts {
   notifier: ChangeStreamNotifier | undefined;
   /** The write concern of every write, the database handle's (see `durableWrites`). */
   writeConcern: WriteConcernSettings;
+  /**
+   * How long a job insert may take before it is abandoned (see `withCallLimit`): the wait for a primary
+   * and then for a majority, so an insert caught by an election still lands on the new primary.
+   */
+  insertLimitMs: number;
 }
 
 /** The MongoDB store; see `createMongoStore`. */
@@ -134,7 +139,9 @@ export class MongoStore implements Store {
   }
 
   insertJobs(jobs: readonly NewJob[]) {
-    return this.run('insert', () => (jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs)));
+    return this.run('insert', () =>
+      jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs, this.parts.insertLimitMs),
+    );
   }
 
   debounceJobs(jobs: readonly NewJob[]) {

@@ -1,0 +1,37 @@
+/**
+ * Why the store stopped waiting for a driver call that outlived its limit. The call may or may not have
+ * been applied; `toWorkqError` makes it a retryable `UNAVAILABLE`. It sets no `name` of its own: a bulk
+ * write wraps it in a `MongoBulkWriteError`, which copies the failure's own fields onto itself and has
+ * only a getter for `name`.
+ */
+export class CallAbandoned extends Error {
+  constructor(readonly limitMs: number) {
+    super(`abandoned after ${limitMs} ms`);
+  }
+}
+
+/**
+ * Runs `call` with a signal that aborts it, with `CallAbandoned`, after `limitMs`.
+ *
+ * The driver (7.x) can wait forever for a command it writes to a connection
+ * the server has just closed: Node has destroyed the socket, but the driver
+ * hears of it only once the socket's `close` event arrives, and meanwhile
+ * waits for the write to drain, which a destroyed socket never does. Every
+ * command written in that moment hangs, against a real server as against
+ * any other peer that closes the connection. None of the driver's time
+ * limits reaches that wait (`timeoutMS` has no effect in 7.x;
+ * `socketTimeoutMS` cannot fire on a destroyed socket); an abort signal
+ * does, and the driver then closes the connection and returns it to the
+ * pool. The driver passes a call's options down to the connection, `signal`
+ * included, even where the option's type does not list it.
+ */
+export async function withCallLimit<T>(limitMs: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new CallAbandoned(limitMs)), limitMs);
+  timer.unref();
+  try {
+    return await call(controller.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
