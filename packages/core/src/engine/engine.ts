@@ -41,7 +41,8 @@ export interface EngineOptions {
   leaseSweepIntervalMs?: number;
   /**
    * How long a server keeps the flow-control settings (pause, limits) it read before it reads them again;
-   * a change made through another server reaches it sooner where the store notifies. @defaultValue 1000
+   * a change made through another server reaches it sooner where the store notifies. They only pick which
+   * claim a type gets first: the store's claim decides whether they hold it back. @defaultValue 1000
    */
   settingsRefreshMs?: number;
   /** Where job events go (the server's event hub). @defaultValue none: no events are built */
@@ -294,10 +295,10 @@ export class Engine {
 
   /**
    * Claims lease nothing of `name` until `resume`, on every server; its jobs keep arriving. Resolves once
-   * every server holds its claims (see `settingsRefreshMs`).
+   * the pause is stored: every claim that starts after, on any server, leases nothing.
    */
   async pause(name: string): Promise<void> {
-    await this.flow.change(checkName(name), { paused: true }, { settle: true });
+    await this.flow.change(checkName(name), { paused: true });
   }
 
   /** Ends a `pause`: claims of `name` lease again, and the ones waiting on this server are woken. */
@@ -308,10 +309,10 @@ export class Engine {
 
   /**
    * Changes the limits of `name` (see `QueueLimits`); `null` clears one. Resolves to the limits now set, once
-   * every server's claims honour them (see `settingsRefreshMs`).
+   * they are stored: every claim that starts after, on any server, honours them.
    */
   async setLimits(name: string, limits: LimitsChange): Promise<QueueInfo['limits']> {
-    const settings = await this.flow.change(checkName(name), checkLimits(limits), { settle: true });
+    const settings = await this.flow.change(checkName(name), checkLimits(limits));
     this.listeners.emitReady(name);
     return {
       concurrency: settings.concurrency,

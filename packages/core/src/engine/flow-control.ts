@@ -37,9 +37,6 @@ export interface QueueInfo {
   versions: { version: number; counts: StateCounts }[];
 }
 
-/** Past `refreshMs`, for a claim that read settings just before a change to finish its statement. */
-const SETTLE_MARGIN_MS = 50;
-
 const NO_LIMITS: QueueLimits = { concurrency: null, rateLimit: null, groupConcurrency: null };
 
 function zeroCounts(): StateCounts {
@@ -100,8 +97,8 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
 
 /**
  * The engine's side of flow control: the settings every server reads from the store, kept here for
- * `refreshMs` at most (or until a wake-up says they changed), so that a claim of a type without settings
- * reads nothing more than before, and the claim that honours them when a type has some.
+ * `refreshMs` at most (or until a wake-up says they changed) as a hint of which claim a type needs, and the
+ * claim that honours them, decided by the store (see `claim`).
  */
 export class FlowControl {
   private cache: { settings: Map<string, QueueSettings>; loadedAt: number } | null = null;
@@ -131,26 +128,32 @@ export class FlowControl {
   }
 
   /**
-   * Leases as `Store.claimJobs` does, or, for a type that is paused, limited or grouped, as
+   * Leases as `Store.claimJobsUnlessHeld` does, or, for a type that is paused, limited or grouped, as
    * `Store.claimLimitedJobs` does, after completing `acks` (jobs of the type, results in their stored form):
    * for a limited type on a store with `completeAndClaim` in one transaction with the claim,
    * otherwise committed before it. Resolves to the claim and the ids of the acks that completed.
+   *
+   * The settings this server read only pick which claim goes first. The store decides in the claim: the
+   * limited claim reads the settings it honours, and the plain one refuses a type whose settings hold its
+   * claims back, which is then claimed as a limited one. So a pause or limit set through any server holds for
+   * every claim that starts after the change was stored, whatever this server read before.
    */
   async claim(
     request: ClaimRequest,
     acks: readonly (LeaseRef & { result: unknown })[] = [],
   ): Promise<LimitedClaim & { completed: string[] }> {
     const settings = await this.settingsOf(request.name);
-    if (acks.length > 0 && constrains(settings) && !settings.paused && this.store.completeAndClaim) {
+    if (acks.length > 0 && constrains(settings) && this.store.completeAndClaim) {
       const together = await this.store.completeAndClaim.completeAndClaimLimitedJobs(acks, request);
       return this.claimedUnder(settings, together.claim, together.completed);
     }
     const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
-    if (!constrains(settings)) {
-      return { jobs: await this.store.claimJobs(request), paused: false, nextStartAt: null, completed };
-    }
-    if (settings.paused) return { jobs: [], paused: true, nextStartAt: null, completed };
-    return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
+    if (constrains(settings)) return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
+    const jobs = await this.store.claimJobsUnlessHeld(request);
+    if (jobs !== null) return { jobs, paused: false, nextStartAt: null, completed };
+    // Paused, limited or grouped through another server since this one read the settings: read them again.
+    this.forget();
+    return { ...(await this.store.claimLimitedJobs(request)), completed };
   }
 
   /**
@@ -194,16 +197,13 @@ export class FlowControl {
   }
 
   /**
-   * Applies `change` to the settings of `name` in the store and tells this process's listeners. With
-   * `settle`, it resolves only once every server has read the change: after `refreshMs` (the longest any
-   * server keeps settings it read before the change, when all run with the same `refreshMs`), so that a
-   * limit or pause holds for every claim that starts after it resolves.
+   * Applies `change` to the settings of `name` in the store and tells this process's listeners. Once it
+   * resolves, every claim that starts, on any server, honours the change (see `claim`).
    */
-  async change(name: string, change: QueueSettingsChange, options: { settle?: boolean } = {}): Promise<QueueSettings> {
+  async change(name: string, change: QueueSettingsChange): Promise<QueueSettings> {
     const settings = await this.store.updateQueueSettings(name, change, this.clock.now());
     if (this.cache) this.cache.settings.set(name, settings);
     for (const listener of this.changeListeners) listener(name);
-    if (options.settle) await new Promise((resolve) => setTimeout(resolve, this.refreshMs + SETTLE_MARGIN_MS));
     return settings;
   }
 

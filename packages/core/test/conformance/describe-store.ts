@@ -5,6 +5,7 @@ import { registerDeduplicationTests } from './deduplication.ts';
 import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
+import { registerFlowAcrossServerTests } from './flow-across-servers.ts';
 import { registerFlowControlTests } from './flow-control.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
 import type { StoreHarness } from './harness.ts';
@@ -71,6 +72,7 @@ export function describeStore(
     describe('trace context', () => registerTraceContextTests(state));
     describe('flow control', () => registerFlowControlTests(state));
     describe('flow control: groups', () => registerFlowGroupTests(state));
+    describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 
