@@ -32,7 +32,20 @@ export interface SuiteContext {
   jobName(topic: string): string;
   /** Prints one line saying why a test cannot run on this store, then skips it. */
   skip(reason: string, skip: (note?: string) => never): never;
+  /** Skips the test as `skip` does, saying what the store does instead, when it lacks the optional `part`. */
+  requirePart(part: OptionalPart, skip: (note?: string) => never): void;
 }
+
+/** The optional parts of a store (see `Store`): a test of one runs only where the store has it. */
+export type OptionalPart = 'notifier' | 'leadership' | 'handoff' | 'completeAndClaim';
+
+/** What a store without each optional part does instead. */
+const WITHOUT_PART: Record<OptionalPart, string> = {
+  notifier: 'consumers on other servers notice jobs by polling',
+  leadership: 'every server runs the maintenance roles',
+  handoff: 'an enqueue inserts the job and wakes the waiting claim',
+  completeAndClaim: 'its limited claims run after their acks commit',
+};
 
 /** The suite's live state; a test group reads it through `SuiteContext` once `beforeAll` has run. */
 export class SuiteState implements SuiteContext {
@@ -104,6 +117,10 @@ export class SuiteState implements SuiteContext {
   skip(reason: string, skip: (note?: string) => never): never {
     console.log(`${this.label}: test skipped — ${reason}`);
     return skip(reason);
+  }
+
+  requirePart(part: OptionalPart, skip: (note?: string) => never): void {
+    if (this.store[part] === undefined) this.skip(`no ${part}: ${WITHOUT_PART[part]}`, skip);
   }
 
   private live(): { harness: StoreHarness; store: Store } {

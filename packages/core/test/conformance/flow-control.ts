@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { newLeaseToken } from '../../src/engine/ids.ts';
-import type { ClaimRequest, Store } from '../../src/engine/store.ts';
+import type { ClaimRequest, CompleteAndClaim, Store } from '../../src/engine/store.ts';
 import { enqueueJobs, type SuiteContext } from './context.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -153,8 +153,8 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
   it('a limited claim that carries acks (completeAndClaim) takes the places they free; a repeat frees none', async ({
     skip,
   }) => {
-    const together = ctx.store.completeAndClaim;
-    if (!together) return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
+    ctx.requirePart('completeAndClaim', skip);
+    const together = ctx.store.completeAndClaim as CompleteAndClaim;
     const name = ctx.jobName('complete-and-claim');
     const { engine } = ctx.engine();
     await enqueueJobs(engine, name, 4);
@@ -181,9 +181,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
   it('8 claimers completing through their claims (completeAndClaim) against concurrency 5 never see a 6th active lease', async ({
     skip,
   }) => {
-    if (!ctx.store.completeAndClaim) {
-      return skip(`${ctx.store.kind} has no completeAndClaim: its limited claims run after acks commit`);
-    }
+    ctx.requirePart('completeAndClaim', skip);
     const name = ctx.jobName('concurrency-carried');
     const stores = await flowClaimers(ctx, 8);
     const { engine } = ctx.engine();

@@ -1,22 +1,27 @@
 import { expect, it } from 'vitest';
+import type { Store } from '../../src/engine/store.ts';
 import type { LeaderElection } from '../../src/roles/leadership.ts';
 import type { SuiteContext } from './context.ts';
 
 const TTL_MS = 10_000;
 
-/** The store's leader election: every store keeps one, beside its jobs. */
-function electionOf(store: { kind: string; leadership?: LeaderElection | undefined }): LeaderElection {
-  expect(store.leadership, `${store.kind} has no leader election`).toBeDefined();
-  return store.leadership as LeaderElection;
+/** A store of the kind under test: one of the kind has leader election, so each has. */
+function electionOf(store: Store | undefined): LeaderElection {
+  const election = store?.leadership;
+  if (!election) throw new Error(`${store?.kind} opened without the leader election its kind has`);
+  return election;
 }
 
 /** Leadership: one holder per role at a time among the servers on one store; another takes over when it dies. */
 export function registerLeadershipTests(ctx: SuiteContext): void {
-  it('two servers on one store: one leads, renewals keep it, and the other takes over once the leader dies', async () => {
+  it('two servers on one store: one leads, renewals keep it, and the other takes over once the leader dies', async ({
+    skip,
+  }) => {
+    ctx.requirePart('leadership', skip);
     const role = ctx.jobName('leader');
     const [leaderStore, followerStore] = await ctx.clientStores(2);
-    const leader = electionOf(leaderStore as never);
-    const follower = electionOf(followerStore as never);
+    const leader = electionOf(leaderStore);
+    const follower = electionOf(followerStore);
     const t0 = Date.UTC(2026, 0, 1);
     const at = (ms: number) => new Date(t0 + ms);
 
@@ -35,12 +40,10 @@ export function registerLeadershipTests(ctx: SuiteContext): void {
     }
   });
 
-  it('a leader that resigns hands its role over at once; another holder cannot resign it', async () => {
+  it('a leader that resigns hands its role over at once; another holder cannot resign it', async ({ skip }) => {
+    ctx.requirePart('leadership', skip);
     const role = ctx.jobName('resign');
-    const [a, b] = (await ctx.clientStores(2)).map((store) => electionOf(store as never)) as [
-      LeaderElection,
-      LeaderElection,
-    ];
+    const [a, b] = (await ctx.clientStores(2)).map(electionOf) as [LeaderElection, LeaderElection];
     const now = new Date(Date.UTC(2026, 0, 1));
     expect(await a.tryLead(role, 'server-a', now, TTL_MS)).toBe(true);
     await b.resign(role, 'server-b');
@@ -49,9 +52,12 @@ export function registerLeadershipTests(ctx: SuiteContext): void {
     expect(await b.tryLead(role, 'server-b', now, TTL_MS)).toBe(true);
   });
 
-  it('of eight servers contending for a free role at once, exactly one leads; roles are independent', async () => {
+  it('of eight servers contending for a free role at once, exactly one leads; roles are independent', async ({
+    skip,
+  }) => {
+    ctx.requirePart('leadership', skip);
     const role = ctx.jobName('contended');
-    const elections = (await ctx.clientStores(8)).map((store) => electionOf(store as never));
+    const elections = (await ctx.clientStores(8)).map(electionOf);
     const now = new Date(Date.UTC(2026, 0, 1));
     const won = await Promise.all(elections.map((e, i) => e.tryLead(role, `server-${i}`, now, TTL_MS)));
     expect(won.filter(Boolean)).toHaveLength(1);
