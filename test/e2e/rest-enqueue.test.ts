@@ -5,9 +5,10 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
 
 /**
- * A plain HTTP enqueue (`POST /v1/jobs/<name>`) is checked and counted as a
- * tRPC one is: it reaches a waiting consumer and is counted in
- * `workq_jobs_enqueued_total`; a repeat of its idempotency key is not counted.
+ * A plain HTTP enqueue (`POST /v1/jobs/<name>`) takes the path of a tRPC
+ * one: it is handed to a consumer waiting on the server, by its own insert,
+ * and counted in `workq_jobs_enqueued_total`; a repeat of its idempotency
+ * key is not counted.
  */
 let server: QueueServer;
 
@@ -26,32 +27,45 @@ async function sample(name: string, labels: string): Promise<number> {
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-const enqueueOverHttp = () =>
+const claimQueries = () => sample('workq_claim_queries_total', 'name="sendEmail",query="ran"');
+const enqueued = () => sample('workq_jobs_enqueued_total', 'name="sendEmail"');
+
+/** A claim of one `sendEmail` job that waits for work, over tRPC without the SDK. */
+const claim = (waitMs: number) =>
+  rawClient(server.url).consumer.claim.mutate({ name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'w', waitMs });
+
+const enqueueOverHttp = (idempotencyKey?: string) =>
   fetch(`${server.url}/v1/jobs/sendEmail`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       version: 1,
       payload: { to: 'ops@example.com', subject: 'rest', body: '' },
-      options: { idempotencyKey: 'rest-1' },
+      ...(idempotencyKey ? { options: { idempotencyKey } } : {}),
     }),
   });
 
-it('gives a plain HTTP enqueue to a waiting consumer and counts it as enqueued, once', async () => {
-  const waiting = rawClient(server.url).consumer.claim.mutate({
-    name: 'sendEmail',
-    maxVersion: 1,
-    limit: 1,
-    workerId: 'w',
-    waitMs: 10_000,
-  });
+it('hands a plain HTTP enqueue to a waiting consumer and counts it as enqueued', async () => {
+  // A first claim finds nothing: the type's consumers are known to wait for work, so an enqueue that meets the next
+  // claim's query waits for it to park rather than insert behind its back (the handoff does not hang on timing).
+  expect((await claim(0)).jobs).toEqual([]);
+  const waiting = claim(10_000);
+  while ((await claimQueries()) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+
   const response = await enqueueOverHttp();
   expect(response.status).toBe(201);
   const { id } = (await response.json()) as { id: string };
-  expect((await waiting).jobs.map((job) => job.id)).toEqual([id]);
-  expect(await sample('workq_jobs_enqueued_total', 'name="sendEmail"')).toBe(1);
 
-  const repeat = await enqueueOverHttp();
+  expect((await waiting).jobs.map((job) => job.id)).toEqual([id]);
+  expect(await sample('workq_jobs_handed_over_total', 'name="sendEmail"')).toBe(1);
+  expect(await enqueued()).toBe(1);
+});
+
+it("counts a repeat of a plain HTTP enqueue's idempotency key once", async () => {
+  const first = await enqueueOverHttp('rest-1');
+  expect(first.status).toBe(201);
+  expect(await enqueued()).toBe(2);
+  const repeat = await enqueueOverHttp('rest-1');
   expect(repeat.status).toBe(200);
-  expect(await sample('workq_jobs_enqueued_total', 'name="sendEmail"')).toBe(1);
+  expect(await enqueued()).toBe(2);
 });

@@ -4,12 +4,11 @@ import { checkBatchSize, checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
 /**
- * The enqueue use case (`jobs.enqueue` and `jobs.enqueueMany` over tRPC, the
- * cron role): sizes and schemas checked, then handed to the claim dispatcher,
- * which gives a lone job to a consumer waiting on this server or merges
- * concurrent inserts, and counted in `workq_jobs_enqueued_total`.
- * `POST /v1/jobs/<name>` is checked and counted alike but inserts at once
- * (`enqueueJobDirectly`).
+ * The enqueue use case, the same for every caller (`jobs.enqueue` and
+ * `jobs.enqueueMany` over tRPC, `POST /v1/jobs/<name>`, the cron role):
+ * sizes and schemas checked, then handed to the claim dispatcher, which gives
+ * a lone job to a consumer waiting on this server or merges concurrent
+ * inserts, and counted in `workq_jobs_enqueued_total`.
  */
 
 /** What an `enqueueMany` may give each job of its own, by index, over the options of the whole batch. */
@@ -41,27 +40,6 @@ export async function enqueueJobs(
   const results = await services.dispatcher.enqueue(inputs);
   services.metrics.enqueued.inc({ name }, results.filter((r) => r.created).length);
   return results;
-}
-
-/**
- * One job, checked and counted as `enqueueJobs` does, inserted by the engine at once rather than through
- * the claim dispatcher: plain HTTP enqueues take this path because a lone insert queued in the dispatcher
- * was seen to hang on MongoDB when the store's connection was cut just before it (the store-outage test),
- * where a direct insert fails with `UNAVAILABLE` at once. It goes back through the dispatcher when that
- * is mended.
- */
-export async function enqueueJobDirectly(
-  services: ServerServices,
-  name: string,
-  jobVersion: number,
-  payload: unknown,
-  options: EnqueueOptions | undefined,
-): Promise<EnqueueResult> {
-  await checkPayloads(services, name, jobVersion, [payload]);
-  const [input] = toEnqueueInputs(name, jobVersion, [payload], options) as [EnqueueInput];
-  const result = await services.engine.enqueue(input);
-  if (result.created) services.metrics.enqueued.inc({ name });
-  return result;
 }
 
 /** `enqueueJobs` for one job. */

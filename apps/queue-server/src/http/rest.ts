@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type TraceContext, WorkqError } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
-import { enqueueJobDirectly } from '../app/enqueue.ts';
+import { enqueueJob } from '../app/enqueue.ts';
 import type { ServerServices } from '../app/services.ts';
 import { logAuthFailure, refusalDetail } from '../audit-log.ts';
 import { requireScope } from '../auth.ts';
@@ -18,8 +18,8 @@ const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enque
  * Plain JSON over HTTP, for producers that are not TypeScript:
  * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }` and
  * `content-type: application/json` (415 `VALIDATION` otherwise). The job is
- * checked and counted as `jobs.enqueue` does, and inserted at once (see
- * `enqueueJobDirectly`).
+ * enqueued as `jobs.enqueue` enqueues it: handed to a consumer waiting on
+ * this server, merged with concurrent inserts, counted in the metrics.
  * Payloads are validated as over tRPC: with the server's catalog when it has one,
  * otherwise against the registered JSON Schema, in which case the answer's
  * `warnings` name the constraints that schema cannot express (not checked).
@@ -45,7 +45,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
     }
     const traceContext = body.data.options?.traceContext ?? headerTraceContext(req);
     const options = traceContext ? { ...body.data.options, traceContext } : body.data.options;
-    const result = await enqueueJobDirectly(services, jobName, body.data.version, body.data.payload, options);
+    const result = await enqueueJob(services, jobName, body.data.version, body.data.payload, options);
     const warnings = services.registry.uncheckedWarnings(jobName, body.data.version);
     sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
   } catch (error) {
