@@ -177,15 +177,16 @@ export class ClaimDispatcher {
    * aborts, the client is gone, and jobs leased meanwhile go back unstarted.
    *
    * The claim goes through the states of `ClaimState`: `starting`, then `querying` and `parked` in turn until
-   * it is `answered`; each step below is one state.
+   * it is `answered`. Each state is one method: `start`, `query` (which answers, or parks the claim) and
+   * `waitParked` (which answers, or sends the claim back to `query`).
    */
   async claim(request: DispatchedClaim, signal: AbortSignal): Promise<ClaimAnswer> {
     const claim = await this.start(request, signal);
     try {
       for (;;) {
-        const parked = await this.query(claim);
-        if (!(parked instanceof ParkedClaim)) return parked;
-        const answer = await this.waitParked(claim, parked);
+        const outcome = await this.query(claim);
+        if (!(outcome instanceof ParkedClaim)) return outcome;
+        const answer = await this.waitParked(claim, outcome);
         if (answer) return answer;
       }
     } finally {
