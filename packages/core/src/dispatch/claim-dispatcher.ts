@@ -107,7 +107,7 @@ export interface DispatcherOptions {
  * whose client went away. Enqueues go through it too, so a lone job can be
  * handed to a waiting claim and concurrent ones share store writes.
  *
- * A store without `insertAndClaimJob` gets the same dispatcher without
+ * A store without a `handoff` gets the same dispatcher without
  * handoffs: enqueues insert, and waiting claims are woken to claim.
  */
 export class ClaimDispatcher {
