@@ -473,7 +473,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
     await expectStillServing();
   });
 
-  it('answers any tRPC mutation with a client error or success, on the direct path and the adapter', async () => {
+  it('answers any tRPC mutation with a client error or success, alone and in a batch', async () => {
     const call = fc.constantFrom(...PROCEDURES).chain((procedure) =>
       fc.record({
         procedure: fc.constant(procedure),

@@ -11,7 +11,7 @@ const STRANGER = 'https://evil.example.net';
 const TOKEN = 'cors-e2e-token-0123456789';
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
-/** The routes a page may call: plain HTTP, tRPC's direct single-mutation path, and tRPC's adapter (queries, batches). */
+/** The routes a page may call: plain HTTP, and tRPC (single mutations, queries, batches). */
 const ROUTES = {
   rest: { path: '/v1/jobs/sendEmail', body: JSON.stringify({ version: 1, payload: email }) },
   trpcMutation: {
@@ -125,7 +125,7 @@ describe('CORS (cors.origins) over pglite://memory', () => {
     },
   );
 
-  it('answers tRPC queries (GET, through the adapter) and plain-HTTP errors to a listed origin', async () => {
+  it('answers tRPC queries (GET) and plain-HTTP errors to a listed origin', async () => {
     const query = await fetch(`${server.url}/trpc/admin.stats`, {
       headers: { origin: APP, authorization: `Bearer ${TOKEN}` },
     });

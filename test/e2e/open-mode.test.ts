@@ -12,7 +12,7 @@ const FOREIGN_ORIGIN = 'https://evil.example.net';
 const LISTED_ORIGIN = 'https://app.example.com';
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
 
-/** Every kind of path a page could aim at: tRPC (direct, adapter, stream), plain HTTP, the dashboard, metrics. */
+/** Every kind of path a page could aim at: tRPC (mutation, query, stream), plain HTTP, the dashboard, metrics. */
 const PATHS = [
   {
     label: 'admin.pause',
@@ -20,7 +20,7 @@ const PATHS = [
     path: '/trpc/admin.pause',
     body: JSON.stringify({ json: { name: 'imageConvert' } }),
   },
-  { label: 'admin.queues (adapter)', method: 'GET', path: '/trpc/admin.queues' },
+  { label: 'admin.queues (query)', method: 'GET', path: '/trpc/admin.queues' },
   {
     label: 'jobs.enqueue batch',
     method: 'POST',

@@ -142,7 +142,7 @@ describe('the audit trail', () => {
 
   const audit = (kind: string) => logger.lines.filter((line) => line.fields?.audit === kind);
 
-  it('logs each admin action with subject, action and target, through the direct path and a batch', async () => {
+  it('logs each admin action with subject, action and target, alone and in a batch', async () => {
     const sdk = createClient({ url: server.url, jobs, token: signedAdmin });
     await sdk.admin.pause('imageConvert');
     const batch = await fetch(`${server.url}/trpc/admin.resume?batch=1`, {

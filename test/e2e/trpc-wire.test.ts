@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
 /**
- * Single mutations are served by the server's direct path, everything else by
- * tRPC's standalone adapter. A batch of one goes through the adapter, so for
- * the same call both must answer with the same status and the same bytes.
+ * The server answers tRPC calls in tRPC's wire format, alone and in batches:
+ * for the same call, a single mutation and a batch of one must answer with
+ * the same status and the same bytes.
  */
 describe('tRPC wire format of single mutations', () => {
   let server: QueueServer;
@@ -53,7 +53,7 @@ describe('tRPC wire format of single mutations', () => {
     ['a lease that is not held', 'consumer.complete', '{"items":[{"id":"no-such-job","leaseToken":"t"}]}'],
   ];
 
-  it.each(cases)('answers %s with the same status and body as tRPC’s adapter', async (_, path, body, extra) => {
+  it.each(cases)('answers %s alone with the same status and body as in a batch', async (_, path, body, extra) => {
     const { single, batched } = await bothWays(path, body, extra);
     expect(single.type).toBe('application/json');
     expect(single.status).toBe(batched.status);
@@ -75,7 +75,7 @@ describe('tRPC wire format of single mutations', () => {
     expect((await handle.status()).state).toBe('ready');
   });
 
-  it('refuses a body that is not JSON as invalid, as tRPC’s adapter does', async () => {
+  it('refuses a body that is not JSON as invalid, alone and in a batch', async () => {
     // JSON.parse names a position in its message, which differs inside a batch; status and code must not.
     const { single, batched } = await bothWays('jobs.enqueue', '{"name":"sendEmail",}');
     expect(single.status).toBe(400);
@@ -84,7 +84,7 @@ describe('tRPC wire format of single mutations', () => {
     expect(error.error.json.data.workqCode).toBe('VALIDATION');
   });
 
-  it('leaves queries and paths it cannot decode to tRPC’s adapter', async () => {
+  it('serves queries, refuses a query called as a mutation, and a path that does not decode', async () => {
     const listed = await fetch(`${server.url}/trpc/schemas.list`, { headers });
     expect(listed.status).toBe(200);
     const asMutation = await fetch(`${server.url}/trpc/schemas.list`, { method: 'POST', headers, body: '{}' });

@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TRPCError } from '@trpc/server';
-import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { catalogJsonSchemas, isWorkqError, WorkqError } from '@workq/core';
 import {
@@ -24,8 +23,7 @@ import { createOpenModeGuard, sendRefusal } from './http/open-mode-guard.ts';
 import { serveInRequest } from './http/request-log.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
 import { capConnections, httpServerOptions } from './http/server-limits.ts';
-import { checkTrpcBody, createTrpcMutationHandler } from './http/trpc-mutations.ts';
-import { createTrpcSubscriptionHandler } from './http/trpc-subscriptions.ts';
+import { createTrpcHandler } from './http/trpc.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { guardProcess } from './process-guard.ts';
@@ -44,8 +42,10 @@ export interface QueueServer {
   close(): Promise<void>;
 }
 
+/** Where tRPC's procedures are served: `/trpc/<path>`. */
+const TRPC_PATH = '/trpc/';
 /** The job-event subscription's path (`events.watch`, over server-sent events). */
-const EVENTS_PATH = '/trpc/events.watch';
+const EVENTS_PATH = `${TRPC_PATH}events.watch`;
 /** How long the maintenance roles' leader holds its lease; another server takes over this long after it dies. */
 const LEADERSHIP_LEASE_MS = 15_000;
 /** On taking over, the new leader enqueues the crontab occurrences of this last stretch, in case they were missed. */
@@ -164,32 +164,21 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   });
   // A 5xx is logged once, with its request, when the answer is over (http/request-log.ts); not the retryable
   // end each open event stream gets when the server closes, which is the shutdown working as meant.
-  const onError = ({ error }: { error: TRPCError; path: string | undefined }) => {
+  const onError = ({ error }: { error: TRPCError }) => {
     if (closing && isWorkqError(error.cause, 'UNAVAILABLE') && error.cause.retryable) return;
     if (getHTTPStatusCodeFromError(error) >= 500) noteServerFailure(error.cause ?? error);
   };
-  const trpcOptions = {
-    router: appRouter,
-    basePath: '/trpc/',
-    maxBodySize: resolved.limits.maxRequestBytes,
-    onError,
-    responseMeta: cors.responseMeta,
-  };
-  // Single mutations (enqueue, claim, complete, …) take the direct path; the rest goes through tRPC's adapter.
   // A single enqueue carries one payload: its body is held to what one payload may take, as superjson's
   // `{ json, meta }` (twice each), plus 64 KiB of options, before anything in it is decoded.
   const singleEnqueueBytes = Math.min(resolved.limits.maxRequestBytes, 4 * resolved.limits.maxPayloadBytes + 65_536);
-  const trpcMutations = createTrpcMutationHandler({
-    ...trpcOptions,
-    createContext,
+  const trpc = createTrpcHandler({
+    router: appRouter,
+    basePath: TRPC_PATH,
+    maxBodySize: resolved.limits.maxRequestBytes,
     maxBodySizeOf: (path) => (path === 'jobs.enqueue' ? singleEnqueueBytes : resolved.limits.maxRequestBytes),
-  });
-  // Subscriptions (the job-event stream) write their events straight to the socket.
-  const trpcSubscriptions = createTrpcSubscriptionHandler({ ...trpcOptions, createContext });
-  const trpcHandler = createHTTPHandler({
-    ...trpcOptions,
     maxBatchSize: resolved.limits.maxTrpcBatchSize,
-    createContext: ({ req }) => createContext(req),
+    createContext,
+    onError,
   });
 
   let inFlight = 0;
@@ -223,14 +212,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
       return sendJson(res, 503, { error: { code: 'UNAVAILABLE', message: 'The server is shutting down.', requestId } });
     }
     if (path?.startsWith('/v1/')) return handleRest(req, res, services);
-    if (trpcMutations(req, res)) return;
     if (path === EVENTS_PATH) {
       eventStreams.add(res);
       res.once('close', () => eventStreams.delete(res));
     }
-    if (trpcSubscriptions(req, res)) return;
-    if (await checkTrpcBody(appRouter, resolved.limits.maxRequestBytes, req, res)) return;
-    return trpcHandler(req, res);
+    if (path?.startsWith(TRPC_PATH)) return trpc(req, res);
+    return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `Nothing is served at ${path}.` } });
   };
   const server = createServer(serverOptions, (req, res) =>
     serveInRequest(req, res, logger, () => serveRequest(req, res)),

@@ -22,11 +22,6 @@ export interface CorsPolicy {
    * another.
    */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
-  /**
-   * For tRPC's adapter, which sets its own `vary` header over the one
-   * `handle` set: adds `origin` back when any origin is listed.
-   */
-  responseMeta(): { headers?: Headers };
   /** Whether `origin` (an `Origin` header's value) is one of the listed origins. */
   lists(origin: string): boolean;
 }
@@ -34,7 +29,6 @@ export interface CorsPolicy {
 /** The policy for the listed origins; `VALIDATION` naming an origin that is not one (including `*`). */
 export function createCors(origins: readonly string[]): CorsPolicy {
   const allowed = new Set(origins.map(parseOrigin));
-  const varyOrigin = allowed.size > 0 ? { headers: new Headers({ vary: 'origin' }) } : {};
   return {
     handle(req, res) {
       const origin = req.headers.origin;
@@ -63,7 +57,6 @@ export function createCors(origins: readonly string[]): CorsPolicy {
       if (listed) res.setHeader('access-control-allow-origin', origin);
       return false;
     },
-    responseMeta: () => varyOrigin,
     lists: (origin) => allowed.has(origin),
   };
 }

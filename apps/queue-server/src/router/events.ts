@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ServerServices } from '../app/services.ts';
 import { hasAnyScope, type Principal } from '../auth.ts';
 import { STATUS_OF_ERROR, serverAtLimit } from '../errors.ts';
-import { withWireParts } from '../http/trpc-subscriptions.ts';
+import { withWireParts } from '../http/server-sent-events.ts';
 import { jobName, storableText } from './inputs.ts';
 import { scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
