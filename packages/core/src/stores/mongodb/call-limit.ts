@@ -10,6 +10,9 @@ export class CallAbandoned extends Error {
   }
 }
 
+/** A driver call's options with the signal that abandons it; the driver honours it where the type omits it. */
+export type Abortable<Options> = Options & { signal: AbortSignal };
+
 /**
  * Runs `call` with a signal that aborts it, with `CallAbandoned`, after `limitMs`.
  *

@@ -1,6 +1,7 @@
-import type { Collection } from 'mongodb';
+import type { Collection, FindOneAndUpdateOptions, InsertOneOptions, UpdateOptions } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isDuplicateKeyError } from './errors.ts';
 import { DEBOUNCE_INDEX, DEBOUNCE_INDEX_KEY } from './indexes.ts';
 import {
@@ -13,10 +14,17 @@ import {
   toJson,
 } from './records.ts';
 
-/** `Store.debounceJobs`: one job at a time, each atomic on its own (a batch rarely debounces more than one key). */
-export async function debounceJobs(jobs: Collection<JobDocument>, input: readonly NewJob[]): Promise<InsertOutcome[]> {
+/**
+ * `Store.debounceJobs`: one job at a time, each atomic on its own (a batch rarely debounces more than one
+ * key). Each call to the server is abandoned after `limitMs` (see `withCallLimit`).
+ */
+export async function debounceJobs(
+  jobs: Collection<JobDocument>,
+  input: readonly NewJob[],
+  limitMs: number,
+): Promise<InsertOutcome[]> {
   const outcomes: InsertOutcome[] = [];
-  for (const job of input) outcomes.push(await debounceJob(jobs, job));
+  for (const job of input) outcomes.push(await debounceJob(jobs, job, limitMs));
   return outcomes;
 }
 
@@ -29,41 +37,50 @@ export async function debounceJobs(jobs: Collection<JobDocument>, input: readonl
  * The holder it answers with comes from that write, which a majority acknowledged before the answer (no
  * plain read tells a resend the job exists: see `findKeyHolders` for why that must be a majority's).
  */
-async function debounceJob(jobs: Collection<JobDocument>, job: NewJob): Promise<InsertOutcome> {
+async function debounceJob(jobs: Collection<JobDocument>, job: NewJob, limitMs: number): Promise<InsertOutcome> {
   const holder = { name: job.name, debounceKey: { $eq: job.debounceKey, $type: 'string' as const } };
-  const updated = await jobs.findOneAndUpdate(
-    { ...holder, state: { $in: [...NOT_STARTED] }, attempts: 0 },
-    [
-      {
-        $set: {
-          payload: literal(toJson(job.payload)),
-          version: literal(job.version),
-          priority: literal(job.priority),
-          maxAttempts: literal(job.maxAttempts),
-          backoff: literal(cleanBackoff(job.backoff)),
-          leaseMs: literal(job.leaseMs),
-          runAt: literal(job.runAt),
-          orderKey: orderKeyExpression(job.runAt),
-          state: literal(notStartedState(job.runAt, job.createdAt)),
-          updatedAt: literal(job.createdAt),
+  const updated = await withCallLimit(limitMs, (signal) => {
+    const options: Abortable<FindOneAndUpdateOptions> = { returnDocument: 'after', hint: DEBOUNCE_INDEX_KEY, signal };
+    return jobs.findOneAndUpdate(
+      { ...holder, state: { $in: [...NOT_STARTED] }, attempts: 0 },
+      [
+        {
+          $set: {
+            payload: literal(toJson(job.payload)),
+            version: literal(job.version),
+            priority: literal(job.priority),
+            maxAttempts: literal(job.maxAttempts),
+            backoff: literal(cleanBackoff(job.backoff)),
+            leaseMs: literal(job.leaseMs),
+            runAt: literal(job.runAt),
+            orderKey: orderKeyExpression(job.runAt),
+            state: literal(notStartedState(job.runAt, job.createdAt)),
+            updatedAt: literal(job.createdAt),
+          },
         },
-      },
-    ],
-    { returnDocument: 'after', hint: DEBOUNCE_INDEX_KEY },
-  );
+      ],
+      options,
+    );
+  });
   if (updated) return { job: toJobRecord(updated as JobDocument), created: false };
   const doc = toJobDocument(job);
   try {
-    await jobs.insertOne(doc);
+    await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<InsertOneOptions> = { signal };
+      return jobs.insertOne(doc, options);
+    });
     return { job: toJobRecord(doc), created: true };
   } catch (error) {
     if (!isDuplicateKeyError(error)) throw error;
   }
   // Taken by a job that started or finished, or by one a concurrent debounce inserted (left as it is).
-  await jobs.updateOne(
-    { ...holder, $or: [{ state: { $nin: [...NOT_STARTED] } }, { attempts: { $gt: 0 } }] },
-    { $set: { debounceKey: null } },
-    { hint: DEBOUNCE_INDEX },
-  );
+  await withCallLimit(limitMs, (signal) => {
+    const options: Abortable<UpdateOptions> = { hint: DEBOUNCE_INDEX, signal };
+    return jobs.updateOne(
+      { ...holder, $or: [{ state: { $nin: [...NOT_STARTED] } }, { attempts: { $gt: 0 } }] },
+      { $set: { debounceKey: null } },
+      options,
+    );
+  });
   return { job: null, created: false };
 }

@@ -1,7 +1,7 @@
-import type { BulkWriteOptions, Collection } from 'mongodb';
+import type { BulkWriteOptions, Collection, UpdateOptions } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
-import { withCallLimit } from './call-limit.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
@@ -13,8 +13,8 @@ function keyOf(name: string, idempotencyKey: string): string {
 /**
  * Inserts jobs (no two sharing a key, see `Store.insertJobs`) with one unordered `insertMany`. A job whose
  * `(name, idempotencyKey)` is already taken fails on the unique index; the job that holds the key is looked
- * up and returned with `created: false`, or `KeyHolderGone` when it was pruned before the look-up. The insert
- * is abandoned after `limitMs` (see `withCallLimit`).
+ * up and returned with `created: false`, or `KeyHolderGone` when it was pruned before the look-up. Each call
+ * to the server is abandoned after `limitMs` (see `withCallLimit`).
  */
 export async function insertJobs(
   jobs: Collection<JobDocument>,
@@ -24,10 +24,8 @@ export async function insertJobs(
   const docs = input.map(toJobDocument);
   const conflicts = await insertReportingConflicts(jobs, docs, limitMs);
   if (conflicts.size === 0) return docs.map((doc) => ({ job: toJobRecord(doc), created: true }));
-  const holders = await findKeyHolders(
-    jobs,
-    [...conflicts].map((position) => input[position] as NewJob),
-  );
+  const wanted = [...conflicts].map((position) => input[position] as NewJob);
+  const holders = await withCallLimit(limitMs, (signal) => findKeyHolders(jobs, wanted, signal));
   const expired: NewJob[] = [];
   const outcomes = input.map((job, position): InsertOutcome => {
     if (!conflicts.has(position)) return { job: toJobRecord(docs[position] as JobDocument), created: true };
@@ -40,15 +38,18 @@ export async function insertJobs(
     return { job: null, created: false };
   });
   for (const job of expired) {
-    await jobs.updateOne(
-      {
-        name: job.name,
-        idempotencyKey: { $eq: job.idempotencyKey, $type: 'string' },
-        idempotencyExpiresAt: { $lte: job.createdAt },
-      },
-      { $set: { idempotencyKey: null } },
-      { hint: IDEMPOTENCY_INDEX },
-    );
+    await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, signal };
+      return jobs.updateOne(
+        {
+          name: job.name,
+          idempotencyKey: { $eq: job.idempotencyKey, $type: 'string' },
+          idempotencyExpiresAt: { $lte: job.createdAt },
+        },
+        { $set: { idempotencyKey: null } },
+        options,
+      );
+    });
   }
   return outcomes;
 }
@@ -61,7 +62,7 @@ async function insertReportingConflicts(
 ): Promise<Set<number>> {
   try {
     await withCallLimit(limitMs, (signal) => {
-      const options: BulkWriteOptions & { signal: AbortSignal } = { ordered: false, signal };
+      const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
       return jobs.insertMany(docs, options);
     });
     return new Set();
@@ -93,13 +94,17 @@ async function insertReportingConflicts(
  * `KeyHolderGone`, which the engine answers by sending it again a few times,
  * then with a retryable `UNAVAILABLE`.
  */
-async function findKeyHolders(jobs: Collection<JobDocument>, wanted: NewJob[]): Promise<Map<string, JobDocument>> {
+async function findKeyHolders(
+  jobs: Collection<JobDocument>,
+  wanted: NewJob[],
+  signal: AbortSignal,
+): Promise<Map<string, JobDocument>> {
   const names = [...new Set(wanted.map((job) => job.name))];
   const keys = [...new Set(wanted.map((job) => job.idempotencyKey as string))];
   const found = await jobs
     .find(
       { name: { $in: names }, idempotencyKey: { $in: keys, $type: 'string' } },
-      { hint: IDEMPOTENCY_INDEX, readConcern: { level: 'majority' } },
+      { hint: IDEMPOTENCY_INDEX, readConcern: { level: 'majority' }, signal },
     )
     .toArray();
   return new Map(found.map((doc) => [keyOf(doc.name, doc.idempotencyKey as string), doc as JobDocument]));

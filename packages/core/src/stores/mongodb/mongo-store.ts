@@ -97,8 +97,9 @@ export interface MongoStoreParts {
   /** The write concern of every write, the database handle's (see `durableWrites`). */
   writeConcern: WriteConcernSettings;
   /**
-   * How long a job insert may take before it is abandoned (see `withCallLimit`): the wait for a primary
-   * and then for a majority, so an insert caught by an election still lands on the new primary.
+   * How long each call of an enqueue (an insert, a debounce, a key holder's look-up) may take before it is
+   * abandoned (see `withCallLimit`): the wait for a primary and then for a majority, so a call an election
+   * catches still lands on the new primary.
    */
   insertLimitMs: number;
 }
@@ -145,7 +146,7 @@ export class MongoStore implements Store {
   }
 
   debounceJobs(jobs: readonly NewJob[]) {
-    return this.run('debounce', () => debounceJobs(this.jobs, jobs));
+    return this.run('debounce', () => debounceJobs(this.jobs, jobs, this.parts.insertLimitMs));
   }
 
   claimJobs(request: ClaimRequest) {
