@@ -109,7 +109,7 @@ export function createTrpcHandler<TContext>(
       const request: Request<TContext> = {
         method: req.method,
         batch,
-        inputs: inputReader(req, url, batch ? options.maxBodySize : bodyLimitOf(paths[0] ?? ''), batch),
+        inputs: inputReader(req, url, batch ? options.maxBodySize : bodyLimitOf(paths[0] ?? ''), batch && paths.length),
         ctx,
         signal: abortOnDisconnect(req, res),
         res,
@@ -183,14 +183,15 @@ export function createTrpcHandler<TContext>(
 
   /**
    * The request's inputs by call index, read once when first asked for: from `?input=` on a GET, from the
-   * body (up to `maxBytes`) on a POST; a batch's are an object keyed by index. A body too large is the
+   * body (up to `maxBytes`) on a POST; a batch's (`batchSize` calls; `false` for a call alone) are an object
+   * keyed by index, of which only the calls' own are decoded. A body too large is the
    * server's `PAYLOAD_TOO_LARGE`; one too deeply nested, `VALIDATION`; text that is not JSON, `BAD_REQUEST`.
    */
   function inputReader(
     req: IncomingMessage,
     url: URL,
     maxBytes: number,
-    batch: boolean,
+    batchSize: number | false,
   ): () => Promise<Record<number, unknown>> {
     let read: Promise<Record<number, unknown>> | undefined;
     const readInputs = async (): Promise<Record<number, unknown>> => {
@@ -199,13 +200,14 @@ export function createTrpcHandler<TContext>(
       if (text.length === 0) return {};
       checkJsonDepth(text);
       const parsed: unknown = JSON.parse(text.toString());
-      if (!batch) return { 0: config.transformer.input.deserialize(parsed) };
+      if (batchSize === false) return { 0: config.transformer.input.deserialize(parsed) };
       if (!isObject(parsed)) {
         throw new TRPCError({ code: 'BAD_REQUEST', message: '"input" needs to be an object when doing a batch call' });
       }
       const inputs: Record<number, unknown> = {};
-      for (const [key, value] of Object.entries(parsed)) {
-        if (value !== undefined) inputs[Number(key)] = config.transformer.input.deserialize(value);
+      for (let index = 0; index < batchSize; index++) {
+        const input = parsed[index];
+        if (input !== undefined) inputs[index] = config.transformer.input.deserialize(input);
       }
       return inputs;
     };
