@@ -14,25 +14,48 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
 /**
  * The drift test. `fixtures/postgres-schema.json` is the catalog the pre-release chain of migrations (1 to 24)
  * made, captured before the chain was replaced by the baseline, less the two claim functions the baseline
- * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the one index
- * added since (`SINCE_PRE_RELEASE`). A fresh install must make exactly that; and a schema at each earlier schema
+ * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the index and the
+ * function added since (`SINCE_PRE_RELEASE`). A fresh install must make exactly that; and a schema at each earlier schema
  * this code takes over (`fixtures/postgres-{pre-release,release}-<version>.sql`, a dump of it with its
  * `migrations` rows; today only the last pre-release one) must end there once a store has opened it.
  */
 const fixtures = new URL('./fixtures/', import.meta.url);
 const PRE_RELEASE = JSON.parse(readFileSync(new URL('postgres-schema.json', fixtures), 'utf8')) as PostgresCatalog;
-/** What the baseline adds to the pre-release chain's end: the index a job list filtered by group reads. */
-const SINCE_PRE_RELEASE: Pick<PostgresCatalog, 'indexes'> = {
+/**
+ * What the baseline adds to the pre-release chain's end: the index a job list filtered by group reads, and the
+ * plain claim that leases nothing of a type whose settings hold its claims back.
+ */
+const SINCE_PRE_RELEASE: Pick<PostgresCatalog, 'indexes' | 'functions'> = {
   indexes: {
     'jobs.jobs_group_list_idx':
       'CREATE INDEX jobs_group_list_idx ON $SCHEMA.jobs USING btree (job_group, state, id) WHERE (job_group IS NOT NULL)',
   },
+  functions: {
+    'claim_jobs_unless_held(job_name text, due_by timestamp with time zone, min_version integer, max_version integer, max_jobs integer, new_lease_token text, new_worker_id text, lease_ms_override bigint)':
+      [
+        'CREATE OR REPLACE FUNCTION $SCHEMA.claim_jobs_unless_held(job_name text, due_by timestamp with time zone, min_version integer, max_version integer, max_jobs integer, new_lease_token text, new_worker_id text, lease_ms_override bigint)',
+        ' RETURNS SETOF $SCHEMA.jobs',
+        ' LANGUAGE plpgsql',
+        ' ROWS 100',
+        " SET search_path TO '$SCHEMA'",
+        'AS $function$ BEGIN',
+        '  IF EXISTS (SELECT 1 FROM queue_settings AS q WHERE q.name = job_name AND (q.paused OR q.grouped',
+        '    OR q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL OR q.group_concurrency IS NOT NULL)) THEN',
+        '    RETURN NEXT NULL::jobs;',
+        '    RETURN;',
+        '  END IF;',
+        '  RETURN QUERY SELECT * FROM claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token,',
+        '    new_worker_id, lease_ms_override); END $function$',
+        '',
+      ].join('\n'),
+  },
 };
+const byName = <T>(record: Record<string, T>) =>
+  Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
   ...PRE_RELEASE,
-  indexes: Object.fromEntries(
-    Object.entries({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes }).sort(([a], [b]) => (a < b ? -1 : 1)),
-  ),
+  indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes }),
+  functions: byName({ ...PRE_RELEASE.functions, ...SINCE_PRE_RELEASE.functions }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));
 const dumpOf = (file: string, schema: string) =>
@@ -109,7 +132,7 @@ describe.each(engines)('the PostgreSQL schema on $label', ({ skip, engine }) => 
   });
 
   it.skipIf(skip)(
-    'a fresh install makes the schema the pre-release chain made and the index added since, and records the baseline',
+    'a fresh install makes the schema the pre-release chain made and what was added since, and records the baseline',
     async () => {
       const schema = fresh('new');
       await start(schema);

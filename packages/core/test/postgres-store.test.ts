@@ -149,9 +149,9 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     const now = new Date();
     const params = [...newJobValues(job), now, 1, 1, 'token', 'worker', new Date(now.getTime() + 30_000)];
     const plan = await planOf(buildStatements(`"${schema}"`).insertAndClaimJob, params);
-    // One look for a ready job and one for a due delayed one. A decision inlined into each column that
-    // reads it (state, attempts and the three lease columns) repeats both looks five times.
-    expect(plan.match(/InitPlan|SubPlan/g)).toHaveLength(2);
+    // One look for a ready job, one for a due delayed one and one for the type's settings. A decision inlined
+    // into each column that reads it (state, attempts and the three lease columns) repeats each look five times.
+    expect(plan.match(/InitPlan|SubPlan/g)).toHaveLength(3);
   });
 
   it('types each insert parameter as the column it fills, so a value is parsed once, not for every row', async () => {
@@ -451,7 +451,7 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
       await createPoolSqlClient(pool, 'test', false).warm(2, () => store.warmUpStatements());
       const texts = store.warmUpStatements().map((statement) => statement.text);
       const sql = buildStatements(`"${schema}"`);
-      expect(texts).toEqual(expect.arrayContaining([sql.claimJobs, sql.completeJobs, sql.insertAndClaimJob]));
+      expect(texts).toEqual(expect.arrayContaining([sql.claimJobsUnlessHeld, sql.completeJobs, sql.insertAndClaimJob]));
       // Both connections at once, so each is a different one of the two warmed.
       const connections = await Promise.all([pool.connect(), pool.connect()]);
       for (const connection of connections) {

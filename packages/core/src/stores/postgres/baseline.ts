@@ -1,5 +1,6 @@
 import type { Migration } from '../shared/migration.ts';
 import { CLAIM_JOBS } from './sql/claim-jobs.ts';
+import { CLAIM_JOBS_UNLESS_HELD } from './sql/claim-jobs-unless-held.ts';
 import { CLAIM_UNDER_LIMITS } from './sql/claim-under-limits.ts';
 import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';
 import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
@@ -157,6 +158,7 @@ export const BASELINE: Migration = {
     QUEUE_SETTINGS,
     CLAIMABLE_JOB_IDS,
     CLAIM_JOBS,
+    CLAIM_JOBS_UNLESS_HELD,
     COMPLETE_JOBS,
     CLAIM_UNDER_LIMITS,
   ],

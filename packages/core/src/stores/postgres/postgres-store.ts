@@ -142,16 +142,15 @@ export class PostgresStore implements Store {
     return updateQueueSettings(this.client, this.flowSql, name, change, now);
   }
 
-  /** One statement: `claimJobs`'s, after a look-up of the type's settings row (statements.ts). */
+  /** One statement, `claim_jobs_unless_held` (statements.ts). */
   async claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null> {
     if (request.limit <= 0) return [];
     const { text, params } = this.claimStatement(request, this.sql.claimJobsUnlessHeld);
-    const rows = await this.client.query<ClaimedRow & { held: boolean }>(text, params);
-    // One row without a job when nothing was leased; `held` when the type's settings held the claim back.
-    if (rows[0]?.held) return null;
-    const claimed = rows.filter((row) => row.id !== null);
-    this.vacuums.noteChangedRows(claimed.length);
-    return claimed.map((row) => toClaimedRecord(row, request));
+    const rows = await this.client.query<ClaimedRow>(text, params);
+    // The row without an id: the type's settings held the claim back.
+    if (rows[0] && rows[0].id === null) return null;
+    this.vacuums.noteChangedRows(rows.length);
+    return rows.map((row) => toClaimedRecord(row, request));
   }
 
   async claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {

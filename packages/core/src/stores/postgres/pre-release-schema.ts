@@ -1,12 +1,14 @@
 import { WorkqError } from '../../errors.ts';
 import { BASELINE, GROUP_LIST_INDEX } from './baseline.ts';
 import type { SqlQueryable } from './connection.ts';
+import { CLAIM_JOBS_UNLESS_HELD } from './sql/claim-jobs-unless-held.ts';
 
 /**
  * Schemas made before the baseline: their `migrations` table has no `min_server_version`, and its rows are the
  * pre-release chain's (versions 1 to 24). The last of the chain ends where the baseline does, but for two claim
  * functions no server of it calls any more (`claim_under_limits` replaced them in version 23), which are dropped,
- * and the group listing index, which is added; the schema is taken over as it stands otherwise, its rows kept, so
+ * and the group listing index and the plain claim that checks the settings (`claim_jobs_unless_held`), which are
+ * added; the schema is taken over as it stands otherwise, its rows kept, so
  * servers of that build can still start on it during a rolling deploy. An older one cannot be: its owner
  * recreates it.
  */
@@ -40,6 +42,7 @@ export async function takeOverPreRelease(
   // Built in the migration's transaction (not CONCURRENTLY), as the baseline builds it.
   await tx.query(`SET LOCAL search_path TO ${quoted}`);
   await tx.query(GROUP_LIST_INDEX);
+  await tx.query(CLAIM_JOBS_UNLESS_HELD);
   await tx.query(`ALTER TABLE ${quoted}.migrations ADD COLUMN min_server_version integer`);
   await tx.query(`UPDATE ${quoted}.migrations SET min_server_version = $1 WHERE version = $2`, [
     BASELINE.minServerVersion,

@@ -1,7 +1,7 @@
 import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { CLAIMED_COLUMNS, JOB_COLUMNS } from './records.ts';
-import { claimsHeldBackSql, NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
+import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /**
  * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job has a lease expiry
@@ -77,16 +77,11 @@ FROM ${quotedSchema}.claim_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, 
 ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
-     * `claimJobs`, with the same parameters, after a look-up of the type's settings row (`claimsHeldBackSql`) in
-     * the same statement: when the row holds claims back, it leases nothing and answers one row with `held` true
-     * and no job (`claim_jobs` never runs: its scan sits under a one-time filter on the look-up's answer).
-     * Otherwise it answers `claimJobs`'s rows, `held` false, or one row without a job when it leased none.
+     * `claimJobs`, with the same parameters, through `claim_jobs_unless_held` (sql/claim-jobs-unless-held.ts): when
+     * the type's settings hold its claims back, one row without an id, and nothing leased.
      */
-    claimJobsUnlessHeld: `WITH s AS MATERIALIZED (SELECT ${claimsHeldBackSql(`${quotedSchema}.queue_settings`, '$1')} AS held)
-SELECT s.held, ${CLAIMED_COLUMNS}
-FROM s LEFT JOIN LATERAL (
-  SELECT * FROM ${quotedSchema}.claim_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS c
-  WHERE NOT s.held OFFSET 0) AS j ON true
+    claimJobsUnlessHeld: `SELECT ${CLAIMED_COLUMNS}
+FROM ${quotedSchema}.claim_jobs_unless_held($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
 ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
