@@ -9,7 +9,7 @@ import { linearRegExp } from './linear-patterns.ts';
  * checks, which are linear but slow on text hundreds of kilobytes long.
  */
 const SHORT_FORMAT_MAX_LENGTH = 512;
-const SHORT_FORMATS = [
+export const SHORT_FORMATS = [
   'date',
   'time',
   'date-time',
