@@ -12,41 +12,21 @@ import { engineState, type KeptState, notStartedState } from '../shared/not-star
  * time for fifo and lifo alike (see `orderKeyOf`), so one ascending index key
  * serves both orders.
  */
-export interface JobDocument {
+export interface JobDocument extends KeptAsRecorded {
   _id: string;
-  name: string;
-  version: number;
   payload: string | null;
   /** `delayed`: a `waiting` job kept out of the claim index until a claim finds it due (see `NOT_STARTED`). */
   state: KeptState;
-  priority: number;
-  order: JobOrder;
   orderKey: string;
-  runAt: Date;
-  createdAt: Date;
-  updatedAt: Date;
-  attempts: number;
-  maxAttempts: number;
-  backoff: Backoff;
-  leaseMs: number;
-  leaseToken: string | null;
-  leaseExpiresAt: Date | null;
-  workerId: string | null;
-  progress: number;
   result: string | null;
-  error: JobError | null;
   /** Every failed attempt's error, oldest first (`appendedErrors`); absent on jobs stored before it existed. */
   errors?: JobError[] | null;
-  idempotencyKey: string | null;
   /** Until when `idempotencyKey` holds; `null` (or absent, on jobs stored before it): while retained. */
   idempotencyExpiresAt?: Date | null;
   /** In the unique `debounce` index while a string; `null` (or absent) on every job not debounced. */
   debounceKey?: string | null;
-  finishedAt: Date | null;
-  movedTo: string | null;
   /** Absent on jobs stored before it existed. */
   movedFrom?: string | null;
-  replayOf: string | null;
   /**
    * The trace context the job was created in, as JSON text (its keys are the producer's, so they are never
    * field names). Absent on jobs a server of an earlier version wrote.
@@ -55,6 +35,31 @@ export interface JobDocument {
   /** The job's group (the enqueue option `group`), in the group claim index while waiting; absent: none. */
   group?: string | null;
 }
+
+/** The fields a job document keeps under the name and type its `JobRecord` has. */
+type KeptAsRecorded = Pick<
+  JobRecord,
+  | 'name'
+  | 'version'
+  | 'priority'
+  | 'order'
+  | 'runAt'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'attempts'
+  | 'maxAttempts'
+  | 'backoff'
+  | 'leaseMs'
+  | 'leaseToken'
+  | 'leaseExpiresAt'
+  | 'workerId'
+  | 'progress'
+  | 'error'
+  | 'idempotencyKey'
+  | 'finishedAt'
+  | 'movedTo'
+  | 'replayOf'
+>;
 
 /** The claim order: higher priority first, then `orderKey` (run time per fifo/lifo), then id. */
 export const CLAIM_SORT = { priority: -1, orderKey: 1, _id: 1 } as const;
