@@ -3,16 +3,8 @@ import type { ScheduleRun, ScheduleStore, StoredSchedule } from '../../engine/st
 import type { SqlQueryable } from './connection.ts';
 import { toJsonText } from './records.ts';
 
-interface ScheduleRow {
-  key: string;
-  cron: string;
-  timezone: string;
-  name: string;
-  version: number | null;
-  payload: unknown;
-  options: Record<string, unknown> | null;
-  updated_at: Date;
-}
+/** A `schedules` row: a `StoredSchedule`, with `updatedAt` under its column's name. */
+type ScheduleRow = Omit<StoredSchedule, 'updatedAt'> & { updated_at: Date };
 
 interface RunRow {
   key: string;
