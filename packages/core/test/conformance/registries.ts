@@ -5,6 +5,23 @@ import type { SuiteContext } from './context.ts';
 /** Room in the worker registry for every worker these tests record. */
 const ROOM = { maxWorkers: WORKER_REGISTRY_BOUNDS.maxWorkers, idleBefore: new Date(0) };
 
+/**
+ * A consumer's presence as `recordWorker` takes it: by default a process on `host-a` started 30 seconds
+ * before it was seen, consuming version 1 of its job type.
+ */
+function workerPresence(
+  fields: Pick<WorkerPresence, 'id' | 'name' | 'seenAt'> & Partial<WorkerPresence>,
+): WorkerPresence {
+  return {
+    host: 'host-a',
+    minVersion: 1,
+    maxVersion: 1,
+    pid: 4242,
+    startedAt: new Date(fields.seenAt.getTime() - 30_000),
+    ...fields,
+  };
+}
+
 /** The schema registry and the worker registry, through the store interface. */
 export function registerRegistryTests(ctx: SuiteContext): void {
   it('registerSchema keeps the first entry per (name, version); listSchemas orders by name then version', async () => {
@@ -87,16 +104,7 @@ export function registerRegistryTests(ctx: SuiteContext): void {
     const id = ctx.jobName('worker');
     const name = ctx.jobName('worker-job');
     const base = Date.UTC(2026, 0, 1);
-    const first: WorkerPresence = {
-      id,
-      host: 'host-a',
-      name,
-      minVersion: 1,
-      maxVersion: 2,
-      pid: 4242,
-      startedAt: new Date(base - 30_000),
-      seenAt: new Date(base),
-    };
+    const first = workerPresence({ id, name, maxVersion: 2, seenAt: new Date(base) });
     await store.recordWorker(first, ROOM);
     const stale: WorkerPresence = {
       ...first,
@@ -126,16 +134,11 @@ export function registerRegistryTests(ctx: SuiteContext): void {
   it('touchWorkers moves the last-seen time of known consumers forward only, and inserts none', async () => {
     const { store } = ctx.engine();
     const base = Date.UTC(2026, 0, 2);
-    const busy: WorkerPresence = {
+    const busy = workerPresence({
       id: ctx.jobName('worker-busy'),
-      host: 'host-a',
       name: ctx.jobName('worker-busy-job'),
-      minVersion: 1,
-      maxVersion: 1,
-      pid: 7,
-      startedAt: new Date(base - 1_000),
       seenAt: new Date(base),
-    };
+    });
     await store.recordWorker(busy, ROOM);
     const unknown = ctx.jobName('worker-unknown');
 
