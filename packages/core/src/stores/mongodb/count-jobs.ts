@@ -2,6 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import type { CountScope, JobCount } from '../../engine/store.ts';
 import { FINISHED_STATES, JOB_STATES } from '../../jobs.ts';
 import type { KeptState } from '../shared/not-started.ts';
+import { withCallLimit } from './call-limit.ts';
 import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX } from './indexes.ts';
 import type { JobDocument } from './records.ts';
 
@@ -26,9 +27,16 @@ type Grouped = { _id: { name: string; version: number; state: JobCount['state'] 
  * read only live jobs; with scope `'all'`, one more reads the finished ones, whose cost grows with the
  * history kept.
  */
-export async function countJobs(jobs: Collection<JobDocument>, now: Date, scope: CountScope): Promise<JobCount[]> {
-  const reads = LIVE_STATES.map(({ state, index }) => grouped(jobs, { state }, index, userState(state, now)));
-  if (scope === 'all') reads.push(grouped(jobs, { state: { $in: [...FINISHED_STATES] } }, HISTORY_INDEX, '$state'));
+export async function countJobs(
+  jobs: Collection<JobDocument>,
+  now: Date,
+  scope: CountScope,
+  limitMs: number,
+): Promise<JobCount[]> {
+  const count = (match: Document, hint: string, state: unknown) =>
+    withCallLimit(limitMs, (signal) => grouped(jobs, match, hint, state, signal));
+  const reads = LIVE_STATES.map(({ state, index }) => count({ state }, index, userState(state, now)));
+  if (scope === 'all') reads.push(count({ state: { $in: [...FINISHED_STATES] } }, HISTORY_INDEX, '$state'));
   const counts = (await Promise.all(reads))
     .flat()
     .map(({ _id, count }): JobCount => ({ name: _id.name, version: _id.version, state: _id.state, count }));
@@ -40,11 +48,17 @@ function userState(state: KeptState, now: Date): unknown {
   return state === 'active' ? 'active' : { $cond: [{ $gt: ['$runAt', now] }, 'scheduled', 'ready'] };
 }
 
-function grouped(jobs: Collection<JobDocument>, match: Document, hint: string, state: unknown): Promise<Grouped[]> {
+function grouped(
+  jobs: Collection<JobDocument>,
+  match: Document,
+  hint: string,
+  state: unknown,
+  signal: AbortSignal,
+): Promise<Grouped[]> {
   return jobs
     .aggregate<Grouped>(
       [{ $match: match }, { $group: { _id: { name: '$name', version: '$version', state }, count: { $sum: 1 } } }],
-      { hint },
+      { hint, signal },
     )
     .toArray();
 }

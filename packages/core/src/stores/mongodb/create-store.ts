@@ -183,8 +183,8 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
       notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts, warnThroughNode);
       await notifier.ensureCollection();
     }
-    const insertLimitMs = (client.options?.serverSelectionTimeoutMS ?? serverSelectionTimeoutMS) + writeTimeoutMS;
-    return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern, insertLimitMs });
+    const callLimitMs = (client.options?.serverSelectionTimeoutMS ?? serverSelectionTimeoutMS) + writeTimeoutMS;
+    return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern, callLimitMs });
   } catch (error) {
     if (ownsClient) await client.close().catch(() => undefined);
     throw toWorkqError(error, hosts, 'connect');

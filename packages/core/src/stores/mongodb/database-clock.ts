@@ -1,4 +1,5 @@
 import type { Db } from 'mongodb';
+import { withCallLimit } from './call-limit.ts';
 
 /** How long a measured offset is used before the next lease operation measures it again. */
 const OFFSET_TTL_MS = 10_000;
@@ -32,7 +33,10 @@ export class DatabaseClock {
   private offset: { ms: number; measuredAt: number } | null = null;
   private measuring: Promise<number> | null = null;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly limitMs: number,
+  ) {}
 
   /** The database's time at the engine's `now`. */
   async at(now: Date): Promise<Date> {
@@ -56,7 +60,7 @@ export class DatabaseClock {
 
   private async measure(): Promise<number> {
     const sent = Date.now();
-    const reply = await this.db.command({ hello: 1 });
+    const reply = await withCallLimit(this.limitMs, (signal) => this.db.command({ hello: 1 }, { signal }));
     const received = Date.now();
     const localTime = reply.localTime;
     let ms = 0;

@@ -1,4 +1,5 @@
-import type { Collection, Filter } from 'mongodb';
+import type { Collection, DeleteOptions, Filter } from 'mongodb';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { GROUP_TURNS_INDEX } from './indexes.ts';
 
 /** The most group turns kept per job type: those of the groups served most recently. */
@@ -15,22 +16,32 @@ export const MAX_GROUP_TURNS = 10_000;
  */
 export async function pruneGroupTurns<T extends { name: string; lastTurn: number }>(
   groups: Collection<T>,
+  limitMs: number,
 ): Promise<number> {
-  const names = await groups.aggregate<{ _id: string }>([{ $group: { _id: '$name' } }]).toArray();
+  const names = await withCallLimit(limitMs, (signal) =>
+    groups.aggregate<{ _id: string }>([{ $group: { _id: '$name' } }], { signal }).toArray(),
+  );
   let deleted = 0;
   for (const { _id: name } of names) {
-    const [oldestKept] = await groups
-      .find({ name } as Filter<T>, {
-        sort: { lastTurn: -1 },
-        skip: MAX_GROUP_TURNS - 1,
-        limit: 1,
-        projection: { lastTurn: 1 },
-        hint: GROUP_TURNS_INDEX,
-      })
-      .toArray();
+    const [oldestKept] = await withCallLimit(limitMs, (signal) =>
+      groups
+        .find({ name } as Filter<T>, {
+          sort: { lastTurn: -1 },
+          skip: MAX_GROUP_TURNS - 1,
+          limit: 1,
+          projection: { lastTurn: 1 },
+          hint: GROUP_TURNS_INDEX,
+          signal,
+        })
+        .toArray(),
+    );
     if (!oldestKept) continue;
     const old = { name, lastTurn: { $lt: oldestKept.lastTurn } } as Filter<T>;
-    deleted += (await groups.deleteMany(old, { hint: GROUP_TURNS_INDEX })).deletedCount;
+    const { deletedCount } = await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<DeleteOptions> = { hint: GROUP_TURNS_INDEX, signal };
+      return groups.deleteMany(old, options);
+    });
+    deleted += deletedCount;
   }
   return deleted;
 }

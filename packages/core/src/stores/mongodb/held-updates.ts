@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { type AnyBulkWriteOperation, type Collection, MongoBulkWriteError, type UpdateFilter } from 'mongodb';
+import {
+  type AnyBulkWriteOperation,
+  type BulkWriteOptions,
+  type Collection,
+  MongoBulkWriteError,
+  type UpdateFilter,
+} from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { heldBy } from './leases.ts';
 import type { JobDocument } from './records.ts';
 
@@ -25,6 +32,7 @@ export async function updateEachHeld<L extends LeaseRef>(
   leases: readonly L[],
   now: Date,
   update: (lease: L) => { $set: Partial<JobDocument>; $inc?: Partial<Record<keyof JobDocument, number>> },
+  limitMs: number,
 ): Promise<string[]> {
   const fenced = leases.flatMap((lease) => {
     const filter = heldBy(lease, now);
@@ -39,13 +47,18 @@ export async function updateEachHeld<L extends LeaseRef>(
   });
   let modifiedCount: number;
   try {
-    ({ modifiedCount } = await jobs.bulkWrite(writes, { ordered: false }));
+    ({ modifiedCount } = await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+      return jobs.bulkWrite(writes, options);
+    }));
   } catch (error) {
     throw tooLarge(error, fenced) ?? error;
   }
   if (modifiedCount === fenced.length) return fenced.map(({ lease }) => lease.id);
   const ids = fenced.map(({ lease }) => lease.id);
-  const changed = await jobs.find({ _id: { $in: ids }, [BATCH_MARK]: batch }, { projection: { _id: 1 } }).toArray();
+  const changed = await withCallLimit(limitMs, (signal) =>
+    jobs.find({ _id: { $in: ids }, [BATCH_MARK]: batch }, { projection: { _id: 1 }, signal }).toArray(),
+  );
   return changed.map((doc) => doc._id);
 }
 

@@ -1,5 +1,6 @@
-import type { Collection } from 'mongodb';
+import type { Collection, DeleteOptions, UpdateOptions } from 'mongodb';
 import type { LeaderElection } from '../../roles/leadership.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isDuplicateKeyError, toWorkqError } from './errors.ts';
 
 /** A role's lease: who holds it, until when. */
@@ -15,16 +16,23 @@ export interface LeaderDocument {
  * when another holder's lease is live, the upsert's insert collides with it
  * on `_id` (duplicate key), and the answer is "not the leader".
  */
-export function createMongoLeaderElection(leaders: Collection<LeaderDocument>, hosts: string): LeaderElection {
+export function createMongoLeaderElection(
+  leaders: Collection<LeaderDocument>,
+  hosts: string,
+  limitMs: number,
+): LeaderElection {
   return {
     async tryLead(role, holder, now, ttlMs) {
       const expiresAt = new Date(now.getTime() + ttlMs);
       try {
-        await leaders.updateOne(
-          { _id: role, $or: [{ holder }, { expiresAt: { $lte: now } }] },
-          { $set: { holder, expiresAt } },
-          { upsert: true },
-        );
+        await withCallLimit(limitMs, (signal) => {
+          const options: Abortable<UpdateOptions> = { upsert: true, signal };
+          return leaders.updateOne(
+            { _id: role, $or: [{ holder }, { expiresAt: { $lte: now } }] },
+            { $set: { holder, expiresAt } },
+            options,
+          );
+        });
         return true;
       } catch (error) {
         if (isDuplicateKeyError(error)) return false;
@@ -34,7 +42,10 @@ export function createMongoLeaderElection(leaders: Collection<LeaderDocument>, h
     async resign(role, holder) {
       try {
         // At most one document: `_id` is the role.
-        await leaders.deleteMany({ _id: role, holder });
+        await withCallLimit(limitMs, (signal) => {
+          const options: Abortable<DeleteOptions> = { signal };
+          return leaders.deleteMany({ _id: role, holder }, options);
+        });
       } catch (error) {
         throw toWorkqError(error, hosts, 'resign');
       }

@@ -1,6 +1,7 @@
-import type { Collection, Filter } from 'mongodb';
+import type { Collection, DistinctOptions, Filter } from 'mongodb';
 import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/store.ts';
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { DEBOUNCE_INDEX, GROUP_LIST_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
 import { type JobDocument, stringOrNull, toJobRecord } from './records.ts';
 
@@ -13,14 +14,24 @@ import { type JobDocument, stringOrNull, toJobRecord } from './records.ts';
  * key is looked up through its `(name, key)` index, one point per type: a filter without a type reads the types
  * first (`distinct`, one index probe per type on the server).
  */
-export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter): Promise<JobRecord[]> {
+export async function listJobs(
+  jobs: Collection<JobDocument>,
+  filter: ListFilter,
+  limitMs: number,
+): Promise<JobRecord[]> {
   const limit = Math.floor(filter.limit);
   if (!(limit > 0)) return [];
   const query: Filter<JobDocument> = {};
   const name = stringOrNull(filter.name);
   if (filter.name !== undefined) query.name = name ?? { $in: [] };
   const keyIndex = filter.ids === undefined ? keyIndexOf(filter) : undefined;
-  if (keyIndex !== undefined && filter.name === undefined) query.name = { $in: await jobs.distinct('name') };
+  if (keyIndex !== undefined && filter.name === undefined) {
+    const names = await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<DistinctOptions> = { signal };
+      return jobs.distinct('name', {}, options);
+    });
+    query.name = { $in: names };
+  }
   const groupIndex =
     filter.group !== undefined && filter.name === undefined && filter.ids === undefined && keyIndex === undefined
       ? GROUP_LIST_INDEX
@@ -52,7 +63,9 @@ export async function listJobs(jobs: Collection<JobDocument>, filter: ListFilter
   const hint =
     keyIndex ?? groupIndex ?? (query.state === undefined && filter.ids === undefined ? { _id: 1 } : undefined);
   const sort = { _id: filter.newestFirst ? -1 : 1 } as const;
-  const docs = await jobs.find(query, { sort, limit, ...(hint === undefined ? {} : { hint }) }).toArray();
+  const docs = await withCallLimit(limitMs, (signal) =>
+    jobs.find(query, { sort, limit, ...(hint === undefined ? {} : { hint }), signal }).toArray(),
+  );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }
 

@@ -1,4 +1,14 @@
-import type { Collection, Db, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
+import type {
+  BulkWriteOptions,
+  Collection,
+  Db,
+  DeleteOptions,
+  Filter,
+  FindOneAndUpdateOptions,
+  MongoClient,
+  UpdateOptions,
+  WriteConcernSettings,
+} from 'mongodb';
 import type {
   ClaimRequest,
   CountScope,
@@ -23,6 +33,7 @@ import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { idsByName } from './by-name.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
 import { DatabaseClock } from './database-clock.ts';
@@ -97,11 +108,10 @@ export interface MongoStoreParts {
   /** The write concern of every write, the database handle's (see `durableWrites`). */
   writeConcern: WriteConcernSettings;
   /**
-   * How long each call of an enqueue (an insert, a debounce, a key holder's look-up) may take before it is
-   * abandoned (see `withCallLimit`): the wait for a primary and then for a majority, so a call an election
-   * catches still lands on the new primary.
+   * How long each call to the server may take before it is abandoned, `serverSelectionTimeoutMS` plus
+   * `writeTimeoutMS` (the contract is `withCallLimit`'s).
    */
-  insertLimitMs: number;
+  callLimitMs: number;
 }
 
 /** The MongoDB store; see `createMongoStore`. */
@@ -120,12 +130,13 @@ export class MongoStore implements Store {
 
   constructor(private readonly parts: MongoStoreParts) {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
-    this.clock = new DatabaseClock(parts.db);
+    this.clock = new DatabaseClock(parts.db, parts.callLimitMs);
     this.schemas = parts.db.collection<SchemaDocument>(parts.names.schemas);
     this.workers = parts.db.collection<WorkerDocument>(parts.names.workers);
     this.schedules = mongoSchedules(
       parts.db.collection<ScheduleDocument>(parts.names.schedules),
       parts.db.collection<ScheduleRunDocument>(parts.names.scheduleRuns),
+      parts.callLimitMs,
     );
     this.flow = {
       client: parts.client,
@@ -135,18 +146,22 @@ export class MongoStore implements Store {
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
       groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),
     };
-    this.leadership = createMongoLeaderElection(parts.db.collection<LeaderDocument>(parts.names.leaders), parts.hosts);
+    this.leadership = createMongoLeaderElection(
+      parts.db.collection<LeaderDocument>(parts.names.leaders),
+      parts.hosts,
+      parts.callLimitMs,
+    );
     if (parts.notifier) this.notifier = parts.notifier;
   }
 
   insertJobs(jobs: readonly NewJob[]) {
     return this.run('insert', () =>
-      jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs, this.parts.insertLimitMs),
+      jobs.length === 0 ? Promise.resolve([]) : insertJobs(this.jobs, jobs, this.parts.callLimitMs),
     );
   }
 
   debounceJobs(jobs: readonly NewJob[]) {
-    return this.run('debounce', () => debounceJobs(this.jobs, jobs, this.parts.insertLimitMs));
+    return this.run('debounce', () => debounceJobs(this.jobs, jobs, this.parts.callLimitMs));
   }
 
   claimJobs(request: ClaimRequest) {
@@ -172,20 +187,27 @@ export class MongoStore implements Store {
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     return this.run('complete', async () => {
       const at = await this.clock.at(now);
-      await refuseUnstorableResults(this.jobs, items, at);
+      await refuseUnstorableResults(this.jobs, items, at, this.parts.callLimitMs);
       try {
         // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
-        return await updateEachHeld(this.jobs, items, at, (item) => ({
-          $set: {
-            leaseExpiresAt: null,
-            state: 'completed',
-            result: toJson(item.result),
-            finishedAt: at,
-            updatedAt: at,
-          },
-        }));
+        return await updateEachHeld(
+          this.jobs,
+          items,
+          at,
+          (item) => ({
+            $set: {
+              leaseExpiresAt: null,
+              state: 'completed',
+              result: toJson(item.result),
+              finishedAt: at,
+              updatedAt: at,
+            },
+          }),
+          this.parts.callLimitMs,
+        );
       } catch (error) {
-        if (error instanceof DocumentsTooLarge) return refuseOverfullJobs(this.jobs, error.leases, at);
+        if (error instanceof DocumentsTooLarge)
+          return refuseOverfullJobs(this.jobs, error.leases, at, this.parts.callLimitMs);
         throw error;
       }
     });
@@ -194,10 +216,16 @@ export class MongoStore implements Store {
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
     return this.run('release', async () => {
       const at = await this.clock.at(now);
-      return updateEachHeld(this.jobs, leases, at, () => ({
-        $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: at },
-        $inc: { attempts: -1 },
-      }));
+      return updateEachHeld(
+        this.jobs,
+        leases,
+        at,
+        () => ({
+          $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: at },
+          $inc: { attempts: -1 },
+        }),
+        this.parts.callLimitMs,
+      );
     });
   }
 
@@ -218,9 +246,11 @@ export class MongoStore implements Store {
             };
       const filter = heldBy(lease, at);
       if (!filter) return false;
-      const { matchedCount } = await this.jobs.updateOne(filter, [
-        { $set: { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: at } },
-      ]);
+      const ended = { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: at };
+      const { matchedCount } = await this.call((signal) => {
+        const options: Abortable<UpdateOptions> = { signal };
+        return this.jobs.updateOne(filter, [{ $set: ended }], options);
+      });
       return matchedCount === 1;
     });
   }
@@ -246,7 +276,7 @@ export class MongoStore implements Store {
       const at = await this.clock.at(now);
       const held = heldBy(lease, at);
       if (!held) return null;
-      return moveJob({ ...this.parts, jobs: this.jobs }, held, next, at);
+      return moveJob({ ...this.parts, jobs: this.jobs, limitMs: this.parts.callLimitMs }, held, next, at);
     });
   }
 
@@ -256,42 +286,45 @@ export class MongoStore implements Store {
       if (jobId === null) return null;
       // Its name first, so the write is targeted (see `idsByName`).
       const live = { _id: jobId, state: { $in: LIVE_STATES } };
-      const found = await this.jobs.findOne(live, { projection: { _id: 1, name: 1 } });
+      const found = await this.call((signal) => this.jobs.findOne(live, { projection: { _id: 1, name: 1 }, signal }));
       if (!found) return null;
-      const doc = await this.jobs.findOneAndUpdate(
-        { ...live, name: found.name },
-        { $set: { ...ENDED_LEASE, state: 'cancelled', finishedAt: now, updatedAt: now } },
-        { returnDocument: 'after' },
-      );
+      const doc = await this.call((signal) => {
+        const options: Abortable<FindOneAndUpdateOptions> = { returnDocument: 'after', signal };
+        return this.jobs.findOneAndUpdate(
+          { ...live, name: found.name },
+          { $set: { ...ENDED_LEASE, state: 'cancelled', finishedAt: now, updatedAt: now } },
+          options,
+        );
+      });
       return doc ? toJobRecord(doc) : null;
     });
   }
 
   promoteJob(id: string, now: Date) {
-    return this.run('promote', () => promoteJob(this.jobs, id, now));
+    return this.run('promote', () => promoteJob(this.jobs, id, now, this.parts.callLimitMs));
   }
 
   ping(): Promise<void> {
     return this.run('ping', async () => {
       if (this.closing) throw storeClosed(this.kind);
-      await this.parts.db.command({ ping: 1 });
+      await this.call((signal) => this.parts.db.command({ ping: 1 }, { signal }));
     });
   }
 
   getJob(id: string) {
     return this.run('get', async () => {
       const jobId = stringOrNull(id);
-      const doc = jobId === null ? null : await this.jobs.findOne({ _id: jobId });
+      const doc = jobId === null ? null : await this.call((signal) => this.jobs.findOne({ _id: jobId }, { signal }));
       return doc ? toJobRecord(doc) : null;
     });
   }
 
   listJobs(filter: ListFilter) {
-    return this.run('list', () => listJobs(this.jobs, filter));
+    return this.run('list', () => listJobs(this.jobs, filter, this.parts.callLimitMs));
   }
 
   countJobs(now: Date, scope: CountScope = 'all'): Promise<JobCount[]> {
-    return this.run('count', () => countJobs(this.jobs, now, scope));
+    return this.run('count', () => countJobs(this.jobs, now, scope, this.parts.callLimitMs));
   }
 
   retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date) {
@@ -313,19 +346,33 @@ export class MongoStore implements Store {
           },
         },
       ];
-      if (filter.name !== undefined) return (await this.jobs.updateMany(filter, retried)).modifiedCount;
+      if (filter.name !== undefined) {
+        const { modifiedCount } = await this.call((signal) => {
+          const options: Abortable<UpdateOptions> = { signal };
+          return this.jobs.updateMany(filter, retried, options);
+        });
+        return modifiedCount;
+      }
       // Ids without a name: their names first, so each write is targeted (see `idsByName`).
-      const found = await this.jobs.find(filter, { projection: { _id: 1, name: 1 } }).toArray();
+      const found = await this.call((signal) =>
+        this.jobs.find(filter, { projection: { _id: 1, name: 1 }, signal }).toArray(),
+      );
       if (found.length === 0) return 0;
       const writes = [...idsByName(found)].map(([name, ids]) => ({
         updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
       }));
-      return (await this.jobs.bulkWrite(writes, { ordered: false })).modifiedCount;
+      const { modifiedCount } = await this.call((signal) => {
+        const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+        return this.jobs.bulkWrite(writes, options);
+      });
+      return modifiedCount;
     });
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
-    return this.run('requeueExpired', async () => requeueExpiredLeases(this.jobs, await this.clock.at(now), error));
+    return this.run('requeueExpired', async () =>
+      requeueExpiredLeases(this.jobs, await this.clock.at(now), error, this.parts.callLimitMs),
+    );
   }
 
   pruneJobs(finishedBefore: Date, limit: number) {
@@ -333,45 +380,51 @@ export class MongoStore implements Store {
       const max = Math.floor(limit);
       if (!(max > 0)) return 0;
       // Group turns are bounded here too: pruning is the store's maintenance (see `pruneGroupTurns`).
-      await pruneGroupTurns(this.flow.groups);
+      await pruneGroupTurns(this.flow.groups, this.parts.callLimitMs);
       const old = { state: { $in: [...FINISHED_STATES] }, finishedAt: { $lt: finishedBefore } };
-      const found = await this.jobs.find(old, { limit: max, projection: { _id: 1, name: 1 } }).toArray();
+      const found = await this.call((signal) =>
+        this.jobs.find(old, { limit: max, projection: { _id: 1, name: 1 }, signal }).toArray(),
+      );
       if (found.length === 0) return 0;
       let deleted = 0;
       // One delete per job type, each targeted (see `idsByName`).
       for (const [name, ids] of idsByName(found)) {
-        deleted += (await this.jobs.deleteMany({ ...old, name, _id: { $in: ids } })).deletedCount;
+        const { deletedCount } = await this.call((signal) => {
+          const options: Abortable<DeleteOptions> = { signal };
+          return this.jobs.deleteMany({ ...old, name, _id: { $in: ids } }, options);
+        });
+        deleted += deletedCount;
       }
       return deleted;
     });
   }
 
   registerSchema(entry: SchemaEntry) {
-    return this.run('registerSchema', () => registerSchema(this.schemas, entry));
+    return this.run('registerSchema', () => registerSchema(this.schemas, entry, this.parts.callLimitMs));
   }
 
   listSchemas(name?: string) {
-    return this.run('listSchemas', () => listSchemas(this.schemas, name));
+    return this.run('listSchemas', () => listSchemas(this.schemas, name, this.parts.callLimitMs));
   }
 
   removeSchema(name: string, version: number) {
-    return this.run('removeSchema', () => removeSchema(this.schemas, name, version));
+    return this.run('removeSchema', () => removeSchema(this.schemas, name, version, this.parts.callLimitMs));
   }
 
   recordWorker(worker: WorkerPresence, room: WorkerRoom) {
-    return this.run('recordWorker', () => recordWorker(this.workers, worker, room));
+    return this.run('recordWorker', () => recordWorker(this.workers, worker, room, this.parts.callLimitMs));
   }
 
   pruneWorkers(seenBefore: Date) {
-    return this.run('pruneWorkers', () => pruneWorkers(this.workers, seenBefore));
+    return this.run('pruneWorkers', () => pruneWorkers(this.workers, seenBefore, this.parts.callLimitMs));
   }
 
   listWorkers(seenSince: Date) {
-    return this.run('listWorkers', () => listWorkers(this.workers, seenSince));
+    return this.run('listWorkers', () => listWorkers(this.workers, seenSince, this.parts.callLimitMs));
   }
 
   touchWorkers(ids: readonly string[], seenAt: Date) {
-    return this.run('touchWorkers', () => touchWorkers(this.workers, ids, seenAt));
+    return this.run('touchWorkers', () => touchWorkers(this.workers, ids, seenAt, this.parts.callLimitMs));
   }
 
   upsertSchedule(schedule: StoredSchedule) {
@@ -422,9 +475,18 @@ export class MongoStore implements Store {
       const at = toDatabase(now);
       const filter = heldBy(lease, at);
       if (!filter) return false;
-      const { matchedCount } = await this.jobs.updateOne(filter, { $set: { ...fields(toDatabase), updatedAt: at } });
+      const update = { $set: { ...fields(toDatabase), updatedAt: at } };
+      const { matchedCount } = await this.call((signal) => {
+        const options: Abortable<UpdateOptions> = { signal };
+        return this.jobs.updateOne(filter, update, options);
+      });
       return matchedCount === 1;
     });
+  }
+
+  /** One call to the server, abandoned after the store's call limit (see `withCallLimit`). */
+  private call<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return withCallLimit(this.parts.callLimitMs, call);
   }
 
   private async run<T>(operation: string, work: () => Promise<T>): Promise<T> {

@@ -1,11 +1,12 @@
-import type { Collection, Filter, MongoClient, WriteConcernSettings } from 'mongodb';
+import type { Collection, Filter, MongoClient, UpdateOptions, WriteConcernSettings } from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
-import { commitWithin, isUnknownCommit, transactionOptions } from './transactions.ts';
+import { commitWithin, isUnknownCommit, runTransaction } from './transactions.ts';
 
 /** Where `moveJob` runs its transaction. */
 export interface MoveTarget {
@@ -15,6 +16,8 @@ export interface MoveTarget {
   writeConcern: WriteConcernSettings;
   /** Host list for error messages (never credentials). */
   hosts: string;
+  /** How long the transaction, and each read after it, may take before it is abandoned (see `runTransaction`). */
+  limitMs: number;
 }
 
 /**
@@ -31,16 +34,16 @@ export async function moveJob(
   now: Date,
 ): Promise<InsertOutcome | null> {
   const { client, jobs } = target;
-  const session = client.startSession();
   try {
-    return await session.withTransaction(async (): Promise<InsertOutcome | null> => {
+    return await runTransaction(client, target.writeConcern, target.limitMs, async (session, signal) => {
       const holder =
         next.idempotencyKey === null
           ? null
           : await jobs.findOne(
               { name: next.name, idempotencyKey: { $eq: next.idempotencyKey, $type: 'string' } },
-              { session, hint: IDEMPOTENCY_INDEX },
+              { session, hint: IDEMPOTENCY_INDEX, signal },
             );
+      const inTransaction: Abortable<UpdateOptions> = { session, signal };
       const { matchedCount } = await jobs.updateOne(
         held,
         {
@@ -52,7 +55,7 @@ export async function moveJob(
             updatedAt: now,
           },
         },
-        { session },
+        inTransaction,
       );
       // The lease is lost: nothing was written, so nothing is committed.
       if (matchedCount === 0) {
@@ -63,12 +66,12 @@ export async function moveJob(
       if (holder) outcome = { job: toJobRecord(holder), created: false };
       else {
         const doc = toJobDocument(next);
-        await jobs.insertOne(doc, { session });
+        await jobs.insertOne(doc, inTransaction);
         outcome = { job: toJobRecord(doc), created: true };
       }
       await commitWithin(session, target.writeConcern);
       return outcome;
-    }, transactionOptions(target.writeConcern));
+    });
   } catch (error) {
     if (isTransactionUnsupportedError(error)) {
       throw new WorkqError(
@@ -80,11 +83,9 @@ export async function moveJob(
     // The key was taken after the look-up: the transaction rolled back.
     if (isDuplicateKeyError(error)) return { job: null, created: false };
     if (!isUnknownCommit(error)) throw error;
-    const moved = await movedOutcome(jobs, held, next);
+    const moved = await movedOutcome(jobs, held, next, target.limitMs);
     if (!moved) throw error;
     return moved;
-  } finally {
-    await session.endSession();
   }
 }
 
@@ -98,11 +99,17 @@ async function movedOutcome(
   jobs: Collection<JobDocument>,
   held: Filter<JobDocument>,
   next: NewJob,
+  limitMs: number,
 ): Promise<InsertOutcome | null> {
-  const majority = { readConcern: { level: 'majority' as const }, readPreference: 'primary' as const };
-  const job = await jobs.findOne({ _id: held._id }, majority);
+  const majority = (signal: AbortSignal) => ({
+    readConcern: { level: 'majority' as const },
+    readPreference: 'primary' as const,
+    signal,
+  });
+  const job = await withCallLimit(limitMs, (signal) => jobs.findOne({ _id: held._id }, majority(signal)));
   if (job?.state !== 'completed' || typeof job.movedTo !== 'string') return null;
-  const target = await jobs.findOne({ _id: job.movedTo }, majority);
+  const movedTo = job.movedTo;
+  const target = await withCallLimit(limitMs, (signal) => jobs.findOne({ _id: movedTo }, majority(signal)));
   if (!target) return null;
   if (target._id === next.id) return { job: toJobRecord(target), created: true };
   const holdsKey = next.idempotencyKey !== null && target.idempotencyKey === next.idempotencyKey;

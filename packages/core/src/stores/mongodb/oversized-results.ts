@@ -1,6 +1,7 @@
-import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, BulkWriteOptions, Collection } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { ENDED_LEASE, heldBy } from './leases.ts';
 import { appendedErrors, type JobDocument, literal, toJson } from './records.ts';
 
@@ -37,13 +38,14 @@ export async function refuseUnstorableResults(
   jobs: Collection<JobDocument>,
   items: readonly (LeaseRef & { result: unknown })[],
   now: Date,
+  limitMs: number,
 ): Promise<void> {
   const oversized = items.flatMap((item) => {
     const bytes = resultBytes(item);
     return bytes > MAX_STORED_RESULT_BYTES ? [{ item, bytes }] : [];
   });
   if (oversized.length === 0) return;
-  await endDead(jobs, oversized, now, `over the ${MAX_STORED_RESULT_BYTES} a MongoDB store keeps`);
+  await endDead(jobs, oversized, now, `over the ${MAX_STORED_RESULT_BYTES} a MongoDB store keeps`, limitMs);
   throw refusal(
     oversized,
     `a MongoDB store keeps results up to ${MAX_STORED_RESULT_BYTES} bytes`,
@@ -64,6 +66,7 @@ export async function refuseOverfullJobs(
   jobs: Collection<JobDocument>,
   refused: readonly (LeaseRef & { result: unknown })[],
   now: Date,
+  limitMs: number,
 ): Promise<never> {
   const overfull = refused.map((item) => ({ item, bytes: resultBytes(item) }));
   await endDead(
@@ -71,6 +74,7 @@ export async function refuseOverfullJobs(
     overfull,
     now,
     "too large to go with the job's payload into the 16 MiB a MongoDB job's document holds",
+    limitMs,
   );
   throw refusal(
     overfull,
@@ -85,6 +89,7 @@ async function endDead(
   ended: readonly Unstorable[],
   now: Date,
   why: string,
+  limitMs: number,
 ): Promise<void> {
   const writes = ended.flatMap(({ item, bytes }): AnyBulkWriteOperation<JobDocument>[] => {
     const filter = heldBy(item, now);
@@ -99,7 +104,11 @@ async function endDead(
     const dead = { ...ENDED_LEASE, state: 'dead', error: recorded, errors: appendedErrors(recorded), finishedAt: now };
     return [{ updateOne: { filter, update: [{ $set: { ...dead, updatedAt: now } }] } }];
   });
-  if (writes.length > 0) await jobs.bulkWrite(writes, { ordered: false });
+  if (writes.length === 0) return;
+  await withCallLimit(limitMs, (signal) => {
+    const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+    return jobs.bulkWrite(writes, options);
+  });
 }
 
 /** The `PAYLOAD_TOO_LARGE` a worker hears for `ended`, naming the first of them, the `limit` and what of the batch was `applied`. */

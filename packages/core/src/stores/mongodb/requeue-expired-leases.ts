@@ -1,7 +1,8 @@
-import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, BulkWriteOptions, Collection } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { LEASE_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 import { appendedErrors, cleanError, type JobDocument, literal } from './records.ts';
@@ -35,10 +36,11 @@ export async function requeueExpiredLeases(
   jobs: Collection<JobDocument>,
   now: Date,
   error: Omit<JobError, 'attempt'>,
+  limitMs: number,
 ): Promise<SweptLease[]> {
   const swept: SweptLease[] = [];
   for (let batch = 0; batch < MAX_SWEEP_BATCHES; batch++) {
-    const { read, ended } = await sweepBatch(jobs, now, error);
+    const { read, ended } = await sweepBatch(jobs, now, error, limitMs);
     swept.push(...ended);
     if (read < SWEEP_BATCH) break;
   }
@@ -56,19 +58,23 @@ async function sweepBatch(
   jobs: Collection<JobDocument>,
   now: Date,
   error: Omit<JobError, 'attempt'>,
+  limitMs: number,
 ): Promise<{ read: number; ended: SweptLease[] }> {
   const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
-  const found = await jobs
-    .find(
-      { ...expired, $expr: LAPSED },
-      {
-        projection: { _id: 1, name: 1 },
-        sort: { leaseExpiresAt: 1 },
-        limit: SWEEP_BATCH,
-        hint: LEASE_INDEX,
-      },
-    )
-    .toArray();
+  const found = await withCallLimit(limitMs, (signal) =>
+    jobs
+      .find(
+        { ...expired, $expr: LAPSED },
+        {
+          projection: { _id: 1, name: 1 },
+          sort: { leaseExpiresAt: 1 },
+          limit: SWEEP_BATCH,
+          hint: LEASE_INDEX,
+          signal,
+        },
+      )
+      .toArray(),
+  );
   if (found.length === 0) return { read: 0, ended: [] };
   const lostLease = cleanError({ ...error, attempt: 0 });
   const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
@@ -91,13 +97,19 @@ async function sweepBatch(
       },
     ];
   });
-  await jobs.bulkWrite(writes, { ordered: false });
-  const swept = await jobs
-    .find(
-      { _id: { $in: found.map((job) => job._id) }, updatedAt: now, 'error.code': error.code ?? null, leaseToken: null },
-      { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1 } },
-    )
-    .toArray();
+  await withCallLimit(limitMs, (signal) => {
+    const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+    return jobs.bulkWrite(writes, options);
+  });
+  const sweptNow = {
+    _id: { $in: found.map((job) => job._id) },
+    updatedAt: now,
+    'error.code': error.code ?? null,
+    leaseToken: null,
+  };
+  const swept = await withCallLimit(limitMs, (signal) =>
+    jobs.find(sweptNow, { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1 }, signal }).toArray(),
+  );
   const ended = swept.map((job) => ({
     id: job._id,
     name: job.name,

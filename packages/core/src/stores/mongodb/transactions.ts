@@ -1,5 +1,12 @@
 import { setTimeout } from 'node:timers/promises';
-import { type ClientSession, MongoError, type TransactionOptions, type WriteConcernSettings } from 'mongodb';
+import {
+  type ClientSession,
+  type MongoClient,
+  MongoError,
+  type TransactionOptions,
+  type WriteConcernSettings,
+} from 'mongodb';
+import { CallAbandoned, withCallLimit } from './call-limit.ts';
 import { isWriteTimeout } from './errors.ts';
 
 /**
@@ -64,5 +71,33 @@ export async function commitWithin(session: ClientSession, writeConcern: WriteCo
       if (!isUnknownCommit(error) || left <= 0) throw error;
       await setTimeout(Math.min(pauseMs, left));
     }
+  }
+}
+
+/**
+ * Runs `work` as one transaction of a new session, abandoned as one call after `limitMs` (see
+ * `withCallLimit`): its statements, its commit and the commit's resends share the limit, since none of them
+ * waits for a majority but the commit. Each statement takes `signal` in its options, so one written to a
+ * connection the server has just closed is ended with its connection. The session's `commitTransaction`,
+ * `abortTransaction` and `endSession` take no signal (driver 7.x); the limit still ends the wait for them,
+ * and ending the session afterwards is a call of its own under the same limit. A transaction abandoned so
+ * may still be committed.
+ */
+export async function runTransaction<T>(
+  client: MongoClient,
+  writeConcern: WriteConcernSettings,
+  limitMs: number,
+  work: (session: ClientSession, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const session = client.startSession();
+  try {
+    return await withCallLimit(limitMs, (signal) =>
+      session.withTransaction(() => work(session, signal), transactionOptions(writeConcern)),
+    );
+  } finally {
+    await withCallLimit(limitMs, () => session.endSession()).catch((error: unknown) => {
+      // The answer does not wait for a session that cannot end: the transaction's outcome is already known.
+      if (!(error instanceof CallAbandoned)) throw error;
+    });
   }
 }
