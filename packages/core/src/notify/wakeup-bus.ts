@@ -18,6 +18,12 @@ const PUBLISH_WINDOW_MS = 20;
 /** Job events kept for one publish window; past it they are dropped and the others told so. */
 const MAX_PENDING_EVENTS = 5_000;
 
+/** A message an instance repeats while it holds: `pending` until the next flush sends it; `timer` while repeated. */
+interface RepeatedAnnouncement {
+  pending: boolean;
+  timer: ReturnType<typeof setInterval> | undefined;
+}
+
 /**
  * The wake-up bus: wakes waiting claim and result requests. In-process, the
  * engine's events wake them at once; across server instances, the store's
@@ -41,14 +47,14 @@ export class WakeupBus {
   private readonly pendingSettings = new Set<string>();
   /** This instance's id on the bus; unique per process start. */
   readonly instanceId = newLeaseToken();
-  private watchingPending = false;
-  private watchingTimer: ReturnType<typeof setInterval> | undefined;
+  /** That result requests wait here. */
+  private readonly watching: RepeatedAnnouncement = { pending: false, timer: undefined };
   /** Until when another instance may have result requests waiting (epoch ms). */
   private othersWatchingUntil = 0;
   /** Until when another instance may have job-event subscribers (epoch ms). */
   private othersListeningUntil = 0;
-  private listeningPending = false;
-  private listeningTimer: ReturnType<typeof setInterval> | undefined;
+  /** That job-event subscribers listen here. */
+  private readonly listening: RepeatedAnnouncement = { pending: false, timer: undefined };
   private readonly pendingEvents: BusJobEvent[] = [];
   private eventsLost = false;
   private readonly eventListeners = new Set<BusEventListener>();
@@ -117,8 +123,8 @@ export class WakeupBus {
   /** Releases every waiter and stops listening. */
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.watchingTimer);
-    clearInterval(this.listeningTimer);
+    clearInterval(this.watching.timer);
+    clearInterval(this.listening.timer);
     this.eventListeners.clear();
     this.scheduleListeners.clear();
     this.schemaListeners.clear();
@@ -184,19 +190,7 @@ export class WakeupBus {
 
   /** Says, now and every `WATCHING_ANNOUNCE_MS` while `active()` holds, that this instance has job-event subscribers. */
   announceListening(active: () => boolean): void {
-    if (!this.notifier || this.closed || this.listeningTimer) return;
-    const announce = () => {
-      if (!active() || this.closed) {
-        clearInterval(this.listeningTimer);
-        this.listeningTimer = undefined;
-        return;
-      }
-      this.listeningPending = true;
-      this.flushSoon();
-    };
-    this.listeningTimer = setInterval(announce, WATCHING_ANNOUNCE_MS);
-    this.listeningTimer.unref();
-    announce();
+    this.repeatWhile(this.listening, active);
   }
 
   private eventsReceived(events: readonly BusJobEvent[] | 'lost'): void {
@@ -310,18 +304,26 @@ export class WakeupBus {
 
   /** Says, now and every `WATCHING_ANNOUNCE_MS` while any result request waits here, that result requests wait. */
   private announceWatching(): void {
-    if (!this.notifier || this.closed || this.watchingTimer) return;
+    this.repeatWhile(this.watching, () => this.finishWaiters.size > 0);
+  }
+
+  /**
+   * Sends `announcement` now and every `WATCHING_ANNOUNCE_MS` while `active()` holds and the bus is open;
+   * does nothing while it is already being repeated, or without a notifier to send it on.
+   */
+  private repeatWhile(announcement: RepeatedAnnouncement, active: () => boolean): void {
+    if (!this.notifier || this.closed || announcement.timer) return;
     const announce = () => {
-      if (this.finishWaiters.size === 0 || this.closed) {
-        clearInterval(this.watchingTimer);
-        this.watchingTimer = undefined;
+      if (!active() || this.closed) {
+        clearInterval(announcement.timer);
+        announcement.timer = undefined;
         return;
       }
-      this.watchingPending = true;
+      announcement.pending = true;
       this.flushSoon();
     };
-    this.watchingTimer = setInterval(announce, WATCHING_ANNOUNCE_MS);
-    this.watchingTimer.unref();
+    announcement.timer = setInterval(announce, WATCHING_ANNOUNCE_MS);
+    announcement.timer.unref();
     announce();
   }
 
@@ -342,9 +344,9 @@ export class WakeupBus {
       this.flushScheduled = false;
       this.lastFlushAt = this.nowMs();
       const messages: WakeupMessage[] = [...this.pendingReady].map((name) => ({ type: 'ready', name }));
-      if (this.watchingPending) messages.push({ type: 'watching', instance: this.instanceId });
+      if (this.watching.pending) messages.push({ type: 'watching', instance: this.instanceId });
       if (this.pendingFinished.size > 0) messages.push({ type: 'finished', ids: [...this.pendingFinished] });
-      if (this.listeningPending) messages.push({ type: 'listening', instance: this.instanceId });
+      if (this.listening.pending) messages.push({ type: 'listening', instance: this.instanceId });
       for (const event of this.pendingEvents) messages.push({ type: 'event', event });
       if (this.eventsLost) messages.push({ type: 'eventsLost' });
       for (const name of this.pendingSettings) messages.push({ type: 'settings', name });
@@ -355,8 +357,8 @@ export class WakeupBus {
       this.pendingSettings.clear();
       this.pendingReady.clear();
       this.pendingFinished.clear();
-      this.watchingPending = false;
-      this.listeningPending = false;
+      this.watching.pending = false;
+      this.listening.pending = false;
       this.pendingEvents.length = 0;
       this.eventsLost = false;
       for (const notification of encodeWakeups(this.instanceId, messages, MAX_NOTIFICATION_BYTES)) {
