@@ -210,6 +210,21 @@ type Json = Record<string, unknown>;
 const asObject = (value: unknown): Json =>
   value && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
 
+/** Which kinds of change break consumers or producers of the other side (see `diffJsonSchemas`). */
+const BREAKING: Readonly<Record<SchemaChange['kind'], boolean>> = {
+  'field-removed': true,
+  'field-added-required': true,
+  'field-added-optional': false,
+  'type-changed': true,
+  'enum-value-removed': true,
+  'enum-value-added': false,
+  other: false,
+};
+
+function schemaChange(path: string, kind: SchemaChange['kind'], detail: string): SchemaChange {
+  return { path, kind, breaking: BREAKING[kind], detail };
+}
+
 function typesOf(schema: Json): string[] {
   if (typeof schema.type === 'string') return [schema.type];
   if (Array.isArray(schema.type)) return [...(schema.type as string[])].sort();
@@ -231,27 +246,17 @@ export function diffJsonSchemas(before: unknown, after: unknown, path = '(root)'
   const typesA = typesOf(a).join('|');
   const typesB = typesOf(b).join('|');
   if (typesA !== typesB && typesA !== '' && typesB !== '') {
-    changes.push({ path, kind: 'type-changed', breaking: true, detail: `type changed from ${typesA} to ${typesB}` });
+    changes.push(schemaChange(path, 'type-changed', `type changed from ${typesA} to ${typesB}`));
     return changes;
   }
   if (Array.isArray(a.enum) || Array.isArray(b.enum)) {
     const valuesA = (a.enum as unknown[] | undefined) ?? [];
     const valuesB = (b.enum as unknown[] | undefined) ?? [];
     for (const value of valuesA.filter((v) => !valuesB.includes(v))) {
-      changes.push({
-        path,
-        kind: 'enum-value-removed',
-        breaking: true,
-        detail: `enum value ${JSON.stringify(value)} removed`,
-      });
+      changes.push(schemaChange(path, 'enum-value-removed', `enum value ${JSON.stringify(value)} removed`));
     }
     for (const value of valuesB.filter((v) => !valuesA.includes(v))) {
-      changes.push({
-        path,
-        kind: 'enum-value-added',
-        breaking: false,
-        detail: `enum value ${JSON.stringify(value)} added`,
-      });
+      changes.push(schemaChange(path, 'enum-value-added', `enum value ${JSON.stringify(value)} added`));
     }
   }
   const propsA = asObject(a.properties);
@@ -260,7 +265,7 @@ export function diffJsonSchemas(before: unknown, after: unknown, path = '(root)'
   for (const key of Object.keys(propsA)) {
     const child = path === '(root)' ? key : `${path}.${key}`;
     if (!(key in propsB)) {
-      changes.push({ path: child, kind: 'field-removed', breaking: true, detail: `field "${key}" removed` });
+      changes.push(schemaChange(child, 'field-removed', `field "${key}" removed`));
     } else {
       changes.push(...diffJsonSchemas(propsA[key], propsB[key], child));
     }
@@ -270,24 +275,14 @@ export function diffJsonSchemas(before: unknown, after: unknown, path = '(root)'
     const child = path === '(root)' ? key : `${path}.${key}`;
     const hasDefault = asObject(propsB[key]).default !== undefined;
     if (requiredB.has(key) && !hasDefault) {
-      changes.push({
-        path: child,
-        kind: 'field-added-required',
-        breaking: true,
-        detail: `required field "${key}" added without a default`,
-      });
+      changes.push(schemaChange(child, 'field-added-required', `required field "${key}" added without a default`));
     } else {
-      changes.push({
-        path: child,
-        kind: 'field-added-optional',
-        breaking: false,
-        detail: `optional field "${key}" added`,
-      });
+      changes.push(schemaChange(child, 'field-added-optional', `optional field "${key}" added`));
     }
   }
   if (a.items !== undefined || b.items !== undefined) changes.push(...diffJsonSchemas(a.items, b.items, `${path}[]`));
   if (changes.length === 0 && canonicalJson(a) !== canonicalJson(b)) {
-    changes.push({ path, kind: 'other', breaking: false, detail: 'constraints changed' });
+    changes.push(schemaChange(path, 'other', 'constraints changed'));
   }
   return changes;
 }
