@@ -22,9 +22,9 @@ export interface RunConfig {
   claimSamples: number;
   /** Finished jobs kept as history in the history-drain scenario. */
   historyJobs: number;
-  /** Only systems whose id contains one of these (comma list), if given. */
+  /** Only the systems these pick (comma list; see `pickedBy`), if given. */
   only: readonly string[];
-  /** Only scenarios whose id contains one of these (comma list), if given. */
+  /** Only the scenarios these pick (comma list; see `pickedBy`), if given. */
   scenarios: readonly string[];
   /** Write a CPU profile of the bench process and the workq server child, and time round trips. */
   profile: boolean;
@@ -32,31 +32,49 @@ export interface RunConfig {
   cpu: boolean;
   /**
    * Run the MongoDB smoke on the wire double (`mongodb-wire-smoke.ts`): alone with `--mongodb-smoke`, after
-   * the comparative run with `--quick`.
+   * the comparative run with `--quick` unless `--no-mongodb-smoke` says not to.
    */
   mongodbSmoke: 'only' | 'after' | 'no';
 }
 
-export function resolveConfig(argv: readonly string[]): RunConfig {
+export const USAGE = `Usage: pnpm bench [options]
+  --quick                 1 repetition, 2,000 jobs, smaller claim/history sizes; ends with the MongoDB smoke
+  --no-mongodb-smoke      with --quick: leave the MongoDB smoke out
+  --mongodb-smoke         only the MongoDB smoke on the wire double
+  --only=a,b              only these systems: an exact id picks that one, other words every id containing them
+  --scenarios=a,b         only these scenarios, picked as --only picks systems
+  --jobs=N                jobs per enqueue and drain scenario
+  --repetitions=N         interleaved repetitions of every scenario
+  --cpu                   CPU per job by process
+  --profile               CPU profiles and per-round-trip timings
+  --help                  this text`;
+
+/**
+ * The configuration `argv` asks for, or `null` when it asks for help. An unknown option throws rather than
+ * starting a full run the caller did not ask for.
+ */
+export function resolveConfig(argv: readonly string[]): RunConfig | null {
   const { values } = parseArgs({
     args: [...argv],
     options: {
       quick: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       cpu: { type: 'boolean', default: false },
-      'mongodb-smoke': { type: 'boolean', default: false },
+      'mongodb-smoke': { type: 'boolean' },
       only: { type: 'string' },
       scenarios: { type: 'string' },
       jobs: { type: 'string' },
       repetitions: { type: 'string' },
+      help: { type: 'boolean', default: false },
     },
-    strict: false,
+    allowNegative: true,
+    strict: true,
   });
+  if (values.help) return null;
   const quick = values.quick === true;
-  const text = (value: string | boolean | undefined) => (typeof value === 'string' ? value : undefined);
-  const list = (value: string | boolean | undefined) => text(value)?.split(',') ?? [];
-  const repetitions = text(values.repetitions);
-  const jobs = text(values.jobs);
+  const list = (value: string | undefined) => value?.split(',') ?? [];
+  const { repetitions, jobs } = values;
+  const smoke = values['mongodb-smoke'];
   return {
     quick,
     repetitions: repetitions ? Number(repetitions) : quick ? 1 : 3,
@@ -70,8 +88,20 @@ export function resolveConfig(argv: readonly string[]): RunConfig {
     scenarios: list(values.scenarios),
     profile: values.profile === true,
     cpu: values.cpu === true,
-    mongodbSmoke: values['mongodb-smoke'] === true ? 'only' : quick ? 'after' : 'no',
+    mongodbSmoke: smoke === true ? 'only' : quick && smoke !== false ? 'after' : 'no',
   };
+}
+
+/**
+ * Whether `id` is picked by `words`: an empty list picks every id; a word equal to some id picks that id alone
+ * (`workq-core-pg` is not `workq-core-pglite`, `drain-c1` not `drain-c10`); any other word picks every id that
+ * contains it.
+ */
+export function pickedBy(words: readonly string[], ids: readonly string[]): (id: string) => boolean {
+  if (words.length === 0) return () => true;
+  const exact = new Set(words.filter((word) => ids.includes(word)));
+  const partial = words.filter((word) => !exact.has(word));
+  return (id) => exact.has(id) || partial.some((word) => id.includes(word));
 }
 
 /** A short id unique to this run, for schema, database and key-prefix names. */

@@ -7,7 +7,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { resolveConfig } from './config.ts';
+import { pickedBy, type RunConfig, resolveConfig, USAGE } from './config.ts';
 import { evaluateGoals, goalsMarkdown } from './goals.ts';
 import { runMongodbWireSmoke, smokeMarkdown } from './mongodb-wire-smoke.ts';
 import { roundTripsMarkdown, startCpuProfile } from './profiling.ts';
@@ -32,7 +32,22 @@ const SCENARIO_TIMEOUT_MS = 10 * 60_000;
 /** The MongoDB smoke's plain drain takes at most this many jobs: the wire double matches documents in JavaScript. */
 const MONGODB_SMOKE_MAX_JOBS = 2_000;
 
-const config = resolveConfig(process.argv.slice(2));
+function configFromArgs(): RunConfig {
+  let config: RunConfig | null;
+  try {
+    config = resolveConfig(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (config === null) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  return config;
+}
+
+const config = configFromArgs();
 if (config.mongodbSmoke === 'only') {
   const smoke = smokeMarkdown(await runMongodbWireSmoke(Math.min(config.jobs, MONGODB_SMOKE_MAX_JOBS)));
   await mkdir(RESULTS, { recursive: true });
@@ -55,10 +70,11 @@ const allSystems: BenchSystem[] = [
   graphileWorkerSystem,
   rawSqlSystem,
 ];
-/** Whether an id is picked by a list of id substrings; an empty list picks every id. */
-const picked = (id: string, substrings: readonly string[]) =>
-  substrings.length === 0 || substrings.some((part) => id.includes(part));
-const systems = allSystems.filter((s) => picked(s.id, config.only));
+const pickSystem = pickedBy(
+  config.only,
+  allSystems.map((system) => system.id),
+);
+const systems = allSystems.filter((system) => pickSystem(system.id));
 const allScenarios: Scenario[] = [
   enqueueScenario('one'),
   enqueueScenario('inflight'),
@@ -75,7 +91,11 @@ const allScenarios: Scenario[] = [
   flowScenario('concurrency'),
   limitedClaimScenario(1000),
 ];
-const scenarios = allScenarios.filter((s) => picked(s.id, config.scenarios));
+const pickScenario = pickedBy(
+  config.scenarios,
+  allScenarios.map((scenario) => scenario.id),
+);
+const scenarios = allScenarios.filter((scenario) => pickScenario(scenario.id));
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
