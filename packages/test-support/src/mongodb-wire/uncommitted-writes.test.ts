@@ -1,6 +1,6 @@
-import { MongoClient, type MongoServerError } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
+import type { MongoServerError } from 'mongodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { wireDoubleSuite } from './suite-double.ts';
 
 interface Item {
   _id: string;
@@ -9,19 +9,12 @@ interface Item {
 
 /** A write that meets another transaction's uncommitted document in an index, as the server's index has it. */
 describe('MongoDB wire double: writes that meet an uncommitted insert', () => {
-  let double: MongoWireDouble;
-  let client: MongoClient;
+  const wire = wireDoubleSuite();
   beforeAll(async () => {
-    double = await startMongoWireDouble({ database: 'wire' });
-    client = new MongoClient(double.url, { serverSelectionTimeoutMS: 5_000 });
-    await client.db('wire').collection<Item>('items').createIndex({ key: 1 }, { unique: true, name: 'key' });
-  });
-  afterAll(async () => {
-    await client?.close();
-    await double?.close();
+    await wire.client.db('wire').collection<Item>('items').createIndex({ key: 1 }, { unique: true, name: 'key' });
   });
 
-  const items = () => client.db('wire').collection<Item>('items');
+  const items = () => wire.client.db('wire').collection<Item>('items');
   const codeOf = (work: Promise<unknown>) =>
     work.then(
       () => 'ok',
@@ -41,8 +34,8 @@ describe('MongoDB wire double: writes that meet an uncommitted insert', () => {
     ]);
 
   it('in another transaction, the same _id or unique key is a WriteConflict (112), not a duplicate key', async () => {
-    const holder = client.startSession();
-    const other = client.startSession();
+    const holder = wire.client.startSession();
+    const other = wire.client.startSession();
     try {
       holder.startTransaction();
       await items().insertOne({ _id: 'a', key: 'k-a' }, { session: holder });
@@ -62,7 +55,7 @@ describe('MongoDB wire double: writes that meet an uncommitted insert', () => {
   });
 
   it('outside transactions, it waits for the holder: a duplicate once it commits, inserted once it aborts', async () => {
-    const holder = client.startSession();
+    const holder = wire.client.startSession();
     try {
       holder.startTransaction();
       await items().insertOne({ _id: 'b', key: 'k-b' }, { session: holder });

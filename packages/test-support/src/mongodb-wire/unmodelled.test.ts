@@ -1,19 +1,10 @@
-import { MongoClient, type MongoServerError } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
+import type { MongoServerError } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+import { wireDoubleSuite } from './suite-double.ts';
 
 /** What the fake primary does not model it refuses, with NotImplemented (238), rather than run it without. */
 describe('MongoDB wire double: options it does not model', () => {
-  let double: MongoWireDouble;
-  let client: MongoClient;
-  beforeAll(async () => {
-    double = await startMongoWireDouble({ database: 'wire' });
-    client = new MongoClient(double.url, { serverSelectionTimeoutMS: 5_000 });
-  });
-  afterAll(async () => {
-    await client?.close();
-    await double?.close();
-  });
+  const wire = wireDoubleSuite();
 
   const refusal = async (work: Promise<unknown>) => {
     const error = (await work.then(
@@ -24,7 +15,7 @@ describe('MongoDB wire double: options it does not model', () => {
   };
 
   it('refuses collation and arrayFilters wherever a command carries them, and changes nothing', async () => {
-    const items = client.db('wire').collection<{ _id: number; tags: { n: number }[]; name: string }>('items');
+    const items = wire.client.db('wire').collection<{ _id: number; tags: { n: number }[]; name: string }>('items');
     await items.insertOne({ _id: 1, tags: [{ n: 1 }, { n: 2 }], name: 'A' });
     const collation = { locale: 'en', strength: 2 };
     const refused = { code: 238, codeName: 'NotImplemented', message: expect.stringContaining("'collation'") };

@@ -5,31 +5,20 @@ import {
   MongoWriteConcernError,
   ReadConcern,
 } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
+import { describe, expect, it } from 'vitest';
+import { startMongoWireDouble } from './server.ts';
+import { wireDoubleSuite } from './suite-double.ts';
 
 /** Through the real driver: the protocol, CRUD, and the server's rules and faults the fake primary plays. */
 describe('MongoDB wire double', () => {
-  let double: MongoWireDouble;
-  let client: MongoClient;
+  const wire = wireDoubleSuite();
 
-  beforeAll(async () => {
-    double = await startMongoWireDouble({ database: 'wire' });
-    client = new MongoClient(double.url, { serverSelectionTimeoutMS: 5_000 });
-    await client.connect();
-  });
-
-  afterAll(async () => {
-    await client?.close();
-    await double?.close();
-  });
-
-  const sent = (name: string) => double.commands.filter((command) => command.name === name);
+  const sent = (name: string) => wire.double.commands.filter((command) => command.name === name);
 
   it('answers CRUD, cursors and sessions as a replica set primary', async () => {
-    const hello = await client.db('admin').command({ hello: 1 });
-    expect(hello).toMatchObject({ setName: 'rs0', isWritablePrimary: true, hosts: [`127.0.0.1:${double.port}`] });
-    const items = client.db('wire').collection('items');
+    const hello = await wire.client.db('admin').command({ hello: 1 });
+    expect(hello).toMatchObject({ setName: 'rs0', isWritablePrimary: true, hosts: [`127.0.0.1:${wire.double.port}`] });
+    const items = wire.client.db('wire').collection('items');
     await items.insertMany(Array.from({ length: 250 }, (_, n) => ({ n, even: n % 2 === 0 })));
     expect(await items.find({}, { sort: { n: -1 } }).toArray()).toHaveLength(250);
     expect(sent('getMore').length).toBeGreaterThan(0);
@@ -43,7 +32,7 @@ describe('MongoDB wire double', () => {
   });
 
   it("refuses what the server refuses, with the server's codes", async () => {
-    const db = client.db('wire');
+    const db = wire.client.db('wire');
     const keyed = db.collection('keyed');
     await keyed.createIndexes([{ key: { k: 1 }, name: 'k_unique', unique: true }]);
     await keyed.insertOne({ k: 'a' });
@@ -80,7 +69,7 @@ describe('MongoDB wire double', () => {
     });
     expect(await keyed.findOne({ k: 'grows' }, { projection: { more: 1 } })).toEqual({ _id: expect.anything() });
     // The driver copies a database's read concern into `$changeStream`; the server takes only majority.
-    const local = client
+    const local = wire.client
       .db('wire', { readConcern: new ReadConcern('local') })
       .collection('keyed')
       .watch();
@@ -89,15 +78,15 @@ describe('MongoDB wire double', () => {
   });
 
   it("evaluates $$NOW on the primary's clock, once per command", async () => {
-    const clocks = client.db('wire').collection('clocks');
+    const clocks = wire.client.db('wire').collection('clocks');
     await clocks.insertMany(Array.from({ length: 50 }, (_, n) => ({ n, at: new Date() })));
     const past = { $expr: { $lt: ['$at', '$$NOW'] } };
     try {
-      double.state.clockOffsetMs = -3_600_000;
+      wire.double.state.clockOffsetMs = -3_600_000;
       expect(await clocks.countDocuments(past)).toBe(0);
       // In a query outside `$expr`, `$$NOW` is only a string.
       expect(await clocks.countDocuments({ at: '$$NOW' })).toBe(0);
-      double.state.clockOffsetMs = 3_600_000;
+      wire.double.state.clockOffsetMs = 3_600_000;
       expect(await clocks.countDocuments(past)).toBe(50);
       await clocks.updateMany(past, [{ $set: { stamped: '$$NOW', kept: { $literal: '$$NOW' } } }]);
       const stamps = await clocks.distinct('stamped');
@@ -105,12 +94,12 @@ describe('MongoDB wire double', () => {
       expect(Math.abs((stamps[0] as Date).getTime() - (Date.now() + 3_600_000))).toBeLessThan(60_000);
       expect(await clocks.distinct('kept')).toEqual(['$$NOW']);
     } finally {
-      double.state.clockOffsetMs = 0;
+      wire.double.state.clockOffsetMs = 0;
     }
   });
 
   it('streams changes, and resumes a stream after a dropped connection without losing one', async () => {
-    const events = client.db('wire').collection('events');
+    const events = wire.client.db('wire').collection('events');
     const stream = events.watch<{ i: number }>([{ $match: { operationType: 'insert' } }]);
     const seen: number[] = [];
     stream.on('change', (change: ChangeStreamDocument<{ i: number }>) => {
@@ -119,7 +108,7 @@ describe('MongoDB wire double', () => {
     await new Promise((resolve) => stream.once('resumeTokenChanged', resolve));
     await events.insertOne({ i: 1 });
     await expect.poll(() => seen).toEqual([1]);
-    double.dropConnections();
+    wire.double.dropConnections();
     const resumed = () => sent('aggregate').filter((command) => command.body.pipeline[0]?.$changeStream?.resumeAfter);
     await expect.poll(() => resumed().length, { timeout: 5_000 }).toBeGreaterThan(0);
     await events.insertOne({ i: 2 });
@@ -128,30 +117,30 @@ describe('MongoDB wire double', () => {
   });
 
   it('ends a change stream for good at an invalidate, and one whose resume point left the oplog with 286', async () => {
-    const renamed = client.db('wire').collection('renamed');
+    const renamed = wire.client.db('wire').collection('renamed');
     const stream = renamed.watch();
     const ended = new Promise((resolve) => stream.once('close', resolve));
     const kinds: string[] = [];
     stream.on('change', (change) => kinds.push(change.operationType));
     await new Promise((resolve) => stream.once('resumeTokenChanged', resolve));
-    double.invalidate('wire', 'renamed');
+    wire.double.invalidate('wire', 'renamed');
     await ended;
     await expect.poll(() => kinds).toEqual(['invalidate']);
 
-    const lostCollection = client.db('wire').collection('lost');
+    const lostCollection = wire.client.db('wire').collection('lost');
     const lost = lostCollection.watch();
     expect(await lost.tryNext()).toBeNull();
     await lostCollection.insertOne({ unread: true });
-    double.forgetHistory();
+    wire.double.forgetHistory();
     await expect(lost.next()).rejects.toMatchObject({ code: 286, codeName: 'ChangeStreamHistoryLost' });
     await lost.close();
   });
 
   it("hides a transaction's writes until it commits, reads at its snapshot, and fails a second one writing the same document with WriteConflict", async () => {
-    const accounts = client.db('wire').collection('accounts');
+    const accounts = wire.client.db('wire').collection('accounts');
     await accounts.insertOne({ _id: 'acct' as never, balance: 0 });
-    const first = client.startSession();
-    const second = client.startSession();
+    const first = wire.client.startSession();
+    const second = wire.client.startSession();
     first.startTransaction();
     second.startTransaction();
     await accounts.updateOne({ _id: 'acct' as never }, { $inc: { balance: 1 } }, { session: first });
@@ -169,7 +158,7 @@ describe('MongoDB wire double', () => {
     expect(await accounts.findOne({ _id: 'acct' as never })).toMatchObject({ balance: 1 });
 
     // A transaction reads the data as committed when it started, whatever is committed meanwhile.
-    const reader = client.startSession();
+    const reader = wire.client.startSession();
     reader.startTransaction();
     expect(await accounts.findOne({ _id: 'acct' as never }, { session: reader })).toMatchObject({ balance: 1 });
     await accounts.updateOne({ _id: 'acct' as never }, { $set: { balance: 5 } });
@@ -200,8 +189,8 @@ describe('MongoDB wire double', () => {
   });
 
   it('answers a retried write from the record of its first try', async () => {
-    const once = client.db('wire').collection('once');
-    double.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
+    const once = wire.client.db('wire').collection('once');
+    wire.double.configureFailPoint('onPrimaryTransactionalWrite', { times: 1 }, { closeConnection: true });
     await once.insertOne({ tag: 'x' });
     expect(await once.countDocuments({ tag: 'x' })).toBe(1);
     const tries = sent('insert').filter((command) => command.body.insert === 'once');
@@ -210,13 +199,13 @@ describe('MongoDB wire double', () => {
   });
 
   it('labels a step-down error retryable, and elects the primary back after the election', async () => {
-    const steps = client.db('wire').collection('steps');
-    double.configureFailPoint('failCommand', { times: 1 }, { failCommands: ['insert'], errorCode: 10107 });
+    const steps = wire.client.db('wire').collection('steps');
+    wire.double.configureFailPoint('failCommand', { times: 1 }, { failCommands: ['insert'], errorCode: 10107 });
     await steps.insertOne({ step: 1 });
     const failedTry = sent('insert').find((command) => command.outcome === 10107);
     expect(failedTry?.body.insert).toBe('steps');
-    const election = double.stepDown(300);
-    const during = await client.db('admin').command({ hello: 1 });
+    const election = wire.double.stepDown(300);
+    const during = await wire.client.db('admin').command({ hello: 1 });
     expect(during.isWritablePrimary).toBe(false);
     await election;
     await steps.insertOne({ step: 2 });
@@ -224,12 +213,12 @@ describe('MongoDB wire double', () => {
   });
 
   it('answers a majority write that cannot be acknowledged with a write-concern timeout (64) once applied', async () => {
-    const lagging = client.db('wire').collection('lagging');
-    double.majorityAvailable = false;
+    const lagging = wire.client.db('wire').collection('lagging');
+    wire.double.majorityAvailable = false;
     const write = lagging.insertOne({ late: true }, { writeConcern: { w: 'majority', wtimeoutMS: 100 } });
     await expect(write).rejects.toBeInstanceOf(MongoWriteConcernError);
     await expect(write).rejects.toMatchObject({ code: 64 });
-    double.majorityAvailable = true;
+    wire.double.majorityAvailable = true;
     expect(await lagging.countDocuments({ late: true })).toBe(1);
   });
 
