@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { WorkqError } from '../errors.ts';
+import { validationError } from '../../test/support/fixtures.ts';
 import { defineCatalog, isValidJobName } from './define-catalog.ts';
 import { defineJob } from './define-job.ts';
-
-function validationError(run: () => unknown): WorkqError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(WorkqError);
-    expect((error as WorkqError).code).toBe('VALIDATION');
-    return error as WorkqError;
-  }
-  throw new Error('expected a VALIDATION error');
-}
 
 const payload = z.object({ a: z.string() });
 // biome-ignore lint/suspicious/noExplicitAny: the tests below pass deliberately malformed specs.

@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { WorkqError } from '../errors.ts';
+import { validationError } from '../../test/support/fixtures.ts';
 import { checkIdempotencyKey, ENGINE_JOB_DEFAULTS, resolveJobOptions, resolveRunAt } from './options.ts';
 
-function validationMessage(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(WorkqError);
-    expect((error as WorkqError).code).toBe('VALIDATION');
-    return (error as WorkqError).message;
-  }
-  throw new Error('expected a VALIDATION error');
-}
+const validationMessage = (run: () => unknown): string => validationError(run).message;
 
 describe('resolveJobOptions', () => {
   it('uses the engine defaults when nothing is given', () => {

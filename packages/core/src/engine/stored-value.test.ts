@@ -1,5 +1,6 @@
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
+import { validationError } from '../../test/support/fixtures.ts';
 import { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';
 
 /** What a store hands back: the stored value after a trip through JSON text. */
@@ -46,15 +47,8 @@ describe('stored values', () => {
 });
 
 describe('values no store can keep', () => {
-  const refusal = (value: unknown): string => {
-    try {
-      toStoredValue(value, 'Payload of "sendEmail"');
-    } catch (error) {
-      expect(error).toMatchObject({ code: 'VALIDATION' });
-      return (error as Error).message;
-    }
-    throw new Error('expected a VALIDATION error');
-  };
+  const refusal = (value: unknown): string =>
+    validationError(() => toStoredValue(value, 'Payload of "sendEmail"')).message;
 
   it('refuses a lone surrogate anywhere, naming where, and keeps well-formed pairs', () => {
     expect(refusal({ body: 'a\ud800b' })).toMatch(/^Payload of "sendEmail" contains a lone UTF-16 surrogate at body:/);

@@ -37,3 +37,15 @@ export async function rejection(promise: Promise<unknown>): Promise<WorkqError> 
   expect(error).toBeInstanceOf(WorkqError);
   return error as WorkqError;
 }
+
+/** The `VALIDATION` `WorkqError` that `run` throws; fails the test if it returns or throws anything else. */
+export function validationError(run: () => unknown): WorkqError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(WorkqError);
+    expect((error as WorkqError).code).toBe('VALIDATION');
+    return error as WorkqError;
+  }
+  throw new Error('expected a VALIDATION error');
+}
