@@ -49,3 +49,19 @@ export function validationError(run: () => unknown): WorkqError {
   }
   throw new Error('expected a VALIDATION error');
 }
+
+/**
+ * Opens a store whose server cannot be reached and checks how it fails: a retryable `UNAVAILABLE`, within
+ * `withinMs`, whose message names the server (`names`, its host and port) and never the password (`hides`).
+ */
+export async function expectUnreachable(
+  open: () => Promise<unknown>,
+  { names, hides, withinMs }: { names: string; hides: string; withinMs: number },
+): Promise<void> {
+  const started = Date.now();
+  const error = await rejection(open());
+  expect(Date.now() - started).toBeLessThan(withinMs);
+  expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
+  expect(error.message).toContain(names);
+  expect(error.message).not.toContain(hides);
+}
