@@ -16,6 +16,13 @@ async function next(batches: AsyncIterator<EventBatch>): Promise<EventBatch> {
   return value;
 }
 
+/** Subscribes to every name, resuming after `lastEventId` when given: the batches, and `leave` to unsubscribe. */
+function subscribeToAll(hub: EventHub, lastEventId?: string) {
+  const controller = new AbortController();
+  const batches = hub.subscribe({ wants: () => true, lastEventId, signal: controller.signal })[Symbol.asyncIterator]();
+  return { batches, leave: () => controller.abort() };
+}
+
 function ids(batch: EventBatch): string[] {
   return batch.runs.flatMap((r) => (r.type === 'resync' ? ['resync'] : eventsOfRun(r).map((e) => e.id)));
 }
@@ -39,61 +46,53 @@ describe('the event hub', () => {
 
   it('drops what a subscriber has not read past its buffer, and tells it with resync', async () => {
     const hub = new EventHub({ readJob, maxBufferedEvents: 3 });
-    const controller = new AbortController();
-    const batches = hub.subscribe({ wants: () => true, signal: controller.signal })[Symbol.asyncIterator]();
+    const { batches, leave } = subscribeToAll(hub);
     await next(batches);
     hub.publish([run(['1', '2']), run(['3', '4']), run(['5'])]);
     hub.publish([run(['6'])]);
     // The second run overflowed: it and the run before it are dropped, the runs after it kept.
     expect(ids(await next(batches))).toEqual(['resync', '5', '6']);
-    controller.abort();
+    leave();
     hub.close();
   });
 
   it('resumes a subscriber after its last batch, and resyncs one whose id it cannot resume', async () => {
     const hub = new EventHub({ readJob });
-    const first = new AbortController();
-    const batches = hub.subscribe({ wants: () => true, signal: first.signal })[Symbol.asyncIterator]();
-    await next(batches);
+    const first = subscribeToAll(hub);
+    await next(first.batches);
     hub.publish([run(['a'])]);
-    const { id } = await next(batches);
-    first.abort();
+    const { id } = await next(first.batches);
+    first.leave();
     hub.publish([run(['b', 'c'])]);
 
-    const again = new AbortController();
-    const resumed = hub.subscribe({ wants: () => true, lastEventId: id, signal: again.signal })[Symbol.asyncIterator]();
-    expect(ids(await next(resumed))).toEqual(['b', 'c']);
+    const resumed = subscribeToAll(hub, id);
+    expect(ids(await next(resumed.batches))).toEqual(['b', 'c']);
 
-    const other = new AbortController();
-    const foreign = hub
-      .subscribe({ wants: () => true, lastEventId: 'another-server:5', signal: other.signal })
-      [Symbol.asyncIterator]();
-    expect(ids(await next(foreign))).toEqual(['resync']);
-    again.abort();
-    other.abort();
+    const foreign = subscribeToAll(hub, 'another-server:5');
+    expect(ids(await next(foreign.batches))).toEqual(['resync']);
+    resumed.leave();
+    foreign.leave();
     hub.close();
   });
 
   it('resumes within a run when the id points into one', async () => {
     const hub = new EventHub({ readJob });
-    const first = new AbortController();
-    const batches = hub.subscribe({ wants: () => true, signal: first.signal })[Symbol.asyncIterator]();
-    await next(batches);
+    const first = subscribeToAll(hub);
+    await next(first.batches);
     hub.publish([run(['a', 'b', 'c'])]);
-    const { id } = await next(batches);
-    first.abort();
+    const { id } = await next(first.batches);
+    first.leave();
     const seq = Number(id.slice(id.lastIndexOf(':') + 1));
     const afterA = `${id.slice(0, id.lastIndexOf(':'))}:${seq - 2}`;
-    const again = new AbortController();
-    const resumed = hub.subscribe({ wants: () => true, lastEventId: afterA, signal: again.signal });
-    expect(ids(await next(resumed[Symbol.asyncIterator]()))).toEqual(['b', 'c']);
-    again.abort();
+    const resumed = subscribeToAll(hub, afterA);
+    expect(ids(await next(resumed.batches))).toEqual(['b', 'c']);
+    resumed.leave();
     hub.close();
   });
 
   it('ends its streams with a retryable UNAVAILABLE when it closes, so subscribers reconnect', async () => {
     const hub = new EventHub({ readJob });
-    const batches = hub.subscribe({ wants: () => true, signal: new AbortController().signal })[Symbol.asyncIterator]();
+    const { batches } = subscribeToAll(hub);
     await next(batches);
     hub.close();
     await expect(batches.next()).rejects.toMatchObject({ code: 'UNAVAILABLE', retryable: true });
