@@ -14,6 +14,7 @@ import { toWorkqError } from '../src/stores/mongodb/errors.ts';
 import { createMongoStore, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
 import { rejection } from './support/fixtures.ts';
 import { ManualClock } from './support/manual-clock.ts';
+import { withWireStore } from './support/wire-store.ts';
 
 // The MongoDB store through a failover: a primary that steps down or goes
 // away while calls are on their way, and the election of the next one.
@@ -155,9 +156,7 @@ describe('mongodb store through a failover', () => {
 describe('mongodb store through an election, under the real driver (wire double)', () => {
   it('a multi-document write refused by the stepping-down primary is retryable, and a claim waits out a 4 s election', async () => {
     const dbName = 'workq_failover';
-    const primary = await startMongoWireDouble({ database: dbName });
-    const store = await createMongoStore({ url: primary.url, dbName, notify: false });
-    try {
+    await withWireStore(dbName, async (primary, store) => {
       const engine = createEngine({ store, leaseSweepIntervalMs: 0 });
       await engine.enqueue({ name: 'el.a', version: 1, payload: {} });
       const election = primary.stepDown(4_000);
@@ -168,9 +167,6 @@ describe('mongodb store through an election, under the real driver (wire double)
       const [claimed] = await engine.claim({ name: 'el.a', maxVersion: 1, limit: 1, workerId: 'w' });
       expect(claimed?.attempt).toBe(1);
       await election;
-    } finally {
-      await store.close();
-      await primary.close();
-    }
+    });
   }, 20_000);
 });

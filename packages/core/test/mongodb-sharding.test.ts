@@ -1,9 +1,8 @@
-import { startMongoWireDouble } from '@workq/test-support';
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
-import { createMongoStore } from '../src/stores/mongodb/index.ts';
 import { ManualClock } from './support/manual-clock.ts';
 import { untargetedJobWrites, writeStatements } from './support/mongodb-writes.ts';
+import { withWireStore } from './support/wire-store.ts';
 
 // Ready to shard `jobs` on { name: 1 }: the commands the real driver sends
 // to a fake primary over a run through every job operation, and what mongos
@@ -13,9 +12,7 @@ import { untargetedJobWrites, writeStatements } from './support/mongodb-writes.t
 describe('mongodb store: ready to shard on { name: 1 }', () => {
   it('names the job type in every write statement to jobs, the writes a lease fences included', async () => {
     const dbName = 'workq_sharding';
-    const wire = await startMongoWireDouble({ database: dbName });
-    const store = await createMongoStore({ url: wire.url, dbName, notify: false });
-    try {
+    await withWireStore(dbName, async (wire, store) => {
       const clock = new ManualClock();
       const engine = createEngine({ store, clock, leaseSweepIntervalMs: 0 });
       await engine.enqueueMany([
@@ -64,17 +61,12 @@ describe('mongodb store: ready to shard on { name: 1 }', () => {
         new Set(['update', 'delete', 'findAndModify']),
       );
       expect(untargetedJobWrites(wire.commands, dbName)).toEqual([]);
-    } finally {
-      await store.close();
-      await wire.close();
-    }
+    });
   });
 
   it('refuses a forged or garbled lease token with LEASE_LOST, changing nothing; any write it makes names a type', async () => {
     const dbName = 'workq_sharding_tokens';
-    const wire = await startMongoWireDouble({ database: dbName });
-    const store = await createMongoStore({ url: wire.url, dbName, notify: false });
-    try {
+    await withWireStore(dbName, async (wire, store) => {
       const engine = createEngine({ store, clock: new ManualClock(), leaseSweepIntervalMs: 0 });
       await engine.enqueue({ name: 'token.a', version: 1, payload: {} });
       const [held] = await engine.claim({ name: 'token.a', maxVersion: 1, limit: 1, workerId: 'w' });
@@ -112,9 +104,6 @@ describe('mongodb store: ready to shard on { name: 1 }', () => {
       expect(await engine.get(held!.id)).toMatchObject({ state: 'active', attempts: 1 });
       await engine.complete(held!, { ok: true });
       expect((await engine.get(held!.id)).state).toBe('completed');
-    } finally {
-      await store.close();
-      await wire.close();
-    }
+    });
   });
 });
