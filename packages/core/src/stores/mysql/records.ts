@@ -127,13 +127,13 @@ export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
 
 /**
  * What `claim` hands a worker of a row `claimCandidatesSql` locked, once the claim's update has leased it
- * (`attempts` counted, the lease set); the update changes nothing else it reads.
+ * (`attempts` counted, the lease set); the update changes nothing else it reads. The name is the claim's.
  */
 export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
   return {
     id: String(row.id),
-    name: String(row.name),
+    name: claim.name,
     version: Number(row.version),
     payload: readJson(row.payload),
     attempts: Number(row.attempts) + 1,

@@ -1,24 +1,9 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
+import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
-
-/**
- * The columns a claim returns, read into a `ClaimedRecord` with what the claim request already says (name,
- * lease token, expiry): no more than a worker needs to be sent and parsed.
- */
-const CLAIMED_FIELDS = [
-  'id',
-  'version',
-  'payload',
-  'attempts',
-  'max_attempts',
-  'lease_ms',
-  'progress',
-  'run_at',
-  'trace_context',
-] as const;
 
 const OTHER_FIELDS = [
   'name',
@@ -47,15 +32,15 @@ const OTHER_FIELDS = [
 const selectList = (fields: readonly string[], source = 'j') => fields.map((field) => `${source}.${field}`).join(', ');
 
 /** The columns of a claimed job (the table is aliased `j`). */
-export const CLAIMED_COLUMNS = selectList(CLAIMED_FIELDS);
+export const CLAIMED_COLUMNS = selectList(CLAIMED_JOB_COLUMNS);
 
 /** The columns of a claimed job read from `source`, a row source with those columns (`claim_under_limits`'s rows). */
 export function claimedColumnsOf(source: string): string {
-  return selectList(CLAIMED_FIELDS, source);
+  return selectList(CLAIMED_JOB_COLUMNS, source);
 }
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
-export const JOB_COLUMNS = selectList([...CLAIMED_FIELDS, ...OTHER_FIELDS]);
+export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
 
 /** A job error as jsonb holds it: its time as text. */
 type StoredJobError = Omit<JobError, 'at'> & { at: string };
@@ -102,7 +87,7 @@ export interface JobRow {
 }
 
 /** A row of `CLAIMED_COLUMNS`. */
-export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_FIELDS)[number]>;
+export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_JOB_COLUMNS)[number]>;
 
 /** A claimed row, completed from its claim: the name, token and expiry every job of the claim shares. */
 export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {

@@ -6,34 +6,21 @@
  * `SELECT … ORDER BY … LIMIT … FOR UPDATE SKIP LOCKED` along `claim_order`, reading only the index's
  * `waiting` range of the type, so finished history never costs it anything. Locks: the rows it returns,
  * until the transaction ends, so their values hold until the lease (lease-jobs.ts) commits; rows other
- * claims hold are skipped, never waited for. Returns the rows (`CLAIMED_COLUMNS`), in claim order.
+ * claims hold are skipped, never waited for. Returns the rows (`CLAIMED_JOB_COLUMNS`), in claim order.
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { ClaimRequest } from '../../../engine/store.ts';
+import { CLAIMED_JOB_COLUMNS } from '../../shared/claimed-columns.ts';
 import { CLAIM_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
 import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
-/** The columns a claim reads of each job it leases (`claimedRecord`). */
-const CLAIMED_COLUMNS = [
-  'id',
-  'name',
-  'version',
-  'payload',
-  'attempts',
-  'max_attempts',
-  'lease_ms',
-  'progress',
-  'run_at',
-  'trace_context',
-] as const;
-
-export const CLAIMED_SELECT = CLAIMED_COLUMNS.join(', ');
+export const CLAIMED_SELECT = CLAIMED_JOB_COLUMNS.join(', ');
 
 /** `CLAIMED_SELECT` with each column read from the table aliased `alias`. */
 export function claimedSelectOf(alias: string): string {
-  return CLAIMED_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+  return CLAIMED_JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
 }
 
 /**
