@@ -178,12 +178,19 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
       timeoutMS: indexBuildTimeoutMS,
       replicaSet: server.replicaSet,
     });
+    const callLimitMs = (client.options?.serverSelectionTimeoutMS ?? serverSelectionTimeoutMS) + writeTimeoutMS;
     let notifier: ChangeStreamNotifier | undefined;
     if (notify && server.changeStreams) {
-      notifier = new ChangeStreamNotifier(db, names.wakeups, serverSelectionTimeoutMS, hosts, warnThroughNode);
+      notifier = new ChangeStreamNotifier(
+        db,
+        names.wakeups,
+        serverSelectionTimeoutMS,
+        hosts,
+        warnThroughNode,
+        callLimitMs,
+      );
       await notifier.ensureCollection();
     }
-    const callLimitMs = (client.options?.serverSelectionTimeoutMS ?? serverSelectionTimeoutMS) + writeTimeoutMS;
     return new MongoStore({ client, db, names, hosts, ownsClient, notifier, writeConcern, callLimitMs });
   } catch (error) {
     if (ownsClient) await client.close().catch(() => undefined);

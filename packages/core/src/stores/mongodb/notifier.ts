@@ -1,7 +1,8 @@
-import type { ChangeStream, Collection, Db } from 'mongodb';
+import type { BulkWriteOptions, ChangeStream, Collection, Db } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import type { ClosableNotifier } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { toWorkqError } from './errors.ts';
 import type { WakeupDocument } from './records.ts';
 import { WakeupPublisher } from './wakeup-publisher.ts';
@@ -50,14 +51,17 @@ export class ChangeStreamNotifier implements ClosableNotifier {
     readonly openTimeoutMs: number,
     private readonly hosts: string,
     private readonly warnOperator: NotifierWarn,
+    /** How long a wake-up's insert may take before it is abandoned (see `withCallLimit`). */
+    callLimitMs: number,
   ) {
     this.wakeups = db.collection<WakeupDocument>(collectionName);
     this.publisher = new WakeupPublisher({
       insert: async (messages) => {
-        await this.wakeups.insertMany(
-          messages.map((message) => ({ name: message })),
-          { ordered: true },
-        );
+        const docs = messages.map((message) => ({ name: message }));
+        await withCallLimit(callLimitMs, (signal) => {
+          const options: Abortable<BulkWriteOptions> = { ordered: true, signal };
+          return this.wakeups.insertMany(docs, options);
+        });
       },
       warn: (error) =>
         this.warnOperator(
