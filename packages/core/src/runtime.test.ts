@@ -1,12 +1,10 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { closedAfterEach } from '../test/support/fixtures.ts';
 import type { EventBatch } from './notify/event-hub.ts';
 import { createQueueRuntime, type QueueRuntime } from './runtime.ts';
 import { createPgliteStore } from './stores/postgres/index.ts';
 
-const open: QueueRuntime[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((runtime) => runtime.close()));
-});
+const open = closedAfterEach<QueueRuntime>();
 
 const dispatcher = { pollIntervalMs: 5_000, maxWaitMs: 10_000, maxBatchSize: 100 };
 

@@ -1,4 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedAfterEach } from '../../test/support/fixtures.ts';
 import { createEngine, type Engine, type EngineOptions } from '../engine/engine.ts';
 import type { CompleteAndClaim, Store } from '../engine/store.ts';
 import { WakeupBus } from '../notify/wakeup-bus.ts';
@@ -6,13 +7,10 @@ import { createPgliteStore } from '../stores/postgres/index.ts';
 import { ClaimDispatcher, type DispatchedClaim } from './claim-dispatcher.ts';
 
 let store: Store;
-const running: WakeupBus[] = [];
+const running = closedAfterEach<WakeupBus>();
 
 beforeAll(async () => {
   store = await createPgliteStore();
-});
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((bus) => bus.close()));
 });
 afterAll(() => store?.close());
 

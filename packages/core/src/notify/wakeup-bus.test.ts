@@ -1,4 +1,5 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { closedAfterEach } from '../../test/support/fixtures.ts';
 import { createEngine, type Engine } from '../engine/engine.ts';
 import type { Store, StoreNotifier } from '../engine/store.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
@@ -24,14 +25,10 @@ function sharedNotifier(): StoreNotifier & { published: string[] } {
 }
 
 let store: Store;
-const started: WakeupBus[] = [];
+const started = closedAfterEach<WakeupBus>();
 
 beforeAll(async () => {
   store = await createPgliteStore();
-});
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((wakeups) => wakeups.close()));
 });
 
 afterAll(() => store?.close());

@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { newJobId } from '../../src/engine/ids.ts';
 import type { NewJob } from '../../src/engine/store.ts';
 import { WorkqError } from '../../src/errors.ts';
@@ -64,4 +64,13 @@ export async function expectUnreachable(
   expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
   expect(error.message).toContain(names);
   expect(error.message).not.toContain(hides);
+}
+
+/** A list of what a test opens: everything on it is closed after each test of the calling file or block. */
+export function closedAfterEach<T extends { close(): Promise<unknown> }>(): T[] {
+  const open: T[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((item) => item.close()));
+  });
+  return open;
 }
