@@ -94,6 +94,22 @@ export async function execute(db: Queryable, sql: string, values: readonly unkno
 }
 
 /**
+ * Inserts `row` (column names, spliced into the statement, to values) into `table`, or, where a row with its
+ * key exists, sets every column but the first (the key) to the value in `row`. VALUES(col) works on MariaDB
+ * and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).
+ */
+export async function upsertRow(db: Queryable, table: string, row: Readonly<Record<string, unknown>>): Promise<void> {
+  const columns = Object.keys(row);
+  const updates = columns.slice(1).map((column) => `${column} = VALUES(${column})`);
+  await execute(
+    db,
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+     ON DUPLICATE KEY UPDATE ${updates.join(', ')}`,
+    Object.values(row),
+  );
+}
+
+/**
  * Runs `work` in one transaction on one connection: committed when it
  * resolves, rolled back when it throws. `readCommitted` takes no gap locks and
  * keeps locks only on rows that match, which claims rely on.

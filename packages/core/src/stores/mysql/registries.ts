@@ -1,5 +1,5 @@
 import type { SchemaEntry, WorkerPresence, WorkerRoom } from '../../engine/store.ts';
-import { execute, type Queryable, selectRows } from './connection.ts';
+import { execute, type Queryable, selectRows, upsertRow } from './connection.ts';
 import { readDate, sqlDate, writeJson } from './records.ts';
 import type { Tables } from './tables.ts';
 
@@ -98,24 +98,16 @@ export async function pruneWorkers(db: Queryable, t: Tables, seenBefore: Date): 
 
 /** Upserts a consumer's presence by its id. */
 async function upsertWorker(db: Queryable, t: Tables, worker: WorkerPresence): Promise<void> {
-  // VALUES(col) works on MariaDB and MySQL alike (MySQL 8 deprecates it in favour of an alias MariaDB lacks).
-  await execute(
-    db,
-    `INSERT INTO ${t.workers} (${WORKER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON DUPLICATE KEY UPDATE host = VALUES(host), name = VALUES(name), min_version = VALUES(min_version),
-       max_version = VALUES(max_version), seen_at = VALUES(seen_at), pid = VALUES(pid),
-       started_at = VALUES(started_at)`,
-    [
-      worker.id,
-      worker.host,
-      worker.name,
-      worker.minVersion,
-      worker.maxVersion,
-      sqlDate(worker.seenAt),
-      worker.pid,
-      worker.startedAt === null ? null : sqlDate(worker.startedAt),
-    ],
-  );
+  await upsertRow(db, t.workers, {
+    id: worker.id,
+    host: worker.host,
+    name: worker.name,
+    min_version: worker.minVersion,
+    max_version: worker.maxVersion,
+    seen_at: sqlDate(worker.seenAt),
+    pid: worker.pid,
+    started_at: worker.startedAt === null ? null : sqlDate(worker.startedAt),
+  });
 }
 
 /** Marks the consumers with these ids seen at `seenAt`, unless seen later already. */

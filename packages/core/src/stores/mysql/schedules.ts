@@ -1,6 +1,6 @@
 /** The schedules kept in the store and the last run of each schedule: see `ScheduleStore`. */
 import type { ScheduleRun, ScheduleStore, StoredSchedule } from '../../engine/store.ts';
-import { execute, type Queryable, selectRows } from './connection.ts';
+import { execute, type Queryable, selectRows, upsertRow } from './connection.ts';
 import { readDate, sqlDate, writeJson } from './records.ts';
 import type { Tables } from './tables.ts';
 
@@ -14,23 +14,16 @@ function parseJson(value: unknown): unknown {
 export function mysqlSchedules(db: Queryable, t: Tables): ScheduleStore {
   return {
     async upsertSchedule(schedule: StoredSchedule): Promise<void> {
-      await execute(
-        db,
-        `INSERT INTO ${t.schedules} (${SCHEDULE_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON DUPLICATE KEY UPDATE cron = VALUES(cron), timezone = VALUES(timezone), name = VALUES(name),
-           version = VALUES(version), payload = VALUES(payload), options = VALUES(options),
-           updated_at = VALUES(updated_at)`,
-        [
-          schedule.key,
-          schedule.cron,
-          schedule.timezone,
-          schedule.name,
-          schedule.version,
-          writeJson(schedule.payload),
-          schedule.options === null ? null : writeJson(schedule.options),
-          sqlDate(schedule.updatedAt),
-        ],
-      );
+      await upsertRow(db, t.schedules, {
+        schedule_key: schedule.key,
+        cron: schedule.cron,
+        timezone: schedule.timezone,
+        name: schedule.name,
+        version: schedule.version,
+        payload: writeJson(schedule.payload),
+        options: schedule.options === null ? null : writeJson(schedule.options),
+        updated_at: sqlDate(schedule.updatedAt),
+      });
     },
 
     async removeSchedule(key: string): Promise<boolean> {
