@@ -25,6 +25,12 @@ const calls: Record<string, (store: Store) => Promise<(store: Store) => Promise<
     return (opened) => opened.moveJob(lease, newJob('next'), new Date());
   },
   getJob: async () => (store) => store.getJob('cut'),
+  wakeup: async (store) => {
+    const notifier = store.notifier;
+    if (!notifier) throw new Error('the store has no notifier');
+    await notifier.publish('warm');
+    return () => notifier.publish('cut');
+  },
 };
 
 function claimOf(name: string): ClaimRequest {
@@ -60,7 +66,7 @@ it.each(Object.entries(calls))(
     url.searchParams.set('wtimeoutMS', '300');
     let store: Store | undefined;
     try {
-      store = await createMongoStore({ url: url.toString(), notify: false });
+      store = await createMongoStore({ url: url.toString() });
       // The pool now holds an idle connection through the proxy.
       await store.insertJobs([newJob('before')]);
       const call = await prepare(store);
