@@ -16,6 +16,19 @@ import { newJob, rejection } from './support/fixtures.ts';
 const calls: Record<string, (store: Store) => Promise<(store: Store) => Promise<unknown>>> = {
   insert: async () => (store) => store.insertJobs([newJob('cut')]),
   debounce: async () => (store) => store.debounceJobs([newJob('cut', { debounceKey: 'k' })]),
+  claim: async (store) => {
+    // A claim before the cut measures the database clock, so the claim's own write is what meets the cut.
+    await store.claimJobs(claimOf('cut'));
+    await store.insertJobs([newJob('cut')]);
+    return (opened) => opened.claimJobs(claimOf('cut'));
+  },
+  limitedClaim: async (store) => {
+    // A limit makes the claim the fenced transaction; a claim before the cut measures the database clock.
+    await store.updateQueueSettings('cut', { concurrency: 5 }, new Date());
+    await store.claimLimitedJobs(claimOf('cut'));
+    await store.insertJobs([newJob('cut')]);
+    return (opened) => opened.claimLimitedJobs(claimOf('cut'));
+  },
   ack: async (store) => {
     const lease = await claimed(store);
     return (opened) => opened.completeJobs([{ ...lease, result: 'done' }], new Date());

@@ -1,6 +1,14 @@
-import type { AnyBulkWriteOperation, Collection, Filter } from 'mongodb';
+import type {
+  AnyBulkWriteOperation,
+  BulkWriteOptions,
+  Collection,
+  Filter,
+  FindOneAndUpdateOptions,
+  UpdateOptions,
+} from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, JobRecord } from '../../engine/store.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { CLAIM_INDEX, CLAIM_INDEX_KEY, DELAYED_INDEX } from './indexes.ts';
 import { giveBackLeases } from './leases.ts';
 import { CLAIM_SORT, type JobDocument, literal, toJobRecord } from './records.ts';
@@ -41,15 +49,24 @@ export function versionsOf(request: ClaimRequest): Filter<JobDocument>['version'
  * fails, the jobs leased under the token are given back before the error
  * is reported (through a failover too, see `giveBackLeases`; with each
  * job's own lease, for the engine's default lease), so none stays leased to
- * a claim that was never answered.
+ * a claim that was never answered. Each call to the server is abandoned after `limitMs` (see
+ * `withCallLimit`).
  */
-export async function claimJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
-  await promoteDueJobs(jobs, String(request.name), request.now);
-  return claimReadyJobs(jobs, request);
+export async function claimJobs(
+  jobs: Collection<JobDocument>,
+  request: ClaimRequest,
+  limitMs: number,
+): Promise<JobRecord[]> {
+  await promoteDueJobs(jobs, String(request.name), request.now, limitMs);
+  return claimReadyJobs(jobs, request, limitMs);
 }
 
 /** `claimJobs` once the name's due jobs have been promoted: the rounds, the read-back and the give-back. */
-export async function claimReadyJobs(jobs: Collection<JobDocument>, request: ClaimRequest): Promise<JobRecord[]> {
+export async function claimReadyJobs(
+  jobs: Collection<JobDocument>,
+  request: ClaimRequest,
+  limitMs: number,
+): Promise<JobRecord[]> {
   const limit = Math.floor(request.limit);
   const version = versionsOf(request);
   if (!(limit > 0) || version === null) return [];
@@ -57,15 +74,14 @@ export async function claimReadyJobs(jobs: Collection<JobDocument>, request: Cla
   const token = String(request.leaseToken);
   const ready = { state: 'waiting' as const, name, version, runAt: { $lte: request.now } };
   try {
-    const leased = await leaseReadyJobs(jobs, request, ready, limit);
+    const leased = await leaseReadyJobs(jobs, request, ready, limit, limitMs);
     if (leased.length === 0) return [];
-    const claimed = await jobs
-      .find({ _id: { $in: leased }, name, leaseToken: token, state: 'active' }, { sort: CLAIM_SORT })
-      .toArray();
+    const mine = { _id: { $in: leased }, name, leaseToken: token, state: 'active' as const };
+    const claimed = await withCallLimit(limitMs, (signal) => jobs.find(mine, { sort: CLAIM_SORT, signal }).toArray());
     return claimed.map((doc) => toJobRecord(doc as JobDocument));
   } catch (error) {
     const leaseMs = request.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs;
-    await giveBackLeases(jobs, { name, token, now: request.now, leaseMs });
+    await giveBackLeases(jobs, { name, token, now: request.now, leaseMs }, limitMs);
     throw error;
   }
 }
@@ -89,7 +105,7 @@ const promoting = new WeakMap<Collection<JobDocument>, Map<string, Promise<void>
  * cross-server lock would add two majority writes to every promoting claim
  * to save one bounded update.
  */
-export function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+export function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now: Date, limitMs: number): Promise<void> {
   let byName = promoting.get(jobs);
   if (!byName) {
     byName = new Map();
@@ -97,19 +113,25 @@ export function promoteDueJobs(jobs: Collection<JobDocument>, name: string, now:
   }
   const running = byName.get(name);
   if (running) return running;
-  const promotion = promoteBatches(jobs, name, now).finally(() => byName.delete(name));
+  const promotion = promoteBatches(jobs, name, now, limitMs).finally(() => byName.delete(name));
   byName.set(name, promotion);
   return promotion;
 }
 
-async function promoteBatches(jobs: Collection<JobDocument>, name: string, now: Date): Promise<void> {
+async function promoteBatches(jobs: Collection<JobDocument>, name: string, now: Date, limitMs: number): Promise<void> {
   const due = { state: 'delayed' as const, name, runAt: { $lte: now } };
   for (;;) {
-    const found = await jobs
-      .find(due, { projection: { _id: 1 }, sort: { runAt: 1 }, limit: PROMOTION_BATCH, hint: DELAYED_INDEX })
-      .toArray();
+    const found = await withCallLimit(limitMs, (signal) =>
+      jobs
+        .find(due, { projection: { _id: 1 }, sort: { runAt: 1 }, limit: PROMOTION_BATCH, hint: DELAYED_INDEX, signal })
+        .toArray(),
+    );
     if (found.length === 0) return;
-    await jobs.updateMany({ ...due, _id: { $in: found.map((job) => job._id) } }, { $set: { state: 'waiting' } });
+    const dueFound = { ...due, _id: { $in: found.map((job) => job._id) } };
+    await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<UpdateOptions> = { signal };
+      return jobs.updateMany(dueFound, { $set: { state: 'waiting' } }, options);
+    });
     if (found.length < PROMOTION_BATCH) return;
   }
 }
@@ -120,32 +142,43 @@ async function leaseReadyJobs(
   request: ClaimRequest,
   ready: Filter<JobDocument>,
   limit: number,
+  limitMs: number,
 ): Promise<string[]> {
   const lease = leaseUpdate(request);
   const tried: string[] = [];
   let leased = 0;
   let lost = false;
   for (let round = 0; round < MAX_ROUNDS && leased < limit; round++) {
-    const candidates = await jobs
-      .find(ready, { sort: CLAIM_SORT, limit: limit - leased, projection: { _id: 1 }, hint: CLAIM_INDEX })
-      .toArray();
+    const missing = limit - leased;
+    const candidates = await withCallLimit(limitMs, (signal) =>
+      jobs
+        .find(ready, { sort: CLAIM_SORT, limit: missing, projection: { _id: 1 }, hint: CLAIM_INDEX, signal })
+        .toArray(),
+    );
     const ids = candidates.map((doc) => doc._id);
     if (ids.length === 0) return tried;
     tried.push(...ids);
     const writes: AnyBulkWriteOperation<JobDocument>[] = ids.map((_id) => ({
       updateOne: { filter: { ...ready, _id }, update: lease },
     }));
-    const { modifiedCount } = await jobs.bulkWrite(writes, { ordered: false });
+    const { modifiedCount } = await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+      return jobs.bulkWrite(writes, options);
+    });
     leased += modifiedCount;
     lost = modifiedCount < ids.length;
     if (!lost) return tried;
   }
   // Competing claims took every round's candidates: one job at a time, each leased atomically where it is found.
   while (lost && leased < limit) {
-    const doc = await jobs.findOneAndUpdate(ready, lease, {
-      sort: CLAIM_SORT,
-      hint: CLAIM_INDEX_KEY,
-      projection: { _id: 1 },
+    const doc = await withCallLimit(limitMs, (signal) => {
+      const options: Abortable<FindOneAndUpdateOptions> = {
+        sort: CLAIM_SORT,
+        hint: CLAIM_INDEX_KEY,
+        projection: { _id: 1 },
+        signal,
+      };
+      return jobs.findOneAndUpdate(ready, lease, options);
     });
     if (!doc) break;
     tried.push(doc._id);

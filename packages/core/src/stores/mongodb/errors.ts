@@ -135,6 +135,7 @@ export function isTransient(thrown: unknown): boolean {
     thrown instanceof MongoBulkWriteError && thrown.errorResponse instanceof Error ? thrown.errorResponse : thrown;
   if (isWriteTimeout(error)) return false;
   return (
+    error instanceof CallAbandoned ||
     error instanceof MongoServerSelectionError ||
     isConnectionLost(error) ||
     isStepDown(error) ||

@@ -14,18 +14,19 @@
  * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
  * claimed without the transaction (see `claimLimitedJobs`).
  */
-import type { Collection, MongoClient } from 'mongodb';
+import type { Collection, FindOneAndUpdateOptions, MongoClient, UpdateOptions } from 'mongodb';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, JobRecord, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { claimJobs, claimReadyJobs, promoteDueJobs } from './claim-jobs.ts';
 import { isTransactionUnsupportedError, isWriteConflict } from './errors.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { giveBackLeases } from './leases.ts';
 import { claimSteps } from './limited-claim-steps.ts';
 import { RateBuckets } from './rate-buckets.ts';
-import { commitWithin, transactionOptions } from './transactions.ts';
+import { commitWithin, runTransaction } from './transactions.ts';
 
 export type { FlowCollections, QueueGroupDocument, QueueSettingsDocument } from './flow-documents.ts';
 
@@ -47,11 +48,14 @@ const SETTINGS_PROJECTION = { paused: 1, concurrency: 1, rateLimit: 1, groupConc
 /** See `FlowControlStore.listQueueSettings`. */
 export async function listQueueSettings(
   settings: Collection<QueueSettingsDocument>,
-  name?: string,
+  name: string | undefined,
+  limitMs: number,
 ): Promise<QueueSettings[]> {
-  const docs = await settings
-    .find(name === undefined ? {} : { _id: name }, { sort: { _id: 1 }, projection: SETTINGS_PROJECTION })
-    .toArray();
+  const docs = await withCallLimit(limitMs, (signal) =>
+    settings
+      .find(name === undefined ? {} : { _id: name }, { sort: { _id: 1 }, projection: SETTINGS_PROJECTION, signal })
+      .toArray(),
+  );
   return docs.map((doc) => toSettings(doc as QueueSettingsDocument));
 }
 
@@ -61,6 +65,7 @@ export async function updateQueueSettings(
   name: string,
   change: QueueSettingsChange,
   now: Date,
+  limitMs: number,
 ): Promise<QueueSettings> {
   const set: Partial<QueueSettingsDocument> = { updatedAt: now };
   const defaults: Partial<QueueSettingsDocument> = {
@@ -79,11 +84,15 @@ export async function updateQueueSettings(
   if (change.groupConcurrency !== undefined) set.groupConcurrency = change.groupConcurrency;
   if (change.grouped) set.grouped = true;
   for (const key of Object.keys(set)) delete defaults[key as keyof QueueSettingsDocument];
-  const doc = await settings.findOneAndUpdate(
-    { _id: name },
-    { $set: set, $setOnInsert: defaults },
-    { upsert: true, returnDocument: 'after', projection: SETTINGS_PROJECTION },
-  );
+  const doc = await withCallLimit(limitMs, (signal) => {
+    const options: Abortable<FindOneAndUpdateOptions> = {
+      upsert: true,
+      returnDocument: 'after',
+      projection: SETTINGS_PROJECTION,
+      signal,
+    };
+    return settings.findOneAndUpdate({ _id: name }, { $set: set, $setOnInsert: defaults }, options);
+  });
   return toSettings(doc as QueueSettingsDocument);
 }
 
@@ -104,12 +113,12 @@ function holdsBack(settings: QueueSettingsDocument): boolean {
  */
 export async function claimJobsUnlessHeld(c: FlowCollections, request: ClaimRequest): Promise<JobRecord[] | null> {
   const name = String(request.name);
-  const [settings] = await Promise.all([
-    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION }) as Promise<QueueSettingsDocument | null>,
-    promoteDueJobs(c.jobs, name, request.now),
-  ]);
+  const readSettings = withCallLimit(c.limitMs, (signal) =>
+    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
+  ) as Promise<QueueSettingsDocument | null>;
+  const [settings] = await Promise.all([readSettings, promoteDueJobs(c.jobs, name, request.now, c.limitMs)]);
   if (settings !== null && (holdsBack(settings) || settings.grouped)) return null;
-  return claimReadyJobs(c.jobs, { ...request, name });
+  return claimReadyJobs(c.jobs, { ...request, name }, c.limitMs);
 }
 
 /**
@@ -123,15 +132,17 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
   const named = { ...request, name: String(request.name) };
   // Due delayed jobs move into the claim index first: bounded, shared by the store's claims, and outside the
   // transaction, whose retries would repeat it.
-  await promoteDueJobs(c.jobs, named.name, named.now);
-  const settings = (await c.settings.findOne({ _id: named.name })) as QueueSettingsDocument | null;
+  await promoteDueJobs(c.jobs, named.name, named.now, c.limitMs);
+  const settings = (await withCallLimit(c.limitMs, (signal) =>
+    c.settings.findOne({ _id: named.name }, { signal }),
+  )) as QueueSettingsDocument | null;
   const claim =
     settings === null
       ? null
       : holdsBack(settings)
         ? (refusedAsRead(settings, named.now) ?? (await inTurn(c.client, named.name, () => claimFenced(c, named))))
         : await claimTurns(c, named, settings);
-  return claim ?? { jobs: await claimJobs(c.jobs, named), paused: false, nextStartAt: null };
+  return claim ?? { jobs: await claimJobs(c.jobs, named, c.limitMs), paused: false, nextStartAt: null };
 }
 
 /**
@@ -189,7 +200,10 @@ async function claimFenced(c: FlowCollections, request: ClaimRequest): Promise<L
     }
     // Outside a transaction, a write of a document a transaction holds waits until that transaction ends, so
     // this claim runs again as soon as the fence is free. Its write concern is 1: it only waits.
-    await c.settings.updateOne({ _id: request.name }, { $inc: { fence: 1 } }, { writeConcern: { w: 1 } });
+    await withCallLimit(c.limitMs, (signal) => {
+      const options: Abortable<UpdateOptions> = { writeConcern: { w: 1 }, signal };
+      return c.settings.updateOne({ _id: request.name }, { $inc: { fence: 1 } }, options);
+    });
   }
 }
 
@@ -205,13 +219,13 @@ class FenceTaken extends Error {}
  * stands free between claims, and a claim that keeps losing falls ever further behind, its `now` with it.
  */
 async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promise<LimitedClaim | null> {
-  const session = c.client.startSession();
   let committing = false;
   try {
-    return await session.withTransaction(async () => {
+    return await runTransaction(c.client, c.writeConcern, c.limitMs, async (session, signal) => {
       committing = false;
+      const options: Abortable<FindOneAndUpdateOptions> = { session, signal, returnDocument: 'after' };
       const doc = await c.settings
-        .findOneAndUpdate({ _id: request.name }, { $inc: { fence: 1 } }, { session, returnDocument: 'after' })
+        .findOneAndUpdate({ _id: request.name }, { $inc: { fence: 1 } }, options)
         .catch((error: unknown) => {
           throw isWriteConflict(error) ? new FenceTaken('the fence is held by another claim', { cause: error }) : error;
         });
@@ -220,7 +234,7 @@ async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promi
         ? await claimUnderSettings(
             request,
             toFlowState(settings),
-            claimSteps(c, request, session, RateBuckets.stored(settings.rateLimit, settings)),
+            claimSteps(c, request, { session, signal }, RateBuckets.stored(settings.rateLimit, settings)),
           )
         : null;
       // Nothing leased, nothing to commit: an abort costs no majority write.
@@ -230,7 +244,7 @@ async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promi
         await commitWithin(session, c.writeConcern);
       }
       return claim;
-    }, transactionOptions(c.writeConcern));
+    });
   } catch (error) {
     if (isTransactionUnsupportedError(error)) {
       throw new WorkqError(
@@ -242,8 +256,6 @@ async function claimFencedOnce(c: FlowCollections, request: ClaimRequest): Promi
     // The commit may have been applied, its answer lost: the leases go back before the error is reported.
     if (committing) await giveBack(c, request);
     throw error;
-  } finally {
-    await session.endSession();
   }
 }
 
@@ -271,5 +283,9 @@ async function claimTurns(
 /** Gives back whatever the claim leased (see `giveBackLeases`). */
 function giveBack(c: FlowCollections, request: ClaimRequest): Promise<void> {
   const leaseMs = request.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs;
-  return giveBackLeases(c.jobs, { name: request.name, token: String(request.leaseToken), now: request.now, leaseMs });
+  return giveBackLeases(
+    c.jobs,
+    { name: request.name, token: String(request.leaseToken), now: request.now, leaseMs },
+    c.limitMs,
+  );
 }

@@ -38,4 +38,6 @@ export interface FlowCollections {
   writeConcern: WriteConcernSettings;
   /** Host list for error messages (never credentials). */
   hosts: string;
+  /** How long each call to the server may take before it is abandoned (see `withCallLimit`). */
+  limitMs: number;
 }

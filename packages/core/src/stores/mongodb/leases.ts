@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Collection, Filter } from 'mongodb';
+import type { Collection, Filter, UpdateOptions } from 'mongodb';
 import type { LeaseRef } from '../../engine/store.ts';
 import { LEASE_TOKEN_MAX_CHARS } from '../../jobs.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isTransient } from './errors.ts';
 import { type JobDocument, stringOrNull } from './records.ts';
 
@@ -58,22 +59,28 @@ const GIVE_BACK_MAX_PAUSE_MS = 2_000;
  * (a failover: no primary, a lost connection, a step-down) until `leaseMs`
  * has passed, when the leases would have expired and the sweep takes the
  * jobs back anyway. Other failures are the caller's to report; a give-back
- * that still fails is not reported, since the claim's own error is.
+ * that still fails is not reported, since the claim's own error is. Each try is abandoned after `limitMs`
+ * (see `withCallLimit`), and tried again like a lost connection.
  */
 export async function giveBackLeases(
   jobs: Collection<JobDocument>,
   lease: { name: string; token: string; now: Date; leaseMs: number },
+  limitMs: number,
 ): Promise<void> {
   const deadline = Date.now() + lease.leaseMs;
   for (let pause = GIVE_BACK_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, GIVE_BACK_MAX_PAUSE_MS)) {
     try {
-      await jobs.updateMany(
-        { name: lease.name, state: 'active', leaseToken: lease.token },
-        {
-          $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: lease.now },
-          $inc: { attempts: -1 },
-        },
-      );
+      await withCallLimit(limitMs, (signal) => {
+        const options: Abortable<UpdateOptions> = { signal };
+        return jobs.updateMany(
+          { name: lease.name, state: 'active', leaseToken: lease.token },
+          {
+            $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: lease.now },
+            $inc: { attempts: -1 },
+          },
+          options,
+        );
+      });
       return;
     } catch (error) {
       const left = deadline - Date.now();

@@ -142,6 +142,7 @@ export class MongoStore implements Store {
       client: parts.client,
       writeConcern: parts.writeConcern,
       hosts: parts.hosts,
+      limitMs: parts.callLimitMs,
       jobs: this.jobs,
       settings: parts.db.collection<QueueSettingsDocument>(parts.names.queueSettings),
       groups: parts.db.collection<QueueGroupDocument>(parts.names.queueGroups),
@@ -165,7 +166,9 @@ export class MongoStore implements Store {
   }
 
   claimJobs(request: ClaimRequest) {
-    return this.run('claim', async () => claimJobs(this.jobs, await this.leaseRequest(request)));
+    return this.run('claim', async () =>
+      claimJobs(this.jobs, await this.leaseRequest(request), this.parts.callLimitMs),
+    );
   }
 
   claimJobsUnlessHeld(request: ClaimRequest) {
@@ -173,11 +176,13 @@ export class MongoStore implements Store {
   }
 
   listQueueSettings(name?: string): Promise<QueueSettings[]> {
-    return this.run('listQueueSettings', () => listQueueSettings(this.flow.settings, name));
+    return this.run('listQueueSettings', () => listQueueSettings(this.flow.settings, name, this.parts.callLimitMs));
   }
 
   updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
-    return this.run('updateQueueSettings', () => updateQueueSettings(this.flow.settings, name, change, now));
+    return this.run('updateQueueSettings', () =>
+      updateQueueSettings(this.flow.settings, name, change, now, this.parts.callLimitMs),
+    );
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
