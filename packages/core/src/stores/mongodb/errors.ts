@@ -127,8 +127,11 @@ export function isStepDown(error: unknown): boolean {
  * Whether a call failed without reaching a primary that applied it: no
  * server selected, the connection lost, a primary stepping down, or a
  * failure the driver labels retryable. Repeating an idempotent write after
- * such a failure is how it gets applied once a primary is back. A majority
- * that did not acknowledge in time is not one: the primary applied that write.
+ * such a failure is how it gets applied once a primary is back. A call the
+ * store abandoned after its limit (`CallAbandoned`) counts as well: it may
+ * have been applied, which the repeat of an idempotent write does not mind.
+ * A majority that did not acknowledge in time is not one: the primary
+ * applied that write.
  */
 export function isTransient(thrown: unknown): boolean {
   const error =
