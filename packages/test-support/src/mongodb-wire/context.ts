@@ -62,15 +62,17 @@ export function planned(
   const hint = options.hint as string | Record<string, unknown> | undefined;
   const data = context.primary.collection(context.db, coll);
   const noHint = hint === undefined || (typeof hint === 'object' && Object.keys(hint).length === 0);
-  const cost = () =>
-    data && context.primary.costQueries
-      ? planQuery(data.plannedIndexes(), data.docs.size, {
-          filter,
-          sort: options.sort,
-          limit: options.limit,
-          hint: noHint ? undefined : (hint as string | Record<string, 1 | -1>),
-        })
-      : undefined;
+  const cost = () => {
+    if (!context.primary.costQueries) return undefined;
+    // The server answers a query on a collection that does not exist with an EOF plan that examines nothing.
+    if (!data) return { index: 'EOF', examined: 0, sortedByIndex: false };
+    return planQuery(data.plannedIndexes(), data.docs.size, {
+      filter,
+      sort: options.sort,
+      limit: options.limit,
+      hint: noHint ? undefined : (hint as string | Record<string, 1 | -1>),
+    });
+  };
   const query = { collection: coll, filter, ...(hint === undefined ? {} : { hint }) };
   if (noHint) {
     context.record.queries.push({ ...query, plan: cost() });

@@ -5,7 +5,7 @@ import { type Doc, type IndexSpec, valueAt } from './data.ts';
 
 /** How the double runs one query: through which index (or a collection scan), and at what cost. */
 export interface QueryPlan {
-  /** The index name, or `'COLLSCAN'`. */
+  /** The index name, `'COLLSCAN'`, or `'EOF'` for a collection that does not exist. */
   index: string;
   /** Index keys examined (documents, for a collection scan), as `explain` counts `totalKeysExamined`. */
   examined: number;
