@@ -97,18 +97,20 @@ export class LeasedJobs {
     const done = new Set(completedIds);
     for (const id of done) this.listeners.emitFinished(id, 'completed');
     const shared = idsUnderSeveralLeases(items.filter(({ id }) => done.has(id)));
+    this.events.completed(
+      items.filter(({ id }) => done.has(id) && !shared.has(id)),
+      now,
+    );
     const completedBy = await this.completedLeases(items.filter(({ id }) => !done.has(id) || shared.has(id)));
     const outcomes = items.map(({ id, leaseToken }) => {
       const byThisLease = completedBy.get(id) === leaseToken;
       const ok = done.has(id) && (!shared.has(id) || byThisLease);
       return { id, ok, repeated: !done.has(id) && byThisLease };
     });
-    if (this.events.listening) {
-      this.events.completed(
-        items.filter((_, index) => outcomes[index]?.ok),
-        now,
-      );
-    }
+    this.events.completed(
+      items.filter(({ id }, index) => shared.has(id) && outcomes[index]?.ok),
+      now,
+    );
     return outcomes;
   }
 
