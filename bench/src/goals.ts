@@ -71,6 +71,16 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
       detail: describe(core, raw, 'jobs/s'),
     });
   }
+  for (const c of [10, 50]) {
+    const core = value('workq-core-mariadb', 'drain', c);
+    const raw = value('raw-sql-mariadb', 'drain', c);
+    goals.push({
+      goal: `drain c=${c}, workq core in-process on MariaDB ≥ 0.8× raw-SQL baseline on MariaDB`,
+      ratio: speedRatio(core, raw, 'jobs/s'),
+      target: 0.8,
+      detail: describe(core, raw, 'jobs/s'),
+    });
+  }
   const bulk = 'enqueue, bulk 1,000 per call';
   const bestBulk = bestOf(['bullmq-redis', ...PG_PEERS], bulk, undefined, 'jobs/s');
   const sdkBulk = value('workq-sdk-pg', bulk);

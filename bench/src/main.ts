@@ -23,6 +23,7 @@ import { bullmqSystem } from './systems/bullmq.ts';
 import { graphileWorkerSystem } from './systems/graphile-worker.ts';
 import { pgBossSystem } from './systems/pg-boss.ts';
 import { rawSqlSystem } from './systems/raw-sql.ts';
+import { rawSqlMariadbSystem } from './systems/raw-sql-mariadb.ts';
 import type { BenchSystem } from './systems/types.ts';
 import { workqCoreSystem } from './systems/workq-core.ts';
 import { workqSdkSystem } from './systems/workq-sdk.ts';
@@ -69,6 +70,7 @@ const allSystems: BenchSystem[] = [
   pgBossSystem,
   graphileWorkerSystem,
   rawSqlSystem,
+  rawSqlMariadbSystem,
 ];
 const pickSystem = pickedBy(
   config.only,

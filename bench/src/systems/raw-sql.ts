@@ -14,6 +14,24 @@ interface RawJob {
 }
 
 /**
+ * How the raw baselines consume: batches from `claim`, each acked by `ack` in one statement. No NOTIFY (on
+ * PostgreSQL it serializes committing transactions on a global lock): an idle consumer polls every 5 ms.
+ */
+export function pollingConsumer<J extends { n: number }>(
+  claim: (limit: number) => Promise<J[]>,
+  ack: (jobs: J[]) => Promise<void>,
+): QueueUnderTest['consume'] {
+  return async (concurrency, onJob) =>
+    startBatchConsumer({
+      concurrency,
+      claim,
+      handle: (job) => onJob(job.n),
+      ack,
+      waitForWork: () => sleep(IDLE_POLL_MS),
+    });
+}
+
+/**
  * The limit of the database itself: a minimal job table, claim with
  * `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING` in
  * batches of up to 50, one `UPDATE … WHERE id = ANY(…)` ack per batch; an
@@ -51,15 +69,7 @@ async function openRawQueue(tag: string): Promise<QueueUnderTest> {
         [from, from + count - 1],
       );
     },
-    consume: async (concurrency, onJob) =>
-      startBatchConsumer({
-        concurrency,
-        claim,
-        handle: (job) => onJob(job.n),
-        ack,
-        // No NOTIFY: it serializes committing transactions on a global lock. An idle consumer polls every 5 ms.
-        waitForWork: () => sleep(IDLE_POLL_MS),
-      }),
+    consume: pollingConsumer(claim, ack),
     countCompleted: async () =>
       Number((await pool.query<{ c: string }>(`SELECT count(*) AS c FROM ${t} WHERE state = 2`)).rows[0]?.c),
     seedReady: async (count) => {
