@@ -22,6 +22,11 @@ export interface RunConfig {
   claimSamples: number;
   /** Finished jobs kept as history in the history-drain scenario. */
   historyJobs: number;
+  /** Offered rates of the steady-load scenarios, jobs per second. */
+  steadyRates: readonly number[];
+  /** Steady load's timed span at each rate, after `steadyWarmupMs` at the same rate that no figure counts. */
+  steadyDurationMs: number;
+  steadyWarmupMs: number;
   /** Only the systems these pick (comma list; see `pickedBy`), if given. */
   only: readonly string[];
   /** Only the scenarios these pick (comma list; see `pickedBy`), if given. */
@@ -47,7 +52,17 @@ export const USAGE = `Usage: pnpm bench [options]
   --repetitions=N         interleaved repetitions of every scenario
   --cpu                   CPU per job by process
   --profile               CPU profiles and per-round-trip timings
-  --help                  this text`;
+  --help                  this text
+
+Scenarios (ids for --scenarios): enqueue-one, enqueue-inflight, enqueue-bulk, drain-c1, drain-c10, drain-c50,
+latency, claim-<ready>, drain-history, drain-events, drain-events-20, flow-groups, flow-concurrency, flow-claim,
+steady-1000, steady-3000.
+  steady-<rate>           steady load: a producer enqueues one job at a time at <rate>/s on an open-loop
+                          schedule (a late send goes at once and counts late, none is skipped) for 20 s (5 s
+                          with --quick) after 1 s of warm-up, while a consumer at concurrency 50 drains; each
+                          job timed from when its send was due to its handler's start. Rows: achieved rate,
+                          p50, p99, max, p99 of the first and last third, the producer's send lag p99.
+                          Runs on workq-sdk-pg, workq-sdk-mariadb, bullmq-redis, pg-boss-pg, graphile-worker-pg.`;
 
 /**
  * The configuration `argv` asks for, or `null` when it asks for help. An unknown option throws rather than
@@ -84,6 +99,9 @@ export function resolveConfig(argv: readonly string[]): RunConfig | null {
     claimSizes: quick ? [1_000, 10_000] : [1_000, 100_000, 1_000_000],
     claimSamples: quick ? 50 : 300,
     historyJobs: quick ? 10_000 : 1_000_000,
+    steadyRates: [1_000, 3_000],
+    steadyDurationMs: quick ? 5_000 : 20_000,
+    steadyWarmupMs: 1_000,
     only: list(values.only),
     scenarios: list(values.scenarios),
     profile: values.profile === true,

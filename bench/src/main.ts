@@ -18,6 +18,7 @@ import { enqueueScenario } from './scenarios/enqueue.ts';
 import { eventsDrainScenario } from './scenarios/events-drain.ts';
 import { flowScenario, limitedClaimScenario } from './scenarios/flow.ts';
 import { latencyScenario } from './scenarios/latency.ts';
+import { steadyLoadScenario } from './scenarios/steady-load.ts';
 import type { Scenario } from './scenarios/types.ts';
 import { bullmqSystem } from './systems/bullmq.ts';
 import { graphileWorkerSystem } from './systems/graphile-worker.ts';
@@ -60,8 +61,10 @@ const profileDir = `${RESULTS}profiles`;
 if (config.profile) await mkdir(profileDir, { recursive: true });
 const stopCpuProfile = config.profile ? await startCpuProfile() : undefined;
 
+const sdkOptions = { timeRoundTrips: config.profile, ...(config.profile ? { cpuProfileDir: profileDir } : {}) };
 const allSystems: BenchSystem[] = [
-  workqSdkSystem({ timeRoundTrips: config.profile, ...(config.profile ? { cpuProfileDir: profileDir } : {}) }),
+  workqSdkSystem('pg', sdkOptions),
+  workqSdkSystem('mariadb', sdkOptions),
   workqCoreSystem('pg', { timeRoundTrips: config.profile }),
   workqCoreSystem('pglite', { timeRoundTrips: false }),
   workqCoreSystem('mariadb', { timeRoundTrips: false }),
@@ -92,6 +95,7 @@ const allScenarios: Scenario[] = [
   flowScenario('groups'),
   flowScenario('concurrency'),
   limitedClaimScenario(1000),
+  ...config.steadyRates.map(steadyLoadScenario),
 ];
 const pickScenario = pickedBy(
   config.scenarios,
@@ -185,6 +189,7 @@ function runOrder<T>(items: readonly T[], rep: number): T[] {
 for (let rep = 1; rep <= config.repetitions; rep++) {
   for (const scenario of scenarios) {
     for (const system of runOrder(systems, rep)) {
+      if (scenario.systems && !scenario.systems.includes(system.id)) continue;
       if (scenario.needs && !system.supports[scenario.needs]) {
         const reason = system.notAvailable?.[scenario.needs] ?? 'not supported';
         for (const row of scenario.rows(config)) table.mark(system.id, row, 'not available', reason);

@@ -16,6 +16,8 @@ export interface Scenario {
   id: string;
   /** Which capability it needs; systems without it get a "not available" row. */
   needs?: 'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim';
+  /** The only systems it runs on, where it compares a chosen set; the others get no row for it. */
+  systems?: readonly string[];
   /** The rows it reports, for "not available" / "failed" rows. */
   rows(config: RunConfig): Omit<Measurement, 'value'>[];
   /** Runs on a fresh queue; throws if the run's own checks fail. */

@@ -1,9 +1,9 @@
 import { type ClaimedJob, createEngine, type Engine, newLeaseToken, openStore } from '@workq/core/engine';
-import mysql from 'mysql2/promise';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { startBatchConsumer, WakeSignal } from './batch-consumer.ts';
 import { BENCH_JOB, PLAIN_TWIN_JOB } from './bench-jobs.ts';
 import { timeClaimOne } from './claim-one.ts';
+import { createDatabase, dropDatabase } from './mariadb-admin.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timeStore } from './round-trips.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
@@ -24,17 +24,7 @@ async function prepareStore(backend: Backend, tag: string): Promise<OpenedStore>
     return { url: `${SERVICES.postgresUrl}?schema=${schema}`, schema, drop: () => dropSchema(schema) };
   }
   const database = schemaName(`wq_${RUN_ID}`, tag);
-  const admin = await mysql.createConnection(SERVICES.mysqlUrl);
-  await admin.query(`CREATE DATABASE \`${database}\``);
-  await admin.end();
-  return {
-    url: `${SERVICES.mysqlUrl}/${database}`,
-    drop: async () => {
-      const conn = await mysql.createConnection(SERVICES.mysqlUrl);
-      await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-      await conn.end();
-    },
-  };
+  return { url: await createDatabase(database), drop: () => dropDatabase(database) };
 }
 
 /** Enqueue, claim and ack straight through `Engine`, in this process, with no HTTP. */

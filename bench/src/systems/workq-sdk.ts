@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from '@workq/sdk';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { benchJobs } from './bench-jobs.ts';
+import { createDatabase, dropDatabase, mariadbQuery } from './mariadb-admin.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timedFetch } from './round-trips.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
@@ -89,14 +90,53 @@ class ServerHost {
   }
 }
 
-/** The product path: SDK producer and consumer in this process, over tRPC/HTTP to a server child on PostgreSQL. */
-async function openSdkQueue(tag: string, options: SdkSystemOptions, host: ServerHost): Promise<QueueUnderTest> {
-  const schema = schemaName(`wq_sdk_${RUN_ID}`, tag);
-  const url = await host.start(`${SERVICES.postgresUrl}?schema=${schema}`);
+type Backend = 'pg' | 'mariadb';
+
+/** A fresh store for one scenario: its URL, how to count its completed jobs, and how to drop it. */
+interface SdkStore {
+  url: string;
+  /** The PostgreSQL schema, where the store is on PostgreSQL (for seeding). */
+  schema?: string;
+  countCompleted(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+async function prepareStore(backend: Backend, tag: string): Promise<SdkStore> {
+  const name = schemaName(`wq_sdk_${RUN_ID}`, tag);
+  if (backend === 'mariadb') {
+    return {
+      url: await createDatabase(name),
+      countCompleted: async () =>
+        Number(
+          (await mariadbQuery(`SELECT COUNT(*) AS c FROM \`${name}\`.workq_jobs WHERE state = 'completed'`))[0]?.c,
+        ),
+      drop: () => dropDatabase(name),
+    };
+  }
+  return {
+    url: `${SERVICES.postgresUrl}?schema=${name}`,
+    schema: name,
+    countCompleted: async () =>
+      Number(
+        (await pgQuery<{ c: string }>(`SELECT count(*) AS c FROM "${name}".jobs WHERE state = 'completed'`))[0]?.c,
+      ),
+    drop: () => dropSchema(name),
+  };
+}
+
+/** The product path: SDK producer and consumer in this process, over tRPC/HTTP to a server child on `backend`. */
+async function openSdkQueue(
+  backend: Backend,
+  tag: string,
+  options: SdkSystemOptions,
+  host: ServerHost,
+): Promise<QueueUnderTest> {
+  const store = await prepareStore(backend, tag);
+  const url = await host.start(store.url);
   const sdk = createClient({
     url,
     jobs: benchJobs,
-    ...(options.timeRoundTrips ? { fetch: timedFetch('workq-sdk-pg') } : {}),
+    ...(options.timeRoundTrips ? { fetch: timedFetch(`workq-sdk-${backend}`) } : {}),
   });
   // One-time set-up before anything is timed, as pg-boss's queue is created and graphile-worker migrated at open.
   await sdk.ready();
@@ -114,10 +154,7 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
       const worker = sdk.consume('benchNoop', (job) => onJob(job.payload.n), { concurrency, prefetch });
       return { stop: () => worker.close() };
     },
-    countCompleted: async () =>
-      Number(
-        (await pgQuery<{ c: string }>(`SELECT count(*) AS c FROM "${schema}".jobs WHERE state = 'completed'`))[0]?.c,
-      ),
+    countCompleted: () => store.countCompleted(),
     watchEvents: async () => {
       const controller = new AbortController();
       let received = 0;
@@ -141,26 +178,40 @@ async function openSdkQueue(tag: string, options: SdkSystemOptions, host: Server
         { group },
       );
     },
-    seedReady: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'waiting', 0),
-    seedFinished: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'completed', 0),
+    ...(store.schema === undefined ? {} : seeding(store.schema)),
     close: async () => {
       await sdk.close();
       await host.stop();
-      await dropSchema(schema);
+      await store.drop();
     },
+  };
+}
+
+/** Ready jobs and history written straight into a PostgreSQL store's own tables (`workq-seed.ts`). */
+function seeding(schema: string): Pick<QueueUnderTest, 'seedReady' | 'seedFinished'> {
+  return {
+    seedReady: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'waiting', 0),
+    seedFinished: (count) => seedWorkqJobs(schema, 'benchNoop', count, 'completed', 0),
   };
 }
 
 const NO_PUBLIC_CLAIM = 'claim is not a public SDK call; measured on workq core in-process';
 
-export function workqSdkSystem(options: SdkSystemOptions): BenchSystem {
+const MARIADB_PLAIN = 'the SDK on MariaDB runs the enqueue, drain, latency and steady-load scenarios only';
+
+export function workqSdkSystem(backend: Backend, options: SdkSystemOptions): BenchSystem {
   const host = new ServerHost(options.cpuProfileDir);
+  const pg = backend === 'pg';
   return {
-    id: 'workq-sdk-pg',
-    label: 'workq SDK → server (tRPC/HTTP), PostgreSQL',
-    supports: { latency: true, claim: false, history: true, events: true, flow: true },
-    notAvailable: { claim: NO_PUBLIC_CLAIM, limitedClaim: NO_PUBLIC_CLAIM },
-    open: (tag) => openSdkQueue(tag, options, host),
+    id: `workq-sdk-${backend}`,
+    label: `workq SDK → server (tRPC/HTTP), ${pg ? 'PostgreSQL' : 'MariaDB'}`,
+    supports: { latency: true, claim: false, history: pg, events: pg, flow: pg },
+    notAvailable: {
+      claim: NO_PUBLIC_CLAIM,
+      limitedClaim: NO_PUBLIC_CLAIM,
+      ...(pg ? {} : { history: MARIADB_PLAIN, events: MARIADB_PLAIN, flow: MARIADB_PLAIN }),
+    },
+    open: (tag) => openSdkQueue(backend, tag, options, host),
     dispose: () => host.dispose(),
   };
 }
