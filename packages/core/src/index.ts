@@ -38,6 +38,8 @@ export { decodeEventBatch, encodeEventBatch, eventBatchWireParts } from './event
 export type { JobEvent, JobEventDetails, JobEventError, JobEventRun, JobEventType, ResyncEvent } from './events.ts';
 export { JOB_EVENT_TYPES } from './events.ts';
 export type {
+  ChildFailurePolicy,
+  ChildSummary,
   DebounceOptions,
   EnqueueOptions,
   FinishedState,
@@ -47,8 +49,10 @@ export type {
   TraceContext,
 } from './jobs.ts';
 export {
+  CHILD_FAILURE_POLICIES,
   ERROR_HISTORY_LIMITS,
   FINISHED_STATES,
+  FLOW_LIMITS,
   isFinishedState,
   JOB_STATES,
   LEASE_MS_LIMITS,

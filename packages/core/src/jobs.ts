@@ -12,11 +12,12 @@ export function isFinishedState(state: string): state is FinishedState {
 }
 
 /** A job's state as users see it. */
-export const JOB_STATES = ['scheduled', 'ready', 'active', ...FINISHED_STATES] as const;
+export const JOB_STATES = ['scheduled', 'ready', 'waiting-children', 'active', ...FINISHED_STATES] as const;
 
 /**
  * - `scheduled`: `runAt` is in the future (delayed, or waiting out a retry backoff)
  * - `ready`: may be claimed now
+ * - `waiting-children`: a parent whose children have not all ended; it holds no lease and claims never see it
  * - `active`: held by an unexpired lease
  * - `completed`, `dead` (attempts used up, or a permanent failure), `cancelled`: finished; never delivered again
  */
@@ -84,7 +85,44 @@ export interface JobStatus<Result = unknown> {
   movedFrom?: string;
   /** The group the job was enqueued in (`EnqueueOptions.group`). */
   group?: string;
+  /** For a child in a flow: its parent's id. */
+  parentId?: string;
+  /** For a child in a flow: what its dead or cancelled end does to its parent. */
+  onFailure?: ChildFailurePolicy;
+  /**
+   * For a parent, on one job's status (`handle.status()`, `admin.job`): its children in enqueue order, at most
+   * `FLOW_LIMITS.statusChildren` of them (`childCount` says how many it has); listings leave it out.
+   */
+  children?: ChildSummary[];
+  /** For a parent: how many children it has had, from its enqueue and every `waitForChildren`. */
+  childCount?: number;
+  /** For a parent in `waiting-children`: how many of its children have not ended. */
+  pendingChildren?: number;
 }
+
+/**
+ * What a child's dead or cancelled end does to its parent:
+ * - `fail-parent`: the parent goes dead at once, with an error naming the child (code `CHILD_FAILED`), and its
+ *   other unfinished children are cancelled
+ * - `ignore`: the child counts as ended; the parent runs without its result
+ * - `continue`: the child counts as ended; the parent runs and sees its error among its children
+ */
+export const CHILD_FAILURE_POLICIES = ['fail-parent', 'ignore', 'continue'] as const;
+
+export type ChildFailurePolicy = (typeof CHILD_FAILURE_POLICIES)[number];
+
+/** A child as its parent's status lists it. */
+export interface ChildSummary {
+  id: string;
+  name: string;
+  state: JobState;
+}
+
+/**
+ * The bounds of flows: the most children (at every depth) one flow enqueue or one `waitForChildren` makes,
+ * the deepest nesting below its parent, and how many children one job's status lists.
+ */
+export const FLOW_LIMITS = Object.freeze({ children: 10_000, depth: 32, statusChildren: 1_000 } as const);
 
 /**
  * The most items one call takes: jobs enqueued, claimed, completed, released

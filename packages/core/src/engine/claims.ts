@@ -39,6 +39,8 @@ export interface ClaimedJob {
   runAtMs: number;
   /** The trace context the job was created in, when it has one. */
   traceContext?: TraceContext;
+  /** Set on a parent that has had children (a flow's, or its own `waitForChildren`'s): it runs after them. */
+  resumed?: true;
 }
 
 /** The store request of a claim made at `now`, with a fresh fencing token; `VALIDATION` for a `leaseMs` out of bounds. */
@@ -74,5 +76,6 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
     runAtMs: job.runAt.getTime(),
   };
   if (job.traceContext !== null) claimed.traceContext = job.traceContext;
+  if (job.childCount) claimed.resumed = true;
   return claimed;
 }

@@ -3,6 +3,7 @@ import { isFinishedState, type JobStatus } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type PlaceLimits, type QueueInfo } from './flow-control.ts';
+import { Flows } from './flows.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
@@ -11,7 +12,7 @@ import { type AttemptFailure, type CompleteOutcome, LeasedJobs, storedAcks } fro
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
-import { toJobStatus, visibleState } from './status.ts';
+import { visibleState } from './status.ts';
 import {
   type ClaimRequest,
   type CountScope,
@@ -64,6 +65,8 @@ export class Engine {
   private readonly listeners = new LocalListeners();
   /** Pause, limits and the claims that honour them (see `FlowControl`). */
   readonly flow: FlowControl;
+  /** Parents that wait for their children (see `Flows`): enqueue a flow, park a running job, list children. */
+  readonly flows: Flows;
   private readonly events: JobEventEmitter;
   private readonly leased: LeasedJobs;
 
@@ -83,6 +86,8 @@ export class Engine {
       listeners: this.listeners,
       defaults: this.defaults,
     });
+    const { store, clock, flow, events, listeners, defaults } = this;
+    this.flows = new Flows({ store, clock, flow, events, listeners, defaults });
   }
 
   /** Called with a job name whenever jobs of it may have become ready in this process. */
@@ -271,11 +276,11 @@ export class Engine {
     return cancelled !== null;
   }
 
-  /** The job's status, with every kept attempt's error, or a `NOT_FOUND` error. */
+  /** The job's status, with every kept attempt's error (and a parent's children), or a `NOT_FOUND` error. */
   async get(id: string): Promise<JobStatus> {
     const job = await this.store.getJob(id);
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
-    return toJobStatus(job, this.clock.now(), { errors: true });
+    return this.flows.status(job);
   }
 
   /** A page of the jobs `query` matches, by id (creation time) either way; pass `nextCursor` back for the next. */
@@ -360,16 +365,20 @@ export class Engine {
     return false;
   }
 
-  /** Enqueues a finished job again, as a new job with the same payload. Resolves to the new job's id. */
+  /**
+   * Enqueues a finished job again, as a new job with the same payload (a parent with its flow, see
+   * `Flows.replay`). Resolves to the new job's id.
+   */
   async replay(id: string): Promise<EnqueueResult> {
     const job = await this.store.getJob(id);
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} to replay.`);
-    if (job.state === 'waiting' || job.state === 'active') {
+    if (!isFinishedState(job.state)) {
       throw new WorkqError(
         'CONFLICT',
         `Job ${id} has not finished (state ${job.state}); only finished jobs can be replayed.`,
       );
     }
+    if ((job.childCount ?? 0) > 0) return this.flows.replay(job);
     const now = this.clock.now();
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };

@@ -39,5 +39,9 @@ export function toJobStatus(job: JobRecord, now: Date, include: { errors?: boole
   if (job.replayOf) status.replayOf = job.replayOf;
   if (job.movedFrom) status.movedFrom = job.movedFrom;
   if (job.group) status.group = job.group;
+  if (job.parentId) status.parentId = job.parentId;
+  if (job.parentId && job.onFailure) status.onFailure = job.onFailure;
+  if (job.childCount) status.childCount = job.childCount;
+  if (job.pendingChildren && job.state === 'waiting-children') status.pendingChildren = job.pendingChildren;
   return status;
 }

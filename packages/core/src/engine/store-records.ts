@@ -1,12 +1,13 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import { FINISHED_STATES, type JobError, type JobState, type TraceContext } from '../jobs.ts';
+import { type ChildFailurePolicy, FINISHED_STATES, type JobError, type JobState, type TraceContext } from '../jobs.ts';
 
 /**
  * The states a store keeps. `waiting` covers both `scheduled` and `ready`:
  * which one a job is in follows from `runAt` and the clock, so time passing
- * never needs a write.
+ * never needs a write. `waiting-children`: a parent whose children have not
+ * all ended (`pendingChildren > 0`), kept where no claim reads (see `FlowStore`).
  */
-export const STORED_STATES = ['waiting', 'active', ...FINISHED_STATES] as const;
+export const STORED_STATES = ['waiting', 'waiting-children', 'active', ...FINISHED_STATES] as const;
 
 export type StoredState = (typeof STORED_STATES)[number];
 
@@ -61,6 +62,17 @@ export interface JobRecord {
   traceContext: TraceContext | null;
   /** The job's group (`EnqueueOptions.group`); `null`: none. */
   group: string | null;
+  /** For a child in a flow: its parent's id. Absent or `null`: not a child. */
+  parentId?: string | null;
+  /** For a child in a flow: what its dead or cancelled end does to its parent. Absent or `null`: not a child. */
+  onFailure?: ChildFailurePolicy | null;
+  /** How many children the job has had (its flow enqueue's and every `waitForChildren`'s). Absent: 0. */
+  childCount?: number;
+  /**
+   * How many of its children have not ended: above 0 exactly while the job is `waiting-children`. Absent: 0.
+   * A parent that went dead or cancelled while children were pending keeps the count it had.
+   */
+  pendingChildren?: number;
 }
 
 /** What a claim returns of each job it leased, in claim order: what a worker is handed. */
@@ -78,6 +90,7 @@ export type ClaimedRecord = Pick<
   | 'progress'
   | 'runAt'
   | 'traceContext'
+  | 'childCount'
 >;
 
 /** A job to insert. The engine resolves every option before it reaches a store. */
@@ -108,6 +121,18 @@ export interface NewJob {
    * In a type whose jobs have groups, the engine gives a job without one the group `''`.
    */
   group?: string | null;
+  /**
+   * For a child in a flow (`FlowStore.insertFlow`, `FlowStore.waitForChildren`): its parent's id. Absent or
+   * `null` on every other job.
+   */
+  parentId?: string | null;
+  /** For a child in a flow: what its dead or cancelled end does to its parent (the engine sets it on every child). */
+  onFailure?: ChildFailurePolicy | null;
+  /**
+   * For a parent inserted with its children (`FlowStore.insertFlow`): how many direct children it has. Above 0,
+   * the job is inserted `waiting-children`, with `childCount` and `pendingChildren` both this. Absent: 0.
+   */
+  pendingChildren?: number;
 }
 
 /** What an insert did with one job. */

@@ -1,6 +1,7 @@
 import type { LeaderElection } from '../roles/leadership.ts';
 import type { AdminStore } from './admin-store.ts';
 import type { FlowControlStore } from './flow-control-store.ts';
+import type { FlowStore } from './flow-store.ts';
 import type { JobStore } from './job-store.ts';
 import type { CompleteAndClaim, Handoff, StoreNotifier } from './optional-parts.ts';
 import type { RegistryStore } from './registry-store.ts';
@@ -17,6 +18,8 @@ export type {
   QueueSettingsChange,
 } from './flow-control-store.ts';
 export { NO_GROUP } from './flow-control-store.ts';
+export type { FlowStore } from './flow-store.ts';
+export { CHILD_FAILED_CODE, childFailedError, FLOW_CANCELLED_CODE, flowCancelledError } from './flow-store.ts';
 export type { JobStore } from './job-store.ts';
 export type { ClosableNotifier, CompleteAndClaim, Handoff, StoreNotifier } from './optional-parts.ts';
 export type { RegistryStore, SchemaEntry, WorkerPresence, WorkerRoom } from './registry-store.ts';
@@ -41,10 +44,17 @@ export type { UpkeepStore } from './upkeep-store.ts';
 /**
  * A store, as the engine and the server hold it: the job operations every store has (`JobStore`), the
  * maintenance roles' (`UpkeepStore`) and the operator's (`AdminStore`), the registries, schedules and flow
- * control kept beside the jobs, and the optional parts a store has or lacks. Core checks for an optional
+ * control kept beside the jobs, flows (`FlowStore`), and the optional parts a store has or lacks. Core checks for an optional
  * part's presence and falls back explicitly where it is missing; a store's own type says which it has.
  */
-export interface Store extends JobStore, UpkeepStore, AdminStore, RegistryStore, ScheduleStore, FlowControlStore {
+export interface Store
+  extends JobStore,
+    UpkeepStore,
+    AdminStore,
+    RegistryStore,
+    ScheduleStore,
+    FlowControlStore,
+    FlowStore {
   /** Cross-process wake-ups; without them, consumers on other processes notice jobs by polling alone. */
   readonly notifier?: StoreNotifier | undefined;
   /**

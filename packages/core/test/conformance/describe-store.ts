@@ -8,6 +8,7 @@ import { registerFinishedTests } from './finished.ts';
 import { registerFlowAcrossServerTests } from './flow-across-servers.ts';
 import { registerFlowControlTests } from './flow-control.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
+import { registerFlowTests } from './flows.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
@@ -40,7 +41,7 @@ export interface DescribeStoreOptions {
 /**
  * The conformance suite: every store runs these tests, which prove the
  * queue's guarantees (one holder, fencing, nothing lost, done is done, order,
- * retries, time, idempotency, versions, claim cost, flow control) through
+ * retries, time, idempotency, versions, claim cost, flow control, flows) through
  * the engine (and through the store interface where that is the clearest
  * proof). A store's test file is one
  * call, e.g. `describeStore('postgres', () => makePostgresHarness())`.
@@ -73,6 +74,7 @@ export function describeStore(
     describe('flow control', () => registerFlowControlTests(state));
     describe('flow control: groups', () => registerFlowGroupTests(state));
     describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
+    describe('flows: parents and children', () => registerFlowTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

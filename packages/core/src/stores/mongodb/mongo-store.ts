@@ -14,6 +14,7 @@ import type {
   CountScope,
   InsertOutcome,
   JobCount,
+  JobRecord,
   LeaseRef,
   LimitedClaim,
   ListFilter,
@@ -31,6 +32,7 @@ import type {
 import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
+import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
@@ -307,6 +309,24 @@ export class MongoStore implements Store {
 
   promoteJob(id: string, now: Date) {
     return this.run('promote', () => promoteJob(this.jobs, id, now, this.parts.callLimitMs));
+  }
+
+  private readonly notBuilt = flowsNotBuilt('MongoDB');
+
+  insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
+    return this.notBuilt.insertFlow(jobs);
+  }
+
+  waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
+    return this.notBuilt.waitForChildren(lease, children, now);
+  }
+
+  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+    return this.notBuilt.listChildren(parentId, page);
+  }
+
+  onParentsReady(listener: (names: readonly string[]) => void): () => void {
+    return this.notBuilt.onParentsReady(listener);
   }
 
   ping(): Promise<void> {

@@ -24,6 +24,7 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
+import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { listQueueSettings, updateQueueSettings } from './flow-control.ts';
@@ -183,6 +184,24 @@ export class MysqlStore implements Store {
 
   async getJob(id: string): Promise<JobRecord | null> {
     return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
+  }
+
+  private readonly notBuilt = flowsNotBuilt('MySQL');
+
+  insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
+    return this.notBuilt.insertFlow(jobs);
+  }
+
+  waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
+    return this.notBuilt.waitForChildren(lease, children, now);
+  }
+
+  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+    return this.notBuilt.listChildren(parentId, page);
+  }
+
+  onParentsReady(listener: (names: readonly string[]) => void): () => void {
+    return this.notBuilt.onParentsReady(listener);
   }
 
   async ping(): Promise<void> {

@@ -28,6 +28,7 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
+import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
@@ -259,6 +260,24 @@ export class PostgresStore implements Store {
 
   async getJob(id: string): Promise<JobRecord | null> {
     return this.one(this.client, this.sql.getJob, [id]);
+  }
+
+  private readonly notBuilt = flowsNotBuilt('PostgreSQL');
+
+  insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
+    return this.notBuilt.insertFlow(jobs);
+  }
+
+  waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
+    return this.notBuilt.waitForChildren(lease, children, now);
+  }
+
+  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+    return this.notBuilt.listChildren(parentId, page);
+  }
+
+  onParentsReady(listener: (names: readonly string[]) => void): () => void {
+    return this.notBuilt.onParentsReady(listener);
   }
 
   async ping(): Promise<void> {

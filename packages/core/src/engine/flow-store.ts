@@ -1,0 +1,112 @@
+import type { JobError } from '../jobs.ts';
+import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from './store-records.ts';
+
+/**
+ * Flows' part of the storage contract: a parent that waits for its children. Three operations of its own,
+ * and duties that the job operations take on for jobs in flows (below).
+ *
+ * A parent with unfinished children is `waiting-children` (`pendingChildren > 0`): it holds no lease, and it is
+ * kept where no claim reads, so claims cost nothing more for it (a partial index, or a state the claim index
+ * leaves out). A child is a job with a `parentId` and an `onFailure` policy.
+ *
+ * **A child's end.** Every operation that ends a job (`completeJobs`, `failJob` to dead, `cancelJob`,
+ * `moveJob`'s completion, `requeueExpiredLeases` to dead, and the cancellations below) settles its parent in
+ * the same atomic step as the end itself (the same statement or transaction), when the parent is
+ * `waiting-children`:
+ * - completed, or dead or cancelled under `ignore` or `continue`: the parent's `pendingChildren` goes down by
+ *   one; at 0, the parent becomes waiting (ready, or scheduled when its `runAt` is still ahead), in its place
+ *   in the queue (run time and order key kept), exactly once however many children end at once, on however
+ *   many connections;
+ * - dead or cancelled under `fail-parent`: the parent goes dead at once (`finishedAt` the end's time), its error
+ *   `childFailedError(child, …)` (also appended to its `errors`), and each of its unfinished descendants is
+ *   cancelled as `cancelJob` cancels, with the error `FLOW_CANCELLED_CODE`; a parent that is itself a child then
+ *   ends in turn, and settles its own parent.
+ * A parent that is not `waiting-children` (it finished: a sibling failed it, or it was cancelled) is left as
+ * it is. Jobs without a parent pay nothing measurable for this: no read, no write beyond their own.
+ *
+ * **Cancelling a parent** (`cancelJob` of a `waiting-children`, waiting or active job) cancels its unfinished
+ * descendants in the same step, each with the error `FLOW_CANCELLED_CODE`; its completed children stay as
+ * they are.
+ *
+ * **Retrying a dead child** (`retryDeadJobs`) whose parent is dead of a child (error code `CHILD_FAILED`)
+ * revives the parent in the same step: every descendant of that parent cancelled with `FLOW_CANCELLED_CODE`
+ * goes back to waiting (attempts reset, error kept), and each parent on the way (that parent included) is
+ * `waiting-children` again with `pendingChildren` recounted as its children not ended, `finishedAt` cleared.
+ *
+ * The children of a parent are listed in enqueue order: the engine makes their ids ascending in that order,
+ * so stores order them by id.
+ */
+export interface FlowStore {
+  /**
+   * Inserts a flow, all or nothing, in one atomic step: `jobs[0]` is its root, the jobs after it are its
+   * descendants, parents before their children, each child's `parentId` naming a job earlier in `jobs` and
+   * each parent's `pendingChildren` counting its direct children (such a parent is inserted `waiting-children`,
+   * its `childCount` the same). Only the root may carry an idempotency key, and no job a debounce key: when a
+   * retained job of the root's type holds its key, nothing is inserted and that job is returned with
+   * `created: false` (or `KeyHolderGone`, as `insertJobs` answers). Otherwise every job is inserted, durable
+   * before it resolves, and it resolves to the root's record, `created: true`. An insert that fails (a
+   * duplicate id, a lost connection) stores none of the jobs.
+   */
+  insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome>;
+
+  /**
+   * Fenced and atomic: the job `lease` holds ends its attempt without counting it (`attempts` down by one, no
+   * error recorded), its lease ends (token, expiry and worker cleared), and it waits for `children`, which are
+   * inserted in the same step: it becomes `waiting-children`, `pendingChildren` the number of its direct
+   * children in `children` and `childCount` up by as many. `children` are ordered as `insertFlow`'s jobs after
+   * the root: those whose `parentId` is the held job's id first among their siblings, parents before their
+   * children; none carries an idempotency or debounce key. Resolves to whether the lease held; when it did
+   * not, nothing changed and nothing was inserted.
+   */
+  waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean>;
+
+  /**
+   * The children of `parentId` (direct ones only), in enqueue order (by id), after `afterId` when given, at
+   * most `limit`: read through an index on the parent, whatever the number of other jobs.
+   */
+  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]>;
+
+  /**
+   * Calls `listener` with the names of the parents an operation of this store object made ready (their last
+   * child ended through it), once that change is durable and before the operation resolves, so the engine can
+   * announce them as it announces an enqueue (a name may repeat; none is said for a parent still scheduled).
+   * Returns a function that removes the listener.
+   */
+  onParentsReady(listener: (names: readonly string[]) => void): () => void;
+}
+
+/** The error code of a parent that went dead because a child under `fail-parent` ended dead or cancelled. */
+export const CHILD_FAILED_CODE = 'CHILD_FAILED';
+
+/** The error code of a job cancelled because its parent (or an ancestor) was cancelled or went dead. */
+export const FLOW_CANCELLED_CODE = 'FLOW_CANCELLED';
+
+/**
+ * The error a parent records when `child` (under `fail-parent`) ends `dead` or `cancelled` at `at`, in its
+ * `attempt`-th attempt count (the parent's `attempts`). Every store writes this text, so the message names the
+ * child the same way everywhere: `Child job <id> (<name>) ended dead: <its last error>`.
+ */
+export function childFailedError(
+  child: Pick<JobRecord, 'id' | 'name' | 'error'>,
+  end: 'dead' | 'cancelled',
+  attempt: number,
+  at: Date,
+): JobError {
+  const cause = child.error ? `: ${child.error.message}` : '';
+  return {
+    message: `Child job ${child.id} (${child.name}) ended ${end}${cause}`.slice(0, 4000),
+    code: CHILD_FAILED_CODE,
+    attempt,
+    at,
+  };
+}
+
+/** The error a job cancelled with its flow records (`FLOW_CANCELLED_CODE`); `parentId` is the job's parent. */
+export function flowCancelledError(parentId: string, attempt: number, at: Date): JobError {
+  return {
+    message: `Cancelled with its flow: its parent ${parentId} was cancelled or went dead.`,
+    code: FLOW_CANCELLED_CODE,
+    attempt,
+    at,
+  };
+}
