@@ -1,16 +1,51 @@
 import type { RunConfig } from './config.ts';
-import { CPU_GROUPS } from './cpu-meter.ts';
+import { CPU_GROUPS, type CpuTimes } from './cpu-meter.ts';
 import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
 import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
 import { EVENTS_DRAIN_LABEL } from './scenarios/events-drain.ts';
 import { type FlowKind, flowRows, LIMITED_CLAIM_ROWS } from './scenarios/flow.ts';
+import { STEADY_CONCURRENCY, type SteadyFigure, steadyLabel } from './scenarios/steady-load.ts';
 
-interface Goal {
+export interface Goal {
   goal: string;
   ratio: number | null;
   target: number;
   detail: string;
+  /** The rows its figures were read from: the goals table shows their CPU per job. */
+  rows: readonly ResultRow[];
+}
+
+type GoalInput = Omit<Goal, 'rows'> & { rows?: readonly (ResultRow | undefined)[] };
+
+/**
+ * The goals of one run as they are written: `row` and `value` read a figure and keep its row, and `push` gives
+ * each goal the rows read since the goal before it (and any it names itself), so that the goals table can show
+ * the CPU per job of every system a goal compares.
+ */
+class GoalList {
+  readonly goals: Goal[] = [];
+  private read: ResultRow[] = [];
+
+  constructor(private readonly rows: readonly ResultRow[]) {}
+
+  row(system: string, scenario: string, concurrency?: number): ResultRow | undefined {
+    const row = rowOf(this.rows, system, scenario, concurrency);
+    if (row) this.read.push(row);
+    return row;
+  }
+
+  value(system: string, scenario: string, concurrency?: number): number | null {
+    return this.row(system, scenario, concurrency)?.value ?? null;
+  }
+
+  push(...goals: GoalInput[]): void {
+    for (const { rows = [], ...goal } of goals) {
+      const named = rows.filter((row): row is ResultRow => row !== undefined);
+      this.goals.push({ ...goal, rows: [...new Set([...this.read, ...named])] });
+      this.read = [];
+    }
+  }
 }
 
 /** The row of `system` and `scenario` (at `concurrency`, when given). */
@@ -29,8 +64,8 @@ function describe(a: number | null, b: number | null, unit: string): string {
 
 /** The issue's goals, each as a higher-is-better ratio from this run's rows. */
 export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Goal[] {
-  const value = (system: string, scenario: string, concurrency?: number) =>
-    rowOf(rows, system, scenario, concurrency)?.value ?? null;
+  const goals = new GoalList(rows);
+  const value = (system: string, scenario: string, concurrency?: number) => goals.value(system, scenario, concurrency);
   const bestOf = (
     systems: readonly string[],
     scenario: string,
@@ -45,7 +80,6 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     }
     return best;
   };
-  const goals: Goal[] = [];
   const sdkDrain = value('workq-sdk-pg', 'drain', 50);
   const bullDrain = value('bullmq-redis', 'drain', 50);
   goals.push({
@@ -55,6 +89,7 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     detail: describe(sdkDrain, bullDrain, 'jobs/s'),
   });
   const pgPeer = bestOf(PG_PEERS, 'drain', 50, 'jobs/s');
+  goals.row('workq-sdk-pg', 'drain', 50);
   goals.push({
     goal: `drain c=50, SDK/tRPC on PostgreSQL ≥ 1.5× best PostgreSQL peer (${pgPeer?.system ?? '—'})`,
     ratio: speedRatio(sdkDrain, pgPeer?.value ?? null, 'jobs/s'),
@@ -135,8 +170,58 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     target: 0.9,
     detail: describe(watched, unwatched, 'jobs/s'),
   });
-  goals.push(...flowGoals(rows));
-  return goals;
+  steadyGoals(goals);
+  flowGoals(goals);
+  return goals.goals;
+}
+
+/**
+ * Steady load (issue 49): through the SDK, on each SQL store, workq's p99 at 1,000/s at most BullMQ on Redis's;
+ * at 3,000/s the rate held (achieved at least 0.98× offered), the p99 at most 2× BullMQ's, and a tail that does
+ * not drift (the last third's p99 at most 1.5× the first third's). Each goal also reads the achieved-rate rows,
+ * which carry the CPU per job.
+ */
+function steadyGoals(goals: GoalList): void {
+  const at = (system: string, rate: number, figure: SteadyFigure) =>
+    goals.value(system, steadyLabel(rate, figure), STEADY_CONCURRENCY);
+  const cpuRows = (rate: number, ...systems: string[]) =>
+    systems.map((system) => goals.row(system, steadyLabel(rate, 'achieved rate'), STEADY_CONCURRENCY));
+  for (const system of ['workq-sdk-pg', 'workq-sdk-mariadb']) {
+    const p99 = at(system, 1_000, 'p99');
+    const bullP99 = at('bullmq-redis', 1_000, 'p99');
+    goals.push({
+      goal: `steady 1,000/s, ${system}: p99 ≤ BullMQ on Redis p99`,
+      ratio: speedRatio(p99, bullP99, 'ms'),
+      target: 1.0,
+      detail: describe(p99, bullP99, 'ms'),
+      rows: cpuRows(1_000, system, 'bullmq-redis'),
+    });
+    const achieved = at(system, 3_000, 'achieved rate');
+    goals.push({
+      goal: `steady 3,000/s, ${system}: holds the rate (achieved ≥ 0.98× offered)`,
+      ratio: speedRatio(achieved, 3_000, 'jobs/s'),
+      target: 0.98,
+      detail: describe(achieved, 3_000, 'jobs/s'),
+    });
+    const p99At3k = at(system, 3_000, 'p99');
+    const bullP99At3k = at('bullmq-redis', 3_000, 'p99');
+    goals.push({
+      goal: `steady 3,000/s, ${system}: p99 ≤ 2× BullMQ on Redis p99`,
+      ratio: speedRatio(p99At3k, bullP99At3k, 'ms'),
+      target: 0.5,
+      detail: describe(p99At3k, bullP99At3k, 'ms'),
+      rows: cpuRows(3_000, system, 'bullmq-redis'),
+    });
+    const first = at(system, 3_000, 'p99, first third');
+    const last = at(system, 3_000, 'p99, last third');
+    goals.push({
+      goal: `steady 3,000/s, ${system}: last-third p99 ≤ 1.5× first-third p99`,
+      ratio: speedRatio(last, first, 'ms'),
+      target: 1 / 1.5,
+      detail: describe(last, first, 'ms'),
+      rows: cpuRows(3_000, system),
+    });
+  }
 }
 
 const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'workq-core-mariadb'] as const;
@@ -148,16 +233,15 @@ const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'wor
  * claims ahead of free slots (a limit counts held jobs, so the drain's cap on them is the limit itself, not the
  * cost of its claims); otherwise the plain twin, which already holds no more.
  */
-function flowGoals(rows: readonly ResultRow[]): Goal[] {
-  const goals: Goal[] = [];
+function flowGoals(goals: GoalList): void {
   const cpuTotal = (row: ResultRow | undefined) =>
     row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
   for (const kind of ['concurrency', 'groups'] as FlowKind[]) {
     const { limited, plain, sameHeld, concurrency } = flowRows(kind);
     for (const system of FLOW_SYSTEMS) {
-      const limitedRow = rowOf(rows, system, limited, concurrency);
-      const sameHeldRow = rowOf(rows, system, sameHeld, concurrency);
-      const twinRow = sameHeldRow ?? rowOf(rows, system, plain, concurrency);
+      const limitedRow = goals.row(system, limited, concurrency);
+      const sameHeldRow = goals.row(system, sameHeld, concurrency);
+      const twinRow = sameHeldRow ?? goals.row(system, plain, concurrency);
       if (!limitedRow && !twinRow) continue;
       const twin = sameHeldRow ? 'its twin holding as many jobs' : 'its plain twin';
       const limitedValue = limitedRow?.value ?? null;
@@ -176,12 +260,13 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
         ratio: (1.5 * twinCpu) / limitedCpu,
         target: 1.0,
         detail: describe(limitedCpu, twinCpu, 'µs/job'),
+        rows: [limitedRow, twinRow],
       });
     }
   }
   for (const system of FLOW_SYSTEMS) {
-    const plain = rowOf(rows, system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
-    const storeAlone = rowOf(rows, system, LIMITED_CLAIM_ROWS.storeAlone, 1)?.value ?? null;
+    const plain = goals.row(system, LIMITED_CLAIM_ROWS.plain, 1)?.value ?? null;
+    const storeAlone = goals.row(system, LIMITED_CLAIM_ROWS.storeAlone, 1)?.value ?? null;
     if (plain !== null || storeAlone !== null) {
       goals.push({
         goal: `${system}: ${LIMITED_CLAIM_ROWS.plain} ≤ 1.1× ${LIMITED_CLAIM_ROWS.storeAlone.replace('claim p50, no limits, ', '')}`,
@@ -195,8 +280,8 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
       [LIMITED_CLAIM_ROWS.groups, LIMITED_CLAIM_ROWS.besideGroups],
     ] as const;
     for (const [limited, beside] of limitedClaims) {
-      const value = rowOf(rows, system, limited, 1)?.value ?? null;
-      const twin = rowOf(rows, system, beside, 1)?.value ?? null;
+      const value = goals.row(system, limited, 1)?.value ?? null;
+      const twin = goals.row(system, beside, 1)?.value ?? null;
       if (twin === null && value === null) continue;
       goals.push({
         goal: `${system}: ${limited} ≤ 1.5× the plain claims timed in turn with it`,
@@ -206,16 +291,44 @@ function flowGoals(rows: readonly ResultRow[]): Goal[] {
       });
     }
   }
-  return goals;
 }
 
+/**
+ * The goals table that leads the results: per goal what was measured, the ratio, the target, whether it was
+ * met, and the CPU per job by process (µs; with `--cpu`) of each row the goal read that counted it.
+ */
 export function goalsMarkdown(goals: readonly Goal[]): string {
-  const lines = ['| goal | measured | ratio | target | met |', '| --- | --- | ---: | ---: | --- |'];
+  const lines = [
+    '| goal | measured | ratio | target | met | CPU per job, µs by process |',
+    '| --- | --- | ---: | ---: | --- | --- |',
+  ];
   for (const g of goals) {
     const met = g.ratio === null ? 'not measured' : g.ratio >= g.target ? 'met' : '**missed**';
     lines.push(
-      `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${Number(g.target.toFixed(2))}× | ${met} |`,
+      `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${Number(g.target.toFixed(2))}× | ${met} | ${cpuCell(g.rows)} |`,
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * "system: bench 23, server 22, postgres 55 = 100; …" for the rows that counted CPU (a group under 2% of its
+ * row's total is left out but counted in it), a row named by its scenario too where the goal read more than one row of its system; — where none did.
+ */
+function cpuCell(rows: readonly ResultRow[]): string {
+  const counted = rows.filter((row) => row.cpuPerJob !== undefined);
+  if (counted.length === 0) return '—';
+  const systems = counted.map((row) => row.system);
+  return counted
+    .map((row) => {
+      const times = row.cpuPerJob as CpuTimes;
+      const total = CPU_GROUPS.reduce((sum, group) => sum + times[group], 0);
+      const parts = CPU_GROUPS.filter((group) => times[group] >= total / 50).map(
+        (group) => `${group} ${Math.round(times[group])}`,
+      );
+      const repeated = systems.indexOf(row.system) !== systems.lastIndexOf(row.system);
+      const name = repeated ? `${row.system} (${row.scenario}, c=${row.concurrency})` : row.system;
+      return `${name}: ${parts.join(', ')} = ${Math.round(total)}`;
+    })
+    .join('; ');
 }
