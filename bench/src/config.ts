@@ -58,10 +58,11 @@ Scenarios (ids for --scenarios): enqueue-one, enqueue-inflight, enqueue-bulk, dr
 latency, claim-<ready>, drain-history, drain-events, drain-events-20, flow-groups, flow-concurrency, flow-claim,
 steady-1000, steady-3000.
   steady-<rate>           steady load: a producer enqueues one job at a time at <rate>/s on an open-loop
-                          schedule (a late send goes at once and counts late, none is skipped) for 20 s (5 s
-                          with --quick) after 1 s of warm-up, while a consumer at concurrency 50 drains; each
-                          job timed from when its send was due to its handler's start. Rows: achieved rate,
-                          p50, p99, max, p99 of the first and last third, the producer's send lag p99.
+                          schedule (a late send goes as soon as it can and counts late, none is skipped; at
+                          most 200 outstanding) for 20 s (5 s with --quick) after 1 s of warm-up, while a
+                          consumer at concurrency 50 drains; each job timed from when its send was due to its
+                          handler's start. Rows: achieved rate, p50, p99, max, p99 of the first and last
+                          third, the producer's send lag p99.
                           Runs on workq-sdk-pg, workq-sdk-mariadb, bullmq-redis, pg-boss-pg, graphile-worker-pg.`;
 
 /**

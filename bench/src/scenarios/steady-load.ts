@@ -42,10 +42,17 @@ interface Schedule {
 }
 
 /**
+ * The producer's sends outstanding at most, as a pool of connections bounds them: without a bound, a system that
+ * falls behind queues sends in its client until they time out, and the row reports failed sends, not latency.
+ */
+export const STEADY_MAX_IN_FLIGHT = 200;
+
+/**
  * Starts `send(n)` for n = 0 … count-1 at `intervalMs` apart, open loop: no send waits for an earlier one to
- * finish, and a send whose time has passed while the event loop was busy starts at once rather than being
- * skipped, so a late start shows in that job's latency (timed from when it was due) instead of as fewer sends.
- * `onDue(n)` runs just before send n starts. Resolves once every send has settled; rejects if any failed.
+ * finish (up to `STEADY_MAX_IN_FLIGHT` outstanding), and a send whose time has passed, while the event loop was
+ * busy or every slot was taken, starts as soon as it can rather than being skipped, so a late start shows in that
+ * job's latency (timed from when it was due) instead of as fewer sends. `onDue(n)` runs just before send n
+ * starts. Resolves once every send has settled; rejects if any failed.
  */
 async function sendOnSchedule(
   count: number,
@@ -57,20 +64,25 @@ async function sendOnSchedule(
   const dueAt = (n: number) => origin + n * intervalMs;
   const lagMs = new Float64Array(count);
   const failures: unknown[] = [];
-  const sends: Promise<void>[] = [];
+  const inFlight = new Set<Promise<void>>();
   for (let n = 0; n < count; ) {
-    const now = performance.now();
-    const wait = dueAt(n) - now;
+    const wait = dueAt(n) - performance.now();
     if (wait > 0) {
       await sleep(wait);
       continue;
     }
+    if (inFlight.size >= STEADY_MAX_IN_FLIGHT) {
+      await Promise.race(inFlight);
+      continue;
+    }
     onDue(n);
-    lagMs[n] = -wait;
-    sends.push(send(n).catch((error: unknown) => void failures.push(error)));
+    lagMs[n] = performance.now() - dueAt(n);
+    const sent = send(n).catch((error: unknown) => void failures.push(error));
+    inFlight.add(sent);
+    void sent.then(() => inFlight.delete(sent));
     n++;
   }
-  await Promise.all(sends);
+  await Promise.all(inFlight);
   if (failures.length > 0) {
     const first = failures[0] instanceof Error ? failures[0].message : String(failures[0]);
     throw new Error(`${failures.length} of ${count} sends failed; the first: ${first}`);

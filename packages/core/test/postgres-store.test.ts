@@ -14,6 +14,7 @@ import { SCHEMA_VERSION } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
 import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/records.ts';
+import { claimJobsSql } from '../src/stores/postgres/sql/claim-jobs.ts';
 import { buildStatements } from '../src/stores/postgres/statements.ts';
 import { expectUnreachable, newJob } from './support/fixtures.ts';
 
@@ -70,7 +71,7 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
    */
   const claimBuffers = async (name: string, limit: number, from = schema, claimed = limit): Promise<number> => {
     const claimParams = [name, new Date('2026-01-02T00:00:00.000Z'), 1, 1, limit, 'token', 'worker', null];
-    const explain = `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${buildStatements(`"${from}"`).claimJobs}`;
+    const explain = `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${claimJobsSql(`"${from}"`, false)}`;
     const connection = await admin.connect();
     try {
       await connection.query('BEGIN');
@@ -451,7 +452,8 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
       await createPoolSqlClient(pool, 'test', false).warm(2, () => store.warmUpStatements());
       const texts = store.warmUpStatements().map((statement) => statement.text);
       const sql = buildStatements(`"${schema}"`);
-      expect(texts).toEqual(expect.arrayContaining([sql.claimJobsUnlessHeld, sql.completeJobs, sql.insertAndClaimJob]));
+      const claim = claimJobsSql(`"${schema}"`, true);
+      expect(texts).toEqual(expect.arrayContaining([claim, sql.completeJobs, sql.insertAndClaimJob]));
       // Both connections at once, so each is a different one of the two warmed.
       const connections = await Promise.all([pool.connect(), pool.connect()]);
       for (const connection of connections) {

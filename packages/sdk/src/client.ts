@@ -4,6 +4,7 @@ import type { ConsumeOptions, Handler, Worker } from './consumer/types.ts';
 import { startWorker } from './consumer/worker.ts';
 import { EnqueueBatcher } from './enqueue-batcher.ts';
 import { createEvents, type EventsFn } from './events.ts';
+import { type ChildFns, createChildFns } from './flows.ts';
 import { consoleLogger, type Logger, silentLogger } from './logger.ts';
 import {
   createEnqueue,
@@ -87,6 +88,11 @@ export interface WorkqClient<C extends Catalog> {
    * over which `options.perJob[i]` gives job `i` its own (an idempotency key per job, a priority, a delay…).
    */
   enqueueMany: EnqueueManyFns<C>;
+  /**
+   * `sdk.child.<job>(payload, { onFailure, …options })`: a child for a parent's `children` (an enqueue's, or
+   * `ctx.waitForChildren`'s), typed and checked as `sdk.enqueue.<job>` is. See docs/flows.md.
+   */
+  child: ChildFns<C>;
   /** Starts a worker for one job type. */
   consume<N extends JobName<C>>(name: N, handler: Handler<C, N>, options?: ConsumeOptions): Worker;
   /** Inspection and dead-letter operations (`admin` scope). */
@@ -149,6 +155,7 @@ export function createClient<const C extends Catalog>(options: ClientOptions<C>)
   return {
     enqueue: createEnqueue<C>(producerDeps),
     enqueueMany: createEnqueueMany<C>(producerDeps),
+    child: createChildFns<C>((name) => definitionOf(jobs, name)),
     consume(name, handler, consumeOptions = {}) {
       const worker = startWorker({
         name,

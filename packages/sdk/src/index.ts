@@ -2,7 +2,16 @@
 
 import { defaultFetch as platformFetch } from '#default-fetch';
 
-export type { DebounceOptions, EnqueueOptions, JobState, JobStatus, TraceContext, WorkqErrorCode } from '@workq/core';
+export type {
+  ChildFailurePolicy,
+  ChildSummary,
+  DebounceOptions,
+  EnqueueOptions,
+  JobState,
+  JobStatus,
+  TraceContext,
+  WorkqErrorCode,
+} from '@workq/core';
 export { isWorkqError, WorkqError } from '@workq/core';
 /**
  * On Node, the keep-alive `node:http` client the SDK uses when no `fetch` is given, for wrapping (timing,
@@ -22,9 +31,18 @@ export type {
 } from './admin.ts';
 export type { ClientOptions, WorkqClient } from './client.ts';
 export { createClient } from './client.ts';
-export type { ConsumedJob, ConsumeOptions, Handler, JobContext, MoveToOptions, Worker } from './consumer/types.ts';
+export type {
+  ConsumedJob,
+  ConsumeOptions,
+  Handler,
+  JobContext,
+  MoveToOptions,
+  WaitingForChildren,
+  Worker,
+} from './consumer/types.ts';
 export { PermanentError } from './errors.ts';
 export type { EventsFn, EventsOptions, JobEvent, ResyncEvent } from './events.ts';
+export type { ChildFns, ChildJob, ChildOptions, FlowChild, ParentOptions } from './flows.ts';
 export type { Logger } from './logger.ts';
 export type { EnqueueManyOptions, JobHandle } from './producer.ts';
 export type { OpenTelemetryApi, OtelTracerProvider, TracingOptions } from './tracing.ts';

@@ -12,6 +12,7 @@ import {
 } from '@workq/core';
 import type { EnqueueBatcher } from './enqueue-batcher.ts';
 import { enqueueFailed, type SentKeys } from './enqueue-failure.ts';
+import { type ChildJob, checkChildren, type ParentOptions } from './flows.ts';
 import { BeforeSending, type EnqueueRetryPolicy, sendWithRetries } from './retry.ts';
 import type { TracingLoader } from './tracing.ts';
 import type { Call } from './transport.ts';
@@ -38,7 +39,10 @@ export interface JobHandle<R = unknown> {
 }
 
 export type EnqueueFns<C extends Catalog> = {
-  [N in JobName<C>]: (payload: PayloadInput<C, N>, options?: EnqueueOptions) => Promise<JobHandle<ResultOutput<C, N>>>;
+  [N in JobName<C>]: (
+    payload: PayloadInput<C, N>,
+    options?: EnqueueOptions & ParentOptions<C>,
+  ) => Promise<JobHandle<ResultOutput<C, N>>>;
 };
 
 /** The options of one `enqueueMany` call: those every job gets, and those of each job. */
@@ -212,10 +216,12 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
   return new Proxy({} as EnqueueFns<C>, {
     get: (_target, name) => {
       if (typeof name !== 'string') return undefined;
-      return async (payload: unknown, options?: EnqueueOptions) => {
+      return async (payload: unknown, options?: EnqueueOptions & ParentOptions<Catalog>) => {
         const { version } = definitionOf(deps.jobs, name);
         checkPayload(deps.jobs, name, payload);
-        const resolved = withDefaults(deps.jobs, name, options);
+        const { children: given, ...own } = options ?? {};
+        const children = checkChildren(given, `"${name}"`);
+        const resolved = withDefaults(deps.jobs, name, own);
         // Under a key of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
         const generated = takesMadeUpKey(resolved) && deps.retry.retries > 0;
         if (generated) resolved.idempotencyKey = newIdempotencyKey();
@@ -224,6 +230,7 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
           try {
             const result = await sendWithRetries(deps.retry, async (timeoutMs) => {
               await deps.ready().catch(beforeSending);
+              if (children) return sendFlow(deps, { name, version, payload, options: resolved, children }, timeoutMs);
               return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
             });
             // Nobody else knows a made-up key: the job is this call's, whichever attempt stored it.
@@ -239,6 +246,21 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
       };
     },
   });
+}
+
+/**
+ * A parent and its children in one request of their own, never merged with other enqueues: the server stores
+ * the whole flow in one atomic step, under the parent's idempotency key.
+ */
+function sendFlow(
+  deps: ProducerDeps,
+  flow: { name: string; version: number; payload: unknown; options: EnqueueOptions; children: ChildJob[] },
+  timeoutMs: number | undefined,
+): Promise<{ id: string; created: boolean }> {
+  return deps.call(
+    (api, signal) => api.jobs.enqueue.mutate(flow, { signal }),
+    timeoutMs === undefined ? undefined : { timeoutMs },
+  );
 }
 
 /**

@@ -78,7 +78,7 @@ function checkPerJobLength(jobs: number, items: readonly unknown[] | undefined, 
  * Builds the engine's inputs field by field, so nothing a client adds reaches
  * a store. The jobs share one options object, which the engine resolves once.
  */
-function toEnqueueInputs(
+export function toEnqueueInputs(
   name: string,
   jobVersion: number,
   payloads: readonly unknown[],

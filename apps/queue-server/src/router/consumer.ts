@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../app/consume.ts';
 import { moveJob } from '../app/enqueue.ts';
+import { childTypes, waitForChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { stopScopeOf } from '../auth.ts';
-import { enqueueOptions, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
-import { leaseProcedure, scoped } from './scoped.ts';
+import { childJob, enqueueOptions, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
+import { leaseProcedure, producesEach, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
 
 const completion = lease.extend({ result: z.unknown() });
@@ -139,6 +140,19 @@ export const consumerRouter = router({
       const { id, leaseToken, name, payload } = input;
       await checkPayloads(ctx.services, name, input.version, [payload]);
       await ctx.services.engine.updatePayload({ id, leaseToken }, { name, version: input.version, payload });
+      return true;
+    }),
+
+  /**
+   * Ends the held job's attempt, uncounted, and parks it `waiting-children` on `children`, enqueued in the
+   * same atomic step (`ctx.waitForChildren`); it runs again once they have all ended. Each child's type needs
+   * the caller's `produce:` scope.
+   */
+  waitForChildren: leaseProcedure
+    .input(lease.extend({ children: z.array(childJob).min(1) }))
+    .use(producesEach((input) => childTypes(input.children)))
+    .mutation(async ({ ctx, input }) => {
+      await waitForChildren(ctx.services, { id: input.id, leaseToken: input.leaseToken }, input.children);
       return true;
     }),
 

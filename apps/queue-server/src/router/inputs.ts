@@ -1,4 +1,4 @@
-import { isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS } from '@workq/core';
+import { CHILD_FAILURE_POLICIES, isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS, toStoredText } from '@workq/core/engine';
 import { z } from 'zod';
 
@@ -68,5 +68,31 @@ export const enqueueOptions = z
   .optional();
 
 export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
+
+/** A child in a flow, as `sdk.child` describes it: a job, its policy, and its own children, nested. */
+export interface ChildJobInput {
+  name: string;
+  version: number;
+  payload: unknown;
+  /** An enqueue's options but the idempotency key, its TTL and the debounce: a child is always a new job. */
+  options?: Omit<NonNullable<EnqueueOptionsInput>, 'idempotencyKey' | 'idempotencyTtlMs' | 'debounce'> | undefined;
+  onFailure?: (typeof CHILD_FAILURE_POLICIES)[number] | undefined;
+  children?: ChildJobInput[] | undefined;
+}
+
+export const childJob: z.ZodType<ChildJobInput> = z.object({
+  name: jobName,
+  version,
+  payload: z.unknown(),
+  options: enqueueOptions
+    .unwrap()
+    .omit({ idempotencyKey: true, idempotencyTtlMs: true, debounce: true })
+    .strict()
+    .optional(),
+  onFailure: z.enum(CHILD_FAILURE_POLICIES).optional(),
+  get children() {
+    return z.array(childJob).optional();
+  },
+});
 
 export const lease = z.object({ id: jobId, leaseToken });

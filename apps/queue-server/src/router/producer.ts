@@ -1,16 +1,36 @@
-import { isFinishedState, type JobStatus } from '@workq/core';
+import { FLOW_LIMITS, isFinishedState, type JobStatus } from '@workq/core';
+import type { EnqueueInput } from '@workq/core/engine';
 import { z } from 'zod';
-import { enqueueJob, enqueueJobs } from '../app/enqueue.ts';
+import { enqueueJob, enqueueJobs, toEnqueueInputs } from '../app/enqueue.ts';
+import { childTypes, enqueueFlow } from '../app/flows.ts';
 import { workersReading } from '../app/workers.ts';
-import { enqueueOptions, jobId, jobName, version } from './inputs.ts';
-import { readsJob, scoped } from './scoped.ts';
+import { childJob, enqueueOptions, jobId, jobName, version } from './inputs.ts';
+import { producesEach, readsJob, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
 
 export const producerRouter = router({
+  /**
+   * Enqueues one job; with `children`, a flow: the job and every child at every depth, all or nothing, the job
+   * waiting for its children (docs/flows.md). Each child's type needs the caller's `produce:` scope too.
+   */
   enqueue: authedProcedure
-    .input(z.object({ name: jobName, version, payload: z.unknown(), options: enqueueOptions }))
+    .input(
+      z.object({
+        name: jobName,
+        version,
+        payload: z.unknown(),
+        options: enqueueOptions,
+        children: z.array(childJob).optional(),
+      }),
+    )
     .use(scoped('produce', (input) => input.name))
-    .mutation(({ ctx, input }) => enqueueJob(ctx.services, input.name, input.version, input.payload, input.options)),
+    .use(producesEach((input) => childTypes(input.children)))
+    .mutation(({ ctx, input }) => {
+      const { name, payload, options, children } = input;
+      if (!children || children.length === 0) return enqueueJob(ctx.services, name, input.version, payload, options);
+      const [parent] = toEnqueueInputs(name, input.version, [payload], options) as [EnqueueInput];
+      return enqueueFlow(ctx.services, parent, children);
+    }),
 
   enqueueMany: authedProcedure
     .input(
@@ -38,6 +58,33 @@ export const producerRouter = router({
     .input(z.object({ id: jobId }))
     .use(readsJob)
     .query(({ ctx }) => ctx.job),
+
+  /**
+   * A page of a job's children, in enqueue order, after `afterId` when given, for a token that may produce or
+   * consume its type: each with its state, and its result or last error. A parent's worker reads them before
+   * its handler runs (`ctx.children`).
+   */
+  children: authedProcedure
+    .input(
+      z.object({
+        id: jobId,
+        afterId: jobId.optional(),
+        limit: z.number().int().min(1).max(FLOW_LIMITS.statusChildren).default(FLOW_LIMITS.statusChildren),
+      }),
+    )
+    .use(readsJob)
+    .query(async ({ ctx, input }) => {
+      const page = { limit: input.limit, ...(input.afterId ? { afterId: input.afterId } : {}) };
+      const children = await ctx.services.engine.flows.children(input.id, page);
+      return children.map(({ id, name, state, result, error, childCount }) => ({
+        id,
+        name,
+        state,
+        ...(result === undefined ? {} : { result }),
+        ...(error ? { error } : {}),
+        ...(childCount ? { childCount } : {}),
+      }));
+    }),
 
   cancel: authedProcedure
     .input(z.object({ id: jobId }))

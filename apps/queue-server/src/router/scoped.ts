@@ -57,6 +57,18 @@ export function scoped<TInput, TContext>(
   };
 }
 
+/**
+ * The token holds `produce:` for every job type `namesOf` reads from the input (a flow's child types), so no
+ * token reaches a type beyond its scope through another's call. Refused with `FORBIDDEN`, naming the first
+ * scope missing.
+ */
+export function producesEach<TInput>(namesOf: (input: TInput) => readonly string[]) {
+  return <TNext>({ ctx, input, next }: { ctx: { principal: Principal }; input: TInput; next: () => TNext }) => {
+    for (const name of namesOf(input)) requireScope(ctx.principal, 'produce', name);
+    return next();
+  };
+}
+
 /** The job a call names by `input.id`, as `ctx.job`: for a token that may produce or consume its type, else `FORBIDDEN`. */
 export const readsJob: TRPCMiddlewareFunction<
   RequestContext,

@@ -17,7 +17,7 @@ export interface CarriedAck {
 /**
  * A long-poll claim: the engine's `ClaimInput` (lease up to `limit` jobs of `name` within the versions), with
  * what the request adds around it: who asks, how long to wait for work, and the acks it carries. Each of its
- * store attempts goes down as one `ClaimRequest` (`claimRequest`), unchanged through the engine and flow control.
+ * store attempts goes down as one `ClaimRequest` (`claimRequest`), unchanged through `Claims` to the store.
  */
 export interface DispatchedClaim extends ClaimInput {
   minVersion: number;
@@ -201,7 +201,9 @@ export class ClaimDispatcher {
   private async start(request: DispatchedClaim, signal: AbortSignal): Promise<OpenClaim> {
     const { name, minVersion, maxVersion, workerId } = request;
     // (Settings that cannot be read count as no limit here: the claim's own query meets the same failure.)
-    const limits = await this.engine.placeLimits(name).catch(() => ({ concurrency: false, groupConcurrency: false }));
+    const limits = await this.engine.claims
+      .placeLimits(name)
+      .catch(() => ({ concurrency: false, groupConcurrency: false }));
     const concurrencyLimited = limits.concurrency;
     const answered = (outcomes: readonly { id: string; ok: boolean }[]): AcksAnswer => ({
       completed: outcomes.filter((o) => o.ok).map((o) => o.id),
@@ -260,7 +262,10 @@ export class ClaimDispatcher {
       : async () => {
           const acks = claim.carried ? request.acks : [];
           claim.carried = false;
-          const outcome = await this.engine.completeAndClaim(acks, claimRequest(request, this.engine.clock.now()));
+          const outcome = await this.engine.claims.completeAndClaim(
+            acks,
+            claimRequest(request, this.engine.clock.now()),
+          );
           if (acks.length > 0) claim.carriedAnswered(outcome.outcomes);
           // A type's rate limit says when its next job may start: the claim waits until then, not a poll interval.
           claim.nextStartAt = outcome.nextStartAt;

@@ -1,7 +1,10 @@
 import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
+import { constrains, type FlowControl } from './flow-control.ts';
 import { newLeaseToken } from './ids.ts';
-import { checkLeaseMs } from './input-checks.ts';
-import type { ClaimedRecord, ClaimRequest } from './store.ts';
+import { checkBatch, checkLeaseMs } from './input-checks.ts';
+import type { JobEventEmitter } from './job-events.ts';
+import { type CompleteOutcome, type LeasedJobs, storedAcks } from './leased-jobs.ts';
+import type { ClaimedRecord, ClaimRequest, LeaseRef, LimitedClaim, QueueSettings, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 /** A consumer's request to lease up to `limit` jobs of one type. */
@@ -78,4 +81,123 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
   if (job.traceContext !== null) claimed.traceContext = job.traceContext;
   if (job.childCount) claimed.resumed = true;
   return claimed;
+}
+
+/** Which of a type's limits count its leased jobs (see `Claims.placeLimits`). */
+export interface PlaceLimits {
+  concurrency: boolean;
+  groupConcurrency: boolean;
+}
+
+/** What a claim resolves to: the jobs leased, and whether the type's pause or rate limit held it back. */
+export interface ClaimOutcome {
+  jobs: ClaimedJob[];
+  /** The type is paused: nothing was leased. */
+  paused: boolean;
+  /** When the type's rate limit lets the next job start, when it holds further starts back (see `LimitedClaim`). */
+  nextStartAt: Date | null;
+}
+
+/**
+ * The claim, from a consumer's request to the leased jobs as it receives them: one store claim per request,
+ * the plain one or the one under the type's limits, after the expired leases are swept back to the queue.
+ * The claim dispatcher calls it for every store attempt of a long poll; `Engine.claim` for a direct claim.
+ */
+export class Claims {
+  private lastSweepMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly store: Store,
+    /** The settings this server read: they pick which store claim goes first. */
+    private readonly flow: FlowControl,
+    private readonly leased: LeasedJobs,
+    private readonly events: JobEventEmitter,
+    /** How often claims sweep expired leases back to the queue. */
+    private readonly leaseSweepIntervalMs: number,
+  ) {}
+
+  /**
+   * Completes `acks` (held jobs of the claim's type), then makes the claim `request` (made at `request.now` by
+   * `claimRequest`, and sent to the store as it is): as `Store.claimJobsUnlessHeld` does, or, for a type that is
+   * paused, limited or grouped, as `Store.claimLimitedJobs` does. Under a type's limits the acks' jobs count
+   * until they complete, so the claim counts after them: where the store has `completeAndClaim` both commit
+   * together, and the places the acks free are the claim's to take, for one commit; elsewhere the acks commit
+   * first.
+   *
+   * The settings this server read only pick which claim goes first. The store decides in the claim: the
+   * limited claim reads the settings it honours, and the plain one refuses a type whose settings hold its
+   * claims back, which is then claimed as a limited one. So a pause or limit set through any server holds for
+   * every claim that starts after the change was stored, whatever this server read before.
+   */
+  async completeAndClaim(
+    acks: readonly (LeaseRef & { result?: unknown })[],
+    request: ClaimRequest,
+  ): Promise<ClaimOutcome & { outcomes: CompleteOutcome[] }> {
+    checkBatch(acks.length, 'completeMany');
+    const { now } = request;
+    await this.sweepExpiredLeases(now);
+    const claimed = await this.claimFromStore(request, acks.length > 0 ? storedAcks(acks) : []);
+    const outcomes = acks.length > 0 ? await this.leased.completed(acks, claimed.completed, now) : [];
+    const jobs = claimed.jobs.map(toClaimedJob);
+    this.events.started(jobs, now);
+    return { outcomes, jobs, paused: claimed.paused, nextStartAt: claimed.nextStartAt };
+  }
+
+  /**
+   * Which of `name`'s limits count its leased jobs, wherever they are held, until they end. Under either, an
+   * ack frees a place a claim could take, so a claim should count after the acks it carries. Under a
+   * `concurrency` limit a worker should also hold no more jobs than it runs: a job waiting in one worker would
+   * hold a place that another worker's free slot could use.
+   */
+  async placeLimits(name: string): Promise<PlaceLimits> {
+    const settings = await this.flow.settingsOf(name);
+    return {
+      concurrency: (settings?.concurrency ?? null) !== null,
+      groupConcurrency: (settings?.groupConcurrency ?? null) !== null,
+    };
+  }
+
+  /** Returns jobs whose lease expired to the queue (or dead, with attempts used up), at most once per interval. */
+  async sweepExpiredLeases(now: Date): Promise<{ requeued: number; dead: number }> {
+    if (now.getTime() - this.lastSweepMs < this.leaseSweepIntervalMs) return { requeued: 0, dead: 0 };
+    this.lastSweepMs = now.getTime();
+    const error = {
+      message: 'The lease expired before the worker finished (worker died, stalled or lost its connection).',
+      code: 'LEASE_EXPIRED',
+      at: now,
+    };
+    const swept = await this.store.requeueExpiredLeases(now, error);
+    this.events.leasesExpired(swept, error, now);
+    const dead = swept.filter((job) => job.dead).length;
+    return { requeued: swept.length - dead, dead };
+  }
+
+  /** The store's claim (see `completeAndClaim`), with the ids of the acks that completed. */
+  private async claimFromStore(
+    request: ClaimRequest,
+    acks: readonly (LeaseRef & { result: unknown })[],
+  ): Promise<LimitedClaim & { completed: string[] }> {
+    const settings = await this.flow.settingsOf(request.name);
+    if (acks.length > 0 && constrains(settings) && this.store.completeAndClaim) {
+      const together = await this.store.completeAndClaim.completeAndClaimLimitedJobs(acks, request);
+      return this.claimedUnder(settings, together.claim, together.completed);
+    }
+    const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
+    if (constrains(settings)) return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
+    const jobs = await this.store.claimJobsUnlessHeld(request);
+    if (jobs !== null) return { jobs, paused: false, nextStartAt: null, completed };
+    // Paused, limited or grouped through another server since this one read the settings: read them again.
+    this.flow.forget();
+    return { ...(await this.store.claimLimitedJobs(request)), completed };
+  }
+
+  private claimedUnder(
+    settings: QueueSettings,
+    claimed: LimitedClaim,
+    completed: string[],
+  ): LimitedClaim & { completed: string[] } {
+    // Resumed or paused elsewhere since the settings were read: read them again next time.
+    if (claimed.paused !== settings.paused) this.flow.forget();
+    return { ...claimed, completed };
+  }
 }

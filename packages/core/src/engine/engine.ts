@@ -1,20 +1,19 @@
 import { WorkqError } from '../errors.ts';
 import { isFinishedState, type JobStatus } from '../jobs.ts';
-import { type ClaimedJob, type ClaimInput, claimRequest, toClaimedJob } from './claims.ts';
+import { type ClaimedJob, type ClaimInput, type ClaimOutcome, Claims, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { checkLimits, FlowControl, type LimitsChange, type PlaceLimits, type QueueInfo } from './flow-control.ts';
+import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
 import { Flows } from './flows.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
-import { type AttemptFailure, type CompleteOutcome, LeasedJobs, storedAcks } from './leased-jobs.ts';
+import { type AttemptFailure, type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { visibleState } from './status.ts';
 import {
-  type ClaimRequest,
   type CountScope,
   type JobCount,
   type LeaseRef,
@@ -60,11 +59,11 @@ export class Engine {
   readonly clock: Clock;
   private readonly defaults: Partial<ResolvedJobOptions> | undefined;
   private readonly historyRetentionMs: number;
-  private readonly leaseSweepIntervalMs: number;
-  private lastSweepMs = Number.NEGATIVE_INFINITY;
   private readonly listeners = new LocalListeners();
-  /** Pause, limits and the claims that honour them (see `FlowControl`). */
+  /** Pause, limits and groups, and the settings this server read of them (see `FlowControl`). */
   readonly flow: FlowControl;
+  /** The claim, from a consumer's request to its leased jobs (see `Claims`): what the claim dispatcher calls. */
+  readonly claims: Claims;
   /** Parents that wait for their children (see `Flows`): enqueue a flow, park a running job, list children. */
   readonly flows: Flows;
   private readonly events: JobEventEmitter;
@@ -75,7 +74,6 @@ export class Engine {
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
-    this.leaseSweepIntervalMs = options.leaseSweepIntervalMs ?? 1000;
     this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
     this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
     this.leased = new LeasedJobs({
@@ -86,6 +84,7 @@ export class Engine {
       listeners: this.listeners,
       defaults: this.defaults,
     });
+    this.claims = new Claims(this.store, this.flow, this.leased, this.events, options.leaseSweepIntervalMs ?? 1000);
     const { store, clock, flow, events, listeners, defaults } = this;
     this.flows = new Flows({ store, clock, flow, events, listeners, defaults });
   }
@@ -126,37 +125,9 @@ export class Engine {
    * `claim`, also saying whether the type is paused and, when its rate limit holds further starts back,
    * when the next may start (see `LimitedClaim`).
    */
-  async claimUnderLimits(
-    input: ClaimInput,
-  ): Promise<{ jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
-    const { jobs, paused, nextStartAt } = await this.completeAndClaim([], claimRequest(input, this.clock.now()));
+  async claimUnderLimits(input: ClaimInput): Promise<ClaimOutcome> {
+    const { jobs, paused, nextStartAt } = await this.claims.completeAndClaim([], claimRequest(input, this.clock.now()));
     return { jobs, paused, nextStartAt };
-  }
-
-  /**
-   * `completeMany(acks)`, then the claim `request` (made at `request.now` by `claimRequest`), as
-   * `claimUnderLimits` makes it: for a claim that carries acks of jobs of its own type under that type's limits,
-   * which count the acks' jobs until they complete. The claim counts after the acks; where the store has
-   * `completeAndClaim`, both commit together, so the places the acks free are the claim's to take,
-   * for one commit. `request` goes to the store as it is.
-   */
-  async completeAndClaim(
-    acks: readonly (LeaseRef & { result?: unknown })[],
-    request: ClaimRequest,
-  ): Promise<{ outcomes: CompleteOutcome[]; jobs: ClaimedJob[]; paused: boolean; nextStartAt: Date | null }> {
-    checkBatch(acks.length, 'completeMany');
-    const { now } = request;
-    await this.sweepExpiredLeases(now);
-    const outcome = await this.flow.claim(request, storedAcks(acks));
-    const outcomes = acks.length > 0 ? await this.leased.completed(acks, outcome.completed, now) : [];
-    const claimed = outcome.jobs.map(toClaimedJob);
-    this.events.started(claimed, now);
-    return { outcomes, jobs: claimed, paused: outcome.paused, nextStartAt: outcome.nextStartAt };
-  }
-
-  /** Which of `name`'s limits count its leased jobs (see `FlowControl.placeLimits`). */
-  placeLimits(name: string): Promise<PlaceLimits> {
-    return this.flow.placeLimits(name);
   }
 
   /**
@@ -407,19 +378,12 @@ export class Engine {
     return this.store.pruneWorkers(new Date(now.getTime() - WORKER_REGISTRY_BOUNDS.retentionMs));
   }
 
-  /** Returns jobs whose lease expired to the queue (or dead, with attempts used up). */
-  async sweepExpiredLeases(now = this.clock.now()): Promise<{ requeued: number; dead: number }> {
-    if (now.getTime() - this.lastSweepMs < this.leaseSweepIntervalMs) return { requeued: 0, dead: 0 };
-    this.lastSweepMs = now.getTime();
-    const error = {
-      message: 'The lease expired before the worker finished (worker died, stalled or lost its connection).',
-      code: 'LEASE_EXPIRED',
-      at: now,
-    };
-    const swept = await this.store.requeueExpiredLeases(now, error);
-    this.events.leasesExpired(swept, error, now);
-    const dead = swept.filter((job) => job.dead).length;
-    return { requeued: swept.length - dead, dead };
+  /**
+   * Returns jobs whose lease expired to the queue (or dead, with attempts used up), at most once per
+   * `leaseSweepIntervalMs`, which claims share as they sweep on their way (see `Claims`).
+   */
+  sweepExpiredLeases(now = this.clock.now()): Promise<{ requeued: number; dead: number }> {
+    return this.claims.sweepExpiredLeases(now);
   }
 
   async close(): Promise<void> {

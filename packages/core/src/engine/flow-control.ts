@@ -2,10 +2,7 @@ import { WorkqError } from '../errors.ts';
 import { JOB_STATES, type JobState } from '../jobs.ts';
 import type { Clock } from './clock.ts';
 import {
-  type ClaimRequest,
   type JobCount,
-  type LeaseRef,
-  type LimitedClaim,
   type NewJob,
   NO_GROUP,
   type QueueLimits,
@@ -16,12 +13,6 @@ import {
 
 /** Limits to change with `setLimits`: a limit left out stays as it is; `null` clears it. */
 export type LimitsChange = { [K in keyof QueueLimits]?: QueueLimits[K] | null };
-
-/** Which of a type's limits count its leased jobs (see `FlowControl.placeLimits`). */
-export interface PlaceLimits {
-  concurrency: boolean;
-  groupConcurrency: boolean;
-}
 
 /** Counts of one job type's jobs by visible state. */
 export type StateCounts = Record<JobState, number>;
@@ -55,7 +46,7 @@ function checkPositive(value: unknown, what: string): number | null {
 }
 
 /** Whether settings hold claims back in any way (limits all cleared and not paused: they do not). */
-function constrains(settings: QueueSettings | null): settings is QueueSettings {
+export function constrains(settings: QueueSettings | null): settings is QueueSettings {
   if (settings === null) return false;
   const { paused, grouped, concurrency, rateLimit, groupConcurrency } = settings;
   return paused || grouped || concurrency !== null || rateLimit !== null || groupConcurrency !== null;
@@ -96,9 +87,9 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
 }
 
 /**
- * The engine's side of flow control: the settings every server reads from the store, kept here for
- * `refreshMs` at most (or until a wake-up says they changed) as a hint of which claim a type needs, and the
- * claim that honours them, decided by the store (see `claim`).
+ * The engine's side of flow control: pausing, limits and groups, set in the store, and the settings every
+ * server reads from it, kept here for `refreshMs` at most (or until a wake-up says they changed) as a hint of
+ * which claim a type needs. The store decides in the claim itself whether they hold it back (`Claims`).
  */
 export class FlowControl {
   private cache: { settings: Map<string, QueueSettings>; loadedAt: number } | null = null;
@@ -125,49 +116,6 @@ export class FlowControl {
   onChange(listener: (name: string) => void): () => void {
     this.changeListeners.add(listener);
     return () => this.changeListeners.delete(listener);
-  }
-
-  /**
-   * Leases as `Store.claimJobsUnlessHeld` does, or, for a type that is paused, limited or grouped, as
-   * `Store.claimLimitedJobs` does, after completing `acks` (jobs of the type, results in their stored form):
-   * for a limited type on a store with `completeAndClaim` in one transaction with the claim,
-   * otherwise committed before it. Resolves to the claim and the ids of the acks that completed.
-   *
-   * The settings this server read only pick which claim goes first. The store decides in the claim: the
-   * limited claim reads the settings it honours, and the plain one refuses a type whose settings hold its
-   * claims back, which is then claimed as a limited one. So a pause or limit set through any server holds for
-   * every claim that starts after the change was stored, whatever this server read before.
-   */
-  async claim(
-    request: ClaimRequest,
-    acks: readonly (LeaseRef & { result: unknown })[] = [],
-  ): Promise<LimitedClaim & { completed: string[] }> {
-    const settings = await this.settingsOf(request.name);
-    if (acks.length > 0 && constrains(settings) && this.store.completeAndClaim) {
-      const together = await this.store.completeAndClaim.completeAndClaimLimitedJobs(acks, request);
-      return this.claimedUnder(settings, together.claim, together.completed);
-    }
-    const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
-    if (constrains(settings)) return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
-    const jobs = await this.store.claimJobsUnlessHeld(request);
-    if (jobs !== null) return { jobs, paused: false, nextStartAt: null, completed };
-    // Paused, limited or grouped through another server since this one read the settings: read them again.
-    this.forget();
-    return { ...(await this.store.claimLimitedJobs(request)), completed };
-  }
-
-  /**
-   * Which of `name`'s limits count its leased jobs, wherever they are held, until they end. Under either, an
-   * ack frees a place a claim could take, so a claim should count after the acks it carries. Under a
-   * `concurrency` limit a worker should also hold no more jobs than it runs: a job waiting in one worker would
-   * hold a place that another worker's free slot could use.
-   */
-  async placeLimits(name: string): Promise<PlaceLimits> {
-    const settings = await this.settingsOf(name);
-    return {
-      concurrency: (settings?.concurrency ?? null) !== null,
-      groupConcurrency: (settings?.groupConcurrency ?? null) !== null,
-    };
   }
 
   /**
@@ -198,7 +146,7 @@ export class FlowControl {
 
   /**
    * Applies `change` to the settings of `name` in the store and tells this process's listeners. Once it
-   * resolves, every claim that starts, on any server, honours the change (see `claim`).
+   * resolves, every claim that starts, on any server, honours the change (see `Claims.completeAndClaim`).
    */
   async change(name: string, change: QueueSettingsChange): Promise<QueueSettings> {
     const settings = await this.store.updateQueueSettings(name, change, this.clock.now());
@@ -236,16 +184,6 @@ export class FlowControl {
     }
     for (const queue of queues.values()) queue.versions.sort((a, b) => a.version - b.version);
     return [...queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  }
-
-  private claimedUnder(
-    settings: QueueSettings,
-    claimed: LimitedClaim,
-    completed: string[],
-  ): LimitedClaim & { completed: string[] } {
-    // Resumed or paused elsewhere since the settings were read: read them again next time.
-    if (claimed.paused !== settings.paused) this.forget();
-    return { ...claimed, completed };
   }
 
   private async all(): Promise<Map<string, QueueSettings>> {

@@ -1,6 +1,5 @@
 import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '../events.ts';
 import type { JobError } from '../jobs.ts';
-import type { ClaimedJob } from './claims.ts';
 import type { JobRecord, SweptLease } from './store.ts';
 
 /**
@@ -91,7 +90,8 @@ export class JobEventEmitter {
     this.publish(runs.runList);
   }
 
-  started(jobs: readonly ClaimedJob[], at: Date): void {
+  /** `started` for each job a claim leased (a `ClaimedJob`, of which it reads the run's name, version and attempt). */
+  started(jobs: readonly { id: string; name: string; version: number; attempt: number }[], at: Date): void {
     if (!this.listening || jobs.length === 0) return;
     const runs = new RunCollector('started', at);
     for (const job of jobs) {

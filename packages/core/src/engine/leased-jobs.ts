@@ -96,21 +96,28 @@ export class LeasedJobs {
   ): Promise<CompleteOutcome[]> {
     const done = new Set(completedIds);
     for (const id of done) this.listeners.emitFinished(id, 'completed');
-    const shared = idsUnderSeveralLeases(items.filter(({ id }) => done.has(id)));
-    this.events.completed(
-      items.filter(({ id }) => done.has(id) && !shared.has(id)),
-      now,
-    );
-    const completedBy = await this.completedLeases(items.filter(({ id }) => !done.has(id) || shared.has(id)));
+    const shared = idsUnderSeveralLeases(items, done);
+    // The jobs this batch alone completed are announced before anything is awaited, so that a subscriber hears of
+    // their completion before any later event of theirs. The lists are built only while someone listens.
+    if (this.events.listening) {
+      this.events.completed(
+        items.filter(({ id }) => done.has(id) && !shared.has(id)),
+        now,
+      );
+    }
+    const unsure = items.filter(({ id }) => !done.has(id) || shared.has(id));
+    const completedBy = unsure.length === 0 ? NO_LEASES : await this.completedLeases(unsure);
     const outcomes = items.map(({ id, leaseToken }) => {
       const byThisLease = completedBy.get(id) === leaseToken;
       const ok = done.has(id) && (!shared.has(id) || byThisLease);
       return { id, ok, repeated: !done.has(id) && byThisLease };
     });
-    this.events.completed(
-      items.filter(({ id }, index) => shared.has(id) && outcomes[index]?.ok),
-      now,
-    );
+    if (shared.size > 0 && this.events.listening) {
+      this.events.completed(
+        items.filter(({ id }, index) => shared.has(id) && outcomes[index]?.ok),
+        now,
+      );
+    }
     return outcomes;
   }
 
@@ -191,11 +198,10 @@ export class LeasedJobs {
 
   async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     const now = this.clock.now();
-    const { options } = next;
-    if (options?.debounce !== undefined || options?.idempotencyTtlMs !== undefined || (next.id ?? options?.id)) {
+    if (next.options?.debounce !== undefined || next.options?.idempotencyTtlMs !== undefined) {
       throw new WorkqError(
         'VALIDATION',
-        'moveTo takes no debounce, idempotencyTtlMs or id: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
+        'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
       );
     }
     const job = buildNewJob(next, now, null, batchSettings(this.defaults, now), lease.id);
@@ -262,12 +268,16 @@ function recordedError(failure: AttemptFailure, attempt: number, at: Date): JobE
   return error;
 }
 
-/** The ids that `leases` name with more than one token. */
-function idsUnderSeveralLeases(leases: readonly LeaseRef[]): Set<string> {
+/** No job read back: every ack of a batch completed its own job. */
+const NO_LEASES: ReadonlyMap<string, string | null> = new Map();
+
+/** The ids among `done` that `leases` name with more than one token. */
+function idsUnderSeveralLeases(leases: readonly LeaseRef[], done: ReadonlySet<string>): Set<string> {
   const tokens = new Map<string, string>();
   const shared = new Set<string>();
   for (const { id, leaseToken } of leases) {
     if ((tokens.get(id) ?? leaseToken) !== leaseToken) shared.add(id);
+    if (!done.has(id)) continue;
     tokens.set(id, leaseToken);
   }
   return shared;

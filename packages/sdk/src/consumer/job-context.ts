@@ -1,4 +1,13 @@
-import { type AnyJobDefinition, type EnqueueOptions, parseWith } from '@workq/core';
+import {
+  type AnyJobDefinition,
+  type Catalog,
+  type EnqueueOptions,
+  type JobError,
+  type JobState,
+  parseWith,
+  WorkqError,
+} from '@workq/core';
+import { type ChildJob, checkChildren } from '../flows.ts';
 import type { TracingLoader } from '../tracing.ts';
 import type { Call } from '../transport.ts';
 import type { JobAbort } from './lease-keeper.ts';
@@ -12,26 +21,101 @@ export interface JobContextDeps {
   tracing?: TracingLoader;
 }
 
+/** A child of the running job as the server sends it: its result as stored, parsed when the handler reads it. */
+export interface ChildRecord {
+  id: string;
+  name: string;
+  state: JobState;
+  result?: unknown;
+  error?: JobError;
+}
+
+/** What a parent's handler is told of its flow: whether it runs after its own `waitForChildren`, and its children. */
+export interface FlowOfJob {
+  resumed: boolean;
+  /** In enqueue order. */
+  children: readonly ChildRecord[];
+}
+
+const NO_FLOW: FlowOfJob = Object.freeze({ resumed: false, children: Object.freeze([]) });
+
+/** Children read per request: a page of the server's `jobs.children`. */
+const CHILDREN_PAGE = 1000;
+
+/** Every child of job `id`, in enqueue order, read page by page: what a resumed parent's handler is handed. */
+export async function readChildren(call: Call, id: string): Promise<ChildRecord[]> {
+  const children: ChildRecord[] = [];
+  for (;;) {
+    const afterId = children.at(-1)?.id;
+    const page = await call((api, signal) =>
+      api.jobs.children.query({ id, limit: CHILDREN_PAGE, ...(afterId ? { afterId } : {}) }, { signal }),
+    );
+    children.push(...(page as ChildRecord[]));
+    if (page.length < CHILDREN_PAGE) return children;
+  }
+}
+
+/** What `ctx.waitForChildren` resolves to: the worker then neither completes nor fails the job. */
+const WAITING = Object.freeze({});
+
 /**
  * The `ctx` a handler gets. A worker makes one per job, thousands a second,
  * so it makes no closures up front: each method is a getter that returns one
  * bound to this job (so a destructured `progress` or `moveTo` still works).
  */
-export class HandlerContext implements JobContext<never> {
+export class HandlerContext implements JobContext<Catalog> {
   readonly #deps: JobContextDeps;
   readonly #lease: { id: string; leaseToken: string; name: string };
   readonly #jobAbort: JobAbort;
+  #flow: FlowOfJob;
+  #children: readonly ChildRecord[] | undefined;
   #moved = false;
+  #waiting = false;
 
   constructor(deps: JobContextDeps, lease: { id: string; leaseToken: string; name: string }, jobAbort: JobAbort) {
     this.#deps = deps;
     this.#lease = lease;
     this.#jobAbort = jobAbort;
+    this.#flow = NO_FLOW;
   }
 
-  /** Whether the handler ended this job with `moveTo`, so its return value is ignored. */
-  get moved(): boolean {
-    return this.#moved;
+  /** Tells the handler it runs after `children` (`ctx.resumed`, `ctx.children`): set before it runs. */
+  resumeAfter(children: readonly ChildRecord[]): void {
+    this.#flow = { resumed: true, children };
+    this.#children = undefined;
+  }
+
+  /**
+   * Whether the handler ended this attempt itself, with `moveTo` or `waitForChildren`, so its return value is
+   * ignored and the job is neither completed nor failed.
+   */
+  get ended(): boolean {
+    return this.#moved || this.#waiting;
+  }
+
+  get resumed(): boolean {
+    return this.#flow.resumed;
+  }
+
+  /** The children with their results parsed by their types' schemas, made once, on the first read. */
+  get children(): readonly ChildRecord[] {
+    this.#children ??= this.#flow.children.map((child) => {
+      if (child.result === undefined) return child;
+      return { ...child, result: this.#parseResult(child.name, child.id, child.result) };
+    });
+    return this.#children;
+  }
+
+  get childResults(): (name: string) => Promise<unknown[]> {
+    return async (name) => {
+      // Refuses a type the catalog lacks, as `enqueue` and `moveTo` do, rather than answering with none.
+      this.#deps.definitionOf(name);
+      return this.children.filter((c) => c.name === name && c.state === 'completed').map((c) => c.result);
+    };
+  }
+
+  get waitForChildren(): (children: readonly ChildJob[]) => Promise<never> {
+    return (children) => this.#waitForChildren(children) as Promise<never>;
   }
 
   get signal(): AbortSignal {
@@ -48,6 +132,24 @@ export class HandlerContext implements JobContext<never> {
 
   get moveTo(): (name: never, payload: never, options?: object) => Promise<void> {
     return (name, payload, options) => this.#moveTo(name, payload, options);
+  }
+
+  #parseResult(name: string, id: string, result: unknown): unknown {
+    const schema = this.#deps.definitionOf(name).result;
+    return schema ? parseWith(schema, result, `Result of child ${id} ("${name}")`) : undefined;
+  }
+
+  async #waitForChildren(given: readonly ChildJob[]): Promise<object> {
+    const { id, leaseToken, name } = this.#lease;
+    const children = checkChildren(given, `job ${id} ("${name}")`);
+    if (!children) {
+      throw new WorkqError('VALIDATION', `waitForChildren of job ${id} ("${name}") was given no children.`);
+    }
+    await this.#deps.call((api, signal) =>
+      api.consumer.waitForChildren.mutate({ id, leaseToken, children }, { signal }),
+    );
+    this.#waiting = true;
+    return WAITING;
   }
 
   async #progress(percent: number): Promise<void> {

@@ -1,8 +1,20 @@
-import type { Catalog, EnqueueOptions, JobName, PayloadInput, PayloadOutput, ResultInput } from '@workq/core';
+import type {
+  Catalog,
+  EnqueueOptions,
+  JobName,
+  PayloadInput,
+  PayloadOutput,
+  ResultInput,
+  ResultOutput,
+} from '@workq/core';
+import type { ChildJob, FlowChild } from '../flows.ts';
 import type { Logger } from '../logger.ts';
 
-/** The options of `ctx.moveTo`: those of an enqueue, but the next job is made as this one ends, so no debounce or key TTL. */
-export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs'>;
+/**
+ * The options of `ctx.moveTo`: those of an enqueue, but the next job is made as this one ends, so no debounce,
+ * key TTL or id of the caller's.
+ */
+export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs' | 'id'>;
 
 /** A job as a handler receives it: the payload parsed and upgraded to the current version. */
 export interface ConsumedJob<Payload> {
@@ -32,12 +44,41 @@ export interface JobContext<C extends Catalog, N extends JobName<C> = JobName<C>
    * is then ignored. Takes the enqueue options but `debounce` and `idempotencyTtlMs`.
    */
   moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: MoveToOptions): Promise<void>;
+  /**
+   * Whether the job runs after children: it was enqueued with children, or an earlier run of its handler
+   * returned `ctx.waitForChildren`, and they have all ended. `false` for a job that never had children.
+   */
+  readonly resumed: boolean;
+  /**
+   * This job's children, in enqueue order (those it was enqueued with, then those of each `waitForChildren`),
+   * each with its state and, typed by its job type, its result or last error. Empty for a job without children.
+   */
+  readonly children: readonly FlowChild<C>[];
+  /**
+   * The results of this job's children of type `name` that completed, in enqueue order, parsed by that type's
+   * `result` schema as `handle.result()` parses them. A child that did not complete (it died under
+   * `onFailure: 'ignore'` or `'continue'`) has none: `ctx.children` shows its error.
+   */
+  childResults<M extends JobName<C>>(name: M): Promise<ResultOutput<C, M>[]>;
+  /**
+   * Ends this attempt by enqueueing `children` (made by `sdk.child.<name>`), in one atomic step with parking
+   * this job as `waiting-children`: its handler runs again, with `ctx.resumed`, once they have all ended. The
+   * attempt is not counted, nor is it a failure. Return what it resolves to: `return ctx.waitForChildren([…])`.
+   */
+  waitForChildren(children: readonly ChildJob<JobName<C>>[]): Promise<WaitingForChildren>;
+}
+
+declare const waiting: unique symbol;
+
+/** What `ctx.waitForChildren` resolves to, for the handler to return: the job waits for its children. */
+export interface WaitingForChildren {
+  readonly [waiting]: true;
 }
 
 export type Handler<C extends Catalog, N extends JobName<C>> = (
   job: ConsumedJob<PayloadOutput<C, N>>,
   ctx: JobContext<C, N>,
-) => Promise<ResultInput<C, N>> | ResultInput<C, N>;
+) => Promise<ResultInput<C, N> | WaitingForChildren> | ResultInput<C, N> | WaitingForChildren;
 
 export interface ConsumeOptions {
   /** Jobs run at once. @defaultValue 1 */

@@ -1,4 +1,11 @@
-import { type AnyJobDefinition, MAX_BATCH_SIZE, parseWith, upgradePayload, WorkqError } from '@workq/core';
+import {
+  type AnyJobDefinition,
+  type Catalog,
+  MAX_BATCH_SIZE,
+  parseWith,
+  upgradePayload,
+  WorkqError,
+} from '@workq/core';
 import type { ClaimedJob } from '@workq/queue-server/router';
 import { PermanentError } from '../errors.ts';
 import { type Logger, silentLogger } from '../logger.ts';
@@ -8,7 +15,7 @@ import { describeThrown } from './attempt-error.ts';
 import { type FailAnswer, logAttempt } from './attempt-log.ts';
 import { ClaimFailures } from './claim-failures.ts';
 import { HandBack } from './hand-back.ts';
-import { HandlerContext, type JobContextDeps } from './job-context.ts';
+import { HandlerContext, type JobContextDeps, readChildren } from './job-context.ts';
 import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
 import { runConsumerLoop } from './loop.ts';
 import type { ConsumeOptions, JobContext, Worker } from './types.ts';
@@ -17,7 +24,7 @@ export interface WorkerDeps extends JobContextDeps {
   name: string;
   definition: AnyJobDefinition;
   ready: () => Promise<void>;
-  handler: (job: unknown, ctx: JobContext<never>) => unknown;
+  handler: (job: unknown, ctx: JobContext<Catalog>) => unknown;
   options: ConsumeOptions;
   /** The queue server's URL, named when it cannot be reached. */
   url: string;
@@ -198,6 +205,8 @@ export function startWorker(deps: WorkerDeps): Worker {
       }
       let returned: unknown;
       try {
+        // A parent runs after its children: its handler is handed them, read before it starts.
+        if (job.resumed) ctx.resumeAfter(await retrying(() => readChildren(call, job.id), giveUpAt(job)));
         const consumed = {
           id: job.id,
           name,
@@ -210,9 +219,9 @@ export function startWorker(deps: WorkerDeps): Worker {
         returned = tracing
           ? await tracing.process(job, async () => deps.handler(consumed, ctx))
           : await deps.handler(consumed, ctx);
-        if (ctx.moved) return;
+        if (ctx.ended) return;
       } catch (error) {
-        if (ctx.moved || jobAbort.reason instanceof WorkqError) return;
+        if (ctx.ended || jobAbort.reason instanceof WorkqError) return;
         await settleFailure(job, error, giveUpAt(job));
         return;
       }

@@ -1,6 +1,7 @@
 import type { ClaimRequest, LeaseRef, LimitedClaim } from '../../engine/store.ts';
 import type { SqlQueryable } from './connection.ts';
-import { type ClaimedRow, claimedColumnsOf, toClaimedRecord, toJsonText } from './records.ts';
+import { toJsonText } from './records.ts';
+import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './sql/claim-jobs.ts';
 
 /**
  * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null

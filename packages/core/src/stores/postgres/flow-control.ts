@@ -2,7 +2,7 @@
 import type { ClaimRequest, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
 import type { SqlQueryable } from './connection.ts';
-import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './records.ts';
+import { type ClaimedRow, claimedColumnsOf, toClaimedRecord } from './sql/claim-jobs.ts';
 
 interface SettingsRow {
   name: string;

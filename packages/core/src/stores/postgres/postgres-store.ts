@@ -32,7 +32,6 @@ import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
-import { isTakenJobId } from './errors.ts';
 import {
   buildFlowStatements,
   claimLimitedJobs,
@@ -45,7 +44,7 @@ import { createPgLeaderElection } from './leadership.ts';
 import { buildListJobs } from './list-jobs.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
-import { type ClaimedRow, type JobRow, newJobValues, toClaimedRecord, toJobRecord, toJsonText } from './records.ts';
+import { type JobRow, newJobValues, toJobRecord, toJsonText } from './records.ts';
 import {
   listSchemas,
   listWorkers,
@@ -56,6 +55,7 @@ import {
   touchWorkers,
 } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
+import { type ClaimedRow, claimJobsSql, claimStatement, toClaimedRecord } from './sql/claim-jobs.ts';
 import { buildStatements, type Statements } from './statements.ts';
 import { VacuumPacer } from './vacuum-pacer.ts';
 
@@ -91,6 +91,8 @@ export class PostgresStore implements Store {
   private readonly client: SqlClient;
   private readonly quotedSchema: string;
   private readonly sql: Statements;
+  /** The plain claim's statement, through `claim_jobs` or its guard `claim_jobs_unless_held` (sql/claim-jobs.ts). */
+  private readonly claimSql: { plain: string; unlessHeld: string };
   private readonly flowSql: FlowStatements;
   private readonly completeAndClaimSql: string;
   private readonly ownedNotifier: ClosableNotifier | undefined;
@@ -103,6 +105,10 @@ export class PostgresStore implements Store {
     this.client = options.client;
     this.quotedSchema = quoteSchema(options.schema);
     this.sql = buildStatements(this.quotedSchema);
+    this.claimSql = {
+      plain: claimJobsSql(this.quotedSchema, false),
+      unlessHeld: claimJobsSql(this.quotedSchema, true),
+    };
     this.flowSql = buildFlowStatements(this.quotedSchema);
     this.completeAndClaimSql = completeAndClaimStatement(this.quotedSchema);
     this.ownedNotifier = options.notifier;
@@ -130,7 +136,7 @@ export class PostgresStore implements Store {
 
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     if (request.limit <= 0) return [];
-    const { text, params } = this.claimStatement(request);
+    const { text, params } = claimStatement(this.claimSql.plain, request);
     const rows = await this.client.query<ClaimedRow>(text, params);
     this.vacuums.noteChangedRows(rows.length);
     return rows.map((row) => toClaimedRecord(row, request));
@@ -144,10 +150,10 @@ export class PostgresStore implements Store {
     return updateQueueSettings(this.client, this.flowSql, name, change, now);
   }
 
-  /** One statement, `claim_jobs_unless_held` (statements.ts). */
+  /** One statement, through `claim_jobs_unless_held` (sql/claim-jobs.ts). */
   async claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null> {
     if (request.limit <= 0) return [];
-    const { text, params } = this.claimStatement(request, this.sql.claimJobsUnlessHeld);
+    const { text, params } = claimStatement(this.claimSql.unlessHeld, request);
     const rows = await this.client.query<ClaimedRow>(text, params);
     // The row without an id: the type's settings held the claim back.
     if (rows[0] && rows[0].id === null) return null;
@@ -171,28 +177,13 @@ export class PostgresStore implements Store {
     return outcome;
   }
 
-  private claimStatement(request: ClaimRequest, text = this.sql.claimJobs): SqlStatement {
-    const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
-    return {
-      text,
-      params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs],
-    };
-  }
-
   /** `Handoff`, in one statement (see `insertAndClaimJobSql`). */
   private async insertAndClaimJob(
     job: NewJob,
     claim: ClaimRequest,
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
     const { text, params } = this.insertAndClaimStatement(job, claim);
-    let row: { state: StoredState } | undefined;
-    try {
-      [row] = await this.client.query<{ state: StoredState }>(text, params);
-    } catch (error) {
-      // Its id is taken: the engine inserts it as usual, which answers with the job holding it.
-      if (isTakenJobId(error)) return null;
-      throw error;
-    }
+    const [row] = await this.client.query<{ state: StoredState }>(text, params);
     // Only a keyed insert returns no row: its key was taken.
     if (!row) return null;
     if (row.state !== 'active') return { job: insertedRecord(job), claimed: null };
@@ -420,7 +411,7 @@ export class PostgresStore implements Store {
     };
     return [
       insertStatement(this.sql, []),
-      this.claimStatement(claimNothing, this.sql.claimJobsUnlessHeld),
+      claimStatement(this.claimSql.unlessHeld, claimNothing),
       this.completeStatement([], epoch),
       this.insertAndClaimStatement(throwaway, claimNothing),
       this.insertAndClaimStatement({ ...throwaway, id: newJobId(), idempotencyKey: newJobId() }, claimNothing),

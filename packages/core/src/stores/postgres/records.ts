@@ -1,8 +1,7 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
+import type { JobRecord, NewJob } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
-import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
 
 const OTHER_FIELDS = [
@@ -29,15 +28,7 @@ const OTHER_FIELDS = [
   'job_group',
 ] as const;
 
-const selectList = (fields: readonly string[], source = 'j') => fields.map((field) => `${source}.${field}`).join(', ');
-
-/** The columns of a claimed job (the table is aliased `j`). */
-export const CLAIMED_COLUMNS = selectList(CLAIMED_JOB_COLUMNS);
-
-/** The columns of a claimed job read from `source`, a row source with those columns (`claim_under_limits`'s rows). */
-export function claimedColumnsOf(source: string): string {
-  return selectList(CLAIMED_JOB_COLUMNS, source);
-}
+const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
 export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
@@ -84,28 +75,6 @@ export interface JobRow {
   replay_of: string | null;
   job_group: string | null;
   trace_context: Record<string, string> | null;
-}
-
-/** A row of `CLAIMED_COLUMNS`. */
-export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_JOB_COLUMNS)[number]>;
-
-/** A claimed row, completed from its claim: the name, token and expiry every job of the claim shares. */
-export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {
-  const leaseMs = Number(row.lease_ms);
-  return {
-    id: row.id,
-    name: claim.name,
-    version: row.version,
-    payload: row.payload,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    leaseMs,
-    leaseToken: claim.leaseToken,
-    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
-    progress: row.progress,
-    runAt: row.run_at,
-    traceContext: row.trace_context,
-  };
 }
 
 export function toJobRecord(row: JobRow): JobRecord {

@@ -1,6 +1,6 @@
 import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
-import { CLAIMED_COLUMNS, JOB_COLUMNS } from './records.ts';
+import { JOB_COLUMNS } from './records.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /**
@@ -14,9 +14,9 @@ function fenced(id: string, token: string, now: string): string {
 }
 
 /**
- * Every runtime statement of the store, built once per schema. Values are
- * always parameters; the only spliced identifier is the schema, validated
- * and quoted by `quoteSchema`.
+ * The store's other runtime statements, built once per schema (the plain claim's is in sql/claim-jobs.ts).
+ * Values are always parameters; the only spliced identifier is the schema, validated and quoted by
+ * `quoteSchema`.
  */
 export function buildStatements(quotedSchema: string) {
   const jobs = `${quotedSchema}.jobs`;
@@ -63,26 +63,6 @@ WHERE j.name = k.name AND j.idempotency_key = k.idempotency_key AND j.idempotenc
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
 JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
   ON j.name = k.name AND j.idempotency_key = k.idempotency_key`,
-
-    /**
-     * $1 name, $2 now, $3 min version, $4 max version, $5 limit, $6 lease token, $7 worker id, $8 lease ms or null.
-     * `claim_jobs` (sql/claim-jobs.ts) moves the name's due delayed jobs into the claim index, then leases the ready
-     * jobs that `claimable_job_ids` picks and locks (`FOR UPDATE SKIP LOCKED`) in claim order (sql/claimable-job-ids.ts
-     * keeps that walk on the claim index); they are returned sorted back into claim order.
-     * Committed without waiting for the WAL flush: a claim lost in a database crash only puts its jobs back in
-     * the queue, and fencing refuses the lost lease's token, so no guarantee rests on its durability.
-     */
-    claimJobs: `SELECT ${CLAIMED_COLUMNS}
-FROM ${quotedSchema}.claim_jobs($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
-ORDER BY j.priority DESC, j.order_key, j.order_tie`,
-
-    /**
-     * `claimJobs`, with the same parameters, through `claim_jobs_unless_held` (sql/claim-jobs-unless-held.ts): when
-     * the type's settings hold its claims back, one row without an id, and nothing leased.
-     */
-    claimJobsUnlessHeld: `SELECT ${CLAIMED_COLUMNS}
-FROM ${quotedSchema}.claim_jobs_unless_held($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
-ORDER BY j.priority DESC, j.order_key, j.order_tie`,
 
     /**
      * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. Returns the ids it completed:
@@ -153,9 +133,6 @@ RETURNING ${JOB_COLUMNS}`,
 
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
-
-    /** $1 ids (text[]): the jobs holding them, for inserts that found ids taken. */
-    selectByIds: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = ANY($1::text[])`,
 
     /** $1 now. Visible state: a job not started is `ready` or `scheduled` at `now`, whatever it is stored as. */
     countJobs: `SELECT j.name, j.version,

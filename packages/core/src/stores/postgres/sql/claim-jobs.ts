@@ -1,3 +1,9 @@
+import type { ClaimedRecord, ClaimRequest } from '../../../engine/store.ts';
+import { CLAIMED_JOB_COLUMNS } from '../../shared/claimed-columns.ts';
+import { leaseExpiry } from '../../shared/inserted-record.ts';
+import type { SqlStatement } from '../connection.ts';
+import type { JobRow } from '../records.ts';
+
 /**
  * `claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
  * lease_ms_override)`: leases up to `max_jobs` ready jobs of `job_name` and returns their whole `jobs` rows
@@ -25,3 +31,53 @@ AS $body$ DECLARE moved integer; BEGIN
     lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
   WHERE j.id IN (SELECT claimable_job_ids(job_name, due_by, min_version, max_version, max_jobs))
   RETURNING j.*; END $body$`;
+
+/**
+ * The plain claim: `claim_jobs`, or with `unlessHeld` its guard `claim_jobs_unless_held`
+ * (sql/claim-jobs-unless-held.ts), which takes the same parameters and, when the type's settings hold its claims
+ * back, returns one row without an id and leases nothing. Parameters: `claimParams`. The leased jobs come back
+ * sorted into claim order, as `CLAIMED_JOB_COLUMNS`. Committed without waiting for the WAL flush (see
+ * `claim_jobs`): no guarantee rests on a claim's durability.
+ */
+export function claimJobsSql(quotedSchema: string, unlessHeld: boolean): string {
+  const fn = unlessHeld ? 'claim_jobs_unless_held' : 'claim_jobs';
+  return `SELECT ${claimedColumnsOf('j')}
+FROM ${quotedSchema}.${fn}($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
+ORDER BY j.priority DESC, j.order_key, j.order_tie`;
+}
+
+/** A claim statement (`claimJobsSql`) with the parameters of `request`. */
+export function claimStatement(text: string, request: ClaimRequest): SqlStatement {
+  const { name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs } = request;
+  return { text, params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs] };
+}
+
+/** The columns of a claimed job read from `source`, a row source with the `jobs` columns: what every claim returns. */
+export function claimedColumnsOf(source: string): string {
+  return CLAIMED_JOB_COLUMNS.map((column) => `${source}.${column}`).join(', ');
+}
+
+/** A row of `claimedColumnsOf`. */
+export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_JOB_COLUMNS)[number]>;
+
+/**
+ * A claimed row as the engine takes it, completed from its claim: the name, token and expiry every job of the
+ * claim shares. Every claim of this store, plain or limited, returns its jobs through it.
+ */
+export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {
+  const leaseMs = Number(row.lease_ms);
+  return {
+    id: row.id,
+    name: claim.name,
+    version: row.version,
+    payload: row.payload,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    leaseMs,
+    leaseToken: claim.leaseToken,
+    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
+    progress: row.progress,
+    runAt: row.run_at,
+    traceContext: row.trace_context,
+  };
+}

@@ -1,4 +1,4 @@
-import { claimedColumnsOf } from '../records.ts';
+import { claimedColumnsOf } from './claim-jobs.ts';
 
 /** The columns a claim reads (`claimedColumnsOf`), empty, for the row that carries a claim's status. */
 const NO_JOB =
