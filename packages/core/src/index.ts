@@ -37,6 +37,7 @@ export type { WireEventBatch, WireEventDetails, WireEventRun } from './event-wir
 export { decodeEventBatch, encodeEventBatch, eventBatchWireParts } from './event-wire.ts';
 export type { JobEvent, JobEventDetails, JobEventError, JobEventRun, JobEventType, ResyncEvent } from './events.ts';
 export { JOB_EVENT_TYPES } from './events.ts';
+export { checkJobId, newJobId } from './job-ids.ts';
 export type {
   ChildFailurePolicy,
   ChildSummary,

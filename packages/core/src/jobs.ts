@@ -157,6 +157,14 @@ export const LEASE_TOKEN_MAX_CHARS = 160;
 
 /** Per-enqueue options; anything omitted comes from the job type's defaults, then the engine's. */
 export interface EnqueueOptions {
+  /**
+   * The job's id, chosen by the caller: a UUID (36 characters, any version; stored in lower case). Enqueueing
+   * the same job again under its id (same type, version and payload) returns that job, `created: false`, while
+   * it is retained; an id a different job holds is `CONFLICT`. Not with `debounce`. The SDK makes a UUIDv7 for
+   * every job given none, so that sending an enqueue again cannot make a second job.
+   * @defaultValue a new UUIDv7
+   */
+  id?: string | undefined;
   /** Higher runs first. Integer in [-1_000_000, 1_000_000]. @defaultValue 0 */
   priority?: number | undefined;
   /** Do not deliver before this many milliseconds from now. Ignored when `runAt` is given. */

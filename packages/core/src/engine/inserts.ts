@@ -1,5 +1,6 @@
+import { canonicalJson } from '../contract/json-schema.ts';
 import { WorkqError } from '../errors.ts';
-import type { InsertOutcome, JobStore, KeyHolderGone, NewJob } from './store.ts';
+import type { InsertOutcome, JobRecord, JobStore, KeyHolderGone, NewJob } from './store.ts';
 
 /** An insert's outcome for a job the store inserted, or found the retained holder of its key for. */
 export type Inserted = Exclude<InsertOutcome, KeyHolderGone>;
@@ -20,13 +21,31 @@ export function keyHolderGone(what: string): WorkqError {
 }
 
 /**
- * Inserts `jobs` on `store`, each `(name, idempotency key)` and each `(name, debounce key)` once. A job
- * repeating the idempotency key of an earlier one in the batch is not sent, and gets that one's job with
- * `created: false` (the first one wins). Debounced jobs of one key are one job too, as if enqueued one after
- * the other: the last one's payload and options are sent (`Store.debounceJobs`), the first one reports
- * whether the job was created, and the later ones get it with `created: false`. Outcomes are in input order.
+ * Inserts `jobs` on `store`, each id, each `(name, idempotency key)` and each `(name, debounce key)` once. A
+ * job repeating the id of an earlier one in the batch is that job (`created: false`), or `CONFLICT` when it
+ * differs from it (`repeatedIds`); a job whose id the store finds taken by a different job is `CONFLICT`
+ * (`checkedIds`). A job repeating the idempotency key of an earlier one in the batch is not sent, and gets
+ * that one's job with `created: false` (the first one wins). Debounced jobs of one key are one job too, as
+ * if enqueued one after the other: the last one's payload and options are sent (`Store.debounceJobs`), the
+ * first one reports whether the job was created, and the later ones get it with `created: false`. Outcomes
+ * are in input order.
  */
 export async function insertDistinct(store: JobStore, jobs: readonly NewJob[]): Promise<Inserted[]> {
+  const firstOf = repeatedIds(jobs);
+  if (firstOf) {
+    const unique = jobs.filter((_, i) => firstOf[i] === i);
+    const slotOf = new Map(unique.map((job, k) => [job.id, k]));
+    const outcomes = await insertDistinct(store, unique);
+    return jobs.map((job, i) => {
+      const outcome = outcomes[slotOf.get(job.id) as number] as Inserted;
+      return firstOf[i] === i ? outcome : { job: outcome.job, created: false };
+    });
+  }
+  return checkedIds(jobs, await insertKeysOnce(store, jobs));
+}
+
+/** `insertDistinct` for jobs of distinct ids. */
+async function insertKeysOnce(store: JobStore, jobs: readonly NewJob[]): Promise<Inserted[]> {
   const slotOf = new Map<string, number>();
   const distinct: NewJob[] = [];
   let debounced = 0;
@@ -59,6 +78,79 @@ export async function insertDistinct(store: JobStore, jobs: readonly NewJob[]): 
     reported.add(at);
     return outcome;
   });
+}
+
+/**
+ * Whether two jobs are one under their id: the same type, version and payload (as stored). Enqueueing a job
+ * again under its id (the SDK sending it again after a lost answer) repeats all three.
+ */
+function sameJob(held: Pick<JobRecord, 'name' | 'version' | 'payload'>, sent: NewJob): boolean {
+  return (
+    held.name === sent.name &&
+    held.version === sent.version &&
+    canonicalJson(held.payload) === canonicalJson(sent.payload)
+  );
+}
+
+/**
+ * For a batch that repeats an id, the position of the first job with each job's id; `undefined` when every id
+ * is distinct (the usual case, told without a map when the ids ascend, as the SDK's and the engine's do).
+ * `CONFLICT`, before anything is sent, when jobs under one id differ.
+ */
+function repeatedIds(jobs: readonly NewJob[]): number[] | undefined {
+  let ascending = true;
+  for (let i = 1; i < jobs.length && ascending; i++) ascending = (jobs[i - 1] as NewJob).id < (jobs[i] as NewJob).id;
+  if (ascending) return undefined;
+  const first = new Map<string, number>();
+  const firstOf = jobs.map((job, i) => {
+    const at = first.get(job.id);
+    if (at === undefined) {
+      first.set(job.id, i);
+      return i;
+    }
+    const earlier = jobs[at] as NewJob;
+    if (!sameJob(earlier, job)) {
+      throw new WorkqError(
+        'CONFLICT',
+        `Jobs ${at} and ${i} of this batch have the same id, ${job.id}, but ${difference(earlier, job)}: give each job its own id. Nothing was enqueued.`,
+        { details: { ids: [job.id] } },
+      );
+    }
+    return at;
+  });
+  return firstOf.every((at, i) => at === i) ? undefined : firstOf;
+}
+
+/** What tells `held` from `sent`, which are not the same job. */
+function difference(held: Pick<JobRecord, 'name' | 'version'>, sent: NewJob): string {
+  if (held.name !== sent.name) return `one is a ${held.name} job, the other a ${sent.name} job`;
+  if (held.version !== sent.version) return `one is of version ${held.version}, the other of version ${sent.version}`;
+  return 'their payloads differ';
+}
+
+/**
+ * `outcomes` as they are when no job found its id taken by a different job; otherwise `CONFLICT`, naming the
+ * ids. The other jobs of the batch are enqueued, each on its own, as under idempotency keys.
+ */
+function checkedIds(jobs: readonly NewJob[], outcomes: Inserted[]): Inserted[] {
+  const taken: string[] = [];
+  let firstTaken: { held: JobRecord; sent: NewJob } | undefined;
+  for (const [i, outcome] of outcomes.entries()) {
+    const sent = jobs[i] as NewJob;
+    if (outcome.created || outcome.job.id !== sent.id || sameJob(outcome.job, sent)) continue;
+    taken.push(sent.id);
+    firstTaken ??= { held: outcome.job, sent };
+  }
+  if (!firstTaken) return outcomes;
+  const { held, sent } = firstTaken;
+  const others = jobs.length - taken.length;
+  const batch =
+    jobs.length > 1 ? ` ${others} other job(s) of this call were enqueued (sending them again returns them).` : '';
+  throw new WorkqError(
+    'CONFLICT',
+    `Job id ${sent.id} is taken by another job: ${difference(held, sent)}. An id returns its job only to an enqueue of the same type, version and payload; give a new job a new id.${taken.length > 1 ? ` ${taken.length} ids of this call are taken.` : ''}${batch}`,
+    { details: { ids: taken } },
+  );
 }
 
 /** Sends the debounced jobs of a batch to `debounceJobs` and the others to `insertJobs`; outcomes in input order. */

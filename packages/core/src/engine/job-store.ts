@@ -24,8 +24,13 @@ export interface JobStore {
 
   /**
    * Inserts jobs in one round trip where the store allows. No two jobs of one
-   * call share a `(name, idempotencyKey)`: the engine resolves repeats within
-   * a batch before it calls. A job whose `(name, idempotencyKey)` matches a
+   * call share an id or a `(name, idempotencyKey)`: the engine resolves
+   * repeats within a batch before it calls. A job whose id is taken (the
+   * caller's or the SDK's choice, sent again) is not inserted; the job holding
+   * the id is returned with `created: false`, whatever its type or payload
+   * (the engine tells the same job from a different one), or `KeyHolderGone`
+   * when it vanished before the store could read it. Otherwise, a job whose
+   * `(name, idempotencyKey)` matches a
    * retained job is not inserted; that job is returned with `created: false`,
    * or, when it vanished before the store could read it, `KeyHolderGone`.
    * A holder whose `idempotencyExpiresAt` is at or before the job's

@@ -198,10 +198,11 @@ export class LeasedJobs {
 
   async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     const now = this.clock.now();
-    if (next.options?.debounce !== undefined || next.options?.idempotencyTtlMs !== undefined) {
+    const { options } = next;
+    if (options?.debounce !== undefined || options?.idempotencyTtlMs !== undefined || (next.id ?? options?.id)) {
       throw new WorkqError(
         'VALIDATION',
-        'moveTo takes neither debounce nor idempotencyTtlMs: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
+        'moveTo takes no debounce, idempotencyTtlMs or id: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
       );
     }
     const job = buildNewJob(next, now, null, batchSettings(this.defaults, now), lease.id);

@@ -1,7 +1,7 @@
 import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
+import { checkJobId, newJobId } from '../job-ids.ts';
 import type { JobStatus } from '../jobs.ts';
-import { newJobId } from './ids.ts';
 import {
   checkDeduplication,
   checkGroup,
@@ -26,11 +26,13 @@ export interface EnqueueInput {
    * options object (resolved once for all of them) and still each have a key of their own.
    */
   idempotencyKey?: string;
+  /** This job's own id, in place of `options.id`, for the same reason. */
+  id?: string;
 }
 
 export interface EnqueueResult {
   id: string;
-  /** `false` when an idempotency key returned an existing job. */
+  /** `false` when an idempotency key or the job's id returned an existing job. */
   created: boolean;
   state: JobStatus['state'];
 }
@@ -91,9 +93,16 @@ export function buildNewJob(
   if (settings.idempotencyExpiresAt !== null || settings.debounceKey !== null) {
     checkDeduplication(idempotencyKey, settings.idempotencyExpiresAt, settings.debounceKey);
   }
+  const id = checkJobId(input.id ?? input.options?.id);
+  if (id !== null && settings.debounceKey !== null) {
+    throw new WorkqError(
+      'VALIDATION',
+      'debounce cannot be combined with id: a debounced job is found by its debounce key.',
+    );
+  }
   // Built field by field, not by spreading the settings: this runs for every job of a bulk enqueue.
   return {
-    id: newJobId(),
+    id: id ?? newJobId(),
     name: input.name,
     version: input.version,
     payload: toStoredValue(input.payload),

@@ -11,8 +11,8 @@ export interface Handoff {
    * `claimJobs` would, when `claim` could take it (its version is in range and it is due at `claim.now`) and
    * no job `claim` could take is ready already. Otherwise `job` is inserted waiting, behind the ready ones
    * (jobs ready first are claimed first), and `claimed` is null. Durable before it resolves. When a retained
-   * job of its type holds `job`'s idempotency key already, nothing is inserted and it resolves to `null`
-   * (`insertJobs` then finds that job).
+   * job of its type holds `job`'s idempotency key already, or any job holds its id, nothing is inserted and
+   * it resolves to `null` (`insertJobs` then finds that job).
    */
   insertAndClaimJob(
     job: NewJob,

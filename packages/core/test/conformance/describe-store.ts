@@ -12,6 +12,7 @@ import { registerFlowTests } from './flows.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
+import { registerJobIdTests } from './job-ids.ts';
 import { registerLeadershipTests } from './leadership.ts';
 import { registerLifecycleTests } from './lifecycle.ts';
 import { registerOrderingTests } from './ordering.ts';
@@ -62,6 +63,7 @@ export function describeStore(
     describe('7. time', () => registerTimeTests(state));
     describe('time bounds: leases and run times', () => registerTimeBoundTests(state));
     describe('8. idempotency', () => registerIdempotencyTests(state));
+    describe('caller-chosen job ids', () => registerJobIdTests(state));
     describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));

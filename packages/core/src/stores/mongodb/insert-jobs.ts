@@ -11,10 +11,10 @@ function keyOf(name: string, idempotencyKey: string): string {
 }
 
 /**
- * Inserts jobs (no two sharing a key, see `Store.insertJobs`) with one unordered `insertMany`. A job whose
- * `(name, idempotencyKey)` is already taken fails on the unique index; the job that holds the key is looked
- * up and returned with `created: false`, or `KeyHolderGone` when it was pruned before the look-up. Each call
- * to the server is abandoned after `limitMs` (see `withCallLimit`).
+ * Inserts jobs (no two sharing a key, see `Store.insertJobs`) with one unordered `insertMany`. A job whose id
+ * or `(name, idempotencyKey)` is already taken fails on that unique index; the job that holds the id, else the
+ * one that holds the key, is looked up and returned with `created: false`, or `KeyHolderGone` when it was
+ * pruned before the look-up. Each call to the server is abandoned after `limitMs` (see `withCallLimit`).
  */
 export async function insertJobs(
   jobs: Collection<JobDocument>,
@@ -24,11 +24,20 @@ export async function insertJobs(
   const docs = input.map(toJobDocument);
   const conflicts = await insertReportingConflicts(jobs, docs, limitMs);
   if (conflicts.size === 0) return docs.map((doc) => ({ job: toJobRecord(doc), created: true }));
-  const wanted = [...conflicts].map((position) => input[position] as NewJob);
-  const holders = await withCallLimit(limitMs, (signal) => findKeyHolders(jobs, wanted, signal));
+  const onId = [...conflicts].flatMap(([position, index]) => (index === 'id' ? [input[position] as NewJob] : []));
+  const onKey = [...conflicts].flatMap(([position, index]) => (index === 'key' ? [input[position] as NewJob] : []));
+  const idHolders =
+    onId.length === 0 ? new Map() : await withCallLimit(limitMs, (signal) => findIdHolders(jobs, onId, signal));
+  const holders =
+    onKey.length === 0 ? new Map() : await withCallLimit(limitMs, (signal) => findKeyHolders(jobs, onKey, signal));
   const expired: NewJob[] = [];
   const outcomes = input.map((job, position): InsertOutcome => {
     if (!conflicts.has(position)) return { job: toJobRecord(docs[position] as JobDocument), created: true };
+    if (conflicts.get(position) === 'id') {
+      const idHolder = idHolders.get(job.id);
+      // No holder: it was pruned before the look-up (see `KeyHolderGone`).
+      return idHolder ? { job: toJobRecord(idHolder), created: false } : { job: null, created: false };
+    }
     const holder = holders.get(keyOf(job.name, job.idempotencyKey as string));
     // No holder: it was pruned before the look-up; an expired one lets go of its key (see `KeyHolderGone`).
     if (!holder) return { job: null, created: false };
@@ -54,29 +63,49 @@ export async function insertJobs(
   return outcomes;
 }
 
-/** Inserts `docs`; resolves to the positions that failed on the idempotency index. Any other failure throws. */
+/** The unique index an insert found taken: the id's (`_id_`), or the idempotency key's. */
+type TakenIndex = 'id' | 'key';
+
+/**
+ * Inserts `docs`; resolves to the positions that failed on a unique index, each with the index: the id's when
+ * the server names `_id_` (as every server and the wire double do) or the document has no key to conflict on.
+ * Any other failure throws.
+ */
 async function insertReportingConflicts(
   jobs: Collection<JobDocument>,
   docs: JobDocument[],
   limitMs: number,
-): Promise<Set<number>> {
+): Promise<Map<number, TakenIndex>> {
   try {
     await withCallLimit(limitMs, (signal) => {
       const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
       return jobs.insertMany(docs, options);
     });
-    return new Set();
+    return new Map();
   } catch (error) {
     const writeErrors = bulkWriteErrors(error);
     if (!writeErrors || writeErrors.length === 0) throw error;
-    const conflicts = new Set<number>();
+    const conflicts = new Map<number, TakenIndex>();
     for (const writeError of writeErrors) {
       const doc = docs[writeError.index];
-      if (writeError.code !== DUPLICATE_KEY || !doc || doc.idempotencyKey === null) throw error;
-      conflicts.add(writeError.index);
+      if (writeError.code !== DUPLICATE_KEY || !doc) throw error;
+      const onId = doc.idempotencyKey === null || / index: _id_\b/.test(writeError.errmsg ?? '');
+      conflicts.set(writeError.index, onId ? 'id' : 'key');
     }
     return conflicts;
   }
+}
+
+/** The jobs holding the ids of `wanted`, read at `majority` for the reason `findKeyHolders` gives. */
+async function findIdHolders(
+  jobs: Collection<JobDocument>,
+  wanted: NewJob[],
+  signal: AbortSignal,
+): Promise<Map<string, JobDocument>> {
+  const found = await jobs
+    .find({ _id: { $in: wanted.map((job) => job.id) } }, { readConcern: { level: 'majority' }, signal })
+    .toArray();
+  return new Map(found.map((doc) => [doc._id, doc as JobDocument]));
 }
 
 /**

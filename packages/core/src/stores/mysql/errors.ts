@@ -55,6 +55,14 @@ export function driverCode(error: unknown): string | undefined {
 }
 
 /**
+ * Whether `error` is the jobs insert's failure on a taken id: its `ON DUPLICATE KEY UPDATE` sets `id` to NULL
+ * when the row it met holds the same id, which the session's strict mode refuses (see sql/insert-jobs.ts).
+ */
+export function isTakenJobId(error: unknown): boolean {
+  return driverCode(error) === 'ER_BAD_NULL_ERROR' && error instanceof Error && /'id'/.test(error.message);
+}
+
+/**
  * Turns a driver error into the `WorkqError` users see; the driver error is
  * kept as `cause` for logs, and no database message reaches the message.
  */

@@ -75,3 +75,15 @@ export function describeTarget(connection: { connectionString?: string; host?: s
   }
   return `${connection.host ?? 'localhost'}:${connection.port ?? 5432}`;
 }
+
+/** Whether `error` (as `toWorkqError` left it) is an insert's failure on a job id already taken: `jobs_pkey`. */
+export function isTakenJobId(error: unknown): boolean {
+  const cause = error instanceof WorkqError ? error.cause : error;
+  return (
+    typeof cause === 'object' &&
+    cause !== null &&
+    errorCode(cause) === '23505' &&
+    'constraint' in cause &&
+    cause.constraint === 'jobs_pkey'
+  );
+}

@@ -1,7 +1,9 @@
 import type { InsertOutcome, JobRecord, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
+import { insertAroundTakenIds } from '../shared/taken-ids.ts';
 import type { SqlQueryable, SqlStatement } from './connection.ts';
+import { isTakenJobId } from './errors.ts';
 import { type JobRow, newJobParams, newJobValues, shareSettings, toJobRecord } from './records.ts';
 import type { Statements } from './statements.ts';
 
@@ -17,10 +19,40 @@ function sortedByKey(jobs: readonly NewJob[]): NewJob[] {
 
 /**
  * `Store.insertJobs`: one insert statement for the batch, then, for the jobs whose keys were taken, one read
- * of the holders (and one statement that clears the keys holders let expire).
+ * of the holders (and one statement that clears the keys holders let expire). A taken id fails the statement
+ * (nothing inserted; no conflict check on ids costs the usual batch anything): then the jobs holding the
+ * batch's ids are read and the rest inserted again (`insertAroundTakenIds`).
  */
 export async function insertJobs(db: SqlQueryable, sql: Statements, jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
   if (jobs.length === 0) return [];
+  try {
+    return await insertUnlessKeyTaken(db, sql, jobs);
+  } catch (error) {
+    if (!isTakenJobId(error)) throw error;
+  }
+  return insertAroundTakenIds(jobs, {
+    insert: (some) => insertUnlessKeyTaken(db, sql, some),
+    holders: (ids) => jobsByIds(db, sql, ids),
+    isTakenId: isTakenJobId,
+  });
+}
+
+/** The jobs holding `ids`, by id. */
+export async function jobsByIds(
+  db: SqlQueryable,
+  sql: Statements,
+  ids: readonly string[],
+): Promise<Map<string, JobRecord>> {
+  const rows = await db.query<JobRow>(sql.selectByIds, [ids]);
+  return new Map(rows.map((row) => [row.id, toJobRecord(row)]));
+}
+
+/** `insertJobs` for jobs whose ids are free: a taken one fails the statement. */
+async function insertUnlessKeyTaken(
+  db: SqlQueryable,
+  sql: Statements,
+  jobs: readonly NewJob[],
+): Promise<InsertOutcome[]> {
   // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
   const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : jobs;
   const outcomes = new Map<string, InsertOutcome>();

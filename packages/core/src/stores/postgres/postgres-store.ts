@@ -32,6 +32,7 @@ import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
+import { isTakenJobId } from './errors.ts';
 import {
   buildFlowStatements,
   claimLimitedJobs,
@@ -183,7 +184,14 @@ export class PostgresStore implements Store {
     claim: ClaimRequest,
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
     const { text, params } = this.insertAndClaimStatement(job, claim);
-    const [row] = await this.client.query<{ state: StoredState }>(text, params);
+    let row: { state: StoredState } | undefined;
+    try {
+      [row] = await this.client.query<{ state: StoredState }>(text, params);
+    } catch (error) {
+      // Its id is taken: the engine inserts it as usual, which answers with the job holding it.
+      if (isTakenJobId(error)) return null;
+      throw error;
+    }
     // Only a keyed insert returns no row: its key was taken.
     if (!row) return null;
     if (row.state !== 'active') return { job: insertedRecord(job), claimed: null };

@@ -134,6 +134,9 @@ RETURNING ${JOB_COLUMNS}`,
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
 
+    /** $1 ids (text[]): the jobs holding them, for inserts that found ids taken. */
+    selectByIds: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = ANY($1::text[])`,
+
     /** $1 now. Visible state: a job not started is `ready` or `scheduled` at `now`, whatever it is stored as. */
     countJobs: `SELECT j.name, j.version,
   CASE WHEN j.state NOT IN ${NOT_STARTED_SQL} THEN j.state WHEN j.run_at <= $1::timestamptz THEN 'ready' ELSE 'scheduled' END AS state,

@@ -1,27 +1,48 @@
 /**
- * Insert jobs: `Store.insertJobs`. One multi-row `INSERT … ON DUPLICATE KEY UPDATE id = id`: a taken
- * idempotency key is a no-op for that row (unlike `INSERT IGNORE`, which would hide other errors). Then only
- * the jobs with a key are read back, by `(name, key)`, to learn which job holds each; a job without a key was
- * inserted as sent. A holder whose key had expired lets go of it (release-expired-keys.ts).
+ * Insert jobs: `Store.insertJobs`. One multi-row `INSERT … ON DUPLICATE KEY UPDATE`: a taken idempotency key
+ * is a no-op for that row (unlike `INSERT IGNORE`, which would hide other errors), and a taken id fails the
+ * statement, inserting nothing: the update sets `id` to NULL when the row it met holds the same id (InnoDB
+ * meets the primary key first), which the session's strict mode refuses. Then the jobs holding the batch's
+ * ids are read and the others inserted again (`insertAroundTakenIds`); the usual batch, of fresh ids, costs
+ * one statement. Only the jobs with a key are read back, by `(name, key)`, to learn which job holds each; a
+ * job without a key was inserted as sent. A holder whose key had expired lets go of it
+ * (release-expired-keys.ts).
  *
  * Takes the new jobs, in order. Returns one outcome per job, in order: inserted (`created`), the holder of its
- * key, or no job when the holder was pruned between the two statements or its key expired (the engine sends
- * the job again). Takes no locks beyond the statements'.
+ * id or key, or no job when the holder was pruned between the two statements or its key expired (the engine
+ * sends the job again). Takes no locks beyond the statements'.
  */
 import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
 import { keyExpired } from '../../shared/deduplication.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
+import { insertAroundTakenIds } from '../../shared/taken-ids.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { idempotencyRef, selectInserted } from '../job-queries.ts';
+import { isTakenJobId } from '../errors.ts';
+import { idempotencyRef, selectInserted, selectJobsByIds } from '../job-queries.ts';
 import { JOB_COLUMNS, newJobValues } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { releaseExpiredKeys } from './release-expired-keys.ts';
 
 export async function insertJobs(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
+  try {
+    return await insertUnlessIdTaken(db, t, jobs);
+  } catch (error) {
+    if (!isTakenJobId(error)) throw error;
+  }
+  return insertAroundTakenIds(jobs, {
+    insert: (some) => insertUnlessIdTaken(db, t, some),
+    holders: (ids) => selectJobsByIds(db, t, ids),
+    isTakenId: isTakenJobId,
+  });
+}
+
+async function insertUnlessIdTaken(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
   const keyed = jobs.filter((job) => job.idempotencyKey !== null);
-  await execute(db, `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [
-    jobs.map(newJobValues),
-  ]);
+  await execute(
+    db,
+    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`,
+    [jobs.map(newJobValues)],
+  );
   if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
   const { byKey } = await selectInserted(db, t, keyed);
   const expired: NewJob[] = [];
