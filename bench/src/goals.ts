@@ -83,9 +83,9 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
   const sdkDrain = value('workq-sdk-pg', 'drain', 50);
   const bullDrain = value('bullmq-redis', 'drain', 50);
   goals.push({
-    goal: 'drain c=50, SDK/tRPC on PostgreSQL ≥ 1.0× BullMQ on Redis',
+    goal: 'drain c=50, SDK/tRPC on PostgreSQL ≥ 1.2× BullMQ on Redis',
     ratio: speedRatio(sdkDrain, bullDrain, 'jobs/s'),
-    target: 1.0,
+    target: 1.2,
     detail: describe(sdkDrain, bullDrain, 'jobs/s'),
   });
   const pgPeer = bestOf(PG_PEERS, 'drain', 50, 'jobs/s');
@@ -96,6 +96,7 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     target: 1.5,
     detail: describe(sdkDrain, pgPeer?.value ?? null, 'jobs/s'),
   });
+  sdkCpuGoals(goals);
   for (const c of [1, 10, 50]) {
     const core = value('workq-core-pg', 'drain', c);
     const raw = value(RAW, 'drain', c);
@@ -226,6 +227,40 @@ function steadyGoals(goals: GoalList): void {
 
 const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'workq-core-mariadb'] as const;
 
+/** A row's CPU per job summed over every process group, or null without `--cpu`. */
+function cpuTotal(row: ResultRow | undefined): number | null {
+  return row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
+}
+
+/** The most CPU per job the SDK's client and the server together may spend on the c=50 drain, in µs. */
+const SDK_OWN_CPU_US = 25;
+
+/**
+ * The product path's CPU budget, from the c=50 drains' CPU per job (`--cpu`): the SDK's client (the bench
+ * process) and the queue server together at most `SDK_OWN_CPU_US`, and the SDK path's total, PostgreSQL
+ * included, at most graphile-worker's. The PostgreSQL group counts every PostgreSQL process while the drain runs.
+ */
+function sdkCpuGoals(goals: GoalList): void {
+  const sdk = goals.row('workq-sdk-pg', 'drain', 50);
+  const own = sdk?.cpuPerJob ? sdk.cpuPerJob.bench + sdk.cpuPerJob.server : null;
+  goals.push({
+    goal: `drain c=50, SDK/tRPC on PostgreSQL: SDK client + server CPU per job ≤ ${SDK_OWN_CPU_US} µs`,
+    ratio: own === null || own <= 0 ? null : SDK_OWN_CPU_US / own,
+    target: 1.0,
+    detail: describe(own, SDK_OWN_CPU_US, 'µs/job'),
+  });
+  const graphile = goals.row('graphile-worker-pg', 'drain', 50);
+  const sdkTotal = cpuTotal(sdk);
+  const graphileTotal = cpuTotal(graphile);
+  goals.push({
+    goal: "drain c=50, SDK/tRPC on PostgreSQL: total CPU per job ≤ graphile-worker's",
+    ratio: sdkTotal === null || graphileTotal === null || sdkTotal <= 0 ? null : graphileTotal / sdkTotal,
+    target: 1.0,
+    detail: describe(sdkTotal, graphileTotal, 'µs/job'),
+    rows: [sdk],
+  });
+}
+
 /**
  * Flow control's goal, "a claim with limits set costs at most 1.5× a plain one", per system and kind: the limited
  * drain at least 1/1.5 of its plain twin's jobs/s, and (with `--cpu`) at most 1.5× its CPU per job, all processes.
@@ -234,8 +269,6 @@ const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'wor
  * cost of its claims); otherwise the plain twin, which already holds no more.
  */
 function flowGoals(goals: GoalList): void {
-  const cpuTotal = (row: ResultRow | undefined) =>
-    row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
   for (const kind of ['concurrency', 'groups'] as FlowKind[]) {
     const { limited, plain, sameHeld, concurrency } = flowRows(kind);
     for (const system of FLOW_SYSTEMS) {
