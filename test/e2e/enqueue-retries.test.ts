@@ -1,7 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient } from '@workq/sdk';
+import { createClient, WorkqError } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
@@ -61,6 +61,8 @@ async function startLossyProxy(target: string): Promise<LossyProxy> {
   };
 }
 
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 const payloadsOf = (tag: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ source: `in/${tag}-${i}.png`, output: `out/${tag}-${i}.webp` }));
 
@@ -92,7 +94,7 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({
     return counts.filter((row) => row.name === 'imageConvert').reduce((sum, row) => sum + row.count, 0);
   };
 
-  it('an enqueue whose answer was lost is sent again and makes exactly one job', async () => {
+  it('an enqueue whose answer was lost is sent again under the id the SDK made, makes exactly one job and stores no key', async () => {
     const sdk = createClient({ url: proxy.url, jobs });
     await sdk.ready();
     const [before, lostBefore] = [await storedJobs(), proxy.lost()];
@@ -101,10 +103,13 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({
     expect(proxy.lost() - lostBefore).toBe(1);
     expect(handle.created).toBe(true);
     expect((await storedJobs()) - before).toBe(1);
-    expect((await handle.status()).idempotencyKey).toEqual(expect.any(String));
+    expect(handle.id).toMatch(UUID_V7);
+    const status = await handle.status();
+    expect(status.id).toBe(handle.id);
+    expect(status).not.toHaveProperty('idempotencyKey');
   });
 
-  it('an enqueueMany whose answer was lost is sent again and makes each job once', async () => {
+  it('an enqueueMany whose answer was lost is sent again and makes each job once, under ids in the order sent, with no keys', async () => {
     const sdk = createClient({ url: proxy.url, jobs });
     await sdk.ready();
     const [before, lostBefore] = [await storedJobs(), proxy.lost()];
@@ -114,6 +119,35 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({
     expect(new Set(handles.map((handle) => handle.id)).size).toBe(25);
     expect(handles.every((handle) => handle.created)).toBe(true);
     expect((await storedJobs()) - before).toBe(25);
+    const ids = handles.map((handle) => handle.id);
+    expect(ids).toEqual([...ids].sort());
+    const statuses = await Promise.all(handles.map((handle) => handle.status()));
+    expect(statuses.filter((status) => status.idempotencyKey !== undefined)).toEqual([]);
+  });
+
+  it('a caller-chosen id: the same job enqueued again is that job; another payload under it is CONFLICT, naming the id', async () => {
+    const sdk = createClient({ url: server.url, jobs });
+    const before = await storedJobs();
+    const id = crypto.randomUUID();
+    const payload = { source: 'in/chosen.png', output: 'out/chosen.webp' };
+    const first = await sdk.enqueue.imageConvert(payload, { id });
+    expect([first.id, first.created]).toEqual([id, true]);
+    const again = await sdk.enqueue.imageConvert(payload, { id });
+    expect([again.id, again.created]).toEqual([id, false]);
+    const [many] = await sdk.enqueueMany.imageConvert([payload], { perJob: [{ id }] });
+    expect([many?.id, many?.created]).toEqual([id, false]);
+    const held = await first.status();
+    const conflict = await sdk.enqueue
+      .imageConvert({ ...payload, quality: 10 }, { id })
+      .catch((error: unknown) => error);
+    expect(conflict).toBeInstanceOf(WorkqError);
+    expect(conflict).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(id), details: { ids: [id] } });
+    await expect(sdk.enqueue.imageConvert(payload, { id: 'order-42' })).rejects.toMatchObject({
+      code: 'VALIDATION',
+      message: expect.stringContaining('id must be a UUID'),
+    });
+    expect((await storedJobs()) - before).toBe(1);
+    expect(await first.status()).toEqual(held);
   });
 
   it('enqueueMany with a key per job: the same batch sent again returns the same jobs and makes none', async () => {

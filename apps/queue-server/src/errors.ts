@@ -59,7 +59,7 @@ export function requestKindOf(type: string, path: string | undefined): RequestKi
 /** What is safe after a write whose outcome is unknown. */
 const AFTER_UNKNOWN_WRITE: Readonly<Record<Exclude<RequestKind, 'read'>, string>> = {
   enqueue:
-    'Retrying with the same idempotencyKey is safe: it returns the job if it was stored (without a key, a retry may enqueue it twice).',
+    'Retrying with the same job id (the SDK sends every job under one) or idempotencyKey is safe: it returns the job if it was stored (without either, a retry may enqueue it twice).',
   claim:
     'Claiming again is safe: jobs a lost claim leased are delivered again when their lease expires, and acks it carried that were stored are recognised as repeated.',
   ack: 'Retrying is safe: an ack that was stored is recognised as repeated.',

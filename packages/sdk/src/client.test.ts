@@ -46,26 +46,41 @@ function fakeServer(answer: (path: string, input: Record<string, unknown>) => un
 
 const connectionReset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 describe('createClient() enqueue retries', () => {
-  it('sends an enqueue whose answer was lost again under the key it made up, and reports the job as created', async () => {
+  it('sends an enqueue whose answer was lost again under the id it made up, with no key, and reports the job as created', async () => {
     let attempts = 0;
-    const server = fakeServer((path) => {
+    const server = fakeServer((path, input) => {
       if (path !== 'jobs.enqueue') return null;
       attempts++;
       // The first attempt was stored, but its answer never arrived.
       if (attempts === 1) throw connectionReset();
-      return { id: 'job-1', created: false, state: 'ready' };
+      return { id: (input.options as { id: string }).id, created: false, state: 'ready' };
     });
     const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
     const handle = await client.enqueue.probe({ n: 1 });
-    expect([handle.id, handle.created]).toEqual(['job-1', true]);
-    const keys = server.enqueues().map(({ input }) => (input.options as { idempotencyKey?: string }).idempotencyKey);
-    expect(keys).toHaveLength(2);
-    expect(keys[0]).toMatch(/^[0-9a-f-]{32,36}$/);
-    expect(keys[1]).toBe(keys[0]);
+    const sent = server.enqueues().map(({ input }) => input.options as { id?: string; idempotencyKey?: string });
+    expect(sent).toHaveLength(2);
+    expect(sent[0]?.id).toMatch(UUID_V7);
+    expect(sent[1]).toEqual(sent[0]);
+    expect(sent[0]?.idempotencyKey).toBeUndefined();
+    expect([handle.id, handle.created]).toEqual([sent[0]?.id, true]);
   });
 
-  it('gives up after its retries, saying the job may have been stored and under which key to send it again', async () => {
+  it('sends an id the caller chose as it is, and reports created as the server answers', async () => {
+    const server = fakeServer((path, input) => {
+      if (path !== 'jobs.enqueue') return null;
+      return { id: (input.options as { id: string }).id, created: false, state: 'ready' };
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
+    const id = '0190a8c4-3f2e-4c1a-9b6d-2f4e5a6b7c8d';
+    const handle = await client.enqueue.probe({ n: 1 }, { id });
+    expect([handle.id, handle.created]).toEqual([id, false]);
+    expect(server.enqueues().map(({ input }) => input.options)).toEqual([{ id }]);
+  });
+
+  it('gives up after its retries, saying the job may have been stored and under which id to send it again', async () => {
     const server = fakeServer((path) => {
       if (path.startsWith('jobs.enqueue')) throw connectionReset();
       return null;
@@ -75,8 +90,8 @@ describe('createClient() enqueue retries', () => {
     await expect(failure).rejects.toMatchObject({
       code: 'UNAVAILABLE',
       retryable: true,
-      message: expect.stringMatching(/after 2 attempts.*may have been stored.*idempotencyKey "order-7"/),
-      details: { attempts: 2, mayBeStored: true, idempotencyKey: 'order-7' },
+      message: expect.stringMatching(/after 2 attempts.*may have been stored.*with id "[0-9a-f-]{36}"/),
+      details: { attempts: 2, mayBeStored: true, id: expect.stringMatching(UUID_V7), idempotencyKey: 'order-7' },
     });
     expect(server.enqueues()).toHaveLength(2);
   });
@@ -90,40 +105,45 @@ describe('createClient() enqueue retries', () => {
     });
   });
 
-  it('with enqueueRetries 0, sends once and makes up no key', async () => {
+  it('with enqueueRetries 0, sends once, under an id of its own', async () => {
     const server = fakeServer((path) => {
       if (path.startsWith('jobs.enqueue')) throw connectionReset();
       return null;
     });
     const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch, enqueueRetries: 0 });
     await expect(client.enqueue.probe({ n: 1 })).rejects.toMatchObject({
-      message: expect.stringContaining('without an idempotencyKey, enqueueing again may make a second job'),
+      message: expect.stringMatching(/may have been stored all the same: enqueue it again with id "[0-9a-f-]{36}"/),
     });
-    expect(server.enqueues().map(({ input }) => input.options)).toEqual([{}]);
+    expect(server.enqueues().map(({ input }) => input.options)).toEqual([{ id: expect.stringMatching(UUID_V7) }]);
   });
 
-  it('sends each job of a batch under its own key, made up where the caller gave none, with the same keys on a retry', async () => {
+  it('sends each job of a batch under its own id, made up where the caller gave none, with the same ids on a retry', async () => {
     let attempts = 0;
     const server = fakeServer((path, input) => {
       if (path !== 'jobs.enqueueMany') return null;
       attempts++;
       if (attempts === 1) throw connectionReset();
-      // The first attempt stored them all: each key finds its job.
-      return (input.payloads as unknown[]).map((_, i) => ({ id: `job-${i}`, created: false, state: 'ready' }));
+      // The first attempt stored them all: each id finds its job, and the caller's key a job someone else made.
+      const ids = input.ids as string[];
+      return ids.map((id, i) => ({ id: i === 0 ? 'holder-of-mine' : id, created: false, state: 'ready' }));
     });
     const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
     const handles = await client.enqueueMany.probe([{ n: 0 }, { n: 1 }, { n: 2 }], {
       priority: 3,
       perJob: [{ idempotencyKey: 'mine' }, undefined, { delayMs: 500 }],
     });
-    // Under the caller's own key the job may be someone else's; under a made-up one it can only be this call's.
+    // Under the caller's own key the job may be someone else's; under a made-up id it can only be this call's.
     expect(handles.map((handle) => handle.created)).toEqual([false, true, true]);
     const [first, second] = server.enqueues().map(({ input }) => input);
+    expect(handles.slice(1).map((handle) => handle.id)).toEqual((first?.ids as string[]).slice(1));
     expect(second).toEqual(first);
     expect(first).toMatchObject({
       options: { priority: 3 },
       perJob: [{ idempotencyKey: 'mine' }, null, { delayMs: 500 }],
-      idempotencyKeys: [null, expect.any(String), expect.any(String)],
+      ids: [expect.stringMatching(UUID_V7), expect.stringMatching(UUID_V7), expect.stringMatching(UUID_V7)],
     });
+    expect(first).not.toHaveProperty('idempotencyKeys');
+    const ids = first?.ids as string[];
+    expect(ids[0]! < ids[1]! && ids[1]! < ids[2]!).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import type { QueueApi } from './transport.ts';
 
 /** A stand-in for the tRPC client that records each request and answers with sequential ids. */
 function recordingApi(fail = false) {
-  const requests: { path: string; count: number; options: unknown; keys?: unknown }[] = [];
+  const requests: { path: string; count: number; options: unknown; keys?: unknown; ids?: unknown }[] = [];
   let next = 0;
   const api = {
     jobs: {
@@ -16,9 +16,15 @@ function recordingApi(fail = false) {
         },
       },
       enqueueMany: {
-        mutate: async (input: { payloads: unknown[]; options: unknown; idempotencyKeys?: unknown }) => {
-          const { payloads, options, idempotencyKeys } = input;
-          requests.push({ path: 'enqueueMany', count: payloads.length, options, keys: idempotencyKeys });
+        mutate: async (input: { payloads: unknown[]; options: unknown; idempotencyKeys?: unknown; ids?: unknown }) => {
+          const { payloads, options, idempotencyKeys, ids } = input;
+          requests.push({
+            path: 'enqueueMany',
+            count: payloads.length,
+            options,
+            ...(idempotencyKeys ? { keys: idempotencyKeys } : {}),
+            ...(ids ? { ids } : {}),
+          });
           if (fail) throw new Error('store unavailable');
           return input.payloads.map(() => ({ id: `job-${next++}`, created: true }));
         },
@@ -81,6 +87,26 @@ describe('EnqueueBatcher', () => {
     expect(requests).toEqual([
       { path: 'enqueue', count: 1, options: { priority: 1, idempotencyKey: 'k0' } },
       { path: 'enqueueMany', count: 3, options: { priority: 1 }, keys: ['k1', null, 'k3'] },
+    ]);
+  });
+
+  it('batches enqueues whose options differ only in their ids, sending each job’s id with it', async () => {
+    const { requests, batcher } = recordingApi();
+    await Promise.all([
+      batcher.enqueue('a', 1, { n: 0 }, { priority: 1, id: 'id-0' }),
+      batcher.enqueue('a', 1, { n: 1 }, { priority: 1, id: 'id-1' }),
+      batcher.enqueue('a', 1, { n: 2 }, { priority: 1 }),
+      batcher.enqueue('a', 1, { n: 3 }, { priority: 1, id: 'id-3', idempotencyKey: 'k3' }),
+    ]);
+    expect(requests).toEqual([
+      { path: 'enqueue', count: 1, options: { priority: 1, id: 'id-0' } },
+      {
+        path: 'enqueueMany',
+        count: 3,
+        options: { priority: 1 },
+        keys: [null, null, 'k3'],
+        ids: ['id-1', null, 'id-3'],
+      },
     ]);
   });
 });

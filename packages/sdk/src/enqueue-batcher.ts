@@ -5,12 +5,13 @@ import type { Call } from './transport.ts';
 /** What the server answers for each enqueued job. */
 export interface EnqueueOutcome {
   id: string;
-  /** `false` when an idempotency key returned an existing job. */
+  /** `false` when an idempotency key or the job's id returned an existing job. */
   created: boolean;
 }
 
 interface PendingEnqueue {
   payload: unknown;
+  id: string | undefined;
   idempotencyKey: string | undefined;
   traceContext: TraceContext | undefined;
   resolve: (result: EnqueueOutcome) => void;
@@ -20,7 +21,7 @@ interface PendingEnqueue {
 interface Group {
   name: string;
   version: number;
-  /** The options the group's jobs share: their own, without their keys. */
+  /** The options the group's jobs share: their own, without their ids and keys. */
   options: EnqueueOptions;
   /** The longest time limit of the group's enqueues. */
   timeoutMs: number;
@@ -30,7 +31,7 @@ interface Group {
 /**
  * Merges enqueues made in the same turn of the event loop (e.g. under
  * `Promise.all`) into one `enqueueMany` request per job type, version and
- * options; each job keeps its own idempotency key and trace context. The first enqueue of a
+ * options; each job keeps its own id, idempotency key and trace context. The first enqueue of a
  * turn goes out at once, so a lone enqueue never waits.
  */
 export class EnqueueBatcher {
@@ -39,7 +40,7 @@ export class EnqueueBatcher {
 
   constructor(private readonly call: Call) {}
 
-  /** Enqueues one job; `options` may carry its idempotency key. `timeoutMs` limits its request. */
+  /** Enqueues one job; `options` may carry its id and idempotency key. `timeoutMs` limits its request. */
   enqueue(
     name: string,
     version: number,
@@ -55,7 +56,7 @@ export class EnqueueBatcher {
         this.sendOne(name, version, payload, options, timeoutMs).then(resolve, reject);
         return;
       }
-      const { idempotencyKey, traceContext, ...shared } = options;
+      const { id, idempotencyKey, traceContext, ...shared } = options;
       const key = `${name}\u0000${version}\u0000${canonicalJson(shared)}`;
       let group = this.groups.get(key);
       if (!group) {
@@ -63,7 +64,7 @@ export class EnqueueBatcher {
         this.groups.set(key, group);
       }
       group.timeoutMs = Math.max(group.timeoutMs, timeoutMs ?? Number.POSITIVE_INFINITY);
-      group.pending.push({ payload, idempotencyKey, traceContext, resolve, reject });
+      group.pending.push({ payload, id, idempotencyKey, traceContext, resolve, reject });
     });
   }
 
@@ -96,17 +97,19 @@ export class EnqueueBatcher {
     try {
       if (pending.length === 1) {
         const [only] = pending as [PendingEnqueue];
-        const { idempotencyKey, traceContext } = only;
+        const { id, idempotencyKey, traceContext } = only;
         const own =
-          idempotencyKey === undefined && traceContext === undefined
+          id === undefined && idempotencyKey === undefined && traceContext === undefined
             ? options
-            : { ...options, idempotencyKey, traceContext };
+            : { ...options, id, idempotencyKey, traceContext };
         only.resolve(await this.sendOne(name, version, only.payload, own, timing?.timeoutMs));
         return;
       }
       const payloads = pending.map((p) => p.payload);
       const keys = pending.map((p) => p.idempotencyKey ?? null);
       const keyed = keys.some((key) => key !== null);
+      const ids = pending.map((p) => p.id ?? null);
+      const identified = ids.some((id) => id !== null);
       // Traced jobs each carry the context of their own `create` span.
       const traced = pending.some((p) => p.traceContext !== undefined);
       const request = {
@@ -115,6 +118,7 @@ export class EnqueueBatcher {
         payloads,
         options,
         ...(keyed ? { idempotencyKeys: keys } : {}),
+        ...(identified ? { ids } : {}),
         ...(traced ? { perJob: pending.map((p) => (p.traceContext ? { traceContext: p.traceContext } : null)) } : {}),
       };
       const results = await this.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), timing);

@@ -4,6 +4,7 @@ import {
   isFinishedState,
   type JobName,
   type JobStatus,
+  newJobId,
   type PayloadInput,
   parseWith,
   type ResultOutput,
@@ -11,7 +12,7 @@ import {
   WorkqError,
 } from '@workq/core';
 import type { EnqueueBatcher } from './enqueue-batcher.ts';
-import { enqueueFailed, type SentKeys } from './enqueue-failure.ts';
+import { enqueueFailed, type SentIds } from './enqueue-failure.ts';
 import { type ChildJob, checkChildren, type ParentOptions } from './flows.ts';
 import { BeforeSending, type EnqueueRetryPolicy, sendWithRetries } from './retry.ts';
 import type { TracingLoader } from './tracing.ts';
@@ -22,8 +23,9 @@ export interface JobHandle<R = unknown> {
   readonly id: string;
   readonly name: string;
   /**
-   * `false` when an idempotency key returned an existing job. Always `true` under a key the SDK made up: only
-   * this call knew it, so whichever of its attempts stored the job, the job is this call's.
+   * `false` when an idempotency key, or an id the caller chose, returned an existing job. Always `true` for a
+   * job under the id the SDK made up for it: only this call knew it, so whichever of its attempts stored the
+   * job, the job is this call's.
    */
   readonly created: boolean;
   status(): Promise<JobStatus<R>>;
@@ -49,9 +51,9 @@ export type EnqueueFns<C extends Catalog> = {
 export interface EnqueueManyOptions extends EnqueueOptions {
   /**
    * Each job's own options, by index (one entry per payload; `undefined` for none), over the shared ones:
-   * an `idempotencyKey` per job, so that sending the same batch again returns the same jobs (a key in the
-   * shared options is one key for the whole batch, which makes it one job), or a priority, delay or run
-   * time of its own.
+   * an `id` or `idempotencyKey` per job, so that sending the same batch again returns the same jobs (an id or
+   * a key in the shared options is one for the whole batch, which makes it one job), or a priority, delay or
+   * run time of its own.
    */
   perJob?: readonly (EnqueueOptions | undefined)[] | undefined;
 }
@@ -70,7 +72,7 @@ export interface ProducerDeps {
   ready: () => Promise<void>;
   /** Merges enqueues made together into batch requests. */
   enqueues: EnqueueBatcher;
-  /** How an enqueue is sent again after `UNAVAILABLE` or `TIMEOUT`; with no retries, no keys are made up. */
+  /** How an enqueue is sent again after `UNAVAILABLE` or `TIMEOUT`. */
   retry: EnqueueRetryPolicy;
   /** Spans around enqueues, when OpenTelemetry is there. */
   tracing: TracingLoader;
@@ -196,8 +198,8 @@ function checkPayload(jobs: Catalog, name: string, payload: unknown): void {
 }
 
 /**
- * A fresh idempotency key: sent with an enqueue the caller gave none, so that
- * sending it again after a lost answer cannot make a second job.
+ * A fresh idempotency key, for the one kind of enqueue the SDK does not give an id of its own: a flow, whose
+ * parent is stored with its children in one step under a key.
  */
 export function newIdempotencyKey(): string {
   const { crypto } = globalThis;
@@ -222,9 +224,13 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         const { children: given, ...own } = options ?? {};
         const children = checkChildren(given, `"${name}"`);
         const resolved = withDefaults(deps.jobs, name, own);
-        // Under a key of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
-        const generated = takesMadeUpKey(resolved) && deps.retry.retries > 0;
-        if (generated) resolved.idempotencyKey = newIdempotencyKey();
+        // Under an id of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
+        const madeUpId = takesMadeUpId(resolved) ? newJobId() : undefined;
+        // A flow is stored with its children in one step, under a key: its parent takes a made-up key, not an id.
+        const madeUpKey =
+          madeUpId !== undefined && children !== undefined && takesMadeUpKey(resolved, deps.retry.retries);
+        if (madeUpKey) resolved.idempotencyKey = newIdempotencyKey();
+        else if (madeUpId !== undefined) resolved.id = madeUpId;
         const send = async (traceContext: TraceContext | undefined): Promise<JobHandle> => {
           resolved.traceContext ??= traceContext;
           try {
@@ -233,10 +239,10 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
               if (children) return sendFlow(deps, { name, version, payload, options: resolved, children }, timeoutMs);
               return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
             });
-            // Nobody else knows a made-up key: the job is this call's, whichever attempt stored it.
-            return createHandle(deps, name, result.id, generated || result.created);
+            // Nobody else knows a made-up id: the job under it is this call's, whichever attempt stored it.
+            return createHandle(deps, name, result.id, result.created || result.id === madeUpId || madeUpKey);
           } catch (error) {
-            throw enqueueFailed(error, name, 1, resolved.idempotencyKey);
+            throw enqueueFailed(error, name, 1, { ids: resolved.id, keys: resolved.idempotencyKey });
           }
         };
         const loaded = deps.tracing.get();
@@ -264,49 +270,49 @@ function sendFlow(
 }
 
 /**
- * Whether an enqueue with `options` is sent under a key made up for it: not when it has a key, nor when it
- * is deduplicated otherwise. A TTL without a key is the server's `VALIDATION` error; a debounce takes no key
- * and is safe to send again as it is (a repeat replaces the waiting job's payload with the same one).
+ * Whether an enqueue with `options` is sent under an id made up for it (a UUIDv7, so jobs keep the order they
+ * were made in): not when the caller chose one, nor for a debounce, whose job is found by its key (and which
+ * is safe to send again as it is: a repeat replaces the waiting job's payload with the same one).
  */
-function takesMadeUpKey(options: EnqueueOptions): boolean {
-  return (
-    options.idempotencyKey === undefined && options.idempotencyTtlMs === undefined && options.debounce === undefined
-  );
+function takesMadeUpId(options: EnqueueOptions): boolean {
+  return options.id === undefined && options.debounce === undefined;
+}
+
+/** Whether a flow's parent is sent under a key made up for it: retries are on and it has no key or TTL. */
+function takesMadeUpKey(options: EnqueueOptions, retries: number): boolean {
+  return retries > 0 && options.idempotencyKey === undefined && options.idempotencyTtlMs === undefined;
 }
 
 /**
- * The key each job of a batch is sent under where it has none of its own (`null` where it has), or
- * `undefined` when none is made up: the batch shares one key, or retries are off.
+ * The id each job of a batch is sent under where it has none of its own (`null` where it has), or `undefined`
+ * when none is made up: the batch shares one id, or is debounced.
  */
-function madeUpKeys(
+function madeUpIds(
   count: number,
   shared: EnqueueOptions,
   perJob: EnqueueManyOptions['perJob'],
-  retries: number,
 ): (string | null)[] | undefined {
-  if (retries === 0 || !takesMadeUpKey(shared)) return undefined;
-  // One random prefix per batch, numbered per job: as unique as a key per job, for a fraction of the cost.
-  const prefix = newIdempotencyKey();
-  const keys: (string | null)[] = new Array(count);
+  if (!takesMadeUpId(shared)) return undefined;
+  const ids: (string | null)[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const own = perJob?.[i];
-    keys[i] = own === undefined || takesMadeUpKey(own) ? `${prefix}-${i}` : null;
+    ids[i] = own === undefined || takesMadeUpId(own) ? newJobId() : null;
   }
-  return keys;
+  return ids;
 }
 
-/** The key each job of a batch went out under (`null`: none), or the batch's one key. */
-function keysSent(
+/** What each job of a batch went out under (`null`: nothing), or the batch's one id and key. */
+function sentUnder(
   count: number,
   shared: EnqueueOptions,
   perJob: EnqueueManyOptions['perJob'],
   madeUp: readonly (string | null)[] | undefined,
-): SentKeys {
-  if (!madeUp && !perJob) return shared.idempotencyKey;
-  return Array.from(
-    { length: count },
-    (_, i) => madeUp?.[i] ?? perJob?.[i]?.idempotencyKey ?? shared.idempotencyKey ?? null,
-  );
+): SentIds {
+  if (!madeUp && !perJob) return { ids: shared.id, keys: shared.idempotencyKey };
+  return {
+    ids: Array.from({ length: count }, (_, i) => madeUp?.[i] ?? perJob?.[i]?.id ?? shared.id ?? null),
+    keys: Array.from({ length: count }, (_, i) => perJob?.[i]?.idempotencyKey ?? shared.idempotencyKey ?? null),
+  };
 }
 
 export function createEnqueueMany<C extends Catalog>(deps: ProducerDeps): EnqueueManyFns<C> {
@@ -350,22 +356,22 @@ async function sendBatch(
   shared: EnqueueOptions,
   perJob: EnqueueManyOptions['perJob'],
 ): Promise<JobHandle[]> {
-  const keys = madeUpKeys(payloads.length, shared, perJob, deps.retry.retries);
+  const ids = madeUpIds(payloads.length, shared, perJob);
   const request = {
     name,
     version,
     payloads: [...payloads],
     options: shared,
     ...(perJob ? { perJob: perJob.map((entry) => entry ?? null) } : {}),
-    ...(keys ? { idempotencyKeys: keys } : {}),
+    ...(ids ? { ids } : {}),
   };
   try {
     const results = await sendWithRetries(deps.retry, async (timeoutMs) => {
       await deps.ready().catch(beforeSending);
       return deps.call((api, signal) => api.jobs.enqueueMany.mutate(request, { signal }), { timeoutMs });
     });
-    return results.map((r, i) => createHandle(deps, name, r.id, r.created || typeof keys?.[i] === 'string'));
+    return results.map((r, i) => createHandle(deps, name, r.id, r.created || r.id === ids?.[i]));
   } catch (error) {
-    throw enqueueFailed(error, name, payloads.length, keysSent(payloads.length, shared, perJob, keys));
+    throw enqueueFailed(error, name, payloads.length, sentUnder(payloads.length, shared, perJob, ids));
   }
 }

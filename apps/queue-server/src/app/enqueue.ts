@@ -17,6 +17,8 @@ export interface PerJobInputs {
   options?: readonly (EnqueueOptions | null)[] | undefined;
   /** Each job's own idempotency key (`null`: none), over any in its options. */
   idempotencyKeys?: readonly (string | null)[] | undefined;
+  /** Each job's own id (`null`: none), over any in its options. */
+  ids?: readonly (string | null)[] | undefined;
 }
 
 /**
@@ -35,6 +37,7 @@ export async function enqueueJobs(
   checkBatchSize(payloads.length, limits.maxBatchSize, 'enqueueMany');
   checkPerJobLength(payloads.length, perJob?.options, 'perJob');
   checkPerJobLength(payloads.length, perJob?.idempotencyKeys, 'idempotencyKeys');
+  checkPerJobLength(payloads.length, perJob?.ids, 'ids');
   await checkPayloads(services, name, jobVersion, payloads);
   const inputs = withPerJob(toEnqueueInputs(name, jobVersion, payloads, options), options, perJob);
   const results = await services.dispatcher.enqueue(inputs);
@@ -85,8 +88,8 @@ export function toEnqueueInputs(
   options: EnqueueOptions | undefined,
 ): EnqueueInput[] {
   if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
-  const { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
-  const shared = { priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
+  const { id, priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
+  const shared = { id, priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
   const { idempotencyTtlMs, debounce } = options;
   Object.assign(shared, { idempotencyTtlMs, debounce: debounce && { key: debounce.key, delayMs: debounce.delayMs } });
   if (options.group !== undefined) Object.assign(shared, { group: options.group });
@@ -94,9 +97,9 @@ export function toEnqueueInputs(
 }
 
 /**
- * Gives the jobs of a batch their own options and keys (both parsed by the router's schema, so they hold only
- * known fields). A job with only a key of its own keeps the batch's options object, so the engine still
- * resolves it once for the whole batch.
+ * Gives the jobs of a batch their own options, keys and ids (parsed by the router's schema, so they hold only
+ * known fields). A job with only a key or an id of its own keeps the batch's options object, so the engine
+ * still resolves it once for the whole batch.
  */
 function withPerJob(
   inputs: EnqueueInput[],
@@ -104,12 +107,14 @@ function withPerJob(
   perJob: PerJobInputs | undefined,
 ): EnqueueInput[] {
   if (!perJob) return inputs;
-  const { options, idempotencyKeys } = perJob;
+  const { options, idempotencyKeys, ids } = perJob;
   for (const [i, input] of inputs.entries()) {
     const own = options?.[i];
     if (own) input.options = { ...shared, ...own };
     const key = idempotencyKeys?.[i];
     if (key) input.idempotencyKey = key;
+    const id = ids?.[i];
+    if (id) input.id = id;
   }
   return inputs;
 }

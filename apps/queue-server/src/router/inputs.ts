@@ -44,8 +44,12 @@ const traceContext = z
     `has more than ${TRACE_CONTEXT_LIMITS.entries} entries`,
   );
 
+/** A caller-chosen job id: its form (a UUID) is the engine's to check, with a message that says what to send. */
+const chosenJobId = z.string().max(100);
+
 export const enqueueOptions = z
   .object({
+    id: chosenJobId.optional(),
     priority: z.number().int().optional(),
     delayMs: z.number().int().nonnegative().optional(),
     runAt: z.date().optional(),
@@ -68,6 +72,9 @@ export const enqueueOptions = z
   .optional();
 
 export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
+
+/** Each job's own id in an `enqueueMany`, by index (`null`: none). */
+export const perJobIds = z.array(chosenJobId.nullable());
 
 /** A child in a flow, as `sdk.child` describes it: a job, its policy, and its own children, nested. */
 export interface ChildJobInput {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { enqueueJob, enqueueJobs, toEnqueueInputs } from '../app/enqueue.ts';
 import { childTypes, enqueueFlow } from '../app/flows.ts';
 import { workersReading } from '../app/workers.ts';
-import { childJob, enqueueOptions, jobId, jobName, version } from './inputs.ts';
+import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
 
@@ -44,12 +44,14 @@ export const producerRouter = router({
         perJob: z.array(enqueueOptions.unwrap().nullable()).optional(),
         /** Each job's own idempotency key, by index, over any in its options; `null` for none. */
         idempotencyKeys: z.array(enqueueOptions.unwrap().shape.idempotencyKey.unwrap().nullable()).optional(),
+        /** Each job's own id, by index, over any in its options; `null` for none (the SDK sends one per job). */
+        ids: perJobIds.optional(),
       }),
     )
     .use(scoped('produce', (input) => input.name))
     .mutation(async ({ ctx, input }) => {
-      const { name, payloads, perJob, idempotencyKeys } = input;
-      const each = perJob || idempotencyKeys ? { options: perJob, idempotencyKeys } : undefined;
+      const { name, payloads, perJob, idempotencyKeys, ids } = input;
+      const each = perJob || idempotencyKeys || ids ? { options: perJob, idempotencyKeys, ids } : undefined;
       return enqueueJobs(ctx.services, name, input.version, payloads, input.options, each);
     }),
 
