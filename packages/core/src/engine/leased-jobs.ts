@@ -277,8 +277,8 @@ function idsUnderSeveralLeases(leases: readonly LeaseRef[], done: ReadonlySet<st
   const tokens = new Map<string, string>();
   const shared = new Set<string>();
   for (const { id, leaseToken } of leases) {
-    if ((tokens.get(id) ?? leaseToken) !== leaseToken) shared.add(id);
     if (!done.has(id)) continue;
+    if ((tokens.get(id) ?? leaseToken) !== leaseToken) shared.add(id);
     tokens.set(id, leaseToken);
   }
   return shared;
