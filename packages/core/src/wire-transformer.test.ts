@@ -1,5 +1,5 @@
 import superjson from 'superjson';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isWorkqError } from './errors.ts';
 import { MAX_WIRE_DEPTH, wireTransformer } from './wire-transformer.ts';
 
@@ -73,5 +73,50 @@ describe('wireTransformer.deserialize', () => {
     expect(error).toBeUndefined();
     expect(ms).toBeLessThan(100);
     expect((read as Record<string, unknown>).a30).toEqual([null, null]);
+  });
+});
+
+describe('wireTransformer, an object plain but for top-level dates (a claim)', () => {
+  const claim = {
+    name: 'imageConvert',
+    limit: 100,
+    startedAt: new Date(1_700_000_000_000),
+    complete: [{ id: 'a', leaseToken: 't', result: { bytes: 3, tags: ['x'] } }],
+  };
+
+  it('is written as superjson writes it, without superjson', () => {
+    const serialize = vi.spyOn(superjson, 'serialize');
+    try {
+      const written = wireTransformer.serialize(claim);
+      expect(serialize).not.toHaveBeenCalled();
+      expect(JSON.stringify(written)).toBe(JSON.stringify(superjson.serialize(claim)));
+    } finally {
+      serialize.mockRestore();
+    }
+  });
+
+  it('is read as superjson reads it, without superjson, after the same bounds', () => {
+    const deserialize = vi.spyOn(superjson, 'deserialize');
+    try {
+      expect(wireTransformer.deserialize(onTheWire(claim))).toEqual(claim);
+      expect(deserialize).not.toHaveBeenCalled();
+      const long = { json: { at: `2020-01-01${' '.repeat(100)}` }, meta: { values: { at: ['Date'] }, v: 1 } };
+      const { error } = timed(() => wireTransformer.deserialize(long as never));
+      expect(isWorkqError(error, 'PAYLOAD_TOO_LARGE')).toBe(true);
+    } finally {
+      deserialize.mockRestore();
+    }
+  });
+
+  it('leaves nested dates, escaped keys and invalid dates to superjson', () => {
+    const values = [
+      { at: new Date(0), nested: { at: new Date(1) } },
+      { 'dotted.key': new Date(0) },
+      { at: new Date(Number.NaN), n: 1 },
+    ];
+    for (const value of values) {
+      expect(JSON.stringify(wireTransformer.serialize(value))).toBe(JSON.stringify(superjson.serialize(value)));
+      expect(wireTransformer.deserialize(onTheWire(value))).toEqual(superjson.deserialize(onTheWire(value)));
+    }
   });
 });

@@ -8,7 +8,10 @@ import { isPlainJson } from './plain-json.ts';
  * with a fast path for the common case. A value that is plain JSON — most
  * payloads, claimed batches and enqueue results — is sent as `{ json }`
  * without superjson's walk, and a message without `meta` is read back as it
- * is. Anything else (a `Date`, a `bigint`, a `Map`) goes through superjson.
+ * is. An object plain but for `Date`s among its own values (a claim, which
+ * carries its worker's start time) is written and read in superjson's form
+ * without its walk too. Anything else (a nested `Date`, a `bigint`, a `Map`)
+ * goes through superjson.
  *
  * What it reads is bounded before anything is decoded (`checkWireMeta`), so
  * no message, however it is built, holds the event loop: a `bigint` is read
@@ -21,7 +24,8 @@ import { isPlainJson } from './plain-json.ts';
  */
 export const wireTransformer = {
   serialize(value: unknown): SuperJSONResult {
-    return isPlainJson(value) ? { json: value as SuperJSONResult['json'] } : superjson.serialize(value);
+    if (isPlainJson(value)) return { json: value as SuperJSONResult['json'] };
+    return withTopLevelDates(value) ?? superjson.serialize(value);
   },
   deserialize<T = unknown>(payload: SuperJSONResult): T {
     if (typeof payload === 'object' && payload !== null && payload.meta === undefined) return payload.json as T;
@@ -29,10 +33,66 @@ export const wireTransformer = {
       return superjson.deserialize<T>(payload);
     }
     checkWireMeta(payload);
+    const dated = readTopLevelDates(payload);
+    if (dated !== undefined) return dated as T;
     const { referentialEqualities: _ignored, ...meta } = payload.meta;
     return superjson.deserialize<T>({ json: payload.json, meta });
   },
 };
+
+/**
+ * superjson's message for a plain object whose values are plain JSON or valid
+ * `Date`s (a claim carries its worker's start time beside a batch of acks),
+ * written without superjson's walk of the rest: each date as its ISO text,
+ * annotated `['Date']` under its key. `undefined` for any other value.
+ */
+function withTopLevelDates(value: unknown): SuperJSONResult | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return undefined;
+  const json: Record<string, unknown> = {};
+  const values: Record<string, ['Date']> = {};
+  let dates = 0;
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item instanceof Date) {
+      if (Number.isNaN(item.getTime()) || !isPlainKey(key)) return undefined;
+      json[key] = item.toISOString();
+      values[key] = ['Date'];
+      dates++;
+    } else if (item === undefined || isPlainJson(item, 1)) {
+      json[key] = item;
+    } else {
+      return undefined;
+    }
+  }
+  return dates === 0 ? undefined : ({ json, meta: { values, v: 1 } } as SuperJSONResult);
+}
+
+/**
+ * What superjson reads from a checked message whose only annotations are
+ * `Date`s at the top level of an object: a shallow copy with those dates
+ * made. `undefined` for any other message, which superjson then reads.
+ */
+function readTopLevelDates(payload: SuperJSONResult): unknown {
+  const { json, meta } = payload;
+  const values = meta?.values;
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  if (typeof values !== 'object' || values === null || Array.isArray(values)) return undefined;
+  const read: Record<string, unknown> = { ...json };
+  for (const [key, tree] of Object.entries(values)) {
+    const text = read[key];
+    const date = Array.isArray(tree) && tree.length === 1 && tree[0] === 'Date';
+    if (!date || !isPlainKey(key) || !Object.hasOwn(json, key) || typeof text !== 'string') return undefined;
+    read[key] = new Date(text);
+  }
+  return read;
+}
+
+/** A key superjson writes in `meta` as it is: one without a dot or a backslash, which it escapes. */
+function isPlainKey(key: string): boolean {
+  return !key.includes('.') && !key.includes('\\');
+}
 
 /** Most segments of a path in superjson's `meta`: deeper than any value a job may hold (`MAX_STORED_DEPTH`, 64). */
 export const MAX_WIRE_DEPTH = 256;
