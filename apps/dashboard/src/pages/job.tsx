@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { chosenActions } from '../bulk.ts';
 import { AttemptTimeline } from '../components/attempts.tsx';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
+import { FlowTree } from '../components/flow-tree.tsx';
 import { ErrorNote, formatDuration, formatTime, JsonView, relativeTime, StateBadge } from '../components/format.tsx';
 import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
@@ -120,7 +121,22 @@ export function JobPage(props: { id: string }) {
         <RelatedJob label="Replay of" id={job.replayOf} />
         <RelatedJob label="Moved from" id={job.movedFrom} />
         <RelatedJob label="Moved to" id={job.movedTo} />
+        <RelatedJob label="Parent" id={job.parentId} />
+        {job.onFailure && (
+          <>
+            <dt>If it fails</dt>
+            <dd class="mono">{job.onFailure}</dd>
+          </>
+        )}
       </dl>
+      {(job.childCount ?? 0) > 0 && (
+        <div class="flow">
+          <h2>
+            Children <span class="muted small">({flowCounts(job.childCount ?? 0, job.pendingChildren ?? 0)})</span>
+          </h2>
+          <FlowTree id={job.id} childCount={job.childCount ?? 0} />
+        </div>
+      )}
       <AttemptTimeline errors={job.errors ?? []} />
       <div class="split">
         <div>
@@ -151,7 +167,13 @@ function runNow(api: QueueApi, job: { id: string; runAt: Date; attempts: number 
   };
 }
 
-/** A fact naming another job (the one this replays, or was moved from or to), linked to its page; nothing without one. */
+/** How many children a parent has, and how many it still waits for. */
+function flowCounts(childCount: number, pending: number): string {
+  const all = `${childCount} in all`;
+  return pending > 0 ? `${all}, ${pending} not ended` : all;
+}
+
+/** A fact naming another job (the one this replays, was moved from or to, or its parent), linked to its page; nothing without one. */
 function RelatedJob(props: { label: string; id: string | undefined }) {
   if (!props.id) return null;
   return (

@@ -1,5 +1,5 @@
 import { isWorkqError, type JobStatus, WorkqError } from '@workq/core';
-import { fromStoredValue, toJobStatus } from '@workq/core/engine';
+import { fromStoredValue } from '@workq/core/engine';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -19,13 +19,16 @@ export interface PayloadIssue {
   message: string;
 }
 
-/** One job with what `jobs.get` leaves out: the payload and the lease holder. `NOT_FOUND` once pruned. */
+/**
+ * One job with what `jobs.get` leaves out: the payload and the lease holder; a parent's first children as its
+ * status lists them. `NOT_FOUND` once pruned.
+ */
 export async function inspectJob(services: ServerServices, id: string): Promise<InspectedJob> {
   const { engine } = services;
   const job = await engine.store.getJob(id);
   if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
   return {
-    ...toJobStatus(job, engine.clock.now(), { errors: true }),
+    ...(await engine.flows.status(job)),
     payload: fromStoredValue(job.payload),
     workerId: job.workerId,
   };

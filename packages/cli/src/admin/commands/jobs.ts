@@ -1,6 +1,7 @@
 import { JOB_STATES, type JobState, MAX_BATCH_SIZE } from '@workq/core';
 import { WorkqError } from '@workq/sdk';
 import { type CommandContext, oneArgument, UsageError, wholeNumber } from '../command.ts';
+import { drawFlow } from '../flow-tree.ts';
 import { fields, json, table } from '../output.ts';
 
 const jobId = (ctx: CommandContext, command: string) => oneArgument(ctx, `jobs ${command}`, 'job id');
@@ -36,11 +37,15 @@ async function list(ctx: CommandContext): Promise<void> {
   if (page.nextCursor) ctx.out(`more: --cursor ${page.nextCursor}\n`);
 }
 
-/** `workq jobs show <id>`: one job's status, payload, result, last error and lease holder. */
+/**
+ * `workq jobs show <id>`: one job's status, payload, result, last error and lease holder; for a parent, its
+ * flow below it as a tree, each job with its state.
+ */
 async function show(ctx: CommandContext): Promise<void> {
   const job = await ctx.admin.job(jobId(ctx, 'show'));
   if (ctx.json) return ctx.out(json(job));
-  ctx.out(fields(Object.entries(job).filter(([, value]) => value !== undefined)));
+  ctx.out(fields(Object.entries(job).filter(([key, value]) => value !== undefined && key !== 'children')));
+  if ((job.childCount ?? 0) > 0) ctx.out(`\nflow:\n${await drawFlow(ctx.admin, job)}`);
 }
 
 /** `workq jobs retry --dead --name <type>`: every dead job of one type ready again, with fresh attempts. */
