@@ -6,7 +6,7 @@ import { JobTracker } from './tracker.ts';
 import type { Measurement, Scenario } from './types.ts';
 
 /** The systems steady load compares: workq's product path on both SQL stores and the peers of issue 49. */
-export const STEADY_SYSTEMS = [
+const STEADY_SYSTEMS = [
   'workq-sdk-pg',
   'workq-sdk-mariadb',
   'bullmq-redis',
@@ -45,7 +45,7 @@ interface Schedule {
  * The producer's sends outstanding at most, as a pool of connections bounds them: without a bound, a system that
  * falls behind queues sends in its client until they time out, and the row reports failed sends, not latency.
  */
-export const STEADY_MAX_IN_FLIGHT = 200;
+const STEADY_MAX_IN_FLIGHT = 200;
 
 /**
  * Starts `send(n)` for n = 0 … count-1 at `intervalMs` apart, open loop: no send waits for an earlier one to
