@@ -29,6 +29,11 @@ export interface JobRow {
   idempotencyKey?: string;
   group?: string;
   error?: Pick<JobError, 'message' | 'name' | 'attempt' | 'at' | 'permanent' | 'code'>;
+  /** For a child in a flow: its parent. */
+  parentId?: string;
+  /** For a parent: how many children it has had, and how many it still waits for. */
+  childCount?: number;
+  pendingChildren?: number;
 }
 
 /** A page of rows, newest first, and the cursor of the next (older) page; `null` on the last. */
@@ -103,6 +108,9 @@ function toJobRow(job: JobStatus): JobRow {
   if (job.finishedAt) row.finishedAt = job.finishedAt;
   if (job.idempotencyKey) row.idempotencyKey = job.idempotencyKey;
   if (job.group) row.group = job.group;
+  if (job.parentId) row.parentId = job.parentId;
+  if (job.childCount) row.childCount = job.childCount;
+  if (job.pendingChildren) row.pendingChildren = job.pendingChildren;
   if (job.error) {
     const { message, name, attempt, at, permanent, code } = job.error;
     row.error = { message: message.slice(0, ROW_MESSAGE_CHARS), attempt, at };
