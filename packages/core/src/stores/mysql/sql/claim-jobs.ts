@@ -1,7 +1,8 @@
 /**
- * Claim jobs: `Store.claimJobs` of a type without settings, three statements in one short READ COMMITTED
- * transaction (the caller's): promote the type's due delayed jobs (promote-due-jobs.ts), lock up to
- * `request.limit` ready jobs in claim order (lock-ready-jobs.ts), lease them (lease-jobs.ts).
+ * Claim jobs: `Store.claimJobs` of a type without settings, two statements in one short READ COMMITTED
+ * transaction (the caller's): lock up to `request.limit` ready jobs in claim order (lock-ready-jobs.ts), a read
+ * that also says whether any of the type's delayed jobs is due, and lease them (lease-jobs.ts). Only when one is
+ * due, or no job is ready, are the due jobs promoted first (promote-due-jobs.ts) and the ready jobs locked again.
  *
  * Returns what each worker is handed, in claim order, read by the locking statement, nothing read back.
  * Guarantees: each job is leased to one claim at a time (SKIP LOCKED, then the lease in the same
@@ -38,11 +39,16 @@ async function claimJobsUnless(
   request: ClaimRequest,
   heldBack: boolean,
 ): Promise<ClaimedRecord[] | null> {
-  // Every due job, so that none ranked before a claimed one is left delayed.
-  await promoteDueJobs(c, t, request.name, request.now);
-  const locked = await lockReadyJobs(c, t, request, request.limit, null, { heldBack });
-  if (locked.length === 0) return [];
+  let locked = await lockReadyJobs(c, t, request, request.limit, null, { heldBack, dueDelayed: true });
   if (heldBack && Number(locked[0]?.held) === 1) return null;
+  // Every due delayed job is promoted before any job is leased, so that none ranked before a claimed one is left
+  // delayed. The locking read says whether one is due; a read that found no job ready promotes to find out.
+  const mayBeDue = locked.length === 0 || Number(locked[0]?.due) === 1;
+  if (mayBeDue && (await promoteDueJobs(c, t, request.name, request.now)) > 0) {
+    locked = await lockReadyJobs(c, t, request, request.limit, null, { heldBack });
+    if (heldBack && Number(locked[0]?.held) === 1) return null;
+  }
+  if (locked.length === 0) return [];
   await leaseJobs(
     c,
     t,

@@ -18,7 +18,6 @@
 import type { PoolConnection } from 'mysql2/promise';
 import type { ClaimRequest, LimitedClaim } from '../../../engine/store.ts';
 import { afterStarts, rateWindow, takesTurns } from '../../shared/limited-claim.ts';
-import { DELAYED_INDEX } from '../baseline.ts';
 import { execute, selectRows } from '../connection.ts';
 import { SETTINGS_SELECT, toFlowState } from '../flow-control.ts';
 import { pickInTurns } from '../group-claim.ts';
@@ -27,15 +26,14 @@ import type { Tables } from '../tables.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { leaseJobs } from './lease-jobs.ts';
 import { lockReadyJobs } from './lock-ready-jobs.ts';
-import { promoteDueJobs } from './promote-due-jobs.ts';
+import { dueDelayedSql, promoteDueJobs } from './promote-due-jobs.ts';
 
 export async function claimLimitedJobs(c: PoolConnection, t: Tables, request: ClaimRequest): Promise<LimitedClaim> {
   const { name, now } = request;
   // The row says too whether any of the type's delayed jobs is due, so that a claim with none skips promoting.
   const [row] = await selectRows(
     c,
-    `SELECT ${SETTINGS_SELECT}, group_cursor, EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${DELAYED_INDEX})
-       WHERE name = ? AND delayed_until <= ? AND state = 'delayed') AS due
+    `SELECT ${SETTINGS_SELECT}, group_cursor, ${dueDelayedSql(t)} AS due
      FROM ${t.queueSettings} WHERE name = ? FOR UPDATE`,
     [name, sqlDate(now), name],
   );

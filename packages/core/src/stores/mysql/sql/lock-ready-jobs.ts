@@ -15,6 +15,7 @@ import { CLAIM_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
 import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
+import { dueDelayedSql } from './promote-due-jobs.ts';
 
 export const CLAIMED_SELECT = CLAIMED_JOB_COLUMNS.join(', ');
 
@@ -23,16 +24,25 @@ export function claimedSelectOf(alias: string): string {
   return CLAIMED_JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
 }
 
+/** What a claim's locking read reads besides the jobs, each a column of every row it returns. */
+export interface CandidateFlags {
+  /** `held`: 1 when the name's settings row holds its claims back (`heldBackSql`). Values: name. */
+  heldBack?: boolean;
+  /** `type_active`: the name's `active` jobs (`countActiveSql`). Values: name. */
+  countActive?: boolean;
+  /** `due`: 1 when one of the name's delayed jobs is due (`dueDelayedSql`). Values: name, now. */
+  dueDelayed?: boolean;
+}
+
 /**
- * The statement. Values: name, now, minVersion, maxVersion, limit. With `countActive`, each row also carries
- * `type_active`, the name's `active` jobs, read by the same statement (values: name first). With `heldBack`, each
- * row also carries `held`, 1 when the name's settings row holds its claims back (`heldBackSql`; values: name
- * first, before `countActive`'s).
+ * The statement. Values: those of each flag asked for (in `CandidateFlags`' order), then name, now, minVersion,
+ * maxVersion, limit.
  */
-export function claimCandidatesSql(t: Tables, options: { countActive?: boolean; heldBack?: boolean } = {}): string {
+export function claimCandidatesSql(t: Tables, options: CandidateFlags = {}): string {
   const held = options.heldBack ? `${heldBackSql(t)} AS held, ` : '';
   const active = options.countActive ? `${countActiveSql(t)} AS type_active, ` : '';
-  return `SELECT ${held}${active}${CLAIMED_SELECT}
+  const due = options.dueDelayed ? `${dueDelayedSql(t)} AS due, ` : '';
+  return `SELECT ${held}${active}${due}${CLAIMED_SELECT}
     FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
     WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?
     ORDER BY priority DESC, order_key, tie_key, id LIMIT ? FOR UPDATE SKIP LOCKED`;
@@ -64,12 +74,13 @@ export async function lockReadyJobs(
   request: ClaimRequest,
   limit: number,
   concurrency: number | null = null,
-  options: { heldBack?: boolean } = {},
+  options: Omit<CandidateFlags, 'countActive'> = {},
 ): Promise<RowDataPacket[]> {
   const counting = concurrency !== null;
-  const rows = await selectRows(c, claimCandidatesSql(t, { countActive: counting, heldBack: options.heldBack }), [
+  const rows = await selectRows(c, claimCandidatesSql(t, { ...options, countActive: counting }), [
     ...(options.heldBack ? [request.name] : []),
     ...(counting ? [request.name] : []),
+    ...(options.dueDelayed ? [request.name, sqlDate(request.now)] : []),
     request.name,
     sqlDate(request.now),
     request.minVersion,

@@ -21,8 +21,26 @@ export function promoteDueJobsSql(t: Tables): string {
     WHERE name = ? AND delayed_until <= ? AND state = 'delayed' ORDER BY delayed_until LIMIT ${PROMOTE_BATCH}`;
 }
 
-/** Runs `promoteDueJobsSql` until it leaves none of the name's delayed jobs due, however many came due at once. */
-export async function promoteDueJobs(c: Queryable, t: Tables, name: string, now: Date): Promise<void> {
+/**
+ * A scalar subquery for a claim's first read: 1 when one of the name's delayed jobs is due by `now`, else 0, so
+ * that a claim promotes only when there is something to promote. One probe of `delayed_due`, not a locking read.
+ * Values: name, now.
+ */
+export function dueDelayedSql(t: Tables): string {
+  return `EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${DELAYED_INDEX})
+    WHERE name = ? AND delayed_until <= ? AND state = 'delayed')`;
+}
+
+/**
+ * Runs `promoteDueJobsSql` until it leaves none of the name's delayed jobs due, however many came due at once.
+ * Resolves to the number of jobs it moved.
+ */
+export async function promoteDueJobs(c: Queryable, t: Tables, name: string, now: Date): Promise<number> {
   const promote = promoteDueJobsSql(t);
-  while ((await execute(c, promote, [name, sqlDate(now)])).affectedRows === PROMOTE_BATCH);
+  let moved = 0;
+  for (;;) {
+    const { affectedRows } = await execute(c, promote, [name, sqlDate(now)]);
+    moved += affectedRows;
+    if (affectedRows < PROMOTE_BATCH) return moved;
+  }
 }
