@@ -126,6 +126,14 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
     target: 1.0,
     detail: describe(sdkBulk, bestBulk?.value ?? null, 'jobs/s'),
   });
+  const coreBulk = value('workq-core-pg', bulk);
+  const rawBulk = value(RAW, bulk);
+  goals.push({
+    goal: 'bulk enqueue, workq core in-process ≥ 0.5× raw-SQL baseline',
+    ratio: speedRatio(coreBulk, rawBulk, 'jobs/s'),
+    target: 0.5,
+    detail: describe(coreBulk, rawBulk, 'jobs/s'),
+  });
   const sdkP50 = value('workq-sdk-pg', 'idle latency p50');
   const gwP50 = value('graphile-worker-pg', 'idle latency p50');
   goals.push({
