@@ -15,9 +15,11 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
  * The drift test. `fixtures/postgres-schema.json` is the catalog the pre-release chain of migrations (1 to 24)
  * made, captured before the chain was replaced by the baseline, less the two claim functions the baseline
  * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the index and the
- * function added since (`SINCE_PRE_RELEASE`). A fresh install must make exactly that; and a schema at each earlier schema
- * this code takes over (`fixtures/postgres-{pre-release,release}-<version>.sql`, a dump of it with its
- * `migrations` rows; today only the last pre-release one) must end there once a store has opened it.
+ * function added since (`SINCE_PRE_RELEASE`), and the flows' columns, index, constraints and functions
+ * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it). A fresh install
+ * must make exactly that. A schema of an earlier build (`fixtures/postgres-{pre-release,release}-<version>.sql`,
+ * a dump of it with its `migrations` rows; today only the last pre-release one) has no migration to this
+ * version: a store refuses it, leaving it as it was.
  */
 const fixtures = new URL('./fixtures/', import.meta.url);
 const PRE_RELEASE = JSON.parse(readFileSync(new URL('postgres-schema.json', fixtures), 'utf8')) as PostgresCatalog;
@@ -50,12 +52,19 @@ const SINCE_PRE_RELEASE: Pick<PostgresCatalog, 'indexes' | 'functions'> = {
       ].join('\n'),
   },
 };
+/** What flows added to the jobs table and its functions (the jobs table's entry, and each object, as a whole). */
+const SINCE_FLOWS = JSON.parse(readFileSync(new URL('postgres-schema-flows.json', fixtures), 'utf8')) as Pick<
+  PostgresCatalog,
+  'tables' | 'indexes' | 'constraints' | 'functions'
+>;
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
   ...PRE_RELEASE,
-  indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes }),
-  functions: byName({ ...PRE_RELEASE.functions, ...SINCE_PRE_RELEASE.functions }),
+  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables }),
+  indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes, ...SINCE_FLOWS.indexes }),
+  constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints }),
+  functions: byName({ ...PRE_RELEASE.functions, ...SINCE_PRE_RELEASE.functions, ...SINCE_FLOWS.functions }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));
 const dumpOf = (file: string, schema: string) =>
@@ -144,23 +153,28 @@ describe.each(engines)('the PostgreSQL schema on $label', ({ skip, engine }) => 
   );
 
   it.skipIf(skip).each(EARLIER_SCHEMAS)(
-    'a schema at %s, opened by a store, ends where a fresh install does',
+    'a schema at %s is refused, saying how to recreate it, and left as it was',
     async (file) => {
       const schema = fresh('old');
       await engine().exec(dumpOf(file, schema));
-      const versions = async () =>
-        (await engine().query<{ version: number }>(`SELECT version FROM "${schema}".migrations ORDER BY version`)).map(
-          (row) => row.version,
-        );
-      const before = await versions();
+      const before = await catalogOf(schema);
+      const error = await start(schema).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'WorkqError', code: 'UNSUPPORTED_VERSION', retryable: false });
+      expect((error as Error).message).toContain(`DROP SCHEMA "${schema}" CASCADE`);
+      expect(await catalogOf(schema)).toEqual(before);
+    },
+  );
+
+  it.skipIf(skip)(
+    "refuses a schema of an earlier baseline with no migration from it (before flows'), and leaves it as it was",
+    async () => {
+      const schema = fresh('baseline');
       await start(schema);
-      expect(await catalogOf(schema)).toEqual(EXPECTED);
-      // Its history stays: a server of the build that made it still finds every migration it knows applied.
-      expect(await versions()).toEqual(before);
-      const after = await recorded(schema);
-      expect(after.at(-1)?.min_server_version).toBe(SCHEMA_VERSION);
-      await start(schema);
-      expect(await recorded(schema)).toEqual(after);
+      await engine().query(`UPDATE "${schema}".migrations SET version = 24, min_server_version = 24`);
+      const error = await start(schema).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'WorkqError', code: 'UNSUPPORTED_VERSION', retryable: false });
+      expect((error as Error).message).toContain('an earlier development build of workq (schema version 24)');
+      expect(await recorded(schema)).toEqual([{ version: 24, min_server_version: 24 }]);
     },
   );
 

@@ -15,6 +15,7 @@ import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
 import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/records.ts';
 import { claimJobsSql } from '../src/stores/postgres/sql/claim-jobs.ts';
+import { sweptLeasesSql } from '../src/stores/postgres/sql/end-jobs.ts';
 import { buildStatements } from '../src/stores/postgres/statements.ts';
 import { expectUnreachable, newJob } from './support/fixtures.ts';
 
@@ -383,7 +384,7 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     await admin.query(`ANALYZE "${schema}".jobs`);
     const deadOfName = buildListJobs(`"${schema}"`, { name, states: ['dead'], limit: 50 });
     expect(await planOf(deadOfName.text, deadOfName.params)).toMatch(/Index (Only )?Scan using jobs_open_idx/);
-    const sweep = buildStatements(`"${schema}"`).requeueExpiredLeases;
+    const sweep = sweptLeasesSql(`"${schema}".jobs`, '$1::timestamptz', '$2');
     expect(await planOf(sweep, [new Date(), '{}'])).toMatch(/jobs_open_idx/);
   });
 

@@ -56,6 +56,7 @@ function vanishingStore(vanishFor: number) {
     },
     // No flow-control settings: no type is grouped.
     listQueueSettings: async () => [],
+    onParentsReady: () => () => undefined,
   } as unknown as Store;
   return { store, calls };
 }

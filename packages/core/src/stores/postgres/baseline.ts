@@ -4,6 +4,8 @@ import { CLAIM_JOBS_UNLESS_HELD } from './sql/claim-jobs-unless-held.ts';
 import { CLAIM_UNDER_LIMITS } from './sql/claim-under-limits.ts';
 import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';
 import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
+import { CANCEL_JOB, FAIL_JOB, REQUEUE_EXPIRED_LEASES, RETRY_DEAD_JOBS } from './sql/end-jobs.ts';
+import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/settle-parents.ts';
 
 /**
  * The jobs table. Each row is a job, kept as history once finished. Stored states: `delayed` (due later, outside
@@ -12,7 +14,9 @@ import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
  * `jobs_claim_idx` gives priority, then fifo or lifo order. A lease expiry only on an active job, a lease token
  * only on an active or completed one (a completed job keeps the token of the lease that completed it, so a
  * repeated ack is recognised): the fencing condition (`fenced` in statements.ts) rests on that constraint.
- * The column order is the pre-release schema's, which `claim_jobs`'s `SETOF jobs` rows follow.
+ * The column order is the pre-release schema's, which `claim_jobs`'s `SETOF jobs` rows follow. Flows: a child
+ * has a `parent_id` and an `on_failure` policy; a parent counts its children (`child_count`) and those not ended
+ * (`pending_children`), above 0 exactly while it is `waiting-children`, a state outside every claim index.
  */
 const JOBS = `
 CREATE TABLE jobs (
@@ -20,7 +24,7 @@ CREATE TABLE jobs (
   name text COLLATE "C" NOT NULL,
   version integer NOT NULL,
   payload jsonb,
-  state text NOT NULL CHECK (state IN ('delayed', 'waiting', 'active', 'completed', 'dead', 'cancelled')),
+  state text NOT NULL CHECK (state IN ('delayed', 'waiting', 'waiting-children', 'active', 'completed', 'dead', 'cancelled')),
   priority integer NOT NULL,
   job_order text NOT NULL CHECK (job_order IN ('fifo', 'lifo')),
   order_key bigint NOT NULL,
@@ -49,16 +53,19 @@ CREATE TABLE jobs (
   trace_context jsonb,
   moved_from text,
   errors jsonb,
+  parent_id text COLLATE "C",
+  on_failure text CHECK (on_failure IN ('fail-parent', 'ignore', 'continue')),
+  child_count integer NOT NULL DEFAULT 0,
+  pending_children integer NOT NULL DEFAULT 0,
   CONSTRAINT jobs_lease_only_when_active
     CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')))
 )`;
 
 /**
  * The index a job list filtered by group reads, one run per state (list-jobs.ts): partial on grouped jobs,
- * so jobs without a group cost nothing more to write. Not in the pre-release chain: a schema it made gets
- * it when taken over (pre-release-schema.ts).
+ * so jobs without a group cost nothing more to write.
  */
-export const GROUP_LIST_INDEX = `CREATE INDEX IF NOT EXISTS jobs_group_list_idx ON jobs (job_group, state, id)
+const GROUP_LIST_INDEX = `CREATE INDEX IF NOT EXISTS jobs_group_list_idx ON jobs (job_group, state, id)
   WHERE job_group IS NOT NULL`;
 
 /**
@@ -74,6 +81,7 @@ const JOB_INDEXES = [
   `CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL`,
   `CREATE UNIQUE INDEX jobs_idempotency_idx ON jobs (name, idempotency_key) WHERE idempotency_key IS NOT NULL`,
   `CREATE UNIQUE INDEX jobs_debounce_idx ON jobs (name, debounce_key) WHERE debounce_key IS NOT NULL`,
+  `CREATE INDEX jobs_children_idx ON jobs (parent_id, id) WHERE parent_id IS NOT NULL`,
   GROUP_LIST_INDEX,
 ];
 
@@ -143,14 +151,15 @@ CREATE TABLE queue_settings (
 
 /**
  * The schema a fresh store creates: tables, indexes, then each live function from its file under sql/, in the
- * order they call each other. Its version is the last of the pre-release chain it replaces, whose end state it
- * equals but for `jobs_group_list_idx` (test/fixtures/postgres-schema.json holds that state; the drift test
- * compares the two).
+ * order they call each other. Its version follows the pre-release chain it replaced (1 to 24, whose end state
+ * it equals but for `jobs_group_list_idx` and flows: test/fixtures/postgres-schema.json holds that state, the
+ * drift test compares the two); version 25 added flows in place, and a schema of an earlier one is refused
+ * (pre-release-schema.ts).
  */
 export const BASELINE: Migration = {
-  version: 24,
-  name: 'baseline: jobs, registries, flow control and the claim functions',
-  minServerVersion: 24,
+  version: 25,
+  name: 'baseline: jobs and flows, registries, flow control and the claim functions',
+  minServerVersion: 25,
   statements: [
     JOBS,
     ...JOB_INDEXES,
@@ -159,7 +168,14 @@ export const BASELINE: Migration = {
     CLAIMABLE_JOB_IDS,
     CLAIM_JOBS,
     CLAIM_JOBS_UNLESS_HELD,
+    CANCEL_FLOW_DESCENDANTS,
+    SETTLE_PARENTS,
+    REVIVE_PARENTS,
     COMPLETE_JOBS,
+    FAIL_JOB,
+    CANCEL_JOB,
+    REQUEUE_EXPIRED_LEASES,
+    RETRY_DEAD_JOBS,
     CLAIM_UNDER_LIMITS,
   ],
 };

@@ -2,7 +2,7 @@ import { WorkqError } from '../../errors.ts';
 import { type Ledger, type Migration, refuseNewerSchema } from '../shared/migration.ts';
 import { BASELINE } from './baseline.ts';
 import type { SqlClient } from './connection.ts';
-import { takeOverPreRelease } from './pre-release-schema.ts';
+import { refuseUnmigratable } from './pre-release-schema.ts';
 
 /**
  * The migrations from the first released schema on, in order: one per released schema change, each ending
@@ -29,7 +29,7 @@ export function quoteSchema(schema: string): string {
 
 /**
  * Brings `schema` to `SCHEMA_VERSION`: a new (or empty) schema gets the baseline, an older one the migrations
- * after its version, a pre-release one is taken over or refused (pre-release-schema.ts). Refuses with
+ * after its version; one older than every migration (or pre-release) is refused (pre-release-schema.ts). Refuses with
  * `UNSUPPORTED_VERSION` to run on a schema whose `min_server_version` is above `SCHEMA_VERSION` (migrated by a
  * newer server that older ones cannot run beside); a newer schema that allows this server is left as it is.
  * Runs in one transaction under an advisory lock keyed by the schema, so concurrent starts apply each
@@ -49,12 +49,15 @@ export async function migrate(client: SqlClient, schema: string): Promise<void> 
         AND NOT attisdropped) AS pre_release, (SELECT max(version) FROM ${quoted}.migrations) AS version`,
       [`${quoted}.migrations`],
     );
-    if (chain?.pre_release && chain.version !== null) await takeOverPreRelease(tx, schema, quoted, chain.version);
+    if (chain?.pre_release && chain.version !== null) refuseUnmigratable(schema, chain.version, true);
     const [ledger = { version: 0, minServerVersion: null }] = await tx.query<Ledger>(
       `SELECT coalesce(max(version), 0) AS version, max(min_server_version) AS "minServerVersion" FROM ${quoted}.migrations`,
     );
     refuseNewerSchema(ledger, SCHEMA_VERSION, `The PostgreSQL schema "${schema}"`);
     const { version } = ledger;
+    // The first migration starts from the schema before it; nothing older can be upgraded.
+    const oldestUpgradable = (MIGRATIONS[0]?.version ?? SCHEMA_VERSION + 1) - 1;
+    if (version !== 0 && version < oldestUpgradable) refuseUnmigratable(schema, version, false);
     const pending = version === 0 ? [BASELINE] : MIGRATIONS.filter((migration) => migration.version > version);
     if (pending.length === 0) return;
     await tx.query(`SET LOCAL search_path TO ${quoted}`);

@@ -28,8 +28,8 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
+import { ParentReadiness } from '../shared/parent-readiness.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
 import { isTakenJobId } from './errors.ts';
@@ -40,6 +40,14 @@ import {
   listQueueSettings,
   updateQueueSettings,
 } from './flow-control.ts';
+import {
+  buildFlowJobStatements,
+  type FlowJobStatements,
+  insertFlow,
+  listChildren,
+  readiedParents,
+  waitForChildren,
+} from './flows.ts';
 import { debounceJobs, insertJobs, insertStatement } from './insert-jobs.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { buildListJobs } from './list-jobs.ts';
@@ -99,6 +107,8 @@ export class PostgresStore implements Store {
   private readonly ownedNotifier: ClosableNotifier | undefined;
   private closing: Promise<void> | undefined;
   private readonly vacuums: VacuumPacer;
+  private readonly flowJobSql: FlowJobStatements;
+  private readonly readiness = new ParentReadiness();
   private readonly schedules: ScheduleStore;
 
   constructor(options: PostgresStoreInit) {
@@ -112,6 +122,7 @@ export class PostgresStore implements Store {
     };
     this.flowSql = buildFlowStatements(this.quotedSchema);
     this.completeAndClaimSql = completeAndClaimStatement(this.quotedSchema);
+    this.flowJobSql = buildFlowJobStatements(this.quotedSchema);
     this.ownedNotifier = options.notifier;
     this.handoff = { insertAndClaimJob: (job, claim) => this.insertAndClaimJob(job, claim) };
     this.completeAndClaim = {
@@ -173,9 +184,15 @@ export class PostgresStore implements Store {
     jobs: readonly (LeaseRef & { result: unknown })[],
     request: ClaimRequest,
   ): Promise<{ completed: string[]; claim: LimitedClaim }> {
-    const outcome = await completeAndClaimLimitedJobs(this.client, this.completeAndClaimSql, jobs, request);
-    this.vacuums.noteChangedRows(outcome.completed.length + outcome.claim.jobs.length);
-    return outcome;
+    const { completed, claim, readied } = await completeAndClaimLimitedJobs(
+      this.client,
+      this.completeAndClaimSql,
+      jobs,
+      request,
+    );
+    this.vacuums.noteChangedRows(completed.length + claim.jobs.length);
+    this.readiness.tell(readied);
+    return { completed, claim };
   }
 
   /** `Handoff`, in one statement (see `insertAndClaimJobSql`). */
@@ -209,8 +226,9 @@ export class PostgresStore implements Store {
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
     const { text, params } = this.completeStatement(jobs, now);
-    const rows = await this.client.query<{ id: string }>(text, params);
+    const rows = await this.client.query<{ id: string; readied: string | null }>(text, params);
     this.vacuums.noteChangedRows(rows.length);
+    this.readiness.tell(readiedParents(rows));
     return rows.map((row) => row.id);
   }
 
@@ -232,7 +250,9 @@ export class PostgresStore implements Store {
 
   async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
     const values = [lease.id, lease.leaseToken, outcome.retryAt, toJsonText(outcome.error), now];
-    return this.changed(this.sql.failJob, values);
+    const rows = await this.client.query<{ readied: string | null }>(this.sql.failJob, values);
+    this.readiness.tell(readiedParents(rows));
+    return rows.length === 1;
   }
 
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
@@ -250,13 +270,14 @@ export class PostgresStore implements Store {
 
   /** One transaction (see `moveJob` in move-job.ts). */
   moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
-    return moveJob(this.client, this.sql, lease, next, now);
+    return moveJob(this.client, this.sql, lease, next, now, (names) => this.readiness.tell(names));
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
-    const cancelled = await this.one(this.client, this.sql.cancelJob, [id, now]);
-    if (cancelled) this.vacuums.noteChangedRows(1);
-    return cancelled;
+    const rows = await this.client.query<JobRow & { readied: string | null }>(this.sql.cancelJob, [id, now]);
+    if (rows[0]) this.vacuums.noteChangedRows(1);
+    this.readiness.tell(readiedParents(rows));
+    return rows[0] ? toJobRecord(rows[0]) : null;
   }
 
   async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
@@ -269,22 +290,22 @@ export class PostgresStore implements Store {
     return this.one(this.client, this.sql.getJob, [id]);
   }
 
-  private readonly notBuilt = flowsNotBuilt('PostgreSQL');
-
+  /** One transaction (see `insertFlow` in flows.ts). */
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
-    return this.notBuilt.insertFlow(jobs);
+    return insertFlow(this.client, { jobs: this.sql, flows: this.flowJobSql }, jobs);
   }
 
+  /** One transaction (see `waitForChildren` in flows.ts). */
   waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
-    return this.notBuilt.waitForChildren(lease, children, now);
+    return waitForChildren(this.client, this.flowJobSql, lease, children, now);
   }
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
-    return this.notBuilt.listChildren(parentId, page);
+    return listChildren(this.client, this.flowJobSql, parentId, page);
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {
-    return this.notBuilt.onParentsReady(listener);
+    return this.readiness.subscribe(listener);
   }
 
   async ping(): Promise<void> {
@@ -320,7 +341,9 @@ export class PostgresStore implements Store {
       version: number;
       attempts: number;
       dead: boolean;
+      readied: string | null;
     }>(this.sql.requeueExpiredLeases, [now, toJsonText({ ...error, attempt: 0 })]);
+    this.readiness.tell(readiedParents(rows));
     return rows.map(({ id, name, version, attempts, dead }) => ({ id, name, version, attempt: attempts, dead }));
   }
 

@@ -1,6 +1,6 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
-import type { JobError } from '../../jobs.ts';
+import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
 
@@ -26,6 +26,10 @@ const OTHER_FIELDS = [
   'moved_from',
   'replay_of',
   'job_group',
+  'parent_id',
+  'on_failure',
+  'child_count',
+  'pending_children',
 ] as const;
 
 const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
@@ -75,10 +79,14 @@ export interface JobRow {
   replay_of: string | null;
   job_group: string | null;
   trace_context: Record<string, string> | null;
+  parent_id: string | null;
+  on_failure: ChildFailurePolicy | null;
+  child_count: number;
+  pending_children: number;
 }
 
 export function toJobRecord(row: JobRow): JobRecord {
-  return {
+  const record: JobRecord = {
     id: row.id,
     name: row.name,
     version: row.version,
@@ -110,6 +118,16 @@ export function toJobRecord(row: JobRow): JobRecord {
     group: row.job_group,
     traceContext: row.trace_context,
   };
+  // Flows' fields only on jobs in a flow: a plain job reads back as it was inserted (see `insertedRecord`).
+  if (row.parent_id !== null) {
+    record.parentId = row.parent_id;
+    record.onFailure = row.on_failure;
+  }
+  if (row.child_count > 0) {
+    record.childCount = row.child_count;
+    record.pendingChildren = row.pending_children;
+  }
+  return record;
 }
 
 /** A JSON value as text for a `jsonb` parameter; `undefined` is stored as JSON `null`. */

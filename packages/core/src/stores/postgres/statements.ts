@@ -1,7 +1,7 @@
-import { appendedErrorsSql } from './error-history.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { JOB_COLUMNS } from './records.ts';
-import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
+import { readiedSql } from './sql/settle-parents.ts';
+import { NOT_STARTED_SQL, orderKeySql } from './sql-fragments.ts';
 
 /**
  * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job has a lease expiry
@@ -68,7 +68,8 @@ JOIN unnest($1::text[], $2::text[]) AS k(name, idempotency_key)
      * $1 ids, $2 lease tokens, $3 results as JSON text (parallel text[]), $4 now. Returns the ids it completed:
      * those still held by their token (`complete_jobs`, sql/complete-jobs.ts, looks each up by primary key).
      */
-    completeJobs: `SELECT id FROM ${quotedSchema}.complete_jobs($1::text[], $2::text[], $3::text[], $4::timestamptz) AS id`,
+    completeJobs: `SELECT id, ${readiedSql} AS readied
+FROM ${quotedSchema}.complete_jobs($1::text[], $2::text[], $3::text[], $4::timestamptz) AS id`,
 
     /** $1 ids, $2 their lease tokens (parallel text[]), $3 now. */
     releaseJobs: `UPDATE ${jobs} AS j
@@ -78,16 +79,12 @@ FROM unnest($1::text[], $2::text[]) AS u(id, lease_token)
 WHERE ${fenced('u.id', 'u.lease_token', '$3')}
 RETURNING j.id`,
 
-    /** $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now. Fenced: returns the id when the lease held. */
-    failJob: `UPDATE ${jobs} AS j
-SET state = CASE WHEN $3::timestamptz IS NULL THEN 'dead' ELSE ${notStartedSql('$3::timestamptz', '$5::timestamptz')} END,
-  run_at = coalesce($3::timestamptz, j.run_at),
-  order_key = CASE WHEN $3::timestamptz IS NULL THEN j.order_key ELSE ${orderKeySql('j.job_order', '$3::timestamptz')} END,
-  error = $4::text::jsonb, errors = ${appendedErrorsSql('$4::text::jsonb')}, lease_token = NULL, lease_expires_at = NULL,
-  finished_at = CASE WHEN $3::timestamptz IS NULL THEN $5::timestamptz END,
-  updated_at = $5::timestamptz
-WHERE ${fenced('$1', '$2', '$5')}
-RETURNING j.id`,
+    /**
+     * $1 id, $2 token, $3 retry at or null (dead), $4 error JSON, $5 now (`fail_job`, sql/end-jobs.ts). Fenced: returns
+     * the id when the lease held, and the parents a dead child made ready.
+     */
+    failJob: `SELECT id, ${readiedSql} AS readied
+FROM ${quotedSchema}.fail_job($1, $2, $3::timestamptz, $4, $5::timestamptz) AS id`,
 
     /** $1 id, $2 token, $3 new expiry, $4 now. */
     extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
@@ -109,7 +106,13 @@ RETURNING j.id`,
 SET state = 'completed', moved_to = $3, lease_token = NULL, lease_expires_at = NULL,
   finished_at = $4::timestamptz, updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
-RETURNING j.id`,
+RETURNING j.id, j.parent_id`,
+
+    /** $1 ids of children that ended in this transaction, $2 now: settles their parents (`settle_parents`). */
+    settleParents: `SELECT ${quotedSchema}.settle_parents($1::text[], $2::timestamptz)`,
+
+    /** The names of the parents made ready in this transaction so far (JSON text; empty or null: none). */
+    readiedParents: `SELECT ${readiedSql} AS readied`,
 
     /** $1 id, $2 the job it moved into. Within `moveJob`'s transaction, after `completeMovedJob`. */
     setMovedTo: `UPDATE ${jobs} AS j SET moved_to = $2 WHERE j.id = $1`,
@@ -117,12 +120,8 @@ RETURNING j.id`,
     /** $1 id of the job a move inserted, $2 the job it was moved from. Within `moveJob`'s transaction. */
     setMovedFrom: `UPDATE ${jobs} AS j SET moved_from = $2 WHERE j.id = $1`,
 
-    /** $1 id, $2 now. */
-    cancelJob: `UPDATE ${jobs} AS j
-SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL,
-  finished_at = $2::timestamptz, updated_at = $2::timestamptz
-WHERE j.id = $1 AND j.state IN ('delayed', 'waiting', 'active')
-RETURNING ${JOB_COLUMNS}`,
+    /** $1 id, $2 now (`cancel_job`, sql/end-jobs.ts): the cancelled job, and the parents it made ready. */
+    cancelJob: `SELECT ${JOB_COLUMNS}, ${readiedSql} AS readied FROM ${quotedSchema}.cancel_job($1, $2::timestamptz) AS j`,
 
     /** $1 id, $2 now. A scheduled job (not started, due after now) becomes due now, in the claim index. */
     promoteJob: `UPDATE ${jobs} AS j
@@ -145,31 +144,11 @@ FROM ${jobs} AS j
 GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3`,
 
-    /** $1 name or null, $2 ids or null, $3 now. */
-    retryDeadJobs: `WITH retried AS (
-  UPDATE ${jobs} AS j
-  SET state = 'waiting', attempts = 0, run_at = $3::timestamptz,
-    order_key = ${orderKeySql('j.job_order', '$3::timestamptz')},
-    finished_at = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = $3::timestamptz
-  WHERE j.state = 'dead' AND ($1::text IS NULL OR j.name = $1) AND ($2::text[] IS NULL OR j.id = ANY($2::text[]))
-  RETURNING 1)
-SELECT count(*)::int AS count FROM retried`,
+    /** $1 name or null, $2 ids or null, $3 now (`retry_dead_jobs`, sql/end-jobs.ts). */
+    retryDeadJobs: `SELECT ${quotedSchema}.retry_dead_jobs($1, $2::text[], $3::timestamptz) AS count`,
 
-    /** $1 now, $2 error JSON (its `attempt` is set per job). */
-    requeueExpiredLeases: `WITH expired AS (
-  SELECT e.id FROM ${jobs} AS e
-  WHERE e.state = 'active' AND e.lease_expires_at <= $1::timestamptz
-  FOR UPDATE SKIP LOCKED),
-requeued AS (
-  UPDATE ${jobs} AS j
-  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'waiting' END,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
-    error = jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts)),
-    errors = ${appendedErrorsSql("jsonb_set($2::text::jsonb, '{attempt}', to_jsonb(j.attempts))")},
-    lease_token = NULL, lease_expires_at = NULL, updated_at = $1::timestamptz
-  FROM expired WHERE j.id = expired.id
-  RETURNING j.id, j.name, j.version, j.attempts, j.state)
-SELECT id, name, version, attempts, state = 'dead' AS dead FROM requeued`,
+    /** $1 now, $2 error JSON, its `attempt` set per job (`requeue_expired_leases`, sql/end-jobs.ts). */
+    requeueExpiredLeases: `SELECT r.*, ${readiedSql} AS readied FROM ${quotedSchema}.requeue_expired_leases($1::timestamptz, $2) AS r`,
 
     /** $1 finished before, $2 limit. */
     pruneJobs: `WITH pruned AS (

@@ -52,13 +52,16 @@ export function claimStatement(text: string, request: ClaimRequest): SqlStatemen
   return { text, params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs] };
 }
 
+/** What a claim reads of each job: `CLAIMED_JOB_COLUMNS`, and how many children it has had (`ctx.resumed`). */
+const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count'] as const;
+
 /** The columns of a claimed job read from `source`, a row source with the `jobs` columns: what every claim returns. */
 export function claimedColumnsOf(source: string): string {
-  return CLAIMED_JOB_COLUMNS.map((column) => `${source}.${column}`).join(', ');
+  return CLAIMED_COLUMNS.map((column) => `${source}.${column}`).join(', ');
 }
 
 /** A row of `claimedColumnsOf`. */
-export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_JOB_COLUMNS)[number]>;
+export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_COLUMNS)[number]>;
 
 /**
  * A claimed row as the engine takes it, completed from its claim: the name, token and expiry every job of the
@@ -66,7 +69,7 @@ export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_JOB_COLUMNS)[number]>;
  */
 export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
-  return {
+  const claimed: ClaimedRecord = {
     id: row.id,
     name: claim.name,
     version: row.version,
@@ -80,4 +83,6 @@ export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRe
     runAt: row.run_at,
     traceContext: row.trace_context,
   };
+  if (row.child_count > 0) claimed.childCount = row.child_count;
+  return claimed;
 }

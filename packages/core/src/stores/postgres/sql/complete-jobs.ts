@@ -4,7 +4,10 @@
  * given (the fencing condition, `fenced` in statements.ts, written out for a batch). A completed job keeps
  * its lease token, so an ack sent again is recognised as applied; its lease expiry is cleared.
  *
- * Locks: the rows it updates. Acks whose lease is gone change nothing.
+ * A completed child settles its parent in the same transaction (`settle_parents`); a batch of jobs without a
+ * parent only gathers their ids, as it returns them.
+ *
+ * Locks: the rows it updates (and a completed child's parent). Acks whose lease is gone change nothing.
  *
  * Planned with sequential scans, bitmaps, hash and merge joins off and a generic plan: left to stale
  * statistics, the join of the batch with its jobs compared every ack with every job. The only plan left takes
@@ -16,9 +19,12 @@ RETURNS SETOF text LANGUAGE plpgsql VOLATILE ROWS 100
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET search_path FROM CURRENT
-AS $body$ BEGIN
-  RETURN QUERY UPDATE jobs AS j
-  SET state = 'completed', result = u.result::jsonb, lease_expires_at = NULL, finished_at = done_at, updated_at = done_at
-  FROM unnest(job_ids, lease_tokens, results) AS u(id, lease_token, result)
-  WHERE j.id = u.id AND j.lease_token = u.lease_token AND j.lease_expires_at > done_at
-  RETURNING j.id; END $body$`;
+AS $body$ DECLARE completed text[]; children text[]; BEGIN
+  WITH done AS (UPDATE jobs AS j
+    SET state = 'completed', result = u.result::jsonb, lease_expires_at = NULL, finished_at = done_at, updated_at = done_at
+    FROM unnest(job_ids, lease_tokens, results) AS u(id, lease_token, result)
+    WHERE j.id = u.id AND j.lease_token = u.lease_token AND j.lease_expires_at > done_at
+    RETURNING j.id, j.parent_id)
+  SELECT array_agg(d.id), array_agg(d.id) FILTER (WHERE d.parent_id IS NOT NULL) INTO completed, children FROM done AS d;
+  IF children IS NOT NULL THEN PERFORM settle_parents(children, done_at); END IF;
+  RETURN QUERY SELECT unnest(completed); END $body$`;

@@ -1,0 +1,123 @@
+import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import { insertedRecord } from '../shared/inserted-record.ts';
+import type { SqlClient, SqlQueryable } from './connection.ts';
+import { insertJobs } from './insert-jobs.ts';
+import { type JobRow, toJobRecord, toJsonText } from './records.ts';
+import { insertFlowJobsSql } from './sql/insert-flow-jobs.ts';
+import { listChildrenSql } from './sql/list-children.ts';
+import { makeParentSql } from './sql/make-parent.ts';
+import { parkParentSql } from './sql/park-parent.ts';
+import type { Statements } from './statements.ts';
+
+/** The flow statements of one schema (quoted). */
+export function buildFlowJobStatements(schema: string) {
+  return {
+    insertFlowJobs: insertFlowJobsSql(schema),
+    makeParent: makeParentSql(schema),
+    parkParent: parkParentSql(schema),
+    listChildren: listChildrenSql(schema),
+  };
+}
+
+export type FlowJobStatements = ReturnType<typeof buildFlowJobStatements>;
+
+/**
+ * The names of the parents a statement's transaction made ready, from the `readied` text it selected (see
+ * `READIED_SETTING`): none when it is empty or absent.
+ */
+export function readiedParents(rows: readonly { readied?: string | null }[]): string[] {
+  const text = rows[0]?.readied;
+  return text ? (JSON.parse(text) as string[]) : [];
+}
+
+/**
+ * `FlowStore.insertFlow`, one transaction: a root with an idempotency key goes in first through `insertJobs`
+ * (a key a retained job holds ends it there, with that job), then the flow's jobs in one statement.
+ */
+export async function insertFlow(
+  client: SqlClient,
+  sql: { jobs: Statements; flows: FlowJobStatements },
+  jobs: readonly NewJob[],
+): Promise<InsertOutcome> {
+  const [root, ...below] = jobs;
+  if (!root) throw new Error('insertFlow needs a root job.');
+  return client.transaction(async (tx) => {
+    if (root.idempotencyKey === null) {
+      await insertFlowJobs(tx, sql.flows, jobs);
+      return { job: flowRecord(root), created: true };
+    }
+    const [outcome] = await insertJobs(tx, sql.jobs, [root]);
+    if (!outcome?.created) return outcome ?? { job: null, created: false };
+    if ((root.pendingChildren ?? 0) > 0) await tx.query(sql.flows.makeParent, [root.id, root.pendingChildren]);
+    await insertFlowJobs(tx, sql.flows, below);
+    return { job: flowRecord(root), created: true };
+  });
+}
+
+/** `FlowStore.waitForChildren`, one transaction: the held job parked (fenced), then its children inserted. */
+export async function waitForChildren(
+  client: SqlClient,
+  sql: FlowJobStatements,
+  lease: LeaseRef,
+  children: readonly NewJob[],
+  now: Date,
+): Promise<boolean> {
+  const direct = children.filter((child) => child.parentId === lease.id).length;
+  return client.transaction(async (tx) => {
+    const [parked] = await tx.query(sql.parkParent, [lease.id, lease.leaseToken, now, direct]);
+    if (!parked) return false;
+    await insertFlowJobs(tx, sql, children);
+    return true;
+  });
+}
+
+/** `FlowStore.listChildren`. */
+export async function listChildren(
+  db: SqlQueryable,
+  sql: FlowJobStatements,
+  parentId: string,
+  page: { afterId?: string; limit: number },
+): Promise<JobRecord[]> {
+  if (page.limit <= 0) return [];
+  const rows = await db.query<JobRow>(sql.listChildren, [parentId, page.afterId ?? null, page.limit]);
+  return rows.map(toJobRecord);
+}
+
+/** Inserts jobs of a flow (none with a key), in one statement. */
+async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: readonly NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const column = (value: (job: NewJob) => string | null) => jobs.map(value);
+  await db.query(sql.insertFlowJobs, [
+    column((job) => job.id),
+    column((job) => job.name),
+    column((job) => String(job.version)),
+    column((job) => toJsonText(job.payload)),
+    column((job) => String(job.priority)),
+    column((job) => job.order),
+    column((job) => job.runAt.toISOString()),
+    column((job) => job.createdAt.toISOString()),
+    column((job) => String(job.maxAttempts)),
+    column((job) => toJsonText(job.backoff)),
+    column((job) => String(job.leaseMs)),
+    column((job) => job.replayOf),
+    column((job) => (job.traceContext === null ? null : JSON.stringify(job.traceContext))),
+    column((job) => job.group ?? null),
+    column((job) => job.parentId ?? null),
+    column((job) => job.onFailure ?? null),
+    column((job) => String(job.pendingChildren ?? 0)),
+  ]);
+}
+
+/** The record of a flow's root right after its insert. */
+function flowRecord(job: NewJob): JobRecord {
+  const record = insertedRecord(job);
+  const pending = job.pendingChildren ?? 0;
+  if (pending > 0) record.state = 'waiting-children';
+  return {
+    ...record,
+    parentId: job.parentId ?? null,
+    onFailure: job.onFailure ?? null,
+    childCount: pending,
+    pendingChildren: pending,
+  };
+}
