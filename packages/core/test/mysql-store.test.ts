@@ -257,7 +257,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
         await other.query(`SELECT id FROM ${jobs} WHERE id = ? FOR UPDATE`, [high]);
         const deadlocksBefore = await deadlockCount();
         let settled = false;
-        // Locks the low row, then waits for the high one...
+        // Its update locks the low row, then waits for the high one...
         const completing = store
           .completeJobs(
             [high, low].map((id) => ({ id: id!, leaseToken, result: null })),
@@ -266,7 +266,7 @@ describe.skipIf(skipReason !== undefined)('mysql store', () => {
           .finally(() => {
             settled = true;
           });
-        await blockedOn('SELECT id, lease_token');
+        await blockedOn('UPDATE');
         // ...while the other session asks for the low one: a cycle. It gets the row only because the store's
         // transaction was rolled back, which releases it.
         await other.query(`SELECT id FROM ${jobs} WHERE id = ? FOR UPDATE`, [low]);

@@ -45,6 +45,7 @@ import { mysqlSchedules } from './schedules.ts';
 import { cancelJob } from './sql/cancel-job.ts';
 import { claimJobs, claimJobsUnlessHeld } from './sql/claim-jobs.ts';
 import { claimLimitedJobs } from './sql/claim-limited-jobs.ts';
+import { completeHeldJobs } from './sql/complete-held-jobs.ts';
 import { completeJobs } from './sql/complete-jobs.ts';
 import { countJobs } from './sql/count-jobs.ts';
 import { debounceJob } from './sql/debounce-job.ts';
@@ -137,7 +138,12 @@ export class MysqlStore implements Store {
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    return this.transaction('completeJobs', (c) => completeJobs(c, this.t, jobs, now));
+    // A batch that names a job twice (an expired lease and the one that took the job over) locks the rows its
+    // leases hold before it completes them; any other batch is one statement.
+    if (new Set(jobs.map((job) => job.id)).size < jobs.length) {
+      return this.transaction('completeJobs', (c) => completeJobs(c, this.t, jobs, now));
+    }
+    return this.retry('completeJobs', () => completeHeldJobs(this.pool, this.t, jobs, now));
   }
 
   async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {

@@ -1,0 +1,49 @@
+/**
+ * Complete held jobs: `Store.completeJobs` for a batch that names each job once. One fenced `UPDATE`, outside
+ * any transaction, completes every ack whose token still holds its job (`active`, that token, the lease
+ * unexpired at `now`), each with its own result; `also`, when given, is one more condition a job must meet.
+ *
+ * Takes the acks (id, lease token, result), `now` and `also`. Returns the ids completed, in the acks' order;
+ * an ack whose lease is gone changes nothing. When the update matched every ack, each was completed by it and
+ * nothing is read back. When it matched some, the jobs it completed are read back: completed at `now` and
+ * keeping their ack's token. Only another call acking one of those leases in the same millisecond could make
+ * that read take a job the other call completed, and then both count it. Locks: each row it updates, for the
+ * statement. Guarantees: a completed job keeps its lease's token (its expiry is cleared), so a repeat of
+ * that ack is recognised as applied.
+ */
+import type { Pool } from 'mysql2/promise';
+import type { LeaseRef } from '../../../engine/store.ts';
+import { execute, selectRows } from '../connection.ts';
+import { END_LEASE_KEEPING_TOKEN } from '../job-queries.ts';
+import { sqlDate, writeJson } from '../records.ts';
+import type { Tables } from '../tables.ts';
+
+export async function completeHeldJobs(
+  pool: Pool,
+  t: Tables,
+  jobs: readonly (LeaseRef & { result: unknown })[],
+  now: Date,
+  also?: string,
+): Promise<string[]> {
+  const ids = jobs.map((job) => job.id);
+  const byId = `CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  const tokens = jobs.flatMap((job) => [job.id, job.leaseToken]);
+  const at = sqlDate(now);
+  const { affectedRows } = await execute(
+    pool,
+    `UPDATE ${t.jobs} FORCE INDEX (PRIMARY)
+       SET state = 'completed', result = ${byId}, ${END_LEASE_KEEPING_TOKEN}, finished_at = ?, updated_at = ?
+       WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? AND lease_token = ${byId}
+         ${also === undefined ? '' : `AND ${also}`}`,
+    [...jobs.flatMap((job) => [job.id, writeJson(job.result)]), at, at, ids, at, ...tokens],
+  );
+  if (affectedRows === ids.length) return ids;
+  if (affectedRows === 0) return [];
+  const completed = await selectRows(
+    pool,
+    `SELECT id FROM ${t.jobs} WHERE id IN (?) AND state = 'completed' AND finished_at = ? AND lease_token = ${byId}`,
+    [ids, at, ...tokens],
+  );
+  const done = new Set(completed.map((row) => String(row.id)));
+  return ids.filter((id) => done.has(id));
+}
