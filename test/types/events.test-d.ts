@@ -15,7 +15,7 @@ describe('event types', () => {
       expectTypeOf(event.name).toEqualTypeOf<'imageConvert'>();
       expectTypeOf(event.result).toEqualTypeOf<{ bytes: number; width?: number | undefined } | undefined>();
       expectTypeOf(event.type).toEqualTypeOf<
-        'enqueued' | 'started' | 'progress' | 'completed' | 'failed' | 'dead' | 'cancelled'
+        'enqueued' | 'started' | 'progress' | 'completed' | 'failed' | 'dead' | 'cancelled' | 'waiting-children'
       >();
       expectTypeOf(event.at).toEqualTypeOf<Date>();
       expectTypeOf(event.attempt).toEqualTypeOf<number | undefined>();

@@ -47,6 +47,8 @@ function applyEvent(row: ShownRow, event: LiveJobEvent): ShownRow {
       return { ...next, state: 'dead', finishedAt: event.at, ...(error ? { error } : {}) };
     case 'cancelled':
       return { ...next, state: 'cancelled', finishedAt: event.at };
+    case 'waiting-children':
+      return { ...next, state: 'waiting-children' };
   }
 }
 

@@ -1,7 +1,20 @@
 /** The job events the engine emits and subscribers read: browser-safe, shared by server and SDK. */
 
-/** What happened to a job; `failed` is one failed attempt, followed by `dead` when no attempt remains. */
-export const JOB_EVENT_TYPES = ['enqueued', 'started', 'progress', 'completed', 'failed', 'dead', 'cancelled'] as const;
+/**
+ * What happened to a job; `failed` is one failed attempt, followed by `dead` when no attempt remains;
+ * `waiting-children`: a parent began to wait for its children (enqueued with them, or parked by
+ * `waitForChildren`). New types go last: the wire sends a type as its index here.
+ */
+export const JOB_EVENT_TYPES = [
+  'enqueued',
+  'started',
+  'progress',
+  'completed',
+  'failed',
+  'dead',
+  'cancelled',
+  'waiting-children',
+] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
 /** What an event carries beyond its type, job, time and attempt. */
@@ -10,6 +23,7 @@ export interface JobEventDetails {
   result?: unknown;
   error?: JobEventError;
   willRetry?: boolean;
+  parentId?: string;
 }
 
 /** The error an event carries: the failed attempt's message, and whether it was permanent. */
@@ -37,6 +51,8 @@ export interface JobEvent {
   error?: JobEventError;
   /** On `failed`: whether another attempt follows. */
   willRetry?: boolean;
+  /** On the `enqueued` of a child in a flow: its parent's id. */
+  parentId?: string;
 }
 
 /** Said to a subscriber that may have missed events: what it knows of job states may be stale. */

@@ -18,7 +18,8 @@ import type { QueueApi } from './transport.ts';
  * One change of one job's state, typed by the catalog: `result` is the job
  * type's result as its schema parses it. `attempt` is set on `started`,
  * `failed` and `dead`; `progress` on `progress`; `result` on `completed`;
- * `error` on `failed` and `dead`, and `willRetry` on `failed`.
+ * `error` on `failed` and `dead`, and `willRetry` on `failed`; `parentId` on the
+ * `enqueued` of a child in a flow.
  */
 export type JobEvent<C extends Catalog, N extends JobName<C> = JobName<C>> = {
   [K in N]: {
@@ -32,6 +33,7 @@ export type JobEvent<C extends Catalog, N extends JobName<C> = JobName<C>> = {
     result?: ResultOutput<C, K>;
     error?: JobEventError;
     willRetry?: boolean;
+    parentId?: string;
   };
 }[N];
 

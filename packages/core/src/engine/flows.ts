@@ -99,7 +99,7 @@ export class Flows {
         `Job ${lease.id} is not held by this lease any more (it expired, the job was cancelled, or another worker claimed it); no children were enqueued.`,
       );
     }
-    this.events.released([lease.id]);
+    this.events.waitingForChildren(lease.id, now);
     const records = this.announce(jobs, now);
     return records.filter((job) => job.parentId === lease.id).map((job) => enqueued(job, now));
   }

@@ -83,11 +83,27 @@ export class JobEventEmitter {
     return this.sink?.listening === true;
   }
 
+  /** `enqueued` for each job (a child's naming its parent), then `waiting-children` for a flow's parents. */
   enqueued(jobs: readonly JobRecord[], at: Date): void {
     if (!this.listening || jobs.length === 0) return;
     const runs = new RunCollector('enqueued', at);
-    for (const job of jobs) runs.add(job.id, job);
-    this.publish(runs.runList);
+    let parents: RunCollector | undefined;
+    for (const job of jobs) {
+      runs.add(job.id, job, job.parentId ? { parentId: job.parentId } : undefined);
+      if (job.state !== 'waiting-children') continue;
+      parents ??= new RunCollector('waiting-children', at);
+      parents.add(job.id, job);
+    }
+    this.publish(parents ? [...runs.runList, ...parents.runList] : runs.runList);
+  }
+
+  /** `waiting-children` for a held job parked on children it made; its lease has ended. */
+  waitingForChildren(id: string, at: Date): void {
+    if (!this.listening) {
+      this.held.delete(id);
+      return;
+    }
+    this.withHeld('waiting-children', at, [id], () => undefined);
   }
 
   /** `started` for each job a claim leased (a `ClaimedJob`, of which it reads the run's name, version and attempt). */
