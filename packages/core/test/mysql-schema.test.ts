@@ -16,8 +16,9 @@ import { readMysqlCatalog } from './support/mysql-catalog.ts';
 const { queue_groups: _unused, ...preRelease } = chain;
 
 /**
- * What the baseline adds to it: the index through which a job list filtered by group reads, with the column
- * that holds a grouped job's state, last in the jobs table.
+ * What the baseline adds to it, last in the jobs table: the index through which a job list filtered by group
+ * reads, with the column that holds a grouped job's state (version 17); flows' parent link, policy and counts,
+ * with the index through which a parent's children are read (version 18).
  */
 const expected = {
   ...preRelease,
@@ -26,12 +27,20 @@ const expected = {
     columns: [
       ...preRelease.jobs.columns,
       'group_state varchar(16) NULL DEFAULT NULL AS (if(`job_group` is null,NULL,`state`)) VIRTUAL GENERATED COLLATE utf8mb4_bin',
+      'parent_id varchar(36) NULL DEFAULT NULL COLLATE utf8mb4_bin',
+      'on_failure varchar(16) NULL DEFAULT NULL COLLATE utf8mb4_bin',
+      'child_count int(11) NOT NULL DEFAULT 0',
+      'pending_children int(11) NOT NULL DEFAULT 0',
     ],
-    indexes: { ...preRelease.jobs.indexes, group_listing: 'job_group, group_state, id' },
+    indexes: {
+      ...preRelease.jobs.indexes,
+      group_listing: 'job_group, group_state, id',
+      children: 'parent_id, id',
+    },
   },
 };
 
-/** The steps the pre-release chain recorded in its ledger, the last one first reaching the baseline's schema. */
+/** The steps the pre-release chain recorded in its ledger, the last one reaching version 17's schema. */
 const PRE_RELEASE_STEPS = [1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 14, 15, 16, 17];
 
 const skipReason = await mysqlUnreachableReason();
@@ -80,20 +89,26 @@ describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version
     return rows.map((row) => ({ ...row }));
   }
 
-  /** Turns the store's tables on `prefix` back into what a pre-release build left at `steps`' last one. */
+  /** Turns the ledger on `prefix` back into what a pre-release build left at `steps`' last one. */
   async function asPreRelease(prefix: string, steps: readonly number[]): Promise<void> {
     const t = tableNames(prefix);
     await admin.query(`DROP TABLE ${t.migrations}`);
     await admin.query(`CREATE TABLE ${t.migrations} (version INT NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL)
       ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
     await admin.query(`INSERT INTO ${t.migrations} (version, name) VALUES ?`, [steps.map((v) => [v, `step ${v}`])]);
-    await admin.query(`CREATE TABLE ${t.queueGroups} (name VARCHAR(100) NOT NULL, job_group VARCHAR(255) NOT NULL,
-      last_turn BIGINT NOT NULL, PRIMARY KEY (name, job_group)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
-    await admin.query(`ALTER TABLE ${t.jobs} DROP INDEX group_listing, DROP COLUMN group_state`);
+  }
+
+  /** Turns the store's tables on `prefix` back into the previous baseline's (version 17): flows' columns gone. */
+  async function asPreviousBaseline(prefix: string): Promise<void> {
+    const t = tableNames(prefix);
+    await admin.query(`DELETE FROM ${t.migrations}`);
+    await admin.query(`INSERT INTO ${t.migrations} (version, name, min_server_version) VALUES (17, 'baseline', 17)`);
+    await admin.query(`ALTER TABLE ${t.jobs} DROP INDEX children, DROP COLUMN parent_id, DROP COLUMN on_failure,
+      DROP COLUMN child_count, DROP COLUMN pending_children`);
   }
 
   it.runIf(onMariaDb)(
-    'builds on an empty database what the pre-release migration chain built and the group listing index, and records the baseline',
+    'builds on an empty database what the pre-release migration chain built, the group listing index and flows, and records the baseline',
     async () => {
       await start('fresh_');
       expect(await catalog('fresh_')).toEqual(expected);
@@ -103,24 +118,23 @@ describe.skipIf(skipReason !== undefined)('mysql schema: one baseline, a version
     },
   );
 
-  it.runIf(onMariaDb)(
-    'takes over tables a pre-release build left at its last step: the same tables, the group listing index added, its ledger rows kept',
-    async () => {
-      await start('adopted_');
-      await asPreRelease('adopted_', PRE_RELEASE_STEPS);
-      await start('adopted_');
-      expect(await catalog('adopted_')).toEqual(expected);
-      expect(await ledger('adopted_')).toEqual(
-        PRE_RELEASE_STEPS.map((version) => ({
-          version,
-          name: `step ${version}`,
-          min_server_version: version === BASELINE_VERSION ? BASELINE_VERSION : null,
-        })),
+  it('refuses tables of an earlier schema, the previous baseline or the pre-release chain, and leaves them as they were', async () => {
+    await start('earlier_');
+    await asPreviousBaseline('earlier_');
+    // The previous baseline's ledger, then the pre-release chain's: both end at version 17.
+    for (const stage of [() => Promise.resolve(), () => asPreRelease('earlier_', PRE_RELEASE_STEPS)]) {
+      await stage();
+      const before = { tables: await catalog('earlier_'), ledger: await ledger('earlier_') };
+      const error = await rejection(start('earlier_'));
+      expect(error.code).toBe('UNSUPPORTED_VERSION');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toMatch(
+        /pre-release build of workq, at schema version 17, which this version cannot upgrade/,
       );
-      await start('adopted_');
-      expect(await ledger('adopted_')).toHaveLength(PRE_RELEASE_STEPS.length);
-    },
-  );
+      expect(error.message).toMatch(/Recreate them/);
+      expect({ tables: await catalog('earlier_'), ledger: await ledger('earlier_') }).toEqual(before);
+    }
+  });
 
   it('refuses a database an older pre-release build made, saying to recreate it, and leaves it as it was', async () => {
     const t = tableNames('older_');

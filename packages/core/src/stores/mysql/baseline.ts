@@ -1,17 +1,17 @@
 /**
- * The MySQL/MariaDB store's current schema, built in one step on an empty database. Version 17 is what the
- * pre-release migration chain (steps 1 to 17) left, as `test/fixtures/mysql-schema.json` records, and the group
- * listing index with its `group_state` column; a later
- * schema change is a migration for released databases (migrations.ts) and a change here alike.
+ * The MySQL/MariaDB store's current schema, built in one step on an empty database. Version 18 is what the
+ * pre-release migration chain (steps 1 to 17) left, as `test/fixtures/mysql-schema.json` records, with the
+ * group listing index and its `group_state` column (version 17), and flows' columns and `children` index; a
+ * later schema change is a migration for released databases (migrations.ts) and a change here alike.
  */
 import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */
-export const BASELINE_VERSION = 17;
+export const BASELINE_VERSION = 18;
 
 /** The oldest server that may run on the current schema (see `Migration.minServerVersion`): the first that checks. */
-const BASELINE_MIN_SERVER_VERSION = 17;
+const BASELINE_MIN_SERVER_VERSION = 18;
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
@@ -38,16 +38,22 @@ export const ACTIVE_GROUPS_INDEX = 'active_groups';
  * Name of the index through which a job list filtered by group reads the group's jobs, one run per state
  * (list-jobs.ts): `(job_group, group_state, id)`. `group_state` is the state of a job with a group and NULL
  * on every other, so a job without a group keeps one entry, `(NULL, NULL, id)`, through every state change
- * (MariaDB has no partial indexes). Neither is in the pre-release chain: tables it made get both when taken
- * over (pre-release-schema.ts).
+ * (MariaDB has no partial indexes).
  */
 export const GROUP_LISTING_INDEX = 'group_listing';
 
 /** The `group_state` column, as the jobs table ends with it. */
-export const GROUP_STATE_COLUMN = 'group_state VARCHAR(16) AS (IF(job_group IS NULL, NULL, state)) VIRTUAL';
+const GROUP_STATE_COLUMN = 'group_state VARCHAR(16) AS (IF(job_group IS NULL, NULL, state)) VIRTUAL';
 
 /** The group listing index's columns. */
-export const GROUP_LISTING_COLUMNS = '(job_group, group_state, id)';
+const GROUP_LISTING_COLUMNS = '(job_group, group_state, id)';
+
+/**
+ * Name of the index through which a parent's children are read, in enqueue order (their ids ascend in it):
+ * listed, cancelled with their parent, revived with it. A job without a parent keeps one entry, `(NULL, id)`,
+ * that no state change touches.
+ */
+export const CHILDREN_INDEX = 'children';
 
 /** Every table is InnoDB, and its text compares byte-wise. */
 const TABLE_OPTIONS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin';
@@ -81,6 +87,9 @@ function tableStatements(t: Tables): string[] {
     //   claims and acks leave their indexes alone. `waiting_groups` has no descending part, which MariaDB
     //   needs to jump from group to group (a loose index scan).
     // - `errors` holds the latest failed attempts' errors as JSON text, oldest first; `error` is the last.
+    // - Flows: a child names its `parent_id` and its `on_failure` policy; a parent counts its children
+    //   (`child_count`) and those not ended (`pending_children`), and is `waiting-children` while that is above
+    //   0: outside `claim_order`'s `waiting` range, so claims never read it.
     `CREATE TABLE IF NOT EXISTS ${t.jobs} (
       id VARCHAR(36) NOT NULL,
       name VARCHAR(100) NOT NULL,
@@ -118,6 +127,10 @@ function tableStatements(t: Tables): string[] {
       active_group VARCHAR(255) AS (IF(state = 'active', job_group, NULL)) VIRTUAL,
       errors LONGTEXT NULL,
       ${GROUP_STATE_COLUMN},
+      parent_id VARCHAR(36) NULL,
+      on_failure VARCHAR(16) NULL,
+      child_count INT NOT NULL DEFAULT 0,
+      pending_children INT NOT NULL DEFAULT 0,
       PRIMARY KEY (id),
       KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
       KEY lease_expiry (state, lease_expires_at),
@@ -129,7 +142,8 @@ function tableStatements(t: Tables): string[] {
       KEY ${WAITING_GROUPS_INDEX} (name, waiting_group),
       KEY ${WAITING_GROUP_CLAIM_INDEX} (name, waiting_group, priority DESC, order_key, tie_key, id, run_at, version),
       KEY ${ACTIVE_GROUPS_INDEX} (name, active_group),
-      KEY ${GROUP_LISTING_INDEX} ${GROUP_LISTING_COLUMNS}
+      KEY ${GROUP_LISTING_INDEX} ${GROUP_LISTING_COLUMNS},
+      KEY ${CHILDREN_INDEX} (parent_id, id)
     ) ${TABLE_OPTIONS}`,
     `CREATE TABLE IF NOT EXISTS ${t.schemas} (
       name VARCHAR(100) NOT NULL,

@@ -17,12 +17,3 @@ export async function hasColumn(c: PoolConnection, table: string, column: string
   );
   return rows.length > 0;
 }
-
-/** Whether `table` of the store's database has an index named `index`. */
-export async function hasIndex(c: PoolConnection, table: string, index: string): Promise<boolean> {
-  const [rows] = await c.query<RowDataPacket[]>(
-    'SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?',
-    [table, index],
-  );
-  return rows.length > 0;
-}

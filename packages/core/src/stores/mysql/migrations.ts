@@ -4,7 +4,7 @@ import { type Ledger, type Migration, refuseNewerSchema } from '../shared/migrat
 import { BASELINE_VERSION, baseline } from './baseline.ts';
 import { hasColumn, hasTable } from './catalog.ts';
 import { pinnedConnection } from './connection.ts';
-import { preReleaseRefused, takeOverPreRelease } from './pre-release-schema.ts';
+import { preReleaseRefused } from './pre-release-schema.ts';
 import type { Tables } from './tables.ts';
 
 /**
@@ -25,8 +25,8 @@ const LOCK_NAME = `LEFT(CONCAT('workq:', COALESCE(DATABASE(), ''), ':', ?), 64)`
 
 /**
  * Brings the store's tables to `SCHEMA_VERSION`, under a named lock so concurrent starts do it once: an empty
- * database gets the baseline; tables of an older released version the migrations after it; pre-release ones are
- * taken over or refused (pre-release-schema.ts). Refuses with `UNSUPPORTED_VERSION` to run on tables whose
+ * database gets the baseline; tables of an older released version the migrations after it; tables of a schema
+ * before the baseline (pre-release builds) are refused (pre-release-schema.ts). Refuses with `UNSUPPORTED_VERSION` to run on tables whose
  * ledger asks for a server newer than this one (migrated by a newer server that older ones cannot run beside);
  * a newer schema that allows this server is left as it is. Running it again changes nothing.
  */
@@ -63,19 +63,19 @@ async function migrateLocked(c: PoolConnection, t: Tables): Promise<void> {
       min_server_version INT NULL
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
   );
-  let state = await readLedger(c, t);
-  if (state.version > 0 && state.minServerVersion === null) {
-    await takeOverPreRelease(c, t, state.version);
-    state = await readLedger(c, t);
-  }
+  const state = await readLedger(c, t);
+  // Nothing is released, so every schema before the baseline is a pre-release build's.
+  if (state.version > 0 && state.version < BASELINE_VERSION) throw preReleaseRefused(t, state.version);
   refuseNewerSchema(
     state,
     SCHEMA_VERSION,
     `The workq schema of this database and table prefix (ledger ${t.migrationsName})`,
   );
   if (state.version === 0) {
-    // Jobs without the baseline's last column: a pre-release build stopped before it recorded its first step.
-    if ((await hasTable(c, t.jobsName)) && !(await hasColumn(c, t.jobsName, 'errors'))) throw preReleaseRefused(t, 0);
+    // Jobs without the baseline's last columns: a pre-release build stopped before it recorded its first step.
+    if ((await hasTable(c, t.jobsName)) && !(await hasColumns(c, t.jobsName, ['errors', 'pending_children']))) {
+      throw preReleaseRefused(t, 0);
+    }
   }
   const pending = state.version === 0 ? [baseline(t)] : migrations(t).filter((m) => m.version > state.version);
   for (const migration of pending) {
@@ -86,6 +86,11 @@ async function migrateLocked(c: PoolConnection, t: Tables): Promise<void> {
       migration.minServerVersion,
     ]);
   }
+}
+
+async function hasColumns(c: PoolConnection, table: string, columns: readonly string[]): Promise<boolean> {
+  for (const column of columns) if (!(await hasColumn(c, table, column))) return false;
+  return true;
 }
 
 /** The ledger's latest version and highest `min_server_version`; a pre-release ledger may lack that column. */

@@ -24,7 +24,6 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { listQueueSettings, updateQueueSettings } from './flow-control.ts';
@@ -49,8 +48,10 @@ import { completeHeldJobs } from './sql/complete-held-jobs.ts';
 import { completeJobs } from './sql/complete-jobs.ts';
 import { countJobs } from './sql/count-jobs.ts';
 import { debounceJob } from './sql/debounce-job.ts';
-import { failJob } from './sql/fail-job.ts';
+import { failHeldChild, failJob } from './sql/fail-job.ts';
+import { insertFlow } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
+import { listChildren } from './sql/list-children.ts';
 import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
 import { promoteJob } from './sql/promote-job.ts';
 import { pruneJobs } from './sql/prune-jobs.ts';
@@ -58,6 +59,7 @@ import { releaseJobs } from './sql/release-jobs.ts';
 import { hasExpiredLease, requeueExpiredLeases } from './sql/requeue-expired-leases.ts';
 import { retryDeadJobs } from './sql/retry-dead-jobs.ts';
 import { updateHeldJob } from './sql/update-held-job.ts';
+import { waitForChildren } from './sql/wait-for-children.ts';
 import type { Tables } from './tables.ts';
 
 /** How a `MysqlStore` reaches its database; built once by `createMysqlStore`. */
@@ -86,6 +88,8 @@ export class MysqlStore implements Store {
   private readonly readCommittedSessions: boolean;
   private closing: Promise<void> | null = null;
   private readonly schedules: ScheduleStore;
+  /** Told the names of the parents this store's operations made ready (see `onParentsReady`). */
+  private readonly readyListeners = new Set<(names: readonly string[]) => void>();
 
   constructor(parts: MysqlStoreParts) {
     this.pool = parts.pool;
@@ -138,12 +142,22 @@ export class MysqlStore implements Store {
 
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    // A batch that names a job twice (an expired lease and the one that took the job over) locks the rows its
-    // leases hold before it completes them; any other batch is one statement.
-    if (new Set(jobs.map((job) => job.id)).size < jobs.length) {
-      return this.transaction('completeJobs', (c) => completeJobs(c, this.t, jobs, now));
+    // A batch that names each job once completes its jobs without a parent in one statement. A child completes in
+    // a transaction with its parent's settling, as does a batch that names a job twice (an expired lease and the
+    // one that took the job over), whose held rows are locked first.
+    let rest = jobs;
+    let completed: string[] = [];
+    if (new Set(jobs.map((job) => job.id)).size === jobs.length) {
+      completed = await this.retry('completeJobs', () =>
+        completeHeldJobs(this.pool, this.t, jobs, now, 'parent_id IS NULL'),
+      );
+      if (completed.length === jobs.length) return completed;
+      const done = new Set(completed);
+      rest = jobs.filter((job) => !done.has(job.id));
     }
-    return this.retry('completeJobs', () => completeHeldJobs(this.pool, this.t, jobs, now));
+    const { ids, ready } = await this.transaction('completeJobs', (c) => completeJobs(c, this.t, rest, now));
+    this.announceReady(ready);
+    return [...completed, ...ids];
   }
 
   async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
@@ -152,7 +166,14 @@ export class MysqlStore implements Store {
   }
 
   async failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
-    return this.retry('failJob', () => failJob(this.pool, this.t, lease, outcome, now));
+    if (await this.retry('failJob', () => failJob(this.pool, this.t, lease, outcome, now))) return true;
+    if (outcome.retryAt !== null) return false;
+    // No job without a parent matched: a held child dies in a transaction with its parent's settling.
+    const { held, ready } = await this.transaction('failJob', (c) =>
+      failHeldChild(c, this.t, lease, outcome.error, now),
+    );
+    this.announceReady(ready);
+    return held;
   }
 
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
@@ -173,7 +194,13 @@ export class MysqlStore implements Store {
 
   async moveJob(lease: LeaseRef, next: NewJob, now: Date): Promise<InsertOutcome | null> {
     try {
-      return await this.transaction('moveJob', (c) => moveJob(c, this.t, lease, next, now));
+      const ready: string[] = [];
+      const moved = await this.transaction('moveJob', (c) => {
+        ready.length = 0;
+        return moveJob(c, this.t, lease, next, now, ready);
+      });
+      this.announceReady(ready);
+      return moved;
     } catch (error) {
       if (error instanceof KeyHolderVanished) return { job: null, created: false };
       throw error;
@@ -181,7 +208,9 @@ export class MysqlStore implements Store {
   }
 
   async cancelJob(id: string, now: Date): Promise<JobRecord | null> {
-    return this.transaction('cancelJob', (c) => cancelJob(c, this.t, id, now));
+    const { job, ready } = await this.transaction('cancelJob', (c) => cancelJob(c, this.t, id, now));
+    this.announceReady(ready);
+    return job;
   }
 
   async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
@@ -192,22 +221,21 @@ export class MysqlStore implements Store {
     return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
   }
 
-  private readonly notBuilt = flowsNotBuilt('MySQL');
-
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
-    return this.notBuilt.insertFlow(jobs);
+    return this.transaction('insertFlow', (c) => insertFlow(c, this.t, jobs));
   }
 
-  waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
-    return this.notBuilt.waitForChildren(lease, children, now);
+  async waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
+    return this.transaction('waitForChildren', (c) => waitForChildren(c, this.t, lease, children, now));
   }
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
-    return this.notBuilt.listChildren(parentId, page);
+    return this.retry('listChildren', () => listChildren(this.pool, this.t, parentId, page));
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {
-    return this.notBuilt.onParentsReady(listener);
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
   }
 
   async ping(): Promise<void> {
@@ -225,12 +253,20 @@ export class MysqlStore implements Store {
   }
 
   async retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date): Promise<number> {
-    return this.retry('retryDeadJobs', () => retryDeadJobs(this.pool, this.t, target, now));
+    const { retried, ready } = await this.transaction('retryDeadJobs', (c) => retryDeadJobs(c, this.t, target, now));
+    this.announceReady(ready);
+    return retried;
   }
 
   async requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]> {
     if (!(await this.retry('requeueExpiredLeases', () => hasExpiredLease(this.pool, this.t, now)))) return [];
-    return this.transaction('requeueExpiredLeases', (c) => requeueExpiredLeases(c, this.t, now, error));
+    const ready: string[] = [];
+    const swept = await this.transaction('requeueExpiredLeases', (c) => {
+      ready.length = 0;
+      return requeueExpiredLeases(c, this.t, now, error, ready);
+    });
+    this.announceReady(ready);
+    return swept;
   }
 
   async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
@@ -291,6 +327,12 @@ export class MysqlStore implements Store {
       if (this.ownsPool) await this.pool.end();
     })();
     return this.closing;
+  }
+
+  /** Tells the listeners (`onParentsReady`) the names of parents an operation made ready, once it committed. */
+  private announceReady(names: readonly string[]): void {
+    if (names.length === 0) return;
+    for (const listener of this.readyListeners) listener(names);
   }
 
   /** A fenced single-row update (update-held-job.ts), retried on deadlock. */

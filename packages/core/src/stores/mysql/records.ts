@@ -1,7 +1,8 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
-import type { JobError, TraceContext } from '../../jobs.ts';
+import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
+import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
@@ -40,6 +41,10 @@ export const JOB_COLUMNS = [
   'job_group',
   'moved_from',
   'errors',
+  'parent_id',
+  'on_failure',
+  'child_count',
+  'pending_children',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -131,7 +136,7 @@ export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
  */
 export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
-  return {
+  const claimed: ClaimedRecord = {
     id: String(row.id),
     name: claim.name,
     version: Number(row.version),
@@ -145,11 +150,25 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
     runAt: readDate(row.run_at),
     traceContext: readJson(row.trace_context) as TraceContext | null,
   };
+  // A parent resumed after its children (`ClaimedRecord.childCount`); other jobs leave it out.
+  const children = Number(row.child_count ?? 0);
+  if (children > 0) claimed.childCount = children;
+  return claimed;
 }
 
 /** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
 export function jobRow(row: RowDataPacket): JobRecord {
   const error = readError(row.error);
+  return withFlowFields(fieldsOf(row, error), {
+    parentId: readText(row.parent_id),
+    onFailure: readText(row.on_failure) as ChildFailurePolicy | null,
+    childCount: Number(row.child_count ?? 0),
+    pendingChildren: Number(row.pending_children ?? 0),
+  });
+}
+
+/** The fields every job has, of a jobs-table row. */
+function fieldsOf(row: RowDataPacket, error: JobError | null): JobRecord {
   return {
     id: String(row.id),
     name: String(row.name),
@@ -184,14 +203,18 @@ export function jobRow(row: RowDataPacket): JobRecord {
   };
 }
 
-/** One row of values for `INSERT … (JOB_COLUMNS) VALUES ?`: a new job, not started. */
+/**
+ * One row of values for `INSERT … (JOB_COLUMNS) VALUES ?`: a new job, not started, or, inserted with children
+ * (`pendingChildren` above 0), `waiting-children`.
+ */
 export function newJobValues(job: NewJob): unknown[] {
+  const children = job.pendingChildren ?? 0;
   const values: Record<(typeof JOB_COLUMNS)[number], unknown> = {
     id: job.id,
     name: job.name,
     version: job.version,
     payload: writeJson(job.payload),
-    state: notStartedState(job.runAt, job.createdAt),
+    state: children > 0 ? 'waiting-children' : notStartedState(job.runAt, job.createdAt),
     priority: job.priority,
     job_order: job.order,
     order_key: orderKey(job.order, job.runAt),
@@ -213,13 +236,17 @@ export function newJobValues(job: NewJob): unknown[] {
     finished_at: null,
     moved_to: null,
     replay_of: job.replayOf,
-    delayed_until: delayedUntil(notStartedState(job.runAt, job.createdAt), job.runAt),
+    delayed_until: children > 0 ? null : delayedUntil(notStartedState(job.runAt, job.createdAt), job.runAt),
     trace_context: job.traceContext === null ? null : writeJson(job.traceContext),
     idempotency_expires_at: job.idempotencyExpiresAt === null ? null : sqlDate(job.idempotencyExpiresAt),
     debounce_key: job.debounceKey,
     job_group: job.group ?? null,
     moved_from: job.movedFrom ?? null,
     errors: null,
+    parent_id: job.parentId ?? null,
+    on_failure: job.onFailure ?? null,
+    child_count: children,
+    pending_children: children,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -18,8 +18,6 @@ export interface Tables {
   queueSettings: string;
   /** The settings table's name unescaped, as `jobsName`. */
   queueSettingsName: string;
-  /** Each group's last turn, kept by pre-release builds before step 16; dropped when such tables are taken over. */
-  queueGroups: string;
   /** The schema ledger: the versions applied and the oldest server each allows (see migrations.ts). */
   migrations: string;
   /** The ledger's name unescaped, as `jobsName`. */
@@ -48,7 +46,6 @@ export function tableNames(prefix: string): Tables {
     scheduleRuns: quoted('schedule_runs'),
     queueSettings: quoted('queue_settings'),
     queueSettingsName: `${prefix}queue_settings`,
-    queueGroups: quoted('queue_groups'),
     migrations: quoted('migrations'),
     migrationsName: `${prefix}migrations`,
   };

@@ -17,11 +17,14 @@ import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { dueDelayedSql } from './promote-due-jobs.ts';
 
-export const CLAIMED_SELECT = CLAIMED_JOB_COLUMNS.join(', ');
+/** The shared claimed columns and `child_count`, which tells a resumed parent (`ClaimedRecord.childCount`). */
+const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count'] as const;
+
+export const CLAIMED_SELECT = CLAIMED_COLUMNS.join(', ');
 
 /** `CLAIMED_SELECT` with each column read from the table aliased `alias`. */
 export function claimedSelectOf(alias: string): string {
-  return CLAIMED_JOB_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+  return CLAIMED_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
 }
 
 /** What a claim's locking read reads besides the jobs, each a column of every row it returns. */

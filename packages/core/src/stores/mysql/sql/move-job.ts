@@ -4,16 +4,18 @@
  * key, the read of the key's holder, which the insert's duplicate-key path has locked.
  *
  * Returns the job inserted, or the retained job holding `next`'s key (the held job then points at it), or null
- * when the lease did not hold. Guarantees: the held job completes if and only if `next` (or its key's holder)
- * exists when the transaction commits.
+ * when the lease did not hold. A held child, completed so, settles its parent in the same transaction
+ * (settle-parents.ts); the names of the parents made ready go to `ready`. Guarantees: the held job completes
+ * if and only if `next` (or its key's holder) exists when the transaction commits.
  */
-import type { PoolConnection } from 'mysql2/promise';
+import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import type { InsertOutcome, LeaseRef, NewJob } from '../../../engine/store.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
-import { execute } from '../connection.ts';
+import { execute, selectRows } from '../connection.ts';
 import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from '../job-queries.ts';
 import { JOB_COLUMNS, newJobValues, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
+import { endedChildren, settleParents } from './settle-parents.ts';
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
 export class KeyHolderVanished extends Error {}
@@ -30,14 +32,24 @@ export async function moveJob(
   lease: LeaseRef,
   next: NewJob,
   now: Date,
+  ready: string[] = [],
 ): Promise<InsertOutcome | null> {
-  const moved = await execute(
-    c,
-    `UPDATE ${t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
-           WHERE ${FENCE}`,
-    [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
-  );
-  if (moved.affectedRows === 0) return null;
+  const complete = (also: string) =>
+    execute(
+      c,
+      `UPDATE ${t.jobs} SET state = 'completed', moved_to = ?, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
+           WHERE ${FENCE}${also}`,
+      [next.id, sqlDate(now), sqlDate(now), ...fenceValues(lease, now)],
+    );
+  // A job without a parent completes in one statement; a child is read first, then settles its parent.
+  let child: RowDataPacket[] = [];
+  if ((await complete(' AND parent_id IS NULL')).affectedRows === 0) {
+    child = await selectRows(c, `SELECT id, name, parent_id, on_failure FROM ${t.jobs} WHERE ${FENCE} FOR UPDATE`, [
+      ...fenceValues(lease, now),
+    ]);
+    if (child.length === 0 || (await complete('')).affectedRows === 0) return null;
+  }
+  if (child.length > 0) ready.push(...(await settleParents(c, t, endedChildren(child, 'completed'), now)));
   await execute(c, `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [
     [newJobValues(next)],
   ]);

@@ -18,7 +18,7 @@ export async function releaseJobs(
   leases: readonly LeaseRef[],
   now: Date,
 ): Promise<string[]> {
-  const ids = [...(await lockHeldJobs(c, t, leases, now))];
+  const ids = [...(await lockHeldJobs(c, t, leases, now)).keys()];
   if (ids.length === 0) return [];
   await execute(
     c,

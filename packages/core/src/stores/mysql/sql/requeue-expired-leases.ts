@@ -2,7 +2,8 @@
  * Requeue expired leases: `Store.requeueExpiredLeases`. A plain read first (`hasExpiredLease`, no locks: most
  * sweeps find nothing); then, in one transaction (the caller's), the expired leases locked and read, skipping
  * rows another transaction holds (an ack in flight wins), the jobs out of attempts made `dead`, the rest
- * `waiting`, each with the lost lease's error recorded.
+ * `waiting`, each with the lost lease's error recorded; a child made dead settles its parent in the same
+ * transaction (settle-parents.ts), the names of the parents made ready going to `ready`.
  *
  * Takes `now` and the error to record (its `attempt` is each job's own). Returns each job swept, and whether it
  * died. Guarantees: a lease is swept once, and only when it expired by `now`.
@@ -15,6 +16,7 @@ import { appendedErrorsSql } from '../error-history.ts';
 import { RELEASE_LEASE } from '../job-queries.ts';
 import { sqlDate, writeJson } from '../records.ts';
 import type { Tables } from '../tables.ts';
+import { endedChildren, settleParents } from './settle-parents.ts';
 
 /** Whether some lease expired by `now`: a plain read, which takes no locks (most sweeps find nothing). */
 export async function hasExpiredLease(db: Queryable, t: Tables, now: Date): Promise<boolean> {
@@ -35,11 +37,12 @@ export async function requeueExpiredLeases(
   t: Tables,
   now: Date,
   error: Omit<JobError, 'attempt'>,
+  ready: string[] = [],
 ): Promise<SweptLease[]> {
   const at = sqlDate(now);
   const expired = await selectRows(
     c,
-    `SELECT id, name, version, attempts, attempts >= max_attempts AS dead FROM ${t.jobs}
+    `SELECT id, name, version, attempts, attempts >= max_attempts AS dead, parent_id, on_failure FROM ${t.jobs}
          WHERE state = 'active' AND lease_expires_at <= ? FOR UPDATE SKIP LOCKED`,
     [at],
   );
@@ -64,6 +67,10 @@ export async function requeueExpiredLeases(
          WHERE id IN (?)`,
       [errorJson, errorJson, at, at, dead],
     );
+    const died = expired.filter((row) => Number(row.dead) === 1);
+    const lostLease = (row: Record<string, unknown>) => ({ ...error, attempt: Number(row.attempts) });
+    const children = endedChildren(died, 'dead', lostLease);
+    if (children.length > 0) ready.push(...(await settleParents(c, t, children, now)));
   }
   if (requeued.length > 0) {
     await execute(
