@@ -80,23 +80,24 @@ export function registerJobIdTests(ctx: SuiteContext): void {
     expect((await engines[0]!.list({ name })).jobs.map((job) => job.id)).toEqual([id]);
   });
 
-  it('concurrent batches over the same ids, in different orders, make one job per id', async () => {
+  it('concurrent batches over the same ids, in different orders, make one job per id, without deadlocks', async () => {
     const name = ctx.jobName('id-batches');
     const clock = new ManualClock();
-    const engines = (await ctx.clientStores(4)).map((store) => ctx.engine({ store, clock }).engine);
-    const ids = Array.from({ length: 20 }, () => newJobId());
-    const batches = await Promise.all(
-      engines.map((engine, e) =>
-        engine.enqueueMany(
-          ids.map((_, i) => ids[(i + e * 5) % ids.length]!).map((id) => ({ name, version: 1, payload: { id }, id })),
+    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const all: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const ids = Array.from({ length: 40 }, () => newJobId());
+      all.push(...ids);
+      const orderOf = (e: number) => ids.map((_, i) => ids[(i + e * 5) % ids.length] as string);
+      const batches = await Promise.all(
+        engines.map((engine, e) =>
+          engine.enqueueMany(orderOf(e).map((id) => ({ name, version: 1, payload: { id }, id }))),
         ),
-      ),
-    );
-    for (const [e, batch] of batches.entries()) {
-      expect(batch.map((r) => r.id)).toEqual(ids.map((_, i) => ids[(i + e * 5) % ids.length]));
+      );
+      for (const [e, batch] of batches.entries()) expect(batch.map((r) => r.id)).toEqual(orderOf(e));
+      expect(batches.flat().filter((r) => r.created)).toHaveLength(ids.length);
     }
-    expect(batches.flat().filter((r) => r.created)).toHaveLength(ids.length);
-    expect((await engines[0]!.list({ name, limit: 100 })).jobs.map((job) => job.id).sort()).toEqual([...ids].sort());
+    expect((await engines[0]!.list({ name, limit: 1000 })).jobs.map((job) => job.id).sort()).toEqual(all.sort());
   });
 
   it('a batch that repeats an id: the same job is one job; different jobs under one id are CONFLICT and nothing is enqueued', async () => {

@@ -17,6 +17,14 @@ function sortedByKey(jobs: readonly NewJob[]): NewJob[] {
   return refs.map(({ job }) => job);
 }
 
+/** `jobs` in ascending id order: as they are when they ascend already (the usual batch), else sorted. */
+function byId(jobs: readonly NewJob[]): readonly NewJob[] {
+  for (let i = 1; i < jobs.length; i++) {
+    if ((jobs[i - 1] as NewJob).id >= (jobs[i] as NewJob).id) return [...jobs].sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+  return jobs;
+}
+
 /**
  * `Store.insertJobs`: one insert statement for the batch, then, for the jobs whose keys were taken, one read
  * of the holders (and one statement that clears the keys holders let expire). A taken id fails the statement
@@ -53,8 +61,9 @@ async function insertUnlessKeyTaken(
   sql: Statements,
   jobs: readonly NewJob[],
 ): Promise<InsertOutcome[]> {
-  // Concurrent batches take their keys in one global order, so they wait on each other instead of deadlocking.
-  const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : jobs;
+  // Concurrent batches take their keys, or else their ids, in one global order, so they wait on each other
+  // instead of deadlocking. The SDK's and the engine's ids ascend already: only a caller's may need the sort.
+  const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : byId(jobs);
   const outcomes = new Map<string, InsertOutcome>();
   for (const job of await insertNew(db, sql, sorted)) {
     outcomes.set(job.id, { job: insertedRecord(job), created: true });
