@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { claimRequest } from '../../src/engine/claims.ts';
 import type { Engine } from '../../src/engine/engine.ts';
 import type { ChildInput } from '../../src/engine/flows.ts';
 import { CHILD_FAILED_CODE, FLOW_CANCELLED_CODE } from '../../src/engine/store.ts';
@@ -146,6 +147,28 @@ export function registerFlowTests(ctx: SuiteContext): void {
     expect(claims.flat().map((job) => job.id)).toEqual([parent.id]);
     // The stores said so once: the one whose completion made it ready.
     expect(readied).toBe(1);
+  });
+
+  it('flows: the last child acked by a claim under its type’s limits makes the parent ready, and says so', async () => {
+    const [parentName, childName] = [ctx.jobName('limited-parent'), ctx.jobName('limited-child')];
+    const { engine, clock, store } = ctx.engine();
+    await engine.setLimits(childName, { concurrency: 5 });
+    const parent = await engine.flows.enqueue({
+      name: parentName,
+      version: 1,
+      payload: {},
+      children: [child(childName, { n: 1 }), child(childName, { n: 2 })],
+    });
+    let readied = 0;
+    store.onParentsReady((names) => (readied += names.filter((name) => name === parentName).length));
+    const [first, second] = await engine.claim({ name: childName, maxVersion: 1, limit: 5, workerId: 'w' });
+    await engine.complete(first!, {});
+    // The ack rides on the type's next claim, as a worker's does: completed with it, in one commit where the store can.
+    const request = claimRequest({ name: childName, maxVersion: 1, limit: 5, workerId: 'w' }, clock.now());
+    const { outcomes } = await engine.claims.completeAndClaim([{ ...second!, result: {} }], request);
+    expect(outcomes).toMatchObject([{ ok: true }]);
+    expect(readied).toBe(1);
+    expect(await claimOne(engine, parentName)).toMatchObject({ id: parent.id, resumed: true });
   });
 
   it("flows: onFailure 'fail-parent': a dead child makes the parent dead, naming it, and cancels the rest", async () => {
