@@ -27,7 +27,7 @@ const jobs = defineCatalog({
 type Sdk = ReturnType<typeof createClient<typeof jobs>>;
 
 /** The stores whose flows are built; the others are added here as they build them. */
-const FLOW_STORES = IN_PROCESS_STORES.filter((kind) => ['postgres', 'pglite'].includes(kind.label));
+const FLOW_STORES = IN_PROCESS_STORES.filter((kind) => ['postgres', 'pglite', 'mysql'].includes(kind.label));
 
 /** How many jobs the store holds, of every type and state. */
 const storedJobs = async (sdk: Sdk) => (await sdk.admin.stats()).counts.reduce((sum, row) => sum + row.count, 0);
