@@ -2,7 +2,7 @@ import { startMongoWireDouble } from '@workq/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
 import { createMongoStore } from '../src/stores/mongodb/index.ts';
-import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX } from '../src/stores/mongodb/indexes.ts';
+import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX, PARENTS_WAITING_INDEX } from '../src/stores/mongodb/indexes.ts';
 import { ManualClock } from './support/manual-clock.ts';
 
 // The MongoDB store's job counts under the real driver, against a fake primary that speaks the wire
@@ -43,7 +43,9 @@ describe('mongodb store: job counts', () => {
     }
     const queries = wire.commands.slice(from).flatMap((command) => command.queries);
     expect(queries.length).toBeGreaterThan(0);
-    for (const query of queries) expect([CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX]).toContain(query.plan?.index);
+    for (const query of queries) {
+      expect([CLAIM_INDEX, DELAYED_INDEX, PARENTS_WAITING_INDEX, LEASE_INDEX]).toContain(query.plan?.index);
+    }
     // Index entries read: the 9 live jobs, none of the 33 finished.
     expect(queries.reduce((sum, query) => sum + (query.plan?.examined ?? Number.POSITIVE_INFINITY), 0)).toBe(9);
 

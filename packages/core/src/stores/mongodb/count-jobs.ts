@@ -3,8 +3,11 @@ import type { CountScope, JobCount } from '../../engine/store.ts';
 import { FINISHED_STATES, JOB_STATES } from '../../jobs.ts';
 import type { KeptState } from '../shared/not-started.ts';
 import { withCallLimit } from './call-limit.ts';
-import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX } from './indexes.ts';
+import { CLAIM_INDEX, DELAYED_INDEX, LEASE_INDEX, PARENTS_WAITING_INDEX } from './indexes.ts';
 import type { JobDocument } from './records.ts';
+
+/** `list_by_state` `(state, _id)`: finished jobs are read by their states' ranges of it. */
+const HISTORY_INDEX = 'list_by_state';
 
 /**
  * The live states, each read through the partial index that holds exactly its jobs: finished history is in
@@ -13,11 +16,9 @@ import type { JobDocument } from './records.ts';
 const LIVE_STATES: readonly { state: KeptState; index: string }[] = [
   { state: 'waiting', index: CLAIM_INDEX },
   { state: 'delayed', index: DELAYED_INDEX },
+  { state: 'waiting-children', index: PARENTS_WAITING_INDEX },
   { state: 'active', index: LEASE_INDEX },
 ];
-
-/** `list_by_state` `(state, _id)`: finished jobs are read by their states' ranges of it. */
-const HISTORY_INDEX = 'list_by_state';
 
 type Grouped = { _id: { name: string; version: number; state: JobCount['state'] }; count: number };
 
@@ -45,7 +46,8 @@ export async function countJobs(
 
 /** The state a job kept in `state` shows at `now`: a job not started is `scheduled` until its run time. */
 function userState(state: KeptState, now: Date): unknown {
-  return state === 'active' ? 'active' : { $cond: [{ $gt: ['$runAt', now] }, 'scheduled', 'ready'] };
+  if (state === 'active' || state === 'waiting-children') return state;
+  return { $cond: [{ $gt: ['$runAt', now] }, 'scheduled', 'ready'] };
 }
 
 function grouped(

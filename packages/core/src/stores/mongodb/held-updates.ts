@@ -3,6 +3,7 @@ import {
   type AnyBulkWriteOperation,
   type BulkWriteOptions,
   type Collection,
+  type Filter,
   MongoBulkWriteError,
   type UpdateFilter,
 } from 'mongodb';
@@ -18,7 +19,7 @@ import type { JobDocument } from './records.ts';
 const BATCH_MARK = 'heldUpdateBatch';
 
 /**
- * Applies `update` to each job its lease still holds at `now`, as one
+ * Applies `update` to each job its lease still holds at `now` (and that matches `also`), as one
  * unordered `bulkWrite` of fenced `updateOne`s: one round trip a batch, not
  * one per job side by side (a 1,000-ack batch would take the connection
  * pool), retried whole by the driver after a failover, each write applied
@@ -33,10 +34,11 @@ export async function updateEachHeld<L extends LeaseRef>(
   now: Date,
   update: (lease: L) => { $set: Partial<JobDocument>; $inc?: Partial<Record<keyof JobDocument, number>> },
   limitMs: number,
+  also: Filter<JobDocument> = {},
 ): Promise<string[]> {
   const fenced = leases.flatMap((lease) => {
     const filter = heldBy(lease, now);
-    return filter ? [{ lease, filter }] : [];
+    return filter ? [{ lease, filter: { ...filter, ...also } }] : [];
   });
   if (fenced.length === 0) return [];
   const batch = randomUUID();

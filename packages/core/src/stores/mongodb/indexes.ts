@@ -68,6 +68,18 @@ export const DEBOUNCE_INDEX_KEY = { name: 1, debounceKey: 1 } as const;
  */
 export const GROUP_LIST_INDEX = 'list_by_group';
 
+/**
+ * The name of the index through which a parent's children are read, in enqueue order (by id): listed,
+ * cancelled and revived with their parent. Only children are in it: a job without a parent costs no more.
+ */
+export const CHILDREN_INDEX = 'children';
+
+/** The index's partial filter, which a query repeats (`parentId: { …, $type: 'string' }`) to use it. */
+export const IN_CHILDREN_INDEX = { $type: 'string' } as const;
+
+/** The name of the index that holds exactly the parents waiting for their children, through which they are counted. */
+export const PARENTS_WAITING_INDEX = 'parents_waiting';
+
 /** The name of the index through which the lease sweep finds expired leases, oldest deadline first. */
 export const LEASE_INDEX = 'lease_expiry';
 
@@ -92,7 +104,7 @@ export interface IndexBuild {
 /**
  * The indexes of the jobs collection. The claim index is partial on
  * `state: 'waiting'`: it holds live jobs only, so finished history never
- * lengthens a claim. Its keys are the job name, the version (a claim names
+ * lengthens a claim, nor do parents waiting for their children. Its keys are the job name, the version (a claim names
  * the versions it reads, so jobs of other versions are never scanned) and
  * then the claim sort, which the index gives within each version.
  */
@@ -131,6 +143,12 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       name: GROUP_LIST_INDEX,
       key: { group: 1, state: 1, _id: 1 },
       partialFilterExpression: { group: { $type: 'string' } },
+    },
+    { name: PARENTS_WAITING_INDEX, key: { name: 1, _id: 1 }, partialFilterExpression: { state: 'waiting-children' } },
+    {
+      name: CHILDREN_INDEX,
+      key: { parentId: 1, _id: 1 },
+      partialFilterExpression: { parentId: { $type: 'string' } },
     },
   ];
 }

@@ -32,7 +32,6 @@ import type {
 import { FINISHED_STATES, type JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { flowsNotBuilt } from '../shared/flows-not-built.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
@@ -40,6 +39,7 @@ import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
 import { DatabaseClock } from './database-clock.ts';
 import { debounceJobs } from './debounce-jobs.ts';
+import { cancelInFlow, completeHeldChildren, endHeldChild, NOT_A_CHILD } from './end-children.ts';
 import { toWorkqError } from './errors.ts';
 import {
   claimJobsUnlessHeld,
@@ -53,6 +53,7 @@ import {
 import { pruneGroupTurns } from './group-turns.ts';
 import { DocumentsTooLarge, updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
+import { insertFlow, listChildren, waitForChildren } from './insert-flow.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
@@ -85,7 +86,9 @@ import {
   touchWorkers,
 } from './registries.ts';
 import { requeueExpiredLeases } from './requeue-expired-leases.ts';
+import { retriedAt, reviveParents } from './revive-parents.ts';
 import { mongoSchedules } from './schedules.ts';
+import { type FlowTarget, inFlowTransaction } from './settle-parents.ts';
 
 /**
  * Every write is acknowledged by a majority of the replica set and journaled, so
@@ -96,7 +99,7 @@ export function durableWrites(wtimeoutMS: number): WriteConcernSettings {
   return { w: 'majority', journal: true, wtimeoutMS };
 }
 
-const LIVE_STATES = [...NOT_STARTED, 'active'] as const;
+const LIVE_STATES = [...NOT_STARTED, 'waiting-children', 'active'] as const;
 
 /** What a `MongoStore` runs on; built by `createMongoStore`. */
 export interface MongoStoreParts {
@@ -129,6 +132,10 @@ export class MongoStore implements Store {
   /** Lease times are the database's (see `DatabaseClock`). */
   private readonly clock: DatabaseClock;
   private closing: Promise<void> | null = null;
+  /** Where flows' transactions run. */
+  private readonly flowTarget: FlowTarget;
+  /** Told the names of the parents this store's operations made ready (see `onParentsReady`). */
+  private readonly readyListeners = new Set<(names: readonly string[]) => void>();
 
   constructor(private readonly parts: MongoStoreParts) {
     this.jobs = parts.db.collection<JobDocument>(parts.names.jobs);
@@ -155,6 +162,13 @@ export class MongoStore implements Store {
       parts.callLimitMs,
     );
     if (parts.notifier) this.notifier = parts.notifier;
+    this.flowTarget = {
+      client: parts.client,
+      jobs: this.jobs,
+      writeConcern: parts.writeConcern,
+      hosts: parts.hosts,
+      limitMs: parts.callLimitMs,
+    };
   }
 
   insertJobs(jobs: readonly NewJob[]) {
@@ -196,8 +210,9 @@ export class MongoStore implements Store {
       const at = await this.clock.at(now);
       await refuseUnstorableResults(this.jobs, items, at, this.parts.callLimitMs);
       try {
-        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`).
-        return await updateEachHeld(
+        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`). Jobs without a
+        // parent only: a child completes with its parent's settling, in a transaction.
+        const ids = await updateEachHeld(
           this.jobs,
           items,
           at,
@@ -211,7 +226,19 @@ export class MongoStore implements Store {
             },
           }),
           this.parts.callLimitMs,
+          NOT_A_CHILD,
         );
+        if (ids.length === items.length) return ids;
+        const done = new Set(ids);
+        const rest = items.filter((item) => !done.has(item.id));
+        const children = rest.map((item) => ({
+          id: item.id,
+          leaseToken: item.leaseToken,
+          result: toJson(item.result),
+        }));
+        const completed = await completeHeldChildren(this.flowTarget, children, at);
+        this.announceReady(completed.ready);
+        return [...ids, ...completed.ids];
       } catch (error) {
         if (error instanceof DocumentsTooLarge)
           return refuseOverfullJobs(this.jobs, error.leases, at, this.parts.callLimitMs);
@@ -254,11 +281,17 @@ export class MongoStore implements Store {
       const filter = heldBy(lease, at);
       if (!filter) return false;
       const ended = { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: at };
+      // A job going dead matches only without a parent: a child dies with its parent's settling.
+      const plain = retryAt === null ? { ...filter, ...NOT_A_CHILD } : filter;
       const { matchedCount } = await this.call((signal) => {
         const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateOne(filter, [{ $set: ended }], options);
+        return this.jobs.updateOne(plain, [{ $set: ended }], options);
       });
-      return matchedCount === 1;
+      if (matchedCount === 1 || retryAt !== null) return matchedCount === 1;
+      const died = { end: 'dead' as const, error: { ...outcome.error, at } };
+      const child = await endHeldChild(this.flowTarget, filter, ended, died, at);
+      this.announceReady(child.ready);
+      return child.held;
     });
   }
 
@@ -283,7 +316,16 @@ export class MongoStore implements Store {
       const at = await this.clock.at(now);
       const held = heldBy(lease, at);
       if (!held) return null;
-      return moveJob({ ...this.parts, jobs: this.jobs, limitMs: this.parts.callLimitMs }, held, next, at);
+      const ready: string[] = [];
+      const moved = await moveJob(
+        { ...this.parts, jobs: this.jobs, limitMs: this.parts.callLimitMs },
+        held,
+        next,
+        at,
+        ready,
+      );
+      this.announceReady(ready);
+      return moved;
     });
   }
 
@@ -293,15 +335,20 @@ export class MongoStore implements Store {
       if (jobId === null) return null;
       // Its name first, so the write is targeted (see `idsByName`).
       const live = { _id: jobId, state: { $in: LIVE_STATES } };
-      const found = await this.call((signal) => this.jobs.findOne(live, { projection: { _id: 1, name: 1 }, signal }));
+      const found = await this.call((signal) =>
+        this.jobs.findOne(live, { projection: { _id: 1, name: 1, parentId: 1, childCount: 1 }, signal }),
+      );
       if (!found) return null;
+      const cancelled = { ...ENDED_LEASE, state: 'cancelled' as const, finishedAt: now, updatedAt: now };
+      if (typeof found.parentId === 'string' || (found.childCount ?? 0) > 0) {
+        // In a flow: with its descendants and its parent's settling, in one transaction.
+        const { job, ready } = await cancelInFlow(this.flowTarget, { ...live, name: found.name }, cancelled, now);
+        this.announceReady(ready);
+        return job;
+      }
       const doc = await this.call((signal) => {
         const options: Abortable<FindOneAndUpdateOptions> = { returnDocument: 'after', signal };
-        return this.jobs.findOneAndUpdate(
-          { ...live, name: found.name },
-          { $set: { ...ENDED_LEASE, state: 'cancelled', finishedAt: now, updatedAt: now } },
-          options,
-        );
+        return this.jobs.findOneAndUpdate({ ...live, name: found.name }, { $set: cancelled }, options);
       });
       return doc ? toJobRecord(doc) : null;
     });
@@ -311,22 +358,25 @@ export class MongoStore implements Store {
     return this.run('promote', () => promoteJob(this.jobs, id, now, this.parts.callLimitMs));
   }
 
-  private readonly notBuilt = flowsNotBuilt('MongoDB');
-
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
-    return this.notBuilt.insertFlow(jobs);
+    return this.run('insertFlow', () => insertFlow(this.flowTarget, jobs));
   }
 
   waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
-    return this.notBuilt.waitForChildren(lease, children, now);
+    return this.run('waitForChildren', async () => {
+      const at = await this.clock.at(now);
+      const held = heldBy(lease, at);
+      return held ? waitForChildren(this.flowTarget, lease, held, children, at) : false;
+    });
   }
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
-    return this.notBuilt.listChildren(parentId, page);
+    return this.run('listChildren', () => listChildren(this.jobs, parentId, page, this.parts.callLimitMs));
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {
-    return this.notBuilt.onParentsReady(listener);
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
   }
 
   ping(): Promise<void> {
@@ -357,20 +407,13 @@ export class MongoStore implements Store {
       const filter: Filter<JobDocument> = { state: 'dead' };
       if (target.name !== undefined) filter.name = stringOrNull(target.name) ?? { $in: [] };
       if (target.ids !== undefined) filter._id = { $in: target.ids.filter((id) => typeof id === 'string') };
-      const retried = [
-        {
-          $set: {
-            ...ENDED_LEASE,
-            state: 'waiting',
-            runAt: now,
-            orderKey: orderKeyExpression(now),
-            attempts: 0,
-            workerId: null,
-            finishedAt: null,
-            updatedAt: now,
-          },
-        },
-      ];
+      const retried = retriedAt(now);
+      const children = await this.call((signal) =>
+        this.jobs
+          .find({ ...filter, parentId: { $type: 'string' } }, { projection: { parentId: 1, parentName: 1 }, signal })
+          .toArray(),
+      );
+      if (children.length > 0) return this.retryDeadInFlows(filter, retried, children, now);
       if (filter.name !== undefined) {
         const { modifiedCount } = await this.call((signal) => {
           const options: Abortable<UpdateOptions> = { signal };
@@ -395,9 +438,12 @@ export class MongoStore implements Store {
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
-    return this.run('requeueExpired', async () =>
-      requeueExpiredLeases(this.jobs, await this.clock.at(now), error, this.parts.callLimitMs),
-    );
+    return this.run('requeueExpired', async () => {
+      const ready: string[] = [];
+      const swept = await requeueExpiredLeases(this.flowTarget, await this.clock.at(now), error, ready);
+      this.announceReady(ready);
+      return swept;
+    });
   }
 
   pruneJobs(finishedBefore: Date, limit: number) {
@@ -478,6 +524,40 @@ export class MongoStore implements Store {
       if (this.parts.ownsClient) await this.parts.client.close();
     })();
     return this.closing;
+  }
+
+  /**
+   * `retryDeadJobs` when dead children are among the jobs: in one transaction, the jobs made waiting and the
+   * parents that died of a child revived (see `reviveParents`).
+   */
+  private async retryDeadInFlows(
+    filter: Filter<JobDocument>,
+    retried: Record<string, unknown>[],
+    children: readonly Pick<JobDocument, 'parentId' | 'parentName'>[],
+    now: Date,
+  ): Promise<number> {
+    const parents = children.flatMap((doc) =>
+      typeof doc.parentId === 'string' && typeof doc.parentName === 'string'
+        ? [{ id: doc.parentId, name: doc.parentName }]
+        : [],
+    );
+    const { count, ready } = await inFlowTransaction(this.flowTarget, undefined, async (tx) => {
+      const found = await this.jobs.find(filter, { projection: { _id: 1, name: 1 }, ...tx }).toArray();
+      const writes = [...idsByName(found)].map(([name, ids]) => ({
+        updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
+      }));
+      const options: Abortable<BulkWriteOptions> = { ordered: false, ...tx };
+      const { modifiedCount } = await this.jobs.bulkWrite(writes, options);
+      return { count: modifiedCount, ready: await reviveParents(this.jobs, tx, parents, now) };
+    });
+    this.announceReady(ready);
+    return count;
+  }
+
+  /** Tells the listeners (`onParentsReady`) the names of parents an operation made ready, once it committed. */
+  private announceReady(names: readonly string[]): void {
+    if (names.length === 0) return;
+    for (const listener of this.readyListeners) listener(names);
   }
 
   /** A claim as this store runs it: on the database's clock, under a token naming the job type (`typedLeaseToken`). */

@@ -1,11 +1,20 @@
-import type { Collection, Filter, MongoClient, UpdateOptions, WriteConcernSettings } from 'mongodb';
+import type {
+  Collection,
+  Filter,
+  FindOneAndUpdateOptions,
+  MongoClient,
+  UpdateOptions,
+  WriteConcernSettings,
+} from 'mongodb';
 import type { InsertOutcome, NewJob } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
+import { NOT_A_CHILD } from './end-children.ts';
 import { isDuplicateKeyError, isTransactionUnsupportedError } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
+import { CHILD_FIELDS, endedChildren, settleParents } from './settle-parents.ts';
 import { commitWithin, isUnknownCommit, runTransaction } from './transactions.ts';
 
 /** Where `moveJob` runs its transaction. */
@@ -23,7 +32,8 @@ export interface MoveTarget {
 /**
  * `Store.moveJob` for the job `held` selects (see `heldBy`). One transaction: the next job's key holder
  * looked up (when it has a key), the held job completed into it or into `next`, and `next` inserted when no
- * job holds its key. A key taken by a concurrent insert after the look-up aborts it all: nothing changed,
+ * job holds its key, and a held child's parent settled (the names of the parents made ready go to `ready`).
+ * A key taken by a concurrent insert after the look-up aborts it all: nothing changed,
  * and the engine tries again (`KeyHolderGone`). A commit whose answer is lost is sent again for at most
  * `writeTimeoutMS` (`commitWithin`), then its outcome is read from the majority-committed state.
  */
@@ -32,10 +42,14 @@ export async function moveJob(
   held: Filter<JobDocument>,
   next: NewJob,
   now: Date,
+  ready: string[] = [],
 ): Promise<InsertOutcome | null> {
   const { client, jobs } = target;
+  // The names of the parents made ready, by the try that committed (the driver may run the transaction again).
+  let readied: string[] = [];
   try {
-    return await runTransaction(client, target.writeConcern, target.limitMs, async (session, signal) => {
+    const result = await runTransaction(client, target.writeConcern, target.limitMs, async (session, signal) => {
+      readied = [];
       const holder =
         next.idempotencyKey === null
           ? null
@@ -44,23 +58,26 @@ export async function moveJob(
               { session, hint: IDEMPOTENCY_INDEX, signal },
             );
       const inTransaction: Abortable<UpdateOptions> = { session, signal };
-      const { matchedCount } = await jobs.updateOne(
-        held,
-        {
-          $set: {
-            ...ENDED_LEASE,
-            state: 'completed',
-            movedTo: holder?._id ?? next.id,
-            finishedAt: now,
-            updatedAt: now,
-          },
+      const completed = {
+        $set: {
+          ...ENDED_LEASE,
+          state: 'completed' as const,
+          movedTo: holder?._id ?? next.id,
+          finishedAt: now,
+          updatedAt: now,
         },
-        inTransaction,
-      );
-      // The lease is lost: nothing was written, so nothing is committed.
+      };
+      // A job without a parent completes in one write; a child is written and read, then settles its parent.
+      const { matchedCount } = await jobs.updateOne({ ...held, ...NOT_A_CHILD }, completed, inTransaction);
       if (matchedCount === 0) {
-        await session.abortTransaction();
-        return null;
+        const returning: Abortable<FindOneAndUpdateOptions> = { session, signal, projection: CHILD_FIELDS };
+        const child = await jobs.findOneAndUpdate({ ...held, parentId: { $type: 'string' } }, completed, returning);
+        // The lease is lost: nothing was written, so nothing is committed.
+        if (!child) {
+          await session.abortTransaction();
+          return null;
+        }
+        readied = await settleParents(jobs, { session, signal }, endedChildren([child], 'completed'), now);
       }
       let outcome: InsertOutcome;
       if (holder) outcome = { job: toJobRecord(holder), created: false };
@@ -72,6 +89,8 @@ export async function moveJob(
       await commitWithin(session, target.writeConcern);
       return outcome;
     });
+    ready.push(...readied);
+    return result;
   } catch (error) {
     if (isTransactionUnsupportedError(error)) {
       throw new WorkqError(

@@ -1,6 +1,7 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
 import type { JobRecord, NewJob } from '../../engine/store.ts';
-import { ERROR_HISTORY_LIMITS, type JobError, type TraceContext } from '../../jobs.ts';
+import { type ChildFailurePolicy, ERROR_HISTORY_LIMITS, type JobError, type TraceContext } from '../../jobs.ts';
+import { withFlowFields } from '../shared/flow-records.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
 
@@ -34,6 +35,14 @@ export interface JobDocument extends KeptAsRecorded {
   traceContext?: string | null;
   /** The job's group (the enqueue option `group`), in the group claim index while waiting; absent: none. */
   group?: string | null;
+  /** For a child in a flow: its parent's id (in the `children` index) and name (so writes to it are targeted). */
+  parentId?: string | null;
+  parentName?: string | null;
+  /** For a child in a flow: what its dead or cancelled end does to its parent. */
+  onFailure?: ChildFailurePolicy | null;
+  /** For a parent: its children, and those not ended (above 0 while it is `waiting-children`). Absent: 0. */
+  childCount?: number;
+  pendingChildren?: number;
 }
 
 /** The fields a job document keeps under the name and type its `JobRecord` has. */
@@ -170,6 +179,16 @@ export function toJobDocument(job: NewJob): JobDocument {
 
 /** The store-neutral record of a stored document. */
 export function toJobRecord(doc: JobDocument): JobRecord {
+  return withFlowFields(fieldsOf(doc), {
+    parentId: doc.parentId ?? null,
+    onFailure: doc.onFailure ?? null,
+    childCount: doc.childCount ?? 0,
+    pendingChildren: doc.pendingChildren ?? 0,
+  });
+}
+
+/** The fields every job has, of a stored document. */
+function fieldsOf(doc: JobDocument): JobRecord {
   return {
     id: doc._id,
     name: doc.name,

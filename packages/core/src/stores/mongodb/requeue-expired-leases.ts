@@ -1,11 +1,13 @@
-import type { AnyBulkWriteOperation, BulkWriteOptions, Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, BulkWriteOptions } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
+import { NOT_A_CHILD, sweepExpiredChildren } from './end-children.ts';
 import { LEASE_INDEX } from './indexes.ts';
 import { ENDED_LEASE } from './leases.ts';
 import { appendedErrors, cleanError, type JobDocument, literal } from './records.ts';
+import type { FlowTarget } from './settle-parents.ts';
 
 /** The most expired leases one batch of a sweep reads and ends: its id lists stay far below the 16 MiB command limit. */
 export const SWEEP_BATCH = 1_000;
@@ -30,17 +32,20 @@ const MAX_SWEEP_BATCHES = 10;
  * (see `DatabaseClock`), which bounds the lease index's range; and before
  * the primary's own clock (`$$NOW`), which each read and update checks, so
  * no lease is swept before the primary's clock passes its deadline, however
- * wrong the offset was measured.
+ * wrong the offset was measured. The dead write matches jobs without a
+ * parent: a child out of attempts dies in a transaction of its own with its
+ * parent's settling (`sweepExpiredChildren`), the names of the parents made
+ * ready going to `ready`.
  */
 export async function requeueExpiredLeases(
-  jobs: Collection<JobDocument>,
+  flow: FlowTarget,
   now: Date,
   error: Omit<JobError, 'attempt'>,
-  limitMs: number,
+  ready: string[] = [],
 ): Promise<SweptLease[]> {
   const swept: SweptLease[] = [];
   for (let batch = 0; batch < MAX_SWEEP_BATCHES; batch++) {
-    const { read, ended } = await sweepBatch(jobs, now, error, limitMs);
+    const { read, ended } = await sweepBatch(flow, now, error, ready);
     swept.push(...ended);
     if (read < SWEEP_BATCH) break;
   }
@@ -55,11 +60,12 @@ function lapsedAnd(condition: Record<string, unknown>): Record<string, unknown> 
 }
 
 async function sweepBatch(
-  jobs: Collection<JobDocument>,
+  flow: FlowTarget,
   now: Date,
   error: Omit<JobError, 'attempt'>,
-  limitMs: number,
+  ready: string[],
 ): Promise<{ read: number; ended: SweptLease[] }> {
+  const { jobs, limitMs } = flow;
   const expired = { state: 'active' as const, leaseExpiresAt: { $lte: now } };
   const found = await withCallLimit(limitMs, (signal) =>
     jobs
@@ -87,7 +93,10 @@ async function sweepBatch(
     const ofFound = { name, _id: { $in: ids }, ...expired };
     return [
       {
-        updateMany: { filter: { ...ofFound, $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) }, update: dead },
+        updateMany: {
+          filter: { ...ofFound, ...NOT_A_CHILD, $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) },
+          update: dead,
+        },
       },
       {
         updateMany: {
@@ -101,6 +110,10 @@ async function sweepBatch(
     const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
     return jobs.bulkWrite(writes, options);
   });
+  // Children out of attempts, which the dead write left alone, die each with its parent's settling.
+  const outOfAttempts = { _id: { $in: found.map((job) => job._id) }, ...expired };
+  const lastAttempt = { $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) };
+  ready.push(...(await sweepExpiredChildren(flow, { ...outOfAttempts, ...lastAttempt }, dead, error, now)));
   const sweptNow = {
     _id: { $in: found.map((job) => job._id) },
     updatedAt: now,

@@ -1,0 +1,135 @@
+import type { BulkWriteOptions, Collection, Filter, UpdateOptions } from 'mongodb';
+import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import { keyExpired } from '../shared/deduplication.ts';
+import { directChildren, insertedFlowRecord } from '../shared/flow-records.ts';
+import { type Abortable, withCallLimit } from './call-limit.ts';
+import { isDuplicateKeyError } from './errors.ts';
+import { CHILDREN_INDEX, IDEMPOTENCY_INDEX, IN_CHILDREN_INDEX } from './indexes.ts';
+import { ENDED_LEASE } from './leases.ts';
+import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
+import { type FlowTarget, type InTransaction, inFlowTransaction } from './settle-parents.ts';
+
+/**
+ * The documents of a flow's jobs: each as `toJobDocument` makes it, with its parent's id and name (the name
+ * so that writes to the parent name its type) and policy, and, for a parent inserted with children,
+ * `waiting-children` with its count of them. `names` knows the names of parents not in `jobs`.
+ */
+function flowDocuments(jobs: readonly NewJob[], names: Map<string, string>): JobDocument[] {
+  for (const job of jobs) names.set(job.id, job.name);
+  return jobs.map((job) => {
+    const doc = toJobDocument(job);
+    const children = job.pendingChildren ?? 0;
+    if (children > 0)
+      Object.assign(doc, { state: 'waiting-children', childCount: children, pendingChildren: children });
+    if (typeof job.parentId === 'string') {
+      Object.assign(doc, {
+        parentId: job.parentId,
+        parentName: names.get(job.parentId),
+        onFailure: job.onFailure ?? 'fail-parent',
+      });
+    }
+    return doc;
+  });
+}
+
+/** Inserts `docs` in the transaction, ordered: the first failure (a taken id) fails it all. */
+async function insertDocuments(jobs: Collection<JobDocument>, tx: InTransaction, docs: JobDocument[]): Promise<void> {
+  const options: Abortable<BulkWriteOptions> = { ordered: true, ...tx };
+  if (docs.length > 0) await jobs.insertMany(docs, options);
+}
+
+/**
+ * `FlowStore.insertFlow`: one transaction. A root with an idempotency key first looks its key's holder up (as
+ * `moveJob` does): a retained holder is the answer and nothing is inserted; one whose key expired lets go of it
+ * (`KeyHolderGone`). Then every job of the flow is inserted; a taken id, or any other failure, aborts the
+ * transaction and nothing of the flow is stored. A key taken by a concurrent insert after the look-up aborts it
+ * too: `KeyHolderGone`, and the engine tries again.
+ */
+export async function insertFlow(target: FlowTarget, jobs: readonly NewJob[]): Promise<InsertOutcome> {
+  const [root] = jobs;
+  if (root === undefined) throw new Error('insertFlow needs the root job');
+  const key = root.idempotencyKey;
+  try {
+    return await inFlowTransaction(target, undefined, async (tx): Promise<InsertOutcome> => {
+      if (key !== null) {
+        const keyHeld = { name: root.name, idempotencyKey: { $eq: key, $type: 'string' as const } };
+        const holder = await target.jobs.findOne(keyHeld, { hint: IDEMPOTENCY_INDEX, ...tx });
+        if (holder) {
+          const record = toJobRecord(holder);
+          if (!keyExpired(record, root)) {
+            await tx.session.abortTransaction();
+            return { job: record, created: false };
+          }
+          const released: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, ...tx };
+          await target.jobs.updateOne(
+            { ...keyHeld, idempotencyExpiresAt: { $lte: root.createdAt } },
+            { $set: { idempotencyKey: null } },
+            released,
+          );
+          return { job: null, created: false };
+        }
+      }
+      await insertDocuments(target.jobs, tx, flowDocuments(jobs, new Map()));
+      return { job: insertedFlowRecord(root), created: true };
+    });
+  } catch (error) {
+    // The key was taken after the look-up: the transaction rolled back.
+    if (key !== null && isDuplicateKeyError(error) && !isTakenId(error)) return { job: null, created: false };
+    throw error;
+  }
+}
+
+/** Whether a duplicate-key failure is on `_id` (a taken id), not on the idempotency key. */
+function isTakenId(error: unknown): boolean {
+  const pattern = (error as { keyPattern?: Record<string, unknown> }).keyPattern;
+  return pattern !== undefined && '_id' in pattern;
+}
+
+/**
+ * `FlowStore.waitForChildren` for the job `held` selects (see `heldBy`): one transaction. One fenced write
+ * ends the attempt uncounted and the lease, and parks the job `waiting-children` on its direct children in
+ * `children`; then they are inserted. Resolves to whether the lease held; when it did not, nothing changed.
+ */
+export function waitForChildren(
+  target: FlowTarget,
+  lease: LeaseRef,
+  held: Filter<JobDocument>,
+  children: readonly NewJob[],
+  now: Date,
+): Promise<boolean> {
+  const direct = directChildren(children, lease.id);
+  return inFlowTransaction(target, undefined, async (tx) => {
+    const options: Abortable<UpdateOptions> = { ...tx };
+    const { matchedCount } = await target.jobs.updateOne(
+      held,
+      {
+        $set: { ...ENDED_LEASE, state: 'waiting-children', workerId: null, pendingChildren: direct, updatedAt: now },
+        $inc: { attempts: -1, childCount: direct },
+      },
+      options,
+    );
+    if (matchedCount === 0) {
+      await tx.session.abortTransaction();
+      return false;
+    }
+    await insertDocuments(target.jobs, tx, flowDocuments(children, new Map([[lease.id, String(held.name)]])));
+    return true;
+  });
+}
+
+/** `FlowStore.listChildren`: one read through the children index, by id. */
+export async function listChildren(
+  jobs: Collection<JobDocument>,
+  parentId: string,
+  page: { afterId?: string; limit: number },
+  limitMs: number,
+): Promise<JobRecord[]> {
+  const limit = Math.floor(page.limit);
+  if (!(limit > 0) || typeof parentId !== 'string') return [];
+  const filter: Filter<JobDocument> = { parentId: { $eq: parentId, ...IN_CHILDREN_INDEX } };
+  if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
+  const docs = await withCallLimit(limitMs, (signal) =>
+    jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }).toArray(),
+  );
+  return docs.map((doc) => toJobRecord(doc as JobDocument));
+}
