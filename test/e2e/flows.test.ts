@@ -26,7 +26,6 @@ const jobs = defineCatalog({
 
 type Sdk = ReturnType<typeof createClient<typeof jobs>>;
 
-
 /** How many jobs the store holds, of every type and state. */
 const storedJobs = async (sdk: Sdk) => (await sdk.admin.stats()).counts.reduce((sum, row) => sum + row.count, 0);
 
