@@ -135,7 +135,7 @@ describe('createClient() enqueue retries', () => {
     // Under the caller's own key the job may be someone else's; under a made-up id it can only be this call's.
     expect(handles.map((handle) => handle.created)).toEqual([false, true, true]);
     const [first, second] = server.enqueues().map(({ input }) => input);
-    expect(handles.slice(1).map((handle) => handle.id)).toEqual((first?.ids as string[]).slice(1));
+    expect(handles.slice(1).map((handle) => handle.id)).toEqual((first as { ids: string[] }).ids.slice(1));
     expect(second).toEqual(first);
     expect(first).toMatchObject({
       options: { priority: 3 },
