@@ -56,7 +56,14 @@ export const USAGE = `Usage: pnpm bench [options]
 
 Scenarios (ids for --scenarios): enqueue-one, enqueue-inflight, enqueue-bulk, drain-c1, drain-c10, drain-c50,
 latency, claim-<ready>, drain-history, drain-events, drain-events-20, flow-groups, flow-concurrency, flow-claim,
-steady-1000, steady-3000.
+flows-wide, flows-many, steady-1000, steady-3000.
+  flows-wide, flows-many  parents that wait for their children: one parent with 1,000 children (wide), 100
+                          parents with 10 children each (many), enqueued one flow per call while a consumer of
+                          children (concurrency 50) and one of parents (10) run; each parent reads its
+                          children's results. Rows: children drained per second (first enqueue to last child's
+                          end) and last child's end → parent's start, p50 over the parents and max. Checks each
+                          job ran once and each parent read all its children's results.
+                          Runs on workq-sdk-pg, workq-core-pg (for reference) and bullmq-redis (FlowProducer).
   steady-<rate>           steady load: a producer enqueues one job at a time at <rate>/s on an open-loop
                           schedule (a late send goes as soon as it can and counts late, none is skipped; at
                           most 200 outstanding) for 20 s (5 s with --quick) after 1 s of warm-up, while a

@@ -5,6 +5,7 @@ import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
 import { EVENTS_DRAIN_LABEL } from './scenarios/events-drain.ts';
 import { type FlowKind, flowRows, LIMITED_CLAIM_ROWS } from './scenarios/flow.ts';
+import { FLOWS_CONCURRENCY, flowsLabel } from './scenarios/flows.ts';
 import { STEADY_CONCURRENCY, type SteadyFigure, steadyLabel } from './scenarios/steady-load.ts';
 
 export interface Goal {
@@ -181,6 +182,21 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
   });
   steadyGoals(goals);
   flowGoals(goals);
+  for (const shape of ['wide', 'many'] as const) {
+    for (const [figure, unit] of [
+      ['children drained', 'jobs/s'],
+      ['last child → parent p50', 'ms'],
+    ] as const) {
+      const workq = goals.value('workq-sdk-pg', flowsLabel(shape, figure), FLOWS_CONCURRENCY);
+      const bull = goals.value('bullmq-redis', flowsLabel(shape, figure), FLOWS_CONCURRENCY);
+      goals.push({
+        goal: `${flowsLabel(shape, figure)}, SDK/tRPC on PostgreSQL ${unit === 'ms' ? '≤' : '≥'} BullMQ FlowProducer on Redis`,
+        ratio: speedRatio(workq, bull, unit),
+        target: 1.0,
+        detail: describe(workq, bull, unit),
+      });
+    }
+  }
   return goals.goals;
 }
 

@@ -17,6 +17,7 @@ import { drainScenario, historyDrainScenario } from './scenarios/drain.ts';
 import { enqueueScenario } from './scenarios/enqueue.ts';
 import { eventsDrainScenario } from './scenarios/events-drain.ts';
 import { flowScenario, limitedClaimScenario } from './scenarios/flow.ts';
+import { flowsScenario } from './scenarios/flows.ts';
 import { latencyScenario } from './scenarios/latency.ts';
 import { steadyLoadScenario } from './scenarios/steady-load.ts';
 import type { Scenario } from './scenarios/types.ts';
@@ -95,6 +96,8 @@ const allScenarios: Scenario[] = [
   flowScenario('groups'),
   flowScenario('concurrency'),
   limitedClaimScenario(1000),
+  flowsScenario('wide'),
+  flowsScenario('many'),
   ...config.steadyRates.map(steadyLoadScenario),
 ];
 const pickScenario = pickedBy(

@@ -15,7 +15,7 @@ export interface Measurement {
 export interface Scenario {
   id: string;
   /** Which capability it needs; systems without it get a "not available" row. */
-  needs?: 'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim';
+  needs?: 'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim' | 'flows';
   /** The only systems it runs on, where it compares a chosen set; the others get no row for it. */
   systems?: readonly string[];
   /** The rows it reports, for "not available" / "failed" rows. */

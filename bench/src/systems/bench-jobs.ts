@@ -8,6 +8,19 @@ export const benchJobs = defineCatalog({
     payload: z.object({ n: z.number().int().nonnegative() }),
     defaults: { maxAttempts: 5, leaseMs: 30_000 },
   }),
+  /** A flow's parent (the flows scenarios): it reads its children's results. */
+  benchParent: defineJob({
+    version: 1,
+    payload: z.object({ p: z.number().int().nonnegative() }),
+    defaults: { maxAttempts: 5, leaseMs: 30_000 },
+  }),
+  /** A flow's child: its result is its own payload, which its parent checks. */
+  benchChild: defineJob({
+    version: 1,
+    payload: z.object({ p: z.number().int().nonnegative(), c: z.number().int().nonnegative() }),
+    result: z.object({ p: z.number().int(), c: z.number().int() }),
+    defaults: { maxAttempts: 5, leaseMs: 30_000 },
+  }),
 });
 
 export const BENCH_JOB = 'benchNoop';

@@ -1,8 +1,8 @@
-import { createPostgresBackend, Queue, Worker, withBackend } from 'bullmq';
+import { createPostgresBackend, FlowProducer, Queue, Worker, withBackend } from 'bullmq';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { timeClaimOne } from './claim-one.ts';
 import { dropSchema, schemaName } from './pg-admin.ts';
-import type { BenchSystem, QueueUnderTest } from './types.ts';
+import type { BenchSystem, FlowChild, FlowsUnderTest, QueueUnderTest } from './types.ts';
 
 type Backend = 'redis' | 'pg';
 const QUEUE = 'bench';
@@ -32,6 +32,7 @@ async function openBullQueue(backend: Backend, tag: string): Promise<QueueUnderT
   const queue: Queue = new BullQueue(QUEUE, options);
   await queue.waitUntilReady();
   let manual: Worker | undefined;
+  const flows = backend === 'redis' ? await openBullFlows(prefix) : undefined;
   const opts = { removeOnComplete: false, removeOnFail: false };
   return {
     enqueueOne: async (n) => {
@@ -82,11 +83,73 @@ async function openBullQueue(backend: Backend, tag: string): Promise<QueueUnderT
           },
         }
       : {}),
+    ...(flows ? { flows } : {}),
     close: async () => {
       await manual?.close();
+      await flows?.close();
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
       if (backend === 'pg') await dropSchema(schema);
+    },
+  };
+}
+
+const PARENTS = 'bench-parent';
+const CHILDREN = 'bench-child';
+
+/**
+ * BullMQ's FlowProducer on Redis: a parent with its children in one `add`, children on a queue of their own, and
+ * the parent's processor reading `job.getChildrenValues()` (keyed by child job key; put in child order here).
+ */
+async function openBullFlows(prefix: string): Promise<FlowsUnderTest & { close(): Promise<void> }> {
+  const options = { connection: SERVICES.redis, prefix };
+  const producer = new FlowProducer(options);
+  const queues = [new Queue(PARENTS, options), new Queue(CHILDREN, options)];
+  await Promise.all(queues.map((queue) => queue.waitUntilReady()));
+  const opts = { removeOnComplete: false, removeOnFail: false };
+  return {
+    enqueueFlow: async (p, children) => {
+      await producer.add({
+        name: 'parent',
+        queueName: PARENTS,
+        data: { p },
+        opts,
+        children: Array.from({ length: children }, (_, c) => ({
+          name: 'child',
+          queueName: CHILDREN,
+          data: { p, c },
+          opts,
+        })),
+      });
+    },
+    consume: async (concurrency, listener) => {
+      const children = new Worker<FlowChild>(
+        CHILDREN,
+        async (job) => {
+          listener.onChild(job.data);
+          return job.data;
+        },
+        { ...options, concurrency: concurrency.children },
+      );
+      const parents = new Worker<{ p: number }>(
+        PARENTS,
+        (job) =>
+          listener.onParent(job.data.p, async () =>
+            Object.values(await job.getChildrenValues<FlowChild>()).sort((a, b) => a.c - b.c),
+          ),
+        { ...options, concurrency: concurrency.parents },
+      );
+      await Promise.all([children.waitUntilReady(), parents.waitUntilReady()]);
+      return { stop: () => Promise.all([children.close(), parents.close()]).then(() => undefined) };
+    },
+    countCompleted: async () =>
+      (await Promise.all(queues.map((queue) => queue.getCompletedCount()))).reduce((a, b) => a + b),
+    close: async () => {
+      await producer.close();
+      for (const queue of queues) {
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
     },
   };
 }
@@ -95,7 +158,7 @@ export function bullmqSystem(backend: Backend): BenchSystem {
   return {
     id: `bullmq-${backend}`,
     label: backend === 'redis' ? 'BullMQ 6.7.0, Redis 7 (no persistence)' : 'BullMQ 6.7.0, built-in PostgreSQL backend',
-    supports: { latency: true, claim: backend === 'redis', history: false },
+    supports: { latency: true, claim: backend === 'redis', history: false, flows: backend === 'redis' },
     notAvailable: {
       ...(backend === 'pg' ? { claim: 'no fast seeding path in its own schema was built for this bench' } : {}),
       history: 'the history scenario is workq-only (issue); peers are not run',

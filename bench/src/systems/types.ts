@@ -19,9 +19,13 @@ export interface BenchSystem {
     flow?: boolean;
     /** Flow control and single timed claims (`claimOne`) together; absent: not available. */
     limitedClaim?: boolean;
+    /** Parents that wait for their children (`QueueUnderTest.flows`); absent: not available. */
+    flows?: boolean;
   };
   /** Why a scenario cannot run on this system (shown in the table instead of a figure). */
-  notAvailable?: Partial<Record<'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim', string>>;
+  notAvailable?: Partial<
+    Record<'latency' | 'claim' | 'history' | 'events' | 'flow' | 'limitedClaim' | 'flows', string>
+  >;
   /** Opens a fresh, empty queue (own schema / database / key prefix). */
   open(tag: string): Promise<QueueUnderTest>;
   /** Ends what the system keeps across scenarios (a server process), once the run is over. */
@@ -33,6 +37,30 @@ export type JobListener = (n: number) => void;
 export interface Consumer {
   /** Stops claiming, lets in-flight jobs finish and flushes their acks. */
   stop(): Promise<void>;
+}
+
+/** A child's payload and result: its parent's number `p` and its own number `c` among that parent's children. */
+export interface FlowChild {
+  p: number;
+  c: number;
+}
+
+/** What flow consumers report: each handler as it runs, so the bench can time the flow and check it. */
+export interface FlowListener {
+  /** A child's handler runs, and returns `child` at once as its result: the call is the child's end. */
+  onChild(child: FlowChild): void;
+  /** A parent's handler starts (the call is its start); `readResults` reads its children's results as it can. */
+  onParent(p: number, readResults: () => Promise<readonly FlowChild[]>): Promise<void>;
+}
+
+/** Parents that wait for their children: BullMQ's FlowProducer and its equivalents. */
+export interface FlowsUnderTest {
+  /** Enqueues parent `p` with `children` children (c = 0 … children-1) as one flow, in one call. */
+  enqueueFlow(p: number, children: number): Promise<void>;
+  /** Starts a consumer of children and one of parents, each at its concurrency; parents read their children's results. */
+  consume(concurrency: { children: number; parents: number }, listener: FlowListener): Promise<Consumer>;
+  /** Jobs, parents and children together, the store shows completed. */
+  countCompleted(): Promise<number>;
 }
 
 export interface QueueUnderTest {
@@ -70,6 +98,8 @@ export interface QueueUnderTest {
    * and acks it as `claimOne` does, so that a limited type's claims can be timed in turn with plain ones.
    */
   plainTwin?: { enqueueBulk(from: number, count: number): Promise<void>; claimOne(): Promise<number> };
+  /** Parent/child flows on this queue's store. */
+  flows?: FlowsUnderTest;
   /** Drops everything this queue made and closes its connections. */
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import { createDatabase, dropDatabase } from './mariadb-admin.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timeStore } from './round-trips.ts';
 import type { BenchSystem, QueueUnderTest } from './types.ts';
+import { coreFlows } from './workq-core-flows.ts';
 import { seedWorkqJobs } from './workq-seed.ts';
 
 type Backend = 'pg' | 'pglite' | 'mariadb';
@@ -94,6 +95,7 @@ async function openCoreQueue(backend: Backend, tag: string, timeRoundTrips: bool
     },
   };
   const { schema } = prepared;
+  if (backend === 'pg') queue.flows = coreFlows(engine, wake, workerId, () => queue.countCompleted());
   if (schema) {
     queue.seedReady = (count) => seedWorkqJobs(schema, BENCH_JOB, count, 'waiting', 0);
     queue.seedFinished = (count) => seedWorkqJobs(schema, BENCH_JOB, count, 'completed', 0);
@@ -113,7 +115,14 @@ export function workqCoreSystem(backend: Backend, options: { timeRoundTrips: boo
   return {
     id: `workq-core-${backend}`,
     label: `workq core in-process, ${labels[backend]}`,
-    supports: { latency: true, claim: sqlSeeding, history: sqlSeeding, flow: true, limitedClaim: true },
+    supports: {
+      latency: true,
+      claim: sqlSeeding,
+      history: sqlSeeding,
+      flow: true,
+      limitedClaim: true,
+      flows: backend === 'pg',
+    },
     ...(sqlSeeding ? {} : { notAvailable: { claim: reason, history: reason } }),
     open: (tag) => openCoreQueue(backend, tag, options.timeRoundTrips),
   };

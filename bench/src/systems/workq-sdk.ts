@@ -1,13 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { createClient } from '@workq/sdk';
+import { createClient, type WorkqClient } from '@workq/sdk';
 import { RUN_ID, SERVICES } from '../config.ts';
 import { benchJobs } from './bench-jobs.ts';
 import { createDatabase, dropDatabase, mariadbQuery } from './mariadb-admin.ts';
 import { dropSchema, pgQuery, schemaName } from './pg-admin.ts';
 import { timedFetch } from './round-trips.ts';
-import type { BenchSystem, QueueUnderTest } from './types.ts';
+import type { BenchSystem, FlowsUnderTest, QueueUnderTest } from './types.ts';
 import { seedWorkqJobs } from './workq-seed.ts';
 
 const BENCH_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -179,11 +179,41 @@ async function openSdkQueue(
       );
     },
     ...(store.schema === undefined ? {} : seeding(store.schema)),
+    ...(backend === 'pg' ? { flows: sdkFlows(sdk, store) } : {}),
     close: async () => {
       await sdk.close();
       await host.stop();
       await store.drop();
     },
+  };
+}
+
+/** Flows through the SDK: a parent with its children in one enqueue, the parent reading `ctx.childResults`. */
+function sdkFlows(sdk: WorkqClient<typeof benchJobs>, store: SdkStore): FlowsUnderTest {
+  return {
+    enqueueFlow: async (p, children) => {
+      await sdk.enqueue.benchParent(
+        { p },
+        { children: Array.from({ length: children }, (_, c) => sdk.child.benchChild({ p, c })) },
+      );
+    },
+    consume: async (concurrency, listener) => {
+      const children = sdk.consume(
+        'benchChild',
+        (job) => {
+          listener.onChild(job.payload);
+          return job.payload;
+        },
+        { concurrency: concurrency.children, prefetch: 2 * concurrency.children },
+      );
+      const parents = sdk.consume(
+        'benchParent',
+        (job, ctx) => listener.onParent(job.payload.p, () => ctx.childResults('benchChild')),
+        { concurrency: concurrency.parents },
+      );
+      return { stop: () => Promise.all([children.close(), parents.close()]).then(() => undefined) };
+    },
+    countCompleted: () => store.countCompleted(),
   };
 }
 
@@ -205,7 +235,7 @@ export function workqSdkSystem(backend: Backend, options: SdkSystemOptions): Ben
   return {
     id: `workq-sdk-${backend}`,
     label: `workq SDK → server (tRPC/HTTP), ${pg ? 'PostgreSQL' : 'MariaDB'}`,
-    supports: { latency: true, claim: false, history: pg, events: pg, flow: pg },
+    supports: { latency: true, claim: false, history: pg, events: pg, flow: pg, flows: pg },
     notAvailable: {
       claim: NO_PUBLIC_CLAIM,
       limitedClaim: NO_PUBLIC_CLAIM,
