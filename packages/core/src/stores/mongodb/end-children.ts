@@ -132,7 +132,8 @@ export function cancelInFlow(
  * Makes each expired child out of attempts among `ids` dead, each in a transaction with its parent's
  * settling: what the sweep's plain dead write (which matches jobs without a parent) left alone. `expired`
  * re-checks the lease's expiry; `dead` is the sweep's update pipeline, `error` the error it records (its
- * attempt the job's own). Resolves to the names of the parents made ready.
+ * attempt the job's own); `limit` bounds the read (the number of ids `expired` names). Resolves to the names of
+ * the parents made ready.
  */
 export async function sweepExpiredChildren(
   target: FlowTarget,
@@ -140,10 +141,11 @@ export async function sweepExpiredChildren(
   dead: Record<string, unknown>[],
   error: Omit<JobError, 'attempt'>,
   now: Date,
+  limit: number,
 ): Promise<string[]> {
   const children = await withCallLimit(target.limitMs, (signal) =>
     target.jobs
-      .find({ ...expired, parentId: { $type: 'string' } }, { projection: { _id: 1, name: 1 }, signal })
+      .find({ ...expired, parentId: { $type: 'string' } }, { projection: { _id: 1, name: 1 }, limit, signal })
       .toArray(),
   );
   const ready: string[] = [];

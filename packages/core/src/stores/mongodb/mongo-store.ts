@@ -408,33 +408,40 @@ export class MongoStore implements Store {
       if (target.name !== undefined) filter.name = stringOrNull(target.name) ?? { $in: [] };
       if (target.ids !== undefined) filter._id = { $in: target.ids.filter((id) => typeof id === 'string') };
       const retried = retriedAt(now);
+      // Jobs outside flows first, with no read ahead of the write; then the dead children, each with its parent.
+      const plain = await this.retryDeadOutsideFlows({ ...filter, ...NOT_A_CHILD }, retried);
       const children = await this.call((signal) =>
         this.jobs
           .find({ ...filter, parentId: { $type: 'string' } }, { projection: { parentId: 1, parentName: 1 }, signal })
           .toArray(),
       );
-      if (children.length > 0) return this.retryDeadInFlows(filter, retried, children, now);
-      if (filter.name !== undefined) {
-        const { modifiedCount } = await this.call((signal) => {
-          const options: Abortable<UpdateOptions> = { signal };
-          return this.jobs.updateMany(filter, retried, options);
-        });
-        return modifiedCount;
-      }
-      // Ids without a name: their names first, so each write is targeted (see `idsByName`).
-      const found = await this.call((signal) =>
-        this.jobs.find(filter, { projection: { _id: 1, name: 1 }, signal }).toArray(),
-      );
-      if (found.length === 0) return 0;
-      const writes = [...idsByName(found)].map(([name, ids]) => ({
-        updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
-      }));
+      if (children.length === 0) return plain;
+      return plain + (await this.retryDeadInFlows(filter, retried, children, now));
+    });
+  }
+
+  /** `retryDeadJobs` of the jobs `filter` matches, none of them a child: one targeted write per job type. */
+  private async retryDeadOutsideFlows(filter: Filter<JobDocument>, retried: Record<string, unknown>[]) {
+    if (filter.name !== undefined) {
       const { modifiedCount } = await this.call((signal) => {
-        const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
-        return this.jobs.bulkWrite(writes, options);
+        const options: Abortable<UpdateOptions> = { signal };
+        return this.jobs.updateMany(filter, retried, options);
       });
       return modifiedCount;
+    }
+    // Ids without a name: their names first, so each write is targeted (see `idsByName`).
+    const found = await this.call((signal) =>
+      this.jobs.find(filter, { projection: { _id: 1, name: 1 }, signal }).toArray(),
+    );
+    if (found.length === 0) return 0;
+    const writes = [...idsByName(found)].map(([name, ids]) => ({
+      updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
+    }));
+    const { modifiedCount } = await this.call((signal) => {
+      const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
+      return this.jobs.bulkWrite(writes, options);
     });
+    return modifiedCount;
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {

@@ -72,7 +72,7 @@ async function sweepBatch(
       .find(
         { ...expired, $expr: LAPSED },
         {
-          projection: { _id: 1, name: 1 },
+          projection: { _id: 1, name: 1, parentId: 1 },
           sort: { leaseExpiresAt: 1 },
           limit: SWEEP_BATCH,
           hint: LEASE_INDEX,
@@ -110,10 +110,16 @@ async function sweepBatch(
     const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
     return jobs.bulkWrite(writes, options);
   });
-  // Children out of attempts, which the dead write left alone, die each with its parent's settling.
-  const outOfAttempts = { _id: { $in: found.map((job) => job._id) }, ...expired };
-  const lastAttempt = { $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) };
-  ready.push(...(await sweepExpiredChildren(flow, { ...outOfAttempts, ...lastAttempt }, dead, error, now)));
+  // Children out of attempts, which the dead write left alone, die each with its parent's settling; a batch
+  // without children reads nothing more.
+  const childIds = found.filter((job) => typeof job.parentId === 'string').map((job) => job._id);
+  if (childIds.length > 0) {
+    const outOfAttempts = { _id: { $in: childIds }, ...expired };
+    const lastAttempt = { $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) };
+    ready.push(
+      ...(await sweepExpiredChildren(flow, { ...outOfAttempts, ...lastAttempt }, dead, error, now, childIds.length)),
+    );
+  }
   const sweptNow = {
     _id: { $in: found.map((job) => job._id) },
     updatedAt: now,
