@@ -105,10 +105,12 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     const table = await workq(['queues']);
     expect(table).toMatchObject({ code: 0, err: '' });
     const [header, ...rows] = table.out.trimEnd().split('\n');
-    expect(header).toMatch(/^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+SCHEDULED\s+READY\s+ACTIVE/);
+    expect(header).toMatch(
+      /^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+SCHEDULED\s+READY\s+WAITING-CHILDREN\s+ACTIVE/,
+    );
     const emailRow = rows.find((row) => row.startsWith('sendEmail '))?.split(/\s{2,}/);
     // Paused and limited; one job waits an hour, one completed, one died.
-    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', '1', '0', '0', '1', '1', '0']);
+    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', '1', '0', '0', '0', '1', '1', '0']);
     const listed = JSON.parse((await workq(['queues', '--json'])).out) as {
       name: string;
       paused: boolean;
