@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import type { Store } from '../../src/engine/store.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 
@@ -7,10 +8,17 @@ const CLIENTS = 8;
 
 /** Idempotency: an idempotency key used by a retained job of that type returns that job, even under concurrency. */
 export function registerIdempotencyTests(ctx: SuiteContext): void {
+  // One set of client stores for the racing tests: a store stays open until the suite ends, holding connections.
+  let clients: Promise<Store[]> | undefined;
+  const clientEngines = async (clock: ManualClock) => {
+    clients ??= ctx.clientStores(CLIENTS);
+    return (await clients).map((store) => ctx.engine({ store, clock }).engine);
+  };
+
   it(`${CONCURRENT} concurrent enqueues with one idempotency key create exactly one job`, async () => {
     const name = ctx.jobName('idem-race');
     const clock = new ManualClock();
-    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const engines = await clientEngines(clock);
     const results = await Promise.all(
       Array.from({ length: CONCURRENT }, (_, n) =>
         engines[n % CLIENTS]!.enqueue({ name, version: 1, payload: { n }, options: { idempotencyKey: 'same-key' } }),
@@ -29,7 +37,7 @@ export function registerIdempotencyTests(ctx: SuiteContext): void {
   it('concurrent enqueueMany batches over the same keys create one job per key', async () => {
     const name = ctx.jobName('idem-batches');
     const clock = new ManualClock();
-    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const engines = await clientEngines(clock);
     const keys = Array.from({ length: 20 }, (_, k) => `key-${k}`);
     const batches = await Promise.all(
       engines.map((engine, e) =>

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import type { Store } from '../../src/engine/store.ts';
 import { newJobId } from '../../src/job-ids.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
@@ -18,6 +19,13 @@ function idAt(ms: number, tail = '7000-8000-000000000000'): string {
  * per id under concurrent enqueues; an id orders a job only among jobs due in the same millisecond.
  */
 export function registerJobIdTests(ctx: SuiteContext): void {
+  // One set of client stores for the racing tests: a store stays open until the suite ends, holding connections.
+  let clients: Promise<Store[]> | undefined;
+  const clientEngines = async (clock: ManualClock) => {
+    clients ??= ctx.clientStores(CLIENTS);
+    return (await clients).map((store) => ctx.engine({ store, clock }).engine);
+  };
+
   it('the same job enqueued twice under its id is one job; the second answer is that job, not created', async () => {
     const name = ctx.jobName('id-twice');
     const { engine, store } = ctx.engine();
@@ -68,7 +76,7 @@ export function registerJobIdTests(ctx: SuiteContext): void {
   it(`${CONCURRENT} concurrent enqueues of one id make exactly one job`, async () => {
     const name = ctx.jobName('id-race');
     const clock = new ManualClock();
-    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const engines = await clientEngines(clock);
     const id = newJobId();
     const results = await Promise.all(
       Array.from({ length: CONCURRENT }, (_, n) =>
@@ -83,7 +91,7 @@ export function registerJobIdTests(ctx: SuiteContext): void {
   it('concurrent batches over the same ids, in different orders, make one job per id, without deadlocks', async () => {
     const name = ctx.jobName('id-batches');
     const clock = new ManualClock();
-    const engines = (await ctx.clientStores(CLIENTS)).map((store) => ctx.engine({ store, clock }).engine);
+    const engines = await clientEngines(clock);
     const all: string[] = [];
     for (let round = 0; round < 10; round++) {
       const ids = Array.from({ length: 40 }, () => newJobId());
