@@ -17,11 +17,19 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
+  // The handlers go in before the server starts: /healthz answers before `startServer` resolves, so a signal
+  // can arrive while the store is still opening. It then closes the server once it is up; a start that fails
+  // is reported below either way.
+  const started = startServer(options);
+  const stop = () =>
+    void started.then(
+      (server) => server.close().then(() => process.exit(0)),
+      () => undefined,
+    );
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   try {
-    const server = await startServer(options);
-    const stop = () => void server.close().then(() => process.exit(0));
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    await started;
   } catch (error) {
     process.stderr.write(`workq-server: ${isWorkqError(error) ? error.message : String(error)}\n`);
     process.exit(1);
