@@ -66,7 +66,18 @@ export function startWorker(deps: WorkerDeps): Worker {
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call, undefined, workerId);
   const startedAt = new Date();
-  const acks = new AckBatcher(call, MAX_BATCH_SIZE, name);
+  const acks = new AckBatcher(
+    call,
+    MAX_BATCH_SIZE,
+    {
+      lost: (ack) =>
+        onError(
+          new WorkqError('LEASE_LOST', `Job ${ack.id} finished after its lease was lost; its result was not recorded.`),
+        ),
+      failed: (_ack, error) => onError(error),
+    },
+    name,
+  );
   const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
   /** Drops the claims still out: when closing, unless their server answers them at once. */
@@ -235,16 +246,7 @@ export function startWorker(deps: WorkerDeps): Worker {
       }
       if (jobAbort.aborted) return;
       // The slot frees now; the completion reaches the server with the next claim or batch.
-      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job)).then((completed) => {
-        if (!completed) {
-          onError(
-            new WorkqError(
-              'LEASE_LOST',
-              `Job ${job.id} finished after its lease was lost; its result was not recorded.`,
-            ),
-          );
-        }
-      }, onError);
+      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job));
     } catch (error) {
       onError(error);
     } finally {
