@@ -66,16 +66,19 @@ export async function completeJobs(services: ServerServices, items: readonly Ack
 export interface Failure {
   message: string;
   permanent: boolean;
+  /** The attempt ran past its time limit: recorded with the code `TIMEOUT`. */
+  timedOut?: boolean | undefined;
   errorName?: string | undefined;
   stack?: string | undefined;
 }
 
 /** Records a failed attempt: the job is retried after its backoff, or ends dead; counted by outcome. */
 export async function failJob(services: ServerServices, lease: LeaseRef, failure: Failure) {
-  const { message, permanent, errorName, stack } = failure;
+  const { message, permanent, timedOut, errorName, stack } = failure;
   const status = await services.engine.fail(lease, {
     message,
     permanent,
+    ...(timedOut ? { timedOut } : {}),
     ...(errorName ? { errorName } : {}),
     ...(stack ? { stack } : {}),
   });
