@@ -13,7 +13,13 @@ import { buildListJobs } from '../src/stores/postgres/list-jobs.ts';
 import { SCHEMA_VERSION } from '../src/stores/postgres/migrations.ts';
 import { channelOf } from '../src/stores/postgres/notifier.ts';
 import type { PostgresStore } from '../src/stores/postgres/postgres-store.ts';
-import { NEW_JOB_FIELDS, newJobValues, PER_JOB_FIELDS, SETTINGS_FIELDS } from '../src/stores/postgres/records.ts';
+import {
+  NEW_JOB_FIELDS,
+  newJobParams,
+  newJobValues,
+  PER_JOB_FIELDS,
+  SETTINGS_FIELDS,
+} from '../src/stores/postgres/records.ts';
 import { claimJobsSql } from '../src/stores/postgres/sql/claim-jobs.ts';
 import { sweptLeasesSql } from '../src/stores/postgres/sql/end-jobs.ts';
 import { buildStatements } from '../src/stores/postgres/statements.ts';
@@ -189,6 +195,40 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     expect((await parameterTypes(sql.insertAndClaimJob)).slice(0, NEW_JOB_FIELDS.length)).toEqual(
       scalars(NEW_JOB_FIELDS),
     );
+  });
+
+  it('sends a per-job field no job of a batch has as one NULL, and each job keeps its own where some have one', async () => {
+    const store = stores[0] ?? (await open());
+    const plain = [newJob('nulls.plain'), newJob('nulls.plain')];
+    const params = newJobParams(plain, true);
+    for (const field of ['idempotency_key', 'trace_context', 'job_group'] as const) {
+      expect(params[PER_JOB_FIELDS.indexOf(field)]).toBeNull();
+    }
+    const traceContext = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const mixed = [
+      newJob('nulls.mixed', { idempotencyKey: 'k1' }),
+      newJob('nulls.mixed'),
+      newJob('nulls.mixed', { traceContext, group: 'g1' }),
+      newJob('nulls.mixed'),
+    ];
+    await store.insertJobs([...plain, ...mixed]);
+    const { rows } = await admin.query(
+      `SELECT name, payload, idempotency_key, trace_context, job_group FROM "${schema}".jobs WHERE name LIKE 'nulls.%' ORDER BY id`,
+    );
+    const row = (key: string | null, trace: object | null, group: string | null) => ({
+      payload: { n: 1 },
+      idempotency_key: key,
+      trace_context: trace,
+      job_group: group,
+    });
+    expect(rows).toEqual([
+      { name: 'nulls.plain', ...row(null, null, null) },
+      { name: 'nulls.plain', ...row(null, null, null) },
+      { name: 'nulls.mixed', ...row('k1', null, null) },
+      { name: 'nulls.mixed', ...row(null, null, null) },
+      { name: 'nulls.mixed', ...row(null, traceContext, 'g1') },
+      { name: 'nulls.mixed', ...row(null, null, null) },
+    ]);
   });
 
   it('claims by walking the claim index, not by reading every ready job, when statistics lag behind', async () => {

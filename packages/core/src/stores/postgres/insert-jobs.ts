@@ -64,8 +64,11 @@ async function insertUnlessKeyTaken(
   // Concurrent batches take their keys, or else their ids, in one global order, so they wait on each other
   // instead of deadlocking. The SDK's and the engine's ids ascend already: only a caller's may need the sort.
   const sorted = jobs.some((job) => job.idempotencyKey !== null) ? sortedByKey(jobs) : byId(jobs);
+  const inserted = await insertNew(db, sql, sorted);
+  // Every job inserted (always so without keys): outcomes in input order, with no lookup by id.
+  if (inserted.length === jobs.length) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
   const outcomes = new Map<string, InsertOutcome>();
-  for (const job of await insertNew(db, sql, sorted)) {
+  for (const job of inserted) {
     outcomes.set(job.id, { job: insertedRecord(job), created: true });
   }
   const conflicted = jobs.filter((job) => !outcomes.has(job.id));

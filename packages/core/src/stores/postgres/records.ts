@@ -223,17 +223,27 @@ export function newJobValues(job: NewJob): (string | null)[] {
  * types each parameter, as `arrayParam` in statements.ts says).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
  * after the per-job arrays: 5 values per job to encode and parse instead of 16.
+ * A field no job of the batch has (usually the idempotency key, trace context
+ * and group) goes as one SQL `NULL` rather than an array of them: `unnest`
+ * pads a `NULL` array with `NULL`s to the length of the others (the ids,
+ * never `NULL`), so the usual batch sends 2 values per job.
  */
 export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string | null | (string | null)[])[] {
   const perJob = [
     jobs.map((job) => job.id),
     jobs.map((job) => toJsonText(job.payload)),
-    jobs.map((job) => job.idempotencyKey),
-    jobs.map(traceContextText),
-    jobs.map((job) => job.group ?? null),
+    unlessAllNull(jobs, (job) => job.idempotencyKey),
+    unlessAllNull(jobs, traceContextText),
+    unlessAllNull(jobs, (job) => job.group ?? null),
   ];
   const [first] = jobs;
   if (alike) return [...perJob, ...(first ? settingsOf(first) : SETTINGS_FIELDS.map(() => null))];
   const settings = jobs.map(settingsOf);
   return [...perJob, ...SETTINGS_FIELDS.map((_, i) => settings.map((values) => values[i] ?? null))];
+}
+
+/** Each job's `value`, or `null` (one SQL `NULL` for the whole array) when no job has one. */
+function unlessAllNull(jobs: readonly NewJob[], value: (job: NewJob) => string | null): (string | null)[] | null {
+  for (const job of jobs) if (value(job) !== null) return jobs.map(value);
+  return null;
 }
