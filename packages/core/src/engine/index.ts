@@ -6,6 +6,7 @@
  */
 
 export type { ClaimAnswer } from '../dispatch/claim-dispatcher.ts';
+export { CancelledLeases } from '../dispatch/cancelled-leases.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { EventHub } from '../notify/event-hub.ts';
@@ -38,4 +39,4 @@ export type { SchemaLimits, SchemaRegistration } from './schema-registry.ts';
 export { DEFAULT_SCHEMA_LIMITS, fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type { CountScope, JobCount, JobRecord, LeaseRef, ListFilter, Store, WorkerPresence } from './store.ts';
-export { fromStoredValue, toStoredText, toStoredValue } from './stored-value.ts';
+export { fromStoredValue, plainStoredBytesBound, toStoredText, toStoredValue } from './stored-value.ts';

@@ -1,7 +1,13 @@
 import superjson from 'superjson';
 import { describe, expect, it } from 'vitest';
 import { validationError } from '../../test/support/fixtures.ts';
-import { fromStoredValue, MAX_STORED_DEPTH, toStoredText, toStoredValue } from './stored-value.ts';
+import {
+  fromStoredValue,
+  MAX_STORED_DEPTH,
+  plainStoredBytesBound,
+  toStoredText,
+  toStoredValue,
+} from './stored-value.ts';
 
 /** What a store hands back: the stored value after a trip through JSON text. */
 const throughJson = (value: unknown): unknown => fromStoredValue(JSON.parse(JSON.stringify(toStoredValue(value))));
@@ -43,6 +49,56 @@ describe('stored values', () => {
     const shared = { n: 1 };
     expect(throughJson({ a: shared, b: shared })).toEqual({ a: { n: 1 }, b: { n: 1 } });
     expect(toStoredValue(new Date(0))).not.toBeInstanceOf(Date);
+  });
+});
+
+describe("the bound on a plain value's stored size", () => {
+  const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+  it('is at least the UTF-8 bytes of its JSON text, whatever the text escapes', () => {
+    const values: unknown[] = [
+      { n: 1 },
+      { text: 'a"b\\c\n\u0001\u001f', 'k\u00e9"y': 'v' },
+      { wide: '\u00fc\u20ac\uffff', keys: { '\u20ac\u20ac': ['\u0007'.repeat(50)] } },
+      [1.7976931348623157e308, -2.2250738585072014e-308, -1e21, 0.1, -123456789.12345678],
+      { nested: [true, false, null, 'x', [], {}], skipped: undefined },
+      '',
+      0,
+      [],
+    ];
+    for (const value of values) {
+      const bound = plainStoredBytesBound(value);
+      expect(bound, JSON.stringify(value)).toBeGreaterThanOrEqual(bytesOf(value));
+    }
+  });
+
+  it('is undefined for a value toStoredValue encodes or refuses, which then takes the full walk', () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    let deep: unknown = 1;
+    for (let i = 0; i <= MAX_STORED_DEPTH; i++) deep = [deep];
+    const shared = { leaf: [1] };
+    const many = Array.from({ length: 10_001 }, () => shared);
+    const values: unknown[] = [
+      new Date(0),
+      { id: 1n },
+      new Map(),
+      { ratio: Number.NaN },
+      [-0],
+      [1, undefined],
+      { __superjson: 1 },
+      { text: 'a\u0000b' },
+      { 'k\u0000': 1 },
+      { text: 'lone \ud800' },
+      { text: 'a pair \ud83d\ude00' },
+      cycle,
+      deep,
+      many,
+      new (class Point {
+        x = 1;
+      })(),
+    ];
+    for (const value of values) expect(plainStoredBytesBound(value)).toBeUndefined();
   });
 });
 

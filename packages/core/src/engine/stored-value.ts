@@ -31,6 +31,7 @@ export const MAX_STORED_DEPTH = 64;
  */
 export function toStoredValue(value: unknown, what = 'The value'): unknown {
   if (value === undefined) return null;
+  if (plainStoredBytesBound(value) !== undefined) return value;
   if (checkStorable(value, what)) return isEncoded(value) ? { [ENCODED]: { json: value } } : value;
   let encoded: SuperJSONResult;
   try {
@@ -41,6 +42,58 @@ export function toStoredValue(value: unknown, what = 'The value'): unknown {
   }
   checkStorable(encoded.json, what);
   return { [ENCODED]: encoded };
+}
+
+/**
+ * For a value `toStoredValue` stores as it is, found in one walk that allocates nothing — plain JSON (as
+ * `checkStorable` defines it) whose text, keys included, has no character that may be unstorable, nested at
+ * most `MAX_STORED_DEPTH` levels in at most `UNTRACKED_CONTAINERS` containers, and not a one-key
+ * `__superjson` object — an upper bound of the UTF-8 bytes of its JSON text (each character of a string or
+ * key counted as 6, the most JSON escapes one to). `undefined` for any other value, which `toStoredValue`
+ * and the exact measure then walk in full: a string with a surrogate pair (well-formed, but one scan cannot
+ * tell it from a lone surrogate) takes that path too. The check every payload of a bulk enqueue takes.
+ */
+export function plainStoredBytesBound(value: unknown): number | undefined {
+  if (isEncoded(value)) return undefined;
+  plainWalkContainers = 0;
+  const bytes = plainBytes(value, 0);
+  return bytes < 0 ? undefined : bytes;
+}
+
+/** Containers the current `plainBytes` walk has entered (one walk at a time: it never awaits). */
+let plainWalkContainers = 0;
+/** The most characters a finite number takes in JSON (`-2.2250738585072014e-308`). */
+const NUMBER_MAX_CHARS = 24;
+
+/** `value`'s bound for `plainStoredBytesBound`, or -1 when it is not such a value. */
+function plainBytes(value: unknown, depth: number): number {
+  if (typeof value === 'string') return SUSPECT_CHARACTER.test(value) ? -1 : 6 * value.length + 2;
+  if (value === null) return 4;
+  if (typeof value === 'boolean') return 5;
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0) ? NUMBER_MAX_CHARS : -1;
+  if (typeof value !== 'object' || depth >= MAX_STORED_DEPTH || ++plainWalkContainers > UNTRACKED_CONTAINERS) {
+    return -1;
+  }
+  // Brackets or braces, and a comma (or colon) after every item.
+  let bytes = 2;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item = plainBytes(value[i], depth + 1);
+      if (item < 0) return -1;
+      bytes += item + 1;
+    }
+    return bytes;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return -1;
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined) continue;
+    const itemBytes = SUSPECT_CHARACTER.test(key) ? -1 : plainBytes(item, depth + 1);
+    if (itemBytes < 0) return -1;
+    bytes += 6 * key.length + 4 + itemBytes;
+  }
+  return bytes;
 }
 
 /** The value `toStoredValue` was given, from what a store read back. */
