@@ -253,6 +253,31 @@ await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', 
     expect(refused.message).toContain('Child children[1].children[0] ("renderPage") of the flow');
     expect(await storedJobs(sdk)).toBe(before);
   });
+
+  it('refuses a child given an id of its own, from the SDK and over the wire, storing nothing', async () => {
+    await sdk.ready();
+    const before = await storedJobs(sdk);
+    const id = '0190a8c4-3f2e-7c1a-9b6d-2f4e5a6b7c8d';
+    const made = (() => {
+      try {
+        sdk.child.renderPage({ page: 1 }, { id } as never);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(made).toBeInstanceOf(WorkqError);
+    expect(made).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('takes no id') });
+    const sent = await rawFailure(
+      rawClient(server.url).jobs.enqueue.mutate({
+        name: 'buildReport',
+        version: 1,
+        payload: { reportId: 'chosen' },
+        children: [{ name: 'renderPage', version: 1, payload: { page: 1 }, options: { id } }],
+      }),
+    );
+    expect(sent).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('takes no id') });
+    expect(await storedJobs(sdk)).toBe(before);
+  });
 });
 
 describe('flow requests over pglite', () => {

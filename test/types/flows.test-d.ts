@@ -43,6 +43,8 @@ describe('flow types', () => {
       sdk.child.renderPage({ page: 1 }, { onFailure: 'retry' });
       // @ts-expect-error a child takes no idempotency key: it is always a new job of its flow
       sdk.child.renderPage({ page: 1 }, { idempotencyKey: 'k' });
+      // @ts-expect-error a child takes no id: ids order a parent's children, so each is made for it
+      sdk.child.renderPage({ page: 1 }, { id: '0190a8c4-3f2e-7c1a-9b6d-2f4e5a6b7c8d' });
       // @ts-expect-error children are made by sdk.child, not written as payloads
       await sdk.enqueue.buildReport({ reportId: 'r1' }, { children: [{ page: 1 }] });
     };

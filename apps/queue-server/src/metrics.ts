@@ -1,6 +1,7 @@
 import { isFinishedState } from '@workq/core';
 import { type CountScope, type JobCount, leaseClaimedAtMs } from '@workq/core/engine';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { BatchHistogram, type HistogramSeries } from './batch-histogram.ts';
 
 const COUNTS_CACHE_MS = 5_000;
 /**
@@ -70,21 +71,21 @@ export class ServerMetrics {
     registers: [this.registry],
   });
   /** See `observeClaimed`. */
-  readonly waitTime = new Histogram({
-    name: 'workq_job_wait_seconds',
-    help: 'Time from when a job became due (its run time: enqueue, delay end, retry backoff end) to the claim that leased it, observed at that claim',
-    labelNames: ['name'],
-    buckets: DURATION_BUCKETS_S,
-    registers: [this.registry],
-  });
+  readonly waitTime = new BatchHistogram(
+    'workq_job_wait_seconds',
+    'Time from when a job became due (its run time: enqueue, delay end, retry backoff end) to the claim that leased it, observed at that claim',
+    ['name'],
+    DURATION_BUCKETS_S,
+    this.registry,
+  );
   /** See `observeHandled`. */
-  readonly handlerDuration = new Histogram({
-    name: 'workq_job_handler_seconds',
-    help: 'Time from the claim that leased a job to the ack or failure that ended the lease, as the servers saw them, by outcome (completed, retry, dead)',
-    labelNames: ['name', 'outcome'],
-    buckets: DURATION_BUCKETS_S,
-    registers: [this.registry],
-  });
+  readonly handlerDuration = new BatchHistogram(
+    'workq_job_handler_seconds',
+    'Time from the claim that leased a job to the ack or failure that ended the lease, as the servers saw them, by outcome (completed, retry, dead)',
+    ['name', 'outcome'],
+    DURATION_BUCKETS_S,
+    this.registry,
+  );
   private countsReadAt = 0;
   private historyReadAt = Number.NEGATIVE_INFINITY;
   private history: JobCount[] = [];
@@ -125,19 +126,31 @@ export class ServerMetrics {
    * lease keeps its run time, so its wait includes the lost lease.
    */
   observeClaimed(jobs: readonly { name: string; runAtMs: number }[], nowMs: number): void {
-    for (const job of jobs) this.waitTime.observe({ name: job.name }, Math.max(0, nowMs - job.runAtMs) / 1000);
+    let name: string | undefined;
+    let series: HistogramSeries | undefined;
+    for (const job of jobs) {
+      // A claim's jobs are of one type: its series is looked up once.
+      if (job.name !== name || series === undefined) {
+        name = job.name;
+        series = this.waitTime.series({ name });
+      }
+      series.observe(Math.max(0, nowMs - job.runAtMs) / 1000);
+    }
   }
 
   /**
    * Observes how long a lease was held when its ack or failure arrives at `nowMs`: from the claim time its
    * token carries (`leaseClaimedAtMs`), read on whichever server took the claim. That spans the handler's
    * run and what the server cannot see apart from it: the claim's answer in transit, a prefetched job's wait
-   * in the worker, and the ack's batching. A token without a claim time is not observed.
+   * in the worker, and the ack's batching. A token without a claim time is not observed. One call per batch of
+   * leases of one type that ended alike, such as the acks a claim carried.
    */
-  observeHandled(name: string, leaseToken: string, outcome: HandledOutcome, nowMs: number): void {
-    const claimedAtMs = leaseClaimedAtMs(leaseToken);
-    if (claimedAtMs === null) return;
-    this.handlerDuration.observe({ name, outcome }, Math.max(0, nowMs - claimedAtMs) / 1000);
+  observeHandled(name: string, leaseTokens: readonly string[], outcome: HandledOutcome, nowMs: number): void {
+    const series = this.handlerDuration.series({ name, outcome });
+    for (const leaseToken of leaseTokens) {
+      const claimedAtMs = leaseClaimedAtMs(leaseToken);
+      if (claimedAtMs !== null) series.observe(Math.max(0, nowMs - claimedAtMs) / 1000);
+    }
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -59,5 +59,6 @@ export {
   LEASE_MS_LIMITS,
   LEASE_TOKEN_MAX_CHARS,
   MAX_BATCH_SIZE,
+  TIMEOUT_MS_LIMITS,
 } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

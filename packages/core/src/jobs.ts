@@ -35,7 +35,10 @@ export interface JobError {
   stack?: string;
   /** Set when a handler threw a permanent error, which skips the remaining attempts. */
   permanent?: boolean;
-  /** Set when the error was recorded by the engine rather than a handler, e.g. `LEASE_EXPIRED`. */
+  /**
+   * Set when the attempt ended for a reason of its own rather than what a handler threw: `LEASE_EXPIRED` (its
+   * worker stopped extending the lease), `TIMEOUT` (it ran past its time limit, `timeoutMs`).
+   */
   code?: string;
   attempt: number;
   at: Date;
@@ -146,6 +149,13 @@ export const MAX_BATCH_SIZE = 1000;
  * takes while the first still runs it.
  */
 export const LEASE_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as const);
+
+/**
+ * The bounds of a handler's time limit (`timeoutMs`), in milliseconds: 100 ms
+ * to 24 h, as pg-boss bounds `expireInSeconds`. Below that no handler gets
+ * to start; work that runs longer than a day belongs in smaller jobs.
+ */
+export const TIMEOUT_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as const);
 
 /**
  * The longest lease token a store hands out, and a server takes back: the

@@ -22,10 +22,11 @@ import {
 
 /**
  * A child's options: an enqueue's, but none that could make the enqueue return another job than a new child of
- * this flow (an idempotency key or a debounce), with its policy and its own children.
+ * this flow (an idempotency key or a debounce), nor an id (the server makes each child's, ascending in the order
+ * its parent reads them in), with its policy and its own children.
  */
 export interface ChildOptions<N extends string = string>
-  extends Omit<EnqueueOptions, 'debounce' | 'idempotencyKey' | 'idempotencyTtlMs'> {
+  extends Omit<EnqueueOptions, 'debounce' | 'idempotencyKey' | 'idempotencyTtlMs' | 'id'> {
   /** What the child's end as `dead` does to its parent. @defaultValue 'fail-parent' */
   onFailure?: ChildFailurePolicy | undefined;
   /** The child's own children: it runs after they end, as its parent runs after it. @defaultValue none */
@@ -83,6 +84,12 @@ function describeChild(definition: AnyJobDefinition, name: string, payload: unkn
     throw new WorkqError(
       'VALIDATION',
       `onFailure of child "${name}" is ${JSON.stringify(onFailure)}; use 'fail-parent', 'ignore' or 'continue'.`,
+    );
+  }
+  if ((own as EnqueueOptions).id !== undefined) {
+    throw new WorkqError(
+      'VALIDATION',
+      `Child "${name}" takes no id: each child's id is made for it, in the order its parent reads its children. Find a child through its parent (ctx.children, handle.status()).`,
     );
   }
   const child: ChildJob = { name, version: definition.version, payload, options: { ...definition.defaults, ...own } };

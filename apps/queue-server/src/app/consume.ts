@@ -66,22 +66,25 @@ export async function completeJobs(services: ServerServices, items: readonly Ack
 export interface Failure {
   message: string;
   permanent: boolean;
+  /** The attempt ran past its time limit: recorded with the code `TIMEOUT`. */
+  timedOut?: boolean | undefined;
   errorName?: string | undefined;
   stack?: string | undefined;
 }
 
 /** Records a failed attempt: the job is retried after its backoff, or ends dead; counted by outcome. */
 export async function failJob(services: ServerServices, lease: LeaseRef, failure: Failure) {
-  const { message, permanent, errorName, stack } = failure;
+  const { message, permanent, timedOut, errorName, stack } = failure;
   const status = await services.engine.fail(lease, {
     message,
     permanent,
+    ...(timedOut ? { timedOut } : {}),
     ...(errorName ? { errorName } : {}),
     ...(stack ? { stack } : {}),
   });
   const outcome = status.state === 'dead' ? 'dead' : 'retry';
   services.metrics.failed.inc({ outcome });
-  services.metrics.observeHandled(status.name, lease.leaseToken, outcome, Date.now());
+  services.metrics.observeHandled(status.name, [lease.leaseToken], outcome, Date.now());
   return { state: status.state, runAt: status.runAt, attempts: status.attempts };
 }
 
@@ -198,9 +201,13 @@ function observeAcks(
   completedIds: readonly string[],
 ): void {
   if (completedIds.length === 0) return;
-  const completed = new Set(completedIds);
-  const nowMs = Date.now();
-  for (const ack of acks) {
-    if (completed.has(ack.id)) services.metrics.observeHandled(name, ack.leaseToken, 'completed', nowMs);
+  // Usually every ack completed, in the order sent: then no lookup is needed.
+  let tokens: string[];
+  if (completedIds.length === acks.length && acks.every((ack, index) => ack.id === completedIds[index])) {
+    tokens = acks.map((ack) => ack.leaseToken);
+  } else {
+    const completed = new Set(completedIds);
+    tokens = acks.filter((ack) => completed.has(ack.id)).map((ack) => ack.leaseToken);
   }
+  services.metrics.observeHandled(name, tokens, 'completed', Date.now());
 }

@@ -81,14 +81,15 @@ export const consumerRouter = router({
 
   /**
    * Records a failed attempt: its message, and the handler's error class and stack when the worker sends them
-   * (kept cut to `ERROR_HISTORY_LIMITS`). The job is retried after its backoff, or ends dead when `permanent`
-   * or out of attempts.
+   * (kept cut to `ERROR_HISTORY_LIMITS`); `timedOut`: the attempt ran past its time limit, and its error has
+   * the code `TIMEOUT`. The job is retried after its backoff, or ends dead when `permanent` or out of attempts.
    */
   fail: leaseProcedure
     .input(
       lease.extend({
         message: z.string().max(10_000),
         permanent: z.boolean().default(false),
+        timedOut: z.boolean().default(false),
         errorName: z.string().max(1_000).optional(),
         stack: z.string().max(64_000).optional(),
       }),

@@ -71,4 +71,12 @@ describe('job contract types', () => {
       },
     });
   });
+
+  it('takes a time limit in milliseconds, and nothing else', () => {
+    expectTypeOf(defineJob({ version: 1, payload: z.object({}), timeoutMs: 60_000 }).timeoutMs).toEqualTypeOf<
+      number | undefined
+    >();
+    // @ts-expect-error a time limit is a number of milliseconds
+    defineJob({ version: 1, payload: z.object({}), timeoutMs: '1m' });
+  });
 });

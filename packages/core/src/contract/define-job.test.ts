@@ -87,6 +87,16 @@ describe('defineJob', () => {
     }
     expect(defineJob({ version: 1, payload, defaults: { leaseMs: 86_400_000 } }).defaults.leaseMs).toBe(86_400_000);
   });
+
+  it('keeps a time limit within TIMEOUT_MS_LIMITS and refuses any other when the job is defined', () => {
+    expect(defineJob({ version: 1, payload, timeoutMs: 60_000 }).timeoutMs).toBe(60_000);
+    expect(defineJob({ version: 1, payload }).timeoutMs).toBeUndefined();
+    for (const timeoutMs of [99, 86_400_001, 1.5, Number.NaN, 0, -1]) {
+      expect(validationError(() => defineJob({ version: 1, payload, timeoutMs })).message).toMatch(
+        /timeoutMs must be an integer from 100 to 86400000 \(100 ms to 24 h\)/,
+      );
+    }
+  });
 });
 
 describe('defineCatalog', () => {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { WorkqError } from '../errors.ts';
-import { LEASE_MS_LIMITS } from '../jobs.ts';
+import { LEASE_MS_LIMITS, TIMEOUT_MS_LIMITS } from '../jobs.ts';
 import type { JobDefaults, JobDefinition, PreviousVersion } from './types.ts';
 
 // biome-ignore format: a lookup table reads best on one line.
@@ -41,13 +41,19 @@ export interface JobSpec<V extends number, P extends z.ZodType, R extends z.ZodT
       }
     | undefined;
   defaults?: JobDefaults | undefined;
+  /**
+   * How long one attempt's handler may run, from its claim, in milliseconds (`TIMEOUT_MS_LIMITS`): then its
+   * `ctx.signal` aborts and the attempt fails with `TIMEOUT`, retried like any failure. @defaultValue no limit
+   */
+  timeoutMs?: number | undefined;
 }
 
 /**
  * Declares a job type. Fails with a `VALIDATION` error when the versions are
  * not consecutive integers ending at `version`, an older version lacks its
- * upgrade, or `defaults.leaseMs` is outside `LEASE_MS_LIMITS` (the other
- * defaults are checked where each enqueue resolves them).
+ * upgrade, `defaults.leaseMs` is outside `LEASE_MS_LIMITS` or `timeoutMs`
+ * outside `TIMEOUT_MS_LIMITS` (the other defaults are checked where each
+ * enqueue resolves them).
  */
 export function defineJob<
   const V extends number,
@@ -58,6 +64,7 @@ export function defineJob<
   const previous = (spec.previous ?? {}) as Record<string, PreviousVersion>;
   const versions = checkVersions(spec.version, previous);
   checkDefaultLease(spec.defaults?.leaseMs);
+  checkTimeLimit(spec.timeoutMs);
   return Object.freeze({
     kind: 'workq.job',
     version: spec.version,
@@ -65,6 +72,7 @@ export function defineJob<
     result: spec.result as R,
     previous: previous as JobDefinition<V, P, R, Prev>['previous'],
     defaults: Object.freeze({ ...spec.defaults }),
+    ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
     versions,
   });
 }
@@ -75,6 +83,16 @@ function checkDefaultLease(leaseMs: number | undefined): void {
     throw new WorkqError(
       'VALIDATION',
       `defaults.leaseMs must be an integer from ${LEASE_MS_LIMITS.min} to ${LEASE_MS_LIMITS.max} (100 ms to 24 h); got ${String(leaseMs)}. For longer work, extend the lease while the job runs.`,
+    );
+  }
+}
+
+function checkTimeLimit(timeoutMs: number | undefined): void {
+  if (timeoutMs === undefined) return;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < TIMEOUT_MS_LIMITS.min || timeoutMs > TIMEOUT_MS_LIMITS.max) {
+    throw new WorkqError(
+      'VALIDATION',
+      `timeoutMs must be an integer from ${TIMEOUT_MS_LIMITS.min} to ${TIMEOUT_MS_LIMITS.max} (100 ms to 24 h); got ${String(timeoutMs)}. Leave it out for no limit.`,
     );
   }
 }

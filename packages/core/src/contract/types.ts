@@ -46,6 +46,11 @@ export interface JobDefinition<
   readonly result: R;
   readonly previous: { readonly [K in keyof Prev]: PreviousVersion<Prev[K] & z.ZodType> };
   readonly defaults: JobDefaults;
+  /**
+   * How long one attempt's handler may run, from its claim: then its `ctx.signal` aborts and the attempt fails
+   * with `TIMEOUT` (retried like any failure). `undefined`: no limit.
+   */
+  readonly timeoutMs?: number | undefined;
   /** Versions this definition can read, oldest first; the last is `version`. */
   readonly versions: readonly number[];
 }

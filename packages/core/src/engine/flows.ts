@@ -65,8 +65,9 @@ export class Flows {
    * Enqueues `input` and every child below it, all or nothing: the parent is `waiting-children` until its
    * children have ended (each child likewise), then ready once. Each child is checked as an enqueue is, before
    * anything is stored; a child takes neither an idempotency key nor `debounce` (the parent's key makes the
-   * whole flow idempotent). Under a key a retained job holds, that job is returned (`created: false`) and
-   * nothing is stored. At most `FLOW_LIMITS.children` children, nested at most `FLOW_LIMITS.depth` deep.
+   * whole flow idempotent), nor an id (ids order a parent's children). Under a key a retained job holds, that
+   * job is returned (`created: false`) and nothing is stored. At most `FLOW_LIMITS.children` children, nested
+   * at most `FLOW_LIMITS.depth` deep.
    */
   async enqueue(input: FlowInput): Promise<EnqueueResult> {
     const now = this.clock.now();
@@ -258,7 +259,7 @@ function flatten(
   return jobs;
 }
 
-/** `child`, once its flow options are known to be valid. */
+/** `child`, once its flow options are known to be valid: a policy it names, and no key, debounce or id of its own. */
 function checkChild(child: ChildInput): ChildInput {
   if (child.onFailure !== undefined && !(CHILD_FAILURE_POLICIES as readonly string[]).includes(child.onFailure)) {
     throw new WorkqError(
@@ -270,6 +271,12 @@ function checkChild(child: ChildInput): ChildInput {
     throw new WorkqError(
       'VALIDATION',
       `A child job (${String(child.name)}) takes no idempotencyKey or debounce: its flow is enqueued at once, idempotent through its parent's key.`,
+    );
+  }
+  if ((child.id ?? child.options?.id) !== undefined) {
+    throw new WorkqError(
+      'VALIDATION',
+      `A child job (${String(child.name)}) takes no id: the engine makes each child's id, ascending in enqueue order, which is the order its parent reads its children in. Find a child through its parent (children, childResults) instead.`,
     );
   }
   return child;

@@ -256,6 +256,8 @@ function failedRecord(job: JobRecord, error: JobError, retryAt: Date | null, now
 export interface AttemptFailure {
   message: string;
   permanent?: boolean;
+  /** The attempt ran past its time limit (`timeoutMs`): recorded with the code `TIMEOUT`. */
+  timedOut?: boolean;
   errorName?: string;
   stack?: string;
 }
@@ -266,6 +268,7 @@ function recordedError(failure: AttemptFailure, attempt: number, at: Date): JobE
   if (failure.errorName) error.name = toStoredText(failure.errorName.slice(0, ERROR_HISTORY_LIMITS.nameChars));
   if (failure.stack) error.stack = toStoredText(failure.stack.slice(0, ERROR_HISTORY_LIMITS.stackChars));
   if (failure.permanent) error.permanent = true;
+  if (failure.timedOut) error.code = 'TIMEOUT';
   return error;
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { claimRequest } from '../../src/engine/claims.ts';
 import type { Engine } from '../../src/engine/engine.ts';
@@ -70,6 +71,7 @@ export function registerFlowTests(ctx: SuiteContext): void {
   it('flows: a child that fails validation, or an insert that fails, stores nothing of the flow', async () => {
     const [parentName, childName] = [ctx.jobName('atomic-parent'), ctx.jobName('atomic-child')];
     const { engine, store } = ctx.engine();
+    const chosenId = randomUUID();
     const nested = (bad: ChildInput): ChildInput =>
       child(childName, { n: 1 }, { children: [child(childName, {}), bad] });
     const attempts: [ChildInput, string][] = [
@@ -78,6 +80,9 @@ export function registerFlowTests(ctx: SuiteContext): void {
       [nested(child(childName, {}, { onFailure: 'explode' as never })), 'VALIDATION'],
       [nested(child(childName, {}, { options: { idempotencyKey: 'k' } })), 'VALIDATION'],
       [nested(child(childName, {}, { options: { priority: 1.5 } })), 'VALIDATION'],
+      // Ids order a parent's children: one the caller chose would break their enqueue order.
+      [nested(child(childName, {}, { options: { id: chosenId } })), 'VALIDATION'],
+      [nested(child(childName, {}, { id: chosenId })), 'VALIDATION'],
     ];
     for (const [bad, code] of attempts) {
       await expectWorkqError(
@@ -98,6 +103,56 @@ export function registerFlowTests(ctx: SuiteContext): void {
     expect(await store.getJob(rootId)).toBeNull();
     expect(await store.getJob(childId)).toBeNull();
     for (const name of [parentName, childName]) expect((await engine.list({ name })).jobs).toEqual([]);
+    expect(await store.getJob(chosenId)).toBeNull();
+  });
+
+  it('flows: a child given an id of its own is refused, at enqueue and in waitForChildren, storing nothing', async () => {
+    const [parentName, childName] = [ctx.jobName('chosen-parent'), ctx.jobName('chosen-child')];
+    const { engine } = ctx.engine();
+    const chosen = randomUUID();
+    const refused = await expectWorkqError(
+      engine.flows.enqueue({
+        name: parentName,
+        version: 1,
+        payload: {},
+        children: [child(childName, {}, { id: chosen })],
+      }),
+      'VALIDATION',
+    );
+    expect(refused.message).toContain('takes no id');
+    const { id } = await engine.enqueue({ name: parentName, version: 1, payload: {} });
+    const lease = await claimOne(engine, parentName);
+    await expectWorkqError(
+      engine.flows.waitForChildren(lease, [
+        child(childName, { n: 1 }),
+        child(childName, {}, { options: { id: chosen } }),
+      ]),
+      'VALIDATION',
+    );
+    expect(await ctx.store.getJob(chosen)).toBeNull();
+    expect(await engine.flows.children(id)).toEqual([]);
+    expect((await engine.list({ name: childName })).jobs).toEqual([]);
+    await engine.complete(lease, {});
+  });
+
+  it("flows: under the parent's idempotency key a second flow returns the first parent and stores nothing", async () => {
+    const [parentName, childName] = [ctx.jobName('keyed-parent'), ctx.jobName('keyed-child')];
+    const { engine } = ctx.engine();
+    const flow = (n: number) => ({
+      name: parentName,
+      version: 1,
+      payload: { n },
+      idempotencyKey: 'report-1',
+      children: [child(childName, { n }), child(childName, { n: n + 1 })],
+    });
+    const first = await engine.flows.enqueue(flow(1));
+    expect(first).toMatchObject({ created: true, state: 'waiting-children' });
+    expect(await engine.flows.enqueue(flow(10))).toEqual({ id: first.id, created: false, state: 'waiting-children' });
+    expect((await engine.list({ name: parentName })).jobs.map((job) => job.id)).toEqual([first.id]);
+    const children = await ctx.store.listChildren(first.id, { limit: 10 });
+    expect(children.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect((await engine.list({ name: childName })).jobs).toHaveLength(2);
+    expect(await engine.get(first.id)).toMatchObject({ pendingChildren: 2, childCount: 2 });
   });
 
   it('flows: nested children: a child with children waits for them, and its parent for it', async () => {

@@ -7,8 +7,17 @@ export interface PendingAck {
   leaseToken: string;
   result: unknown;
   giveUpAt: number;
-  settle: (ok: boolean) => void;
-  fail: (error: unknown) => void;
+}
+
+/**
+ * What became of completions, told once per completion: one pair of functions for every job, so a job's
+ * completion costs no promise or closures of its own.
+ */
+export interface AckOutcomes {
+  /** The job's lease was already lost when its completion arrived: its result was not recorded. */
+  lost(ack: PendingAck): void;
+  /** The completion could not be sent before its `giveUpAt`. */
+  failed(ack: PendingAck, error: unknown): void;
 }
 
 /**
@@ -26,18 +35,17 @@ export class AckBatcher {
   constructor(
     private readonly call: Call,
     private readonly maxBatch: number,
+    private readonly outcomes: AckOutcomes,
     private readonly name?: string,
   ) {}
 
   /**
-   * Resolves to `true` when the job was completed, `false` when its lease was
-   * already lost. Retries through outages until `giveUpAt` (epoch ms).
+   * Queues the completion of held job `id`; `outcomes` hears if its lease was already lost, or if it could
+   * not be sent. Retries through outages until `giveUpAt` (epoch ms).
    */
-  complete(id: string, leaseToken: string, result: unknown, giveUpAt: number): Promise<boolean> {
-    return new Promise((settle, fail) => {
-      this.pending.push({ id, leaseToken, result, giveUpAt, settle, fail });
-      this.schedule();
-    });
+  complete(id: string, leaseToken: string, result: unknown, giveUpAt: number): void {
+    this.pending.push({ id, leaseToken, result, giveUpAt });
+    this.schedule();
   }
 
   /**
@@ -68,7 +76,7 @@ export class AckBatcher {
   /** Settles completions a claim carried, from the server's outcomes. */
   settle(acks: readonly PendingAck[], completedIds: readonly string[]): void {
     const ok = new Set(completedIds);
-    for (const ack of acks) ack.settle(ok.has(ack.id));
+    for (const ack of acks) if (!ok.has(ack.id)) this.outcomes.lost(ack);
   }
 
   /** Puts back completions whose claim failed in transit; they go out on their own, retried. */
@@ -117,10 +125,10 @@ export class AckBatcher {
     ).then(
       // One outcome per item, in order: a job sent under two leases is settled per lease.
       (outcomes) => {
-        for (const [index, ack] of batch.entries()) ack.settle(outcomes[index]?.ok === true);
+        for (const [index, ack] of batch.entries()) if (outcomes[index]?.ok !== true) this.outcomes.lost(ack);
       },
       (error: unknown) => {
-        for (const ack of batch) ack.fail(error);
+        for (const ack of batch) this.outcomes.failed(ack, error);
       },
     );
     this.sending.add(sent);

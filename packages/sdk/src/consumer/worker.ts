@@ -16,8 +16,9 @@ import { type FailAnswer, logAttempt } from './attempt-log.ts';
 import { ClaimFailures } from './claim-failures.ts';
 import { HandBack } from './hand-back.ts';
 import { HandlerContext, type JobContextDeps, readChildren } from './job-context.ts';
-import { type JobAbort, LeaseKeeper } from './lease-keeper.ts';
+import { type JobAbort, LeaseKeeper, localLeaseExpiry } from './lease-keeper.ts';
 import { runConsumerLoop } from './loop.ts';
+import { timeLimitError, withinTimeLimit } from './time-limit.ts';
 import type { ConsumeOptions, JobContext, Worker } from './types.ts';
 
 export interface WorkerDeps extends JobContextDeps {
@@ -53,11 +54,14 @@ function giveUpAt(job: ClaimedJob): number {
 interface HeldJob {
   job: ClaimedJob;
   jobAbort: JobAbort;
+  /** When the server leased it, by this process's clock (see `localLeaseExpiry`): its time limit counts from then. */
+  leasedAtMs: number;
 }
 
 /** Wires the consumer loop to the server: claims, runs handlers, extends leases, acks in batches. */
 export function startWorker(deps: WorkerDeps): Worker {
   const { name, definition, call, options } = deps;
+  const { timeoutMs } = definition;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
   const pollWaitMs = options.pollWaitMs ?? 25_000;
   const logger = options.logger === false ? silentLogger : (options.logger ?? deps.logger);
@@ -66,7 +70,18 @@ export function startWorker(deps: WorkerDeps): Worker {
   const workerId = globalThis.crypto.randomUUID();
   const leases = new LeaseKeeper(call, undefined, workerId);
   const startedAt = new Date();
-  const acks = new AckBatcher(call, MAX_BATCH_SIZE, name);
+  const acks = new AckBatcher(
+    call,
+    MAX_BATCH_SIZE,
+    {
+      lost: (ack) =>
+        onError(
+          new WorkqError('LEASE_LOST', `Job ${ack.id} finished after its lease was lost; its result was not recorded.`),
+        ),
+      failed: (_ack, error) => onError(error),
+    },
+    name,
+  );
   const handBack = new HandBack(call, name, onError);
   const stopClaiming = new AbortController();
   /** Drops the claims still out: when closing, unless their server answers them at once. */
@@ -115,15 +130,11 @@ export function startWorker(deps: WorkerDeps): Worker {
       else acks.settle(carried, claimed.completed);
       limited = claimed.concurrencyLimited === true;
       // Leases are kept alive from the claim on, also while a prefetched job waits for a slot.
-      return claimed.jobs.map((job) => ({
-        job,
-        jobAbort: leases.hold(job.id, job.leaseToken, {
-          leaseMs: job.leaseMs,
-          serverExpiresAtMs: job.leaseExpiresAtMs,
-          sentAtMs,
-          receivedAtMs,
-        }),
-      }));
+      return claimed.jobs.map((job) => {
+        const grant = { leaseMs: job.leaseMs, serverExpiresAtMs: job.leaseExpiresAtMs, sentAtMs, receivedAtMs };
+        const jobAbort = leases.hold(job.id, job.leaseToken, grant);
+        return { job, jobAbort, leasedAtMs: localLeaseExpiry(grant) - grant.leaseMs };
+      });
     } catch (error) {
       acks.restore(carried);
       throw error;
@@ -165,16 +176,18 @@ export function startWorker(deps: WorkerDeps): Worker {
   /**
    * Records a failed attempt and logs it. A `PermanentError`, a payload this consumer can never read, or a result
    * that fails the type's `result` schema (a bug no retry fixes) ends the job at once; anything else retries.
+   * An attempt that ran past its time limit is `timedOut`: recorded with its message alone, as `TIMEOUT`.
    */
   const settleFailure = async (
     job: ClaimedJob,
     thrown: unknown,
     giveUpAtMs: number,
-    permanentAnyway = false,
+    ending: { permanent?: boolean; timedOut?: boolean } = {},
   ): Promise<void> => {
-    const permanent = permanentAnyway || thrown instanceof PermanentError;
-    const described = describeThrown(thrown);
-    const report = { id: job.id, leaseToken: job.leaseToken, ...described, permanent };
+    const permanent = ending.permanent === true || thrown instanceof PermanentError;
+    const timedOut = ending.timedOut === true;
+    const described = timedOut ? { message: messageOf(thrown) } : describeThrown(thrown);
+    const report = { id: job.id, leaseToken: job.leaseToken, ...described, permanent, timedOut };
     let answer: FailAnswer;
     try {
       answer = await retrying(() => call((api, signal) => api.consumer.fail.mutate(report, { signal })), giveUpAtMs);
@@ -185,7 +198,7 @@ export function startWorker(deps: WorkerDeps): Worker {
     logAttempt(logger, job, described, thrown, answer);
   };
 
-  const handle = async ({ job, jobAbort }: HeldJob): Promise<void> => {
+  const handle = async ({ job, jobAbort, leasedAtMs }: HeldJob): Promise<void> => {
     const ctx = new HandlerContext(deps, { id: job.id, leaseToken: job.leaseToken, name }, jobAbort);
     try {
       // A prefetched job whose lease was lost while it waited is someone else's now.
@@ -200,7 +213,7 @@ export function startWorker(deps: WorkerDeps): Worker {
       try {
         payload = upgradePayload(name, definition, job.version, job.payload);
       } catch (error) {
-        await settleFailure(job, error, giveUpAt(job), true);
+        await settleFailure(job, error, giveUpAt(job), { permanent: true });
         return;
       }
       let returned: unknown;
@@ -216,9 +229,19 @@ export function startWorker(deps: WorkerDeps): Worker {
           version: job.version,
         };
         const tracing = deps.tracing?.resolved;
-        returned = tracing
-          ? await tracing.process(job, async () => deps.handler(consumed, ctx))
-          : await deps.handler(consumed, ctx);
+        const running = tracing
+          ? tracing.process(job, async () => deps.handler(consumed, ctx))
+          : deps.handler(consumed, ctx);
+        if (timeoutMs === undefined) returned = await running;
+        else {
+          const timedOut = timeLimitError(job.id, name, timeoutMs);
+          const run = await withinTimeLimit(running, leasedAtMs + timeoutMs, () => jobAbort.abort(timedOut));
+          if (run.timedOut) {
+            await settleFailure(job, timedOut, giveUpAt(job), { timedOut: true });
+            return;
+          }
+          returned = run.value;
+        }
         if (ctx.ended) return;
       } catch (error) {
         if (ctx.ended || jobAbort.reason instanceof WorkqError) return;
@@ -230,21 +253,12 @@ export function startWorker(deps: WorkerDeps): Worker {
         outcome = definition.result ? parseWith(definition.result, returned, `Result of "${name}"`) : null;
       } catch (error) {
         if (jobAbort.reason instanceof WorkqError) return;
-        await settleFailure(job, error, giveUpAt(job), true);
+        await settleFailure(job, error, giveUpAt(job), { permanent: true });
         return;
       }
       if (jobAbort.aborted) return;
       // The slot frees now; the completion reaches the server with the next claim or batch.
-      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job)).then((completed) => {
-        if (!completed) {
-          onError(
-            new WorkqError(
-              'LEASE_LOST',
-              `Job ${job.id} finished after its lease was lost; its result was not recorded.`,
-            ),
-          );
-        }
-      }, onError);
+      acks.complete(job.id, job.leaseToken, outcome, giveUpAt(job));
     } catch (error) {
       onError(error);
     } finally {
