@@ -3,21 +3,83 @@ import { type TraceContext, WorkqError } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
 import { enqueueJob } from '../app/enqueue.ts';
+import { listSchemas } from '../app/schemas.ts';
 import type { ServerServices } from '../app/services.ts';
-import { logAuthFailure, refusalDetail } from '../audit-log.ts';
 import { requireScope } from '../auth.ts';
-import { STATUS_OF_ERROR, toClientError } from '../errors.ts';
-import { currentRequest, noteServerFailure } from '../request-context.ts';
+import { type RequestKind, STATUS_OF_ERROR, toClientError } from '../errors.ts';
 import { enqueueOptions, version } from '../router/inputs.ts';
 import { isJsonContentType } from './content-type.ts';
-import { checkJsonDepth, readBodyBytes } from './read-body.ts';
+import { auditRefusal, noteSubject, readJsonBody, sendError, sendJson } from './json-api.ts';
+import { type DescribedJobType, openApiDocument } from './openapi.ts';
+import {
+  cancelRoute,
+  claimRoute,
+  completeRoute,
+  extendRoute,
+  failRoute,
+  type RestAnswer,
+  type RestCall,
+  statusRoute,
+} from './worker-routes.ts';
+
+export { sendJson } from './json-api.ts';
 
 const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enqueueOptions });
 
+/** A route of the plain HTTP API: its method, its path with one parameter, whether it takes a JSON body. */
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  /** What a failure of this call may have changed (see `toClientError`). */
+  kind: RequestKind;
+  /** Whether the call sends a JSON body (refused with 415 otherwise). */
+  body: boolean;
+  serve: (call: RestCall) => Promise<RestAnswer>;
+}
+
+const ROUTES: readonly Route[] = [
+  { method: 'GET', pattern: /^\/v1\/openapi\.json$/, kind: 'read', body: false, serve: serveOpenApi },
+  { method: 'POST', pattern: /^\/v1\/jobs\/([^/]+)$/, kind: 'enqueue', body: true, serve: enqueueRoute },
+  { method: 'POST', pattern: /^\/v1\/jobs\/([^/]+)\/claim$/, kind: 'claim', body: true, serve: claimRoute },
+  { method: 'GET', pattern: /^\/v1\/job\/([^/]+)$/, kind: 'read', body: false, serve: statusRoute },
+  { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/complete$/, kind: 'ack', body: true, serve: completeRoute },
+  { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/fail$/, kind: 'write', body: true, serve: failRoute },
+  { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/extend$/, kind: 'write', body: true, serve: extendRoute },
+  { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/cancel$/, kind: 'write', body: false, serve: cancelRoute },
+];
+
 /**
- * Plain JSON over HTTP, for producers that are not TypeScript:
- * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }` and
- * `content-type: application/json` (415 `VALIDATION` otherwise). The job is
+ * The plain HTTP API under `/v1/` (docs/http-api.md), described by the
+ * OpenAPI document it serves at `/v1/openapi.json`: enqueue, and what a
+ * worker in any language needs (worker-routes.ts). Every call is
+ * authenticated first; a route with a body takes `content-type:
+ * application/json` (415 `VALIDATION` otherwise); errors are answered as
+ * `{ "error": { code, message } }` with the status of their code
+ * (`STATUS_OF_ERROR`), never with a stack or a store's text.
+ */
+export async function handleRest(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
+  let kind: RequestKind = 'write';
+  try {
+    const { route, param } = routeOf(req);
+    kind = route.kind;
+    if (route.body && !isJsonContentType(req.headers['content-type'])) {
+      req.resume();
+      return sendError(res, 415, new WorkqError('VALIDATION', NOT_JSON));
+    }
+    const principal = await services.authority.authenticate(req.headers.authorization);
+    noteSubject(principal.subject);
+    const { status, body } = await route.serve({ req, res, services, principal, param });
+    if (!res.destroyed) sendJson(res, status, body);
+  } catch (error) {
+    const clientError = toClientError(error, kind);
+    auditRefusal(services, req, clientError);
+    if (!res.destroyed) sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError, error);
+  }
+}
+
+/**
+ * `POST /v1/jobs/<name>` with `{ "version", "payload", "options"? }`, for
+ * producers that are not TypeScript. The job is
  * enqueued as `jobs.enqueue` enqueues it: handed to a consumer waiting on
  * this server, merged with concurrent inserts, counted in the metrics.
  * Payloads are validated as over tRPC: with the server's catalog when it has one,
@@ -26,33 +88,37 @@ const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enque
  * Without `options.traceContext`, the job keeps the request's W3C `traceparent`
  * (and `tracestate`) headers, as an instrumented HTTP client sends them.
  */
-export async function handleRest(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
-  try {
-    const jobName = routeOf(req);
-    if (!isJsonContentType(req.headers['content-type'])) {
-      req.resume();
-      return sendError(res, 415, new WorkqError('VALIDATION', NOT_JSON));
-    }
-    const principal = await services.authority.authenticate(req.headers.authorization);
-    noteSubject(principal.subject);
-    requireScope(principal, 'produce', jobName);
-    const body = restEnqueueBody.safeParse(await readJson(req, restBodyLimit(services.options.limits)));
-    if (!body.success) {
-      throw new WorkqError(
-        'VALIDATION',
-        `Body must be {"version": <int>, "payload": <json>, "options"?: {...}}: ${body.error.issues[0]?.message}`,
-      );
-    }
-    const traceContext = body.data.options?.traceContext ?? headerTraceContext(req);
-    const options = traceContext ? { ...body.data.options, traceContext } : body.data.options;
-    const result = await enqueueJob(services, jobName, body.data.version, body.data.payload, options);
-    const warnings = services.registry.uncheckedWarnings(jobName, body.data.version);
-    sendJson(res, result.created ? 201 : 200, warnings.length > 0 ? { ...result, warnings } : result);
-  } catch (error) {
-    const clientError = toClientError(error, 'enqueue');
-    auditRefusal(services, req, clientError);
-    sendError(res, STATUS_OF_ERROR[clientError.code].http, clientError, error);
+async function enqueueRoute({ req, services, principal, param: jobName }: RestCall): Promise<RestAnswer> {
+  requireScope(principal, 'produce', jobName);
+  const body = await readJsonBody(
+    req,
+    restBodyLimit(services.options.limits),
+    restEnqueueBody,
+    '{"version": <int>, "payload": <json>, "options"?: {...}}',
+  );
+  const traceContext = body.options?.traceContext ?? headerTraceContext(req);
+  const options = traceContext ? { ...body.options, traceContext } : body.options;
+  const result = await enqueueJob(services, jobName, body.version, body.payload, options);
+  const warnings = services.registry.uncheckedWarnings(jobName, body.version);
+  return { status: result.created ? 201 : 200, body: warnings.length > 0 ? { ...result, warnings } : result };
+}
+
+/** `GET /v1/openapi.json`: the document, with the schemas of the job types the caller may use (`listSchemas`). */
+async function serveOpenApi({ services, principal }: RestCall): Promise<RestAnswer> {
+  const entries = await listSchemas(services, principal, undefined);
+  const catalog = services.options.jobs;
+  const types = new Map<string, DescribedJobType>();
+  for (const { name, version: jobVersion, jsonSchema } of entries) {
+    const result = catalog?.[name]?.result;
+    const type = types.get(name) ?? { name, payloads: [], result: result && resultJsonSchema(result) };
+    types.set(name, { ...type, payloads: [...type.payloads, { version: jobVersion, jsonSchema }] });
   }
+  return { status: 200, body: openApiDocument([...types.values()]) };
+}
+
+/** What a handler returns, as JSON Schema (the input side: what a worker sends to complete). */
+function resultJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
 }
 
 /**
@@ -64,20 +130,6 @@ function restBodyLimit(limits: ServerServices['options']['limits']): number {
   return Math.min(limits.maxRequestBytes, 2 * limits.maxPayloadBytes + 64 * 1024);
 }
 
-/** Keeps the caller's subject on the request, for its log lines. */
-function noteSubject(subject: string | undefined): void {
-  const request = currentRequest();
-  if (request && subject !== undefined) request.subject = subject;
-}
-
-/** A request refused for who sent it goes to the audit trail (audit-log.ts). */
-function auditRefusal(services: ServerServices, req: IncomingMessage, error: WorkqError): void {
-  if (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN') return;
-  const action = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
-  const detail = refusalDetail(error.message, req.headers.authorization);
-  logAuthFailure(services.options.logger, currentRequest(), { action, reason: error.code, detail });
-}
-
 /** The request's W3C trace context headers, when they fit what a job stores (others are ignored, not refused). */
 function headerTraceContext(req: IncomingMessage): TraceContext | undefined {
   const fits = (value: unknown): value is string =>
@@ -87,43 +139,25 @@ function headerTraceContext(req: IncomingMessage): TraceContext | undefined {
   return fits(tracestate) ? { traceparent, tracestate } : { traceparent };
 }
 
-const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
-
-/** Answers `error`; a 5xx also carries the request's id, and its internal cause goes to the request's log line. */
-function sendError(res: ServerResponse, status: number, error: WorkqError, internal?: unknown): void {
-  const requestId = status >= 500 ? noteServerFailure(internal ?? error) : undefined;
-  sendJson(res, status, { error: { code: error.code, message: error.message, details: error.details, requestId } });
-}
-
-/** The job name of a `POST /v1/jobs/<name>` request: `NOT_FOUND` for another route, `VALIDATION` for a name that does not decode. */
-function routeOf(req: IncomingMessage): string {
+/** The route of a request and its path parameter, decoded: `NOT_FOUND` for no route, `VALIDATION` for a parameter that does not decode. */
+function routeOf(req: IncomingMessage): { route: Route; param: string } {
   const path = (req.url ?? '/').split('?')[0] ?? '/';
-  const name = /^\/v1\/jobs\/([^/]+)$/.exec(path)?.[1];
-  if (req.method !== 'POST' || name === undefined) {
-    throw new WorkqError('NOT_FOUND', 'Unknown route: enqueue with POST /v1/jobs/<name>.');
+  for (const route of ROUTES) {
+    const encoded = route.method === req.method ? route.pattern.exec(path) : null;
+    if (!encoded) continue;
+    try {
+      return { route, param: decodeURIComponent(encoded[1] ?? '') };
+    } catch {
+      throw new WorkqError('VALIDATION', 'The path holds text that is not valid percent-encoding (RFC 3986).');
+    }
   }
-  try {
-    return decodeURIComponent(name);
-  } catch {
-    throw new WorkqError('VALIDATION', 'The job name in the path is not valid percent-encoding (RFC 3986).');
-  }
+  throw new WorkqError(
+    'NOT_FOUND',
+    `Unknown route: ${req.method} ${path}. The routes are described at GET /v1/openapi.json.`,
+  );
 }
 
-async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const body = await readBodyBytes(req, maxBytes);
-  checkJsonDepth(body);
-  try {
-    return JSON.parse(body.toString());
-  } catch {
-    throw new WorkqError('VALIDATION', 'Request body is not valid JSON.');
-  }
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
 
 /** `GET /metrics` in Prometheus text format; needs an `admin` token when the server has tokens. */
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {

@@ -1,0 +1,243 @@
+import { once } from 'node:events';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import type { JobStatus } from '@workq/core';
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ChildProcesses } from '../support/processes.ts';
+import { collectingLogger } from '../support/quiet-logger.ts';
+
+/**
+ * Workers in any language: the plain HTTP API (claim with a long poll,
+ * complete, fail, extend, cancel, status) is described at `/v1/openapi.json`
+ * with each job type's schemas, and a Python worker with only the standard
+ * library (`examples/python-worker/worker.py`) runs jobs through it with a
+ * token scoped to its one job type.
+ */
+const PRODUCER = 'producer-token-0123456789';
+const WORKER = 'worker-token-0123456789ab';
+const REPORTS = 'reports-token-0123456789a';
+
+let server: QueueServer;
+const processes = new ChildProcesses();
+
+beforeAll(async () => {
+  server = await startServer({
+    store: 'pglite://memory',
+    port: 0,
+    logger: collectingLogger(),
+    jobs,
+    tokens: [
+      { token: PRODUCER, scopes: ['produce:sendEmail'] },
+      { token: WORKER, scopes: ['consume:sendEmail'] },
+      { token: REPORTS, scopes: ['consume:generateReport'] },
+    ],
+  });
+});
+
+afterEach(async () => {
+  await processes.killAll();
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+/** A JSON answer, read field by field by the assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: each answer's shape is what the assertions check.
+type JsonAnswer = any;
+
+async function call(token: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as JsonAnswer };
+}
+
+const email = (to: string, subject = 'hello') => ({ to, subject, body: 'from the HTTP API' });
+
+async function enqueue(payload: unknown, options?: Record<string, unknown>): Promise<string> {
+  const { status, body } = await call(PRODUCER, 'POST', '/v1/jobs/sendEmail', { version: 1, payload, options });
+  expect(status).toBe(201);
+  return body.id as string;
+}
+
+async function statusOf(id: string): Promise<JobStatus> {
+  const { status, body } = await call(PRODUCER, 'GET', `/v1/job/${id}`);
+  expect(status).toBe(200);
+  return body as JobStatus;
+}
+
+async function until(id: string, done: (status: JobStatus) => boolean, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await statusOf(id);
+    if (done(status)) return status;
+    if (Date.now() > deadline) throw new Error(`job ${id} is still ${status.state}: ${JSON.stringify(status)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('the OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document with the payload and result schemas of the types the token may use', async () => {
+    const { status, body: document } = await call(WORKER, 'GET', '/v1/openapi.json');
+    expect(status).toBe(200);
+    expect(document.openapi).toBe('3.1.0');
+    await SwaggerParser.validate(structuredClone(document) as never);
+
+    const schemas = document.components.schemas;
+    expect(schemas['sendEmail.v1.payload'].properties.to).toMatchObject({ type: 'string', format: 'email' });
+    expect(schemas['sendEmail.v1.payload'].required).toEqual(['to', 'subject', 'body']);
+    expect(schemas['sendEmail.result'].properties.messageId).toEqual({ type: 'string' });
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/jobs/sendEmail',
+        '/v1/jobs/sendEmail/claim',
+        '/v1/job/{id}',
+        '/v1/job/{id}/complete',
+        '/v1/job/{id}/fail',
+        '/v1/job/{id}/extend',
+        '/v1/job/{id}/cancel',
+      ]),
+    );
+    // A type the token may not use is not described.
+    expect(schemas['imageConvert.v2.payload']).toBeUndefined();
+    expect(document.paths['/v1/jobs/imageConvert/claim']).toBeUndefined();
+  });
+
+  it('refuses a caller without a token', async () => {
+    const response = await fetch(`${server.url}/v1/openapi.json`);
+    expect(response.status).toBe(401);
+  });
+});
+
+describe('the plain HTTP worker API', () => {
+  it('claims, completes, and refuses a stale lease with LEASE_LOST', async () => {
+    const id = await enqueue(email('ops@example.com'));
+    const claimBody = { workerId: 'http-test', maxVersion: 1, limit: 1, waitMs: 0 };
+    const claimed = await call(WORKER, 'POST', '/v1/jobs/sendEmail/claim', claimBody);
+    expect(claimed.status).toBe(200);
+    const [job] = claimed.body.jobs;
+    expect(job).toMatchObject({ id, name: 'sendEmail', version: 1, attempt: 1, payload: email('ops@example.com') });
+    expect(typeof job.leaseToken).toBe('string');
+    expect(Date.parse(job.leaseExpiresAt)).toBeGreaterThan(Date.now());
+
+    const extended = await call(WORKER, 'POST', `/v1/job/${id}/extend`, {
+      leaseToken: job.leaseToken,
+      leaseMs: 60_000,
+    });
+    expect(extended.status).toBe(200);
+    expect(Date.parse(extended.body.leaseExpiresAt)).toBeGreaterThan(Date.now() + 50_000);
+
+    const stale = await call(WORKER, 'POST', `/v1/job/${id}/complete`, {
+      leaseToken: `${job.leaseToken}x`,
+      result: {},
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body.error.code).toBe('LEASE_LOST');
+    expect((await statusOf(id)).state).toBe('active');
+
+    const completed = await call(WORKER, 'POST', `/v1/job/${id}/complete`, {
+      leaseToken: job.leaseToken,
+      result: { messageId: 'm-1' },
+    });
+    expect(completed.status).toBe(200);
+    expect(await statusOf(id)).toMatchObject({ state: 'completed', result: { messageId: 'm-1' } });
+  });
+
+  it('waits for work on a long poll, and records a failed attempt', async () => {
+    const waiting = call(WORKER, 'POST', '/v1/jobs/sendEmail/claim', {
+      workerId: 'poll',
+      maxVersion: 1,
+      waitMs: 10_000,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const id = await enqueue(email('poll@example.com'), { maxAttempts: 1 });
+    const [job] = (await waiting).body.jobs;
+    expect(job.id).toBe(id);
+
+    const failed = await call(WORKER, 'POST', `/v1/job/${id}/fail`, {
+      leaseToken: job.leaseToken,
+      message: 'mailbox full',
+      errorName: 'DeliveryError',
+    });
+    expect(failed.status).toBe(200);
+    expect(failed.body).toMatchObject({ state: 'dead', attempts: 1 });
+    expect((await statusOf(id)).error).toMatchObject({ message: 'mailbox full' });
+  });
+
+  it('holds each call to the scopes the tRPC procedures ask for', async () => {
+    const id = await enqueue(email('scope@example.com'));
+    const claimOther = await call(WORKER, 'POST', '/v1/jobs/generateReport/claim', { workerId: 'w', maxVersion: 1 });
+    expect(claimOther.status).toBe(403);
+    expect(claimOther.body.error.code).toBe('FORBIDDEN');
+    expect((await call(REPORTS, 'GET', `/v1/job/${id}`)).status).toBe(403);
+    expect((await call(REPORTS, 'POST', `/v1/job/${id}/cancel`)).status).toBe(403);
+    expect((await call(PRODUCER, 'POST', `/v1/job/${id}/complete`, { leaseToken: 'x', result: 1 })).status).toBe(403);
+
+    const cancelled = await call(PRODUCER, 'POST', `/v1/job/${id}/cancel`);
+    expect(cancelled).toEqual({ status: 200, body: { cancelled: true } });
+    expect((await statusOf(id)).state).toBe('cancelled');
+  });
+
+  it('refuses bad input with VALIDATION and a message, and no stack or store text', async () => {
+    const noWorker = await call(WORKER, 'POST', '/v1/jobs/sendEmail/claim', { maxVersion: 1 });
+    expect(noWorker.status).toBe(400);
+    expect(noWorker.body.error.code).toBe('VALIDATION');
+    expect(noWorker.body.error.message).toMatch(/workerId/);
+
+    const badId = await call(PRODUCER, 'GET', `/v1/job/${'x'.repeat(100)}`);
+    expect(badId.status).toBe(400);
+    const unknown = await call(PRODUCER, 'GET', '/v1/job/0190f1e2-0000-7000-8000-000000000000');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('NOT_FOUND');
+    const notJson = await fetch(`${server.url}/v1/job/x/fail`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${WORKER}`, 'content-type': 'text/plain' },
+      body: '{}',
+    });
+    expect(notJson.status).toBe(415);
+    const route = await call(WORKER, 'POST', '/v1/job/x/finish', {});
+    expect(route.status).toBe(404);
+    for (const answer of [noWorker, badId, unknown, route]) {
+      expect(JSON.stringify(answer.body)).not.toMatch(/\n\s+at |\.ts:\d|SELECT|relation/);
+    }
+  });
+});
+
+describe('a Python worker with only the standard library', () => {
+  it('claims, runs and completes jobs, fails one whose handler raises, keeps its lease, and exits on SIGTERM', async () => {
+    const worker = processes.spawn('python3', ['examples/python-worker/worker.py'], {
+      env: {
+        WORKQ_URL: server.url,
+        WORKQ_TOKEN: WORKER,
+        WORKQ_WAIT_MS: '2000',
+        // Each email takes 2.5 s to send, longer than its 1.5 s lease: the worker must extend it to complete.
+        WORKQ_LEASE_MS: '1500',
+        WORKQ_EXAMPLE_SEND_MS: '2500',
+      },
+    });
+    const sent = await enqueue(email('ada@example.com', 'first'));
+    const undeliverable = await enqueue(email('nobody@example.invalid'), { maxAttempts: 1 });
+
+    const done = await until(sent, (status) => status.state === 'completed').catch((error: Error) => {
+      throw new Error(`${error.message}\n${worker.output()}`);
+    });
+    expect(done.attempts).toBe(1);
+    expect(done.result).toEqual({ messageId: expect.stringMatching(/^<.+@example\.com>$/) });
+    const dead = await until(undeliverable, (status) => status.state === 'dead');
+    expect(dead.error).toMatchObject({ message: expect.stringContaining('example.invalid') });
+
+    const last = await enqueue(email('grace@example.com', 'last'));
+    await until(last, (status) => status.state === 'active');
+    processes.signal(worker, 'SIGTERM');
+    const [code] = await once(worker, 'exit');
+    expect(code, worker.output()).toBe(0);
+    expect(await statusOf(last)).toMatchObject({ state: 'completed', attempts: 1 });
+  });
+});
