@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineCatalog } from '../contract/define-catalog.ts';
+import { defineJob } from '../contract/define-job.ts';
 import { isWorkqError, type WorkqError } from '../errors.ts';
 import { systemClock } from './clock.ts';
 import { fingerprintOf, SchemaRegistry, type SchemaRegistryOptions } from './schema-registry.ts';
@@ -53,6 +56,16 @@ async function failure(call: Promise<unknown>): Promise<WorkqError> {
 const asyncSchema = { $async: true, type: 'object', required: ['x'] };
 
 describe('SchemaRegistry with untrusted schemas', () => {
+  it("checks every payload of a batch against the catalog's schema, naming the first that fails by its place", async () => {
+    const catalog = defineCatalog({ counted: defineJob({ version: 1, payload: z.object({ n: z.number().int() }) }) });
+    const registry = new SchemaRegistry(registryStore().store, systemClock, catalog);
+    await registry.validateAll('counted', 1, [{ n: 1 }, { n: 2 }]);
+    const error = await failure(registry.validateAll('counted', 1, [{ n: 1 }, { n: 2 }, { n: 'three' }, { n: 0.5 }]));
+    expect(error.code).toBe('VALIDATION');
+    expect(error.message).toMatch(/^Payload 3 of 4 of "counted" v1 is invalid:/);
+    expect(error.details).toEqual([expect.objectContaining({ path: ['n'] })]);
+  });
+
   it('refuses an async schema at registration, and stores nothing', async () => {
     const { registry, rows } = registryOver();
     const error = await failure(registry.register([{ name: 'imageConvert', version: 7, jsonSchema: asyncSchema }]));

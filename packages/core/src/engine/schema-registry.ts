@@ -166,9 +166,11 @@ export class SchemaRegistry {
   async validateAll(name: string, version: number, payloads: readonly unknown[]): Promise<void> {
     const zodSchema = this.catalogSchema(name, version);
     if (zodSchema) {
-      for (const [index, payload] of payloads.entries()) {
+      for (let index = 0; index < payloads.length; index++) {
+        // Named only when it fails, parsed again for the message: this loop runs for every job of a bulk enqueue.
+        if (zodSchema.safeParse(payloads[index]).success) continue;
         const which = payloads.length > 1 ? `Payload ${index + 1} of ${payloads.length}` : 'Payload';
-        parseWith(zodSchema, payload, `${which} of "${name}" v${version}`);
+        parseWith(zodSchema, payloads[index], `${which} of "${name}" v${version}`);
       }
       return;
     }
