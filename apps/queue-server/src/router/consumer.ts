@@ -4,11 +4,10 @@ import { moveJob } from '../app/enqueue.ts';
 import { childTypes, waitForChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { stopScopeOf } from '../auth.ts';
+import { completion, withPlainCompletions } from './completions.ts';
 import { childJob, enqueueOptions, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, producesEach, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
-
-const completion = lease.extend({ result: z.unknown() });
 
 export const consumerRouter = router({
   /**
@@ -19,25 +18,29 @@ export const consumerRouter = router({
    */
   claim: authedProcedure
     .input(
-      z.object({
-        name: jobName,
-        minVersion: version.default(1),
-        maxVersion: version,
-        limit: z.number().int().min(1),
-        workerId: storableText(1, 64),
-        host: storableText(0, 255).optional(),
-        /** The worker's process id and start time, for the worker registry. */
-        pid: z
-          .number()
-          .int()
-          .min(0)
-          .max(2 ** 31 - 1)
-          .optional(),
-        startedAt: z.date().optional(),
-        waitMs: z.number().int().min(0).default(0),
-        leaseMs: leaseLengthMs.optional(),
-        complete: z.array(completion).default([]),
-      }),
+      withPlainCompletions(
+        z.object({
+          name: jobName,
+          minVersion: version.default(1),
+          maxVersion: version,
+          limit: z.number().int().min(1),
+          workerId: storableText(1, 64),
+          host: storableText(0, 255).optional(),
+          /** The worker's process id and start time, for the worker registry. */
+          pid: z
+            .number()
+            .int()
+            .min(0)
+            .max(2 ** 31 - 1)
+            .optional(),
+          startedAt: z.date().optional(),
+          waitMs: z.number().int().min(0).default(0),
+          leaseMs: leaseLengthMs.optional(),
+          complete: z.array(completion).default([]),
+        }),
+        'complete',
+        0,
+      ),
     )
     .use(scoped('consume', (input) => input.name))
     .mutation(({ ctx, input, signal }) =>
@@ -76,7 +79,7 @@ export const consumerRouter = router({
    * the handler duration metric; without it the batch is not observed there.
    */
   complete: leaseProcedure
-    .input(z.object({ items: z.array(completion).min(1), name: jobName.optional() }))
+    .input(withPlainCompletions(z.object({ items: z.array(completion).min(1), name: jobName.optional() }), 'items', 1))
     .mutation(({ ctx, input }) => completeJobs(ctx.services, input.items, input.name)),
 
   /**
