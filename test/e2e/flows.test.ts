@@ -185,7 +185,7 @@ await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', 
     expect(order).toEqual(['page 7', 'section', 'root']);
   });
 
-  it('tells watchers when a parent starts to wait for its children, and whose children are enqueued', async () => {
+  it('tells watchers when a parent starts to wait for its children, and whose children are enqueued and cancelled', async () => {
     const controller = new AbortController();
     const seen: { type: string; id: string; parentId?: string }[] = [];
     const watching = (async () => {
@@ -223,6 +223,15 @@ await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', 
         'started',
         'waiting-children',
       ]);
+
+      // Cancelling a parent cancels its children, and each such child's event names the parent.
+      expect(await parent.cancel()).toBe(true);
+      await until(() => seen.some((event) => event.id === child && event.type === 'cancelled'), 15_000);
+      expect(seen.filter((event) => event.id === child).at(-1)).toEqual({
+        type: 'cancelled',
+        id: child,
+        parentId: parent.id,
+      });
     } finally {
       controller.abort();
       await watching;

@@ -37,7 +37,9 @@ export interface JobEventError {
  * One change of one job's state, as the engine made it. `attempt` is set on
  * `started`, `failed` and `dead`; `progress` on `progress`; `result` on
  * `completed` (the value the handler returned; absent for a job ended by
- * `moveTo`); `error` and `willRetry` on `failed`, `error` on `dead`.
+ * `moveTo`); `error` and `willRetry` on `failed`, `error` on `dead` (for a
+ * parent killed by a child, code `CHILD_FAILED`) and on the `cancelled` of a
+ * job cancelled with its flow (code `FLOW_CANCELLED`).
  */
 export interface JobEvent {
   type: JobEventType;
@@ -51,7 +53,7 @@ export interface JobEvent {
   error?: JobEventError;
   /** On `failed`: whether another attempt follows. */
   willRetry?: boolean;
-  /** On the `enqueued` of a child in a flow: its parent's id. */
+  /** On every event of a child in a flow: its parent's id. */
   parentId?: string;
 }
 

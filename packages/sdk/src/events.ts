@@ -18,8 +18,9 @@ import type { QueueApi } from './transport.ts';
  * One change of one job's state, typed by the catalog: `result` is the job
  * type's result as its schema parses it. `attempt` is set on `started`,
  * `failed` and `dead`; `progress` on `progress`; `result` on `completed`;
- * `error` on `failed` and `dead`, and `willRetry` on `failed`; `parentId` on the
- * `enqueued` of a child in a flow.
+ * `error` on `failed` and `dead` (a parent killed by a child: `CHILD_FAILED`)
+ * and on the `cancelled` of a job cancelled with its flow (`FLOW_CANCELLED`),
+ * and `willRetry` on `failed`; `parentId` on every event of a child in a flow.
  */
 export type JobEvent<C extends Catalog, N extends JobName<C> = JobName<C>> = {
   [K in N]: {

@@ -44,6 +44,8 @@ export interface ClaimedJob {
   traceContext?: TraceContext;
   /** Set on a parent that has had children (a flow's, or its own `waitForChildren`'s): it runs after them. */
   resumed?: true;
+  /** Set on a child in a flow: its parent's id. */
+  parentId?: string;
 }
 
 /** The store request of a claim made at `now`, with a fresh fencing token; `VALIDATION` for a `leaseMs` out of bounds. */
@@ -80,6 +82,7 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
   };
   if (job.traceContext !== null) claimed.traceContext = job.traceContext;
   if (job.childCount) claimed.resumed = true;
+  if (job.parentId) claimed.parentId = job.parentId;
   return claimed;
 }
 

@@ -75,7 +75,11 @@ export class Engine {
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
-    this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
+    this.events = new JobEventEmitter(
+      options.events,
+      (ids) => this.store.listJobs({ ids, limit: ids.length }),
+      this.store,
+    );
     this.leased = new LeasedJobs({
       store: this.store,
       clock: this.clock,

@@ -1,5 +1,6 @@
 import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '../events.ts';
 import type { JobError } from '../jobs.ts';
+import { type FlowMember, type FlowReader, flowEnds } from './flow-ends.ts';
 import type { JobRecord, SweptLease } from './store.ts';
 
 /**
@@ -13,11 +14,12 @@ export interface JobEventSink {
   publish(runs: readonly JobEventRun[]): void;
 }
 
-/** What an event needs to know of a held job that its lease alone does not say. */
+/** What an event needs to know of a held job that its lease alone does not say (a child's parent too). */
 interface HeldJob {
   name: string;
   version: number;
   attempt: number;
+  parentId?: string | null;
 }
 
 /** An attempt that failed: its job, and whether it was the job's last (the job is dead). */
@@ -27,6 +29,7 @@ interface FailedAttempt {
   version: number;
   attempt: number;
   dead: boolean;
+  parentId?: string | null;
 }
 
 /** Jobs remembered per process while listening; past it the oldest are forgotten (they are then read back). */
@@ -34,7 +37,8 @@ const MAX_HELD = 100_000;
 
 /**
  * One operation's events of one type, collected into one run per job name
- * (an operation's jobs almost always share one).
+ * (an operation's jobs almost always share one). The event of a child in a
+ * flow names its parent (`parentId`); other jobs' events carry nothing for it.
  */
 class RunCollector {
   private readonly runs = new Map<string, JobEventRun>();
@@ -44,7 +48,12 @@ class RunCollector {
     private readonly at: Date,
   ) {}
 
-  add(id: string, job: { name: string; version: number; attempt?: number }, details?: JobEventDetails): void {
+  add(
+    id: string,
+    job: { name: string; version: number; attempt?: number; parentId?: string | null },
+    more?: JobEventDetails,
+  ): void {
+    const details = job.parentId ? { ...more, parentId: job.parentId } : more;
     let run = this.runs.get(job.name);
     if (!run) {
       run = { type: this.type, name: job.name, at: this.at, ids: [], versions: [] };
@@ -77,6 +86,8 @@ export class JobEventEmitter {
     private readonly sink: JobEventSink | undefined,
     /** Reads jobs by id, for events about jobs this process does not remember. */
     private readonly readJobs: (ids: readonly string[]) => Promise<readonly JobRecord[]>,
+    /** Reads flows, for the events of the jobs a child's end or a cancellation ended with its flow. */
+    private readonly flows: FlowReader,
   ) {}
 
   get listening(): boolean {
@@ -89,7 +100,7 @@ export class JobEventEmitter {
     const runs = new RunCollector('enqueued', at);
     let parents: RunCollector | undefined;
     for (const job of jobs) {
-      runs.add(job.id, job, job.parentId ? { parentId: job.parentId } : undefined);
+      runs.add(job.id, job);
       if (job.state !== 'waiting-children') continue;
       parents ??= new RunCollector('waiting-children', at);
       parents.add(job.id, job);
@@ -106,12 +117,16 @@ export class JobEventEmitter {
     this.withHeld('waiting-children', at, [id], () => undefined);
   }
 
-  /** `started` for each job a claim leased (a `ClaimedJob`, of which it reads the run's name, version and attempt). */
-  started(jobs: readonly { id: string; name: string; version: number; attempt: number }[], at: Date): void {
+  /** `started` for each job a claim leased (a `ClaimedJob`, of which it reads the run's name, version, attempt and parent). */
+  started(
+    jobs: readonly { id: string; name: string; version: number; attempt: number; parentId?: string }[],
+    at: Date,
+  ): void {
     if (!this.listening || jobs.length === 0) return;
     const runs = new RunCollector('started', at);
     for (const job of jobs) {
-      const held = { name: job.name, version: job.version, attempt: job.attempt };
+      const held: HeldJob = { name: job.name, version: job.version, attempt: job.attempt };
+      if (job.parentId) held.parentId = job.parentId;
       this.remember(job.id, held);
       runs.add(job.id, held);
     }
@@ -137,14 +152,15 @@ export class JobEventEmitter {
     this.withHeld('progress', at, [id], () => ({ progress }), false);
   }
 
-  /** `failed` for the attempt that failed, and `dead` after it when none remains. */
+  /** `failed` for the attempt that failed, and `dead` after it when none remains (then `endedInFlow`). */
   failed(job: JobRecord, error: JobError, willRetry: boolean, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
     const eventError: JobEventError = { message: error.message };
     if (error.permanent) eventError.permanent = true;
-    const { id, name, version } = job;
-    this.publishFailures([{ id, name, version, attempt: error.attempt, dead: !willRetry }], eventError, at);
+    const { id, name, version, parentId } = job;
+    this.publishFailures([{ id, name, version, attempt: error.attempt, dead: !willRetry, parentId }], eventError, at);
+    if (!willRetry) this.endedInFlow(job, at);
   }
 
   /** `failed` for each attempt that lost its lease to a sweep, and `dead` after it when none remains. */
@@ -154,6 +170,7 @@ export class JobEventEmitter {
     const eventError: JobEventError = { message: error.message };
     if (error.code !== undefined) eventError.code = error.code;
     this.publishFailures(jobs, eventError, at);
+    for (const job of jobs) if (job.dead) this.endedInFlow(job, at);
   }
 
   /** `failed` for each failed attempt, then `dead` for those that used the last one. */
@@ -167,12 +184,39 @@ export class JobEventEmitter {
     this.publish([...failed.runList, ...dead.runList]);
   }
 
+  /** `cancelled` for a job cancelled on its own, then `endedInFlow`. */
   cancelled(job: JobRecord, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
     const runs = new RunCollector('cancelled', at);
-    runs.add(job.id, { name: job.name, version: job.version });
+    runs.add(job.id, job);
     this.publish(runs.runList);
+    this.endedInFlow(job, at);
+  }
+
+  /**
+   * After `job` ended dead or cancelled at `at`: `dead` for each parent its end made dead of a child, with the
+   * parent's `CHILD_FAILED` error, then `cancelled` for each job cancelled with the flow, with its
+   * `FLOW_CANCELLED` error (`flowEnds`). The store ends them in the same step but does not name them, so they
+   * are read back, off the engine's path; a job outside flows reads nothing.
+   */
+  private endedInFlow(job: FlowMember, at: Date): void {
+    if (!job.parentId && !job.childCount) return;
+    flowEnds(this.flows, job, at).then(
+      ({ dead, cancelled }) => {
+        const died = new RunCollector('dead', at);
+        for (const parent of dead) died.add(parent.id, heldOf(parent), eventErrorOf(parent));
+        const withFlow = new RunCollector('cancelled', at);
+        for (const child of cancelled) {
+          this.held.delete(child.id);
+          withFlow.add(child.id, child, eventErrorOf(child));
+        }
+        const runs = [...died.runList, ...withFlow.runList];
+        if (runs.length > 0) this.publish(runs);
+      },
+      // As for a job read back: what cannot be read now yields no event.
+      () => undefined,
+    );
   }
 
   /** Forgets jobs given back unstarted. */
@@ -236,6 +280,14 @@ export class JobEventEmitter {
   }
 }
 
+/** The event `error` of a job ended with its flow: its recorded error's message and code. */
+function eventErrorOf(record: JobRecord): JobEventDetails | undefined {
+  if (!record.error) return undefined;
+  const error: JobEventError = { message: record.error.message };
+  if (record.error.code !== undefined) error.code = record.error.code;
+  return { error };
+}
+
 function heldOf(record: JobRecord): HeldJob {
-  return { name: record.name, version: record.version, attempt: record.attempts };
+  return { name: record.name, version: record.version, attempt: record.attempts, parentId: record.parentId };
 }

@@ -75,7 +75,11 @@ export interface JobRecord {
   pendingChildren?: number;
 }
 
-/** What a claim returns of each job it leased, in claim order: what a worker is handed. */
+/**
+ * What a claim returns of each job it leased, in claim order: what a worker is handed. `childCount` is read for
+ * a resumed parent and `parentId` for a child (the events of its attempt name its parent); both are columns of
+ * the row the claim leases, so a job outside flows costs no read for them.
+ */
 export type ClaimedRecord = Pick<
   JobRecord,
   | 'id'
@@ -91,6 +95,7 @@ export type ClaimedRecord = Pick<
   | 'runAt'
   | 'traceContext'
   | 'childCount'
+  | 'parentId'
 >;
 
 /** A job to insert. The engine resolves every option before it reaches a store. */
@@ -190,6 +195,8 @@ export interface SweptLease {
   attempt: number;
   /** No attempt remained: the job is now `dead`; otherwise `waiting` again. */
   dead: boolean;
+  /** For a child in a flow: its parent's id, read with the row the sweep changes. Absent: not a child. */
+  parentId?: string;
 }
 
 export interface ListFilter {

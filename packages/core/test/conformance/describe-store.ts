@@ -7,6 +7,7 @@ import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
 import { registerFlowAcrossServerTests } from './flow-across-servers.ts';
 import { registerFlowControlTests } from './flow-control.ts';
+import { registerFlowEventTests } from './flow-events.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
 import { registerFlowTests } from './flows.ts';
 import type { StoreHarness } from './harness.ts';
@@ -77,6 +78,7 @@ export function describeStore(
     describe('flow control: groups', () => registerFlowGroupTests(state));
     describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
     describe('flows: parents and children', () => registerFlowTests(state));
+    describe('flows: events', () => registerFlowEventTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

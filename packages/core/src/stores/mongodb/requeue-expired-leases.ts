@@ -127,14 +127,20 @@ async function sweepBatch(
     leaseToken: null,
   };
   const swept = await withCallLimit(limitMs, (signal) =>
-    jobs.find(sweptNow, { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1 }, signal }).toArray(),
+    jobs
+      .find(sweptNow, { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1, parentId: 1 }, signal })
+      .toArray(),
   );
-  const ended = swept.map((job) => ({
-    id: job._id,
-    name: job.name,
-    version: job.version,
-    attempt: job.attempts,
-    dead: job.state === 'dead',
-  }));
+  const ended = swept.map((job) => {
+    const lease: SweptLease = {
+      id: job._id,
+      name: job.name,
+      version: job.version,
+      attempt: job.attempts,
+      dead: job.state === 'dead',
+    };
+    if (typeof job.parentId === 'string') lease.parentId = job.parentId;
+    return lease;
+  });
   return { read: found.length, ended };
 }

@@ -153,6 +153,8 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
   // A parent resumed after its children (`ClaimedRecord.childCount`); other jobs leave it out.
   const children = Number(row.child_count ?? 0);
   if (children > 0) claimed.childCount = children;
+  // A child, whose events name its parent (`ClaimedRecord.parentId`).
+  if (row.parent_id !== null && row.parent_id !== undefined) claimed.parentId = String(row.parent_id);
   return claimed;
 }
 

@@ -341,10 +341,15 @@ export class PostgresStore implements Store {
       version: number;
       attempts: number;
       dead: boolean;
+      parent_id: string | null;
       readied: string | null;
     }>(this.sql.requeueExpiredLeases, [now, toJsonText({ ...error, attempt: 0 })]);
     this.readiness.tell(readiedParents(rows));
-    return rows.map(({ id, name, version, attempts, dead }) => ({ id, name, version, attempt: attempts, dead }));
+    return rows.map(({ id, name, version, attempts, dead, parent_id }) => {
+      const swept: SweptLease = { id, name, version, attempt: attempts, dead };
+      if (parent_id !== null) swept.parentId = parent_id;
+      return swept;
+    });
   }
 
   async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {

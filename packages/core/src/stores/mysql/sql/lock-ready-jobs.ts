@@ -17,8 +17,11 @@ import { sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { dueDelayedSql } from './promote-due-jobs.ts';
 
-/** The shared claimed columns and `child_count`, which tells a resumed parent (`ClaimedRecord.childCount`). */
-const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count'] as const;
+/**
+ * The shared claimed columns, `child_count`, which tells a resumed parent (`ClaimedRecord.childCount`), and
+ * `parent_id`, which a child's events name.
+ */
+const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count', 'parent_id'] as const;
 
 export const CLAIMED_SELECT = CLAIMED_COLUMNS.join(', ');
 

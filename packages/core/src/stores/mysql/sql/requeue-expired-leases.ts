@@ -5,8 +5,8 @@
  * `waiting`, each with the lost lease's error recorded; a child made dead settles its parent in the same
  * transaction (settle-parents.ts), the names of the parents made ready going to `ready`.
  *
- * Takes `now` and the error to record (its `attempt` is each job's own). Returns each job swept, and whether it
- * died. Guarantees: a lease is swept once, and only when it expired by `now`.
+ * Takes `now` and the error to record (its `attempt` is each job's own). Returns each job swept, whether it
+ * died, and its parent. Guarantees: a lease is swept once, and only when it expired by `now`.
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { SweptLease } from '../../../engine/store.ts';
@@ -46,13 +46,17 @@ export async function requeueExpiredLeases(
          WHERE state = 'active' AND lease_expires_at <= ? FOR UPDATE SKIP LOCKED`,
     [at],
   );
-  const swept: SweptLease[] = expired.map((row) => ({
-    id: String(row.id),
-    name: String(row.name),
-    version: Number(row.version),
-    attempt: Number(row.attempts),
-    dead: Number(row.dead) === 1,
-  }));
+  const swept = expired.map((row) => {
+    const job: SweptLease = {
+      id: String(row.id),
+      name: String(row.name),
+      version: Number(row.version),
+      attempt: Number(row.attempts),
+      dead: Number(row.dead) === 1,
+    };
+    if (row.parent_id !== null) job.parentId = String(row.parent_id);
+    return job;
+  });
   // The recorded error names the attempt that lost its lease: each row's own `attempts`.
   const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
   // `errors` first: it reads the previous `error` (see `appendedErrorsSql`).

@@ -52,8 +52,11 @@ export function claimStatement(text: string, request: ClaimRequest): SqlStatemen
   return { text, params: [name, now, minVersion, maxVersion, limit, leaseToken, workerId, leaseMs] };
 }
 
-/** What a claim reads of each job: `CLAIMED_JOB_COLUMNS`, and how many children it has had (`ctx.resumed`). */
-const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count'] as const;
+/**
+ * What a claim reads of each job: `CLAIMED_JOB_COLUMNS`, how many children it has had (`ctx.resumed`), and its
+ * parent (its events name it).
+ */
+const CLAIMED_COLUMNS = [...CLAIMED_JOB_COLUMNS, 'child_count', 'parent_id'] as const;
 
 /** The columns of a claimed job read from `source`, a row source with the `jobs` columns: what every claim returns. */
 export function claimedColumnsOf(source: string): string {
@@ -84,5 +87,6 @@ export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRe
     traceContext: row.trace_context,
   };
   if (row.child_count > 0) claimed.childCount = row.child_count;
+  if (row.parent_id !== null) claimed.parentId = row.parent_id;
   return claimed;
 }

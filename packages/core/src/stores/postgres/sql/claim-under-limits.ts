@@ -2,7 +2,7 @@ import { claimedColumnsOf } from './claim-jobs.ts';
 
 /** The columns a claim reads (`claimedColumnsOf`), empty, for the row that carries a claim's status. */
 const NO_JOB =
-  'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb, NULL::integer';
+  'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb, NULL::integer, NULL::text';
 
 /**
  * `claim_under_limits(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
@@ -40,7 +40,7 @@ CREATE FUNCTION claim_under_limits(job_name text, due_by timestamptz, min_versio
 new_lease_token text, new_worker_id text, lease_ms_override bigint)
 RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, id text, version integer, payload jsonb,
 attempts integer, max_attempts integer, lease_ms bigint, progress double precision, run_at timestamptz, trace_context jsonb,
-child_count integer)
+child_count integer, parent_id text)
 LANGUAGE plpgsql VOLATILE ROWS 100
 SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
 SET search_path FROM CURRENT

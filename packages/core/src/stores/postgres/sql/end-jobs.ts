@@ -70,22 +70,22 @@ export function sweptLeasesSql(table: string, now: string, failure: string): str
 /**
  * `requeue_expired_leases(done_at, failure)`: `Store.requeueExpiredLeases`, the sweep (`sweptLeasesSql`) and,
  * in the same transaction, the parents of the children it made dead settled (`settle_parents`). Returns each
- * swept job: id, name, version, attempt, and whether it went dead.
+ * swept job: id, name, version, attempt, whether it went dead, and its parent.
  */
 export const REQUEUE_EXPIRED_LEASES = `
 CREATE FUNCTION requeue_expired_leases(done_at timestamptz, failure text)
-RETURNS TABLE (id text, name text, version integer, attempts integer, dead boolean) LANGUAGE plpgsql VOLATILE
+RETURNS TABLE (id text, name text, version integer, attempts integer, dead boolean, parent_id text) LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $body$ #variable_conflict use_column
 DECLARE swept record; ids text[] := '{}'; names text[] := '{}'; versions integer[] := '{}';
-  attempt_counts integer[] := '{}'; deads boolean[] := '{}'; ended text[] := '{}'; BEGIN
+  attempt_counts integer[] := '{}'; deads boolean[] := '{}'; parents text[] := '{}'; ended text[] := '{}'; BEGIN
   FOR swept IN ${sweptLeasesSql('jobs', 'done_at', 'failure')} LOOP
     ids := ids || swept.id; names := names || swept.name::text; versions := versions || swept.version;
-    attempt_counts := attempt_counts || swept.attempts; deads := deads || swept.dead;
+    attempt_counts := attempt_counts || swept.attempts; deads := deads || swept.dead; parents := parents || swept.parent_id;
     IF swept.dead AND swept.parent_id IS NOT NULL THEN ended := ended || swept.id; END IF;
   END LOOP;
   IF cardinality(ended) > 0 THEN PERFORM settle_parents(ended, done_at); END IF;
-  RETURN QUERY SELECT * FROM unnest(ids, names, versions, attempt_counts, deads); END $body$`;
+  RETURN QUERY SELECT * FROM unnest(ids, names, versions, attempt_counts, deads, parents); END $body$`;
 
 /**
  * `retry_dead_jobs(job_name, job_ids, at)`: `Store.retryDeadJobs`. Dead jobs (of `job_name`, or among `job_ids`;
