@@ -34,6 +34,18 @@ export async function inspectJob(services: ServerServices, id: string): Promise<
   };
 }
 
+/** A child as its parent's readers get it (`jobs.children`, `consumer.children`): its state, and its result or last error. */
+export function childEntry({ id, name, state, result, error, childCount }: JobStatus) {
+  return {
+    id,
+    name,
+    state,
+    ...(result === undefined ? {} : { result }),
+    ...(error ? { error } : {}),
+    ...(childCount ? { childCount } : {}),
+  };
+}
+
 /**
  * Checks a payload against the registered schema of (name, version) as an
  * enqueue would, and stores nothing. An invalid payload is an answer, not an

@@ -1,14 +1,15 @@
+import { FLOW_LIMITS } from '@workq/core';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../app/consume.ts';
 import { moveJob } from '../app/enqueue.ts';
 import { childTypes, waitForChildren } from '../app/flows.ts';
+import { childEntry } from '../app/jobs.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { stopScopeOf } from '../auth.ts';
-import { childJob, enqueueOptions, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
+import { completion, withPlainCompletions } from './completions.ts';
+import { childJob, enqueueOptions, jobId, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, producesEach, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
-
-const completion = lease.extend({ result: z.unknown() });
 
 export const consumerRouter = router({
   /**
@@ -19,25 +20,29 @@ export const consumerRouter = router({
    */
   claim: authedProcedure
     .input(
-      z.object({
-        name: jobName,
-        minVersion: version.default(1),
-        maxVersion: version,
-        limit: z.number().int().min(1),
-        workerId: storableText(1, 64),
-        host: storableText(0, 255).optional(),
-        /** The worker's process id and start time, for the worker registry. */
-        pid: z
-          .number()
-          .int()
-          .min(0)
-          .max(2 ** 31 - 1)
-          .optional(),
-        startedAt: z.date().optional(),
-        waitMs: z.number().int().min(0).default(0),
-        leaseMs: leaseLengthMs.optional(),
-        complete: z.array(completion).default([]),
-      }),
+      withPlainCompletions(
+        z.object({
+          name: jobName,
+          minVersion: version.default(1),
+          maxVersion: version,
+          limit: z.number().int().min(1),
+          workerId: storableText(1, 64),
+          host: storableText(0, 255).optional(),
+          /** The worker's process id and start time, for the worker registry. */
+          pid: z
+            .number()
+            .int()
+            .min(0)
+            .max(2 ** 31 - 1)
+            .optional(),
+          startedAt: z.date().optional(),
+          waitMs: z.number().int().min(0).default(0),
+          leaseMs: leaseLengthMs.optional(),
+          complete: z.array(completion).default([]),
+        }),
+        'complete',
+        0,
+      ),
     )
     .use(scoped('consume', (input) => input.name))
     .mutation(({ ctx, input, signal }) =>
@@ -76,7 +81,7 @@ export const consumerRouter = router({
    * the handler duration metric; without it the batch is not observed there.
    */
   complete: leaseProcedure
-    .input(z.object({ items: z.array(completion).min(1), name: jobName.optional() }))
+    .input(withPlainCompletions(z.object({ items: z.array(completion).min(1), name: jobName.optional() }), 'items', 1))
     .mutation(({ ctx, input }) => completeJobs(ctx.services, input.items, input.name)),
 
   /**
@@ -155,6 +160,27 @@ export const consumerRouter = router({
     .mutation(async ({ ctx, input }) => {
       await waitForChildren(ctx.services, { id: input.id, leaseToken: input.leaseToken }, input.children);
       return true;
+    }),
+
+  /**
+   * A page of the held job's children, in enqueue order, after `afterId` when given, each with its state and
+   * its result or last error, and whether more follow: what a resumed parent's worker hands its handler
+   * (`ctx.children`). Fenced by the lease, which also stands for the scope to read them.
+   */
+  children: leaseProcedure
+    .input(
+      lease.extend({
+        afterId: jobId.optional(),
+        limit: z.number().int().min(1).max(FLOW_LIMITS.statusChildren).default(FLOW_LIMITS.statusChildren),
+      }),
+    )
+    .query(async ({ ctx, input }) => {
+      const { id, leaseToken, afterId, limit } = input;
+      const page = await ctx.services.engine.flows.heldChildren(
+        { id, leaseToken },
+        { limit, ...(afterId ? { afterId } : {}) },
+      );
+      return { children: page.children.map(childEntry), more: page.more };
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */

@@ -23,7 +23,9 @@ export const jobName = z
   .min(1)
   .max(100)
   .refine(isValidJobName, 'is not a valid job name (a letter, then letters, digits, "_", "." or "-")');
-export const jobId = storableText(1, 64);
+/** Longest job id, in UTF-16 code units. */
+export const JOB_ID_MAX_CHARS = 64;
+export const jobId = storableText(1, JOB_ID_MAX_CHARS);
 export const leaseToken = storableText(1, LEASE_TOKEN_MAX_CHARS);
 export const version = z.number().int().min(1).max(1_000_000);
 

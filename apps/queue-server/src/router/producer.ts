@@ -3,6 +3,7 @@ import type { EnqueueInput } from '@workq/core/engine';
 import { z } from 'zod';
 import { enqueueJob, enqueueJobs, toEnqueueInputs } from '../app/enqueue.ts';
 import { childTypes, enqueueFlow } from '../app/flows.ts';
+import { childEntry } from '../app/jobs.ts';
 import { workersReading } from '../app/workers.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
@@ -63,8 +64,7 @@ export const producerRouter = router({
 
   /**
    * A page of a job's children, in enqueue order, after `afterId` when given, for a token that may produce or
-   * consume its type: each with its state, and its result or last error. A parent's worker reads them before
-   * its handler runs (`ctx.children`).
+   * consume its type: each with its state, and its result or last error.
    */
   children: authedProcedure
     .input(
@@ -78,14 +78,7 @@ export const producerRouter = router({
     .query(async ({ ctx, input }) => {
       const page = { limit: input.limit, ...(input.afterId ? { afterId: input.afterId } : {}) };
       const children = await ctx.services.engine.flows.children(input.id, page);
-      return children.map(({ id, name, state, result, error, childCount }) => ({
-        id,
-        name,
-        state,
-        ...(result === undefined ? {} : { result }),
-        ...(error ? { error } : {}),
-        ...(childCount ? { childCount } : {}),
-      }));
+      return children.map(childEntry);
     }),
 
   cancel: authedProcedure

@@ -5,6 +5,7 @@ import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
 import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
+import { holdsLease, leaseLost } from './leased-jobs.ts';
 import type { LocalListeners } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult, type SettingsOf } from './new-job.ts';
 import type { ResolvedJobOptions } from './options.ts';
@@ -117,6 +118,27 @@ export class Flows {
     }
     const now = this.clock.now();
     return children.map((child) => toJobStatus(child, now));
+  }
+
+  /**
+   * A page of the children of the job `lease` holds, for its handler: in enqueue order, after `afterId` when
+   * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`), and whether more follow. The lease is checked
+   * beside the read rather than before it, so a resumed parent's page costs its worker one round trip and no
+   * status of the parent. `LEASE_LOST` when the lease does not hold the job.
+   */
+  async heldChildren(
+    lease: LeaseRef,
+    page: { afterId?: string; limit: number },
+  ): Promise<{ children: JobStatus[]; more: boolean }> {
+    const limit = Math.min(Math.max(1, Math.floor(page.limit)), FLOW_LIMITS.statusChildren);
+    const [job, children] = await Promise.all([
+      this.store.getJob(lease.id),
+      this.store.listChildren(lease.id, { ...(page.afterId ? { afterId: page.afterId } : {}), limit: limit + 1 }),
+    ]);
+    const now = this.clock.now();
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const more = children.length > limit;
+    return { children: children.slice(0, limit).map((child) => toJobStatus(child, now)), more };
   }
 
   /** One job's status (`Engine.get`): with its errors, and for a parent its first children (`JobStatus.children`). */

@@ -46,6 +46,10 @@ export async function insertDistinct(store: JobStore, jobs: readonly NewJob[]): 
 
 /** `insertDistinct` for jobs of distinct ids. */
 async function insertKeysOnce(store: JobStore, jobs: readonly NewJob[]): Promise<Inserted[]> {
+  // The usual batch, without keys: every job is sent as it is, with nothing to map back.
+  if (!jobs.some((job) => job.idempotencyKey !== null || job.debounceKey !== null)) {
+    return insertRetrying(jobs, (some) => store.insertJobs(some));
+  }
   const slotOf = new Map<string, number>();
   const distinct: NewJob[] = [];
   let debounced = 0;
@@ -177,7 +181,8 @@ async function insertRetrying(
 ): Promise<Inserted[]> {
   const outcomes = await send(jobs);
   for (let tries = 1; ; tries++) {
-    const gone = jobs.flatMap((_, i) => (outcomes[i]?.job === null ? [i] : []));
+    const gone: number[] = [];
+    for (let i = 0; i < jobs.length; i++) if (outcomes[i]?.job === null) gone.push(i);
     if (gone.length === 0) return outcomes as Inserted[];
     if (tries >= KEY_HOLDER_TRIES) throw keyHolderGone(`job ${jobs[gone[0] as number]?.id}`);
     const again = await send(gone.map((i) => jobs[i] as NewJob));

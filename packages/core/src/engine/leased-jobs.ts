@@ -40,7 +40,8 @@ export function storedAcks(items: readonly (LeaseRef & { result?: unknown })[]):
   return items.map(({ id, leaseToken, result }) => ({ id, leaseToken, result: toStoredValue(result) }));
 }
 
-function leaseLost(id: string): WorkqError {
+/** `LEASE_LOST` for job `id`: its lease is expired, or another's. */
+export function leaseLost(id: string): WorkqError {
   return new WorkqError(
     'LEASE_LOST',
     `Job ${id} is not held by this lease any more (it expired, the job was cancelled, or another worker claimed it); nothing was changed.`,
@@ -287,7 +288,8 @@ function idsUnderSeveralLeases(leases: readonly LeaseRef[], done: ReadonlySet<st
   return shared;
 }
 
-function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
+/** `lease` holds `job` now: the job is active under that token, and the lease has not run out. */
+export function holdsLease(job: JobRecord, lease: LeaseRef, now: Date): boolean {
   return (
     job.state === 'active' &&
     job.leaseToken === lease.leaseToken &&

@@ -39,19 +39,21 @@ export interface FlowOfJob {
 
 const NO_FLOW: FlowOfJob = Object.freeze({ resumed: false, children: Object.freeze([]) });
 
-/** Children read per request: a page of the server's `jobs.children`. */
-const CHILDREN_PAGE = 1000;
-
-/** Every child of job `id`, in enqueue order, read page by page: what a resumed parent's handler is handed. */
-export async function readChildren(call: Call, id: string): Promise<ChildRecord[]> {
+/**
+ * Every child of the job `lease` holds, in enqueue order: what a resumed parent's handler is handed. Read page
+ * by page (the server's largest), fenced by the lease; a page says whether more follow, so a parent with up to a
+ * page of children is read in one round trip.
+ */
+export async function readChildren(call: Call, lease: { id: string; leaseToken: string }): Promise<ChildRecord[]> {
+  const { id, leaseToken } = lease;
   const children: ChildRecord[] = [];
   for (;;) {
     const afterId = children.at(-1)?.id;
     const page = await call((api, signal) =>
-      api.jobs.children.query({ id, limit: CHILDREN_PAGE, ...(afterId ? { afterId } : {}) }, { signal }),
+      api.consumer.children.query({ id, leaseToken, ...(afterId ? { afterId } : {}) }, { signal }),
     );
-    children.push(...(page as ChildRecord[]));
-    if (page.length < CHILDREN_PAGE) return children;
+    children.push(...(page.children as ChildRecord[]));
+    if (!page.more || page.children.length === 0) return children;
   }
 }
 

@@ -219,7 +219,7 @@ export function startWorker(deps: WorkerDeps): Worker {
       let returned: unknown;
       try {
         // A parent runs after its children: its handler is handed them, read before it starts.
-        if (job.resumed) ctx.resumeAfter(await retrying(() => readChildren(call, job.id), giveUpAt(job)));
+        if (job.resumed) ctx.resumeAfter(await retrying(() => readChildren(call, job), giveUpAt(job)));
         const consumed = {
           id: job.id,
           name,
