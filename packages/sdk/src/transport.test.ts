@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTransport, type TokenSource } from './transport.ts';
 
 /** Sends two requests through a transport with `token`; resolves to the `Authorization` header of each. */
@@ -91,5 +91,65 @@ describe('createTransport time limits', () => {
     const outcome = call((api, signal) => api.schemas.list.query(undefined, { signal }), { signal: stop.signal });
     stop.abort();
     await expect(outcome).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+  });
+});
+
+/** A fetch that answers every request with `answer`, recording each request's method, URL and body. */
+function answering(answer: unknown, sent: { method: string | undefined; url: string; body: unknown }[]): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    sent.push({ method: init?.method, url: String(input), body: JSON.parse(String(init?.body)) });
+    return new Response(JSON.stringify(answer), { headers: { 'content-type': 'application/json' } });
+  }) as typeof fetch;
+}
+
+describe('createTransport mutations', () => {
+  it('sends a mutation as one POST of its serialized input, and a successful one aborts no signal', async () => {
+    const sent: { method: string | undefined; url: string; body: unknown }[] = [];
+    const answer = { result: { data: { json: { claims: 2 } } } };
+    const { call } = createTransport({
+      url: 'http://queue.invalid/',
+      fetch: answering(answer, sent),
+      timeoutMs: 1_000,
+    });
+    const abort = vi.spyOn(AbortController.prototype, 'abort');
+    try {
+      const outcome = await call((api, signal) => api.consumer.stopWaiting.mutate({ workerId: 'w1' }, { signal }));
+      expect(outcome).toEqual({ claims: 2 });
+      expect(abort).not.toHaveBeenCalled();
+    } finally {
+      abort.mockRestore();
+    }
+    expect(sent).toEqual([
+      { method: 'POST', url: 'http://queue.invalid/trpc/consumer.stopWaiting', body: { json: { workerId: 'w1' } } },
+    ]);
+  });
+
+  it('fails a mutation the server refuses with the code the server gave', async () => {
+    const refusal = {
+      error: {
+        json: {
+          code: -32004,
+          message: 'No job abc.',
+          data: { code: 'NOT_FOUND', httpStatus: 404, workqCode: 'NOT_FOUND', retryable: false },
+        },
+      },
+    };
+    const { call } = createTransport({ url: 'http://queue.invalid', fetch: answering(refusal, []), timeoutMs: 1_000 });
+    const outcome = call((api, signal) =>
+      api.jobs.cancel.mutate({ id: '01a2379f-2900-76d0-ae7d-768000000000' }, { signal }),
+    );
+    await expect(outcome).rejects.toMatchObject({ code: 'NOT_FOUND', retryable: false, message: 'No job abc.' });
+  });
+
+  it('fails a mutation the server does not answer with TIMEOUT, and one the caller ends early with UNAVAILABLE', async () => {
+    const { call } = createTransport({ url: 'http://queue.invalid', fetch: silent, timeoutMs: 50 });
+    const held = call((api, signal) => api.consumer.stopWaiting.mutate({ workerId: 'w1' }, { signal }));
+    await expect(held).rejects.toMatchObject({ code: 'TIMEOUT', message: expect.stringContaining('within 50 ms') });
+    const stop = new AbortController();
+    const ended = call((api, signal) => api.consumer.stopWaiting.mutate({ workerId: 'w1' }, { signal }), {
+      signal: stop.signal,
+    });
+    stop.abort();
+    await expect(ended).rejects.toMatchObject({ code: 'UNAVAILABLE' });
   });
 });

@@ -4,6 +4,7 @@ import type { AppRouter } from '@workq/queue-server/router';
 import { EventSource } from 'eventsource';
 import { defaultFetch } from '#default-fetch';
 import { timedOut, toWorkqError } from './errors.ts';
+import { type AuthHeaders, type HeaderSource, withPlainMutations } from './plain-mutations.ts';
 
 /** The queue server's typed tRPC client, inferred from its router: every procedure, as the server declares it. */
 export type QueueApi = ReturnType<typeof createTRPCClient<AppRouter>>;
@@ -51,13 +52,15 @@ export type Call = <T>(run: (api: QueueApi, signal: AbortSignal) => Promise<T>, 
  * The typed tRPC client of the queue server at `options.url`. The token
  * travels in the `Authorization` header of every request, never in a URL:
  * subscriptions too, whose server-sent events are read through a fetch-based
- * `EventSource`. `createClient` is built on it; a caller that needs
+ * `EventSource`. Mutations skip tRPC's client for a plain request of the same
+ * wire format (`withPlainMutations`). `createClient` is built on it; a caller that needs
  * procedures beyond the client's (the server's dashboard) uses it directly.
  */
 export function createQueueApi(options: QueueApiOptions): QueueApi {
   const url = `${options.url.replace(/\/+$/, '')}/trpc`;
   const headers = authorizationHeaders(options.token);
-  return createTRPCClient<AppRouter>({
+  const fetchImpl = options.fetch ?? defaultFetch;
+  const client = createTRPCClient<AppRouter>({
     links: [
       splitLink({
         condition: (op) => op.type === 'subscription',
@@ -67,10 +70,11 @@ export function createQueueApi(options: QueueApiOptions): QueueApi {
           EventSource,
           eventSourceOptions: () => ({ fetch: streamingFetch(options.fetch, headers) }),
         }),
-        false: httpLink({ url, transformer: wireTransformer, headers, fetch: options.fetch ?? defaultFetch }),
+        false: httpLink({ url, transformer: wireTransformer, headers, fetch: fetchImpl }),
       }),
     ],
   });
+  return withPlainMutations(client, { url, headers, fetch: fetchImpl ?? globalThis.fetch });
 }
 
 /**
@@ -124,18 +128,13 @@ function abortRequest(request: AbortController): void {
  * `EventSource` used is the `eventsource` package's, which takes a fetch, so
  * a browser sends the token as a header too.
  */
-function streamingFetch(
-  given: typeof fetch | undefined,
-  headers: AuthHeaders | (() => AuthHeaders | Promise<AuthHeaders>),
-): typeof fetch {
+function streamingFetch(given: typeof fetch | undefined, headers: HeaderSource): typeof fetch {
   return async (input, init) => {
     const auth = typeof headers === 'function' ? await headers() : headers;
     const fetchImpl = given ?? globalThis.fetch;
     return fetchImpl(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } });
   };
 }
-
-type AuthHeaders = { authorization?: string };
 
 const bearer = (token: string): AuthHeaders => (token ? { authorization: `Bearer ${token}` } : {});
 
@@ -145,9 +144,7 @@ const bearer = (token: string): AuthHeaders => (token ? { authorization: `Bearer
  * asked for per request. A function that throws or rejects fails the request
  * with `UNAUTHORIZED` (retryable), before anything is sent.
  */
-function authorizationHeaders(
-  token: TokenSource | undefined,
-): AuthHeaders | (() => AuthHeaders | Promise<AuthHeaders>) {
+function authorizationHeaders(token: TokenSource | undefined): HeaderSource {
   if (typeof token !== 'function') return bearer(token ?? '');
   const failed = (cause: unknown): never => {
     const reason = cause instanceof Error ? cause.message : String(cause);
