@@ -39,44 +39,46 @@ async function insertDocuments(jobs: Collection<JobDocument>, tx: InTransaction,
 }
 
 /**
- * `FlowStore.insertFlow`: one transaction. A root with an idempotency key first looks its key's holder up (as
- * `moveJob` does): a retained holder is the answer and nothing is inserted; one whose key expired lets go of it
- * (`KeyHolderGone`). Then every job of the flow is inserted; a taken id, or any other failure, aborts the
- * transaction and nothing of the flow is stored. A key taken by a concurrent insert after the look-up aborts it
- * too: `KeyHolderGone`, and the engine tries again.
+ * `FlowStore.insertFlow`: one transaction that inserts every job of the flow, with no read ahead of it. A taken
+ * id, or any other failure, aborts it and nothing of the flow is stored. When the root's idempotency key is the
+ * one taken, `keyHolderOf` answers after the abort: the retained holder, or `KeyHolderGone`.
  */
 export async function insertFlow(target: FlowTarget, jobs: readonly NewJob[]): Promise<InsertOutcome> {
   const [root] = jobs;
   if (root === undefined) throw new Error('insertFlow needs the root job');
-  const key = root.idempotencyKey;
   try {
     return await inFlowTransaction(target, undefined, async (tx): Promise<InsertOutcome> => {
-      if (key !== null) {
-        const keyHeld = { name: root.name, idempotencyKey: { $eq: key, $type: 'string' as const } };
-        const holder = await target.jobs.findOne(keyHeld, { hint: IDEMPOTENCY_INDEX, ...tx });
-        if (holder) {
-          const record = toJobRecord(holder);
-          if (!keyExpired(record, root)) {
-            await tx.session.abortTransaction();
-            return { job: record, created: false };
-          }
-          const released: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, ...tx };
-          await target.jobs.updateOne(
-            { ...keyHeld, idempotencyExpiresAt: { $lte: root.createdAt } },
-            { $set: { idempotencyKey: null } },
-            released,
-          );
-          return { job: null, created: false };
-        }
-      }
       await insertDocuments(target.jobs, tx, flowDocuments(jobs, new Map()));
       return { job: insertedFlowRecord(root), created: true };
     });
   } catch (error) {
-    // The key was taken after the look-up: the transaction rolled back.
-    if (key !== null && isDuplicateKeyError(error) && !isTakenId(error)) return { job: null, created: false };
-    throw error;
+    if (root.idempotencyKey === null || !isDuplicateKeyError(error) || isTakenId(error)) throw error;
   }
+  return keyHolderOf(target, root);
+}
+
+/**
+ * The answer to a flow whose `root`'s key is taken: its retained holder, `created: false`; or no job
+ * (`KeyHolderGone`, and the engine tries again) when the holder is gone, or let its key expire, which it then
+ * lets go of.
+ */
+async function keyHolderOf(target: FlowTarget, root: NewJob): Promise<InsertOutcome> {
+  const keyHeld = { name: root.name, idempotencyKey: { $eq: root.idempotencyKey, $type: 'string' as const } };
+  const holder = await withCallLimit(target.limitMs, (signal) =>
+    target.jobs.findOne(keyHeld, { hint: IDEMPOTENCY_INDEX, signal }),
+  );
+  if (!holder) return { job: null, created: false };
+  const record = toJobRecord(holder);
+  if (!keyExpired(record, root)) return { job: record, created: false };
+  await withCallLimit(target.limitMs, (signal) => {
+    const released: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, signal };
+    return target.jobs.updateOne(
+      { ...keyHeld, idempotencyExpiresAt: { $lte: root.createdAt } },
+      { $set: { idempotencyKey: null } },
+      released,
+    );
+  });
+  return { job: null, created: false };
 }
 
 /** Whether a duplicate-key failure is on `_id` (a taken id), not on the idempotency key. */

@@ -49,7 +49,7 @@ import { completeJobs } from './sql/complete-jobs.ts';
 import { countJobs } from './sql/count-jobs.ts';
 import { debounceJob } from './sql/debounce-job.ts';
 import { failHeldChild, failJob } from './sql/fail-job.ts';
-import { insertFlow } from './sql/insert-flow.ts';
+import { insertFlow, insertFlowAtOnce } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
 import { listChildren } from './sql/list-children.ts';
 import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
@@ -221,8 +221,9 @@ export class MysqlStore implements Store {
     return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
   }
 
-  insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
-    return this.transaction('insertFlow', (c) => insertFlow(c, this.t, jobs));
+  async insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
+    const inserted = await this.retry('insertFlow', () => insertFlowAtOnce(this.pool, this.t, jobs));
+    return inserted ?? this.transaction('insertFlow', (c) => insertFlow(c, this.t, jobs));
   }
 
   async waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {

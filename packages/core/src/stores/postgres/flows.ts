@@ -1,9 +1,10 @@
 import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
+import { isTakenJobId } from './errors.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { type JobRow, toJobRecord, toJsonText } from './records.ts';
-import { insertFlowJobsSql } from './sql/insert-flow-jobs.ts';
+import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
 import { listChildrenSql } from './sql/list-children.ts';
 import { makeParentSql } from './sql/make-parent.ts';
 import { parkParentSql } from './sql/park-parent.ts';
@@ -12,6 +13,7 @@ import type { Statements } from './statements.ts';
 /** The flow statements of one schema (quoted). */
 export function buildFlowJobStatements(schema: string) {
   return {
+    insertFlow: insertFlowSql(schema),
     insertFlowJobs: insertFlowJobsSql(schema),
     makeParent: makeParentSql(schema),
     parkParent: parkParentSql(schema),
@@ -31,16 +33,37 @@ export function readiedParents(rows: readonly { readied?: string | null }[]): st
 }
 
 /**
- * `FlowStore.insertFlow`, one transaction: a root with an idempotency key goes in first through `insertJobs`
- * (a key a retained job holds ends it there, with that job), then the flow's jobs in one statement.
+ * `FlowStore.insertFlow`: the whole flow in one statement (`insertFlowSql`), one round trip. When it inserted
+ * nothing because the root's key is taken, or it failed on a taken id, `insertFlowStepwise` answers as the
+ * contract says (the key's holder, or the failure).
  */
 export async function insertFlow(
   client: SqlClient,
   sql: { jobs: Statements; flows: FlowJobStatements },
   jobs: readonly NewJob[],
 ): Promise<InsertOutcome> {
-  const [root, ...below] = jobs;
+  const [root] = jobs;
   if (!root) throw new Error('insertFlow needs a root job.');
+  try {
+    const params = [...flowJobParams(jobs), root.idempotencyKey, root.idempotencyExpiresAt?.toISOString() ?? null];
+    const [inserted] = await client.query<{ created: boolean }>(sql.flows.insertFlow, params);
+    if (inserted?.created) return { job: flowRecord(root), created: true };
+  } catch (error) {
+    if (!isTakenJobId(error)) throw error;
+  }
+  return insertFlowStepwise(client, sql, jobs);
+}
+
+/**
+ * `FlowStore.insertFlow`, one transaction: a root with an idempotency key goes in first through `insertJobs`
+ * (a key a retained job holds ends it there, with that job), then the flow's jobs in one statement.
+ */
+async function insertFlowStepwise(
+  client: SqlClient,
+  sql: { jobs: Statements; flows: FlowJobStatements },
+  jobs: readonly NewJob[],
+): Promise<InsertOutcome> {
+  const [root, ...below] = jobs as [NewJob, ...NewJob[]];
   return client.transaction(async (tx) => {
     if (root.idempotencyKey === null) {
       await insertFlowJobs(tx, sql.flows, jobs);
@@ -86,8 +109,13 @@ export async function listChildren(
 /** Inserts jobs of a flow (none with a key), in one statement. */
 async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: readonly NewJob[]): Promise<void> {
   if (jobs.length === 0) return;
+  await db.query(sql.insertFlowJobs, flowJobParams(jobs));
+}
+
+/** The parameters $1…$17 of `insertFlowJobsSql` for `jobs`: one text array per field. */
+function flowJobParams(jobs: readonly NewJob[]): (string | null)[][] {
   const column = (value: (job: NewJob) => string | null) => jobs.map(value);
-  await db.query(sql.insertFlowJobs, [
+  return [
     column((job) => job.id),
     column((job) => job.name),
     column((job) => String(job.version)),
@@ -105,7 +133,7 @@ async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: re
     column((job) => job.parentId ?? null),
     column((job) => job.onFailure ?? null),
     column((job) => String(job.pendingChildren ?? 0)),
-  ]);
+  ];
 }
 
 /** The record of a flow's root right after its insert. */

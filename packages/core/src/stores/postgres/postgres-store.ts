@@ -290,7 +290,7 @@ export class PostgresStore implements Store {
     return this.one(this.client, this.sql.getJob, [id]);
   }
 
-  /** One transaction (see `insertFlow` in flows.ts). */
+  /** One statement, or a transaction when a key or an id is taken (see `insertFlow` in flows.ts). */
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {
     return insertFlow(this.client, { jobs: this.sql, flows: this.flowJobSql }, jobs);
   }

@@ -1,43 +1,57 @@
 /**
- * Insert a flow: `FlowStore.insertFlow`, in one transaction (the caller's). A root with an idempotency key is
- * inserted first on its own (`ON DUPLICATE KEY UPDATE id = id`, as insert-jobs.ts does): when a retained job
- * holds the key, that job is the answer and nothing more is inserted (an expired holder lets go of its key,
- * release-expired-keys.ts). Then the jobs, every one of them or the root's descendants, by plain multi-row
- * `INSERT`s of `INSERT_CHUNK` rows: a taken id or any other failure fails the statement, and the caller's
- * rollback leaves nothing of the flow. A parent is inserted `waiting-children` (records.ts).
+ * Insert a flow: `FlowStore.insertFlow`. A flow of at most `INSERT_CHUNK` jobs goes in first as one plain
+ * multi-row `INSERT` on its own (`insertFlowAtOnce`): one round trip, atomic as every statement is, the root
+ * with its idempotency key. A taken key or id fails that statement, nothing of the flow stays, and `insertFlow`
+ * answers in one transaction (the caller's). There a root with an idempotency key is inserted first on its own,
+ * by insert-jobs.ts, which reads back the key's holder: when a retained job holds the key, that job is the
+ * answer and nothing more is inserted (an expired holder lets go of its key, release-expired-keys.ts). Then the
+ * jobs, every one of them or the root's descendants, by plain multi-row `INSERT`s of `INSERT_CHUNK` rows: a
+ * taken id or any other failure fails the statement, and the caller's rollback leaves nothing of the flow. A
+ * parent is inserted `waiting-children` (records.ts).
  *
  * Returns the root's record, `created: true`, or the key's holder, `created: false`, or `KeyHolderGone`.
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
-import { keyExpired } from '../../shared/deduplication.ts';
 import { insertedFlowRecord } from '../../shared/flow-records.ts';
-import { execute } from '../connection.ts';
-import { idempotencyRef, selectInserted } from '../job-queries.ts';
+import { execute, type Queryable } from '../connection.ts';
+import { driverCode } from '../errors.ts';
 import { JOB_COLUMNS, newJobValues } from '../records.ts';
 import type { Tables } from '../tables.ts';
-import { releaseExpiredKeys } from './release-expired-keys.ts';
+import { insertJobs } from './insert-jobs.ts';
 
 /** The most rows one `INSERT` of a flow carries, so a 10,000-child flow stays far below `max_allowed_packet`. */
 const INSERT_CHUNK = 1_000;
+
+/**
+ * The flow in one plain `INSERT`, outside any transaction, when it has at most `INSERT_CHUNK` jobs: the root's
+ * record, `created: true`. `null`, with nothing inserted, when it has more, or when a key or an id it carries
+ * is taken: then `insertFlow` answers.
+ */
+export async function insertFlowAtOnce(
+  db: Queryable,
+  t: Tables,
+  jobs: readonly NewJob[],
+): Promise<InsertOutcome | null> {
+  const [root] = jobs;
+  if (root === undefined) throw new Error('insertFlow needs the root job');
+  if (jobs.length > INSERT_CHUNK) return null;
+  try {
+    await execute(db, `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ?`, [jobs.map(newJobValues)]);
+  } catch (error) {
+    if (driverCode(error) === 'ER_DUP_ENTRY') return null;
+    throw error;
+  }
+  return { job: insertedFlowRecord(root), created: true };
+}
 
 export async function insertFlow(c: PoolConnection, t: Tables, jobs: readonly NewJob[]): Promise<InsertOutcome> {
   const [root] = jobs;
   if (root === undefined) throw new Error('insertFlow needs the root job');
   let rest = jobs;
   if (root.idempotencyKey !== null) {
-    const inserted = await execute(
-      c,
-      `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`,
-      [[newJobValues(root)]],
-    );
-    if (inserted.affectedRows !== 1) {
-      const holder = (await selectInserted(c, t, [root])).byKey.get(idempotencyRef(root.name, root.idempotencyKey));
-      if (!holder) return { job: null, created: false };
-      if (!keyExpired(holder, root)) return { job: holder, created: false };
-      await releaseExpiredKeys(c, t, [root]);
-      return { job: null, created: false };
-    }
+    const [outcome] = await insertJobs(c, t, [root]);
+    if (!outcome?.created) return outcome ?? { job: null, created: false };
     rest = jobs.slice(1);
   }
   await insertRows(c, t, rest);
