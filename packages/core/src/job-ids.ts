@@ -40,6 +40,8 @@ export function newJobId(): string {
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** `UUID_TEXT` in lower case only: the form the SDK and the engine make, taken as it is. */
+const LOWER_UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * A caller-chosen job id (`EnqueueOptions.id`), as stored: a UUID in its 36-character text form, any version,
@@ -48,6 +50,7 @@ const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  */
 export function checkJobId(id: unknown): string | null {
   if (id === undefined || id === null) return null;
+  if (typeof id === 'string' && LOWER_UUID_TEXT.test(id)) return id;
   if (typeof id !== 'string' || !UUID_TEXT.test(id)) {
     throw new WorkqError(
       'VALIDATION',
