@@ -15,7 +15,12 @@ const SHAPES: Record<FlowsShape, { parents: number; children: number }> = {
   many: { parents: 100, children: 10 },
 };
 
-export const FLOWS_FIGURES = ['children drained', 'last child → parent p50', 'last child → parent max'] as const;
+export const FLOWS_FIGURES = [
+  'children drained',
+  'last child → parent p50',
+  'last child → parent max',
+  'enqueue per flow',
+] as const;
 export type FlowsFigure = (typeof FLOWS_FIGURES)[number];
 
 export function flowsLabel(shape: FlowsShape, figure: FlowsFigure): string {
@@ -107,9 +112,10 @@ class FlowTracker {
  * Flows (issue 50): with a consumer of children at concurrency 50 and one of parents waiting, `parents` flows of
  * `children` children each are enqueued one after the other, each in one call. Figures: children drained per
  * second, from the first flow's enqueue to the last child's end (its handler, which returns at once); and per
- * parent, the time from its last child's end to its own handler's start (p50 over the parents, and max). Every run
- * checks that each child and each parent ran exactly once, that each parent read all its children's results, and
- * that the store shows them all completed.
+ * parent, the time from its last child's end to its own handler's start (p50 over the parents, and max); and the
+ * mean time of one flow's enqueue call, the consumers running meanwhile. Every run checks that each child and each
+ * parent ran exactly once, that each parent read all its children's results, and that the store shows them all
+ * completed.
  * - `wide`: one parent with 1,000 children.
  * - `many`: 100 parents with 10 children each.
  */
@@ -131,9 +137,11 @@ export function flowsScenario(shape: FlowsShape): Scenario {
       const tracker = new FlowTracker(parents, children);
       const consumer = await flows.consume({ children: FLOWS_CONCURRENCY, parents: FLOWS_PARENT_CONCURRENCY }, tracker);
       let started: number;
+      let enqueued: number;
       try {
         started = performance.now();
         for (let p = 0; p < parents; p++) await flows.enqueueFlow(p, children);
+        enqueued = performance.now();
         await waitUntil(() => tracker.done, 120_000, 2);
       } finally {
         await consumer.stop();
@@ -148,6 +156,7 @@ export function flowsScenario(shape: FlowsShape): Scenario {
         'children drained': ((parents * children) / (lastChild - started)) * 1000,
         'last child → parent p50': percentile(gaps, 50),
         'last child → parent max': percentile(gaps, 100),
+        'enqueue per flow': (enqueued - started) / parents,
       };
       return FLOWS_FIGURES.map((figure) => ({
         scenario: flowsLabel(shape, figure),
