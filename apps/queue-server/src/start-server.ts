@@ -126,7 +126,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     leadershipLeaseMs: LEADERSHIP_LEASE_MS,
     onRoleError: (what, error) => warnUnlessOutage(`${what} failed`)(error),
   });
-  const { engine, bus, events, dispatcher } = runtime;
+  const { engine, bus, events, dispatcher, cancellations } = runtime;
   // A schedule written through another server: the leader reads them at once instead of at its next reload.
   bus.onSchedulesChanged(() => void scheduler.reload());
   // A schema removed through another server: its entry and validator are dropped here too.
@@ -139,6 +139,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     }),
     bus,
     dispatcher,
+    cancellations,
     events,
     authority,
     metrics,

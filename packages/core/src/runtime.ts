@@ -1,3 +1,4 @@
+import { CancelledLeases } from './dispatch/cancelled-leases.ts';
 import { ClaimDispatcher, type DispatcherOptions } from './dispatch/claim-dispatcher.ts';
 import type { Clock } from './engine/clock.ts';
 import { createEngine, type Engine, type EngineOptions } from './engine/engine.ts';
@@ -35,12 +36,14 @@ export interface QueueRuntime {
   readonly bus: WakeupBus;
   readonly events: EventHub;
   readonly dispatcher: ClaimDispatcher;
+  /** What waiting lease extensions hear of their jobs' cancellations in this process. */
+  readonly cancellations: CancelledLeases;
   readonly roles: RoleRunner;
   /** Starts the maintenance roles (leading where this server is elected, or the store has no election). */
   start(): void;
   /**
    * Stops the roles (resigning the leadership), ends the event subscriptions with a retryable `UNAVAILABLE`,
-   * closes the bus (waiting claims answer at once), awaits `drain` (the requests still being answered), then
+   * closes the bus (waiting claims and lease extensions answer at once), awaits `drain` (the requests still being answered), then
    * closes the engine and its store. Idempotent.
    */
   close(drain?: () => Promise<void>): Promise<void>;
@@ -56,6 +59,7 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
   await bus.start();
   events.attach(bus);
   const dispatcher = new ClaimDispatcher(engine, bus, options.dispatcher);
+  const cancellations = new CancelledLeases((listener) => engine.onFinished(listener));
   const failed = (what: string) => (error: unknown) => onRoleError?.(what, error);
   const roles = new RoleRunner(engine, {
     leadershipLeaseMs: options.leadershipLeaseMs,
@@ -71,6 +75,7 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
     await roles.close();
     events.close();
     await bus.close();
+    cancellations.close();
     await drain?.();
     await engine.close();
   };
@@ -79,6 +84,7 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
     bus,
     events,
     dispatcher,
+    cancellations,
     roles,
     start: () => roles.start(),
     close: (drain) => {

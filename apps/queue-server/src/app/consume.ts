@@ -97,27 +97,59 @@ export function releaseJobs(services: ServerServices, name: string, leases: read
 /**
  * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
  * `workerId` names the worker extending them, which the worker registry then counts as seen.
+ *
+ * With `wait`, a batch whose leases all held is answered when one of its jobs is cancelled through this
+ * server (that item then `ok: false, cancelled: true`), after `wait.waitMs` (at most the server's long-poll limit), or when
+ * the request ends: the worker hears of a cancellation at once instead of at its next extension.
  */
-export function extendLeases(
+export async function extendLeases(
   services: ServerServices,
   items: readonly (LeaseRef & { leaseMs?: number | undefined })[],
   workerId: string | undefined,
+  wait?: { waitMs: number; signal: AbortSignal },
 ) {
   checkBatchSize(items.length, services.options.limits.maxBatchSize, 'extend');
   // Presence is bookkeeping: a store that cannot write it must not cost the worker its leases.
   if (workerId) services.dispatcher.presence.touched(workerId).catch(() => undefined);
-  return Promise.all(
-    items.map(async ({ id, leaseToken, leaseMs }) => {
-      try {
-        const { leaseExpiresAt } = await services.engine.extend({ id, leaseToken }, leaseMs);
-        return { id, ok: true as const, leaseExpiresAt };
-      } catch (error) {
-        if (isWorkqError(error, 'LEASE_LOST')) return { id, ok: false as const };
-        throw error;
-      }
-    }),
+  // Watched from before the leases are extended, so that a cancellation in between is heard.
+  const stopWatching = new AbortController();
+  const waitMs = Math.min(wait?.waitMs ?? 0, services.options.limits.maxLongPollMs);
+  const watched = services.cancellations.waitForCancel(
+    items.map((item) => item.id),
+    waitMs,
+    wait ? AbortSignal.any([wait.signal, stopWatching.signal]) : stopWatching.signal,
+  );
+  let outcomes: ExtendOutcome[];
+  try {
+    outcomes = await Promise.all(
+      items.map(async ({ id, leaseToken, leaseMs }) => {
+        try {
+          const { leaseExpiresAt } = await services.engine.extend({ id, leaseToken }, leaseMs);
+          return { id, ok: true as const, leaseExpiresAt };
+        } catch (error) {
+          if (isWorkqError(error, 'LEASE_LOST')) return { id, ok: false as const };
+          throw error;
+        }
+      }),
+    );
+  } catch (error) {
+    stopWatching.abort();
+    throw error;
+  }
+  // A lost lease is answered at once.
+  if (outcomes.some((outcome) => !outcome.ok)) {
+    stopWatching.abort();
+    return outcomes;
+  }
+  const cancelled = new Set(await watched);
+  if (cancelled.size === 0) return outcomes;
+  return outcomes.map((outcome) =>
+    cancelled.has(outcome.id) ? { id: outcome.id, ok: false as const, cancelled: true as const } : outcome,
   );
 }
+
+/** One extended lease: its new expiry, or lost (`cancelled`: the job was cancelled while the request waited). */
+type ExtendOutcome = { id: string; ok: true; leaseExpiresAt: Date } | { id: string; ok: false; cancelled?: true };
 
 /** The size of a result as stored, in bytes of UTF-8 JSON (a bigint, Date or Map counts with its encoding). */
 function storedBytes(ack: Ack): number {

@@ -1,4 +1,5 @@
 import type {
+  CancelledLeases,
   ClaimDispatcher,
   CronScheduler,
   Engine,
@@ -19,6 +20,8 @@ export interface ServerServices {
   bus: WakeupBus;
   /** What claims and enqueues do between store calls: waiting, handoffs, stop-waiting, merged writes. */
   dispatcher: ClaimDispatcher;
+  /** What waiting lease extensions hear of their jobs' cancellations through this server. */
+  cancellations: CancelledLeases;
   /** Job events of every server on the store, for this server's subscribers. */
   events: EventHub;
   authority: TokenAuthority;

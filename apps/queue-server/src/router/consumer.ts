@@ -116,16 +116,24 @@ export const consumerRouter = router({
 
   /**
    * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
-   * `workerId` names the worker extending them, which the worker registry then counts as seen.
+   * `workerId` names the worker extending them, which the worker registry then counts as seen. With `waitMs`,
+   * a batch whose leases all held is answered when one of its jobs is cancelled through this server (that
+   * item `ok: false, cancelled: true`), or after `waitMs`.
    */
   extend: leaseProcedure
     .input(
       z.object({
         items: z.array(lease.extend({ leaseMs: leaseLengthMs.optional() })).min(1),
         workerId: storableText(1, 64).optional(),
+        waitMs: z.number().int().min(0).default(0),
       }),
     )
-    .mutation(({ ctx, input }) => extendLeases(ctx.services, input.items, input.workerId)),
+    .mutation(({ ctx, input, signal }) =>
+      extendLeases(ctx.services, input.items, input.workerId, {
+        waitMs: input.waitMs,
+        signal: signal ?? new AbortController().signal,
+      }),
+    ),
 
   progress: leaseProcedure
     .input(lease.extend({ progress: z.number().min(0).max(100) }))

@@ -5,8 +5,8 @@
  * Everything else in core is internal: modules import it by path.
  */
 
-export type { ClaimAnswer } from '../dispatch/claim-dispatcher.ts';
 export { CancelledLeases } from '../dispatch/cancelled-leases.ts';
+export type { ClaimAnswer } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { EventHub } from '../notify/event-hub.ts';

@@ -79,15 +79,28 @@ export class JobAbort {
 }
 
 /**
+ * How long a newly held job is held before its cancellation is watched: a
+ * job that ends sooner costs no extension, and one that runs on is watched
+ * from then.
+ */
+export const WATCH_AFTER_MS = 50;
+
+/**
  * Keeps the leases of held jobs alive (running, or prefetched and waiting
  * for a slot): every third of the shortest lease it extends all of them in
- * one request. A lease the server reports lost (expired, job cancelled)
- * aborts that job's signal.
+ * one request, which the server holds until the next round is due, or
+ * answers at once when one of those jobs is cancelled through it. A job held
+ * `WATCH_AFTER_MS` that no request in flight covers starts a new round at
+ * once, so its cancellation is heard too. A lease the server reports lost
+ * (expired, job cancelled) aborts that job's signal.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, HeldLease>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
+  private watchTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The latest extension still waiting for its answer: the jobs it covers, and what ends it early. */
+  private inFlight: { ids: ReadonlySet<string>; ending: AbortController } | undefined;
 
   /** `now`: this process's clock (epoch ms). `workerId`: sent with each extension, for the worker registry. */
   constructor(
@@ -102,6 +115,7 @@ export class LeaseKeeper {
     const { leaseMs } = grant;
     this.held.set(id, { id, leaseToken, leaseMs, expiresAtMs: localLeaseExpiry(grant), jobAbort });
     this.schedule();
+    if (!this.watchTimer && !this.stopped) this.watchTimer = setTimeout(() => this.watchNewJobs(), WATCH_AFTER_MS);
     return jobAbort;
   }
 
@@ -129,12 +143,38 @@ export class LeaseKeeper {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.watchTimer) clearTimeout(this.watchTimer);
+    this.inFlight?.ending.abort();
   }
 
-  private schedule(): void {
-    if (this.timer || this.stopped) return;
+  /** Starts a round now when a held job is covered by no extension in flight (see `WATCH_AFTER_MS`). */
+  private watchNewJobs(): void {
+    this.watchTimer = undefined;
+    if (this.stopped) return;
+    const covered = this.inFlight?.ids;
+    let uncovered = false;
+    for (const id of this.held.keys()) {
+      if (!covered?.has(id)) {
+        uncovered = true;
+        break;
+      }
+    }
+    if (!uncovered) return;
+    this.inFlight?.ending.abort();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    void this.extendAll();
+  }
+
+  /** A third of the shortest lease held: how often the leases are extended. */
+  private roundMs(): number {
     const shortestMs = Math.min(...[...this.held.values()].map((l) => l.leaseMs));
-    this.timer = setTimeout(() => void this.extendAll(), Math.max(50, Math.floor(shortestMs / 3)));
+    return Math.max(50, Math.floor(shortestMs / 3));
+  }
+
+  private schedule(delayMs = this.roundMs()): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setTimeout(() => void this.extendAll(), delayMs);
   }
 
   private async extendAll(): Promise<void> {
@@ -142,15 +182,19 @@ export class LeaseKeeper {
     const leases = [...this.held.values()];
     if (leases.length === 0 || this.stopped) return;
     const items = leases.map(({ id, leaseToken, leaseMs }) => ({ id, leaseToken, leaseMs }));
+    // The server holds the answer until the next round is due, unless a job is cancelled meanwhile.
+    const waitMs = this.roundMs();
     // An answer later than the next round is of no use: that round asks again.
-    const timeoutMs = Math.max(1_000, Math.floor(Math.min(...items.map((l) => l.leaseMs)) / 3));
+    const timeoutMs = Math.max(1_000, waitMs);
     const sentAtMs = this.now();
+    const round = { ids: new Set(items.map((item) => item.id)), ending: new AbortController() };
+    /** A job was cancelled: the other jobs are watched again at once. */
+    let answeredEarly = false;
+    this.inFlight = round;
     try {
       const outcomes = await this.call(
-        (api, signal) => api.consumer.extend.mutate({ items, workerId: this.workerId }, { signal }),
-        {
-          timeoutMs,
-        },
+        (api, signal) => api.consumer.extend.mutate({ items, workerId: this.workerId, waitMs }, { signal }),
+        { timeoutMs, waitMs, signal: round.ending.signal },
       );
       const receivedAtMs = this.now();
       for (const outcome of outcomes) {
@@ -162,12 +206,14 @@ export class LeaseKeeper {
           lease.expiresAtMs = localLeaseExpiry({ leaseMs, serverExpiresAtMs, sentAtMs, receivedAtMs });
         } else {
           this.held.delete(outcome.id);
-          lease.jobAbort.abort(
-            new WorkqError('LEASE_LOST', `Job ${outcome.id} lost its lease (expired or cancelled); stop work on it.`),
-          );
+          if (outcome.cancelled) answeredEarly = true;
+          const why = outcome.cancelled ? 'was cancelled' : 'lost its lease (expired or cancelled)';
+          lease.jobAbort.abort(new WorkqError('LEASE_LOST', `Job ${outcome.id} ${why}; stop work on it.`));
         }
       }
     } catch {
+      // Ended on purpose: a newer round took over, or the keeper stopped.
+      if (round.ending.signal.aborted) return;
       // The server is unreachable: the next round tries again; a lease that runs out meanwhile is redelivered.
       for (const lease of leases) {
         if (lease.expiresAtMs <= this.now()) {
@@ -178,6 +224,9 @@ export class LeaseKeeper {
         }
       }
     }
-    if (this.held.size > 0) this.schedule();
+    if (this.inFlight !== round) return;
+    this.inFlight = undefined;
+    // The answer waited for the round, unless a cancellation cut it short: the next one is due when it ends.
+    if (this.held.size > 0) this.schedule(answeredEarly ? 0 : Math.max(0, sentAtMs + waitMs - this.now()));
   }
 }
