@@ -46,8 +46,8 @@ it('aborts the signal of a running job soon after it is cancelled, long before i
     const first = await sdk.enqueue.render({ page: 1 });
     const second = await sdk.enqueue.render({ page: 2 });
     await until(() => started.length === 2, 20_000, 10);
-    // Let the worker's first extension go out, so that the cancellation finds it waiting.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A job held a second is watched: the cancellation then finds its extension waiting.
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
 
     for (const handle of [first, second]) {
       const cancelledAtMs = Date.now();

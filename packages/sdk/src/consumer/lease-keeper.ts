@@ -81,9 +81,9 @@ export class JobAbort {
 /**
  * How long a newly held job is held before its cancellation is watched: a
  * job that ends sooner costs no extension, and one that runs on is watched
- * from then.
+ * from then. Jobs arriving all the time start a round at most this often.
  */
-export const WATCH_AFTER_MS = 50;
+export const WATCH_AFTER_MS = 1_000;
 
 /**
  * Keeps the leases of held jobs alive (running, or prefetched and waiting
