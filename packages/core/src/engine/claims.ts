@@ -1,5 +1,6 @@
 import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
 import { constrains, type FlowControl } from './flow-control.ts';
+import type { FlowEndNotices } from './flow-end-notices.ts';
 import { newLeaseToken } from './ids.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import type { JobEventEmitter } from './job-events.ts';
@@ -115,6 +116,8 @@ export class Claims {
     private readonly flow: FlowControl,
     private readonly leased: LeasedJobs,
     private readonly events: JobEventEmitter,
+    /** Tells of the jobs a swept job's death ended through its flow. */
+    private readonly flowEnds: FlowEndNotices,
     /** How often claims sweep expired leases back to the queue. */
     private readonly leaseSweepIntervalMs: number,
   ) {}
@@ -171,6 +174,7 @@ export class Claims {
     };
     const swept = await this.store.requeueExpiredLeases(now, error);
     this.events.leasesExpired(swept, error, now);
+    for (const job of swept) if (job.dead) this.flowEnds.ended(job, now);
     const dead = swept.filter((job) => job.dead).length;
     return { requeued: swept.length - dead, dead };
   }

@@ -3,6 +3,7 @@ import { isFinishedState, type JobStatus } from '../jobs.ts';
 import { type ClaimedJob, type ClaimInput, type ClaimOutcome, Claims, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
+import { FlowEndNotices } from './flow-end-notices.ts';
 import { Flows } from './flows.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
@@ -67,6 +68,7 @@ export class Engine {
   /** Parents that wait for their children (see `Flows`): enqueue a flow, park a running job, list children. */
   readonly flows: Flows;
   private readonly events: JobEventEmitter;
+  private readonly flowEnds: FlowEndNotices;
   private readonly leased: LeasedJobs;
 
   constructor(options: EngineOptions) {
@@ -75,20 +77,25 @@ export class Engine {
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
-    this.events = new JobEventEmitter(
-      options.events,
-      (ids) => this.store.listJobs({ ids, limit: ids.length }),
-      this.store,
-    );
+    this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
+    this.flowEnds = new FlowEndNotices(this.store, this.listeners, this.events);
     this.leased = new LeasedJobs({
       store: this.store,
       clock: this.clock,
       flow: this.flow,
       events: this.events,
+      flowEnds: this.flowEnds,
       listeners: this.listeners,
       defaults: this.defaults,
     });
-    this.claims = new Claims(this.store, this.flow, this.leased, this.events, options.leaseSweepIntervalMs ?? 1000);
+    this.claims = new Claims(
+      this.store,
+      this.flow,
+      this.leased,
+      this.events,
+      this.flowEnds,
+      options.leaseSweepIntervalMs ?? 1000,
+    );
     const { store, clock, flow, events, listeners, defaults } = this;
     this.flows = new Flows({ store, clock, flow, events, listeners, defaults });
   }
@@ -247,6 +254,7 @@ export class Engine {
     if (cancelled) {
       this.listeners.emitFinished(id, 'cancelled');
       this.events.cancelled(cancelled, now);
+      this.flowEnds.ended(cancelled, now);
     }
     return cancelled !== null;
   }

@@ -1,6 +1,6 @@
 import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '../events.ts';
 import type { JobError } from '../jobs.ts';
-import { type FlowMember, type FlowReader, flowEnds } from './flow-ends.ts';
+import type { FlowEnds } from './flow-ends.ts';
 import type { JobRecord, SweptLease } from './store.ts';
 
 /**
@@ -86,8 +86,6 @@ export class JobEventEmitter {
     private readonly sink: JobEventSink | undefined,
     /** Reads jobs by id, for events about jobs this process does not remember. */
     private readonly readJobs: (ids: readonly string[]) => Promise<readonly JobRecord[]>,
-    /** Reads flows, for the events of the jobs a child's end or a cancellation ended with its flow. */
-    private readonly flows: FlowReader,
   ) {}
 
   get listening(): boolean {
@@ -152,7 +150,7 @@ export class JobEventEmitter {
     this.withHeld('progress', at, [id], () => ({ progress }), false);
   }
 
-  /** `failed` for the attempt that failed, and `dead` after it when none remains (then `endedInFlow`). */
+  /** `failed` for the attempt that failed, and `dead` after it when none remains. */
   failed(job: JobRecord, error: JobError, willRetry: boolean, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
@@ -160,7 +158,6 @@ export class JobEventEmitter {
     if (error.permanent) eventError.permanent = true;
     const { id, name, version, parentId } = job;
     this.publishFailures([{ id, name, version, attempt: error.attempt, dead: !willRetry, parentId }], eventError, at);
-    if (!willRetry) this.endedInFlow(job, at);
   }
 
   /** `failed` for each attempt that lost its lease to a sweep, and `dead` after it when none remains. */
@@ -170,7 +167,6 @@ export class JobEventEmitter {
     const eventError: JobEventError = { message: error.message };
     if (error.code !== undefined) eventError.code = error.code;
     this.publishFailures(jobs, eventError, at);
-    for (const job of jobs) if (job.dead) this.endedInFlow(job, at);
   }
 
   /** `failed` for each failed attempt, then `dead` for those that used the last one. */
@@ -184,39 +180,29 @@ export class JobEventEmitter {
     this.publish([...failed.runList, ...dead.runList]);
   }
 
-  /** `cancelled` for a job cancelled on its own, then `endedInFlow`. */
+  /** `cancelled` for a job cancelled on its own. */
   cancelled(job: JobRecord, at: Date): void {
     this.held.delete(job.id);
     if (!this.listening) return;
     const runs = new RunCollector('cancelled', at);
     runs.add(job.id, job);
     this.publish(runs.runList);
-    this.endedInFlow(job, at);
   }
 
   /**
-   * After `job` ended dead or cancelled at `at`: `dead` for each parent its end made dead of a child, with the
-   * parent's `CHILD_FAILED` error, then `cancelled` for each job cancelled with the flow, with its
-   * `FLOW_CANCELLED` error (`flowEnds`). The store ends them in the same step but does not name them, so they
-   * are read back, off the engine's path; a job outside flows reads nothing.
+   * After a job ended at `at`, and after its own events: `dead` for each parent its end made dead of a child
+   * (`ends.dead`), with the parent's `CHILD_FAILED` error, then `cancelled` for each job cancelled with the flow
+   * (`ends.cancelled`), with its `FLOW_CANCELLED` error.
    */
-  private endedInFlow(job: FlowMember, at: Date): void {
-    if (!job.parentId && !job.childCount) return;
-    flowEnds(this.flows, job, at).then(
-      ({ dead, cancelled }) => {
-        const died = new RunCollector('dead', at);
-        for (const parent of dead) died.add(parent.id, heldOf(parent), eventErrorOf(parent));
-        const withFlow = new RunCollector('cancelled', at);
-        for (const child of cancelled) {
-          this.held.delete(child.id);
-          withFlow.add(child.id, child, eventErrorOf(child));
-        }
-        const runs = [...died.runList, ...withFlow.runList];
-        if (runs.length > 0) this.publish(runs);
-      },
-      // As for a job read back: what cannot be read now yields no event.
-      () => undefined,
-    );
+  endedWithFlow({ dead, cancelled }: FlowEnds, at: Date): void {
+    for (const child of cancelled) this.held.delete(child.id);
+    if (!this.listening) return;
+    const died = new RunCollector('dead', at);
+    for (const parent of dead) died.add(parent.id, heldOf(parent), eventErrorOf(parent));
+    const withFlow = new RunCollector('cancelled', at);
+    for (const child of cancelled) withFlow.add(child.id, child, eventErrorOf(child));
+    const runs = [...died.runList, ...withFlow.runList];
+    if (runs.length > 0) this.publish(runs);
   }
 
   /** Forgets jobs given back unstarted. */

@@ -3,6 +3,7 @@ import { ERROR_HISTORY_LIMITS, type JobError, type JobStatus } from '../jobs.ts'
 import { backoffDelayMs } from './backoff.ts';
 import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
+import type { FlowEndNotices } from './flow-end-notices.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
@@ -30,6 +31,8 @@ export interface LeasedJobsDeps {
   clock: Clock;
   flow: FlowControl;
   events: JobEventEmitter;
+  /** Tells of the jobs a job's death ended through its flow. */
+  flowEnds: FlowEndNotices;
   listeners: LocalListeners;
   /** Engine-wide job defaults, for the job `moveTo` enqueues. */
   defaults: Partial<ResolvedJobOptions> | undefined;
@@ -58,6 +61,7 @@ export class LeasedJobs {
   private readonly clock: Clock;
   private readonly flow: FlowControl;
   private readonly events: JobEventEmitter;
+  private readonly flowEnds: FlowEndNotices;
   private readonly listeners: LocalListeners;
   private readonly defaults: Partial<ResolvedJobOptions> | undefined;
 
@@ -66,6 +70,7 @@ export class LeasedJobs {
     this.clock = deps.clock;
     this.flow = deps.flow;
     this.events = deps.events;
+    this.flowEnds = deps.flowEnds;
     this.listeners = deps.listeners;
     this.defaults = deps.defaults;
   }
@@ -153,7 +158,10 @@ export class LeasedJobs {
     this.freed(job.name);
     this.events.failed(job, error, retryAt !== null, now);
     const updated = failedRecord(job, error, retryAt, now);
-    if (updated.state === 'dead') this.listeners.emitFinished(updated.id, 'dead');
+    if (updated.state === 'dead') {
+      this.listeners.emitFinished(updated.id, 'dead');
+      this.flowEnds.ended(job, now);
+    }
     const status = toJobStatus(updated, now);
     // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
     if (status.state === 'ready') this.listeners.emitReady(updated.name);

@@ -30,7 +30,7 @@ function enqueueFlow(engine: Engine, name: string, children: ChildInput[]) {
   return engine.flows.enqueue({ name, version: 1, payload: {}, children });
 }
 
-/** Flows as event subscribers see them (issue 50, "Seen everywhere"), on every store. */
+/** Flows as event subscribers and result waits see them (issue 50, "Seen everywhere"), on every store. */
 export function registerFlowEventTests(ctx: SuiteContext): void {
   /** A test's job names: its parents', its children's, and their children's. */
   const namesOf = (topic: string) =>
@@ -172,5 +172,41 @@ export function registerFlowEventTests(ctx: SuiteContext): void {
     expect(eventsOf(sink, cancelled!.id, 'cancelled')).toMatchObject([{ parentId: other.id }]);
     await expect.poll(() => eventsOf(sink, other.id, 'dead')).toHaveLength(1);
     await expect.poll(() => eventsOf(sink, sibling!.id, 'cancelled')).toMatchObject([{ parentId: other.id }]);
+  });
+
+  it('flow ends: each job a flow ends is announced finished in the process that ended it, with no one listening for events', async () => {
+    const [parentName, childName, leaf] = namesOf('fin');
+    const { engine, clock } = ctx.engine();
+    const finished = new Map<string, string>();
+    engine.onFinished((id, state) => void finished.set(id, state));
+
+    // A parent cancelled: each unfinished descendant, to the bottom.
+    const cancelled = await enqueueFlow(engine, parentName, [
+      child(childName, { n: 1 }, { children: [child(leaf, {})] }),
+    ]);
+    const [nested] = await engine.flows.children(cancelled.id);
+    const [grandchild] = await engine.flows.children(nested!.id);
+    await engine.cancel(cancelled.id);
+    await expect
+      .poll(() => [finished.get(nested!.id), finished.get(grandchild!.id)])
+      .toEqual(['cancelled', 'cancelled']);
+
+    // A 'fail-parent' child's death: its parent, dead, and the sibling cancelled with it.
+    const failed = await enqueueFlow(engine, parentName, [
+      child(childName, { n: 2 }, { options: { maxAttempts: 1 } }),
+      child(leaf, {}),
+    ]);
+    const [, sibling] = await engine.flows.children(failed.id);
+    await engine.fail(await claimOne(engine, childName), { message: 'page render crashed' });
+    await expect.poll(() => [finished.get(failed.id), finished.get(sibling!.id)]).toEqual(['dead', 'cancelled']);
+
+    // A child's last lease swept: its parent, dead.
+    const swept = await enqueueFlow(engine, parentName, [
+      child(childName, { n: 3 }, { options: { maxAttempts: 1, leaseMs: 1_000 } }),
+    ]);
+    await claimOne(engine, childName);
+    clock.advance(2_000);
+    await engine.sweepExpiredLeases();
+    await expect.poll(() => finished.get(swept.id)).toBe('dead');
   });
 }
