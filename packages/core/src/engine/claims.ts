@@ -5,6 +5,7 @@ import { newLeaseToken } from './ids.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import type { JobEventEmitter } from './job-events.ts';
 import { type CompleteOutcome, type LeasedJobs, storedAcks } from './leased-jobs.ts';
+import type { LocalListeners } from './local-listeners.ts';
 import type { ClaimedRecord, ClaimRequest, LeaseRef, LimitedClaim, QueueSettings, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
@@ -116,6 +117,8 @@ export class Claims {
     private readonly flow: FlowControl,
     private readonly leased: LeasedJobs,
     private readonly events: JobEventEmitter,
+    /** Told of each job a sweep ends dead, as a failed job's death is told. */
+    private readonly listeners: LocalListeners,
     /** Tells of the jobs a swept job's death ended through its flow. */
     private readonly flowEnds: FlowEndNotices,
     /** How often claims sweep expired leases back to the queue. */
@@ -174,7 +177,11 @@ export class Claims {
     };
     const swept = await this.store.requeueExpiredLeases(now, error);
     this.events.leasesExpired(swept, error, now);
-    for (const job of swept) if (job.dead) this.flowEnds.ended(job, now);
+    for (const job of swept) {
+      if (!job.dead) continue;
+      this.listeners.emitFinished(job.id, 'dead');
+      this.flowEnds.ended(job, now);
+    }
     const dead = swept.filter((job) => job.dead).length;
     return { requeued: swept.length - dead, dead };
   }

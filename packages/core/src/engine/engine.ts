@@ -93,6 +93,7 @@ export class Engine {
       this.flow,
       this.leased,
       this.events,
+      this.listeners,
       this.flowEnds,
       options.leaseSweepIntervalMs ?? 1000,
     );

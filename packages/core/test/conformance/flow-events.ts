@@ -174,7 +174,7 @@ export function registerFlowEventTests(ctx: SuiteContext): void {
     await expect.poll(() => eventsOf(sink, sibling!.id, 'cancelled')).toMatchObject([{ parentId: other.id }]);
   });
 
-  it('flow ends: each job a flow ends is announced finished in the process that ended it, with no one listening for events', async () => {
+  it('flow ends: a job that ends dead or cancelled is announced finished in the process that ended it, and so is each job its flow ends, with no one listening for events', async () => {
     const [parentName, childName, leaf] = namesOf('fin');
     const { engine, clock } = ctx.engine();
     const finished = new Map<string, string>();
@@ -200,13 +200,14 @@ export function registerFlowEventTests(ctx: SuiteContext): void {
     await engine.fail(await claimOne(engine, childName), { message: 'page render crashed' });
     await expect.poll(() => [finished.get(failed.id), finished.get(sibling!.id)]).toEqual(['dead', 'cancelled']);
 
-    // A child's last lease swept: its parent, dead.
+    // A child's last lease swept: the child, and its parent, dead.
     const swept = await enqueueFlow(engine, parentName, [
       child(childName, { n: 3 }, { options: { maxAttempts: 1, leaseMs: 1_000 } }),
     ]);
-    await claimOne(engine, childName);
+    const expiring = await claimOne(engine, childName);
     clock.advance(2_000);
     await engine.sweepExpiredLeases();
+    expect(finished.get(expiring.id)).toBe('dead');
     await expect.poll(() => finished.get(swept.id)).toBe('dead');
   });
 }
