@@ -128,6 +128,33 @@ it('sends job events to the other instances only while one of them has subscribe
   listening = false;
 });
 
+it("keeps a job's events in order across instances when the store makes an earlier publish visible later", async () => {
+  // As MySQL's polled table does: a publish is seen by others when it is stored, and stores can finish in any order.
+  const notifier = sharedNotifier();
+  const visibleAfterMs = [120, 0];
+  const storeInAnyOrder: StoreNotifier = {
+    subscribe: (listener) => notifier.subscribe(listener),
+    publish: async (message) => {
+      await new Promise((resolve) => setTimeout(resolve, visibleAfterMs.shift() ?? 0));
+      await notifier.publish(message);
+    },
+  };
+  const a = await instance(storeInAnyOrder);
+  const b = await instance(notifier);
+  const heard: string[] = [];
+  b.wakeups.onEvents((events) => {
+    if (events !== 'lost') heard.push(...events.map((e) => e.type));
+  });
+  b.wakeups.announceListening(() => true);
+  await settle();
+  const event = (type: 'started' | 'completed') => ({ type, id: 'j1', name: 'mail', version: 1, at: new Date() });
+  a.wakeups.sendEvents([event('started')]);
+  await new Promise((resolve) => setTimeout(resolve, 40));
+  a.wakeups.sendEvents([event('completed')]);
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  expect(heard).toEqual(['started', 'completed']);
+});
+
 it('tells the other instances which type lost a registered schema, and every type after a resync', async () => {
   const notifier = sharedNotifier();
   const { wakeups: remover } = await instance(notifier);

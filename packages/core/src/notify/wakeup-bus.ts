@@ -15,6 +15,8 @@ const WATCHING_HEARD_FOR_MS = 3 * WATCHING_ANNOUNCE_MS;
 const MAX_NOTIFICATION_BYTES = 7_000;
 /** Notifications go out at most this often: a stream of enqueues and acks costs a few a second, not one a job. */
 const PUBLISH_WINDOW_MS = 20;
+/** A publish not settled by then stops holding the next ones back (a stalled store must not silence the bus). */
+const PUBLISH_STALL_MS = 5_000;
 /** Job events kept for one publish window; past it they are dropped and the others told so. */
 const MAX_PENDING_EVENTS = 5_000;
 
@@ -63,6 +65,10 @@ export class WakeupBus {
   private readonly schemaListeners = new Set<(name: string | undefined) => void>();
   private readonly pendingSchemas = new Set<string>();
   private flushScheduled = false;
+  /** A flush's notifications still being published: the next flush waits for them (see `flushSoon`). */
+  private sending = false;
+  /** Something was announced while `sending`: flush when it ends. */
+  private flushWanted = false;
   private lastFlushAt = 0;
   private readonly detach: (() => void)[] = [];
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -334,8 +340,18 @@ export class WakeupBus {
     this.flushSoon();
   }
 
-  /** Sends what is pending, at most once per `PUBLISH_WINDOW_MS` (each notification is a commit on PostgreSQL). */
+  /**
+   * Sends what is pending, at most once per `PUBLISH_WINDOW_MS` (each notification is a commit on PostgreSQL).
+   * One flush's notifications are published one after another, and the next flush waits until they are all
+   * stored: a store may number or deliver concurrent publishes in any order (MySQL's auto-increment is handed
+   * out before commit; NOTIFYs go out in commit order), and a job's events must reach the other servers in
+   * the order they happened (`started` before `completed`). What arrives meanwhile goes in that next flush.
+   */
   private flushSoon(): void {
+    if (this.sending) {
+      this.flushWanted = true;
+      return;
+    }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // (At most one window: a clock set back does not hold the messages.)
@@ -361,11 +377,34 @@ export class WakeupBus {
       this.listening.pending = false;
       this.pendingEvents.length = 0;
       this.eventsLost = false;
-      for (const notification of encodeWakeups(this.instanceId, messages, MAX_NOTIFICATION_BYTES)) {
-        this.notifier?.publish(notification).catch(() => undefined);
-      }
+      void this.publishInOrder(encodeWakeups(this.instanceId, messages, MAX_NOTIFICATION_BYTES));
     };
     if (waitMs === 0) setImmediate(flush);
     else setTimeout(flush, waitMs);
   }
+
+  /** Publishes `notifications` in turn (a failed one is dropped, as a lost notification is), then flushes what waited. */
+  private async publishInOrder(notifications: readonly string[]): Promise<void> {
+    const { notifier } = this;
+    if (!notifier || notifications.length === 0) return;
+    this.sending = true;
+    try {
+      for (const notification of notifications) await settledOrStalled(notifier.publish(notification));
+    } finally {
+      this.sending = false;
+    }
+    if (!this.flushWanted) return;
+    this.flushWanted = false;
+    this.flushSoon();
+  }
+}
+
+/** Resolves when `publishing` settles (a failure is a lost notification), or after `PUBLISH_STALL_MS`. */
+function settledOrStalled(publishing: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, PUBLISH_STALL_MS);
+    timer.unref();
+  });
+  return Promise.race([publishing.catch(() => undefined), stalled]).finally(() => clearTimeout(timer));
 }
