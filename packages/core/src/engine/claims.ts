@@ -5,7 +5,6 @@ import { newLeaseToken } from './ids.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import type { JobEventEmitter } from './job-events.ts';
 import { type CompleteOutcome, type LeasedJobs, storedAcks } from './leased-jobs.ts';
-import type { LocalListeners } from './local-listeners.ts';
 import type { ClaimedRecord, ClaimRequest, LeaseRef, LimitedClaim, QueueSettings, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
@@ -117,9 +116,7 @@ export class Claims {
     private readonly flow: FlowControl,
     private readonly leased: LeasedJobs,
     private readonly events: JobEventEmitter,
-    /** Told of each job a sweep ends dead, as a failed job's death is told. */
-    private readonly listeners: LocalListeners,
-    /** Tells of the jobs a swept job's death ended through its flow. */
+    /** Told of each job a sweep ends dead, as a failed job's death is told, and of what it ended through its flow. */
     private readonly flowEnds: FlowEndNotices,
     /** How often claims sweep expired leases back to the queue. */
     private readonly leaseSweepIntervalMs: number,
@@ -179,8 +176,7 @@ export class Claims {
     this.events.leasesExpired(swept, error, now);
     for (const job of swept) {
       if (!job.dead) continue;
-      this.listeners.emitFinished(job.id, 'dead');
-      this.flowEnds.ended(job, now);
+      this.flowEnds.finished(job, 'dead', now);
     }
     const dead = swept.filter((job) => job.dead).length;
     return { requeued: swept.length - dead, dead };

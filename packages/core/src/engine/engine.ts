@@ -93,7 +93,6 @@ export class Engine {
       this.flow,
       this.leased,
       this.events,
-      this.listeners,
       this.flowEnds,
       options.leaseSweepIntervalMs ?? 1000,
     );
@@ -253,9 +252,8 @@ export class Engine {
     const now = this.clock.now();
     const cancelled = await this.store.cancelJob(id, now);
     if (cancelled) {
-      this.listeners.emitFinished(id, 'cancelled');
       this.events.cancelled(cancelled, now);
-      this.flowEnds.ended(cancelled, now);
+      this.flowEnds.finished(cancelled, 'cancelled', now);
     }
     return cancelled !== null;
   }

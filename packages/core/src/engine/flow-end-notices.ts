@@ -15,8 +15,16 @@ export class FlowEndNotices {
     private readonly events: JobEventEmitter,
   ) {}
 
-  /** After `job` ended dead or cancelled at `at`, and after its own events. */
-  ended(job: FlowMember, at: Date): void {
+  /**
+   * After `job` ended `state` at `at`, and after its own events: announces it finished, then tells of the jobs
+   * its end ended through its flow.
+   */
+  finished(job: FlowMember & { id: string }, state: 'dead' | 'cancelled', at: Date): void {
+    this.listeners.emitFinished(job.id, state);
+    this.ended(job, at);
+  }
+
+  private ended(job: FlowMember, at: Date): void {
     if (!job.parentId && !job.childCount) return;
     flowEnds(this.flows, job, at).then(
       (ends) => {

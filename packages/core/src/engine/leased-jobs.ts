@@ -158,10 +158,7 @@ export class LeasedJobs {
     this.freed(job.name);
     this.events.failed(job, error, retryAt !== null, now);
     const updated = failedRecord(job, error, retryAt, now);
-    if (updated.state === 'dead') {
-      this.listeners.emitFinished(updated.id, 'dead');
-      this.flowEnds.ended(job, now);
-    }
+    if (updated.state === 'dead') this.flowEnds.finished(job, 'dead', now);
     const status = toJobStatus(updated, now);
     // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
     if (status.state === 'ready') this.listeners.emitReady(updated.name);
