@@ -28,4 +28,29 @@ export interface AdminStore {
    * when it was not scheduled (or is gone).
    */
   promoteJob(id: string, now: Date): Promise<JobRecord | null>;
+
+  /**
+   * Runs a completed job again in place (`admin.retry`): `completed` → waiting, due at `now` in the claim
+   * order of a job enqueued then, with its attempts, result, last error, progress, finish time, lease and
+   * `movedTo` cleared; its id, payload, options and kept error history stay. Only a job outside flows (no
+   * parent, no children). Atomic: a job that is not completed, or not outside flows, is left as it is.
+   * Resolves to the job as it now is, or `null` when nothing changed.
+   */
+  rerunCompletedJob(id: string, now: Date): Promise<JobRecord | null>;
+
+  /**
+   * Puts a cancelled job that never started back to waiting (`admin.restore`): `cancelled` with no attempt
+   * counted, outside flows, waits again at its own run time (scheduled when that is after `now`) and order
+   * key, its finish time cleared. Atomic, like `rerunCompletedJob`. Resolves to the job as it now is, or
+   * `null` when nothing changed.
+   */
+  restoreCancelledJob(id: string, now: Date): Promise<JobRecord | null>;
+
+  /**
+   * Deletes the job of type `name` that holds idempotency key `key` (`admin.removeByKey`) when it has not
+   * started (waiting or scheduled, retries included) and is outside flows; its key is free once this
+   * resolves. Atomic: a job claimed at the same moment is either deleted before the claim can lease it or
+   * leased and left. Resolves to the deleted job, or `null` when nothing was deleted.
+   */
+  removeJobByKey(name: string, key: string): Promise<JobRecord | null>;
 }

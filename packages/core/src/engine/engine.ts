@@ -1,5 +1,6 @@
 import { WorkqError } from '../errors.ts';
 import { isFinishedState, type JobStatus } from '../jobs.ts';
+import { refusedMove } from './admin-moves.ts';
 import { type ClaimedJob, type ClaimInput, type ClaimOutcome, Claims, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
@@ -12,7 +13,7 @@ import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
 import { type AttemptFailure, type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
 import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
-import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
+import { checkIdempotencyKey, DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { visibleState } from './status.ts';
 import {
   type CountScope,
@@ -345,6 +346,51 @@ export class Engine {
     }
     if (!(await this.store.getJob(id))) throw new WorkqError('NOT_FOUND', `No job with id ${id} to run now.`);
     return false;
+  }
+
+  /**
+   * Runs a finished job again in place (`admin.retry`), keeping its id: a dead job as `retryDead` retries it,
+   * or a completed job outside flows with its result and error cleared; either waits again, due now, with
+   * fresh attempts. Resolves to `false` when the job is live (waiting, scheduled or running: nothing to rerun);
+   * `CONFLICT` for a cancelled job or a completed one in a flow (see `refusedMove`); `NOT_FOUND` for no job.
+   */
+  async retry(id: string): Promise<boolean> {
+    const now = this.clock.now();
+    if ((await this.store.retryDeadJobs({ ids: [id] }, now)) > 0) {
+      this.listeners.emitReady('*');
+      return true;
+    }
+    const rerun = await this.store.rerunCompletedJob(id, now);
+    if (rerun) {
+      this.listeners.emitReady(rerun.name);
+      return true;
+    }
+    return refusedMove(await this.store.getJob(id), id, 'retry');
+  }
+
+  /**
+   * Puts a cancelled job that never started back to waiting (`admin.restore`), at its own run time: ready, or
+   * scheduled when that is still ahead. Resolves to `false` when the job is live; `CONFLICT` for a job
+   * cancelled after it started, one in a flow, or one that completed or died (see `refusedMove`);
+   * `NOT_FOUND` for no job.
+   */
+  async restore(id: string): Promise<boolean> {
+    const restored = await this.store.restoreCancelledJob(id, this.clock.now());
+    if (restored) {
+      this.listeners.emitReady(restored.name);
+      return true;
+    }
+    return refusedMove(await this.store.getJob(id), id, 'restore');
+  }
+
+  /**
+   * Deletes the job of type `name` holding idempotency key `key` while it waits (ready or scheduled, a retry's
+   * backoff included) and is outside flows (`admin.removeByKey`); the key is free once it resolves. Resolves to
+   * `false` when no such job waits: none holds the key, or it is running, finished or in a flow.
+   */
+  async removeByKey(name: string, key: string): Promise<boolean> {
+    const checked = checkIdempotencyKey(key) as string;
+    return (await this.store.removeJobByKey(checkName(name), checked)) !== null;
   }
 
   /**

@@ -28,7 +28,9 @@ describe('the store contract', () => {
       | 'close'
     >();
     expectTypeOf<Operations<UpkeepStore>>().toEqualTypeOf<'requeueExpiredLeases' | 'pruneJobs'>();
-    expectTypeOf<Operations<AdminStore>>().toEqualTypeOf<'countJobs' | 'retryDeadJobs' | 'promoteJob'>();
+    expectTypeOf<Operations<AdminStore>>().toEqualTypeOf<
+      'countJobs' | 'retryDeadJobs' | 'promoteJob' | 'rerunCompletedJob' | 'restoreCancelledJob' | 'removeJobByKey'
+    >();
   });
 
   it('leaves the optional parts optional and declares no capability flags', () => {

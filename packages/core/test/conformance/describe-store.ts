@@ -14,6 +14,7 @@ import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
 import { registerJobIdTests } from './job-ids.ts';
+import { registerJobManagementTests } from './job-management.ts';
 import { registerLeadershipTests } from './leadership.ts';
 import { registerLifecycleTests } from './lifecycle.ts';
 import { registerOrderingTests } from './ordering.ts';
@@ -68,6 +69,7 @@ export function describeStore(
     describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
+    describe('job management: retry in place, restore, remove by key', () => registerJobManagementTests(state));
     describe('registries', () => registerRegistryTests(state));
     describe('worker registry bounds', () => registerWorkerBoundTests(state));
     describe('schedules', () => registerScheduleTests(state));

@@ -85,7 +85,10 @@ import {
   removeSchema,
   touchWorkers,
 } from './registries.ts';
+import { removeJobByKey } from './remove-job-by-key.ts';
 import { requeueExpiredLeases } from './requeue-expired-leases.ts';
+import { rerunCompletedJob } from './rerun-completed-job.ts';
+import { restoreCancelledJob } from './restore-cancelled-job.ts';
 import { retriedAt, reviveParents } from './revive-parents.ts';
 import { mongoSchedules } from './schedules.ts';
 import { type FlowTarget, inFlowTransaction } from './settle-parents.ts';
@@ -356,6 +359,18 @@ export class MongoStore implements Store {
 
   promoteJob(id: string, now: Date) {
     return this.run('promote', () => promoteJob(this.jobs, id, now, this.parts.callLimitMs));
+  }
+
+  rerunCompletedJob(id: string, now: Date) {
+    return this.run('rerun', () => rerunCompletedJob(this.jobs, id, now, this.parts.callLimitMs));
+  }
+
+  restoreCancelledJob(id: string, now: Date) {
+    return this.run('restore', () => restoreCancelledJob(this.jobs, id, now, this.parts.callLimitMs));
+  }
+
+  removeJobByKey(name: string, key: string) {
+    return this.run('removeByKey', () => removeJobByKey(this.jobs, name, key, this.parts.callLimitMs));
   }
 
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {

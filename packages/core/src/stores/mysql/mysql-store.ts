@@ -56,7 +56,10 @@ import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
 import { promoteJob } from './sql/promote-job.ts';
 import { pruneJobs } from './sql/prune-jobs.ts';
 import { releaseJobs } from './sql/release-jobs.ts';
+import { removeJobByKey } from './sql/remove-job-by-key.ts';
 import { hasExpiredLease, requeueExpiredLeases } from './sql/requeue-expired-leases.ts';
+import { rerunCompletedJob } from './sql/rerun-completed-job.ts';
+import { restoreCancelledJob } from './sql/restore-cancelled-job.ts';
 import { retryDeadJobs } from './sql/retry-dead-jobs.ts';
 import { updateHeldJob } from './sql/update-held-job.ts';
 import { waitForChildren } from './sql/wait-for-children.ts';
@@ -215,6 +218,18 @@ export class MysqlStore implements Store {
 
   async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
     return this.transaction('promoteJob', (c) => promoteJob(c, this.t, id, now));
+  }
+
+  async rerunCompletedJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.transaction('rerunCompletedJob', (c) => rerunCompletedJob(c, this.t, id, now));
+  }
+
+  async restoreCancelledJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.transaction('restoreCancelledJob', (c) => restoreCancelledJob(c, this.t, id, now));
+  }
+
+  async removeJobByKey(name: string, key: string): Promise<JobRecord | null> {
+    return this.transaction('removeJobByKey', (c) => removeJobByKey(c, this.t, name, key));
   }
 
   async getJob(id: string): Promise<JobRecord | null> {

@@ -281,9 +281,19 @@ export class PostgresStore implements Store {
   }
 
   async promoteJob(id: string, now: Date): Promise<JobRecord | null> {
-    const promoted = await this.one(this.client, this.sql.promoteJob, [id, now]);
-    if (promoted) this.vacuums.noteChangedRows(1);
-    return promoted;
+    return this.changedOne(this.sql.promoteJob, [id, now]);
+  }
+
+  async rerunCompletedJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.changedOne(this.sql.rerunCompletedJob, [id, now]);
+  }
+
+  async restoreCancelledJob(id: string, now: Date): Promise<JobRecord | null> {
+    return this.changedOne(this.sql.restoreCancelledJob, [id, now]);
+  }
+
+  async removeJobByKey(name: string, key: string): Promise<JobRecord | null> {
+    return this.changedOne(this.sql.removeJobByKey, [name, key]);
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -479,6 +489,13 @@ export class PostgresStore implements Store {
   /** Runs a fenced single-row update; resolves to whether it changed the row (the lease held). */
   private async changed(text: string, params: readonly unknown[]): Promise<boolean> {
     return (await this.client.query(text, params)).length === 1;
+  }
+
+  /** `one`, counting the row it returns as changed for the vacuum pacer. */
+  private async changedOne(text: string, params: readonly unknown[]): Promise<JobRecord | null> {
+    const changed = await this.one(this.client, text, params);
+    if (changed) this.vacuums.noteChangedRows(1);
+    return changed;
   }
 
   private async one(on: SqlQueryable, text: string, params: readonly unknown[]): Promise<JobRecord | null> {

@@ -1,3 +1,4 @@
+import { buildAdminStatements } from './admin-statements.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { JOB_COLUMNS } from './records.ts';
 import { readiedSql } from './sql/settle-parents.ts';
@@ -129,6 +130,8 @@ SET state = 'waiting', run_at = $2::timestamptz, order_key = ${orderKeySql('j.jo
   updated_at = $2::timestamptz
 WHERE j.id = $1 AND j.state IN ${NOT_STARTED_SQL} AND j.run_at > $2::timestamptz
 RETURNING ${JOB_COLUMNS}`,
+
+    ...buildAdminStatements(quotedSchema),
 
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,

@@ -1,0 +1,189 @@
+import { expect, it } from 'vitest';
+import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
+
+const RACERS = 6;
+
+/**
+ * The operator's moves on one job (issue 51, item 8), on every store: `admin.retry` of a dead or completed
+ * job in place, `admin.restore` of a cancelled job that never started, `admin.removeByKey` of a waiting job.
+ * Each is one atomic step, so operators and claims racing for the same job change it once.
+ */
+export function registerJobManagementTests(ctx: SuiteContext): void {
+  it('retry reruns a completed job in place: same id, fresh attempts, its result and error cleared', async () => {
+    const name = ctx.jobName('rerun');
+    const { engine, clock } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: { n: 1 }, options: { maxAttempts: 3 } });
+    await engine.fail(await claimOne(engine, name), { message: 'flaky' });
+    clock.advance(60_000);
+    const second = await claimOne(engine, name);
+    await engine.progress(second, 100);
+    await engine.complete(second, { first: true });
+    expect(await engine.get(id)).toMatchObject({ state: 'completed', attempts: 2, result: { first: true } });
+
+    clock.advance(1_000);
+    expect(await engine.retry(id)).toBe(true);
+    const rerun = await engine.get(id);
+    expect(rerun).toMatchObject({ id, state: 'ready', attempts: 0, progress: 0 });
+    expect(rerun.result).toBeUndefined();
+    expect(rerun.error).toBeUndefined();
+    expect(rerun.finishedAt).toBeUndefined();
+    expect(rerun.runAt).toEqual(clock.now());
+    // Not ready twice: a second retry finds it waiting already.
+    expect(await engine.retry(id)).toBe(false);
+
+    const third = await claimOne(engine, name);
+    expect(third).toMatchObject({ id, attempt: 1, payload: { n: 1 } });
+    await engine.complete(third, { first: false });
+    expect(await engine.get(id)).toMatchObject({ state: 'completed', attempts: 1, result: { first: false } });
+  });
+
+  it('retry takes a dead job back as retryDead does, and says why it leaves other jobs', async () => {
+    const name = ctx.jobName('retry-one');
+    const { engine } = ctx.engine();
+    const dead = await engine.enqueue({ name, version: 1, payload: {} });
+    const cancelled = await engine.enqueue({ name, version: 1, payload: {} });
+    await engine.fail(await claimOne(engine, name), { message: 'bad input', permanent: true });
+    expect(await engine.get(dead.id)).toMatchObject({ state: 'dead' });
+    await engine.cancel(cancelled.id);
+
+    expect(await engine.retry(dead.id)).toBe(true);
+    expect(await engine.get(dead.id)).toMatchObject({ state: 'ready', attempts: 0 });
+    const active = await claimOne(engine, name);
+    expect(active.id).toBe(dead.id);
+    // Running: nothing to rerun.
+    expect(await engine.retry(dead.id)).toBe(false);
+    const conflict = await expectWorkqError(engine.retry(cancelled.id), 'CONFLICT');
+    expect(conflict.message).toContain('admin.restore');
+    await expectWorkqError(engine.retry(ctx.jobName('missing')), 'NOT_FOUND');
+    expect(await engine.get(cancelled.id)).toMatchObject({ state: 'cancelled' });
+  });
+
+  it('concurrent retries of one completed job rerun it once', async () => {
+    const name = ctx.jobName('rerun-race');
+    const { engine, clock } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: {} });
+    await engine.complete(await claimOne(engine, name), { done: 1 });
+    const stores = await ctx.clientStores(RACERS);
+    const engines = stores.map((store) => ctx.engine({ store, clock }).engine);
+    const outcomes = await Promise.all(engines.map((each) => each.retry(id)));
+    expect(outcomes.filter(Boolean)).toHaveLength(1);
+    const claimed = await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' });
+    expect(claimed.map((job) => [job.id, job.attempt])).toEqual([[id, 1]]);
+  });
+
+  it('restore puts a cancelled job that never started back to waiting, at its own run time', async () => {
+    const name = ctx.jobName('restore');
+    const { engine, clock } = ctx.engine();
+    const ready = await engine.enqueue({ name, version: 1, payload: { n: 1 } });
+    const delayed = await engine.enqueue({ name, version: 1, payload: { n: 2 }, options: { delayMs: 60_000 } });
+    const started = await engine.enqueue({ name, version: 1, payload: { n: 3 }, options: { delayMs: 1_000 } });
+    for (const { id } of [ready, delayed]) expect(await engine.cancel(id)).toBe(true);
+    const runAt = (await engine.get(delayed.id)).runAt;
+
+    expect(await engine.restore(ready.id)).toBe(true);
+    expect(await engine.restore(delayed.id)).toBe(true);
+    expect(await engine.get(ready.id)).toMatchObject({ state: 'ready', attempts: 0 });
+    const scheduled = await engine.get(delayed.id);
+    expect(scheduled).toMatchObject({ state: 'scheduled', attempts: 0, runAt });
+    expect(scheduled.finishedAt).toBeUndefined();
+    // Waiting again: a second restore has nothing to do.
+    expect(await engine.restore(ready.id)).toBe(false);
+    const first = await claimOne(engine, name);
+    expect(first.id).toBe(ready.id);
+    await engine.complete(first);
+    clock.advance(60_000);
+    const due = await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' });
+    expect(due.map((job) => job.id).sort()).toEqual([delayed.id, started.id].sort());
+
+    // Cancelled while it ran: refused, pointing to replay.
+    expect(await engine.cancel(started.id)).toBe(true);
+    const refused = await expectWorkqError(engine.restore(started.id), 'CONFLICT');
+    expect(refused.message).toContain('replay');
+    expect(await engine.get(started.id)).toMatchObject({ state: 'cancelled', attempts: 1 });
+    await expectWorkqError(engine.restore(ctx.jobName('missing')), 'NOT_FOUND');
+  });
+
+  it('restore and retry leave the jobs of a flow alone, saying to replay', async () => {
+    const [parentName, childName] = [ctx.jobName('restore-parent'), ctx.jobName('restore-child')];
+    const { engine } = ctx.engine();
+    const parent = await engine.flows.enqueue({
+      name: parentName,
+      version: 1,
+      payload: {},
+      children: [{ name: childName, version: 1, payload: {} }],
+    });
+    const [child] = await engine.claim({ name: childName, maxVersion: 1, limit: 1, workerId: 'w1' });
+    await engine.complete(child!, { page: 1 });
+    expect((await expectWorkqError(engine.retry(child!.id), 'CONFLICT')).message).toContain('flow');
+    expect(await engine.cancel(parent.id)).toBe(true);
+    expect((await expectWorkqError(engine.restore(parent.id), 'CONFLICT')).message).toContain('flow');
+    expect(await engine.get(child!.id)).toMatchObject({ state: 'completed', result: { page: 1 } });
+    expect(await engine.get(parent.id)).toMatchObject({ state: 'cancelled' });
+  });
+
+  it('removeByKey deletes a waiting job by its idempotency key, which is free afterwards', async () => {
+    const name = ctx.jobName('remove-key');
+    const { engine, clock } = ctx.engine();
+    const key = (k: string) => ({ idempotencyKey: k });
+    const ready = await engine.enqueue({ name, version: 1, payload: { n: 1 }, options: key('ready') });
+    const later = await engine.enqueue({
+      name,
+      version: 1,
+      payload: { n: 2 },
+      options: { ...key('later'), delayMs: 9e5 },
+    });
+    const held = await engine.enqueue({ name, version: 1, payload: { n: 3 }, options: { ...key('held'), delayMs: 1 } });
+
+    expect(await engine.removeByKey(name, 'ready')).toBe(true);
+    await expectWorkqError(engine.get(ready.id), 'NOT_FOUND');
+    expect(await engine.removeByKey(name, 'later')).toBe(true);
+    await expectWorkqError(engine.get(later.id), 'NOT_FOUND');
+    expect(await engine.removeByKey(name, 'ready')).toBe(false);
+    // Another type's key, or no holder: nothing removed.
+    expect(await engine.removeByKey(`${name}-other`, 'held')).toBe(false);
+
+    const again = await engine.enqueue({ name, version: 1, payload: { n: 4 }, options: key('ready') });
+    expect(again).toMatchObject({ created: true });
+    expect(again.id).not.toBe(ready.id);
+
+    // Running, then finished: kept, and so is its key.
+    clock.advance(10);
+    const lease = (await engine.claim({ name, maxVersion: 1, limit: 10, workerId: 'w1' })).find(
+      (j) => j.id === held.id,
+    );
+    expect(lease).toBeDefined();
+    expect(await engine.removeByKey(name, 'held')).toBe(false);
+    await engine.complete(lease!);
+    expect(await engine.removeByKey(name, 'held')).toBe(false);
+    expect(await engine.get(held.id)).toMatchObject({ state: 'completed' });
+    expect(await engine.enqueue({ name, version: 1, payload: {}, options: key('held') })).toMatchObject({
+      id: held.id,
+      created: false,
+    });
+    await expectWorkqError(engine.removeByKey(name, ''), 'VALIDATION');
+  });
+
+  it('a claim and a removeByKey racing for one job: it is either removed or leased, never both', async () => {
+    const name = ctx.jobName('remove-race');
+    const { engine, clock } = ctx.engine();
+    const [claimer, remover] = (await ctx.clientStores(2)).map((store) => ctx.engine({ store, clock }).engine);
+    for (let round = 0; round < 8; round++) {
+      const { id } = await engine.enqueue({
+        name,
+        version: 1,
+        payload: { round },
+        options: { idempotencyKey: `k${round}` },
+      });
+      const [claimed, removed] = await Promise.all([
+        claimer!.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' }),
+        remover!.removeByKey(name, `k${round}`),
+      ]);
+      expect(claimed.length + (removed ? 1 : 0), `round ${round}`).toBe(1);
+      if (removed) await expectWorkqError(engine.get(id), 'NOT_FOUND');
+      else {
+        expect(await engine.get(id)).toMatchObject({ state: 'active' });
+        await engine.complete(claimed[0]!);
+      }
+    }
+  });
+}
