@@ -27,6 +27,11 @@ export interface RunConfig {
   /** Steady load's timed span at each rate, after `steadyWarmupMs` at the same rate that no figure counts. */
   steadyDurationMs: number;
   steadyWarmupMs: number;
+  /**
+   * How long steady load waits, after its window closed, for the consumer to start what was sent; the jobs it has
+   * not started by then are that system's backlog (`unstarted`).
+   */
+  steadyGraceMs: number;
   /** Only the systems these pick (comma list; see `pickedBy`), if given. */
   only: readonly string[];
   /** Only the scenarios these pick (comma list; see `pickedBy`), if given. */
@@ -65,11 +70,13 @@ flows-wide, flows-many, steady-1000, steady-3000.
                           job ran once and each parent read all its children's results.
                           Runs on workq-sdk-pg, workq-core-pg (for reference) and bullmq-redis (FlowProducer).
   steady-<rate>           steady load: a producer enqueues one job at a time at <rate>/s on an open-loop
-                          schedule (a late send goes as soon as it can and counts late, none is skipped; at
-                          most 200 outstanding) for 20 s (5 s with --quick) after 1 s of warm-up, while a
-                          consumer at concurrency 50 drains; each job timed from when its send was due to its
-                          handler's start. Rows: achieved rate, p50, p99, max, p99 of the first and last
-                          third, the producer's send lag p99.
+                          schedule (a late send goes as soon as it can and counts late; at most 200
+                          outstanding) for 20 s (5 s with --quick) after 1 s of warm-up, while a consumer at
+                          concurrency 50 drains; the producer stops at the window's end whatever it achieved,
+                          and the consumer has 2 s of grace after it. Each job timed from when its send was due
+                          to its handler's start; a job not started by the grace's end counts as unstarted, at
+                          what it had waited (its latency figures then read "≥"). Rows: achieved rate, sent
+                          rate, unstarted, p50, p99, max, p99 of the first and last third, send lag p99.
                           Runs on workq-sdk-pg, workq-sdk-mariadb, bullmq-redis, pg-boss-pg, graphile-worker-pg.`;
 
 /**
@@ -110,6 +117,7 @@ export function resolveConfig(argv: readonly string[]): RunConfig | null {
     steadyRates: [1_000, 3_000],
     steadyDurationMs: quick ? 5_000 : 20_000,
     steadyWarmupMs: 1_000,
+    steadyGraceMs: 2_000,
     only: list(values.only),
     scenarios: list(values.scenarios),
     profile: values.profile === true,

@@ -13,6 +13,8 @@ export interface Goal {
   ratio: number | null;
   target: number;
   detail: string;
+  /** Why the goal is missed whatever its ratio says: a condition the ratio cannot show (a backlog left behind). */
+  missedBecause?: string;
   /** The rows its figures were read from: the goals table shows their CPU per job. */
   rows: readonly ResultRow[];
 }
@@ -57,9 +59,13 @@ function rowOf(rows: readonly ResultRow[], system: string, scenario: string, con
   );
 }
 
-/** "a vs b unit", each to the precision of its unit, or — where it was not measured. */
-function describe(a: number | null, b: number | null, unit: string): string {
-  const figure = (v: number | null) => (v === null ? '—' : v.toFixed(unit === 'ms' ? 2 : 0));
+/** "a vs b unit", each to the precision of its unit, or — where it was not measured; ≥ marks a lower bound. */
+function describe(a: number | null | ResultRow, b: number | null | ResultRow, unit: string): string {
+  const figure = (v: number | null | ResultRow) => {
+    const row = typeof v === 'object' && v !== null ? v : undefined;
+    const value = row ? row.value : (v as number | null);
+    return value === null ? '—' : `${row?.atLeast ? '≥ ' : ''}${value.toFixed(unit === 'ms' ? 2 : 0)}`;
+  };
   return `${figure(a)} vs ${figure(b)} ${unit}`;
 }
 
@@ -202,48 +208,60 @@ export function evaluateGoals(rows: readonly ResultRow[], config: RunConfig): Go
 
 /**
  * Steady load (issue 49): through the SDK, on each SQL store, workq's p99 at 1,000/s at most BullMQ on Redis's;
- * at 3,000/s the rate held (achieved at least 0.98× offered), the p99 at most 2× BullMQ's, and a tail that does
- * not drift (the last third's p99 at most 1.5× the first third's). Each goal also reads the achieved-rate rows,
- * which carry the CPU per job.
+ * at 3,000/s the rate held (achieved at least 0.98× offered, and no job left unstarted after the grace), the p99
+ * at most 2× BullMQ's, and a tail that does not drift (the last third's p99 at most 1.5× the first third's). A
+ * system that left jobs unstarted misses every one of its goals: its latency figures are then lower bounds, which
+ * can show a miss but never a goal met. A peer's lower bound is kept as its figure: that only makes the goal
+ * harder for workq. Each goal also reads the achieved-rate rows, which carry the CPU per job.
  */
 function steadyGoals(goals: GoalList): void {
-  const at = (system: string, rate: number, figure: SteadyFigure) =>
-    goals.value(system, steadyLabel(rate, figure), STEADY_CONCURRENCY);
+  const row = (system: string, rate: number, figure: SteadyFigure) =>
+    goals.row(system, steadyLabel(rate, figure), STEADY_CONCURRENCY);
   const cpuRows = (rate: number, ...systems: string[]) =>
     systems.map((system) => goals.row(system, steadyLabel(rate, 'achieved rate'), STEADY_CONCURRENCY));
+  /** Why `system`'s figures at `rate` cannot meet a goal: the jobs it left unstarted, if any. */
+  const backlog = (system: string, rate: number) => {
+    const unstarted = row(system, rate, 'unstarted')?.value ?? 0;
+    return unstarted > 0 ? { missedBecause: `${Math.round(unstarted).toLocaleString('en-US')} jobs unstarted` } : {};
+  };
+  const figureOf = (r: ResultRow | undefined) => r?.value ?? null;
   for (const system of ['workq-sdk-pg', 'workq-sdk-mariadb']) {
-    const p99 = at(system, 1_000, 'p99');
-    const bullP99 = at('bullmq-redis', 1_000, 'p99');
+    const p99 = row(system, 1_000, 'p99');
+    const bullP99 = row('bullmq-redis', 1_000, 'p99');
     goals.push({
       goal: `steady 1,000/s, ${system}: p99 ≤ BullMQ on Redis p99`,
-      ratio: speedRatio(p99, bullP99, 'ms'),
+      ratio: speedRatio(figureOf(p99), figureOf(bullP99), 'ms'),
       target: 1.0,
-      detail: describe(p99, bullP99, 'ms'),
+      detail: describe(p99 ?? null, bullP99 ?? null, 'ms'),
+      ...backlog(system, 1_000),
       rows: cpuRows(1_000, system, 'bullmq-redis'),
     });
-    const achieved = at(system, 3_000, 'achieved rate');
+    const achieved = row(system, 3_000, 'achieved rate');
     goals.push({
-      goal: `steady 3,000/s, ${system}: holds the rate (achieved ≥ 0.98× offered)`,
-      ratio: speedRatio(achieved, 3_000, 'jobs/s'),
+      goal: `steady 3,000/s, ${system}: holds the rate (achieved ≥ 0.98× offered, none unstarted)`,
+      ratio: speedRatio(figureOf(achieved), 3_000, 'jobs/s'),
       target: 0.98,
-      detail: describe(achieved, 3_000, 'jobs/s'),
+      detail: describe(achieved ?? null, 3_000, 'jobs/s'),
+      ...backlog(system, 3_000),
     });
-    const p99At3k = at(system, 3_000, 'p99');
-    const bullP99At3k = at('bullmq-redis', 3_000, 'p99');
+    const p99At3k = row(system, 3_000, 'p99');
+    const bullP99At3k = row('bullmq-redis', 3_000, 'p99');
     goals.push({
       goal: `steady 3,000/s, ${system}: p99 ≤ 2× BullMQ on Redis p99`,
-      ratio: speedRatio(p99At3k, bullP99At3k, 'ms'),
+      ratio: speedRatio(figureOf(p99At3k), figureOf(bullP99At3k), 'ms'),
       target: 0.5,
-      detail: describe(p99At3k, bullP99At3k, 'ms'),
+      detail: describe(p99At3k ?? null, bullP99At3k ?? null, 'ms'),
+      ...backlog(system, 3_000),
       rows: cpuRows(3_000, system, 'bullmq-redis'),
     });
-    const first = at(system, 3_000, 'p99, first third');
-    const last = at(system, 3_000, 'p99, last third');
+    const first = row(system, 3_000, 'p99, first third');
+    const last = row(system, 3_000, 'p99, last third');
     goals.push({
       goal: `steady 3,000/s, ${system}: last-third p99 ≤ 1.5× first-third p99`,
-      ratio: speedRatio(last, first, 'ms'),
+      ratio: speedRatio(figureOf(last), figureOf(first), 'ms'),
       target: 1 / 1.5,
-      detail: describe(last, first, 'ms'),
+      detail: describe(last ?? null, first ?? null, 'ms'),
+      ...backlog(system, 3_000),
       rows: cpuRows(3_000, system),
     });
   }
@@ -360,7 +378,13 @@ export function goalsMarkdown(goals: readonly Goal[]): string {
     '| --- | --- | ---: | ---: | --- | --- |',
   ];
   for (const g of goals) {
-    const met = g.ratio === null ? 'not measured' : g.ratio >= g.target ? 'met' : '**missed**';
+    const met = g.missedBecause
+      ? `**missed**: ${g.missedBecause}`
+      : g.ratio === null
+        ? 'not measured'
+        : g.ratio >= g.target
+          ? 'met'
+          : '**missed**';
     lines.push(
       `| ${g.goal} | ${g.detail} | ${g.ratio === null ? '—' : `${g.ratio.toFixed(2)}×`} | ${Number(g.target.toFixed(2))}× | ${met} | ${cpuCell(g.rows)} |`,
     );

@@ -149,22 +149,14 @@ async function writeResults(finished: boolean): Promise<string> {
   await writeFile(
     `${RESULTS}latest${suffix}.json`,
     `${JSON.stringify(
-      rows.map(
-        ({ system, scenario, concurrency, value, unit, min, max, status, note, vsBestPeer, vsRawSql, cpuPerJob }) => ({
-          system,
-          scenario,
-          concurrency,
-          value,
-          unit,
-          min,
-          max,
-          status,
-          ...(note ? { note } : {}),
-          vsBestPeer,
-          vsRawSql,
-          ...(cpuPerJob ? { cpuPerJob } : {}),
-        }),
-      ),
+      rows.map(({ note, atLeast, vsBestPeer, vsRawSql, cpuPerJob, ...figure }) => ({
+        ...figure,
+        ...(note ? { note } : {}),
+        ...(atLeast ? { atLeast } : {}),
+        vsBestPeer,
+        vsRawSql,
+        ...(cpuPerJob ? { cpuPerJob } : {}),
+      })),
       null,
       2,
     )}\n`,
@@ -205,7 +197,9 @@ for (let rep = 1; rep <= config.repetitions; rep++) {
         queue = await system.open(tag);
         const measured = await withTimeout(scenario.run(queue, config, system), SCENARIO_TIMEOUT_MS);
         for (const m of measured) table.add(system.id, m);
-        const summary = measured.map((m) => `${m.scenario} ${m.value.toFixed(m.unit === 'ms' ? 2 : 0)} ${m.unit}`);
+        const summary = measured.map(
+          (m) => `${m.scenario} ${m.atLeast ? '≥ ' : ''}${m.value.toFixed(m.unit === 'ms' ? 2 : 0)} ${m.unit}`,
+        );
         log(
           `[rep ${rep}] ${system.id} ${scenario.id}: ${summary.join(', ')} (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
         );

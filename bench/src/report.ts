@@ -17,6 +17,8 @@ export interface ResultRow {
   max: number | null;
   status: RowStatus;
   note?: string;
+  /** The figure is a lower bound: in some repetition it counted jobs that had not started (see `Measurement`). */
+  atLeast?: true;
   /** Higher is better: value / best peer for jobs/s, best peer / value for ms. */
   vsBestPeer?: number | null;
   vsRawSql?: number | null;
@@ -32,7 +34,7 @@ export const RAW = 'raw-sql-pg';
 export class ResultTable {
   private readonly samples = new Map<
     string,
-    { row: Omit<ResultRow, 'value' | 'min' | 'max'>; values: number[]; cpu: CpuTimes[] }
+    { row: Omit<ResultRow, 'value' | 'min' | 'max'>; values: number[]; cpu: CpuTimes[]; atLeast: boolean }
   >();
   private readonly order: string[] = [];
 
@@ -44,6 +46,7 @@ export class ResultTable {
         row: { system, scenario: m.scenario, concurrency: m.concurrency, unit: m.unit, status: 'ok' },
         values: [],
         cpu: [],
+        atLeast: false,
       };
       this.samples.set(key, entry);
       this.order.push(key);
@@ -55,6 +58,8 @@ export class ResultTable {
     const entry = this.entry(system, m);
     entry.values.push(m.value);
     if (m.cpuPerJob) entry.cpu.push(m.cpuPerJob);
+    // The median of values of which some are lower bounds is a lower bound of the median.
+    if (m.atLeast) entry.atLeast = true;
   }
 
   mark(system: string, m: Omit<Measurement, 'value'>, status: RowStatus, note: string): void {
@@ -66,13 +71,19 @@ export class ResultTable {
 
   rows(): ResultRow[] {
     const rows = this.order.map((key): ResultRow => {
-      const { row, values, cpu } = this.samples.get(key) as { row: ResultRow; values: number[]; cpu: CpuTimes[] };
+      const { row, values, cpu, atLeast } = this.samples.get(key) as {
+        row: ResultRow;
+        values: number[];
+        cpu: CpuTimes[];
+        atLeast: boolean;
+      };
       const ok = row.status === 'ok' && values.length > 0;
       return {
         ...row,
         value: ok ? median(values) : null,
         min: ok ? Math.min(...values) : null,
         max: ok ? Math.max(...values) : null,
+        ...(ok && atLeast ? { atLeast: true as const } : {}),
         ...(ok && cpu.length > 0 ? { cpuPerJob: medianTimes(cpu) } : {}),
       };
     });
@@ -80,7 +91,7 @@ export class ResultTable {
       const group = rows.filter(
         (r) => r.scenario === row.scenario && r.concurrency === row.concurrency && r.value !== null,
       );
-      const better = (a: number, b: number) => (row.unit === 'ms' ? a < b : a > b);
+      const better = (a: number, b: number) => (row.unit === 'jobs/s' ? a > b : a < b);
       const peers = group.filter((r) => (PEERS as readonly string[]).includes(r.system));
       const best = peers.reduce<number | null>(
         (acc, r) => (acc === null || better(r.value as number, acc) ? (r.value as number) : acc),
@@ -98,10 +109,10 @@ function medianTimes(samples: readonly CpuTimes[]): CpuTimes {
   return cpuTimes((group) => median(samples.map((sample) => sample[group])));
 }
 
-/** Higher is better, whatever the unit. */
+/** Higher is better, whatever the unit (jobs/s: more is better; ms and a count of jobs left: fewer). */
 export function speedRatio(value: number | null, reference: number | null, unit: Measurement['unit']): number | null {
   if (value === null || reference === null || value <= 0 || reference <= 0) return null;
-  return unit === 'ms' ? reference / value : value / reference;
+  return unit === 'jobs/s' ? value / reference : reference / value;
 }
 
 const fmt = (v: number | null | undefined, unit?: string) =>
@@ -120,7 +131,7 @@ export function markdownTable(rows: readonly ResultRow[], labels: ReadonlyMap<st
   const sorted = [...rows].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.concurrency - b.concurrency);
   for (const r of sorted) {
     const label = labels.get(r.system) ?? r.system;
-    const figure = r.status === 'ok' ? fmt(r.value, r.unit) : `**${r.status}**`;
+    const figure = r.status === 'ok' ? `${r.atLeast ? '≥ ' : ''}${fmt(r.value, r.unit)}` : `**${r.status}**`;
     const spread = r.status === 'ok' ? `${fmt(r.min, r.unit)}–${fmt(r.max, r.unit)}` : (r.note ?? '');
     lines.push(
       `| ${label} | ${r.scenario} | ${r.concurrency} | ${figure} | ${r.unit} | ${spread} | ${ratio(r.vsBestPeer)} | ${ratio(r.vsRawSql)} |`,

@@ -39,4 +39,19 @@ export class JobTracker {
       problems.push(`store shows ${completed} completed, expected ${expectedCompleted}`);
     if (problems.length > 0) throw new Error(`check failed: ${problems.join('; ')}`);
   }
+
+  /**
+   * For a run that stopped waiting before every job was taken: throws unless only jobs n < `sent` ran, each at
+   * most once, and the store shows exactly the started ones completed.
+   */
+  verifySent(completed: number, sent: number): void {
+    const problems: string[] = [];
+    let beyond = 0;
+    for (let n = sent; n < this.expected; n++) if (this.seen[n] === 1) beyond++;
+    if (beyond > 0) problems.push(`${beyond} jobs ran that were never sent`);
+    if (this.duplicates > 0) problems.push(`${this.duplicates} duplicate deliveries`);
+    if (this.unknown > 0) problems.push(`${this.unknown} unknown jobs`);
+    if (completed !== this.handled) problems.push(`store shows ${completed} completed, ${this.handled} started`);
+    if (problems.length > 0) throw new Error(`check failed: ${problems.join('; ')}`);
+  }
 }

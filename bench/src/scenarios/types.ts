@@ -7,7 +7,10 @@ export interface Measurement {
   scenario: string;
   concurrency: number;
   value: number;
-  unit: 'jobs/s' | 'ms';
+  /** `jobs`: a count of jobs, lower is better. */
+  unit: 'jobs/s' | 'ms' | 'jobs';
+  /** The value is a lower bound: it counts jobs that had not started when the scenario stopped waiting. */
+  atLeast?: true;
   /** With `--cpu`: each process group's CPU over the timed part, in µs per job. */
   cpuPerJob?: CpuTimes;
 }
