@@ -64,6 +64,10 @@ describe('admin types: one shape on both sides of the wire', () => {
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.retryDead>>>().toEqualTypeOf<Outputs['retryDead']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.replay>>>().toEqualTypeOf<Outputs['replay']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.promote>>>().toEqualTypeOf<Outputs['promote']>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.retry>>>().toEqualTypeOf<boolean>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.restore>>>().toEqualTypeOf<boolean>();
+    expectTypeOf<Awaited<ReturnType<typeof sdk.admin.removeByKey>>>().toEqualTypeOf<boolean>();
+    expectTypeOf(sdk.admin.removeByKey).parameters.toEqualTypeOf<[name: string, key: string]>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.removeSchema>>>().toEqualTypeOf<Outputs['removeSchema']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.job>>>().toEqualTypeOf<Outputs['job']>();
     expectTypeOf<Awaited<ReturnType<typeof sdk.admin.schemas>>>().toEqualTypeOf<

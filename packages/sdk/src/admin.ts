@@ -79,6 +79,25 @@ export interface AdminApi {
    * attempts; resolves to `false` when it is not scheduled. `NOT_FOUND` for no such job.
    */
   promote(id: string): Promise<AdminOutputs['promote']>;
+  /**
+   * Runs a finished job again in place, keeping its id (BullMQ's `job.retry`): a dead job as `retryDead` does,
+   * or a completed job outside flows, its result and error cleared; either is ready at once with fresh
+   * attempts. Resolves to `false` when the job is waiting or running; `CONFLICT` for a cancelled job (see
+   * `restore`) or a completed one in a flow (see `replay`); `NOT_FOUND` for no such job.
+   */
+  retry(id: string): Promise<AdminOutputs['retry']>;
+  /**
+   * Puts a cancelled job that never started back to waiting (pg-boss's `resume`), at its own run time: ready,
+   * or scheduled when that is still ahead. Resolves to `false` when the job is waiting or running; `CONFLICT`
+   * for a job cancelled after it started, or in a flow (`replay` enqueues it again as a new job).
+   */
+  restore(id: string): Promise<AdminOutputs['restore']>;
+  /**
+   * Removes the job of type `name` holding idempotency key `key` while it waits (ready or scheduled), outside
+   * flows (graphile-worker's `remove_job`); the key is free once it resolves `true`. Resolves to `false` when no
+   * such job waits: none holds the key, or it is running or finished (cancel a running job instead).
+   */
+  removeByKey(name: string, key: string): Promise<AdminOutputs['removeByKey']>;
 }
 
 /** A job as `admin.job()` answers: its status, its payload, and the worker (an `admin.workers()` id) holding or last holding its lease. */
@@ -136,5 +155,8 @@ export function createAdminApi({ api: queueApi, call }: { api: QueueApi; call: C
     retryDead: (target) => call((api, signal) => api.admin.retryDead.mutate(target, { signal })),
     replay: (id) => call((api, signal) => api.admin.replay.mutate({ id }, { signal })),
     promote: (id) => call((api, signal) => api.admin.promote.mutate({ id }, { signal })),
+    retry: (id) => call((api, signal) => api.admin.retry.mutate({ id }, { signal })),
+    restore: (id) => call((api, signal) => api.admin.restore.mutate({ id }, { signal })),
+    removeByKey: (name, key) => call((api, signal) => api.admin.removeByKey.mutate({ name, key }, { signal })),
   };
 }

@@ -59,6 +59,27 @@ export const adminRouter = router({
     return ctx.services.engine.promote(input.id);
   }),
 
+  /**
+   * Runs a dead or completed job again in place, keeping its id; `false` when it is waiting or running,
+   * `CONFLICT` for a cancelled job or a completed one in a flow (the message says what to do instead).
+   */
+  retry: adminProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
+    return ctx.services.engine.retry(input.id);
+  }),
+
+  /**
+   * Puts a cancelled job that never started back to waiting at its own run time; `false` when it is waiting
+   * or running, `CONFLICT` for one cancelled after it started (replay makes a new job), or in a flow.
+   */
+  restore: adminProcedure.input(z.object({ id: jobId })).mutation(({ ctx, input }) => {
+    return ctx.services.engine.restore(input.id);
+  }),
+
+  /** Deletes the waiting job of a type that holds an idempotency key, freeing the key; `false` when none waits. */
+  removeByKey: adminProcedure
+    .input(z.object({ name: jobName, key: storableText(1, 255) }))
+    .mutation(({ ctx, input }) => ctx.services.engine.removeByKey(input.name, input.key)),
+
   prune: adminProcedure.mutation(({ ctx }) => {
     return ctx.services.engine.prune();
   }),
