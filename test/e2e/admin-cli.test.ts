@@ -395,6 +395,8 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     // The same path in this process (a child's start is slow): each is refused before any call to the server.
     for (const args of [
       ['jobs', 'retry', '--dead'],
+      ['jobs', 'remove', '--name', 'sendEmail'],
+      ['jobs', 'restore'],
       ['pause'],
       ['resume', 'a', 'b'],
       ['limits', 'sendEmail', '--concurrency', '0'],
@@ -424,6 +426,40 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     const help = await workq(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('workq jobs replay <id>');
+    expect(help.out).toContain('workq jobs remove --name <type> --key <key>');
     expect(help.out).toContain('workq events [<type>]');
+  });
+
+  it('workq jobs retry reruns a completed job; promote, restore and remove change one job, exit 1 when they cannot', async () => {
+    // The type is paused: each job stays where the command put it.
+    expect(await workq(['jobs', 'retry', ids.completed])).toMatchObject({ code: 0, out: `retried ${ids.completed}\n` });
+    expect(await sdk.admin.job(ids.completed)).toMatchObject({ state: 'ready', attempts: 0 });
+
+    const later = await sdk.enqueue.sendEmail(email('promote me'), { delayMs: 3_600_000 });
+    expect(await workq(['jobs', 'promote', later.id])).toMatchObject({
+      code: 0,
+      out: `promoted ${later.id}: ready now\n`,
+    });
+    const twice = await workq(['jobs', 'promote', later.id]);
+    expect(twice).toMatchObject({ code: 1, out: '' });
+    expect(twice.err).toBe(`workq: CONFLICT: Job ${later.id} is ready: only scheduled jobs can be run early.\n`);
+
+    const cancelled = await sdk.enqueue.sendEmail(email('restore me'), { delayMs: 3_600_000 });
+    await sdk.admin.cancel(cancelled.id);
+    const restored = await workq(['jobs', 'restore', cancelled.id, '--json']);
+    expect(JSON.parse(restored.out)).toEqual({ id: cancelled.id, restored: true, state: 'scheduled' });
+    const held = await workq(['jobs', 'restore', ids.held]);
+    expect(held).toMatchObject({
+      code: 1,
+      err: `workq: CONFLICT: Job ${ids.held} is active: only cancelled jobs can be restored.\n`,
+    });
+
+    const keyed = await sdk.enqueue.sendEmail(email('remove me'), { idempotencyKey: 'cli-remove', delayMs: 60_000 });
+    const removed = await workq(['jobs', 'remove', '--name', 'sendEmail', '--key', 'cli-remove']);
+    expect(removed).toMatchObject({ code: 0, out: 'removed the waiting sendEmail job with key cli-remove\n' });
+    await expect(sdk.admin.job(keyed.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const gone = await workq(['jobs', 'remove', '--name', 'sendEmail', '--key', 'cli-remove']);
+    expect(gone.code).toBe(1);
+    expect(gone.err).toMatch(/^workq: CONFLICT: No waiting sendEmail job holds the key "cli-remove"/);
   });
 });

@@ -18,8 +18,12 @@ export const ADMIN_USAGE = `Operating a queue server (needs a token with the adm
                                       change limits (none clears one); with no option, show them
   workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]
   workq jobs show <id>                one job: status, payload, result, error, holder
-  workq jobs retry <id>               a dead job ready again, with fresh attempts
+  workq jobs retry <id>               a dead or completed job run again in place, fresh attempts
   workq jobs retry --dead --name <type>   every dead job of a type ready again
+  workq jobs promote <id>             a scheduled job ready now
+  workq jobs restore <id>             a cancelled job that never started waiting again
+  workq jobs remove --name <type> --key <key>
+                                      the waiting job with that idempotency key deleted
   workq jobs cancel <id>              a scheduled, ready or active job cancelled
   workq jobs replay <id>              a finished job enqueued again as a new job
   workq workers                       connected workers and the jobs they hold

@@ -58,16 +58,51 @@ async function retryAllDead(ctx: CommandContext): Promise<void> {
   ctx.out(ctx.json ? json({ name, retried }) : `retried ${retried} dead ${name} job${retried === 1 ? '' : 's'}\n`);
 }
 
-/** `workq jobs retry <id>`: a dead job ready again, with fresh attempts (`--dead --name <type>`: all of a type). */
+/**
+ * `workq jobs retry <id>`: a dead or completed job run again in place, ready with fresh attempts
+ * (`--dead --name <type>`: every dead job of a type).
+ */
 async function retry(ctx: CommandContext): Promise<void> {
   if (ctx.options.dead) return retryAllDead(ctx);
   const id = jobId(ctx, 'retry');
-  const retried = await ctx.admin.retryDead({ ids: [id] });
-  if (retried === 0) {
-    const { state } = await ctx.admin.job(id);
-    throw new WorkqError('CONFLICT', `Job ${id} is ${state}: only dead jobs can be retried (replay makes a new job).`);
-  }
+  if (!(await ctx.admin.retry(id))) await refuseLive(ctx, id, 'only dead or completed jobs can be retried');
   ctx.out(ctx.json ? json({ id, retried: true }) : `retried ${id}\n`);
+}
+
+/** `workq jobs promote <id>`: a scheduled job (delayed, or waiting out a retry's backoff) ready now. */
+async function promote(ctx: CommandContext): Promise<void> {
+  const id = jobId(ctx, 'promote');
+  if (!(await ctx.admin.promote(id))) await refuseLive(ctx, id, 'only scheduled jobs can be run early');
+  ctx.out(ctx.json ? json({ id, promoted: true }) : `promoted ${id}: ready now\n`);
+}
+
+/** `workq jobs restore <id>`: a cancelled job that never started waiting again, at its own run time. */
+async function restore(ctx: CommandContext): Promise<void> {
+  const id = jobId(ctx, 'restore');
+  if (!(await ctx.admin.restore(id))) await refuseLive(ctx, id, 'only cancelled jobs can be restored');
+  const { state } = await ctx.admin.job(id);
+  ctx.out(ctx.json ? json({ id, restored: true, state }) : `restored ${id}: ${state}\n`);
+}
+
+/** `workq jobs remove --name <type> --key <key>`: the waiting job holding an idempotency key deleted. */
+async function remove(ctx: CommandContext): Promise<void> {
+  const { name, key } = ctx.options;
+  if (ctx.positionals.length > 0 || !name || !key) {
+    throw new UsageError('workq jobs remove takes --name <type> and --key <idempotency key>, and no job id.');
+  }
+  if (!(await ctx.admin.removeByKey(name, key))) {
+    throw new WorkqError(
+      'CONFLICT',
+      `No waiting ${name} job holds the key "${key}": none was enqueued with it, or it is running or finished (cancel a running job instead).`,
+    );
+  }
+  ctx.out(ctx.json ? json({ name, key, removed: true }) : `removed the waiting ${name} job with key ${key}\n`);
+}
+
+/** A `CONFLICT` saying the job's state, for a move that found it waiting or running already. */
+async function refuseLive(ctx: CommandContext, id: string, rule: string): Promise<never> {
+  const { state } = await ctx.admin.job(id);
+  throw new WorkqError('CONFLICT', `Job ${id} is ${state}: ${rule}.`);
 }
 
 /** `workq jobs cancel <id>`: a waiting or active job cancelled. */
@@ -91,4 +126,4 @@ async function replay(ctx: CommandContext): Promise<void> {
 }
 
 /** The `workq jobs` subcommands, by name. */
-export const JOB_COMMANDS = { list, show, retry, cancel, replay } as const;
+export const JOB_COMMANDS = { list, show, retry, promote, restore, remove, cancel, replay } as const;
