@@ -41,9 +41,11 @@ export { checkJobId, newJobId } from './job-ids.ts';
 export type {
   ChildFailurePolicy,
   ChildSummary,
+  DebounceMode,
   DebounceOptions,
   EnqueueOptions,
   FinishedState,
+  IdempotencyUntil,
   JobError,
   JobState,
   JobStatus,
@@ -51,9 +53,11 @@ export type {
 } from './jobs.ts';
 export {
   CHILD_FAILURE_POLICIES,
+  DEBOUNCE_MODES,
   ERROR_HISTORY_LIMITS,
   FINISHED_STATES,
   FLOW_LIMITS,
+  IDEMPOTENCY_UNTIL,
   isFinishedState,
   JOB_STATES,
   LEASE_MS_LIMITS,

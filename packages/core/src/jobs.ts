@@ -73,6 +73,11 @@ export interface JobStatus<Result = unknown> {
   idempotencyKey?: string;
   /** Until when `idempotencyKey` holds, for a job enqueued with `idempotencyTtlMs`. */
   idempotencyExpiresAt?: Date;
+  /**
+   * `'finished'` for a job enqueued with `idempotencyUntil: 'finished'`, whose key frees when it completes, dies
+   * or is cancelled (a finished one shows no `idempotencyKey`: the key is free).
+   */
+  idempotencyUntil?: 'finished';
   /** The `debounce.key` the job was enqueued with, while later enqueues with it may still replace it. */
   debounceKey?: string;
   createdAt: Date;
@@ -194,11 +199,19 @@ export interface EnqueueOptions {
    */
   idempotencyTtlMs?: number | undefined;
   /**
+   * With `idempotencyKey`: how long the key holds. `'pruned'`: while its job is retained, finished or not.
+   * `'finished'`: while its job waits, is scheduled, waits for its children or runs (retries included); once
+   * it completes, dies or is cancelled, the next enqueue with the key makes a new job (deduplication of
+   * unfinished work, as BullMQ's deduplication without a TTL or pg-boss's singleton keys). With
+   * `idempotencyTtlMs` too, the key frees at whichever comes first.
+   * @defaultValue 'pruned'
+   */
+  idempotencyUntil?: IdempotencyUntil | undefined;
+  /**
    * Debouncing: while a job of this type enqueued with `debounce.key` is still waiting (not started), this
-   * enqueue replaces its payload and options and moves its run time to now + `delayMs`, and the handle is
-   * that job; otherwise a new job is made, to run `delayMs` from now. Concurrent enqueues leave one waiting
-   * job, with the payload of the last. Key: 1-255 characters; `delayMs`: 0 to 365 days. Not with
-   * `idempotencyKey`, `idempotencyTtlMs`, `delayMs` or `runAt`.
+   * enqueue changes it as `debounce.mode` says, and the handle is that job; otherwise a new job is made, to
+   * run `delayMs` from now. Concurrent enqueues leave one waiting job. Key: 1-255 characters; `delayMs`: 0 to
+   * 365 days. Not with `idempotencyKey`, `idempotencyTtlMs`, `idempotencyUntil`, `delayMs` or `runAt`.
    */
   debounce?: DebounceOptions | undefined;
   /**
@@ -232,6 +245,21 @@ export type TraceContext = Readonly<Record<string, string>>;
 export interface DebounceOptions {
   /** Enqueues of one job type with the same key share one waiting job. 1-255 characters. */
   key: string;
-  /** How long after the latest of them the job runs, 0 to 365 days. */
+  /** How long after the latest of them the job runs (the first of them, in mode `preserveRunAt`), 0 to 365 days. */
   delayMs: number;
+  /**
+   * What an enqueue does to the waiting job: `'replace'` gives it this enqueue's payload and options and moves
+   * its run time to now + `delayMs`; `'preserveRunAt'` gives it the payload and options but keeps its run time;
+   * `'keepFirst'` leaves it as it is and drops this enqueue (the handle is the waiting job).
+   * @defaultValue 'replace'
+   */
+  mode?: DebounceMode | undefined;
 }
+
+/** The values of `EnqueueOptions.idempotencyUntil`. */
+export const IDEMPOTENCY_UNTIL = ['pruned', 'finished'] as const;
+export type IdempotencyUntil = (typeof IDEMPOTENCY_UNTIL)[number];
+
+/** The values of `DebounceOptions.mode`. */
+export const DEBOUNCE_MODES = ['replace', 'preserveRunAt', 'keepFirst'] as const;
+export type DebounceMode = (typeof DEBOUNCE_MODES)[number];

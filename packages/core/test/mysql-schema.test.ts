@@ -18,7 +18,8 @@ const { queue_groups: _unused, ...preRelease } = chain;
 /**
  * What the baseline adds to it, last in the jobs table: the index through which a job list filtered by group
  * reads, with the column that holds a grouped job's state (version 17); flows' parent link, policy and counts,
- * with the index through which a parent's children are read (version 18).
+ * with the index through which a parent's children are read (version 18); whether a job's idempotency key frees
+ * when it finishes (version 19).
  */
 const expected = {
   ...preRelease,
@@ -31,6 +32,7 @@ const expected = {
       'on_failure varchar(16) NULL DEFAULT NULL COLLATE utf8mb4_bin',
       'child_count int(11) NOT NULL DEFAULT 0',
       'pending_children int(11) NOT NULL DEFAULT 0',
+      'idempotency_until_finished tinyint(1) NOT NULL DEFAULT 0',
     ],
     indexes: {
       ...preRelease.jobs.indexes,

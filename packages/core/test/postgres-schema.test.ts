@@ -57,11 +57,29 @@ const SINCE_FLOWS = JSON.parse(readFileSync(new URL('postgres-schema-flows.json'
   PostgresCatalog,
   'tables' | 'indexes' | 'constraints' | 'functions'
 >;
+/** What version 26 added: the column saying a job's idempotency key frees when the job finishes. */
+const SINCE_FLOWS_JOBS = SINCE_FLOWS.tables.jobs as PostgresCatalog['tables'][string];
+const SINCE_UNTIL_FINISHED: PostgresCatalog['tables'] = {
+  jobs: {
+    ...SINCE_FLOWS_JOBS,
+    columns: [
+      ...SINCE_FLOWS_JOBS.columns,
+      {
+        ...(SINCE_FLOWS_JOBS.columns.find(
+          (column) => column.name === 'child_count',
+        ) as (typeof SINCE_FLOWS_JOBS.columns)[number]),
+        name: 'idempotency_until_finished',
+        type: 'boolean',
+        default: 'false',
+      },
+    ],
+  },
+};
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
   ...PRE_RELEASE,
-  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables }),
+  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables, ...SINCE_UNTIL_FINISHED }),
   indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes, ...SINCE_FLOWS.indexes }),
   constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints }),
   functions: byName({ ...PRE_RELEASE.functions, ...SINCE_PRE_RELEASE.functions, ...SINCE_FLOWS.functions }),

@@ -241,8 +241,8 @@ export class Engine {
   /**
    * Atomically completes the held job and enqueues `next` in its place. Under an idempotency key a retained
    * job of `next`'s type holds already, the job moves into that job, which is returned as `enqueue` returns
-   * it (`created: false`) and left unchanged. Resolves to the next job. `debounce` and `idempotencyTtlMs`
-   * are `VALIDATION` errors here.
+   * it (`created: false`) and left unchanged. Resolves to the next job. `debounce`, `idempotencyTtlMs` and
+   * `idempotencyUntil` are `VALIDATION` errors here.
    */
   moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     return this.leased.moveTo(lease, next);

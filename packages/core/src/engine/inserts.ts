@@ -26,8 +26,9 @@ export function keyHolderGone(what: string): WorkqError {
  * differs from it (`repeatedIds`); a job whose id the store finds taken by a different job is `CONFLICT`
  * (`checkedIds`). A job repeating the idempotency key of an earlier one in the batch is not sent, and gets
  * that one's job with `created: false` (the first one wins). Debounced jobs of one key are one job too, as
- * if enqueued one after the other: the last one's payload and options are sent (`Store.debounceJobs`), the
- * first one reports whether the job was created, and the later ones get it with `created: false`. Outcomes
+ * if enqueued one after the other, each changing the one before as its mode says (`debouncedAgain`), and that
+ * job is sent (`Store.debounceJobs`); the first one reports whether the job was created, and the later ones get
+ * it with `created: false`. Outcomes
  * are in input order.
  */
 export async function insertDistinct(store: JobStore, jobs: readonly NewJob[]): Promise<Inserted[]> {
@@ -65,8 +66,8 @@ async function insertKeysOnce(store: JobStore, jobs: readonly NewJob[]): Promise
       slotOf.set(ref, at);
       return at;
     }
-    // A later debounce of a key replaces the earlier one's payload, as a later enqueue would.
-    if (debounce) distinct[slot] = job;
+    // A later debounce of a key acts on the earlier one as it would on a waiting job (see `debounceMode`).
+    if (debounce) distinct[slot] = debouncedAgain(distinct[slot] as NewJob, job);
     return slot;
   });
   const outcomes =
@@ -82,6 +83,17 @@ async function insertKeysOnce(store: JobStore, jobs: readonly NewJob[]): Promise
     reported.add(at);
     return outcome;
   });
+}
+
+/**
+ * The job a batch sends for two debounces of one key, `earlier` then `later`: as `later`'s mode would leave a
+ * waiting `earlier` (see `Store.debounceJobs`): `later` (`replace`), `later` at `earlier`'s run time
+ * (`preserveRunAt`), or `earlier` (`keepFirst`).
+ */
+function debouncedAgain(earlier: NewJob, later: NewJob): NewJob {
+  if (later.debounceMode === 'keepFirst') return earlier;
+  if (later.debounceMode === 'preserveRunAt') return { ...later, runAt: earlier.runAt };
+  return later;
 }
 
 /**

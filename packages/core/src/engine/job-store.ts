@@ -34,8 +34,10 @@ export interface JobStore {
    * retained job is not inserted; that job is returned with `created: false`,
    * or, when it vanished before the store could read it, `KeyHolderGone`.
    * A holder whose `idempotencyExpiresAt` is at or before the job's
-   * `createdAt` has let go of the key: the store clears the key on it (only
-   * while that still holds) and answers `KeyHolderGone`. Each job is inserted
+   * `createdAt`, or that holds its key until it finishes
+   * (`idempotencyUntilFinished`) and has completed, died or been cancelled,
+   * has let go of the key: the store clears the key on it (only while that
+   * still holds) and answers `KeyHolderGone`. Each job is inserted
    * or not on its own; the ones inserted are durable before it resolves.
    * Outcomes are in input order. Jobs with a `debounceKey` go to `debounceJobs`.
    */
@@ -45,10 +47,12 @@ export interface JobStore {
    * Inserts jobs that carry a `debounceKey` (no two of one call share a
    * `(name, debounceKey)`: the engine merges repeats first). Each job, in one
    * atomic step of its own: when a job of its name holds that debounce key
-   * and has not started (waiting, no attempts), that job takes this one's payload, version, priority,
-   * attempts limit, backoff, lease length and run time (keeping its id,
-   * creation time, order and attempts) and is returned, updated, with
-   * `created: false`; when no job holds the key, this one is inserted with
+   * and has not started (waiting, no attempts), it is changed as the job's
+   * `debounceMode` says and returned with `created: false`: `replace` (the
+   * default) gives it this one's payload, version, priority, attempts limit,
+   * backoff, lease length and run time (it keeps its id, creation time, order
+   * and attempts); `preserveRunAt` all of those but the run time; `keepFirst`
+   * nothing; when no job holds the key, this one is inserted with
    * it (`created: true`); when the holder has started (even if it waits for a
    * retry now) or finished, the store
    * clears the key on it and answers `KeyHolderGone`, so the engine sends the

@@ -205,10 +205,15 @@ export class LeasedJobs {
   async moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     const now = this.clock.now();
     const { options } = next;
-    if (options?.debounce !== undefined || options?.idempotencyTtlMs !== undefined || (next.id ?? options?.id)) {
+    const refused =
+      options?.debounce !== undefined ||
+      options?.idempotencyTtlMs !== undefined ||
+      options?.idempotencyUntil !== undefined ||
+      (next.id ?? options?.id);
+    if (refused) {
       throw new WorkqError(
         'VALIDATION',
-        'moveTo takes no debounce, idempotencyTtlMs or id: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
+        'moveTo takes no debounce, idempotencyTtlMs, idempotencyUntil or id: the next job is made in the same step that completes this one. Enqueue it instead, or use an idempotencyKey.',
       );
     }
     const job = buildNewJob(next, now, null, batchSettings(this.defaults, now), lease.id);

@@ -1,7 +1,7 @@
 import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
 import { checkJobId, newJobId } from '../job-ids.ts';
-import type { JobStatus } from '../jobs.ts';
+import type { DebounceMode, JobStatus } from '../jobs.ts';
 import {
   checkDeduplication,
   checkGroup,
@@ -43,7 +43,9 @@ import { toStoredValue } from './stored-value.ts';
 export type JobSettings = ResolvedJobOptions & {
   runAt: Date;
   idempotencyExpiresAt: Date | null;
+  idempotencyUntilFinished: boolean;
   debounceKey: string | null;
+  debounceMode: DebounceMode;
 };
 
 /** Resolves a job's options to its settings. */
@@ -59,12 +61,24 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
   return (options) => {
     if (!last || last.options !== options) {
       const { priority, maxAttempts, backoff, leaseMs, order } = resolveJobOptions(options, defaults);
-      const { idempotencyExpiresAt, debounce } = resolveDeduplication(options, now);
+      const { idempotencyExpiresAt, idempotencyUntilFinished, debounce } = resolveDeduplication(options, now);
       const runAt = debounce?.runAt ?? resolveRunAt(options, now);
       const debounceKey = debounce?.key ?? null;
+      const debounceMode = debounce?.mode ?? 'replace';
       last = {
         options,
-        settings: { priority, maxAttempts, backoff, leaseMs, order, runAt, idempotencyExpiresAt, debounceKey },
+        settings: {
+          priority,
+          maxAttempts,
+          backoff,
+          leaseMs,
+          order,
+          runAt,
+          idempotencyExpiresAt,
+          idempotencyUntilFinished,
+          debounceKey,
+          debounceMode,
+        },
       };
     }
     return last.settings;
@@ -90,8 +104,8 @@ export function buildNewJob(
   }
   const settings = settingsOf(input.options);
   const idempotencyKey = checkIdempotencyKey(input.idempotencyKey ?? input.options?.idempotencyKey);
-  if (settings.idempotencyExpiresAt !== null || settings.debounceKey !== null) {
-    checkDeduplication(idempotencyKey, settings.idempotencyExpiresAt, settings.debounceKey);
+  if (settings.idempotencyExpiresAt !== null || settings.idempotencyUntilFinished || settings.debounceKey !== null) {
+    checkDeduplication(idempotencyKey, settings);
   }
   const id = checkJobId(input.id ?? input.options?.id);
   if (id !== null && settings.debounceKey !== null) {
@@ -101,7 +115,7 @@ export function buildNewJob(
     );
   }
   // Built field by field, not by spreading the settings: this runs for every job of a bulk enqueue.
-  return {
+  const job: NewJob = {
     id: id ?? newJobId(),
     name: input.name,
     version: input.version,
@@ -121,4 +135,8 @@ export function buildNewJob(
     traceContext: checkTraceContext(input.options?.traceContext),
     group: checkGroup(input.options?.group),
   };
+  // Only on the jobs that have them, so the usual job is sent and stored as it was.
+  if (settings.idempotencyUntilFinished) job.idempotencyUntilFinished = true;
+  if (settings.debounceKey !== null && settings.debounceMode !== 'replace') job.debounceMode = settings.debounceMode;
+  return job;
 }

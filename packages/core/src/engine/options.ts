@@ -1,5 +1,11 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import type { EnqueueOptions, TraceContext } from '../jobs.ts';
+import {
+  DEBOUNCE_MODES,
+  type DebounceMode,
+  type EnqueueOptions,
+  IDEMPOTENCY_UNTIL,
+  type TraceContext,
+} from '../jobs.ts';
 
 export type { EnqueueOptions };
 
@@ -135,28 +141,49 @@ export function checkTraceContext(carrier: TraceContext | undefined): TraceConte
   return copy;
 }
 
+/** How a job's options deduplicate it beyond `idempotencyKey`, as `resolveDeduplication` resolves them. */
+export interface ResolvedDeduplication {
+  /** Until when the key holds (`idempotencyTtlMs`); `null`: no TTL. */
+  idempotencyExpiresAt: Date | null;
+  /** Whether the key frees when its job finishes (`idempotencyUntil: 'finished'`). */
+  idempotencyUntilFinished: boolean;
+  debounce: { key: string; runAt: Date; mode: DebounceMode } | null;
+}
+
+const NO_DEDUPLICATION: ResolvedDeduplication = Object.freeze({
+  idempotencyExpiresAt: null,
+  idempotencyUntilFinished: false,
+  debounce: null,
+});
+
 /**
  * How a job's options deduplicate it beyond `idempotencyKey`, resolved at `now`: until when its key holds
- * (`idempotencyTtlMs`), and its debounce key and run time (`debounce`). Bad values and combinations that
- * contradict each other are `VALIDATION` errors; whether a key comes with a TTL is checked per job
- * (`checkDeduplication`), since a job of a batch may have a key of its own.
+ * (`idempotencyTtlMs`), whether it frees when its job finishes (`idempotencyUntil`), and its debounce key, run
+ * time and mode (`debounce`). Bad values and combinations that contradict each other are `VALIDATION` errors;
+ * whether a key comes with a TTL or `idempotencyUntil` is checked per job (`checkDeduplication`), since a job
+ * of a batch may have a key of its own.
  */
-export function resolveDeduplication(
-  options: EnqueueOptions | undefined,
-  now: Date,
-): { idempotencyExpiresAt: Date | null; debounce: { key: string; runAt: Date } | null } {
+export function resolveDeduplication(options: EnqueueOptions | undefined, now: Date): ResolvedDeduplication {
   const ttlMs = options?.idempotencyTtlMs;
+  const until = options?.idempotencyUntil;
   const debounce = options?.debounce;
-  if (ttlMs === undefined && debounce === undefined) return { idempotencyExpiresAt: null, debounce: null };
+  if (ttlMs === undefined && until === undefined && debounce === undefined) return NO_DEDUPLICATION;
+  if (until !== undefined && !(IDEMPOTENCY_UNTIL as readonly unknown[]).includes(until)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `idempotencyUntil must be ${IDEMPOTENCY_UNTIL.map((value) => `"${value}"`).join(' or ')}; got ${JSON.stringify(until) ?? String(until)}.`,
+    );
+  }
   const idempotencyExpiresAt =
     ttlMs === undefined
       ? null
       : timeAfter(now, checkInteger(ttlMs, 'idempotencyTtlMs', 1, 365 * DAY_MS), 'idempotencyTtlMs');
-  if (debounce === undefined) return { idempotencyExpiresAt, debounce: null };
+  const idempotencyUntilFinished = until === 'finished';
+  if (debounce === undefined) return { idempotencyExpiresAt, idempotencyUntilFinished, debounce: null };
   if (typeof debounce !== 'object' || debounce === null) {
-    throw new WorkqError('VALIDATION', 'debounce must be an object { key: string; delayMs: number }.');
+    throw new WorkqError('VALIDATION', 'debounce must be an object { key: string; delayMs: number; mode?: string }.');
   }
-  const conflicting = (['idempotencyKey', 'idempotencyTtlMs', 'delayMs', 'runAt'] as const).filter(
+  const conflicting = (['idempotencyKey', 'idempotencyTtlMs', 'idempotencyUntil', 'delayMs', 'runAt'] as const).filter(
     (option) => options?.[option] !== undefined,
   );
   if (conflicting.length > 0) {
@@ -168,26 +195,39 @@ export function resolveDeduplication(
   if (typeof debounce.key !== 'string' || debounce.key.length < 1 || debounce.key.length > 255) {
     throw new WorkqError('VALIDATION', 'debounce.key must be a string of 1 to 255 characters.');
   }
+  const mode = debounce.mode ?? 'replace';
+  if (!(DEBOUNCE_MODES as readonly unknown[]).includes(mode)) {
+    throw new WorkqError(
+      'VALIDATION',
+      `debounce.mode must be ${DEBOUNCE_MODES.map((value) => `"${value}"`).join(', ')}; got ${JSON.stringify(mode) ?? String(mode)}.`,
+    );
+  }
   const delayMs = checkInteger(debounce.delayMs, 'debounce.delayMs', 0, 365 * DAY_MS);
   return {
     idempotencyExpiresAt: null,
-    debounce: { key: debounce.key, runAt: timeAfter(now, delayMs, 'debounce.delayMs') },
+    idempotencyUntilFinished: false,
+    debounce: { key: debounce.key, runAt: timeAfter(now, delayMs, 'debounce.delayMs'), mode },
   };
 }
 
 /**
- * Checks a job's own key against its deduplication: a TTL needs a key to hold, and a debounced job takes
- * none (a key of its own in a batch included).
+ * Checks a job's own key against its deduplication: a TTL or `idempotencyUntil: 'finished'` needs a key to
+ * hold, and a debounced job takes none (a key of its own in a batch included).
  */
 export function checkDeduplication(
   idempotencyKey: string | null,
-  idempotencyExpiresAt: Date | null,
-  debounceKey: string | null,
+  deduplication: { idempotencyExpiresAt: Date | null; idempotencyUntilFinished: boolean; debounceKey: string | null },
 ): void {
-  if (idempotencyExpiresAt !== null && idempotencyKey === null) {
+  if (idempotencyKey === null && deduplication.idempotencyExpiresAt !== null) {
     throw new WorkqError('VALIDATION', 'idempotencyTtlMs needs an idempotencyKey: it says how long that key holds.');
   }
-  if (debounceKey !== null && idempotencyKey !== null) {
+  if (idempotencyKey === null && deduplication.idempotencyUntilFinished) {
+    throw new WorkqError(
+      'VALIDATION',
+      "idempotencyUntil: 'finished' needs an idempotencyKey: it says how long that key holds.",
+    );
+  }
+  if (deduplication.debounceKey !== null && idempotencyKey !== null) {
     throw new WorkqError(
       'VALIDATION',
       'debounce cannot be combined with idempotencyKey: a debounced job is found by its debounce key.',

@@ -1,4 +1,4 @@
-import type { JobState, JobStatus } from '../jobs.ts';
+import { isFinishedState, type JobState, type JobStatus } from '../jobs.ts';
 import type { JobRecord } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
@@ -30,8 +30,11 @@ export function toJobStatus(job: JobRecord, now: Date, include: { errors?: boole
     status.result = fromStoredValue(job.result);
   if (job.error) status.error = job.error;
   if (include.errors && job.errors.length > 0) status.errors = job.errors;
-  if (job.idempotencyKey) status.idempotencyKey = job.idempotencyKey;
-  if (job.idempotencyKey && job.idempotencyExpiresAt) status.idempotencyExpiresAt = job.idempotencyExpiresAt;
+  // A key held until its job finished is free once it has: the job shows it no more.
+  const keyHeld = job.idempotencyKey !== null && !(job.idempotencyUntilFinished && isFinishedState(job.state));
+  if (keyHeld) status.idempotencyKey = job.idempotencyKey as string;
+  if (keyHeld && job.idempotencyExpiresAt) status.idempotencyExpiresAt = job.idempotencyExpiresAt;
+  if (keyHeld && job.idempotencyUntilFinished) status.idempotencyUntil = 'finished';
   if (job.debounceKey) status.debounceKey = job.debounceKey;
   if (job.finishedAt) status.finishedAt = job.finishedAt;
   if (job.state === 'active' && job.leaseExpiresAt) status.leaseExpiresAt = job.leaseExpiresAt;

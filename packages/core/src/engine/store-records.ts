@@ -1,5 +1,12 @@
 import type { Backoff, JobOrder } from '../contract/types.ts';
-import { type ChildFailurePolicy, FINISHED_STATES, type JobError, type JobState, type TraceContext } from '../jobs.ts';
+import {
+  type ChildFailurePolicy,
+  type DebounceMode,
+  FINISHED_STATES,
+  type JobError,
+  type JobState,
+  type TraceContext,
+} from '../jobs.ts';
 
 /**
  * The states a store keeps. `waiting` covers both `scheduled` and `ready`:
@@ -48,6 +55,11 @@ export interface JobRecord {
   idempotencyKey: string | null;
   /** Until when `idempotencyKey` holds (`idempotencyTtlMs`); `null`: while the job is retained. */
   idempotencyExpiresAt: Date | null;
+  /**
+   * `true`: `idempotencyKey` frees when the job completes, dies or is cancelled (`idempotencyUntil: 'finished'`;
+   * see `JobStore.insertJobs`). Absent or `false`: it holds while the job is retained.
+   */
+  idempotencyUntilFinished?: boolean;
   /**
    * The debounce key the job was enqueued with (`debounce.key`), while it holds it: a store takes it off the
    * job when a later debounce finds the job started or finished (see `debounceJobs`).
@@ -114,8 +126,15 @@ export interface NewJob {
   idempotencyKey: string | null;
   /** With an `idempotencyKey`: the key holds until then (`createdAt` + `idempotencyTtlMs`); `null`: while retained. */
   idempotencyExpiresAt: Date | null;
+  /** With an `idempotencyKey`: `true` when the key frees as the job finishes (see `JobRecord`). Absent: `false`. */
+  idempotencyUntilFinished?: boolean;
   /** Set only on the jobs `debounceJobs` inserts; `null` on every other. */
   debounceKey: string | null;
+  /**
+   * With a `debounceKey`: what the debounce does to a holder that has not started (see `JobStore.debounceJobs`).
+   * Absent: `'replace'`. Not stored.
+   */
+  debounceMode?: DebounceMode;
   replayOf: string | null;
   /** The job whose `moveTo` made this one (the other end of its `movedTo`); `null` for every other job. */
   movedFrom?: string | null;
@@ -152,7 +171,8 @@ export type InsertOutcome =
 /**
  * The job's idempotency (or debounce) key was taken, but the job holding it was gone (pruned) by the time the
  * store read it, or had let go of it, so the key is free again: its `idempotencyExpiresAt` had passed at the
- * new job's `createdAt`, or, for a debounce key, it had started or finished; the store took the key off it.
+ * new job's `createdAt`, or it held its key until finished and had finished, or, for a debounce key, it had
+ * started or finished; the store took the key off it.
  * Nothing was inserted for this job; the engine inserts it again (a bounded number of times, then fails with
  * a retryable `UNAVAILABLE`).
  */

@@ -5,17 +5,14 @@ import { isWorkqError } from '../../src/errors.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 
-const CONCURRENT = 200;
+export const CONCURRENT = 200;
 const CLIENTS = 8;
 
 /**
- * Deduplication beyond keys held while their job is retained: idempotency keys that hold only
- * `idempotencyTtlMs` (throttling), and
- * `debounce`, which keeps one waiting job per key, with the latest payload, due `delayMs` after the latest
- * enqueue. Both hold under concurrent enqueues from separate connections.
+ * What the deduplication tests share: engines on `CLIENTS` client stores of their own (one set for every race
+ * here: each store holds a pool of connections until the suite ends), and an enqueue input of version 1.
  */
-export function registerDeduplicationTests(ctx: SuiteContext): void {
-  // One set of client stores for every race here: each store holds a pool of connections until the suite ends.
+export function deduplicationHelpers(ctx: SuiteContext) {
   let clients: Promise<Store[]> | undefined;
   const clientEngines = async (clock: ManualClock) => {
     clients ??= ctx.clientStores(CLIENTS);
@@ -27,6 +24,42 @@ export function registerDeduplicationTests(ctx: SuiteContext): void {
     payload,
     ...(options ? { options } : {}),
   });
+  /**
+   * `CONCURRENT` enqueues of `name` with `options` (idempotency key `race`), spread over `engines`, once the
+   * job `oldId` let go of the key: exactly one new job is made and takes the key, which `oldId` no longer holds.
+   */
+  const expectOneTakesOver = async (
+    engines: Engine[],
+    name: string,
+    options: EnqueueInput['options'],
+    oldId: string,
+  ) => {
+    const results = await Promise.all(
+      Array.from({ length: CONCURRENT }, (_, n) => engines[n % CLIENTS]!.enqueue(job(name, { n }, options))),
+    );
+    const ids = new Set(results.map((r) => r.id));
+    expect(ids.size).toBe(1);
+    expect(ids.has(oldId)).toBe(false);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    const jobs = await engines[0]!.store.listJobs({ name, limit: 10 });
+    expect(jobs.map((j) => [j.id, j.idempotencyKey]).sort()).toEqual(
+      [
+        [oldId, null],
+        [[...ids][0], 'race'],
+      ].sort(),
+    );
+  };
+  return { clientEngines, job, expectOneTakesOver };
+}
+
+/**
+ * Deduplication beyond keys held while their job is retained: idempotency keys that hold only
+ * `idempotencyTtlMs` (throttling), and
+ * `debounce`, which keeps one waiting job per key, with the latest payload, due `delayMs` after the latest
+ * enqueue. Both hold under concurrent enqueues from separate connections.
+ */
+export function registerDeduplicationTests(ctx: SuiteContext): void {
+  const { clientEngines, job, expectOneTakesOver } = deduplicationHelpers(ctx);
 
   it('an idempotency key with a TTL holds for the TTL, then the next enqueue makes a new job that takes the key over', async () => {
     const name = ctx.jobName('ttl');
@@ -83,20 +116,7 @@ export function registerDeduplicationTests(ctx: SuiteContext): void {
     const options = { idempotencyKey: 'race', idempotencyTtlMs: 1000 };
     const old = await engines[0]!.enqueue(job(name, { n: -1 }, options));
     clock.advance(1000);
-    const results = await Promise.all(
-      Array.from({ length: CONCURRENT }, (_, n) => engines[n % CLIENTS]!.enqueue(job(name, { n }, options))),
-    );
-    const ids = new Set(results.map((r) => r.id));
-    expect(ids.size).toBe(1);
-    expect(ids.has(old.id)).toBe(false);
-    expect(results.filter((r) => r.created)).toHaveLength(1);
-    const jobs = (await engines[0]!.list({ name })).jobs;
-    expect(jobs.map((j) => [j.id, j.idempotencyKey ?? null]).sort()).toEqual(
-      [
-        [old.id, null],
-        [[...ids][0], 'race'],
-      ].sort(),
-    );
+    await expectOneTakesOver(engines, name, options, old.id);
   });
 
   it('a debounce makes a job delayMs ahead; while it waits, each debounce replaces its payload and pushes its run time', async () => {

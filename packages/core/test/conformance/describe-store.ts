@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe } from 'vitest';
 import { registerClaimingTests } from './claiming.ts';
 import { SuiteState } from './context.ts';
 import { registerDeduplicationTests } from './deduplication.ts';
+import { registerDeduplicationModeTests } from './deduplication-modes.ts';
 import { registerDurabilityTests } from './durability.ts';
 import { registerFencingTests } from './fencing.ts';
 import { registerFinishedTests } from './finished.ts';
@@ -67,6 +68,7 @@ export function describeStore(
     describe('8. idempotency', () => registerIdempotencyTests(state));
     describe('caller-chosen job ids', () => registerJobIdTests(state));
     describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));
+    describe('deduplication: keys until finished and debounce modes', () => registerDeduplicationModeTests(state));
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('job management: retry in place, restore, remove by key', () => registerJobManagementTests(state));

@@ -29,7 +29,33 @@ export async function debounceJobs(
 }
 
 /**
- * The holder of `job`'s debounce key takes its payload, settings and run time in one `findOneAndUpdate`
+ * What a debounce sets on a holder that waits, by `job`'s mode (see `Store.debounceJobs`): its payload,
+ * settings and run time (`replace`), its payload and settings (`preserveRunAt`), or nothing (`keepFirst`, which
+ * sets the key to itself, so the holder is still found and answered by one write a majority acknowledges).
+ */
+function debounceChanges(job: NewJob): Record<string, unknown> {
+  const mode = job.debounceMode ?? 'replace';
+  if (mode === 'keepFirst') return { debounceKey: '$debounceKey' };
+  const changes: Record<string, unknown> = {
+    payload: literal(toJson(job.payload)),
+    version: literal(job.version),
+    priority: literal(job.priority),
+    maxAttempts: literal(job.maxAttempts),
+    backoff: literal(cleanBackoff(job.backoff)),
+    leaseMs: literal(job.leaseMs),
+    updatedAt: literal(job.createdAt),
+  };
+  if (mode === 'preserveRunAt') return changes;
+  return {
+    ...changes,
+    runAt: literal(job.runAt),
+    orderKey: orderKeyExpression(job.runAt),
+    state: literal(notStartedState(job.runAt, job.createdAt)),
+  };
+}
+
+/**
+ * The holder of `job`'s debounce key is changed as its mode says (`debounceChanges`) in one `findOneAndUpdate`
  * while it waits, never started (a claim's `findOneAndUpdate` of the same document is atomic with it: one of them sees the
  * other's result). With none waiting, the job is inserted; the unique index refuses it when a job that
  * started or finished holds the key, which that job then lets go of, and the engine sends the job again.
@@ -43,22 +69,7 @@ async function debounceJob(jobs: Collection<JobDocument>, job: NewJob, limitMs: 
     const options: Abortable<FindOneAndUpdateOptions> = { returnDocument: 'after', hint: DEBOUNCE_INDEX_KEY, signal };
     return jobs.findOneAndUpdate(
       { ...holder, state: { $in: [...NOT_STARTED] }, attempts: 0 },
-      [
-        {
-          $set: {
-            payload: literal(toJson(job.payload)),
-            version: literal(job.version),
-            priority: literal(job.priority),
-            maxAttempts: literal(job.maxAttempts),
-            backoff: literal(cleanBackoff(job.backoff)),
-            leaseMs: literal(job.leaseMs),
-            runAt: literal(job.runAt),
-            orderKey: orderKeyExpression(job.runAt),
-            state: literal(notStartedState(job.runAt, job.createdAt)),
-            updatedAt: literal(job.createdAt),
-          },
-        },
-      ],
+      [{ $set: debounceChanges(job) }],
       options,
     );
   });

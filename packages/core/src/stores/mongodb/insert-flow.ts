@@ -5,6 +5,7 @@ import { directChildren, insertedFlowRecord } from '../shared/flow-records.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isDuplicateKeyError } from './errors.ts';
 import { CHILDREN_INDEX, IDEMPOTENCY_INDEX, IN_CHILDREN_INDEX } from './indexes.ts';
+import { keyLetGo } from './key-let-go.ts';
 import { ENDED_LEASE } from './leases.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
 import { type FlowTarget, type InTransaction, inFlowTransaction } from './settle-parents.ts';
@@ -73,7 +74,7 @@ async function keyHolderOf(target: FlowTarget, root: NewJob): Promise<InsertOutc
   await withCallLimit(target.limitMs, (signal) => {
     const released: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, signal };
     return target.jobs.updateOne(
-      { ...keyHeld, idempotencyExpiresAt: { $lte: root.createdAt } },
+      { ...keyHeld, ...keyLetGo(root.createdAt) },
       { $set: { idempotencyKey: null } },
       released,
     );

@@ -4,6 +4,7 @@ import { keyExpired } from '../shared/deduplication.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { bulkWriteErrors, DUPLICATE_KEY } from './errors.ts';
 import { IDEMPOTENCY_INDEX } from './indexes.ts';
+import { keyLetGo } from './key-let-go.ts';
 import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
 
 function keyOf(name: string, idempotencyKey: string): string {
@@ -50,11 +51,7 @@ export async function insertJobs(
     await withCallLimit(limitMs, (signal) => {
       const options: Abortable<UpdateOptions> = { hint: IDEMPOTENCY_INDEX, signal };
       return jobs.updateOne(
-        {
-          name: job.name,
-          idempotencyKey: { $eq: job.idempotencyKey, $type: 'string' },
-          idempotencyExpiresAt: { $lte: job.createdAt },
-        },
+        { name: job.name, idempotencyKey: { $eq: job.idempotencyKey, $type: 'string' }, ...keyLetGo(job.createdAt) },
         { $set: { idempotencyKey: null } },
         options,
       );

@@ -24,6 +24,8 @@ export interface JobDocument extends KeptAsRecorded {
   errors?: JobError[] | null;
   /** Until when `idempotencyKey` holds; `null` (or absent, on jobs stored before it): while retained. */
   idempotencyExpiresAt?: Date | null;
+  /** `true`: `idempotencyKey` frees when the job finishes (`JobRecord.idempotencyUntilFinished`); absent: not. */
+  idempotencyUntilFinished?: boolean;
   /** In the unique `debounce` index while a string; `null` (or absent) on every job not debounced. */
   debounceKey?: string | null;
   /** Absent on jobs stored before it existed. */
@@ -179,7 +181,9 @@ export function toJobDocument(job: NewJob): JobDocument {
 
 /** The store-neutral record of a stored document. */
 export function toJobRecord(doc: JobDocument): JobRecord {
-  return withFlowFields(fieldsOf(doc), {
+  const record = fieldsOf(doc);
+  if (doc.idempotencyUntilFinished === true) record.idempotencyUntilFinished = true;
+  return withFlowFields(record, {
     parentId: doc.parentId ?? null,
     onFailure: doc.onFailure ?? null,
     childCount: doc.childCount ?? 0,

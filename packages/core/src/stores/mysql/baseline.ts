@@ -1,17 +1,18 @@
 /**
  * The MySQL/MariaDB store's current schema, built in one step on an empty database. Version 18 is what the
  * pre-release migration chain (steps 1 to 17) left, as `test/fixtures/mysql-schema.json` records, with the
- * group listing index and its `group_state` column (version 17), and flows' columns and `children` index; a
+ * group listing index and its `group_state` column (version 17), flows' columns and `children` index, and
+ * `idempotency_until_finished` (version 19: a key the next insert under it takes from a finished holder); a
  * later schema change is a migration for released databases (migrations.ts) and a change here alike.
  */
 import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */
-export const BASELINE_VERSION = 18;
+export const BASELINE_VERSION = 19;
 
 /** The oldest server that may run on the current schema (see `Migration.minServerVersion`): the first that checks. */
-const BASELINE_MIN_SERVER_VERSION = 18;
+const BASELINE_MIN_SERVER_VERSION = 19;
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
@@ -131,6 +132,7 @@ function tableStatements(t: Tables): string[] {
       on_failure VARCHAR(16) NULL,
       child_count INT NOT NULL DEFAULT 0,
       pending_children INT NOT NULL DEFAULT 0,
+      idempotency_until_finished BOOLEAN NOT NULL DEFAULT FALSE,
       PRIMARY KEY (id),
       KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
       KEY lease_expiry (state, lease_expires_at),

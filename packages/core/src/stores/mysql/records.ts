@@ -45,6 +45,7 @@ export const JOB_COLUMNS = [
   'on_failure',
   'child_count',
   'pending_children',
+  'idempotency_until_finished',
 ] as const;
 
 /** The select list for whole job rows. */
@@ -161,7 +162,9 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
 /** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
 export function jobRow(row: RowDataPacket): JobRecord {
   const error = readError(row.error);
-  return withFlowFields(fieldsOf(row, error), {
+  const record = fieldsOf(row, error);
+  if (Number(row.idempotency_until_finished ?? 0) === 1) record.idempotencyUntilFinished = true;
+  return withFlowFields(record, {
     parentId: readText(row.parent_id),
     onFailure: readText(row.on_failure) as ChildFailurePolicy | null,
     childCount: Number(row.child_count ?? 0),
@@ -249,6 +252,7 @@ export function newJobValues(job: NewJob): unknown[] {
     on_failure: job.onFailure ?? null,
     child_count: children,
     pending_children: children,
+    idempotency_until_finished: job.idempotencyUntilFinished ? 1 : 0,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

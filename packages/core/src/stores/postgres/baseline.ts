@@ -16,7 +16,9 @@ import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/s
  * repeated ack is recognised): the fencing condition (`fenced` in statements.ts) rests on that constraint.
  * The column order is the pre-release schema's, which `claim_jobs`'s `SETOF jobs` rows follow. Flows: a child
  * has a `parent_id` and an `on_failure` policy; a parent counts its children (`child_count`) and those not ended
- * (`pending_children`), above 0 exactly while it is `waiting-children`, a state outside every claim index.
+ * (`pending_children`), above 0 exactly while it is `waiting-children`, a state outside every claim index. A job
+ * with `idempotency_until_finished` lets go of its idempotency key once finished: the next insert under the key
+ * clears it (`releaseExpiredKeys` in statements.ts), so no end of a job writes anything for it.
  */
 const JOBS = `
 CREATE TABLE jobs (
@@ -57,6 +59,7 @@ CREATE TABLE jobs (
   on_failure text CHECK (on_failure IN ('fail-parent', 'ignore', 'continue')),
   child_count integer NOT NULL DEFAULT 0,
   pending_children integer NOT NULL DEFAULT 0,
+  idempotency_until_finished boolean NOT NULL DEFAULT false,
   CONSTRAINT jobs_lease_only_when_active
     CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')))
 )`;
@@ -153,13 +156,13 @@ CREATE TABLE queue_settings (
  * The schema a fresh store creates: tables, indexes, then each live function from its file under sql/, in the
  * order they call each other. Its version follows the pre-release chain it replaced (1 to 24, whose end state
  * it equals but for `jobs_group_list_idx` and flows: test/fixtures/postgres-schema.json holds that state, the
- * drift test compares the two); version 25 added flows in place, and a schema of an earlier one is refused
- * (pre-release-schema.ts).
+ * drift test compares the two); version 25 added flows in place, version 26 `idempotency_until_finished`, and a
+ * schema of an earlier one is refused (pre-release-schema.ts).
  */
 export const BASELINE: Migration = {
-  version: 25,
+  version: 26,
   name: 'baseline: jobs and flows, registries, flow control and the claim functions',
-  minServerVersion: 25,
+  minServerVersion: 26,
   statements: [
     JOBS,
     ...JOB_INDEXES,

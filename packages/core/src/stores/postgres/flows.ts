@@ -45,7 +45,12 @@ export async function insertFlow(
   const [root] = jobs;
   if (!root) throw new Error('insertFlow needs a root job.');
   try {
-    const params = [...flowJobParams(jobs), root.idempotencyKey, root.idempotencyExpiresAt?.toISOString() ?? null];
+    const key = [
+      root.idempotencyKey,
+      root.idempotencyExpiresAt?.toISOString() ?? null,
+      root.idempotencyUntilFinished ?? false,
+    ];
+    const params = [...flowJobParams(jobs), ...key];
     const [inserted] = await client.query<{ created: boolean }>(sql.flows.insertFlow, params);
     if (inserted?.created) return { job: flowRecord(root), created: true };
   } catch (error) {

@@ -106,7 +106,8 @@ export async function debounceJobs(
   const outcomes: InsertOutcome[] = [];
   // One statement per job, each atomic on its own: a batch rarely debounces more than one key.
   for (const job of jobs) {
-    const [row] = await db.query<JobRow>(sql.debounceJob, [...newJobValues(job), job.debounceKey]);
+    const text = sql.debounceJob[job.debounceMode ?? 'replace'];
+    const [row] = await db.query<JobRow>(text, [...newJobValues(job), job.debounceKey]);
     if (row) {
       outcomes.push({ job: toJobRecord(row), created: row.id === job.id });
       continue;

@@ -1,3 +1,4 @@
+import type { DebounceMode } from '../../jobs.ts';
 import {
   JOB_COLUMNS,
   NEW_JOB_FIELDS,
@@ -10,7 +11,7 @@ import { claimsHeldBackSql, NOT_STARTED_SQL, notStartedSql, orderKeySql } from '
 
 /** The columns every insert of a job writes, in the order of `insertValues`. */
 const INSERT_COLUMNS =
-  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at, job_group';
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at, job_group, idempotency_until_finished';
 
 /**
  * The SQL type of each new job field: its column's. Parameters carry these types (an array of `jsonb` values
@@ -36,6 +37,7 @@ const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   lease_ms: 'bigint',
   replay_of: 'text',
   idempotency_expires_at: 'timestamptz',
+  idempotency_until_finished: 'boolean',
 };
 
 /** Parameter `$n` of `field`'s type. */
@@ -66,7 +68,7 @@ function unnestedValue(field: NewJobField): string {
 function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const [runAt, createdAt, order] = [field('run_at'), field('created_at'), field('job_order')];
   const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
-  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}, ${field('job_group')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}, ${field('job_group')}, ${field('idempotency_until_finished')}`;
 }
 
 /**
@@ -101,22 +103,31 @@ FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
 ${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
 }
 
+/** What a debounce sets on a holder not yet started, by `DebounceMode` (`keepFirst` rewrites one column as it is). */
+const DEBOUNCE_CHANGES: Record<DebounceMode, string> = {
+  replace: `payload = excluded.payload, version = excluded.version, priority = excluded.priority,
+  max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
+  run_at = excluded.run_at, order_key = ${orderKeySql('j.job_order', 'excluded.run_at')}, state = excluded.state,
+  updated_at = excluded.created_at`,
+  preserveRunAt: `payload = excluded.payload, version = excluded.version, priority = excluded.priority,
+  max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
+  updated_at = excluded.created_at`,
+  keepFirst: 'debounce_key = j.debounce_key',
+};
+
 /**
- * The debounce of one job (see `Store.debounceJobs`): `NEW_JOB_FIELDS` as scalar parameters, then its debounce
- * key. Inserted when no job holds the key; when one not yet started does, it takes the new job's payload,
- * settings and run time instead. The conflict locks the holder, so a claim (which skips locked jobs) and this
- * update never both apply to it as it was. Returns the job inserted or updated; no row when the holder has
- * started (even if it now waits for a retry) or finished: it is left unchanged.
+ * The debounce of one job in `mode` (see `Store.debounceJobs`): `NEW_JOB_FIELDS` as scalar parameters, then its
+ * debounce key. Inserted when no job holds the key; when one not yet started does, it is changed as `mode` says
+ * (`DEBOUNCE_CHANGES`) instead. The conflict locks the holder, so a claim (which skips locked jobs) and this
+ * update never both apply to it as it was. Returns the job inserted or the holder, as changed; no row when the
+ * holder has started (even if it now waits for a retry) or finished: it is left unchanged.
  */
-export function debounceJobSql(jobs: string): string {
+export function debounceJobSql(jobs: string, mode: DebounceMode): string {
   const field = (name: NewJobField) => fieldParam(NEW_JOB_FIELDS.indexOf(name) + 1, name);
   return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, debounce_key)
 SELECT ${insertValues(field)}, $${NEW_JOB_FIELDS.length + 1}::text
 ON CONFLICT (name, debounce_key) WHERE debounce_key IS NOT NULL DO UPDATE
-SET payload = excluded.payload, version = excluded.version, priority = excluded.priority,
-  max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
-  run_at = excluded.run_at, order_key = ${orderKeySql('j.job_order', 'excluded.run_at')}, state = excluded.state,
-  updated_at = excluded.created_at
+SET ${DEBOUNCE_CHANGES[mode]}
 WHERE j.state IN ${NOT_STARTED_SQL} AND j.attempts = 0
 RETURNING ${JOB_COLUMNS}`;
 }

@@ -20,6 +20,7 @@ const OTHER_FIELDS = [
   'errors',
   'idempotency_key',
   'idempotency_expires_at',
+  'idempotency_until_finished',
   'debounce_key',
   'finished_at',
   'moved_to',
@@ -72,6 +73,7 @@ export interface JobRow {
   errors: StoredJobError[] | null;
   idempotency_key: string | null;
   idempotency_expires_at: Date | null;
+  idempotency_until_finished: boolean;
   debounce_key: string | null;
   finished_at: Date | null;
   moved_to: string | null;
@@ -119,6 +121,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     traceContext: row.trace_context,
   };
   // Flows' fields only on jobs in a flow: a plain job reads back as it was inserted (see `insertedRecord`).
+  if (row.idempotency_until_finished) record.idempotencyUntilFinished = true;
   if (row.parent_id !== null) {
     record.parentId = row.parent_id;
     record.onFailure = row.on_failure;
@@ -151,6 +154,7 @@ export const SETTINGS_FIELDS = [
   'lease_ms',
   'replay_of',
   'idempotency_expires_at',
+  'idempotency_until_finished',
 ] as const;
 
 /** The fields an insert sends for each new job. */
@@ -172,6 +176,7 @@ function settingsOf(job: NewJob): (string | null)[] {
     String(job.leaseMs),
     job.replayOf,
     job.idempotencyExpiresAt?.toISOString() ?? null,
+    job.idempotencyUntilFinished ? 'true' : 'false',
   ];
 }
 
@@ -189,7 +194,8 @@ function sameSettings(a: NewJob, b: NewJob): boolean {
     a.backoff.maxDelayMs === b.backoff.maxDelayMs &&
     a.leaseMs === b.leaseMs &&
     a.replayOf === b.replayOf &&
-    a.idempotencyExpiresAt?.getTime() === b.idempotencyExpiresAt?.getTime()
+    a.idempotencyExpiresAt?.getTime() === b.idempotencyExpiresAt?.getTime() &&
+    (a.idempotencyUntilFinished ?? false) === (b.idempotencyUntilFinished ?? false)
   );
 }
 

@@ -45,8 +45,12 @@ export function buildStatements(quotedSchema: string) {
     /** `insertAndClaimJob` for a job with an idempotency key: no row when the key is taken (nothing inserted). */
     insertAndClaimKeyedJob: insertAndClaimJobSql(quotedSchema, { skipTakenKey: true }),
 
-    /** See `debounceJobSql`. */
-    debounceJob: debounceJobSql(jobs),
+    /** See `debounceJobSql`, one per `DebounceMode`. */
+    debounceJob: {
+      replace: debounceJobSql(jobs, 'replace'),
+      preserveRunAt: debounceJobSql(jobs, 'preserveRunAt'),
+      keepFirst: debounceJobSql(jobs, 'keepFirst'),
+    },
 
     /** $1 name, $2 debounce key: clears the key on a holder that has started (once, at least) or finished. */
     releaseDebounceKey: `UPDATE ${jobs} AS j SET debounce_key = NULL
@@ -54,11 +58,13 @@ WHERE j.name = $1 AND j.debounce_key = $2 AND (j.state NOT IN ${NOT_STARTED_SQL}
 
     /**
      * $1 names, $2 idempotency keys, $3 the times of the inserts that found them taken (parallel arrays): clears
-     * each key on its holder when the key expired by then.
+     * each key on its holder when the key expired by then, or was held until the holder finished, which it has.
      */
     releaseExpiredKeys: `UPDATE ${jobs} AS j SET idempotency_key = NULL
 FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(name, idempotency_key, now)
-WHERE j.name = k.name AND j.idempotency_key = k.idempotency_key AND j.idempotency_expires_at <= k.now`,
+WHERE j.name = k.name AND j.idempotency_key = k.idempotency_key
+  AND (j.idempotency_expires_at <= k.now
+    OR (j.idempotency_until_finished AND j.state IN ('completed', 'dead', 'cancelled')))`,
 
     /** $1 names, $2 idempotency keys (parallel text[]). */
     selectByIdempotencyKeys: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j

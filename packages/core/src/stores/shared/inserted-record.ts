@@ -7,7 +7,7 @@ import type { ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
  * by field, not by spreading `job`: this runs for every inserted job.)
  */
 export function insertedRecord(job: NewJob): JobRecord {
-  return {
+  const record: JobRecord = {
     id: job.id,
     name: job.name,
     version: job.version,
@@ -39,6 +39,8 @@ export function insertedRecord(job: NewJob): JobRecord {
     traceContext: job.traceContext,
     group: job.group ?? null,
   };
+  if (job.idempotencyUntilFinished) record.idempotencyUntilFinished = true;
+  return record;
 }
 
 /**

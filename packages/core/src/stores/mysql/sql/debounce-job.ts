@@ -1,7 +1,7 @@
 /**
  * Debounce a job: `Store.debounceJobs` for one job, in one transaction (the caller's). One
  * `INSERT … ON DUPLICATE KEY UPDATE` on the `debounce (name, debounce_key)` index: a new key inserts the job; a
- * taken one updates its holder while that waits. Then the holder is read, locked; a holder that had started or
+ * taken one updates its holder while that waits, as the job's debounce mode says. Then the holder is read, locked; a holder that had started or
  * finished lets go of the key.
  *
  * Returns the job inserted (`created`), the holder updated, or no job when the key was let go (the engine sends
@@ -10,6 +10,7 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
+import type { DebounceMode } from '../../../jobs.ts';
 import { execute, selectRows } from '../connection.ts';
 import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues } from '../records.ts';
 import type { Tables } from '../tables.ts';
@@ -19,25 +20,35 @@ function whileWaiting(column: string, value = `VALUES(${column})`): string {
   return `${column} = IF(state IN ${NOT_STARTED_SQL} AND attempts = 0, ${value}, ${column})`;
 }
 
-/**
- * What an insert that finds the debounce key taken does to its holder: while it waits, it takes the new
- * job's payload, settings and run time. Assignments apply left to right, each seeing the ones before, so the
- * state, which every condition reads, comes last. The order key keeps the holder's order (fifo or lifo):
- * it is the run time in ms, negated for lifo.
- */
-const DEBOUNCE_UPDATE = [
+/** The payload and settings a debounce gives a holder that waits (`replace` and `preserveRunAt`). */
+const NEW_PAYLOAD = [
   whileWaiting('payload'),
   whileWaiting('version'),
   whileWaiting('priority'),
   whileWaiting('max_attempts'),
   whileWaiting('backoff'),
   whileWaiting('lease_ms'),
-  whileWaiting('run_at'),
-  whileWaiting('order_key', 'IF(job_order = VALUES(job_order), VALUES(order_key), -VALUES(order_key))'),
-  whileWaiting('updated_at', 'VALUES(created_at)'),
-  whileWaiting('delayed_until'),
-  whileWaiting('state'),
-].join(', ');
+];
+
+/**
+ * What an insert that finds the debounce key taken does to its holder, by `DebounceMode`: while it waits, it
+ * takes the new job's payload, settings and run time (`replace`), its payload and settings (`preserveRunAt`),
+ * or nothing (`keepFirst`, which sets the key to itself: the statement needs an assignment). Assignments apply
+ * left to right, each seeing the ones before, so the state, which every condition reads, comes last. The order
+ * key keeps the holder's order (fifo or lifo): it is the run time in ms, negated for lifo.
+ */
+const DEBOUNCE_UPDATE: Record<DebounceMode, string> = {
+  replace: [
+    ...NEW_PAYLOAD,
+    whileWaiting('run_at'),
+    whileWaiting('order_key', 'IF(job_order = VALUES(job_order), VALUES(order_key), -VALUES(order_key))'),
+    whileWaiting('updated_at', 'VALUES(created_at)'),
+    whileWaiting('delayed_until'),
+    whileWaiting('state'),
+  ].join(', '),
+  preserveRunAt: [...NEW_PAYLOAD, whileWaiting('updated_at', 'VALUES(created_at)')].join(', '),
+  keepFirst: 'debounce_key = debounce_key',
+};
 
 /**
  * `Store.debounceJobs` for one job, in the transaction of `c`: the insert (or the holder's update) locks the
@@ -47,7 +58,7 @@ const DEBOUNCE_UPDATE = [
 export async function debounceJob(c: PoolConnection, t: Tables, job: NewJob): Promise<InsertOutcome> {
   await execute(
     c,
-    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE ${DEBOUNCE_UPDATE}`,
+    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE ${DEBOUNCE_UPDATE[job.debounceMode ?? 'replace']}`,
     [[newJobValues(job)]],
   );
   const [row] = await selectRows(

@@ -39,15 +39,16 @@ FROM ${FLOW_JOBS}`;
 /**
  * A whole flow in one statement, so in one round trip and atomic without a transaction: $1…$17 its jobs as
  * `insertFlowJobsSql` takes them, the root first; $18 the root's idempotency key and $19 the time it expires
- * (both null for none). The root goes in unless a job of its type holds its key (then nothing is inserted), the
+ * (both null for none), $20 whether the key frees when the root finishes. The root goes in unless a job of its type holds its key (then nothing is inserted), the
  * other jobs only with it. Returns one row, `created`: whether the flow went in. A taken id fails the statement,
  * and nothing is inserted. Locks: the rows it inserts (and, on a key taken by a transaction not yet committed,
  * it waits for that one's end).
  */
 export function insertFlowSql(schema: string): string {
   return `WITH u AS (SELECT * FROM ${FLOW_JOBS}), root AS (
-  INSERT INTO ${schema}.jobs AS j (${FLOW_JOB_COLUMNS}, idempotency_key, idempotency_expires_at)
-  SELECT ${FLOW_JOB_VALUES}, $18::text, $19::timestamptz FROM u WHERE u.ord = 1
+  INSERT INTO ${schema}.jobs AS j (${FLOW_JOB_COLUMNS}, idempotency_key, idempotency_expires_at,
+    idempotency_until_finished)
+  SELECT ${FLOW_JOB_VALUES}, $18::text, $19::timestamptz, $20::boolean FROM u WHERE u.ord = 1
   ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING j.id
 ), below AS (
