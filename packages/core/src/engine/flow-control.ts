@@ -94,6 +94,8 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
 export class FlowControl {
   private cache: { settings: Map<string, QueueSettings>; loadedAt: number } | null = null;
   private loading: Promise<Map<string, QueueSettings>> | null = null;
+  /** Moves at each `forget`: a read that began before it is not kept (it may predate the change). */
+  private generation = 0;
   private readonly changeListeners = new Set<(name: string) => void>();
 
   constructor(
@@ -110,6 +112,8 @@ export class FlowControl {
   /** Forgets what was read, so the next claim reads the settings again (another server changed them). */
   forget(): void {
     this.cache = null;
+    this.loading = null;
+    this.generation++;
   }
 
   /** Called with a type's name when this process changed its settings. */
@@ -186,19 +190,36 @@ export class FlowControl {
     return [...queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  /**
+   * The settings read last. Once they are `refreshMs` old they are read again, but in the background: the
+   * caller (an enqueue, a claim) goes on with the old ones, which are as good a hint as they were a moment ago.
+   * Only with none at all (at start, or after `forget`) does it wait for the read.
+   */
   private async all(): Promise<Map<string, QueueSettings>> {
     const nowMs = this.clock.now().getTime();
-    if (this.cache && nowMs - this.cache.loadedAt < this.refreshMs) return this.cache.settings;
-    this.loading ??= this.store
+    const { cache } = this;
+    if (cache && nowMs - cache.loadedAt < this.refreshMs) return cache.settings;
+    const loading = this.load(nowMs);
+    if (!cache) return loading;
+    // A failed background read leaves the old settings in place; the next call after it reads again.
+    loading.catch(() => undefined);
+    return cache.settings;
+  }
+
+  private load(nowMs: number): Promise<Map<string, QueueSettings>> {
+    if (this.loading) return this.loading;
+    const generation = this.generation;
+    const loading = this.store
       .listQueueSettings()
       .then((list) => {
         const settings = new Map(list.map((s) => [s.name, s]));
-        this.cache = { settings, loadedAt: nowMs };
+        if (generation === this.generation) this.cache = { settings, loadedAt: nowMs };
         return settings;
       })
       .finally(() => {
-        this.loading = null;
+        if (this.loading === loading) this.loading = null;
       });
-    return this.loading;
+    this.loading = loading;
+    return loading;
   }
 }
