@@ -1,13 +1,17 @@
 import { defineCatalog, defineJob } from '@workq/core';
-import { type QueueServer, startServer } from '@workq/queue-server';
 import { createClient, isWorkqError } from '@workq/sdk';
 import { until } from '@workq/test-support';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
-import { collectingLogger } from '../support/quiet-logger.ts';
+import { describeEachStore, SERVER_STORES } from '../support/stores.ts';
+import { twoServersOnOneStore } from '../support/two-servers.ts';
 
 /** A lease extended every 10 s: a cancellation heard only at the next extension would take that long. */
 const LEASE_MS = 30_000;
+/** Long enough that only the store's cross-server wake-ups can explain a prompt abort on the other server. */
+const POLL_INTERVAL_MS = 30_000;
+/** How long each job runs before it is cancelled: one just started, one watched for a while. */
+const RUN_BEFORE_CANCEL_MS = [50, 1_500] as const;
 
 const catalog = defineCatalog({
   render: defineJob({
@@ -17,49 +21,68 @@ const catalog = defineCatalog({
   }),
 });
 
-let server: QueueServer;
+/** The stores two servers share: PostgreSQL (LISTEN/NOTIFY) and MariaDB (the polled wake-ups table). */
+const STORES = SERVER_STORES.filter((kind) => kind.label === 'postgres' || kind.label === 'mysql');
 
-beforeAll(async () => {
-  server = await startServer({ store: 'pglite://memory', port: 0, jobs: catalog, logger: collectingLogger() });
-});
+await describeEachStore(STORES, 'cancelling a running job on $label', ({ label, open }) => {
+  const servers = twoServersOnOneStore(open, { pollIntervalMs: POLL_INTERVAL_MS, jobs: catalog });
 
-afterAll(async () => {
-  await server?.close();
-});
-
-it('aborts the signal of a running job soon after it is cancelled, long before its lease is next extended', async () => {
-  const sdk = createClient({ url: server.url, jobs: catalog });
-  const started: string[] = [];
-  const abortedAtMs = new Map<string, number>();
-  const reasons = new Map<string, unknown>();
-  const worker = sdk.consume(
-    'render',
-    async (job, ctx) => {
-      started.push(job.id);
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-      abortedAtMs.set(job.id, Date.now());
-      reasons.set(job.id, ctx.signal.reason);
-    },
-    { concurrency: 2, logger: false },
-  );
-  try {
-    const first = await sdk.enqueue.render({ page: 1 });
-    const second = await sdk.enqueue.render({ page: 2 });
-    await until(() => started.length === 2, 20_000, 10);
-    // A job held a second is watched: the cancellation then finds its extension waiting.
-    await new Promise((resolve) => setTimeout(resolve, 1_300));
-
-    for (const handle of [first, second]) {
-      const cancelledAtMs = Date.now();
-      expect(await handle.cancel()).toBe(true);
-      await until(() => abortedAtMs.has(handle.id), 5_000, 5);
-      // Heard at once: a shared, loaded machine can delay it, never by a lease extension's 10 s.
-      expect(abortedAtMs.get(handle.id)! - cancelledAtMs).toBeLessThan(1_000);
-      expect(isWorkqError(reasons.get(handle.id), 'LEASE_LOST')).toBe(true);
-      expect(String((reasons.get(handle.id) as Error).message)).toMatch(/was cancelled/);
-      expect(await handle.status()).toMatchObject({ state: 'cancelled' });
+  /**
+   * Runs a worker on `workerUrl`, enqueues and cancels jobs through `cancelUrl` after each has run
+   * `RUN_BEFORE_CANCEL_MS`, and resolves to how long each cancellation took to abort its handler's signal.
+   */
+  async function abortDelays(workerUrl: string, cancelUrl: string): Promise<number[]> {
+    const consumer = createClient({ url: workerUrl, jobs: catalog });
+    const producer = createClient({ url: cancelUrl, jobs: catalog });
+    const startedAtMs = new Map<string, number>();
+    const abortedAtMs = new Map<string, number>();
+    const reasons = new Map<string, unknown>();
+    const worker = consumer.consume(
+      'render',
+      async (job, ctx) => {
+        startedAtMs.set(job.id, Date.now());
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        abortedAtMs.set(job.id, Date.now());
+        reasons.set(job.id, ctx.signal.reason);
+      },
+      { concurrency: 2, logger: false },
+    );
+    servers.workers.push(worker);
+    const delays: number[] = [];
+    try {
+      for (const [page, runMs] of RUN_BEFORE_CANCEL_MS.entries()) {
+        const handle = await producer.enqueue.render({ page });
+        await until(() => startedAtMs.has(handle.id), 20_000, 5);
+        await new Promise((resolve) => setTimeout(resolve, runMs));
+        const cancelledAtMs = Date.now();
+        expect(await handle.cancel()).toBe(true);
+        await until(() => abortedAtMs.has(handle.id), 15_000, 2);
+        delays.push(abortedAtMs.get(handle.id)! - cancelledAtMs);
+        expect(isWorkqError(reasons.get(handle.id), 'LEASE_LOST')).toBe(true);
+        expect(String((reasons.get(handle.id) as Error).message)).toMatch(/was cancelled/);
+        expect(await handle.status()).toMatchObject({ state: 'cancelled' });
+      }
+    } finally {
+      await worker.close();
     }
-  } finally {
-    await worker.close();
+    return delays;
   }
+
+  it('aborts the signal of a job held on the same server soon after it is cancelled, however long it has run', async () => {
+    const delays = await abortDelays(servers.a.url, servers.a.url);
+    console.log(
+      `cancel → abort, same server (${label}), after ${RUN_BEFORE_CANCEL_MS.join(' / ')} ms: ${delays.join(' / ')} ms`,
+    );
+    // Heard at once (~100 ms): a shared, loaded machine can delay it, never by a lease extension's 10 s.
+    for (const delayMs of delays) expect(delayMs).toBeLessThan(1_000);
+  });
+
+  it('aborts the signal of a job held through another server soon after it is cancelled', async () => {
+    const delays = await abortDelays(servers.b.url, servers.a.url);
+    console.log(
+      `cancel → abort, across servers (${label}), after ${RUN_BEFORE_CANCEL_MS.join(' / ')} ms: ${delays.join(' / ')} ms`,
+    );
+    // Over the store's wake-ups (~1 s at most), with room for a loaded machine; far from a 10 s extension round.
+    for (const delayMs of delays) expect(delayMs).toBeLessThan(3_000);
+  });
 });

@@ -59,7 +59,10 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
   await bus.start();
   events.attach(bus);
   const dispatcher = new ClaimDispatcher(engine, bus, options.dispatcher);
-  const cancellations = new CancelledLeases((listener) => engine.onFinished(listener));
+  const cancellations = new CancelledLeases({
+    onFinished: (listener) => engine.onFinished(listener),
+    onCancelled: [(listener) => engine.onCancelled(listener), (listener) => bus.onCancelled(listener)],
+  });
   const failed = (what: string) => (error: unknown) => onRoleError?.(what, error);
   const roles = new RoleRunner(engine, {
     leadershipLeaseMs: options.leadershipLeaseMs,

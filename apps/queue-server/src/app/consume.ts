@@ -98,9 +98,12 @@ export function releaseJobs(services: ServerServices, name: string, leases: read
  * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
  * `workerId` names the worker extending them, which the worker registry then counts as seen.
  *
- * With `wait`, a batch whose leases all held is answered when one of its jobs is cancelled through this
- * server (that item then `ok: false, cancelled: true`), after `wait.waitMs` (at most the server's long-poll limit), or when
- * the request ends: the worker hears of a cancellation at once instead of at its next extension.
+ * With `wait`, a batch whose leases all held is answered when one of its jobs, or any job `workerId` last held,
+ * is cancelled (through this server or another on the store), after `wait.waitMs` (at most the server's
+ * long-poll limit), or when the request ends: the worker hears of a cancellation at once instead of at its
+ * next extension. The cancelled job comes back `ok: false, cancelled: true`, added to the outcomes when the
+ * batch did not name it (the worker claimed it after sending the request). So a worker keeps one extension
+ * waiting, with no items while it holds nothing, and hears of every cancellation of its jobs.
  */
 export async function extendLeases(
   services: ServerServices,
@@ -115,7 +118,7 @@ export async function extendLeases(
   const stopWatching = new AbortController();
   const waitMs = Math.min(wait?.waitMs ?? 0, services.options.limits.maxLongPollMs);
   const watched = services.cancellations.waitForCancel(
-    items.map((item) => item.id),
+    { ids: items.map((item) => item.id), workerId },
     waitMs,
     wait ? AbortSignal.any([wait.signal, stopWatching.signal]) : stopWatching.signal,
   );
@@ -143,9 +146,11 @@ export async function extendLeases(
   }
   const cancelled = new Set(await watched);
   if (cancelled.size === 0) return outcomes;
-  return outcomes.map((outcome) =>
+  const named = outcomes.map((outcome) =>
     cancelled.has(outcome.id) ? { id: outcome.id, ok: false as const, cancelled: true as const } : outcome,
   );
+  const unnamed = [...cancelled].filter((id) => !items.some((item) => item.id === id));
+  return [...named, ...unnamed.map((id) => ({ id, ok: false as const, cancelled: true as const }))];
 }
 
 /** One extended lease: its new expiry, or lost (`cancelled`: the job was cancelled while the request waited). */

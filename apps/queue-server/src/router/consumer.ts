@@ -117,16 +117,23 @@ export const consumerRouter = router({
   /**
    * Extends a batch of leases; an item whose lease is lost (expired, cancelled) comes back `ok: false`.
    * `workerId` names the worker extending them, which the worker registry then counts as seen. With `waitMs`,
-   * a batch whose leases all held is answered when one of its jobs is cancelled through this server (that
-   * item `ok: false, cancelled: true`), or after `waitMs`.
+   * a batch whose leases all held is answered when one of its jobs, or any job that worker last held, is
+   * cancelled (that job `ok: false, cancelled: true`, added when the batch did not name it), or after
+   * `waitMs`. With a `workerId`, the batch may be empty: a worker holding nothing waits for its next job's
+   * cancellation so.
    */
   extend: leaseProcedure
     .input(
-      z.object({
-        items: z.array(lease.extend({ leaseMs: leaseLengthMs.optional() })).min(1),
-        workerId: storableText(1, 64).optional(),
-        waitMs: z.number().int().min(0).default(0),
-      }),
+      z
+        .object({
+          items: z.array(lease.extend({ leaseMs: leaseLengthMs.optional() })),
+          workerId: storableText(1, 64).optional(),
+          waitMs: z.number().int().min(0).default(0),
+        })
+        .refine((input) => input.items.length > 0 || input.workerId !== undefined, {
+          message: 'items must name at least one lease, unless workerId names the worker whose jobs are watched.',
+          path: ['items'],
+        }),
     )
     .mutation(({ ctx, input, signal }) =>
       extendLeases(ctx.services, input.items, input.workerId, {

@@ -1,25 +1,45 @@
 import { describe, expect, it } from 'vitest';
-import { LocalListeners } from '../engine/local-listeners.ts';
+import { type CancelledListener, type FinishedListener, LocalListeners } from '../engine/local-listeners.ts';
 import { CancelledLeases } from './cancelled-leases.ts';
 
 function watcher(): { listeners: LocalListeners; leases: CancelledLeases } {
   const listeners = new LocalListeners();
-  return { listeners, leases: new CancelledLeases((listener) => listeners.onFinished(listener)) };
+  const sources = {
+    onFinished: (listener: FinishedListener) => listeners.onFinished(listener),
+    onCancelled: [(listener: CancelledListener) => listeners.onCancelled(listener)],
+  };
+  return { listeners, leases: new CancelledLeases(sources) };
 }
 
 describe('CancelledLeases', () => {
   it('wakes a wait at the first cancellation of one of its jobs, naming it', async () => {
     const { listeners, leases } = watcher();
-    const waiting = leases.waitForCancel(['a', 'b'], 10_000, new AbortController().signal);
+    const waiting = leases.waitForCancel(
+      { ids: ['a', 'b'], workerId: undefined },
+      10_000,
+      new AbortController().signal,
+    );
     listeners.emitFinished('c', 'cancelled');
     listeners.emitFinished('b', 'cancelled');
     expect(await waiting).toEqual(['b']);
   });
 
+  it('wakes a wait for a worker at the cancellation of any job that worker held, even one it does not name', async () => {
+    const { listeners, leases } = watcher();
+    const waiting = leases.waitForCancel({ ids: ['a'], workerId: 'w-1' }, 10_000, new AbortController().signal);
+    listeners.emitCancelled('x', 'w-2');
+    listeners.emitCancelled('y', null);
+    listeners.emitCancelled('z', 'w-1');
+    expect(await waiting).toEqual(['z']);
+    const idle = leases.waitForCancel({ ids: [], workerId: 'w-1' }, 10_000, new AbortController().signal);
+    listeners.emitCancelled('q', 'w-1');
+    expect(await idle).toEqual(['q']);
+  });
+
   it('is not woken by a completion or a death, which the holder brought about', async () => {
     const { listeners, leases } = watcher();
     const startMs = Date.now();
-    const waiting = leases.waitForCancel(['a'], 60, new AbortController().signal);
+    const waiting = leases.waitForCancel({ ids: ['a'], workerId: undefined }, 60, new AbortController().signal);
     listeners.emitFinished('a', 'completed');
     listeners.emitFinished('a', 'dead');
     expect(await waiting).toEqual([]);
@@ -29,13 +49,15 @@ describe('CancelledLeases', () => {
   it('ends with none cancelled on abort and on close, and a wait after close ends at once', async () => {
     const { listeners, leases } = watcher();
     const request = new AbortController();
-    const aborted = leases.waitForCancel(['a'], 10_000, request.signal);
-    const closed = leases.waitForCancel(['a'], 10_000, new AbortController().signal);
+    const aborted = leases.waitForCancel({ ids: ['a'], workerId: undefined }, 10_000, request.signal);
+    const closed = leases.waitForCancel({ ids: ['a'], workerId: undefined }, 10_000, new AbortController().signal);
     request.abort();
     expect(await aborted).toEqual([]);
     leases.close();
     expect(await closed).toEqual([]);
-    expect(await leases.waitForCancel(['a'], 10_000, new AbortController().signal)).toEqual([]);
+    expect(
+      await leases.waitForCancel({ ids: ['a'], workerId: undefined }, 10_000, new AbortController().signal),
+    ).toEqual([]);
     // Ended waits are forgotten: a later cancellation finds no one.
     listeners.emitFinished('a', 'cancelled');
   });

@@ -11,7 +11,12 @@ import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
 import { type ListQuery, listFilter, toJobPage } from './job-listing.ts';
 import { type AttemptFailure, type CompleteOutcome, LeasedJobs } from './leased-jobs.ts';
-import { type FinishedListener, LocalListeners, type ReadyListener } from './local-listeners.ts';
+import {
+  type CancelledListener,
+  type FinishedListener,
+  LocalListeners,
+  type ReadyListener,
+} from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
 import { checkIdempotencyKey, DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { visibleState } from './status.ts';
@@ -28,7 +33,7 @@ import { fromStoredValue } from './stored-value.ts';
 export type { ClaimedJob, ClaimInput } from './claims.ts';
 export type { ListQuery } from './job-listing.ts';
 export type { CompleteOutcome } from './leased-jobs.ts';
-export type { FinishedListener, ReadyListener } from './local-listeners.ts';
+export type { CancelledListener, FinishedListener, ReadyListener } from './local-listeners.ts';
 export type { EnqueueInput, EnqueueResult } from './new-job.ts';
 
 export interface EngineOptions {
@@ -109,6 +114,14 @@ export class Engine {
   /** Called when a job finishes (completed, dead, cancelled) in this process. */
   onFinished(listener: FinishedListener): () => void {
     return this.listeners.onFinished(listener);
+  }
+
+  /**
+   * Called when a job is cancelled in this process, with the worker that last held it (`null`: it never ran),
+   * so that a lease extension waiting for that worker answers at once.
+   */
+  onCancelled(listener: CancelledListener): () => void {
+    return this.listeners.onCancelled(listener);
   }
 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
@@ -253,6 +266,7 @@ export class Engine {
     const now = this.clock.now();
     const cancelled = await this.store.cancelJob(id, now);
     if (cancelled) {
+      this.listeners.emitCancelled(id, cancelled.workerId);
       this.events.cancelled(cancelled, now);
       this.flowEnds.finished(cancelled, 'cancelled', now);
     }

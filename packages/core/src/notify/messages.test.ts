@@ -14,6 +14,8 @@ describe('the wake-up codec', () => {
       { type: 'ready', name: 'sendEmail' },
       { type: 'watching', instance: 'i-2' },
       { type: 'finished', ids: ['a', 'b'] },
+      { type: 'cancelled', id: 'job-1', workerId: 'host:1\nworker' },
+      { type: 'cancelled', id: 'job-2', workerId: null },
       { type: 'schedules' },
       { type: 'schemas', name: 'imageConvert' },
       { type: 'resync' },

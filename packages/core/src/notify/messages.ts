@@ -7,6 +7,9 @@
  * rest are messages:
  * - `<job name>`: jobs of that type may have become ready;
  * - `finished:<id>,<id>,…`: those jobs finished;
+ * - `cancelled:<id>:<worker id>`: that job was cancelled, and that worker
+ *   held it last (both URI-encoded; no worker id: it never ran), so the
+ *   server where that worker waits on a lease extension answers it at once;
  * - `watching:<instance>`: that instance has result requests waiting, so the
  *   others should announce the jobs they finish;
  * - `*`: wake-ups may have been missed (a store notifier's resync);
@@ -42,6 +45,7 @@ export interface BusJobEvent extends JobEvent {
 export type WakeupMessage =
   | { readonly type: 'ready'; readonly name: string }
   | { readonly type: 'finished'; readonly ids: readonly string[] }
+  | { readonly type: 'cancelled'; readonly id: string; readonly workerId: string | null }
   | { readonly type: 'watching'; readonly instance: string }
   | { readonly type: 'resync' }
   | { readonly type: 'listening'; readonly instance: string }
@@ -59,6 +63,7 @@ export interface WakeupNotification {
 
 const FROM = 'from:';
 const FINISHED = 'finished:';
+const CANCELLED = 'cancelled:';
 const WATCHING = 'watching:';
 const RESYNC = '*';
 const LISTENING = 'listening:';
@@ -78,6 +83,8 @@ function encodeMessage(message: WakeupMessage): string[] {
   switch (message.type) {
     case 'ready':
       return [message.name];
+    case 'cancelled':
+      return [`${CANCELLED}${encodeURIComponent(message.id)}:${encodeURIComponent(message.workerId ?? '')}`];
     case 'watching':
       return [`${WATCHING}${message.instance}`];
     case 'resync':
@@ -109,6 +116,7 @@ function decodePart(part: string): WakeupMessage | undefined {
   if (part === RESYNC) return { type: 'resync' };
   if (part === EVENTS_LOST) return { type: 'eventsLost' };
   if (part.startsWith(FINISHED)) return { type: 'finished', ids: part.slice(FINISHED.length).split(',') };
+  if (part.startsWith(CANCELLED)) return decodeCancelled(part.slice(CANCELLED.length));
   if (part.startsWith(WATCHING)) return { type: 'watching', instance: part.slice(WATCHING.length) };
   if (part.startsWith(SETTINGS)) return { type: 'settings', name: part.slice(SETTINGS.length) };
   if (part === SCHEDULES) return { type: 'schedules' };
@@ -149,6 +157,16 @@ export function decodeWakeups(notification: string): WakeupNotification {
     if (message) messages.push(message);
   }
   return { from, messages };
+}
+
+function decodeCancelled(body: string): WakeupMessage | undefined {
+  const [id, workerId, ...rest] = body.split(':');
+  if (!id || workerId === undefined || rest.length > 0) return undefined;
+  try {
+    return { type: 'cancelled', id: decodeURIComponent(id), workerId: workerId ? decodeURIComponent(workerId) : null };
+  } catch {
+    return undefined;
+  }
 }
 
 /** JSON with every non-ASCII character escaped, so its length in characters is its length in bytes. */

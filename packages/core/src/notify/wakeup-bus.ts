@@ -1,4 +1,4 @@
-import type { Engine } from '../engine/engine.ts';
+import type { CancelledListener, Engine } from '../engine/engine.ts';
 import { newLeaseToken } from '../engine/ids.ts';
 import type { StoreNotifier } from '../engine/store.ts';
 import { type BusJobEvent, decodeWakeups, encodeWakeups, type WakeupMessage } from './messages.ts';
@@ -46,6 +46,8 @@ export class WakeupBus {
   private readonly generations = new Map<string, number>();
   private readonly pendingReady = new Set<string>();
   private readonly pendingFinished = new Set<string>();
+  private readonly pendingCancelled: { id: string; workerId: string | null }[] = [];
+  private readonly cancelListeners = new Set<CancelledListener>();
   private readonly pendingSettings = new Set<string>();
   /** This instance's id on the bus; unique per process start. */
   readonly instanceId = newLeaseToken();
@@ -94,6 +96,7 @@ export class WakeupBus {
         this.wakeAll(this.finishWaiters.get(id));
         this.announceFinished(id);
       }),
+      this.engine.onCancelled((id, workerId) => this.announceCancelled(id, workerId)),
     );
     if (this.notifier) this.unsubscribe = await this.notifier.subscribe((text) => this.received(text));
   }
@@ -134,6 +137,7 @@ export class WakeupBus {
     this.eventListeners.clear();
     this.scheduleListeners.clear();
     this.schemaListeners.clear();
+    this.cancelListeners.clear();
     for (const off of this.detach.splice(0)) off();
     for (const waiters of [...this.readyWaiters.values(), ...this.finishWaiters.values()]) this.wakeAll(waiters);
     await this.unsubscribe?.();
@@ -148,6 +152,12 @@ export class WakeupBus {
   onEvents(listener: BusEventListener): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
+  }
+
+  /** Calls `listener` with each job another instance says it cancelled, and the worker that last held it. */
+  onCancelled(listener: CancelledListener): () => void {
+    this.cancelListeners.add(listener);
+    return () => this.cancelListeners.delete(listener);
   }
 
   /**
@@ -254,6 +264,9 @@ export class WakeupBus {
       case 'finished':
         for (const id of message.ids) this.wakeAll(this.finishWaiters.get(id));
         break;
+      case 'cancelled':
+        for (const listener of this.cancelListeners) listener(message.id, message.workerId);
+        break;
       case 'watching':
         this.heardWatching();
         break;
@@ -341,6 +354,16 @@ export class WakeupBus {
   }
 
   /**
+   * Announces a cancelled job that ran (a worker held it last), whoever listens: the server where that worker
+   * waits on a lease extension answers it. Cancellations are rare, so a queue that has none pays nothing.
+   */
+  private announceCancelled(id: string, workerId: string | null): void {
+    if (!this.notifier || this.closed || workerId === null) return;
+    this.pendingCancelled.push({ id, workerId });
+    this.flushSoon();
+  }
+
+  /**
    * Sends what is pending, at most once per `PUBLISH_WINDOW_MS` (each notification is a commit on PostgreSQL).
    * One flush's notifications are published one after another, and the next flush waits until they are all
    * stored: a store may number or deliver concurrent publishes in any order (MySQL's auto-increment is handed
@@ -362,6 +385,7 @@ export class WakeupBus {
       const messages: WakeupMessage[] = [...this.pendingReady].map((name) => ({ type: 'ready', name }));
       if (this.watching.pending) messages.push({ type: 'watching', instance: this.instanceId });
       if (this.pendingFinished.size > 0) messages.push({ type: 'finished', ids: [...this.pendingFinished] });
+      for (const { id, workerId } of this.pendingCancelled) messages.push({ type: 'cancelled', id, workerId });
       if (this.listening.pending) messages.push({ type: 'listening', instance: this.instanceId });
       for (const event of this.pendingEvents) messages.push({ type: 'event', event });
       if (this.eventsLost) messages.push({ type: 'eventsLost' });
@@ -373,6 +397,7 @@ export class WakeupBus {
       this.pendingSettings.clear();
       this.pendingReady.clear();
       this.pendingFinished.clear();
+      this.pendingCancelled.length = 0;
       this.watching.pending = false;
       this.listening.pending = false;
       this.pendingEvents.length = 0;

@@ -51,9 +51,8 @@ describe('startMarginMs', () => {
 });
 
 describe('LeaseKeeper.mayStart', () => {
-  const neverCalled = (() => {
-    throw new Error('no request expected');
-  }) as unknown as Call;
+  /** The round a held job starts stays waiting: the server never answers it. */
+  const neverCalled = (() => new Promise(() => undefined)) as unknown as Call;
 
   it('lets a job start only while its lease has more than the margin left, and forgets one that may not', () => {
     let now = 100_000;
@@ -81,6 +80,65 @@ describe('LeaseKeeper.mayStart', () => {
     });
     jobAbort.abort('cancelled');
     expect(keeper.mayStart('lost')).toBe(false);
+    keeper.stop();
+  });
+});
+
+describe('LeaseKeeper rounds', () => {
+  const grant = (leaseMs: number) => ({
+    leaseMs,
+    serverExpiresAtMs: Date.now() + leaseMs,
+    sentAtMs: Date.now(),
+    receivedAtMs: Date.now(),
+  });
+
+  /** A server that records each extension and leaves it waiting until the test answers it. */
+  function waitingServer() {
+    const requests: { items: { id: string }[]; workerId?: string; answer: (outcomes: unknown[]) => void }[] = [];
+    const call = ((fn: (api: unknown, signal: AbortSignal) => Promise<unknown>) =>
+      new Promise((resolve) => {
+        const api = {
+          consumer: {
+            extend: {
+              mutate: (input: { items: { id: string }[]; workerId?: string }) => {
+                requests.push({ ...input, answer: resolve });
+                return new Promise(() => undefined);
+              },
+            },
+          },
+        };
+        void fn(api, new AbortController().signal);
+      })) as unknown as Call;
+    return { requests, call };
+  }
+
+  it('keeps one extension waiting for the worker: jobs held after it was sent cost no request of their own', () => {
+    const { requests, call } = waitingServer();
+    const keeper = new LeaseKeeper(call, undefined, 'w-1');
+    keeper.hold('a', 't', grant(30_000));
+    keeper.hold('b', 't', grant(30_000));
+    keeper.hold('c', 't', grant(30_000));
+    expect(requests.map((r) => [r.workerId, r.items.map((i) => i.id)])).toEqual([['w-1', ['a']]]);
+    // A lease too short for the waiting round to extend in time starts a new round at once.
+    keeper.hold('d', 't', grant(600));
+    expect(requests.map((r) => r.items.map((i) => i.id))).toEqual([['a'], ['a', 'b', 'c', 'd']]);
+    keeper.stop();
+  });
+
+  it('aborts a held job the answer names cancelled, though the round did not name it, and watches again at once', async () => {
+    const { requests, call } = waitingServer();
+    const keeper = new LeaseKeeper(call, undefined, 'w-1');
+    keeper.hold('a', 't', grant(30_000));
+    const later = keeper.hold('b', 't', grant(30_000));
+    const first = requests[0]!;
+    first.answer([
+      { id: 'a', ok: true, leaseExpiresAt: new Date(Date.now() + 30_000) },
+      { id: 'b', ok: false, cancelled: true },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(later.aborted).toBe(true);
+    expect(String((later.reason as Error).message)).toMatch(/was cancelled/);
+    expect(requests.map((r) => r.items.map((i) => i.id))).toEqual([['a'], ['a']]);
     keeper.stop();
   });
 });

@@ -46,6 +46,11 @@ export function startMarginMs(leaseMs: number): number {
   return Math.min(1_000, Math.floor(leaseMs / 10));
 }
 
+/** How often a lease of `leaseMs` is extended: every third of it, at least every 50 ms. */
+function roundOf(leaseMs: number): number {
+  return Math.max(50, Math.floor(leaseMs / 3));
+}
+
 /**
  * A job's abort state, with its `AbortSignal` made only when a handler reads
  * it: most handlers never do, so most jobs need no controller at all.
@@ -79,30 +84,39 @@ export class JobAbort {
 }
 
 /**
- * How long a newly held job is held before its cancellation is watched: a
- * job that ends sooner costs no extension, and one that runs on is watched
- * from then. Jobs arriving all the time start a round at most this often.
+ * How long an extension waits on the server while this worker holds no job, or only jobs whose leases need
+ * no round sooner: a worker keeps one extension waiting at all times once it has held a job, so that the
+ * cancellation of any job it holds, however new, answers it at once. While nothing is cancelled that costs a
+ * request this often per worker, not one per job.
  */
-export const WATCH_AFTER_MS = 1_000;
+export const IDLE_ROUND_MS = 10_000;
 
 /**
  * Keeps the leases of held jobs alive (running, or prefetched and waiting
- * for a slot): every third of the shortest lease it extends all of them in
- * one request, which the server holds until the next round is due, or
- * answers at once when one of those jobs is cancelled through it. A job held
- * `WATCH_AFTER_MS` that no request in flight covers starts a new round at
- * once, so its cancellation is heard too. A lease the server reports lost
- * (expired, job cancelled) aborts that job's signal.
+ * for a slot) and hears of their cancellation. From the first job it holds
+ * until it stops, one extension request is always waiting on the server: it
+ * extends every held job in one request, which the server holds until the
+ * next round is due (a third of the shortest lease held, `IDLE_ROUND_MS` at
+ * most), or answers at once when a job this worker holds is cancelled,
+ * through any server: the server watches the worker's id, so a job claimed
+ * after the request was sent is covered too. A lease the server reports lost
+ * (expired, job cancelled) aborts that job's signal. A job whose lease needs
+ * a round sooner than the waiting one ends starts a new round at once.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, HeldLease>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timer's round is due (epoch ms, this process's clock). */
+  private timerDueAtMs = 0;
   private stopped = false;
-  private watchTimer: ReturnType<typeof setTimeout> | undefined;
-  /** The latest extension still waiting for its answer: the jobs it covers, and what ends it early. */
-  private inFlight: { ids: ReadonlySet<string>; ending: AbortController } | undefined;
+  /** The latest extension still waiting for its answer: when the next round is due after it, and what ends it early. */
+  private inFlight: { dueAtMs: number; ending: AbortController } | undefined;
 
-  /** `now`: this process's clock (epoch ms). `workerId`: sent with each extension, for the worker registry. */
+  /**
+   * `now`: this process's clock (epoch ms). `workerId`: sent with each extension, for the worker registry and
+   * for the server to watch this worker's jobs; without it, rounds run only while jobs are held, and a job held
+   * after a round was sent is heard of at the next one.
+   */
   constructor(
     private readonly call: Call,
     private readonly now: () => number = () => Date.now(),
@@ -114,8 +128,9 @@ export class LeaseKeeper {
     const jobAbort = new JobAbort();
     const { leaseMs } = grant;
     this.held.set(id, { id, leaseToken, leaseMs, expiresAtMs: localLeaseExpiry(grant), jobAbort });
-    this.schedule();
-    if (!this.watchTimer && !this.stopped) this.watchTimer = setTimeout(() => this.watchNewJobs(), WATCH_AFTER_MS);
+    if (this.stopped) return jobAbort;
+    const nextDueAtMs = this.inFlight?.dueAtMs ?? (this.timer ? this.timerDueAtMs : undefined);
+    if (nextDueAtMs === undefined || nextDueAtMs > this.now() + roundOf(leaseMs)) this.startRound();
     return jobAbort;
   }
 
@@ -143,52 +158,44 @@ export class LeaseKeeper {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    if (this.watchTimer) clearTimeout(this.watchTimer);
+    this.timer = undefined;
     this.inFlight?.ending.abort();
   }
 
-  /** Starts a round now when a held job is covered by no extension in flight (see `WATCH_AFTER_MS`). */
-  private watchNewJobs(): void {
-    this.watchTimer = undefined;
-    if (this.stopped) return;
-    const covered = this.inFlight?.ids;
-    let uncovered = false;
-    for (const id of this.held.keys()) {
-      if (!covered?.has(id)) {
-        uncovered = true;
-        break;
-      }
-    }
-    if (!uncovered) return;
-    this.inFlight?.ending.abort();
+  /** Ends the round waiting (if any) and sends a new one now. */
+  private startRound(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.inFlight?.ending.abort();
+    this.inFlight = undefined;
     void this.extendAll();
   }
 
-  /** A third of the shortest lease held: how often the leases are extended. */
+  /** How long a round waits: a third of the shortest lease held, `IDLE_ROUND_MS` at most. */
   private roundMs(): number {
-    const shortestMs = Math.min(...[...this.held.values()].map((l) => l.leaseMs));
-    return Math.max(50, Math.floor(shortestMs / 3));
+    let shortestMs = IDLE_ROUND_MS;
+    for (const lease of this.held.values()) shortestMs = Math.min(shortestMs, roundOf(lease.leaseMs));
+    return shortestMs;
   }
 
-  private schedule(delayMs = this.roundMs()): void {
+  private schedule(delayMs: number): void {
     if (this.timer || this.stopped) return;
+    this.timerDueAtMs = this.now() + delayMs;
     this.timer = setTimeout(() => void this.extendAll(), delayMs);
   }
 
   private async extendAll(): Promise<void> {
     this.timer = undefined;
     const leases = [...this.held.values()];
-    if (leases.length === 0 || this.stopped) return;
+    if (this.stopped || (leases.length === 0 && this.workerId === undefined)) return;
     const items = leases.map(({ id, leaseToken, leaseMs }) => ({ id, leaseToken, leaseMs }));
-    // The server holds the answer until the next round is due, unless a job is cancelled meanwhile.
+    // The server holds the answer until the next round is due, unless a job of this worker is cancelled meanwhile.
     const waitMs = this.roundMs();
     // An answer later than the next round is of no use: that round asks again.
     const timeoutMs = Math.max(1_000, waitMs);
     const sentAtMs = this.now();
-    const round = { ids: new Set(items.map((item) => item.id)), ending: new AbortController() };
-    /** A job was cancelled: the other jobs are watched again at once. */
+    const round = { dueAtMs: sentAtMs + waitMs, ending: new AbortController() };
+    /** A job was cancelled: the round is sent again at once, so the watch goes on. */
     let answeredEarly = false;
     this.inFlight = round;
     try {
@@ -198,6 +205,7 @@ export class LeaseKeeper {
       );
       const receivedAtMs = this.now();
       for (const outcome of outcomes) {
+        if (!outcome.ok && outcome.cancelled) answeredEarly = true;
         const lease = this.held.get(outcome.id);
         if (!lease) continue;
         if (outcome.ok) {
@@ -206,7 +214,6 @@ export class LeaseKeeper {
           lease.expiresAtMs = localLeaseExpiry({ leaseMs, serverExpiresAtMs, sentAtMs, receivedAtMs });
         } else {
           this.held.delete(outcome.id);
-          if (outcome.cancelled) answeredEarly = true;
           const why = outcome.cancelled ? 'was cancelled' : 'lost its lease (expired or cancelled)';
           lease.jobAbort.abort(new WorkqError('LEASE_LOST', `Job ${outcome.id} ${why}; stop work on it.`));
         }
@@ -227,6 +234,6 @@ export class LeaseKeeper {
     if (this.inFlight !== round) return;
     this.inFlight = undefined;
     // The answer waited for the round, unless a cancellation cut it short: the next one is due when it ends.
-    if (this.held.size > 0) this.schedule(answeredEarly ? 0 : Math.max(0, sentAtMs + waitMs - this.now()));
+    this.schedule(answeredEarly ? 0 : Math.max(0, round.dueAtMs - this.now()));
   }
 }
