@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../app/consume.ts';
 import { moveJob } from '../app/enqueue.ts';
 import { childTypes, waitForChildren } from '../app/flows.ts';
-import { childEntry } from '../app/jobs.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { stopScopeOf } from '../auth.ts';
 import { completion, withPlainCompletions } from './completions.ts';
@@ -191,11 +190,8 @@ export const consumerRouter = router({
     )
     .query(async ({ ctx, input }) => {
       const { id, leaseToken, afterId, limit } = input;
-      const page = await ctx.services.engine.flows.heldChildren(
-        { id, leaseToken },
-        { limit, ...(afterId ? { afterId } : {}) },
-      );
-      return { children: page.children.map(childEntry), more: page.more };
+      // Each child is already as `jobs.children` sends one (`childEntry`): only what the handler reads.
+      return ctx.services.engine.flows.heldChildren({ id, leaseToken }, { limit, ...(afterId ? { afterId } : {}) });
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */

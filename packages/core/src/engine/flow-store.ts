@@ -1,5 +1,23 @@
 import type { JobError } from '../jobs.ts';
-import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from './store-records.ts';
+import type { InsertOutcome, JobRecord, LeaseRef, NewJob, StoredState } from './store-records.ts';
+
+/**
+ * A child as its parent's handler reads it (`FlowStore.listHeldChildren`): only the fields `ctx.children` and
+ * `childResults` show, so a parent's thousand children cost no payloads, histories or settings.
+ */
+export interface ChildOutcome {
+  id: string;
+  name: string;
+  state: StoredState;
+  /** To tell a waiting child `scheduled` from `ready`. */
+  runAt: Date;
+  /** As `JobRecord.result` keeps it (`toStoredValue`'s encoding); `null` for none. */
+  result: unknown;
+  /** Its last error; `null` for none. */
+  error: JobError | null;
+  /** How many children it has had itself; 0 for none. */
+  childCount: number;
+}
 
 /**
  * Flows' part of the storage contract: a parent that waits for its children. Three operations of its own,
@@ -65,6 +83,19 @@ export interface FlowStore {
    * most `limit`: read through an index on the parent, whatever the number of other jobs.
    */
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]>;
+
+  /**
+   * Fenced read: the direct children of the job `lease` holds at `now`, as `listChildren` lists them (enqueue
+   * order, after `afterId` when given, at most `limit`), each with only its `ChildOutcome` fields. Resolves to
+   * `null` when the lease does not hold the job (expired, ended, or another token), and then no child is
+   * returned. The lease and the children are read in one statement, or in reads that return nothing when the
+   * lease did not hold; it writes nothing.
+   */
+  listHeldChildren(
+    lease: LeaseRef,
+    page: { afterId?: string; limit: number },
+    now: Date,
+  ): Promise<ChildOutcome[] | null>;
 
   /**
    * Calls `listener` with the names of the parents an operation of this store object made ready (their last

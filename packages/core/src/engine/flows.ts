@@ -5,12 +5,12 @@ import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
 import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
-import { holdsLease, leaseLost } from './leased-jobs.ts';
+import { leaseLost } from './leased-jobs.ts';
 import type { LocalListeners } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult, type SettingsOf } from './new-job.ts';
 import type { ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { JobRecord, LeaseRef, NewJob, Store } from './store.ts';
+import type { ChildOutcome, JobRecord, LeaseRef, NewJob, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 /** A child in a flow: a job like any enqueued one, with what its failure does to its parent, and its own children. */
@@ -122,23 +122,25 @@ export class Flows {
 
   /**
    * A page of the children of the job `lease` holds, for its handler: in enqueue order, after `afterId` when
-   * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`), and whether more follow. The lease is checked
-   * beside the read rather than before it, so a resumed parent's page costs its worker one round trip and no
-   * status of the parent. `LEASE_LOST` when the lease does not hold the job.
+   * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`), and whether more follow, each with only what
+   * `ctx.children` shows. The lease is checked in the same read (`FlowStore.listHeldChildren`), so a resumed
+   * parent's page costs its worker one round trip and one store read. `LEASE_LOST` when the lease does not hold
+   * the job.
    */
   async heldChildren(
     lease: LeaseRef,
     page: { afterId?: string; limit: number },
-  ): Promise<{ children: JobStatus[]; more: boolean }> {
+  ): Promise<{ children: HeldChild[]; more: boolean }> {
     const limit = Math.min(Math.max(1, Math.floor(page.limit)), FLOW_LIMITS.statusChildren);
-    const [job, children] = await Promise.all([
-      this.store.getJob(lease.id),
-      this.store.listChildren(lease.id, { ...(page.afterId ? { afterId: page.afterId } : {}), limit: limit + 1 }),
-    ]);
     const now = this.clock.now();
-    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const children = await this.store.listHeldChildren(
+      lease,
+      { ...(page.afterId ? { afterId: page.afterId } : {}), limit: limit + 1 },
+      now,
+    );
+    if (children === null) throw leaseLost(lease.id);
     const more = children.length > limit;
-    return { children: children.slice(0, limit).map((child) => toJobStatus(child, now)), more };
+    return { children: children.slice(0, limit).map((child) => heldChild(child, now)), more };
   }
 
   /** One job's status (`Engine.get`): with its errors, and for a parent its first children (`JobStatus.children`). */
@@ -212,6 +214,19 @@ export class Flows {
     this.events.enqueued(records, now);
     return records;
   }
+}
+
+/** A child as its parent's handler reads it (`Flows.heldChildren`): its state, and its result or last error. */
+export type HeldChild = Pick<JobStatus, 'id' | 'name' | 'state' | 'result' | 'error' | 'childCount'>;
+
+function heldChild(child: ChildOutcome, now: Date): HeldChild {
+  const held: HeldChild = { id: child.id, name: child.name, state: visibleState(child, now) };
+  if (child.state === 'completed' && child.result !== null && child.result !== undefined) {
+    held.result = fromStoredValue(child.result);
+  }
+  if (child.error) held.error = child.error;
+  if (child.childCount > 0) held.childCount = child.childCount;
+  return held;
 }
 
 /** The enqueue result of a job just inserted. */

@@ -31,7 +31,7 @@ export type { ClaimedJob, EngineOptions, EnqueueInput, EnqueueResult, ListQuery 
 export { createEngine, Engine } from './engine.ts';
 export type { QueueInfo } from './flow-control.ts';
 export type { QueueLimits } from './flow-control-store.ts';
-export type { ChildInput, FlowInput } from './flows.ts';
+export type { ChildInput, FlowInput, HeldChild } from './flows.ts';
 export { leaseClaimedAtMs, newLeaseToken } from './ids.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, TRACE_CONTEXT_LIMITS } from './options.ts';
 export type { SchemaEntry } from './registry-store.ts';

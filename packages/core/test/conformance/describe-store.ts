@@ -13,6 +13,7 @@ import { registerFlowGroupTests } from './flow-groups.ts';
 import { registerFlowTests } from './flows.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
+import { registerHeldChildrenTests } from './held-children.ts';
 import { registerIdempotencyTests } from './idempotency.ts';
 import { registerJobIdTests } from './job-ids.ts';
 import { registerJobManagementTests } from './job-management.ts';
@@ -82,6 +83,7 @@ export function describeStore(
     describe('flow control: groups', () => registerFlowGroupTests(state));
     describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
     describe('flows: parents and children', () => registerFlowTests(state));
+    describe('flows: a held parent reads its children', () => registerHeldChildrenTests(state));
     describe('flows: events', () => registerFlowEventTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };

@@ -1,5 +1,5 @@
 import type { BulkWriteOptions, Collection, Filter, UpdateOptions } from 'mongodb';
-import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { directChildren, insertedFlowRecord } from '../shared/flow-records.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
@@ -7,7 +7,7 @@ import { isDuplicateKeyError } from './errors.ts';
 import { CHILDREN_INDEX, IDEMPOTENCY_INDEX, IN_CHILDREN_INDEX } from './indexes.ts';
 import { keyLetGo } from './key-let-go.ts';
 import { ENDED_LEASE } from './leases.ts';
-import { type JobDocument, toJobDocument, toJobRecord } from './records.ts';
+import { CHILD_OUTCOME_FIELDS, type JobDocument, toChildOutcome, toJobDocument, toJobRecord } from './records.ts';
 import { type FlowTarget, type InTransaction, inFlowTransaction } from './settle-parents.ts';
 
 /**
@@ -135,4 +135,33 @@ export async function listChildren(
     jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }).toArray(),
   );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
+}
+
+/**
+ * `FlowStore.listHeldChildren` for the job `held` selects (see `heldBy`; `null` for a lease this store did not
+ * issue): the held job, by its id, and a page of its children through the children index, each projected to
+ * what a parent's handler reads, side by side; `null` when the held job is not found, its children dropped.
+ */
+export async function listHeldChildren(
+  jobs: Collection<JobDocument>,
+  held: Filter<JobDocument> | null,
+  page: { afterId?: string; limit: number },
+  limitMs: number,
+): Promise<ChildOutcome[] | null> {
+  if (held === null) return null;
+  const limit = Math.floor(page.limit);
+  const filter: Filter<JobDocument> = { parentId: { $eq: String(held._id), ...IN_CHILDREN_INDEX } };
+  if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
+  const [parent, docs] = await withCallLimit(limitMs, (signal) =>
+    Promise.all([
+      jobs.findOne(held, { projection: { _id: 1 }, signal }),
+      limit > 0
+        ? jobs
+            .find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, projection: CHILD_OUTCOME_FIELDS, signal })
+            .toArray()
+        : Promise.resolve([]),
+    ]),
+  );
+  if (parent === null) return null;
+  return docs.map((doc) => toChildOutcome(doc as JobDocument));
 }

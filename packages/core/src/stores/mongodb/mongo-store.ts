@@ -10,6 +10,7 @@ import type {
   WriteConcernSettings,
 } from 'mongodb';
 import type {
+  ChildOutcome,
   ClaimRequest,
   CountScope,
   InsertOutcome,
@@ -53,7 +54,7 @@ import {
 import { pruneGroupTurns } from './group-turns.ts';
 import { DocumentsTooLarge, updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
-import { insertFlow, listChildren, waitForChildren } from './insert-flow.ts';
+import { insertFlow, listChildren, listHeldChildren, waitForChildren } from './insert-flow.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
@@ -387,6 +388,17 @@ export class MongoStore implements Store {
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
     return this.run('listChildren', () => listChildren(this.jobs, parentId, page, this.parts.callLimitMs));
+  }
+
+  listHeldChildren(
+    lease: LeaseRef,
+    page: { afterId?: string; limit: number },
+    now: Date,
+  ): Promise<ChildOutcome[] | null> {
+    return this.run('listHeldChildren', async () => {
+      const at = await this.clock.at(now);
+      return listHeldChildren(this.jobs, heldBy(lease, at), page, this.parts.callLimitMs);
+    });
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {

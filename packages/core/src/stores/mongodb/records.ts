@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, JobRecord, NewJob } from '../../engine/store.ts';
 import { type ChildFailurePolicy, ERROR_HISTORY_LIMITS, type JobError, type TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
@@ -180,6 +180,32 @@ export function toJobDocument(job: NewJob): JobDocument {
 }
 
 /** The store-neutral record of a stored document. */
+/** The fields of a child document `toChildOutcome` reads: a projection for reads of a parent's children. */
+export const CHILD_OUTCOME_FIELDS = {
+  _id: 1,
+  name: 1,
+  state: 1,
+  runAt: 1,
+  result: 1,
+  error: 1,
+  childCount: 1,
+} as const;
+
+/** A child as its parent's handler reads it, from a document projected to `CHILD_OUTCOME_FIELDS`. */
+export function toChildOutcome(
+  doc: Pick<JobDocument, '_id' | 'name' | 'state' | 'runAt' | 'result' | 'error' | 'childCount'>,
+): ChildOutcome {
+  return {
+    id: doc._id,
+    name: doc.name,
+    state: engineState(doc.state),
+    runAt: doc.runAt,
+    result: fromJson(doc.result),
+    error: doc.error ? cleanError(doc.error) : null,
+    childCount: doc.childCount ?? 0,
+  };
+}
+
 export function toJobRecord(doc: JobDocument): JobRecord {
   const record = fieldsOf(doc);
   if (doc.idempotencyUntilFinished === true) record.idempotencyUntilFinished = true;

@@ -1,5 +1,6 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type {
+  ChildOutcome,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
@@ -52,6 +53,7 @@ import { failHeldChild, failJob } from './sql/fail-job.ts';
 import { insertFlow, insertFlowAtOnce } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
 import { listChildren } from './sql/list-children.ts';
+import { listHeldChildren } from './sql/list-held-children.ts';
 import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
 import { promoteJob } from './sql/promote-job.ts';
 import { pruneJobs } from './sql/prune-jobs.ts';
@@ -247,6 +249,14 @@ export class MysqlStore implements Store {
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
     return this.retry('listChildren', () => listChildren(this.pool, this.t, parentId, page));
+  }
+
+  listHeldChildren(
+    lease: LeaseRef,
+    page: { afterId?: string; limit: number },
+    now: Date,
+  ): Promise<ChildOutcome[] | null> {
+    return this.retry('listHeldChildren', () => listHeldChildren(this.pool, this.t, lease, page, now));
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {

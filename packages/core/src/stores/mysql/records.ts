@@ -1,6 +1,6 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
@@ -160,6 +160,19 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
 }
 
 /** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
+/** A child as `listHeldChildren` selects it: `id`, `name`, `state`, `run_at`, `result`, `error`, `child_count`. */
+export function childOutcomeRow(row: RowDataPacket): ChildOutcome {
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    state: engineState(String(row.state) as KeptState),
+    runAt: readDate(row.run_at),
+    result: readJson(row.result),
+    error: readError(row.error),
+    childCount: Number(row.child_count ?? 0),
+  };
+}
+
 export function jobRow(row: RowDataPacket): JobRecord {
   const error = readError(row.error);
   const record = fieldsOf(row, error);

@@ -1,13 +1,14 @@
-import type { InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
 import { isTakenJobId } from './errors.ts';
 import { insertJobs } from './insert-jobs.ts';
-import { type JobRow, toJobRecord, toJsonText } from './records.ts';
+import { type ChildRow, type JobRow, toChildOutcome, toJobRecord, toJsonText } from './records.ts';
 import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
 import { listChildrenSql } from './sql/list-children.ts';
+import { listHeldChildrenSql } from './sql/list-held-children.ts';
 import { makeParentSql } from './sql/make-parent.ts';
-import { parkParentSql } from './sql/park-parent.ts';
+import { waitForChildrenSql } from './sql/wait-for-children.ts';
 import type { Statements } from './statements.ts';
 
 /** The flow statements of one schema (quoted). */
@@ -16,8 +17,9 @@ export function buildFlowJobStatements(schema: string) {
     insertFlow: insertFlowSql(schema),
     insertFlowJobs: insertFlowJobsSql(schema),
     makeParent: makeParentSql(schema),
-    parkParent: parkParentSql(schema),
+    waitForChildren: waitForChildrenSql(schema),
     listChildren: listChildrenSql(schema),
+    listHeldChildren: listHeldChildrenSql(schema),
   };
 }
 
@@ -82,21 +84,18 @@ async function insertFlowStepwise(
   });
 }
 
-/** `FlowStore.waitForChildren`, one transaction: the held job parked (fenced), then its children inserted. */
+/** `FlowStore.waitForChildren`: the held job parked (fenced) and its children inserted, in one statement. */
 export async function waitForChildren(
-  client: SqlClient,
+  db: SqlQueryable,
   sql: FlowJobStatements,
   lease: LeaseRef,
   children: readonly NewJob[],
   now: Date,
 ): Promise<boolean> {
   const direct = children.filter((child) => child.parentId === lease.id).length;
-  return client.transaction(async (tx) => {
-    const [parked] = await tx.query(sql.parkParent, [lease.id, lease.leaseToken, now, direct]);
-    if (!parked) return false;
-    await insertFlowJobs(tx, sql, children);
-    return true;
-  });
+  const params = [...flowJobParams(children), lease.id, lease.leaseToken, now, direct];
+  const [row] = await db.query<{ parked: boolean }>(sql.waitForChildren, params);
+  return row?.parked === true;
 }
 
 /** `FlowStore.listChildren`. */
@@ -109,6 +108,21 @@ export async function listChildren(
   if (page.limit <= 0) return [];
   const rows = await db.query<JobRow>(sql.listChildren, [parentId, page.afterId ?? null, page.limit]);
   return rows.map(toJobRecord);
+}
+
+/** `FlowStore.listHeldChildren`: `null` when the lease does not hold (no row at all). */
+export async function listHeldChildren(
+  db: SqlQueryable,
+  sql: FlowJobStatements,
+  lease: LeaseRef,
+  page: { afterId?: string; limit: number },
+  now: Date,
+): Promise<ChildOutcome[] | null> {
+  const limit = Math.max(0, Math.floor(page.limit));
+  const params = [lease.id, lease.leaseToken, now, page.afterId ?? null, limit];
+  const rows = await db.query<ChildRow & { held: boolean }>(sql.listHeldChildren, params);
+  if (rows.length === 0) return null;
+  return rows.filter((row) => row.id !== null).map(toChildOutcome);
 }
 
 /** Inserts jobs of a flow (none with a key), in one statement. */

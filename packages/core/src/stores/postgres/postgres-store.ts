@@ -1,5 +1,6 @@
 import { newJobId } from '../../engine/ids.ts';
 import type {
+  ChildOutcome,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
@@ -45,6 +46,7 @@ import {
   type FlowJobStatements,
   insertFlow,
   listChildren,
+  listHeldChildren,
   readiedParents,
   waitForChildren,
 } from './flows.ts';
@@ -305,13 +307,21 @@ export class PostgresStore implements Store {
     return insertFlow(this.client, { jobs: this.sql, flows: this.flowJobSql }, jobs);
   }
 
-  /** One transaction (see `waitForChildren` in flows.ts). */
+  /** One statement (see `waitForChildren` in flows.ts). */
   waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean> {
     return waitForChildren(this.client, this.flowJobSql, lease, children, now);
   }
 
   listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
     return listChildren(this.client, this.flowJobSql, parentId, page);
+  }
+
+  listHeldChildren(
+    lease: LeaseRef,
+    page: { afterId?: string; limit: number },
+    now: Date,
+  ): Promise<ChildOutcome[] | null> {
+    return listHeldChildren(this.client, this.flowJobSql, lease, page, now);
   }
 
   onParentsReady(listener: (names: readonly string[]) => void): () => void {

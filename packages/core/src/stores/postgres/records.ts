@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
@@ -85,6 +85,21 @@ export interface JobRow {
   on_failure: ChildFailurePolicy | null;
   child_count: number;
   pending_children: number;
+}
+
+/** A child's row as `listHeldChildrenSql` selects it. */
+export type ChildRow = Pick<JobRow, 'id' | 'name' | 'state' | 'run_at' | 'result' | 'error' | 'child_count'>;
+
+export function toChildOutcome(row: ChildRow): ChildOutcome {
+  return {
+    id: row.id,
+    name: row.name,
+    state: engineState(row.state),
+    runAt: row.run_at,
+    result: row.result ?? null,
+    error: row.error === null ? null : readError(row.error),
+    childCount: row.child_count,
+  };
 }
 
 export function toJobRecord(row: JobRow): JobRecord {

@@ -12,5 +12,11 @@ export function flowsNotBuilt(kind: string): FlowStore {
         retryable: false,
       }),
     );
-  return { insertFlow: refuse, waitForChildren: refuse, listChildren: refuse, onParentsReady: () => () => undefined };
+  return {
+    insertFlow: refuse,
+    waitForChildren: refuse,
+    listChildren: refuse,
+    listHeldChildren: refuse,
+    onParentsReady: () => () => undefined,
+  };
 }

@@ -1,21 +1,21 @@
 import { notStartedSql, orderKeySql } from '../sql-fragments.ts';
 
 /** The columns a flow's job is inserted with, in the order of `FLOW_JOB_VALUES`. */
-const FLOW_JOB_COLUMNS = `id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at,
+export const FLOW_JOB_COLUMNS = `id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at,
   max_attempts, backoff, lease_ms, replay_of, trace_context, job_group, parent_id, on_failure, child_count,
   pending_children`;
 
 const [RUN_AT, CREATED_AT] = ['u.run_at::timestamptz', 'u.created_at::timestamptz'];
 
 /** A flow job's values from its row `u` of `FLOW_JOBS`: a parent `waiting-children`, any other job waiting or delayed. */
-const FLOW_JOB_VALUES = `u.id, u.name, u.version::int, u.payload::jsonb,
+export const FLOW_JOB_VALUES = `u.id, u.name, u.version::int, u.payload::jsonb,
   CASE WHEN u.pending::int > 0 THEN 'waiting-children' ELSE ${notStartedSql(RUN_AT, CREATED_AT)} END,
   u.priority::int, u.job_order, ${orderKeySql('u.job_order', RUN_AT)}, ${RUN_AT}, ${CREATED_AT}, ${CREATED_AT},
   u.max_attempts::int, u.backoff::jsonb, u.lease_ms::bigint, u.replay_of, u.trace_context::jsonb, u.job_group,
   u.parent_id, u.on_failure, u.pending::int, u.pending::int`;
 
 /** The jobs `$1`…`$17` describe, one row `u` each, numbered by `ord` in the order given. */
-const FLOW_JOBS = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+export const FLOW_JOBS = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
   $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
   WITH ORDINALITY AS u(id, name, version, payload, priority, job_order, run_at, created_at, max_attempts, backoff,
     lease_ms, replay_of, trace_context, job_group, parent_id, on_failure, pending, ord)`;
