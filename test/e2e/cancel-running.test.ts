@@ -21,10 +21,12 @@ const catalog = defineCatalog({
   }),
 });
 
-/** The stores two servers share: PostgreSQL (LISTEN/NOTIFY) and MariaDB (the polled wake-ups table). */
-const STORES = SERVER_STORES.filter((kind) => kind.label === 'postgres' || kind.label === 'mysql');
+/**
+ * On each store two servers share, across servers over its wake-ups: PostgreSQL's LISTEN/NOTIFY, MariaDB's
+ * polled wake-ups table, MongoDB's change streams (the wire double here).
+ */
 
-await describeEachStore(STORES, 'cancelling a running job on $label', ({ label, open }) => {
+await describeEachStore(SERVER_STORES, 'cancelling a running job on $label', ({ label, open }) => {
   const servers = twoServersOnOneStore(open, { pollIntervalMs: POLL_INTERVAL_MS, jobs: catalog });
 
   /**
