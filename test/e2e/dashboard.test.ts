@@ -504,6 +504,47 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     }
     expect(consoleErrors).toEqual([]);
   });
+
+  it('a job page reruns a completed job in place, restores a cancelled one and removes a waiting one by its key', async () => {
+    const done = await convert('rerun.png');
+    await until(async () => (await done.status()).state === 'completed', 15_000);
+    const firstFinish = (await done.status()).finishedAt as Date;
+    const later = await convert('restore.png', { delayMs: HOUR_MS });
+    await later.cancel();
+    // sendEmail has no worker: the job waits until it is removed.
+    const keyed = await sdk.enqueue.sendEmail(
+      { to: 'linus@example.com', subject: 'Welcome', body: 'Hello!' },
+      { idempotencyKey: 'welcome-linus' },
+    );
+    const { context, page } = await signedIn(1280, 900);
+    try {
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(done.id)}`);
+      await page.waitForSelector('.job[data-state="completed"]');
+      await page.click('.job-head button:text-is("Retry")');
+      await confirm(page, `Run job ${done.id} again?`, 'The job is ready again');
+      await until(async () => ((await done.status()).finishedAt ?? firstFinish) > firstFinish, 15_000);
+      expect(await done.status()).toMatchObject({ id: done.id, state: 'completed', attempts: 1 });
+      await page.waitForSelector('.job[data-state="completed"]');
+
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(later.id)}`);
+      await page.waitForSelector('.job[data-state="cancelled"]');
+      await page.click('.job-head button:text-is("Restore")');
+      await confirm(page, `Put job ${later.id} back?`, 'The job is waiting again.');
+      await page.waitForSelector('.job[data-state="scheduled"]');
+      expect((await later.status()).state).toBe('scheduled');
+
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(keyed.id)}`);
+      await page.waitForSelector('.job[data-state="ready"]');
+      await page.click('.job-head button:text-is("Remove")');
+      await confirm(page, `Remove job ${keyed.id} for good?`, 'Job removed; the key "welcome-linus" is free.');
+      // The job is gone: the page goes to its type's list.
+      await page.waitForURL(/\/ui\/jobs\?name=sendEmail$/);
+      await expect(sdk.admin.job(keyed.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    } finally {
+      await context.close();
+    }
+    expect(consoleErrors).toEqual([]);
+  });
 });
 
 /** A raw request, path sent as written (fetch would resolve `..` before sending). */

@@ -1,12 +1,15 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from '../api.ts';
 import { useLive } from '../live.ts';
+import { navigate } from '../router.tsx';
 
 /** An action that waits for a confirmation which says what it will do, e.g. "Retry 12 dead jobs". */
 export interface PendingAction {
   question: string;
   confirmLabel: string;
   run: () => Promise<string>;
+  /** Where the dashboard goes once a successful outcome is dismissed (a route), when the page's subject is gone. */
+  thenGoTo?: string;
 }
 
 /**
@@ -18,12 +21,13 @@ export interface PendingAction {
 export function ConfirmDialog(props: { action: PendingAction | null; onClose: () => void }) {
   const live = useLive();
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ text: string; failed: boolean } | null>(null);
+  const [outcome, setOutcome] = useState<{ text: string; failed: boolean; goTo?: string | undefined } | null>(null);
   const dialog = useRef<HTMLDivElement>(null);
   const open = props.action !== null || outcome !== null;
   const close = () => {
     setOutcome(null);
     props.onClose();
+    if (outcome?.goTo) navigate(outcome.goTo);
     live.changed();
   };
   useEffect(() => {
@@ -94,7 +98,7 @@ export function ConfirmDialog(props: { action: PendingAction | null; onClose: ()
                   if (!props.action) return;
                   setBusy(true);
                   try {
-                    setOutcome({ text: await props.action.run(), failed: false });
+                    setOutcome({ text: await props.action.run(), failed: false, goTo: props.action.thenGoTo });
                   } catch (error) {
                     setOutcome({ text: describeError(error).message, failed: true });
                   } finally {

@@ -1,10 +1,10 @@
-import type { QueueApi } from '@workq/sdk';
 import { useEffect, useState } from 'preact/hooks';
 import { chosenActions } from '../bulk.ts';
 import { AttemptTimeline } from '../components/attempts.tsx';
 import { ConfirmDialog, type PendingAction } from '../components/confirm.tsx';
 import { FlowTree } from '../components/flow-tree.tsx';
 import { ErrorNote, formatDuration, formatTime, JsonView, relativeTime, StateBadge } from '../components/format.tsx';
+import { singleJobActions } from '../job-actions.ts';
 import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
 import { Link } from '../router.tsx';
@@ -37,7 +37,7 @@ export function JobPage(props: { id: string }) {
   const holder = workers.data?.find((worker) => worker.id === job.workerId || worker.activeJobIds.includes(job.id));
   const ranMs = job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.runAt).getTime() : undefined;
   const actions = chosenActions(api, { describe: `job ${job.id}`, jobs: [job] });
-  if (job.state === 'scheduled') actions.unshift({ label: 'Run now', action: runNow(api, job) });
+  actions.unshift(...singleJobActions(api, job));
   return (
     <section class="job" data-state={job.state}>
       <p>
@@ -151,20 +151,6 @@ export function JobPage(props: { id: string }) {
       <ConfirmDialog action={pending} onClose={() => setPending(null)} />
     </section>
   );
-}
-
-/** Runs a scheduled job (delayed, or waiting out a retry's backoff) at once, after a confirmation. */
-function runNow(api: QueueApi, job: { id: string; runAt: Date; attempts: number }): PendingAction {
-  const retrying =
-    job.attempts > 0 ? ` It keeps its ${job.attempts} attempt${job.attempts === 1 ? '' : 's'} so far.` : '';
-  return {
-    question: `Run job ${job.id} now instead of ${relativeTime(job.runAt)}?${retrying}`,
-    confirmLabel: 'Run now',
-    run: async () =>
-      (await api.admin.promote.mutate({ id: job.id }))
-        ? 'The job is ready: a worker takes it next.'
-        : 'The job was no longer scheduled: it had started or finished.',
-  };
 }
 
 /** How many children a parent has, and how many it still waits for. */
