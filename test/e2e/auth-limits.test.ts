@@ -135,6 +135,28 @@ describe('auth and limits over pglite://memory', () => {
     await expectStillServing();
   });
 
+  it('tells a waiting extension of a cancelled job under its worker id only when its token may consume the job', async () => {
+    const workerId = 'report-worker-2';
+    const work = rawClient(server.url, 'work-token-0123456789');
+    const { id } = await rawClient(server.url, 'prod-token-0123456789').jobs.enqueue.mutate({
+      name: 'generateReport',
+      version: 1,
+      payload: { accountId: 'a', kind: 'usage', from: '2026-01-01', to: '2026-01-31' },
+    });
+    const [held] = (await work.consumer.claim.mutate({ name: 'generateReport', maxVersion: 1, limit: 1, workerId }))
+      .jobs;
+    expect(held?.id).toBe(id);
+    // The worker's id is no secret: a token for another type waits under it, as the worker's own token does.
+    const waitUnder = (token: string) =>
+      rawClient(server.url, token).consumer.extend.mutate({ items: [], workerId, waitMs: 10_000 });
+    const stranger = waitUnder('email-worker-token-01');
+    const owner = waitUnder('work-token-0123456789');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await admin.jobs.cancel.mutate({ id })).toBe(true);
+    expect(await owner).toEqual([{ id, ok: false, cancelled: true }]);
+    expect(await stranger).toEqual([]);
+  });
+
   it('refuses a payload over maxPayloadBytes and a batch over maxBatchSize, storing nothing', async () => {
     const prod = createClient({ url: server.url, jobs, token: 'prod-token-0123456789' });
     const before = await countOf('sendEmail');

@@ -102,14 +102,15 @@ export function releaseJobs(services: ServerServices, name: string, leases: read
  * is cancelled (through this server or another on the store), after `wait.waitMs` (at most the server's
  * long-poll limit), or when the request ends: the worker hears of a cancellation at once instead of at its
  * next extension. The cancelled job comes back `ok: false, cancelled: true`, added to the outcomes when the
- * batch did not name it (the worker claimed it after sending the request). So a worker keeps one extension
- * waiting, with no items while it holds nothing, and hears of every cancellation of its jobs.
+ * batch did not name it (the worker claimed it after sending the request) and `wait.mayConsume` allows its
+ * type: a worker id is no secret, so a token hears only of jobs it could have claimed. So a worker keeps one
+ * extension waiting, with no items while it holds nothing, and hears of every cancellation of its jobs.
  */
 export async function extendLeases(
   services: ServerServices,
   items: readonly (LeaseRef & { leaseMs?: number | undefined })[],
   workerId: string | undefined,
-  wait?: { waitMs: number; signal: AbortSignal },
+  wait?: { waitMs: number; signal: AbortSignal; mayConsume: (name: string) => boolean },
 ) {
   checkBatchSize(items.length, services.options.limits.maxBatchSize, 'extend');
   // Presence is bookkeeping: a store that cannot write it must not cost the worker its leases.
@@ -150,7 +151,25 @@ export async function extendLeases(
     cancelled.has(outcome.id) ? { id: outcome.id, ok: false as const, cancelled: true as const } : outcome,
   );
   const unnamed = [...cancelled].filter((id) => !items.some((item) => item.id === id));
-  return [...named, ...unnamed.map((id) => ({ id, ok: false as const, cancelled: true as const }))];
+  const heard = await consumable(services, unnamed, wait?.mayConsume ?? (() => false));
+  return [...named, ...heard.map((id) => ({ id, ok: false as const, cancelled: true as const }))];
+}
+
+/** The jobs of `ids` whose type `mayConsume` allows (cancellations are rare: each is read). */
+async function consumable(
+  services: ServerServices,
+  ids: readonly string[],
+  mayConsume: (name: string) => boolean,
+): Promise<string[]> {
+  const allowed = await Promise.all(
+    ids.map((id) =>
+      services.engine.get(id).then(
+        (job) => mayConsume(job.name),
+        () => false,
+      ),
+    ),
+  );
+  return ids.filter((_, index) => allowed[index]);
 }
 
 /** One extended lease: its new expiry, or lost (`cancelled`: the job was cancelled while the request waited). */

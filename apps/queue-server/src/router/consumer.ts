@@ -4,7 +4,7 @@ import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../
 import { moveJob } from '../app/enqueue.ts';
 import { childTypes, waitForChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
-import { stopScopeOf } from '../auth.ts';
+import { hasAnyScope, stopScopeOf } from '../auth.ts';
 import { completion, withPlainCompletions } from './completions.ts';
 import { childJob, enqueueOptions, jobId, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, producesEach, scoped } from './scoped.ts';
@@ -138,6 +138,7 @@ export const consumerRouter = router({
       extendLeases(ctx.services, input.items, input.workerId, {
         waitMs: input.waitMs,
         signal: signal ?? new AbortController().signal,
+        mayConsume: (name) => hasAnyScope(ctx.principal, ['consume'], name),
       }),
     ),
 
