@@ -85,6 +85,65 @@ await describeEachStore(IN_PROCESS_STORES, 'debounce and idempotency TTLs throug
     expect((await later.status()).idempotencyKey).toBe('report:acct-1');
   });
 
+  it('a key held until finished returns its job while it waits or runs, and makes a new job once it completed or was cancelled', async () => {
+    const options = { idempotencyKey: 'welcome:user-9', idempotencyUntil: 'finished' } as const;
+    const first = await sdk.enqueue.sendEmail(email('one'), options);
+    expect(await first.status()).toMatchObject({
+      idempotencyKey: options.idempotencyKey,
+      idempotencyUntil: 'finished',
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let start!: () => void;
+    const started = new Promise<void>((resolve) => {
+      start = resolve;
+    });
+    workers.push(
+      sdk.consume('sendEmail', async (job) => {
+        start();
+        await held;
+        return { messageId: job.payload.subject };
+      }),
+    );
+    await started;
+    const whileRunning = await sdk.enqueue.sendEmail(email('two'), options);
+    expect([whileRunning.id, whileRunning.created]).toEqual([first.id, false]);
+    release();
+    await expect(first.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'one' });
+    expect((await first.status()).idempotencyKey).toBeUndefined();
+
+    const second = await sdk.enqueue.sendEmail(email('three'), { ...options, delayMs: 60_000 });
+    expect(second.created).toBe(true);
+    expect(second.id).not.toBe(first.id);
+    expect(await second.cancel()).toBe(true);
+    const third = await sdk.enqueue.sendEmail(email('four'), options);
+    expect(third.created).toBe(true);
+    expect(new Set([first.id, second.id, third.id]).size).toBe(3);
+    await expect(third.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'four' });
+  });
+
+  it('debounce modes: preserveRunAt keeps the waiting job’s run time, keepFirst keeps the job as the first enqueue made it', async () => {
+    const preserve = { key: 'digest:user-2', delayMs: 60_000 };
+    const first = await sdk.enqueue.sendEmail(email('one'), { debounce: preserve });
+    const runAt = (await first.status()).runAt;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await sdk.enqueue.sendEmail(email('two'), { debounce: { ...preserve, mode: 'preserveRunAt' } });
+    expect([second.id, second.created]).toEqual([first.id, false]);
+    expect(await first.status()).toMatchObject({ runAt, state: 'scheduled' });
+    await first.cancel();
+
+    const keep = { key: 'digest:user-3', delayMs: 300, mode: 'keepFirst' } as const;
+    const kept = await sdk.enqueue.sendEmail(email('first'), { debounce: keep });
+    const { runAt: keptRunAt, priority } = await kept.status();
+    const dropped = await sdk.enqueue.sendEmail(email('second'), { debounce: keep, priority: priority + 1 });
+    expect([dropped.id, dropped.created]).toEqual([kept.id, false]);
+    expect(await kept.status()).toMatchObject({ runAt: keptRunAt, priority });
+    workers.push(sdk.consume('sendEmail', async (job) => ({ messageId: job.payload.subject })));
+    await expect(kept.result({ timeoutMs: 20_000 })).resolves.toEqual({ messageId: 'first' });
+  });
+
   it('contradicting options are VALIDATION errors through the SDK, for one job and for a batch', async () => {
     const debounce = { key: 'k', delayMs: 10 };
     for (const enqueue of [
@@ -93,6 +152,10 @@ await describeEachStore(IN_PROCESS_STORES, 'debounce and idempotency TTLs throug
       () => sdk.enqueue.sendEmail(email('x'), { idempotencyTtlMs: 1000 }),
       () => sdk.enqueueMany.sendEmail([email('x')], { debounce, perJob: [{ idempotencyKey: 'own' }] }),
       () => sdk.enqueue.sendEmail(email('x'), { debounce: { key: '', delayMs: 10 } }),
+      () => sdk.enqueue.sendEmail(email('x'), { idempotencyUntil: 'finished' }),
+      () => sdk.enqueue.sendEmail(email('x'), { idempotencyKey: 'k', idempotencyUntil: 'done' as 'finished' }),
+      () => sdk.enqueue.sendEmail(email('x'), { debounce: { ...debounce, mode: 'unsafeDedupe' as 'keepFirst' } }),
+      () => sdk.enqueue.sendEmail(email('x'), { debounce, idempotencyUntil: 'finished' }),
     ]) {
       const error = await enqueue().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(WorkqError);

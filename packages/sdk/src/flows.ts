@@ -26,7 +26,7 @@ import {
  * its parent reads them in), with its policy and its own children.
  */
 export interface ChildOptions<N extends string = string>
-  extends Omit<EnqueueOptions, 'debounce' | 'idempotencyKey' | 'idempotencyTtlMs' | 'id'> {
+  extends Omit<EnqueueOptions, 'debounce' | 'idempotencyKey' | 'idempotencyTtlMs' | 'idempotencyUntil' | 'id'> {
   /** What the child's end as `dead` does to its parent. @defaultValue 'fail-parent' */
   onFailure?: ChildFailurePolicy | undefined;
   /** The child's own children: it runs after they end, as its parent runs after it. @defaultValue none */

@@ -5,8 +5,10 @@ import { defaultFetch as platformFetch } from '#default-fetch';
 export type {
   ChildFailurePolicy,
   ChildSummary,
+  DebounceMode,
   DebounceOptions,
   EnqueueOptions,
+  IdempotencyUntil,
   JobState,
   JobStatus,
   TraceContext,

@@ -278,9 +278,16 @@ function takesMadeUpId(options: EnqueueOptions): boolean {
   return options.id === undefined && options.debounce === undefined;
 }
 
-/** Whether a flow's parent is sent under a key made up for it: retries are on and it has no key or TTL. */
+/**
+ * Whether a flow's parent is sent under a key made up for it: retries are on and it has no key, nor a TTL or
+ * `idempotencyUntil` (which need a key of the caller's: without one, the server refuses them).
+ */
 function takesMadeUpKey(options: EnqueueOptions, retries: number): boolean {
-  return retries > 0 && options.idempotencyKey === undefined && options.idempotencyTtlMs === undefined;
+  const keyed =
+    options.idempotencyKey !== undefined ||
+    options.idempotencyTtlMs !== undefined ||
+    options.idempotencyUntil !== undefined;
+  return retries > 0 && !keyed;
 }
 
 /**

@@ -90,8 +90,9 @@ export function toEnqueueInputs(
   if (!options) return payloads.map((payload) => ({ name, version: jobVersion, payload }));
   const { id, priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext } = options;
   const shared = { id, priority, delayMs, runAt, idempotencyKey, maxAttempts, backoff, leaseMs, order, traceContext };
-  const { idempotencyTtlMs, debounce } = options;
-  Object.assign(shared, { idempotencyTtlMs, debounce: debounce && { key: debounce.key, delayMs: debounce.delayMs } });
+  const { idempotencyTtlMs, idempotencyUntil, debounce } = options;
+  const debounced = debounce && { key: debounce.key, delayMs: debounce.delayMs, mode: debounce.mode };
+  Object.assign(shared, { idempotencyTtlMs, idempotencyUntil, debounce: debounced });
   if (options.group !== undefined) Object.assign(shared, { group: options.group });
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }

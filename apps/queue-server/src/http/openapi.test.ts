@@ -22,6 +22,15 @@ function resolve(document: Record<string, unknown>, pointer: string): unknown {
 }
 
 describe('openApiDocument', () => {
+  it('describes the enqueue options idempotencyUntil and debounce.mode with their values', () => {
+    const schemas = (openApiDocument([]).components as { schemas: Record<string, unknown> }).schemas;
+    const options = schemas.EnqueueOptions as { properties: Record<string, { enum?: string[]; properties?: object }> };
+    expect(options.properties.idempotencyUntil).toMatchObject({ enum: ['pruned', 'finished'] });
+    expect(options.properties.debounce?.properties).toMatchObject({
+      mode: { enum: ['replace', 'preserveRunAt', 'keepFirst'] },
+    });
+  });
+
   it("points a payload schema's own references ($defs and the root) at components of the document", () => {
     const tree: z.ZodType = z.object({
       label: z.string(),

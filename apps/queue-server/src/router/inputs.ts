@@ -1,4 +1,11 @@
-import { CHILD_FAILURE_POLICIES, isValidJobName, LEASE_MS_LIMITS, LEASE_TOKEN_MAX_CHARS } from '@workq/core';
+import {
+  CHILD_FAILURE_POLICIES,
+  DEBOUNCE_MODES,
+  IDEMPOTENCY_UNTIL,
+  isValidJobName,
+  LEASE_MS_LIMITS,
+  LEASE_TOKEN_MAX_CHARS,
+} from '@workq/core';
 import { TRACE_CONTEXT_LIMITS, toStoredText } from '@workq/core/engine';
 import { z } from 'zod';
 
@@ -57,7 +64,14 @@ export const enqueueOptions = z
     runAt: z.date().optional(),
     idempotencyKey: storableText(1, 255).optional(),
     idempotencyTtlMs: z.number().int().positive().optional(),
-    debounce: z.object({ key: storableText(1, 255), delayMs: z.number().int().nonnegative() }).optional(),
+    idempotencyUntil: z.enum(IDEMPOTENCY_UNTIL).optional(),
+    debounce: z
+      .object({
+        key: storableText(1, 255),
+        delayMs: z.number().int().nonnegative(),
+        mode: z.enum(DEBOUNCE_MODES).optional(),
+      })
+      .optional(),
     maxAttempts: z.number().int().optional(),
     backoff: z
       .object({
@@ -83,8 +97,10 @@ export interface ChildJobInput {
   name: string;
   version: number;
   payload: unknown;
-  /** An enqueue's options but the idempotency key, its TTL and the debounce: a child is always a new job. */
-  options?: Omit<NonNullable<EnqueueOptionsInput>, 'idempotencyKey' | 'idempotencyTtlMs' | 'debounce'> | undefined;
+  /** An enqueue's options but the idempotency key, how long it holds and the debounce: a child is always a new job. */
+  options?:
+    | Omit<NonNullable<EnqueueOptionsInput>, 'idempotencyKey' | 'idempotencyTtlMs' | 'idempotencyUntil' | 'debounce'>
+    | undefined;
   onFailure?: (typeof CHILD_FAILURE_POLICIES)[number] | undefined;
   children?: ChildJobInput[] | undefined;
 }
@@ -95,7 +111,7 @@ export const childJob: z.ZodType<ChildJobInput> = z.object({
   payload: z.unknown(),
   options: enqueueOptions
     .unwrap()
-    .omit({ idempotencyKey: true, idempotencyTtlMs: true, debounce: true })
+    .omit({ idempotencyKey: true, idempotencyTtlMs: true, idempotencyUntil: true, debounce: true })
     .strict()
     .optional(),
   onFailure: z.enum(CHILD_FAILURE_POLICIES).optional(),

@@ -12,9 +12,9 @@ import type { Logger } from '../logger.ts';
 
 /**
  * The options of `ctx.moveTo`: those of an enqueue, but the next job is made as this one ends, so no debounce,
- * key TTL or id of the caller's.
+ * key TTL, `idempotencyUntil` or id of the caller's.
  */
-export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs' | 'id'>;
+export type MoveToOptions = Omit<EnqueueOptions, 'debounce' | 'idempotencyTtlMs' | 'idempotencyUntil' | 'id'>;
 
 /** A job as a handler receives it: the payload parsed and upgraded to the current version. */
 export interface ConsumedJob<Payload> {
@@ -41,7 +41,7 @@ export interface JobContext<C extends Catalog, N extends JobName<C> = JobName<C>
   updatePayload(payload: PayloadInput<C, N>): Promise<void>;
   /**
    * Atomically ends this job and enqueues `payload` as a job of `name` in its place; the handler's return value
-   * is then ignored. Takes the enqueue options but `debounce` and `idempotencyTtlMs`.
+   * is then ignored. Takes the enqueue options but `debounce`, `idempotencyTtlMs` and `idempotencyUntil`.
    */
   moveTo<M extends JobName<C>>(name: M, payload: PayloadInput<C, M>, options?: MoveToOptions): Promise<void>;
   /**
