@@ -19,10 +19,14 @@ const { queue_groups: _unused, ...preRelease } = chain;
  * What the baseline adds to it, last in the jobs table: the index through which a job list filtered by group
  * reads, with the column that holds a grouped job's state (version 17); flows' parent link, policy and counts,
  * with the index through which a parent's children are read (version 18); whether a job's idempotency key frees
- * when it finishes (version 19).
+ * when it finishes (version 19); and, last in the settings table, when the type's hold ends (version 20).
  */
 const expected = {
   ...preRelease,
+  queue_settings: {
+    ...preRelease.queue_settings,
+    columns: [...preRelease.queue_settings.columns, 'held_until datetime(3) NULL DEFAULT NULL'],
+  },
   jobs: {
     ...preRelease.jobs,
     columns: [

@@ -16,7 +16,8 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
  * made, captured before the chain was replaced by the baseline, less the two claim functions the baseline
  * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the index and the
  * function added since (`SINCE_PRE_RELEASE`), and the flows' columns, index, constraints and functions
- * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it). A fresh install
+ * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it), and the type's
+ * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them). A fresh install
  * must make exactly that. A schema of an earlier build (`fixtures/postgres-{pre-release,release}-<version>.sql`,
  * a dump of it with its `migrations` rows; today only the last pre-release one) has no migration to this
  * version: a store refuses it, leaving it as it was.
@@ -75,14 +76,27 @@ const SINCE_UNTIL_FINISHED: PostgresCatalog['tables'] = {
     ],
   },
 };
+/**
+ * What the type's hold added (schema version 27): `queue_settings.held_until`, and the two claims that honour it
+ * (`claim_jobs_unless_held`, `claim_under_limits`), each as a whole.
+ */
+const SINCE_HOLDS = JSON.parse(readFileSync(new URL('postgres-schema-holds.json', fixtures), 'utf8')) as Pick<
+  PostgresCatalog,
+  'tables' | 'functions'
+>;
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
   ...PRE_RELEASE,
-  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables, ...SINCE_UNTIL_FINISHED }),
+  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables, ...SINCE_UNTIL_FINISHED, ...SINCE_HOLDS.tables }),
   indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes, ...SINCE_FLOWS.indexes }),
   constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints }),
-  functions: byName({ ...PRE_RELEASE.functions, ...SINCE_PRE_RELEASE.functions, ...SINCE_FLOWS.functions }),
+  functions: byName({
+    ...PRE_RELEASE.functions,
+    ...SINCE_PRE_RELEASE.functions,
+    ...SINCE_FLOWS.functions,
+    ...SINCE_HOLDS.functions,
+  }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));
 const dumpOf = (file: string, schema: string) =>

@@ -36,9 +36,12 @@ export { createClient } from './client.ts';
 export type {
   ConsumedJob,
   ConsumeOptions,
+  Delayed,
+  EndedAttempt,
   Handler,
   JobContext,
   MoveToOptions,
+  RateLimited,
   WaitingForChildren,
   Worker,
 } from './consumer/types.ts';

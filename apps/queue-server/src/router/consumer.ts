@@ -178,6 +178,36 @@ export const consumerRouter = router({
     }),
 
   /**
+   * Ends the held job's attempt, uncounted: it waits again until now + `delayMs` or `runAt` (exactly one of
+   * them), keeping its id, payload and flow links (`ctx.delay`, `ctx.retryAt`). Fenced by the lease.
+   */
+  snooze: authedProcedure
+    .input(
+      lease
+        .extend({ name: jobName, delayMs: z.number().optional(), runAt: z.date().optional() })
+        .refine((input) => (input.delayMs === undefined) !== (input.runAt === undefined), {
+          message: 'A delay takes either delayMs or runAt, not both and not neither.',
+        }),
+    )
+    .use(scoped('consume', (input) => input.name))
+    .mutation(async ({ ctx, input }) => {
+      const { id, leaseToken, name, delayMs, runAt } = input;
+      const until = runAt === undefined ? { delayMs: delayMs as number } : { runAt };
+      return ctx.services.engine.snooze({ id, leaseToken, name }, until);
+    }),
+
+  /**
+   * Holds the held job's type for `holdMs` across every worker and server (`ctx.rateLimited`: an upstream said
+   * 429) and gives the job back, ready, its attempt not counted. Fenced by the lease; resolves to when the
+   * hold ends.
+   */
+  rateLimited: leaseProcedure
+    .input(lease.extend({ holdMs: z.number() }))
+    .mutation(({ ctx, input }) =>
+      ctx.services.engine.rateLimited({ id: input.id, leaseToken: input.leaseToken }, input.holdMs),
+    ),
+
+  /**
    * A page of the held job's children, in enqueue order, after `afterId` when given, each with its state and
    * its result or last error, and whether more follow: what a resumed parent's worker hands its handler
    * (`ctx.children`). Fenced by the lease, which also stands for the scope to read them.

@@ -188,15 +188,16 @@ export class Claims {
     acks: readonly (LeaseRef & { result: unknown })[],
   ): Promise<LimitedClaim & { completed: string[] }> {
     const settings = await this.flow.settingsOf(request.name);
-    if (acks.length > 0 && constrains(settings) && this.store.completeAndClaim) {
+    if (acks.length > 0 && constrains(settings, request.now) && this.store.completeAndClaim) {
       const together = await this.store.completeAndClaim.completeAndClaimLimitedJobs(acks, request);
       return this.claimedUnder(settings, together.claim, together.completed);
     }
     const completed = acks.length > 0 ? await this.store.completeJobs(acks, request.now) : [];
-    if (constrains(settings)) return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
+    if (constrains(settings, request.now))
+      return this.claimedUnder(settings, await this.store.claimLimitedJobs(request), completed);
     const jobs = await this.store.claimJobsUnlessHeld(request);
     if (jobs !== null) return { jobs, paused: false, nextStartAt: null, completed };
-    // Paused, limited or grouped through another server since this one read the settings: read them again.
+    // Paused, limited, grouped or held through another server since this one read the settings: read them again.
     this.flow.forget();
     return { ...(await this.store.claimLimitedJobs(request)), completed };
   }

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
 import { FlowEndNotices } from './flow-end-notices.ts';
 import { Flows } from './flows.ts';
+import type { SnoozeUntil } from './handler-scheduling.ts';
 import { checkBatch, checkName } from './input-checks.ts';
 import { insertDistinct } from './inserts.ts';
 import { JobEventEmitter, type JobEventSink } from './job-events.ts';
@@ -259,6 +260,28 @@ export class Engine {
    */
   moveTo(lease: LeaseRef, next: EnqueueInput): Promise<EnqueueResult> {
     return this.leased.moveTo(lease, next);
+  }
+
+  /**
+   * Ends the held job's attempt without counting it (`ctx.delay`, `ctx.retryAt`): it waits again, to run at
+   * now + `delayMs` or at `runAt`, keeping its id, payload and flow links, and its next claim runs it with the
+   * attempt number this one had. `VALIDATION` for a `delayMs` that is not above 0 and at most
+   * `HANDLER_SCHEDULING_LIMITS.delayMs`, or a `runAt` that is not a valid Date; `LEASE_LOST`, changing
+   * nothing, when the lease does not hold. `job.name` only picks whose claims to wake.
+   */
+  snooze(job: LeaseRef & { name: string }, until: SnoozeUntil): Promise<{ runAt: Date }> {
+    return this.leased.snooze(job, until);
+  }
+
+  /**
+   * Holds the held job's type for `holdMs` (`ctx.rateLimited`: an upstream said 429): no claim, on any server,
+   * leases a job of the type until then (a longer hold already stored stays). The job goes back to ready, its
+   * attempt not counted. `VALIDATION` for a `holdMs` not above 0 and at most
+   * `HANDLER_SCHEDULING_LIMITS.holdMs`; `LEASE_LOST`, changing nothing, when the lease does not hold. Resolves
+   * to when the type's hold ends.
+   */
+  rateLimited(lease: LeaseRef, holdMs: number): Promise<{ heldUntil: Date }> {
+    return this.leased.rateLimited(lease, holdMs);
   }
 
   /** Cancels a job that has not finished. Resolves to `true` if this call cancelled it. */

@@ -23,11 +23,19 @@ export interface QueueSettings extends QueueLimits {
   paused: boolean;
   /** Jobs of the type were enqueued with a group: claims take turns between groups. */
   grouped: boolean;
+  /**
+   * Claims lease nothing of the type before this instant (`ctx.rateLimited`: an upstream said 429); `null`, or
+   * an instant already past: no hold. It ends by itself, with no write.
+   */
+  heldUntil: Date | null;
   updatedAt: Date;
 }
 
-/** A change to a type's settings: fields left out stay as they are; a limit set to `null` is cleared. */
-export type QueueSettingsChange = Partial<QueueLimits> & { paused?: boolean; grouped?: true };
+/**
+ * A change to a type's settings: fields left out stay as they are; a limit set to `null` is cleared. A
+ * `heldUntil` extends the type's hold to that instant, or leaves a hold that ends later as it is.
+ */
+export type QueueSettingsChange = Partial<QueueLimits> & { paused?: boolean; grouped?: true; heldUntil?: Date };
 
 /** What a claim under a type's settings (`claimLimitedJobs`) did. */
 export interface LimitedClaim {
@@ -36,8 +44,8 @@ export interface LimitedClaim {
   /** The type is paused: nothing was leased. */
   paused: boolean;
   /**
-   * Set when the rate limit stopped this claim short of its `limit` (or will stop the next claim): the
-   * earliest time a job of the type may start again. `null` when the rate limit is not what holds.
+   * Set when the rate limit stopped this claim short of its `limit` (or will stop the next claim), or the type
+   * is held (`heldUntil`): the earliest time a job of the type may start again. `null` when neither holds.
    */
   nextStartAt: Date | null;
 }
@@ -62,7 +70,7 @@ export interface FlowControlStore {
 
   /**
    * `claimJobs`, unless the type's stored settings hold its claims back
-   * (paused, a limit set, or grouped): read by the same step (SQL: the same
+   * (paused, a limit set, grouped, or held past the claim's `now`): read by the same step (SQL: the same
    * statement, or the transaction's locking read; MongoDB: a read of the
    * settings document just before the leases), so the settings stored when
    * the call began decide. Then it leases nothing and resolves to `null`, for
@@ -77,7 +85,8 @@ export interface FlowControlStore {
   /**
    * `claimJobs` under the type's stored settings, atomically with respect to
    * every other `claimLimitedJobs` of the type (they are serialised on the
-   * type's settings): nothing when paused; no more than `concurrency` jobs of
+   * type's settings): nothing when paused; nothing while the type is held
+   * (`heldUntil` after the claim's `now`), answering `nextStartAt` = `heldUntil`; no more than `concurrency` jobs of
    * the type active once it is done (counting every `active` job, expired
    * lease or not), nor more than `groupConcurrency` of one group; no more than
    * `rateLimit.max` started in any window of `rateLimit.perMs` (a start is

@@ -45,11 +45,15 @@ function checkPositive(value: unknown, what: string): number | null {
   return value;
 }
 
-/** Whether settings hold claims back in any way (limits all cleared and not paused: they do not). */
-export function constrains(settings: QueueSettings | null): settings is QueueSettings {
+/**
+ * Whether settings hold claims back in any way at `now` (limits all cleared, not paused and no hold running:
+ * they do not).
+ */
+export function constrains(settings: QueueSettings | null, now: Date): settings is QueueSettings {
   if (settings === null) return false;
-  const { paused, grouped, concurrency, rateLimit, groupConcurrency } = settings;
-  return paused || grouped || concurrency !== null || rateLimit !== null || groupConcurrency !== null;
+  const { paused, grouped, concurrency, rateLimit, groupConcurrency, heldUntil } = settings;
+  const held = heldUntil !== null && heldUntil.getTime() > now.getTime();
+  return paused || grouped || held || concurrency !== null || rateLimit !== null || groupConcurrency !== null;
 }
 
 /** Checks a `setLimits` change and returns the store change it makes. */
@@ -127,7 +131,7 @@ export class FlowControl {
    * lease a job of it to a waiting claim, since a limited claim must count and take turns first.
    */
   async leavesClaimsFree(name: string): Promise<boolean> {
-    return !constrains(await this.settingsOf(name));
+    return !constrains(await this.settingsOf(name), this.clock.now());
   }
 
   /**

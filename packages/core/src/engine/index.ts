@@ -32,6 +32,8 @@ export { createEngine, Engine } from './engine.ts';
 export type { QueueInfo } from './flow-control.ts';
 export type { QueueLimits } from './flow-control-store.ts';
 export type { ChildInput, FlowInput, HeldChild } from './flows.ts';
+export type { SnoozeUntil } from './handler-scheduling.ts';
+export { HANDLER_SCHEDULING_LIMITS } from './handler-scheduling.ts';
 export { leaseClaimedAtMs, newLeaseToken } from './ids.ts';
 export { DEFAULT_HISTORY_RETENTION_MS, TRACE_CONTEXT_LIMITS } from './options.ts';
 export type { SchemaEntry } from './registry-store.ts';

@@ -10,8 +10,8 @@ import type {
 } from './store-records.ts';
 
 /**
- * The jobs' storage contract: what every store does, in fifteen operations
- * (enqueue, claim, end or extend a lease, move, cancel, read, health, close).
+ * The jobs' storage contract: what every store does, in sixteen operations
+ * (enqueue, claim, end, snooze or extend a lease, move, cancel, read, health, close).
  * Each operation is one atomic semantic step; stores never read the clock
  * (every time comes in as `now`) and never decide policy (retries, backoff,
  * retention are the engine's). What only the maintenance roles and the
@@ -98,6 +98,14 @@ export interface JobStore {
    * engine knows the outcome it asked for, so no record is returned).
    */
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean>;
+
+  /**
+   * Fenced, one atomic write: the held job waits again, to run at `runAt` (`ctx.delay`, `ctx.retryAt`), as if
+   * this attempt had not been made: `attempts` down by one, no error recorded, the lease ended (token, expiry
+   * and worker cleared), its run time `runAt` and its order key following it. Its id, payload, errors and flow
+   * links stay as they are. Resolves to whether the lease held; when it did not, nothing changed.
+   */
+  snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean>;
 
   /** Fenced, one atomic write: moves the lease expiry to `leaseExpiresAt`. Resolves to whether the lease held. */
   extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean>;

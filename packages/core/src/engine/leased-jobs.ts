@@ -4,6 +4,7 @@ import { backoffDelayMs } from './backoff.ts';
 import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
 import type { FlowEndNotices } from './flow-end-notices.ts';
+import { checkHoldMs, type SnoozeUntil, snoozeTime } from './handler-scheduling.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
@@ -163,6 +164,43 @@ export class LeasedJobs {
     // A retry due at once is ready work, like a new job: consumers parked on this server wake for it.
     if (status.state === 'ready') this.listeners.emitReady(updated.name);
     return status;
+  }
+
+  /**
+   * Ends the held job's attempt without counting it: it waits again until `until` (`ctx.delay`, `ctx.retryAt`),
+   * then runs with the attempt number this one had. `job.name` is the holder's word for the job's type, used
+   * only to wake claims. `LEASE_LOST` when the lease does not hold, and then nothing changed.
+   */
+  async snooze(job: LeaseRef & { name: string }, until: SnoozeUntil): Promise<{ runAt: Date }> {
+    const now = this.clock.now();
+    const runAt = snoozeTime(until, now);
+    const lease = { id: job.id, leaseToken: job.leaseToken };
+    if (!(await this.store.snoozeJob(lease, runAt, now))) throw leaseLost(job.id);
+    this.events.released([job.id]);
+    if (runAt.getTime() <= now.getTime()) this.listeners.emitReady(job.name);
+    else this.freed(job.name);
+    return { runAt };
+  }
+
+  /**
+   * Holds the held job's type for `holdMs` (`ctx.rateLimited`) and gives the job back, ready in its place, its
+   * attempt not counted. The lease is checked first, so a stale one is `LEASE_LOST` with nothing changed; the
+   * hold is stored before the job is given back, so no claim on any server leases it, or another job of its
+   * type, before the hold ends. Were the lease lost between the check and the give-back, the hold stays (the
+   * upstream said to wait all the same) and the call is `LEASE_LOST`.
+   */
+  async rateLimited(lease: LeaseRef, holdMs: number): Promise<{ heldUntil: Date }> {
+    const lengthMs = checkHoldMs(holdMs);
+    const now = this.clock.now();
+    const job = await this.store.getJob(lease.id);
+    if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
+    const settings = await this.flow.change(job.name, { heldUntil: new Date(now.getTime() + lengthMs) });
+    const released = await this.store.releaseJobs([{ id: lease.id, leaseToken: lease.leaseToken }], now);
+    if (released.length === 0) throw leaseLost(lease.id);
+    this.events.released(released);
+    // Claims waiting for the type wake, find it held, and wait for the hold's end (`LimitedClaim.nextStartAt`).
+    this.listeners.emitReady(job.name);
+    return { heldUntil: settings.heldUntil as Date };
   }
 
   async extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {

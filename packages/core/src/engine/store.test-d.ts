@@ -9,7 +9,7 @@ import type { AdminStore, CompleteAndClaim, Handoff, JobStore, Store, StoreNotif
 type Operations<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T];
 
 describe('the store contract', () => {
-  it('holds the fifteen job operations every store has apart from the upkeep and admin parts', () => {
+  it('holds the sixteen job operations every store has apart from the upkeep and admin parts', () => {
     expectTypeOf<Operations<JobStore>>().toEqualTypeOf<
       | 'insertJobs'
       | 'debounceJobs'
@@ -17,6 +17,7 @@ describe('the store contract', () => {
       | 'completeJobs'
       | 'releaseJobs'
       | 'failJob'
+      | 'snoozeJob'
       | 'extendLease'
       | 'recordProgress'
       | 'updatePayload'

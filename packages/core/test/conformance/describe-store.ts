@@ -11,6 +11,7 @@ import { registerFlowControlTests } from './flow-control.ts';
 import { registerFlowEventTests } from './flow-events.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
 import { registerFlowTests } from './flows.ts';
+import { registerHandlerSchedulingTests } from './handler-scheduling.ts';
 import type { StoreHarness } from './harness.ts';
 import { registerHealthTests } from './health.ts';
 import { registerHeldChildrenTests } from './held-children.ts';
@@ -82,6 +83,7 @@ export function describeStore(
     describe('flow control', () => registerFlowControlTests(state));
     describe('flow control: groups', () => registerFlowGroupTests(state));
     describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
+    describe('handler-driven scheduling: delays and holds', () => registerHandlerSchedulingTests(state));
     describe('flows: parents and children', () => registerFlowTests(state));
     describe('flows: a held parent reads its children', () => registerHeldChildrenTests(state));
     describe('flows: events', () => registerFlowEventTests(state));

@@ -46,6 +46,7 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
       concurrency: null,
       rateLimit: null,
       groupConcurrency: null,
+      heldUntil: null,
       updatedAt: now,
     });
     const limited = await ctx.store.updateQueueSettings(

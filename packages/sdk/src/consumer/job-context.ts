@@ -57,8 +57,19 @@ export async function readChildren(call: Call, lease: { id: string; leaseToken: 
   }
 }
 
-/** What `ctx.waitForChildren` resolves to: the worker then neither completes nor fails the job. */
+/**
+ * What `ctx.waitForChildren`, `ctx.delay`, `ctx.retryAt` and `ctx.rateLimited` resolve to: the worker then
+ * neither completes nor fails the job.
+ */
 const WAITING = Object.freeze({});
+
+/** `ms` when it is a positive finite number; the server checks its upper bound. */
+function checkMs(ms: unknown, what: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw new WorkqError('VALIDATION', `${what} takes a number of milliseconds above 0; got ${String(ms)}.`);
+  }
+  return ms;
+}
 
 /**
  * The `ctx` a handler gets. A worker makes one per job, thousands a second,
@@ -88,8 +99,8 @@ export class HandlerContext implements JobContext<Catalog> {
   }
 
   /**
-   * Whether the handler ended this attempt itself, with `moveTo` or `waitForChildren`, so its return value is
-   * ignored and the job is neither completed nor failed.
+   * Whether the handler ended this attempt itself, with `moveTo`, `waitForChildren`, `delay`, `retryAt` or
+   * `rateLimited`, so its return value is ignored and the job is neither completed nor failed.
    */
   get ended(): boolean {
     return this.#moved || this.#waiting;
@@ -118,6 +129,23 @@ export class HandlerContext implements JobContext<Catalog> {
 
   get waitForChildren(): (children: readonly ChildJob[]) => Promise<never> {
     return (children) => this.#waitForChildren(children) as Promise<never>;
+  }
+
+  get delay(): (ms: number) => Promise<never> {
+    return (ms) => this.#delay(ms) as Promise<never>;
+  }
+
+  get retryAt(): (date: Date) => Promise<never> {
+    return (date) => {
+      if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
+        return Promise.reject(new WorkqError('VALIDATION', `ctx.retryAt takes a valid Date; got ${String(date)}.`));
+      }
+      return this.#snooze({ runAt: date }) as Promise<never>;
+    };
+  }
+
+  get rateLimited(): (ms: number) => Promise<never> {
+    return (ms) => this.#rateLimited(ms) as Promise<never>;
   }
 
   get signal(): AbortSignal {
@@ -150,6 +178,25 @@ export class HandlerContext implements JobContext<Catalog> {
     await this.#deps.call((api, signal) =>
       api.consumer.waitForChildren.mutate({ id, leaseToken, children }, { signal }),
     );
+    this.#waiting = true;
+    return WAITING;
+  }
+
+  async #delay(ms: unknown): Promise<object> {
+    return this.#snooze({ delayMs: checkMs(ms, 'ctx.delay') });
+  }
+
+  async #snooze(until: { delayMs: number } | { runAt: Date }): Promise<object> {
+    const { id, leaseToken, name } = this.#lease;
+    await this.#deps.call((api, signal) => api.consumer.snooze.mutate({ id, leaseToken, name, ...until }, { signal }));
+    this.#waiting = true;
+    return WAITING;
+  }
+
+  async #rateLimited(ms: unknown): Promise<object> {
+    const holdMs = checkMs(ms, 'ctx.rateLimited');
+    const { id, leaseToken } = this.#lease;
+    await this.#deps.call((api, signal) => api.consumer.rateLimited.mutate({ id, leaseToken, holdMs }, { signal }));
     this.#waiting = true;
     return WAITING;
   }

@@ -66,6 +66,23 @@ export interface JobContext<C extends Catalog, N extends JobName<C> = JobName<C>
    * attempt is not counted, nor is it a failure. Return what it resolves to: `return ctx.waitForChildren([…])`.
    */
   waitForChildren(children: readonly ChildJob<JobName<C>>[]): Promise<WaitingForChildren>;
+  /**
+   * Ends this attempt without counting it (BullMQ's `moveToDelayed`): the job goes back to `scheduled` and runs
+   * again `ms` milliseconds from now (above 0, at most a year), keeping its id, payload and flow links; the next
+   * run has the same `job.attempt` as this one, so a delayed attempt never counts toward `maxAttempts`. Return
+   * what it resolves to: `return ctx.delay(60_000)`. Rejects with `LEASE_LOST` when this worker no longer holds
+   * the job (nothing changed then).
+   */
+  delay(ms: number): Promise<Delayed>;
+  /** `delay` until `date` (a valid Date; one already past makes the job ready again at once). */
+  retryAt(date: Date): Promise<Delayed>;
+  /**
+   * Holds the whole job type for `ms` milliseconds (above 0, at most a day) across all workers and servers, as
+   * after an upstream's 429 (BullMQ's `worker.rateLimit` with `RateLimitError`): no job of the type starts until
+   * then; this job goes back to ready, its attempt not counted. Return what it resolves to:
+   * `return ctx.rateLimited(30_000)`. Rejects with `LEASE_LOST` when this worker no longer holds the job.
+   */
+  rateLimited(ms: number): Promise<RateLimited>;
 }
 
 declare const waiting: unique symbol;
@@ -75,10 +92,27 @@ export interface WaitingForChildren {
   readonly [waiting]: true;
 }
 
+declare const delayed: unique symbol;
+
+/** What `ctx.delay` and `ctx.retryAt` resolve to, for the handler to return: the job waits again, uncounted. */
+export interface Delayed {
+  readonly [delayed]: true;
+}
+
+declare const rateLimited: unique symbol;
+
+/** What `ctx.rateLimited` resolves to, for the handler to return: the type is held, the job ready again. */
+export interface RateLimited {
+  readonly [rateLimited]: true;
+}
+
+/** What a handler returns when it ended its attempt itself rather than with a result. */
+export type EndedAttempt = WaitingForChildren | Delayed | RateLimited;
+
 export type Handler<C extends Catalog, N extends JobName<C>> = (
   job: ConsumedJob<PayloadOutput<C, N>>,
   ctx: JobContext<C, N>,
-) => Promise<ResultInput<C, N> | WaitingForChildren> | ResultInput<C, N> | WaitingForChildren;
+) => Promise<ResultInput<C, N> | EndedAttempt> | ResultInput<C, N> | EndedAttempt;
 
 export interface ConsumeOptions {
   /** Jobs run at once. @defaultValue 1 */

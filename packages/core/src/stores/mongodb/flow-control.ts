@@ -38,12 +38,26 @@ function toSettings(doc: QueueSettingsDocument): QueueSettings {
     rateLimit: doc.rateLimit,
     groupConcurrency: doc.groupConcurrency,
     grouped: doc.grouped,
+    heldUntil: doc.heldUntil ?? null,
     updatedAt: doc.updatedAt,
   };
 }
 
+/** Whether the type is held at `now` (`ctx.rateLimited`): its claims lease nothing until `heldUntil`. */
+function heldAt(settings: QueueSettingsDocument, now: Date): settings is QueueSettingsDocument & { heldUntil: Date } {
+  return settings.heldUntil != null && settings.heldUntil.getTime() > now.getTime();
+}
+
 /** Only what `QueueSettings` shows: every server reads the settings every few seconds, and the claims' state is not for it. */
-const SETTINGS_PROJECTION = { paused: 1, concurrency: 1, rateLimit: 1, groupConcurrency: 1, grouped: 1, updatedAt: 1 };
+const SETTINGS_PROJECTION = {
+  paused: 1,
+  concurrency: 1,
+  rateLimit: 1,
+  groupConcurrency: 1,
+  grouped: 1,
+  heldUntil: 1,
+  updatedAt: 1,
+};
 
 /** See `FlowControlStore.listQueueSettings`. */
 export async function listQueueSettings(
@@ -59,7 +73,10 @@ export async function listQueueSettings(
   return docs.map((doc) => toSettings(doc as QueueSettingsDocument));
 }
 
-/** See `FlowControlStore.updateQueueSettings`: one upsert. */
+/**
+ * See `FlowControlStore.updateQueueSettings`: one upsert. A hold is kept in the database's time
+ * (`heldUntil`, shifted as the claims' `now` is), and only grows (`$max`).
+ */
 export async function updateQueueSettings(
   settings: Collection<QueueSettingsDocument>,
   name: string,
@@ -91,7 +108,8 @@ export async function updateQueueSettings(
       projection: SETTINGS_PROJECTION,
       signal,
     };
-    return settings.findOneAndUpdate({ _id: name }, { $set: set, $setOnInsert: defaults }, options);
+    const held = change.heldUntil === undefined ? {} : { $max: { heldUntil: change.heldUntil } };
+    return settings.findOneAndUpdate({ _id: name }, { $set: set, $setOnInsert: defaults, ...held }, options);
   });
   return toSettings(doc as QueueSettingsDocument);
 }
@@ -117,7 +135,7 @@ export async function claimJobsUnlessHeld(c: FlowCollections, request: ClaimRequ
     c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
   ) as Promise<QueueSettingsDocument | null>;
   const [settings] = await Promise.all([readSettings, promoteDueJobs(c.jobs, name, request.now, c.limitMs)]);
-  if (settings !== null && (holdsBack(settings) || settings.grouped)) return null;
+  if (settings !== null && (holdsBack(settings) || settings.grouped || heldAt(settings, request.now))) return null;
   return claimReadyJobs(c.jobs, { ...request, name }, c.limitMs);
 }
 
@@ -141,18 +159,19 @@ export async function claimLimitedJobs(c: FlowCollections, request: ClaimRequest
       ? null
       : holdsBack(settings)
         ? (refusedAsRead(settings, named.now) ?? (await inTurn(c.client, named.name, () => claimFenced(c, named))))
-        : await claimTurns(c, named, settings);
+        : (refusedAsRead(settings, named.now) ?? (await claimTurns(c, named, settings)));
   return claim ?? { jobs: await claimJobs(c.jobs, named, c.limitMs), paused: false, nextStartAt: null };
 }
 
 /**
- * The answer of a claim the settings as read already refuse: the type is paused, or its rate limit has no
- * room at `now`. A refusal leases nothing, so it needs no fence; later settings only count more starts at
+ * The answer of a claim the settings as read already refuse: the type is paused or held, or its rate limit has
+ * no room at `now`. A refusal leases nothing, so it needs no fence; later settings only count more starts at
  * `now` (see `RateBuckets`), so the fence would refuse it too. Left out of the fence, the claims polling a
  * full rate limit no longer hold it against the claims that can start jobs.
  */
 function refusedAsRead(settings: QueueSettingsDocument, now: Date): LimitedClaim | null {
   if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
+  if (heldAt(settings, now)) return { jobs: [], paused: false, nextStartAt: settings.heldUntil };
   const rate = RateBuckets.stored(settings.rateLimit, settings).window(now.getTime());
   return rate.allowed > 0 ? null : { jobs: [], paused: false, nextStartAt: rate.nextStartAt };
 }

@@ -15,6 +15,8 @@ export interface QueueSettingsDocument {
   /** The log of starts the rate limit kept before `rateBuckets`, read once into them and then removed. */
   recentStarts?: number[];
   lastTurn: number;
+  /** When the type's hold (`ctx.rateLimited`) ends; absent before the first hold. */
+  heldUntil?: Date | null;
   updatedAt: Date;
   /** Bumped by every limited claim of the type as its transaction's first write (see flow-control.ts); absent before one. */
   fence?: number;

@@ -200,9 +200,12 @@ export class MongoStore implements Store {
   }
 
   updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
-    return this.run('updateQueueSettings', () =>
-      updateQueueSettings(this.flow.settings, name, change, now, this.parts.callLimitMs),
-    );
+    return this.run('updateQueueSettings', async () => {
+      // A hold is compared with the claims' `now`, which is the database's time (`leaseRequest`).
+      const held =
+        change.heldUntil === undefined ? change : { ...change, heldUntil: await this.clock.at(change.heldUntil) };
+      return updateQueueSettings(this.flow.settings, name, held, now, this.parts.callLimitMs);
+    });
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {
@@ -296,6 +299,30 @@ export class MongoStore implements Store {
       const child = await endHeldChild(this.flowTarget, filter, ended, died, at);
       this.announceReady(child.ready);
       return child.held;
+    });
+  }
+
+  snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean> {
+    return this.run('snooze', async () => {
+      const toDatabase = await this.clock.shift();
+      const at = toDatabase(now);
+      const runsAt = toDatabase(runAt);
+      const filter = heldBy(lease, at);
+      if (!filter) return false;
+      const waiting = {
+        ...ENDED_LEASE,
+        state: notStartedState(runsAt, at),
+        runAt: runsAt,
+        orderKey: orderKeyExpression(runsAt),
+        attempts: { $subtract: ['$attempts', 1] },
+        workerId: null,
+        updatedAt: at,
+      };
+      const { matchedCount } = await this.call((signal) => {
+        const options: Abortable<UpdateOptions> = { signal };
+        return this.jobs.updateOne(filter, [{ $set: waiting }], options);
+      });
+      return matchedCount === 1;
     });
   }
 

@@ -1,18 +1,19 @@
 /**
  * The MySQL/MariaDB store's current schema, built in one step on an empty database. Version 18 is what the
  * pre-release migration chain (steps 1 to 17) left, as `test/fixtures/mysql-schema.json` records, with the
- * group listing index and its `group_state` column (version 17), flows' columns and `children` index, and
- * `idempotency_until_finished` (version 19: a key the next insert under it takes from a finished holder); a
- * later schema change is a migration for released databases (migrations.ts) and a change here alike.
+ * group listing index and its `group_state` column (version 17), flows' columns and `children` index,
+ * `idempotency_until_finished` (version 19: a key the next insert under it takes from a finished holder), and
+ * the type's hold, `queue_settings.held_until` (version 20); a later schema change is a migration for released
+ * databases (migrations.ts) and a change here alike.
  */
 import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */
-export const BASELINE_VERSION = 19;
+export const BASELINE_VERSION = 20;
 
 /** The oldest server that may run on the current schema (see `Migration.minServerVersion`): the first that checks. */
-const BASELINE_MIN_SERVER_VERSION = 19;
+const BASELINE_MIN_SERVER_VERSION = 20;
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
@@ -184,7 +185,8 @@ function tableStatements(t: Tables): string[] {
       PRIMARY KEY (role)
     ) ${TABLE_OPTIONS}`,
     // A type's settings row is what its limited claims lock, one at a time; `group_cursor` is the last group
-    // the type's latest grouped claim leased from (see flow-control.ts and group-claim.ts).
+    // the type's latest grouped claim leased from (see flow-control.ts and group-claim.ts); `held_until` is
+    // when the type's hold (`ctx.rateLimited`) ends.
     `CREATE TABLE IF NOT EXISTS ${t.queueSettings} (
       name VARCHAR(100) NOT NULL,
       paused TINYINT(1) NOT NULL DEFAULT 0,
@@ -197,6 +199,7 @@ function tableStatements(t: Tables): string[] {
       last_turn BIGINT NOT NULL DEFAULT 0,
       updated_at DATETIME(3) NOT NULL,
       group_cursor VARCHAR(255) NULL,
+      held_until DATETIME(3) NULL,
       PRIMARY KEY (name)
     ) ${TABLE_OPTIONS}`,
     `CREATE TABLE IF NOT EXISTS ${t.schedules} (

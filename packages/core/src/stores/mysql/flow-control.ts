@@ -11,7 +11,7 @@ import type { Tables } from './tables.ts';
 
 /** The settings row's columns a claim or a listing reads. */
 export const SETTINGS_SELECT =
-  'name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at';
+  'name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, held_until, updated_at';
 
 /** A settings row as the limited claim reckons with it (limited-claim.ts). */
 export function toFlowState(row: RowDataPacket): FlowState {
@@ -22,6 +22,7 @@ export function toFlowState(row: RowDataPacket): FlowState {
     rateLimit: row.rate_max === null ? null : { max: Number(row.rate_max), perMs: Number(row.rate_per_ms) },
     groupConcurrency: row.group_concurrency === null ? null : Number(row.group_concurrency),
     grouped: Number(row.grouped) === 1,
+    heldUntil: row.held_until === null ? null : readDate(row.held_until),
     updatedAt: readDate(row.updated_at),
     recentStarts: (JSON.parse(String(row.recent_starts)) as number[]).map(Number),
     lastTurn: Number(row.last_turn),
@@ -57,6 +58,10 @@ export async function updateQueueSettings(
   if (change.rateLimit !== undefined) sets.push('rate_max = VALUES(rate_max), rate_per_ms = VALUES(rate_per_ms)');
   if (change.groupConcurrency !== undefined) sets.push('group_concurrency = VALUES(group_concurrency)');
   if (change.grouped) sets.push('grouped = 1');
+  // A hold only grows: a later one stored stays.
+  if (change.heldUntil !== undefined) {
+    sets.push('held_until = IF(held_until > VALUES(held_until), held_until, VALUES(held_until))');
+  }
   values.push(
     name,
     change.paused ? 1 : 0,
@@ -66,12 +71,14 @@ export async function updateQueueSettings(
     change.groupConcurrency ?? null,
     change.grouped ? 1 : 0,
     sqlDate(now),
+    change.heldUntil === undefined ? null : sqlDate(change.heldUntil),
   );
   await execute(
     c,
     `INSERT INTO ${t.queueSettings}
-       (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, '[]', 0, ?)
+       (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at,
+        held_until)
+     VALUES (?, ?, ?, ?, ?, ?, ?, '[]', 0, ?, ?)
      ON DUPLICATE KEY UPDATE ${sets.join(', ')}`,
     values,
   );

@@ -63,6 +63,7 @@ import { hasExpiredLease, requeueExpiredLeases } from './sql/requeue-expired-lea
 import { rerunCompletedJob } from './sql/rerun-completed-job.ts';
 import { restoreCancelledJob } from './sql/restore-cancelled-job.ts';
 import { retryDeadJobs } from './sql/retry-dead-jobs.ts';
+import { snoozeJob } from './sql/snooze-job.ts';
 import { updateHeldJob } from './sql/update-held-job.ts';
 import { waitForChildren } from './sql/wait-for-children.ts';
 import type { Tables } from './tables.ts';
@@ -179,6 +180,10 @@ export class MysqlStore implements Store {
     );
     this.announceReady(ready);
     return held;
+  }
+
+  async snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean> {
+    return this.retry('snoozeJob', () => snoozeJob(this.pool, this.t, lease, runAt, now));
   }
 
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {

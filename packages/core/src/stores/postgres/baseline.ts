@@ -135,7 +135,8 @@ const REGISTRIES = [
  * A type's flow-control settings: the row a limited claim of the type locks, so that counting its active jobs
  * and leasing more is one atomic step among them. `recent_starts` keeps the epoch-ms start times of the type's
  * latest starts (at most `rate_max`), so a window is checked exactly; `last_turn` numbers starts;
- * `group_cursor` is the group the type's latest claim took from last, where the next one's walk starts.
+ * `group_cursor` is the group the type's latest claim took from last, where the next one's walk starts;
+ * `held_until` is when the type's hold (`ctx.rateLimited`) ends: no claim leases a job of the type before it.
  */
 const QUEUE_SETTINGS = `
 CREATE TABLE queue_settings (
@@ -149,20 +150,22 @@ CREATE TABLE queue_settings (
   recent_starts bigint[] NOT NULL DEFAULT '{}',
   last_turn bigint NOT NULL DEFAULT 0,
   updated_at timestamptz NOT NULL,
-  group_cursor text COLLATE "C"
+  group_cursor text COLLATE "C",
+  held_until timestamptz
 )`;
 
 /**
  * The schema a fresh store creates: tables, indexes, then each live function from its file under sql/, in the
  * order they call each other. Its version follows the pre-release chain it replaced (1 to 24, whose end state
  * it equals but for `jobs_group_list_idx` and flows: test/fixtures/postgres-schema.json holds that state, the
- * drift test compares the two); version 25 added flows in place, version 26 `idempotency_until_finished`, and a
- * schema of an earlier one is refused (pre-release-schema.ts).
+ * drift test compares the two); version 25 added flows in place, version 26 `idempotency_until_finished`,
+ * version 27 the type's hold (`queue_settings.held_until`, honoured by the claims), and a schema of an earlier
+ * one is refused (pre-release-schema.ts).
  */
 export const BASELINE: Migration = {
-  version: 26,
+  version: 27,
   name: 'baseline: jobs and flows, registries, flow control and the claim functions',
-  minServerVersion: 26,
+  minServerVersion: 27,
   statements: [
     JOBS,
     ...JOB_INDEXES,

@@ -15,11 +15,12 @@ interface SettingsRow {
   grouped: boolean;
   recent_starts: (string | number)[];
   last_turn: string | number;
+  held_until: Date | null;
   updated_at: Date;
 }
 
 const SETTINGS_COLUMNS =
-  'q.name, q.paused, q.concurrency, q.rate_max, q.rate_per_ms, q.group_concurrency, q.grouped, q.recent_starts, q.last_turn, q.updated_at';
+  'q.name, q.paused, q.concurrency, q.rate_max, q.rate_per_ms, q.group_concurrency, q.grouped, q.recent_starts, q.last_turn, q.held_until, q.updated_at';
 
 function toFlowState(row: SettingsRow): FlowState {
   return {
@@ -29,6 +30,7 @@ function toFlowState(row: SettingsRow): FlowState {
     rateLimit: row.rate_max === null ? null : { max: row.rate_max, perMs: Number(row.rate_per_ms) },
     groupConcurrency: row.group_concurrency,
     grouped: row.grouped,
+    heldUntil: row.held_until,
     updatedAt: row.updated_at,
     recentStarts: row.recent_starts.map(Number),
     lastTurn: Number(row.last_turn),
@@ -49,12 +51,14 @@ export function buildFlowStatements(schema: string) {
     /**
      * $1 name, $2 paused or null (unchanged), $3 whether to set concurrency, $4 concurrency, $5 whether to set the
      * rate limit, $6 its max, $7 its window, $8 whether to set group concurrency, $9 group concurrency, $10 grouped
-     * (true) or null (unchanged), $11 now.
+     * (true) or null (unchanged), $11 now, $12 held until or null (unchanged; a later hold stored stays).
      */
     updateSettings: `INSERT INTO ${schema}.queue_settings AS q
-  (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at)
-VALUES ($1, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9::int, coalesce($10::boolean, false), $11::timestamptz)
+  (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at, held_until)
+VALUES ($1, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9::int, coalesce($10::boolean, false), $11::timestamptz,
+  $12::timestamptz)
 ON CONFLICT (name) DO UPDATE SET
+  held_until = greatest(q.held_until, $12::timestamptz),
   paused = coalesce($2::boolean, q.paused),
   concurrency = CASE WHEN $3::boolean THEN $4::int ELSE q.concurrency END,
   rate_max = CASE WHEN $5::boolean THEN $6::int ELSE q.rate_max END,
@@ -108,6 +112,7 @@ export async function updateQueueSettings(
     change.groupConcurrency ?? null,
     change.grouped ?? null,
     now,
+    change.heldUntil ?? null,
   ]);
   return toSettings(row as SettingsRow);
 }

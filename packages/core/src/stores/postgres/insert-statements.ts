@@ -98,7 +98,7 @@ FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
     SELECT 1 FROM ${jobs} AS d
     WHERE d.state = 'delayed' AND d.name = ${field('name')} AND d.run_at <= ${now}::timestamptz
       AND d.version BETWEEN ${minVersion}::int AND ${maxVersion}::int)
-  AND NOT ${claimsHeldBackSql(`${schema}.queue_settings`, field('name'))}
+  AND NOT ${claimsHeldBackSql(`${schema}.queue_settings`, field('name'), now)}
   OFFSET 0) AS h(handed)
 ${options.skipTakenKey ? 'ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING\n' : ''}RETURNING j.state`;
 }

@@ -257,6 +257,10 @@ export class PostgresStore implements Store {
     return rows.length === 1;
   }
 
+  async snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean> {
+    return this.changed(this.sql.snoozeJob, [lease.id, lease.leaseToken, runAt, now]);
+  }
+
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
     return this.changed(this.sql.extendLease, [lease.id, lease.leaseToken, leaseExpiresAt, now]);
   }

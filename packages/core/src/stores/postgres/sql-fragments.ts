@@ -18,11 +18,13 @@ export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 
 /**
  * Whether the job type `name` (an SQL expression) has settings in `settings` (the qualified `queue_settings`)
- * that hold its claims back: paused, a limit set, or grouped. One primary-key lookup. The insert that hands its
+ * that hold its claims back at `now` (an SQL expression): paused, a limit set, grouped, or held. One primary-key
+ * lookup. The insert that hands its
  * job over checks it in its own statement, as the plain claim checks it in `claim_jobs_unless_held`, so only the
  * limited claim (`claim_under_limits`) leases jobs of such a type, whatever a server's copy of the settings says.
  */
-export function claimsHeldBackSql(settings: string, name: string): string {
+export function claimsHeldBackSql(settings: string, name: string, now: string): string {
   return `EXISTS (SELECT 1 FROM ${settings} AS q WHERE q.name = ${name}
-    AND (q.paused OR q.grouped OR q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL OR q.group_concurrency IS NOT NULL))`;
+    AND (q.paused OR q.grouped OR q.concurrency IS NOT NULL OR q.rate_max IS NOT NULL OR q.group_concurrency IS NOT NULL
+      OR q.held_until > ${now}::timestamptz))`;
 }

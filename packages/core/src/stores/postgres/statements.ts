@@ -2,7 +2,7 @@ import { buildAdminStatements } from './admin-statements.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
 import { JOB_COLUMNS } from './records.ts';
 import { readiedSql } from './sql/settle-parents.ts';
-import { NOT_STARTED_SQL, orderKeySql } from './sql-fragments.ts';
+import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
 /**
  * The fencing condition: `$id` is held by the unexpired lease `$token` at `$now`. A job has a lease expiry
@@ -92,6 +92,17 @@ RETURNING j.id`,
      */
     failJob: `SELECT id, ${readiedSql} AS readied
 FROM ${quotedSchema}.fail_job($1, $2, $3::timestamptz, $4, $5::timestamptz) AS id`,
+
+    /**
+     * $1 id, $2 token, $3 run at, $4 now (`Store.snoozeJob`). Fenced: the held job waits again for $3 (`delayed`
+     * when that is after $4), its attempt uncounted and its lease ended; returns the id when the lease held.
+     */
+    snoozeJob: `UPDATE ${jobs} AS j
+SET state = ${notStartedSql('$3::timestamptz', '$4::timestamptz')}, run_at = $3::timestamptz,
+  order_key = ${orderKeySql('j.job_order', '$3::timestamptz')}, attempts = j.attempts - 1,
+  lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = $4::timestamptz
+WHERE ${fenced('$1', '$2', '$4')}
+RETURNING j.id`,
 
     /** $1 id, $2 token, $3 new expiry, $4 now. */
     extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz

@@ -106,6 +106,9 @@ export async function claimUnderSettings(
 ): Promise<LimitedClaim> {
   if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
   const nowMs = request.now.getTime();
+  if (settings.heldUntil !== null && settings.heldUntil.getTime() > nowMs) {
+    return { jobs: [], paused: false, nextStartAt: settings.heldUntil };
+  }
   const rate = steps.rate.window(nowMs);
   let room = Math.min(request.limit, rate.allowed);
   if (settings.concurrency !== null && room > 0)

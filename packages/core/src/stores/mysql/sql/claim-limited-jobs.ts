@@ -10,8 +10,8 @@
  * 4. The lease (lease-jobs.ts).
  * 5. Under a rate limit or with groups, one `UPDATE` of the settings row: the rate limit's log and the cursor.
  *
- * Takes the `ClaimRequest`. Returns the jobs leased, whether the type is paused, and when the rate limit next
- * lets a job start. Guarantees: pause, concurrency, rate and group limits hold at the moment of the claim, since
+ * Takes the `ClaimRequest`. Returns the jobs leased, whether the type is paused, and when the rate limit or the
+ * type's hold next lets a job start. Guarantees: pause, hold, concurrency, rate and group limits hold at the moment of the claim, since
  * the claim reads them from the row it locks; the rate window, room and log are reckoned as on the other stores
  * (limited-claim.ts).
  */
@@ -41,6 +41,9 @@ export async function claimLimitedJobs(c: PoolConnection, t: Tables, request: Cl
   const settings = toFlowState(row);
   if (settings.paused) return { jobs: [], paused: true, nextStartAt: null };
   const nowMs = now.getTime();
+  if (settings.heldUntil !== null && settings.heldUntil.getTime() > nowMs) {
+    return { jobs: [], paused: false, nextStartAt: settings.heldUntil };
+  }
   const rate = rateWindow(settings, nowMs);
   const room = Math.min(request.limit, rate.allowed);
   if (room <= 0) return { jobs: [], paused: false, nextStartAt: rate.nextStartAt };

@@ -32,7 +32,7 @@ export function claimedSelectOf(alias: string): string {
 
 /** What a claim's locking read reads besides the jobs, each a column of every row it returns. */
 export interface CandidateFlags {
-  /** `held`: 1 when the name's settings row holds its claims back (`heldBackSql`). Values: name. */
+  /** `held`: 1 when the name's settings row holds its claims back (`heldBackSql`). Values: name, now. */
   heldBack?: boolean;
   /** `type_active`: the name's `active` jobs (`countActiveSql`). Values: name. */
   countActive?: boolean;
@@ -55,12 +55,13 @@ export function claimCandidatesSql(t: Tables, options: CandidateFlags = {}): str
 }
 
 /**
- * A scalar subquery: 1 when the settings row of one name holds its claims back (paused, a limit set, or
- * grouped), else 0. One primary-key read, not a locking one, so it waits for no limited claim. Values: name.
+ * A scalar subquery: 1 when the settings row of one name holds its claims back (paused, a limit set, grouped,
+ * or held past now), else 0. One primary-key read, not a locking one, so it waits for no limited claim.
+ * Values: name, now.
  */
 export function heldBackSql(t: Tables): string {
   return `EXISTS (SELECT 1 FROM ${t.queueSettings} WHERE name = ? AND (paused = 1 OR grouped = 1
-    OR concurrency IS NOT NULL OR rate_max IS NOT NULL OR group_concurrency IS NOT NULL))`;
+    OR concurrency IS NOT NULL OR rate_max IS NOT NULL OR group_concurrency IS NOT NULL OR held_until > ?))`;
 }
 
 /** A scalar subquery: the number of `active` jobs of one name. Values: name. */
@@ -84,7 +85,7 @@ export async function lockReadyJobs(
 ): Promise<RowDataPacket[]> {
   const counting = concurrency !== null;
   const rows = await selectRows(c, claimCandidatesSql(t, { ...options, countActive: counting }), [
-    ...(options.heldBack ? [request.name] : []),
+    ...(options.heldBack ? [request.name, sqlDate(request.now)] : []),
     ...(counting ? [request.name] : []),
     ...(options.dueDelayed ? [request.name, sqlDate(request.now)] : []),
     request.name,

@@ -9,8 +9,8 @@ const NO_JOB =
  * lease_ms_override)`: a claim of a type under flow control (see `claimUnderSettings` in
  * ../shared/limited-claim.ts, whose algorithm this runs). Returns the leased jobs in claim order, one row each
  * with `claim_order` 1, 2, … and the columns a claim reads, and one row with `claim_order` NULL that says
- * whether the type is paused (`type_paused`) and when its rate limit lets the next job start (`next_start_ms`,
- * epoch ms, or NULL).
+ * whether the type is paused (`type_paused`) and when its rate limit or its hold (`held_until`, after `due_by`:
+ * nothing is leased) lets the next job start (`next_start_ms`, epoch ms, or NULL).
  *
  * Locks: the type's `queue_settings` row first (`FOR UPDATE`), so the limited claims of a type run one at a
  * time and count each other's leases exactly; then the jobs it leases, `FOR UPDATE SKIP LOCKED`. A type with
@@ -86,6 +86,10 @@ IF NOT FOUND THEN
 END IF;
 IF s.paused THEN
   RETURN QUERY SELECT NULL::integer, true, NULL::bigint, ${NO_JOB};
+  RETURN;
+END IF;
+IF s.held_until > due_by THEN
+  RETURN QUERY SELECT NULL::integer, false, (extract(epoch FROM s.held_until) * 1000)::bigint, ${NO_JOB};
   RETURN;
 END IF;
 IF s.rate_max IS NOT NULL THEN
