@@ -25,6 +25,7 @@ export type {
   JobDefinition,
   JobName,
   JobOrder,
+  JobRetention,
   PayloadInput,
   PayloadOutput,
   PreviousVersion,
@@ -63,6 +64,7 @@ export {
   LEASE_MS_LIMITS,
   LEASE_TOKEN_MAX_CHARS,
   MAX_BATCH_SIZE,
+  RETENTION_MS_LIMITS,
   TIMEOUT_MS_LIMITS,
 } from './jobs.ts';
 export { wireTransformer } from './wire-transformer.ts';

@@ -1,4 +1,4 @@
-import type { Backoff, JobOrder } from './contract/types.ts';
+import type { Backoff, JobOrder, JobRetention } from './contract/types.ts';
 
 /** The states a job ends in: it is never delivered again, and its history is pruned after the retention. */
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const;
@@ -93,6 +93,8 @@ export interface JobStatus<Result = unknown> {
   movedFrom?: string;
   /** The group the job was enqueued in (`EnqueueOptions.group`). */
   group?: string;
+  /** The job's own retention (`EnqueueOptions.retention`), when it has one: the ends it names. */
+  retention?: JobRetention;
   /** For a child in a flow: its parent's id. */
   parentId?: string;
   /** For a child in a flow: what its dead or cancelled end does to its parent. */
@@ -161,6 +163,12 @@ export const LEASE_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as co
  * to start; work that runs longer than a day belongs in smaller jobs.
  */
 export const TIMEOUT_MS_LIMITS = Object.freeze({ min: 100, max: 86_400_000 } as const);
+
+/**
+ * The bounds of a job's own retention (`retention.completedMs`, `retention.deadMs`), in milliseconds: 0 (pruned
+ * at the pruner's next run after the job ends) to 3,650 days.
+ */
+export const RETENTION_MS_LIMITS = Object.freeze({ min: 0, max: 3650 * 86_400_000 } as const);
 
 /**
  * The longest lease token a store hands out, and a server takes back: the
@@ -236,6 +244,12 @@ export interface EnqueueOptions {
    * @defaultValue none
    */
   traceContext?: TraceContext | undefined;
+  /**
+   * How long the job is kept once it completed or went dead, beside the server-wide `historyRetentionMs`
+   * (see `JobRetention`). Given here, it replaces the job type's `defaults.retention` as a whole.
+   * @defaultValue the job type's `defaults.retention`, else the server's `historyRetentionMs`
+   */
+  retention?: JobRetention | undefined;
 }
 
 /** A trace propagation carrier: header names (`traceparent`, `tracestate`) to their values. */

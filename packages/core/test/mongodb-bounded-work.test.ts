@@ -177,7 +177,7 @@ describe('mongodb store: bounded collections', () => {
       lastTurn: i + 1,
     }));
     await turns.insertMany([...served, { _id: 'turns.b/g', name: 'turns.b', group: 'g', lastTurn: 1 }]);
-    await store.pruneJobs(new Date(), 10);
+    await store.pruneJobs(new Date(), 10, new Date());
     expect(await turns.countDocuments({ name: 'turns.a' })).toBe(MAX_GROUP_TURNS);
     expect(await turns.findOne({ name: 'turns.a' }, { sort: { lastTurn: 1 } })).toMatchObject({ lastTurn: 6 });
     expect(await turns.countDocuments({ name: 'turns.b' })).toBe(1);

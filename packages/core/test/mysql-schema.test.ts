@@ -19,7 +19,8 @@ const { queue_groups: _unused, ...preRelease } = chain;
  * What the baseline adds to it, last in the jobs table: the index through which a job list filtered by group
  * reads, with the column that holds a grouped job's state (version 17); flows' parent link, policy and counts,
  * with the index through which a parent's children are read (version 18); whether a job's idempotency key frees
- * when it finishes (version 19); and, last in the settings table, when the type's hold ends (version 20).
+ * when it finishes (version 19); last in the settings table, when the type's hold ends (version 20); and a
+ * job's own retention, with when it is pruned by it, which leads the pruner's index `finished` (version 21).
  */
 const expected = {
   ...preRelease,
@@ -37,9 +38,13 @@ const expected = {
       'child_count int(11) NOT NULL DEFAULT 0',
       'pending_children int(11) NOT NULL DEFAULT 0',
       'idempotency_until_finished tinyint(1) NOT NULL DEFAULT 0',
+      'retain_completed_ms bigint(20) NULL DEFAULT NULL',
+      'retain_dead_ms bigint(20) NULL DEFAULT NULL',
+      "prune_at_ms bigint(20) NULL DEFAULT NULL AS (timestampdiff(MICROSECOND,'1970-01-01 00:00:00',`finished_at`) DIV 1000 + case `state` when 'completed' then `retain_completed_ms` when 'dead' then `retain_dead_ms` end) STORED GENERATED",
     ],
     indexes: {
       ...preRelease.jobs.indexes,
+      finished: 'prune_at_ms, finished_at',
       group_listing: 'job_group, group_state, id',
       children: 'parent_id, id',
     },

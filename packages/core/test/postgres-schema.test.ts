@@ -16,8 +16,9 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
  * made, captured before the chain was replaced by the baseline, less the two claim functions the baseline
  * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the index and the
  * function added since (`SINCE_PRE_RELEASE`), and the flows' columns, index, constraints and functions
- * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it), and the type's
- * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them). A fresh install
+ * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it), the type's
+ * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them), and a
+ * job's own retention (`SINCE_RETENTION`). A fresh install
  * must make exactly that. A schema of an earlier build (`fixtures/postgres-{pre-release,release}-<version>.sql`,
  * a dump of it with its `migrations` rows; today only the last pre-release one) has no migration to this
  * version: a store refuses it, leaving it as it was.
@@ -84,18 +85,80 @@ const SINCE_HOLDS = JSON.parse(readFileSync(new URL('postgres-schema-holds.json'
   PostgresCatalog,
   'tables' | 'functions'
 >;
+/**
+ * What a job's own retention added (schema version 28): its two columns and `prune_at`, computed from them (through `ms_after`),
+ * which the pruner reads through `jobs_prune_at_idx`; the server-wide prune's index leaves those jobs out.
+ */
+const column = (name: string, type: string, generated = '') => ({
+  collation: null,
+  default: generated === '' ? null : generated,
+  generated: generated === '' ? '' : 's',
+  identity: '',
+  name,
+  notNull: false,
+  type,
+});
+const SINCE_RETENTION = {
+  columns: [
+    column('retain_completed_ms', 'bigint'),
+    column('retain_dead_ms', 'bigint'),
+    column(
+      'prune_at',
+      'timestamp with time zone',
+      [
+        '',
+        'CASE state',
+        "    WHEN 'completed'::text THEN $SCHEMA.ms_after(finished_at, retain_completed_ms)",
+        "    WHEN 'dead'::text THEN $SCHEMA.ms_after(finished_at, retain_dead_ms)",
+        '    ELSE NULL::timestamp with time zone',
+        'END',
+      ].join('\n'),
+    ),
+  ],
+  indexes: {
+    'jobs.jobs_finished_at_idx':
+      'CREATE INDEX jobs_finished_at_idx ON $SCHEMA.jobs USING btree (finished_at) WHERE ((finished_at IS NOT NULL) AND (prune_at IS NULL))',
+    'jobs.jobs_prune_at_idx':
+      'CREATE INDEX jobs_prune_at_idx ON $SCHEMA.jobs USING btree (prune_at) WHERE (prune_at IS NOT NULL)',
+  },
+  functions: {
+    'ms_after(at timestamp with time zone, ms bigint)': [
+      'CREATE OR REPLACE FUNCTION $SCHEMA.ms_after(at timestamp with time zone, ms bigint)',
+      ' RETURNS timestamp with time zone',
+      ' LANGUAGE sql',
+      ' IMMUTABLE PARALLEL SAFE',
+      "RETURN (at + ((ms)::double precision * '00:00:00.001'::interval))",
+      '',
+    ].join('\n'),
+  },
+};
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
   ...PRE_RELEASE,
-  tables: byName({ ...PRE_RELEASE.tables, ...SINCE_FLOWS.tables, ...SINCE_UNTIL_FINISHED, ...SINCE_HOLDS.tables }),
-  indexes: byName({ ...PRE_RELEASE.indexes, ...SINCE_PRE_RELEASE.indexes, ...SINCE_FLOWS.indexes }),
+  tables: byName({
+    ...PRE_RELEASE.tables,
+    ...SINCE_FLOWS.tables,
+    ...SINCE_UNTIL_FINISHED,
+    ...SINCE_HOLDS.tables,
+    jobs: {
+      ...(SINCE_UNTIL_FINISHED.jobs as PostgresCatalog['tables'][string]),
+      columns: [...(SINCE_UNTIL_FINISHED.jobs?.columns ?? []), ...SINCE_RETENTION.columns],
+    },
+  }),
+  indexes: byName({
+    ...PRE_RELEASE.indexes,
+    ...SINCE_PRE_RELEASE.indexes,
+    ...SINCE_FLOWS.indexes,
+    ...SINCE_RETENTION.indexes,
+  }),
   constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints }),
   functions: byName({
     ...PRE_RELEASE.functions,
     ...SINCE_PRE_RELEASE.functions,
     ...SINCE_FLOWS.functions,
     ...SINCE_HOLDS.functions,
+    ...SINCE_RETENTION.functions,
   }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));

@@ -23,10 +23,14 @@ import {
 /**
  * A child's options: an enqueue's, but none that could make the enqueue return another job than a new child of
  * this flow (an idempotency key or a debounce), nor an id (the server makes each child's, ascending in the order
- * its parent reads them in), with its policy and its own children.
+ * its parent reads them in), nor a retention (the jobs of a flow are kept for the server-wide retention, so a
+ * parent finds its children's results), with its policy and its own children.
  */
 export interface ChildOptions<N extends string = string>
-  extends Omit<EnqueueOptions, 'debounce' | 'idempotencyKey' | 'idempotencyTtlMs' | 'idempotencyUntil' | 'id'> {
+  extends Omit<
+    EnqueueOptions,
+    'debounce' | 'idempotencyKey' | 'idempotencyTtlMs' | 'idempotencyUntil' | 'id' | 'retention'
+  > {
   /** What the child's end as `dead` does to its parent. @defaultValue 'fail-parent' */
   onFailure?: ChildFailurePolicy | undefined;
   /** The child's own children: it runs after they end, as its parent runs after it. @defaultValue none */
@@ -35,7 +39,7 @@ export interface ChildOptions<N extends string = string>
 
 /**
  * A child to enqueue with a parent, made by `sdk.child.<name>`: its payload checked against the catalog's
- * current version, its type's `defaults` under its options. It is what is sent, as it is.
+ * current version, its type's `defaults` (but `retention`) under its options. It is what is sent, as it is.
  */
 export interface ChildJob<N extends string = string> {
   readonly name: N;
@@ -92,7 +96,9 @@ function describeChild(definition: AnyJobDefinition, name: string, payload: unkn
       `Child "${name}" takes no id: each child's id is made for it, in the order its parent reads its children. Find a child through its parent (ctx.children, handle.status()).`,
     );
   }
-  const child: ChildJob = { name, version: definition.version, payload, options: { ...definition.defaults, ...own } };
+  // The type's default retention stays out: a flow's jobs are kept for the server-wide retention.
+  const { retention: _retention, ...defaults } = definition.defaults;
+  const child: ChildJob = { name, version: definition.version, payload, options: { ...defaults, ...own } };
   const made = checkChildren(children, `child "${name}"`);
   Object.assign(child, {
     ...(onFailure === undefined ? {} : { onFailure }),

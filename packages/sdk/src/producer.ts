@@ -224,6 +224,8 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         const { children: given, ...own } = options ?? {};
         const children = checkChildren(given, `"${name}"`);
         const resolved = withDefaults(deps.jobs, name, own);
+        // A flow's jobs are kept for the server-wide retention: the type's default one stays out of a parent's.
+        if (children !== undefined && own.retention === undefined) delete resolved.retention;
         // Under an id of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
         const madeUpId = takesMadeUpId(resolved) ? newJobId() : undefined;
         // A flow is stored with its children in one step, under a key: its parent takes a made-up key, not an id.

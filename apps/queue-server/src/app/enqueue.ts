@@ -94,6 +94,10 @@ export function toEnqueueInputs(
   const debounced = debounce && { key: debounce.key, delayMs: debounce.delayMs, mode: debounce.mode };
   Object.assign(shared, { idempotencyTtlMs, idempotencyUntil, debounce: debounced });
   if (options.group !== undefined) Object.assign(shared, { group: options.group });
+  const { retention } = options;
+  if (retention !== undefined) {
+    Object.assign(shared, { retention: { completedMs: retention.completedMs, deadMs: retention.deadMs } });
+  }
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }
 

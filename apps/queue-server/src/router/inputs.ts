@@ -53,6 +53,18 @@ const traceContext = z
     `has more than ${TRACE_CONTEXT_LIMITS.entries} entries`,
   );
 
+/**
+ * A job's own retention: how long it is kept after it completed or went dead, in milliseconds. Its bounds
+ * (`RETENTION_MS_LIMITS`) are the engine's to check, with a message that names them.
+ */
+const retention = z
+  .object({
+    completedMs: z.number().optional().describe('Kept this long after it completed; then the pruner deletes it.'),
+    deadMs: z.number().optional().describe('Kept this long after it went dead; then the pruner deletes it.'),
+  })
+  .strict()
+  .describe("The job's own retention, in place of the server's historyRetentionMs for the ends it names.");
+
 /** A caller-chosen job id: its form (a UUID) is the engine's to check, with a message that says what to send. */
 const chosenJobId = z.string().max(100);
 
@@ -84,6 +96,7 @@ export const enqueueOptions = z
     order: z.enum(['fifo', 'lifo']).optional(),
     traceContext: traceContext.optional(),
     group: storableText(1, 255).optional(),
+    retention: retention.optional(),
   })
   .optional();
 

@@ -13,6 +13,18 @@ export interface Backoff {
 /** Which of two ready jobs of equal priority runs first. */
 export type JobOrder = 'fifo' | 'lifo';
 
+/**
+ * How long a job is kept once it ends, in place of the server-wide `historyRetentionMs`: after it completed
+ * (`completedMs`) or went dead (`deadMs`), the pruner deletes it once that long has passed. An end it does not
+ * name (and a cancelled job) follows the server-wide setting. Each 0 to 3,650 days (`RETENTION_MS_LIMITS`).
+ */
+export interface JobRetention {
+  /** How long the job is kept after it completed. @defaultValue the server's `historyRetentionMs` */
+  completedMs?: number | undefined;
+  /** How long the job is kept after it went dead. @defaultValue the server's `historyRetentionMs` */
+  deadMs?: number | undefined;
+}
+
 /** Per-job-type defaults; every field is optional and falls back to the engine's defaults. */
 export interface JobDefaults {
   /** Higher runs first. @defaultValue 0 */
@@ -25,6 +37,11 @@ export interface JobDefaults {
   leaseMs?: number | undefined;
   /** @defaultValue 'fifo' */
   order?: JobOrder | undefined;
+  /**
+   * How long the type's jobs are kept once they completed or went dead (see `JobRetention`); an enqueue's own
+   * `retention` replaces it. @defaultValue the server's `historyRetentionMs`
+   */
+  retention?: JobRetention | undefined;
 }
 
 /** An older payload version, with its upgrade to the next version. */

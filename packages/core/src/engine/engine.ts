@@ -446,11 +446,12 @@ export class Engine {
     if ((job.childCount ?? 0) > 0) return this.flows.replay(job);
     const now = this.clock.now();
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
+    const retention = { completedMs: job.retainCompletedMs ?? undefined, deadMs: job.retainDeadMs ?? undefined };
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
     // The replay keeps the trace context of the job it replays: its processing links to the original producer.
     const traceContext = job.traceContext ?? undefined;
     const group = job.group || undefined;
-    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext, group };
+    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext, group, retention };
     const replay = this.newJob({ ...input, options }, now, id);
     await this.flow.placeInGroups([replay]);
     const [outcome] = await insertDistinct(this.store, [replay]);
@@ -460,10 +461,13 @@ export class Engine {
     return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
   }
 
-  /** Deletes up to `limit` finished jobs older than the history retention. Resolves to how many. */
+  /**
+   * Deletes up to `limit` finished jobs past their retention: their own (`EnqueueOptions.retention`) for the
+   * end they came to, else the history retention. Resolves to how many.
+   */
   async prune(limit = 10_000): Promise<number> {
     const now = this.clock.now();
-    return this.store.pruneJobs(new Date(now.getTime() - this.historyRetentionMs), limit);
+    return this.store.pruneJobs(new Date(now.getTime() - this.historyRetentionMs), limit, now);
   }
 
   /** Deletes the worker-registry rows not seen for `WORKER_REGISTRY_BOUNDS.retentionMs`. Resolves to how many. */

@@ -78,6 +78,7 @@ export class Flows {
       throw new WorkqError('VALIDATION', 'A parent with children takes no debounce; use an idempotencyKey instead.');
     }
     const descendants = flatten(root, input.children, (child) => buildNewJob(child, now, null, settingsOf));
+    refuseRetention([root, ...descendants]);
     return this.insert([root, ...descendants], now);
   }
 
@@ -94,6 +95,7 @@ export class Flows {
     const now = this.clock.now();
     const settingsOf = batchSettings(this.defaults, now);
     const jobs = flatten({ id: lease.id }, children, (child) => buildNewJob(child, now, null, settingsOf));
+    refuseRetention(jobs);
     await this.flow.placeInGroups(jobs);
     if (!(await this.store.waitForChildren(lease, jobs, now))) {
       throw new WorkqError(
@@ -317,4 +319,17 @@ function checkChild(child: ChildInput): ChildInput {
     );
   }
   return child;
+}
+
+/**
+ * `VALIDATION` for a flow's job with a retention of its own: the jobs of a flow are kept, and pruned, by the
+ * server-wide retention, as a parent's results depend on its children being there.
+ */
+function refuseRetention(jobs: readonly NewJob[]): void {
+  if (jobs.some((job) => job.retainCompletedMs != null || job.retainDeadMs != null)) {
+    throw new WorkqError(
+      'VALIDATION',
+      "The jobs of a flow (a parent and its children) take no retention of their own: they are kept for the server-wide historyRetentionMs. Leave retention out of their options and their types' defaults.",
+    );
+  }
 }

@@ -50,7 +50,7 @@ export interface JobStore {
    * and has not started (waiting, no attempts), it is changed as the job's
    * `debounceMode` says and returned with `created: false`: `replace` (the
    * default) gives it this one's payload, version, priority, attempts limit,
-   * backoff, lease length and run time (it keeps its id, creation time, order
+   * backoff, lease length, retention and run time (it keeps its id, creation time, order
    * and attempts); `preserveRunAt` all of those but the run time; `keepFirst`
    * nothing; when no job holds the key, this one is inserted with
    * it (`created: true`); when the holder has started (even if it waits for a

@@ -60,7 +60,7 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
   let last: { options: EnqueueOptions | undefined; settings: JobSettings } | undefined;
   return (options) => {
     if (!last || last.options !== options) {
-      const { priority, maxAttempts, backoff, leaseMs, order } = resolveJobOptions(options, defaults);
+      const { priority, maxAttempts, backoff, leaseMs, order, retention } = resolveJobOptions(options, defaults);
       const { idempotencyExpiresAt, idempotencyUntilFinished, debounce } = resolveDeduplication(options, now);
       const runAt = debounce?.runAt ?? resolveRunAt(options, now);
       const debounceKey = debounce?.key ?? null;
@@ -73,6 +73,7 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
           backoff,
           leaseMs,
           order,
+          retention,
           runAt,
           idempotencyExpiresAt,
           idempotencyUntilFinished,
@@ -134,6 +135,8 @@ export function buildNewJob(
     movedFrom,
     traceContext: checkTraceContext(input.options?.traceContext),
     group: checkGroup(input.options?.group),
+    retainCompletedMs: settings.retention?.completedMs ?? null,
+    retainDeadMs: settings.retention?.deadMs ?? null,
   };
   // Only on the jobs that have them, so the usual job is sent and stored as it was.
   if (settings.idempotencyUntilFinished) job.idempotencyUntilFinished = true;

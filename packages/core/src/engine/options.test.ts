@@ -12,6 +12,7 @@ describe('resolveJobOptions', () => {
       backoff: { type: 'exponential', delayMs: 1_000 },
       leaseMs: 30_000,
       order: 'fifo',
+      retention: null,
     });
     expect(ENGINE_JOB_DEFAULTS).toEqual(resolveJobOptions({}, {}));
   });
@@ -24,6 +25,7 @@ describe('resolveJobOptions', () => {
       backoff: { type: 'exponential', delayMs: 1_000 },
       leaseMs: 30_000,
       order: 'lifo',
+      retention: null,
     });
     const explicit = {
       priority: -2,
@@ -32,8 +34,21 @@ describe('resolveJobOptions', () => {
       leaseMs: 500,
       order: 'fifo' as const,
     };
-    expect(resolveJobOptions(explicit, defaults)).toEqual(explicit);
+    expect(resolveJobOptions(explicit, defaults)).toEqual({ ...explicit, retention: null });
     expect(resolveJobOptions({ priority: 0 }, { priority: 5 }).priority).toBe(0);
+  });
+
+  it('takes a retention whole, the explicit one over the default, and none when it names no end', () => {
+    const defaults = { retention: { completedMs: 60_000, deadMs: null } };
+    expect(resolveJobOptions(undefined, defaults).retention).toEqual({ completedMs: 60_000, deadMs: null });
+    expect(resolveJobOptions({ retention: { deadMs: 0 } }, defaults).retention).toEqual({
+      completedMs: null,
+      deadMs: 0,
+    });
+    expect(resolveJobOptions({ retention: {} }, undefined).retention).toBeNull();
+    expect(validationMessage(() => resolveJobOptions({ retention: { deadMs: -1 } }, undefined))).toContain(
+      'retention.deadMs',
+    );
   });
 
   it('never shares or mutates the caller’s objects', () => {

@@ -1,9 +1,10 @@
-import type { Backoff, JobOrder } from '../contract/types.ts';
+import type { Backoff, JobOrder, JobRetention } from '../contract/types.ts';
 import {
   DEBOUNCE_MODES,
   type DebounceMode,
   type EnqueueOptions,
   IDEMPOTENCY_UNTIL,
+  RETENTION_MS_LIMITS,
   type TraceContext,
 } from '../jobs.ts';
 
@@ -18,6 +19,14 @@ export interface ResolvedJobOptions {
   backoff: Backoff;
   leaseMs: number;
   order: JobOrder;
+  /** The job's own retention (`EnqueueOptions.retention`); `null`: the server-wide one for every end. */
+  retention: ResolvedRetention | null;
+}
+
+/** A job's own retention, checked: each end's time, `null` for an end that follows the server-wide setting. */
+export interface ResolvedRetention {
+  completedMs: number | null;
+  deadMs: number | null;
 }
 
 export const ENGINE_JOB_DEFAULTS: ResolvedJobOptions = Object.freeze({
@@ -26,6 +35,7 @@ export const ENGINE_JOB_DEFAULTS: ResolvedJobOptions = Object.freeze({
   backoff: Object.freeze({ type: 'exponential', delayMs: 1000 }) as Backoff,
   leaseMs: 30_000,
   order: 'fifo',
+  retention: null,
 });
 
 const DAY_MS = 86_400_000;
@@ -74,7 +84,36 @@ export function resolveJobOptions(
     backoff: checkBackoff(options?.backoff ?? defaults?.backoff ?? ENGINE_JOB_DEFAULTS.backoff),
     leaseMs: checkLeaseMs(options?.leaseMs ?? defaults?.leaseMs ?? ENGINE_JOB_DEFAULTS.leaseMs),
     order,
+    retention: checkRetention(options?.retention ?? defaults?.retention),
   };
+}
+
+/**
+ * Checks the option `retention`: an object whose `completedMs` and `deadMs`, each optional, are integers within
+ * `RETENTION_MS_LIMITS`. `null` when neither is given: the job follows the server-wide retention.
+ */
+export function checkRetention(
+  retention: JobRetention | ResolvedRetention | null | undefined,
+): ResolvedRetention | null {
+  if (retention === undefined || retention === null) return null;
+  if (typeof retention !== 'object' || Array.isArray(retention)) {
+    throw new WorkqError(
+      'VALIDATION',
+      'retention must be an object { completedMs?: number; deadMs?: number }: how long the job is kept after it completed or went dead.',
+    );
+  }
+  const within = (value: number | null | undefined, what: string) =>
+    value === undefined || value === null
+      ? null
+      : checkInteger(
+          value,
+          `retention.${what} (milliseconds, at most 3,650 days)`,
+          RETENTION_MS_LIMITS.min,
+          RETENTION_MS_LIMITS.max,
+        );
+  const completedMs = within(retention.completedMs, 'completedMs');
+  const deadMs = within(retention.deadMs, 'deadMs');
+  return completedMs === null && deadMs === null ? null : { completedMs, deadMs };
 }
 
 /**

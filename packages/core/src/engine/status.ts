@@ -42,6 +42,11 @@ export function toJobStatus(job: JobRecord, now: Date, include: { errors?: boole
   if (job.replayOf) status.replayOf = job.replayOf;
   if (job.movedFrom) status.movedFrom = job.movedFrom;
   if (job.group) status.group = job.group;
+  if (job.retainCompletedMs != null || job.retainDeadMs != null) {
+    status.retention = {};
+    if (job.retainCompletedMs != null) status.retention.completedMs = job.retainCompletedMs;
+    if (job.retainDeadMs != null) status.retention.deadMs = job.retainDeadMs;
+  }
   if (job.parentId) status.parentId = job.parentId;
   if (job.parentId && job.onFailure) status.onFailure = job.onFailure;
   if (job.childCount) status.childCount = job.childCount;

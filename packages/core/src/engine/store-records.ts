@@ -74,6 +74,10 @@ export interface JobRecord {
   traceContext: TraceContext | null;
   /** The job's group (`EnqueueOptions.group`); `null`: none. */
   group: string | null;
+  /** How long the job is kept after it completed (`EnqueueOptions.retention`). Absent or `null`: the server-wide retention. */
+  retainCompletedMs?: number | null;
+  /** How long the job is kept after it went dead (`EnqueueOptions.retention`). Absent or `null`: the server-wide retention. */
+  retainDeadMs?: number | null;
   /** For a child in a flow: its parent's id. Absent or `null`: not a child. */
   parentId?: string | null;
   /** For a child in a flow: what its dead or cancelled end does to its parent. Absent or `null`: not a child. */
@@ -145,6 +149,13 @@ export interface NewJob {
    * In a type whose jobs have groups, the engine gives a job without one the group `''`.
    */
   group?: string | null;
+  /**
+   * How long the job is kept after it completed, in place of the server-wide retention (see
+   * `UpkeepStore.pruneJobs`). Absent or `null`: the server-wide retention.
+   */
+  retainCompletedMs?: number | null;
+  /** How long the job is kept after it went dead, as `retainCompletedMs`. Absent or `null`: the server-wide retention. */
+  retainDeadMs?: number | null;
   /**
    * For a child in a flow (`FlowStore.insertFlow`, `FlowStore.waitForChildren`): its parent's id. Absent or
    * `null` on every other job.

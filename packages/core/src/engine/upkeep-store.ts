@@ -18,6 +18,11 @@ export interface UpkeepStore {
    */
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>): Promise<SweptLease[]>;
 
-  /** Deletes up to `limit` finished jobs with `finishedAt < finishedBefore`. Resolves to how many. */
-  pruneJobs(finishedBefore: Date, limit: number): Promise<number>;
+  /**
+   * Deletes up to `limit` finished jobs past their retention, the oldest of each kind first: a job that
+   * completed with a `retainCompletedMs`, or went dead with a `retainDeadMs`, once `finishedAt` + that is at or
+   * before `now`; any other finished job (cancelled ones included) when `finishedAt < finishedBefore`. Both
+   * kinds are found through an index, so jobs kept longer cost no reads. Resolves to how many it deleted.
+   */
+  pruneJobs(finishedBefore: Date, limit: number, now: Date): Promise<number>;
 }

@@ -22,6 +22,7 @@ import { registerLeadershipTests } from './leadership.ts';
 import { registerLifecycleTests } from './lifecycle.ts';
 import { registerOrderingTests } from './ordering.ts';
 import { registerRegistryTests } from './registries.ts';
+import { registerRetentionTests } from './retention.ts';
 import { registerRetryTests } from './retries.ts';
 import { registerScaleTests } from './scale.ts';
 import { registerScheduleTests } from './schedules.ts';
@@ -74,6 +75,7 @@ export function describeStore(
     describe('9. versions', () => registerVersionTests(state));
     describe('job lifecycle', () => registerLifecycleTests(state));
     describe('job management: retry in place, restore, remove by key', () => registerJobManagementTests(state));
+    describe('retention per job and per type', () => registerRetentionTests(state));
     describe('registries', () => registerRegistryTests(state));
     describe('worker registry bounds', () => registerWorkerBoundTests(state));
     describe('schedules', () => registerScheduleTests(state));

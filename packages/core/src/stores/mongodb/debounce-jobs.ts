@@ -43,6 +43,9 @@ function debounceChanges(job: NewJob): Record<string, unknown> {
     maxAttempts: literal(job.maxAttempts),
     backoff: literal(cleanBackoff(job.backoff)),
     leaseMs: literal(job.leaseMs),
+    // The holder takes the new job's retention too: none (`null`) when it has none.
+    retainCompletedMs: literal(job.retainCompletedMs ?? null),
+    retainDeadMs: literal(job.retainDeadMs ?? null),
     updatedAt: literal(job.createdAt),
   };
   if (mode === 'preserveRunAt') return changes;

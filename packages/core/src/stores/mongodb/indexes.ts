@@ -86,6 +86,12 @@ export const LEASE_INDEX = 'lease_expiry';
 /** The name of the index of `queue_groups` by job type and turn, newest first, which bounds that collection. */
 export const GROUP_TURNS_INDEX = 'turns_by_name';
 
+/**
+ * The name of the index of the jobs with a retention of their own, by `finishedAt`. The TTL index expires them
+ * too, at the server-wide retention: on MongoDB a job's own retention can shorten its history, not lengthen it.
+ */
+export const OWN_RETENTION_INDEX = 'own_retention';
+
 /** The name of the TTL index that expires finished jobs. */
 export const HISTORY_TTL_INDEX = 'history_ttl';
 
@@ -137,6 +143,12 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
     { name: LEASE_INDEX, key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
     // Only finished jobs carry a `finishedAt` date, so only they expire.
     { name: HISTORY_TTL_INDEX, key: { finishedAt: 1 }, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
+    // Only jobs with a retention of their own are in it: the pruner's look-up of those past it.
+    {
+      name: OWN_RETENTION_INDEX,
+      key: { finishedAt: 1 },
+      partialFilterExpression: { retainCompletedMs: { $exists: true } },
+    },
     { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },
     { name: 'list_by_state', key: { state: 1, _id: 1 } },
     {

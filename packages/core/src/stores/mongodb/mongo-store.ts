@@ -507,28 +507,33 @@ export class MongoStore implements Store {
     });
   }
 
-  pruneJobs(finishedBefore: Date, limit: number) {
+  pruneJobs(finishedBefore: Date, limit: number, now: Date) {
     return this.run('prune', async () => {
       const max = Math.floor(limit);
       if (!(max > 0)) return 0;
       // Group turns are bounded here too: pruning is the store's maintenance (see `pruneGroupTurns`).
       await pruneGroupTurns(this.flow.groups, this.parts.callLimitMs);
-      const old = { state: { $in: [...FINISHED_STATES] }, finishedAt: { $lt: finishedBefore } };
-      const found = await this.call((signal) =>
-        this.jobs.find(old, { limit: max, projection: { _id: 1, name: 1 }, signal }).toArray(),
-      );
-      if (found.length === 0) return 0;
-      let deleted = 0;
-      // One delete per job type, each targeted (see `idsByName`).
-      for (const [name, ids] of idsByName(found)) {
-        const { deletedCount } = await this.call((signal) => {
-          const options: Abortable<DeleteOptions> = { signal };
-          return this.jobs.deleteMany({ ...old, name, _id: { $in: ids } }, options);
-        });
-        deleted += deletedCount;
-      }
-      return deleted;
+      const at = await this.clock.at(now);
+      const own = await this.pruneWhere(pastOwnRetention(at), max);
+      return own >= max ? own : own + (await this.pruneWhere(pastSharedRetention(finishedBefore), max - own));
     });
+  }
+
+  /** Deletes up to `max` jobs that `filter` matches: found first, then one delete per job type (`idsByName`). */
+  private async pruneWhere(filter: Filter<JobDocument>, max: number): Promise<number> {
+    const found = await this.call((signal) =>
+      this.jobs.find(filter, { limit: max, projection: { _id: 1, name: 1 }, signal }).toArray(),
+    );
+    if (found.length === 0) return 0;
+    let deleted = 0;
+    for (const [name, ids] of idsByName(found)) {
+      const { deletedCount } = await this.call((signal) => {
+        const options: Abortable<DeleteOptions> = { signal };
+        return this.jobs.deleteMany({ ...filter, name, _id: { $in: ids } }, options);
+      });
+      deleted += deletedCount;
+    }
+    return deleted;
   }
 
   registerSchema(entry: SchemaEntry) {
@@ -662,4 +667,35 @@ export class MongoStore implements Store {
       throw toWorkqError(error, this.parts.hosts, operation);
     }
   }
+}
+
+/** The ends a job may have a retention of its own for, each with its field. */
+const OWN_RETENTION_ENDS = [
+  { state: 'completed', field: 'retainCompletedMs' },
+  { state: 'dead', field: 'retainDeadMs' },
+] as const;
+
+/**
+ * The jobs past their own retention at `now`: ended completed or dead with a retention for that end, and
+ * finished at least that long ago. Read through `own_retention` (the query repeats its condition).
+ */
+function pastOwnRetention(now: Date): Filter<JobDocument> {
+  return {
+    retainCompletedMs: { $exists: true },
+    finishedAt: { $lte: now },
+    $or: OWN_RETENTION_ENDS.map(({ state, field }) => ({
+      state,
+      [field]: { $type: 'number' },
+      $expr: { $lte: [{ $add: ['$finishedAt', `$${field}`] }, now] },
+    })),
+  } as Filter<JobDocument>;
+}
+
+/** The finished jobs kept for the server-wide retention that finished before `finishedBefore`. */
+function pastSharedRetention(finishedBefore: Date): Filter<JobDocument> {
+  return {
+    state: { $in: [...FINISHED_STATES] },
+    finishedAt: { $lt: finishedBefore },
+    $nor: OWN_RETENTION_ENDS.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
+  } as Filter<JobDocument>;
 }

@@ -45,6 +45,12 @@ export interface JobDocument extends KeptAsRecorded {
   /** For a parent: its children, and those not ended (above 0 while it is `waiting-children`). Absent: 0. */
   childCount?: number;
   pendingChildren?: number;
+  /**
+   * A job's own retention (`NewJob.retainCompletedMs`, `retainDeadMs`): both present (one may be `null`) on a job
+   * that has one, in the `own_retention` index; absent on every other job.
+   */
+  retainCompletedMs?: number | null;
+  retainDeadMs?: number | null;
 }
 
 /** The fields a job document keeps under the name and type its `JobRecord` has. */
@@ -219,7 +225,7 @@ export function toJobRecord(doc: JobDocument): JobRecord {
 
 /** The fields every job has, of a stored document. */
 function fieldsOf(doc: JobDocument): JobRecord {
-  return {
+  const record: JobRecord = {
     id: doc._id,
     name: doc.name,
     version: doc.version,
@@ -251,6 +257,11 @@ function fieldsOf(doc: JobDocument): JobRecord {
     traceContext: fromJson(doc.traceContext) as TraceContext | null,
     group: doc.group ?? null,
   };
+  if (doc.retainCompletedMs !== undefined || doc.retainDeadMs !== undefined) {
+    record.retainCompletedMs = doc.retainCompletedMs ?? null;
+    record.retainDeadMs = doc.retainDeadMs ?? null;
+  }
+  return record;
 }
 
 /** A registered schema as stored; the JSON Schema is JSON text (it has `$`-prefixed keys). */

@@ -3,17 +3,18 @@
  * pre-release migration chain (steps 1 to 17) left, as `test/fixtures/mysql-schema.json` records, with the
  * group listing index and its `group_state` column (version 17), flows' columns and `children` index,
  * `idempotency_until_finished` (version 19: a key the next insert under it takes from a finished holder), and
- * the type's hold, `queue_settings.held_until` (version 20); a later schema change is a migration for released
+ * the type's hold, `queue_settings.held_until` (version 20), and a job's own retention with `prune_at_ms`, which
+ * leads the pruner's index `finished` (version 21); a later schema change is a migration for released
  * databases (migrations.ts) and a change here alike.
  */
 import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */
-export const BASELINE_VERSION = 20;
+export const BASELINE_VERSION = 21;
 
 /** The oldest server that may run on the current schema (see `Migration.minServerVersion`): the first that checks. */
-const BASELINE_MIN_SERVER_VERSION = 20;
+const BASELINE_MIN_SERVER_VERSION = 21;
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
@@ -57,6 +58,23 @@ const GROUP_LISTING_COLUMNS = '(job_group, group_state, id)';
  */
 export const CHILDREN_INDEX = 'children';
 
+/**
+ * When the pruner deletes a job that ended with a retention of its own for that end (completed:
+ * `retain_completed_ms`, dead: `retain_dead_ms`), in milliseconds since 1970 (UTC, as the store writes every
+ * time); NULL for every other job (not ended, cancelled, or kept for the server-wide retention). Stored, so that
+ * `finished` holds it: whatever ends or revives a job sets or clears `finished_at`, and this follows without
+ * any statement naming it. MariaDB takes no `INTERVAL` arithmetic in a generated column, `TIMESTAMPDIFF` it does.
+ */
+const PRUNE_AT_COLUMN = `prune_at_ms BIGINT AS (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', finished_at) DIV 1000
+        + CASE state WHEN 'completed' THEN retain_completed_ms WHEN 'dead' THEN retain_dead_ms END) STORED`;
+
+/**
+ * Name of the index the pruner reads: `(prune_at_ms, finished_at)`. Jobs past their own retention are a range
+ * of `prune_at_ms`; the others, kept for the server-wide retention, are the `prune_at_ms IS NULL` entries in
+ * `finished_at` order.
+ */
+export const PRUNING_INDEX = 'finished';
+
 /** Every table is InnoDB, and its text compares byte-wise. */
 const TABLE_OPTIONS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin';
 
@@ -92,6 +110,8 @@ function tableStatements(t: Tables): string[] {
     // - Flows: a child names its `parent_id` and its `on_failure` policy; a parent counts its children
     //   (`child_count`) and those not ended (`pending_children`), and is `waiting-children` while that is above
     //   0: outside `claim_order`'s `waiting` range, so claims never read it.
+    // - A job with a retention of its own keeps it (`retain_completed_ms`, `retain_dead_ms`); `prune_at_ms` is
+    //   computed from it and the job's end (see `PRUNE_AT_COLUMN`), and `finished` serves both prunes.
     `CREATE TABLE IF NOT EXISTS ${t.jobs} (
       id VARCHAR(36) NOT NULL,
       name VARCHAR(100) NOT NULL,
@@ -134,10 +154,13 @@ function tableStatements(t: Tables): string[] {
       child_count INT NOT NULL DEFAULT 0,
       pending_children INT NOT NULL DEFAULT 0,
       idempotency_until_finished BOOLEAN NOT NULL DEFAULT FALSE,
+      retain_completed_ms BIGINT NULL,
+      retain_dead_ms BIGINT NULL,
+      ${PRUNE_AT_COLUMN},
       PRIMARY KEY (id),
       KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
       KEY lease_expiry (state, lease_expires_at),
-      KEY finished (finished_at),
+      KEY ${PRUNING_INDEX} (prune_at_ms, finished_at),
       KEY listing (name, state, id),
       UNIQUE KEY idempotency (name, idempotency_key),
       KEY ${DELAYED_INDEX} (name, delayed_until),

@@ -300,8 +300,8 @@ export class MysqlStore implements Store {
     return swept;
   }
 
-  async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
-    return this.retry('pruneJobs', () => pruneJobs(this.pool, this.t, finishedBefore, limit));
+  async pruneJobs(finishedBefore: Date, limit: number, now: Date): Promise<number> {
+    return this.retry('pruneJobs', () => pruneJobs(this.pool, this.t, finishedBefore, limit, now));
   }
 
   async registerSchema(entry: SchemaEntry): Promise<SchemaEntry> {

@@ -48,8 +48,24 @@ export const JOB_COLUMNS = [
   'idempotency_until_finished',
 ] as const;
 
+/** A job's own retention, written only by an insert of jobs that have one (`insertColumns`). */
+const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
+
 /** The select list for whole job rows. */
-export const JOB_SELECT = JOB_COLUMNS.join(', ');
+export const JOB_SELECT = [...JOB_COLUMNS, ...RETENTION_COLUMNS].join(', ');
+
+/**
+ * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the
+ * retention columns only when a job of them has a retention of its own, so the usual insert sends no more.
+ */
+export function insertColumns(jobs: readonly NewJob[]): { columns: string; rows: unknown[][] } {
+  const rows = jobs.map(newJobValues);
+  if (!jobs.some((job) => job.retainCompletedMs != null || job.retainDeadMs != null)) {
+    return { columns: JOB_COLUMNS.join(', '), rows };
+  }
+  for (const [i, job] of jobs.entries()) rows[i]?.push(job.retainCompletedMs ?? null, job.retainDeadMs ?? null);
+  return { columns: [...JOB_COLUMNS, ...RETENTION_COLUMNS].join(', '), rows };
+}
 
 /** A date as a DATETIME(3) literal in UTC, independent of the pool's `timezone` setting. */
 export function sqlDate(date: Date): string {
@@ -187,7 +203,7 @@ export function jobRow(row: RowDataPacket): JobRecord {
 
 /** The fields every job has, of a jobs-table row. */
 function fieldsOf(row: RowDataPacket, error: JobError | null): JobRecord {
-  return {
+  const record: JobRecord = {
     id: String(row.id),
     name: String(row.name),
     version: Number(row.version),
@@ -219,6 +235,12 @@ function fieldsOf(row: RowDataPacket, error: JobError | null): JobRecord {
     traceContext: readJson(row.trace_context) as TraceContext | null,
     group: readText(row.job_group),
   };
+  // A retention of its own only on a job that has one, as `insertedRecord` gives it.
+  if (row.retain_completed_ms != null || row.retain_dead_ms != null) {
+    record.retainCompletedMs = row.retain_completed_ms == null ? null : Number(row.retain_completed_ms);
+    record.retainDeadMs = row.retain_dead_ms == null ? null : Number(row.retain_dead_ms);
+  }
+  return record;
 }
 
 /**

@@ -5,6 +5,7 @@ import { CLAIM_UNDER_LIMITS } from './sql/claim-under-limits.ts';
 import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';
 import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
 import { CANCEL_JOB, FAIL_JOB, REQUEUE_EXPIRED_LEASES, RETRY_DEAD_JOBS } from './sql/end-jobs.ts';
+import { MS_AFTER, PRUNE_AT_SQL } from './sql/prune-at.ts';
 import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/settle-parents.ts';
 
 /**
@@ -19,6 +20,9 @@ import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/s
  * (`pending_children`), above 0 exactly while it is `waiting-children`, a state outside every claim index. A job
  * with `idempotency_until_finished` lets go of its idempotency key once finished: the next insert under the key
  * clears it (`releaseExpiredKeys` in statements.ts), so no end of a job writes anything for it.
+ * A job with a retention of its own keeps it (`retain_completed_ms`, `retain_dead_ms`), and `prune_at`, computed
+ * from it and the job's end, is when the pruner deletes it: every statement that ends a job, or revives one,
+ * keeps it right without naming it.
  */
 const JOBS = `
 CREATE TABLE jobs (
@@ -60,6 +64,9 @@ CREATE TABLE jobs (
   child_count integer NOT NULL DEFAULT 0,
   pending_children integer NOT NULL DEFAULT 0,
   idempotency_until_finished boolean NOT NULL DEFAULT false,
+  retain_completed_ms bigint,
+  retain_dead_ms bigint,
+  prune_at timestamptz GENERATED ALWAYS AS (${PRUNE_AT_SQL}) STORED,
   CONSTRAINT jobs_lease_only_when_active
     CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')))
 )`;
@@ -81,7 +88,8 @@ const JOB_INDEXES = [
   `CREATE INDEX jobs_group_claim_idx ON jobs (name, job_group, priority DESC, order_key, order_tie)
   WHERE state = 'waiting' AND job_group IS NOT NULL`,
   `CREATE INDEX jobs_open_idx ON jobs (state, name, id) WHERE state <> 'completed'`,
-  `CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL`,
+  `CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL AND prune_at IS NULL`,
+  `CREATE INDEX jobs_prune_at_idx ON jobs (prune_at) WHERE prune_at IS NOT NULL`,
   `CREATE UNIQUE INDEX jobs_idempotency_idx ON jobs (name, idempotency_key) WHERE idempotency_key IS NOT NULL`,
   `CREATE UNIQUE INDEX jobs_debounce_idx ON jobs (name, debounce_key) WHERE debounce_key IS NOT NULL`,
   `CREATE INDEX jobs_children_idx ON jobs (parent_id, id) WHERE parent_id IS NOT NULL`,
@@ -159,14 +167,16 @@ CREATE TABLE queue_settings (
  * order they call each other. Its version follows the pre-release chain it replaced (1 to 24, whose end state
  * it equals but for `jobs_group_list_idx` and flows: test/fixtures/postgres-schema.json holds that state, the
  * drift test compares the two); version 25 added flows in place, version 26 `idempotency_until_finished`,
- * version 27 the type's hold (`queue_settings.held_until`, honoured by the claims), and a schema of an earlier
+ * version 27 the type's hold (`queue_settings.held_until`, honoured by the claims), version 28 a job's own
+ * retention (`retain_completed_ms`, `retain_dead_ms`, `prune_at` and its index), and a schema of an earlier
  * one is refused (pre-release-schema.ts).
  */
 export const BASELINE: Migration = {
-  version: 27,
+  version: 28,
   name: 'baseline: jobs and flows, registries, flow control and the claim functions',
-  minServerVersion: 27,
+  minServerVersion: 28,
   statements: [
+    MS_AFTER,
     JOBS,
     ...JOB_INDEXES,
     ...REGISTRIES,

@@ -376,9 +376,9 @@ export class PostgresStore implements Store {
     });
   }
 
-  async pruneJobs(finishedBefore: Date, limit: number): Promise<number> {
+  async pruneJobs(finishedBefore: Date, limit: number, now: Date): Promise<number> {
     if (limit <= 0) return 0;
-    const [row] = await this.client.query<{ count: number }>(this.sql.pruneJobs, [finishedBefore, limit]);
+    const [row] = await this.client.query<{ count: number }>(this.sql.pruneJobs, [finishedBefore, limit, now]);
     const pruned = Number(row?.count ?? 0);
     this.vacuums.noteChangedRows(pruned);
     return pruned;

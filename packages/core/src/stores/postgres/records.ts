@@ -31,6 +31,8 @@ const OTHER_FIELDS = [
   'on_failure',
   'child_count',
   'pending_children',
+  'retain_completed_ms',
+  'retain_dead_ms',
 ] as const;
 
 const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
@@ -85,6 +87,9 @@ export interface JobRow {
   on_failure: ChildFailurePolicy | null;
   child_count: number;
   pending_children: number;
+  /** bigint: node-postgres returns a string, PGlite a number. */
+  retain_completed_ms: string | number | null;
+  retain_dead_ms: string | number | null;
 }
 
 /** A child's row as `listHeldChildrenSql` selects it. */
@@ -145,6 +150,11 @@ export function toJobRecord(row: JobRow): JobRecord {
     record.childCount = row.child_count;
     record.pendingChildren = row.pending_children;
   }
+  // A retention of its own only on a job that has one, as `insertedRecord` gives it.
+  if (row.retain_completed_ms != null || row.retain_dead_ms != null) {
+    record.retainCompletedMs = row.retain_completed_ms == null ? null : Number(row.retain_completed_ms);
+    record.retainDeadMs = row.retain_dead_ms == null ? null : Number(row.retain_dead_ms);
+  }
   return record;
 }
 
@@ -170,6 +180,8 @@ export const SETTINGS_FIELDS = [
   'replay_of',
   'idempotency_expires_at',
   'idempotency_until_finished',
+  'retain_completed_ms',
+  'retain_dead_ms',
 ] as const;
 
 /** The fields an insert sends for each new job. */
@@ -192,7 +204,14 @@ function settingsOf(job: NewJob): (string | null)[] {
     job.replayOf,
     job.idempotencyExpiresAt?.toISOString() ?? null,
     job.idempotencyUntilFinished ? 'true' : 'false',
+    msText(job.retainCompletedMs),
+    msText(job.retainDeadMs),
   ];
+}
+
+/** A retention time as text for its `bigint` column, or SQL `NULL` for none. */
+function msText(ms: number | null | undefined): string | null {
+  return ms == null ? null : String(ms);
 }
 
 function sameSettings(a: NewJob, b: NewJob): boolean {
@@ -210,7 +229,9 @@ function sameSettings(a: NewJob, b: NewJob): boolean {
     a.leaseMs === b.leaseMs &&
     a.replayOf === b.replayOf &&
     a.idempotencyExpiresAt?.getTime() === b.idempotencyExpiresAt?.getTime() &&
-    (a.idempotencyUntilFinished ?? false) === (b.idempotencyUntilFinished ?? false)
+    (a.idempotencyUntilFinished ?? false) === (b.idempotencyUntilFinished ?? false) &&
+    (a.retainCompletedMs ?? null) === (b.retainCompletedMs ?? null) &&
+    (a.retainDeadMs ?? null) === (b.retainDeadMs ?? null)
   );
 }
 
@@ -244,8 +265,8 @@ export function newJobValues(job: NewJob): (string | null)[] {
  * types each parameter, as `arrayParam` in statements.ts says).
  * With `alike` (see `shareSettings`), the settings are sent once as scalars,
  * after the per-job arrays: 5 values per job to encode and parse instead of 16.
- * A field no job of the batch has (usually the idempotency key, trace context
- * and group) goes as one SQL `NULL` rather than an array of them: `unnest`
+ * A field no job of the batch has (usually the idempotency key, trace context,
+ * group and retention) goes as one SQL `NULL` rather than an array of them: `unnest`
  * pads a `NULL` array with `NULL`s to the length of the others (the ids,
  * never `NULL`), so the usual batch sends 2 values per job.
  */
@@ -260,11 +281,11 @@ export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string |
   const [first] = jobs;
   if (alike) return [...perJob, ...(first ? settingsOf(first) : SETTINGS_FIELDS.map(() => null))];
   const settings = jobs.map(settingsOf);
-  return [...perJob, ...SETTINGS_FIELDS.map((_, i) => settings.map((values) => values[i] ?? null))];
+  return [...perJob, ...SETTINGS_FIELDS.map((_, i) => unlessAllNull(settings, (values) => values[i] ?? null))];
 }
 
 /** Each job's `value`, or `null` (one SQL `NULL` for the whole array) when no job has one. */
-function unlessAllNull(jobs: readonly NewJob[], value: (job: NewJob) => string | null): (string | null)[] | null {
+function unlessAllNull<T>(jobs: readonly T[], value: (job: T) => string | null): (string | null)[] | null {
   for (const job of jobs) if (value(job) !== null) return jobs.map(value);
   return null;
 }

@@ -170,14 +170,24 @@ ORDER BY 1, 2, 3`,
     /** $1 now, $2 error JSON, its `attempt` set per job (`requeue_expired_leases`, sql/end-jobs.ts). */
     requeueExpiredLeases: `SELECT r.*, ${readiedSql} AS readied FROM ${quotedSchema}.requeue_expired_leases($1::timestamptz, $2) AS r`,
 
-    /** $1 finished before, $2 limit. */
-    pruneJobs: `WITH pruned AS (
-  DELETE FROM ${jobs} AS j WHERE j.id IN (
-    SELECT p.id FROM ${jobs} AS p
-    WHERE p.finished_at IS NOT NULL AND p.finished_at < $1::timestamptz
-    ORDER BY p.finished_at
-    LIMIT $2::int
-    FOR UPDATE SKIP LOCKED)
+    /**
+     * $1 finished before, $2 limit, $3 now: jobs past their own retention (`prune_at`), oldest first, then, up
+     * to the limit, the other finished jobs that finished before $1, each through its partial index.
+     */
+    pruneJobs: `WITH own AS (
+  SELECT p.id FROM ${jobs} AS p
+  WHERE p.prune_at <= $3::timestamptz
+  ORDER BY p.prune_at
+  LIMIT $2::int
+  FOR UPDATE SKIP LOCKED
+), shared AS (
+  SELECT p.id FROM ${jobs} AS p
+  WHERE p.finished_at IS NOT NULL AND p.prune_at IS NULL AND p.finished_at < $1::timestamptz
+  ORDER BY p.finished_at
+  LIMIT greatest($2::int - (SELECT count(*) FROM own), 0)
+  FOR UPDATE SKIP LOCKED
+), pruned AS (
+  DELETE FROM ${jobs} AS j WHERE j.id IN (SELECT id FROM own UNION ALL SELECT id FROM shared)
   RETURNING 1)
 SELECT count(*)::int AS count FROM pruned`,
 

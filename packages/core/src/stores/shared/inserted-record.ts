@@ -40,6 +40,11 @@ export function insertedRecord(job: NewJob): JobRecord {
     group: job.group ?? null,
   };
   if (job.idempotencyUntilFinished) record.idempotencyUntilFinished = true;
+  // A retention of its own only on a job that has one: a plain job reads back as it was inserted.
+  if (job.retainCompletedMs != null || job.retainDeadMs != null) {
+    record.retainCompletedMs = job.retainCompletedMs ?? null;
+    record.retainDeadMs = job.retainDeadMs ?? null;
+  }
   return record;
 }
 

@@ -12,7 +12,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { InsertOutcome, NewJob } from '../../../engine/store.ts';
 import type { DebounceMode } from '../../../jobs.ts';
 import { execute, selectRows } from '../connection.ts';
-import { JOB_COLUMNS, JOB_SELECT, jobRow, NOT_STARTED_SQL, newJobValues } from '../records.ts';
+import { insertColumns, JOB_SELECT, jobRow, NOT_STARTED_SQL } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** `column` takes the inserted row's value only on a holder not yet started (never claimed, so no attempts). */
@@ -28,6 +28,8 @@ const NEW_PAYLOAD = [
   whileWaiting('max_attempts'),
   whileWaiting('backoff'),
   whileWaiting('lease_ms'),
+  whileWaiting('retain_completed_ms'),
+  whileWaiting('retain_dead_ms'),
 ];
 
 /**
@@ -56,10 +58,11 @@ const DEBOUNCE_UPDATE: Record<DebounceMode, string> = {
  * skips locked rows, cannot take the holder in between.
  */
 export async function debounceJob(c: PoolConnection, t: Tables, job: NewJob): Promise<InsertOutcome> {
+  const { columns, rows } = insertColumns([job]);
   await execute(
     c,
-    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE ${DEBOUNCE_UPDATE[job.debounceMode ?? 'replace']}`,
-    [[newJobValues(job)]],
+    `INSERT INTO ${t.jobs} (${columns}) VALUES ? ON DUPLICATE KEY UPDATE ${DEBOUNCE_UPDATE[job.debounceMode ?? 'replace']}`,
+    [rows],
   );
   const [row] = await selectRows(
     c,

@@ -19,7 +19,7 @@ import { insertAroundTakenIds } from '../../shared/taken-ids.ts';
 import { execute, type Queryable } from '../connection.ts';
 import { isTakenJobId } from '../errors.ts';
 import { idempotencyRef, selectInserted, selectJobsByIds } from '../job-queries.ts';
-import { JOB_COLUMNS, newJobValues } from '../records.ts';
+import { insertColumns } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { releaseExpiredKeys } from './release-expired-keys.ts';
 
@@ -38,10 +38,11 @@ export async function insertJobs(db: Queryable, t: Tables, jobs: readonly NewJob
 
 async function insertUnlessIdTaken(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<InsertOutcome[]> {
   const keyed = jobs.filter((job) => job.idempotencyKey !== null);
+  const { columns, rows } = insertColumns(jobs);
   await execute(
     db,
-    `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`,
-    [jobs.map(newJobValues)],
+    `INSERT INTO ${t.jobs} (${columns}) VALUES ? ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`,
+    [rows],
   );
   if (keyed.length === 0) return jobs.map((job) => ({ job: insertedRecord(job), created: true }));
   const { byKey } = await selectInserted(db, t, keyed);

@@ -13,7 +13,7 @@ import type { InsertOutcome, LeaseRef, NewJob } from '../../../engine/store.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
 import { execute, selectRows } from '../connection.ts';
 import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from '../job-queries.ts';
-import { JOB_COLUMNS, newJobValues, sqlDate } from '../records.ts';
+import { insertColumns, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { endedChildren, settleParents } from './settle-parents.ts';
 
@@ -50,9 +50,8 @@ export async function moveJob(
     if (child.length === 0 || (await complete('')).affectedRows === 0) return null;
   }
   if (child.length > 0) ready.push(...(await settleParents(c, t, endedChildren(child, 'completed'), now)));
-  await execute(c, `INSERT INTO ${t.jobs} (${JOB_COLUMNS.join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [
-    [newJobValues(next)],
-  ]);
+  const { columns, rows } = insertColumns([next]);
+  await execute(c, `INSERT INTO ${t.jobs} (${columns}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
   if (next.idempotencyKey === null) return { job: insertedRecord(next), created: true };
   // A next job whose idempotency key is taken becomes that retained job, as an enqueue would.
   const holder = (await selectInserted(c, t, [next])).byKey.get(idempotencyRef(next.name, next.idempotencyKey));
