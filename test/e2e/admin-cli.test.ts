@@ -106,11 +106,11 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(table).toMatchObject({ code: 0, err: '' });
     const [header, ...rows] = table.out.trimEnd().split('\n');
     expect(header).toMatch(
-      /^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+SCHEDULED\s+READY\s+WAITING-CHILDREN\s+ACTIVE/,
+      /^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+GROUP ORDER\s+SCHEDULED\s+READY\s+WAITING-CHILDREN\s+ACTIVE/,
     );
     const emailRow = rows.find((row) => row.startsWith('sendEmail '))?.split(/\s{2,}/);
     // Paused and limited; one job waits an hour, one completed, one died.
-    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', '1', '0', '0', '0', '1', '1', '0']);
+    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', 'none', '1', '0', '0', '0', '1', '1', '0']);
     const listed = JSON.parse((await workq(['queues', '--json'])).out) as {
       name: string;
       paused: boolean;
@@ -224,6 +224,7 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       ['concurrency', '3'],
       ['rate limit', '10/1000ms'],
       ['group concurrency', 'none'],
+      ['group order', 'none'],
       [''],
     ]);
 
@@ -241,7 +242,7 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(JSON.parse((await workq(['limits', 'sendEmail', '--json'])).out)).toEqual({
       name: 'sendEmail',
       paused: true,
-      limits: { concurrency: 3, rateLimit: { max: 10, perMs: 1000 }, groupConcurrency: null },
+      limits: { concurrency: 3, rateLimit: { max: 10, perMs: 1000 }, groupConcurrency: null, groupOrder: null },
     });
 
     const changed = await workq([
@@ -255,13 +256,28 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       '2',
     ]);
     expect(changed).toMatchObject({ code: 0, err: '' });
-    expect(changed.out).toMatch(/^concurrency: +none\nrate limit: +5\/2000ms\ngroup concurrency: +2\n$/m);
+    expect(changed.out).toMatch(
+      /^concurrency: +none\nrate limit: +5\/2000ms\ngroup concurrency: +2\ngroup order: +none\n$/m,
+    );
+    // Strict order needs groupConcurrency 1: the server's refusal is reported, and nothing changes.
+    const refused = await workq(['limits', 'sendEmail', '--group-order', 'strict']);
+    expect(refused).toMatchObject({ code: 1, out: '' });
+    expect(refused.err).toMatch(/^workq: VALIDATION: groupOrder 'strict' needs groupConcurrency 1/);
+    const strict = await workq(['limits', 'sendEmail', '--group-concurrency', '1', '--group-order', 'strict']);
+    expect(strict.out).toMatch(/^group concurrency: +1\ngroup order: +strict\n$/m);
     expect(JSON.parse((await workq(['limits', 'sendEmail', '--rate-limit', 'none', '--json'])).out)).toEqual({
       name: 'sendEmail',
-      limits: { concurrency: null, rateLimit: null, groupConcurrency: 2 },
+      limits: { concurrency: null, rateLimit: null, groupConcurrency: 1, groupOrder: 'strict' },
     });
+    expect(JSON.parse((await workq(['limits', 'sendEmail', '--group-order', 'none', '--json'])).out)).toMatchObject({
+      limits: { groupConcurrency: 1, groupOrder: null },
+    });
+    await workq(['limits', 'sendEmail', '--group-concurrency', '2']);
     const [queue] = (await sdk.admin.queues()).filter((q) => q.name === 'sendEmail');
-    expect(queue).toMatchObject({ paused: true, limits: { concurrency: null, rateLimit: null, groupConcurrency: 2 } });
+    expect(queue).toMatchObject({
+      paused: true,
+      limits: { concurrency: null, rateLimit: null, groupConcurrency: 2, groupOrder: null },
+    });
 
     const invalid = await workq(['pause', 'no such type']);
     expect(invalid).toMatchObject({ code: 1, out: '' });
@@ -402,6 +418,7 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       ['limits', 'sendEmail', '--concurrency', '0'],
       ['limits', 'sendEmail', '--rate-limit', '5'],
       ['limits', 'sendEmail', '--group-concurrency', 'many'],
+      ['limits', 'sendEmail', '--group-order', 'fifo'],
       ['schedules', 'add', '--key', 'k', '--name', 'sendEmail'],
       ['schedules', 'add', '--key', 'k', '--cron', '* * * * *', '--name', 'sendEmail', '--payload', '{nope'],
       ['schedules', 'add', '--key', 'k', '--cron', '* * * * *', '--name', 'sendEmail', '--version', '1.5'],

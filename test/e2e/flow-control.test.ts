@@ -72,6 +72,7 @@ await describeEachStore(SHARED_STORES, 'flow control across two servers on one $
       concurrency: 2,
       rateLimit: null,
       groupConcurrency: null,
+      groupOrder: null,
     });
     let running = 0;
     let most = 0;
@@ -93,7 +94,7 @@ await describeEachStore(SHARED_STORES, 'flow control across two servers on one $
     await Promise.all(handles.map((h) => h.result({ timeoutMs: 20_000 })));
     expect(most).toBe(2);
     const listed = (await b.admin.queues()).find((q) => q.name === 'generateReport');
-    expect(listed?.limits).toEqual({ concurrency: 2, rateLimit: null, groupConcurrency: null });
+    expect(listed?.limits).toEqual({ concurrency: 2, rateLimit: null, groupConcurrency: null, groupOrder: null });
 
     await b.admin.setLimits('generateReport', { concurrency: null, rateLimit: { max: 100, perMs: 1000 } });
     const cleared = (await a.admin.queues()).find((q) => q.name === 'generateReport');
@@ -101,6 +102,7 @@ await describeEachStore(SHARED_STORES, 'flow control across two servers on one $
       concurrency: null,
       rateLimit: { max: 100, perMs: 1000 },
       groupConcurrency: null,
+      groupOrder: null,
     });
     const error = await a.admin.setLimits('generateReport', { concurrency: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WorkqError);

@@ -21,6 +21,14 @@ describe('flow-control types: pause, limits, queues and the enqueue option group
     void sdk.admin.setLimits('imageConvert', { concurrency: '20' });
   });
 
+  it("types groupOrder: 'strict' or null, shown with the limits", () => {
+    void sdk.admin.setLimits('imageConvert', { groupConcurrency: 1, groupOrder: 'strict' });
+    void sdk.admin.setLimits('imageConvert', { groupOrder: null });
+    // @ts-expect-error strict is the one group order
+    void sdk.admin.setLimits('imageConvert', { groupOrder: 'fifo' });
+    expectTypeOf<QueueLimits['groupOrder']>().toEqualTypeOf<'strict' | null>();
+  });
+
   it('types each queue with its pause, limits and counts by state and version', () => {
     expectTypeOf(sdk.admin.queues).returns.resolves.toEqualTypeOf<QueueListing[]>();
     expectTypeOf<QueueListing>().toEqualTypeOf<{

@@ -183,6 +183,7 @@ function logOfStarts(rate: { max: number; perMs: number }): FlowState {
     grouped: false,
     concurrency: null,
     groupConcurrency: null,
+    groupOrder: null,
     rateLimit: rate,
     heldUntil: null,
     updatedAt: new Date(0),
@@ -229,6 +230,7 @@ describe('mongodb store: the rate limit in bounded buckets', () => {
     expect(Object.keys(settings ?? {}).sort()).toEqual([
       'concurrency',
       'groupConcurrency',
+      'groupOrder',
       'grouped',
       'heldUntil',
       'name',

@@ -19,14 +19,19 @@ const { queue_groups: _unused, ...preRelease } = chain;
  * What the baseline adds to it, last in the jobs table: the index through which a job list filtered by group
  * reads, with the column that holds a grouped job's state (version 17); flows' parent link, policy and counts,
  * with the index through which a parent's children are read (version 18); whether a job's idempotency key frees
- * when it finishes (version 19); last in the settings table, when the type's hold ends (version 20); and a
- * job's own retention, with when it is pruned by it, which leads the pruner's index `finished` (version 21).
+ * when it finishes (version 19); last in the settings table, when the type's hold ends (version 20); a
+ * job's own retention, with when it is pruned by it, which leads the pruner's index `finished` (version 21); and
+ * strict group order's held group and its index, and the settings' `group_order`.
  */
 const expected = {
   ...preRelease,
   queue_settings: {
     ...preRelease.queue_settings,
-    columns: [...preRelease.queue_settings.columns, 'held_until datetime(3) NULL DEFAULT NULL'],
+    columns: [
+      ...preRelease.queue_settings.columns,
+      'held_until datetime(3) NULL DEFAULT NULL',
+      'group_order varchar(8) NULL DEFAULT NULL COLLATE utf8mb4_bin',
+    ],
   },
   jobs: {
     ...preRelease.jobs,
@@ -41,12 +46,14 @@ const expected = {
       'retain_completed_ms bigint(20) NULL DEFAULT NULL',
       'retain_dead_ms bigint(20) NULL DEFAULT NULL',
       "prune_at_ms bigint(20) NULL DEFAULT NULL AS (timestampdiff(MICROSECOND,'1970-01-01 00:00:00',`finished_at`) DIV 1000 + case `state` when 'completed' then `retain_completed_ms` when 'dead' then `retain_dead_ms` end) STORED GENERATED",
+      "held_group varchar(255) NULL DEFAULT NULL AS (if(`attempts` > 0 and `state` in ('waiting','delayed'),`job_group`,NULL)) VIRTUAL GENERATED COLLATE utf8mb4_bin",
     ],
     indexes: {
       ...preRelease.jobs.indexes,
       finished: 'prune_at_ms, finished_at',
       group_listing: 'job_group, group_state, id',
       children: 'parent_id, id',
+      held_groups: 'name, held_group',
     },
   },
 };

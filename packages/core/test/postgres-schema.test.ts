@@ -17,8 +17,9 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
  * drops (`claim_limited_jobs`, `group_heads_after`). The schema of this version is that, plus the index and the
  * function added since (`SINCE_PRE_RELEASE`), and the flows' columns, index, constraints and functions
  * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it), the type's
- * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them), and a
- * job's own retention (`SINCE_RETENTION`). A fresh install
+ * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them), a
+ * job's own retention (`SINCE_RETENTION`), and strict group order's column, index and claim
+ * (`fixtures/postgres-schema-strict.json`). A fresh install
  * must make exactly that. A schema of an earlier build (`fixtures/postgres-{pre-release,release}-<version>.sql`,
  * a dump of it with its `migrations` rows; today only the last pre-release one) has no migration to this
  * version: a store refuses it, leaving it as it was.
@@ -132,6 +133,14 @@ const SINCE_RETENTION = {
     ].join('\n'),
   },
 };
+/**
+ * What strict group order added: the settings table with `group_order`, the index of jobs that hold their groups,
+ * its check, and `claim_under_limits` as it changed (each object as a whole).
+ */
+const SINCE_STRICT = JSON.parse(readFileSync(new URL('postgres-schema-strict.json', fixtures), 'utf8')) as Pick<
+  PostgresCatalog,
+  'tables' | 'indexes' | 'constraints' | 'functions'
+>;
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
@@ -145,20 +154,23 @@ const EXPECTED: PostgresCatalog = {
       ...(SINCE_UNTIL_FINISHED.jobs as PostgresCatalog['tables'][string]),
       columns: [...(SINCE_UNTIL_FINISHED.jobs?.columns ?? []), ...SINCE_RETENTION.columns],
     },
+    ...SINCE_STRICT.tables,
   }),
   indexes: byName({
     ...PRE_RELEASE.indexes,
     ...SINCE_PRE_RELEASE.indexes,
     ...SINCE_FLOWS.indexes,
     ...SINCE_RETENTION.indexes,
+    ...SINCE_STRICT.indexes,
   }),
-  constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints }),
+  constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints, ...SINCE_STRICT.constraints }),
   functions: byName({
     ...PRE_RELEASE.functions,
     ...SINCE_PRE_RELEASE.functions,
     ...SINCE_FLOWS.functions,
     ...SINCE_HOLDS.functions,
     ...SINCE_RETENTION.functions,
+    ...SINCE_STRICT.functions,
   }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));

@@ -11,6 +11,7 @@ export interface FlowSettings {
     concurrency: number | null;
     rateLimit: { max: number; perMs: number } | null;
     groupConcurrency: number | null;
+    groupOrder: 'strict' | null;
   };
 }
 
@@ -41,6 +42,7 @@ export function FlowControl(props: { name: string; settings: FlowSettings }) {
     limits.concurrency !== null && `${limits.concurrency} at once`,
     limits.rateLimit && `${limits.rateLimit.max} per ${limits.rateLimit.perMs} ms`,
     limits.groupConcurrency !== null && `${limits.groupConcurrency} per group`,
+    limits.groupOrder === 'strict' && 'strict order per group',
   ].filter(Boolean);
   return (
     <div class="flow">
@@ -76,6 +78,7 @@ export function FlowControl(props: { name: string; settings: FlowSettings }) {
                   concurrency: limitOf(data, 'concurrency'),
                   rateLimit: max !== null && perMs !== null ? { max, perMs } : null,
                   groupConcurrency: limitOf(data, 'groupConcurrency'),
+                  groupOrder: data.get('groupOrder') === 'strict' ? 'strict' : null,
                 },
               }),
             );
@@ -96,6 +99,10 @@ export function FlowControl(props: { name: string; settings: FlowSettings }) {
           <label>
             Per group
             <input name="groupConcurrency" type="number" min={1} defaultValue={String(limits.groupConcurrency ?? '')} />
+          </label>
+          <label title="A failed job holds its group until it completes, dies or is cancelled (needs 1 per group)">
+            <input name="groupOrder" type="checkbox" value="strict" defaultChecked={limits.groupOrder === 'strict'} />
+            Strict order
           </label>
           <button type="submit" class="primary">
             Save

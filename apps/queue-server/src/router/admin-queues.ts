@@ -11,6 +11,7 @@ const limitsInput = z
     concurrency: positive.nullable().optional(),
     rateLimit: z.object({ max: positive, perMs: positive }).strict().nullable().optional(),
     groupConcurrency: positive.nullable().optional(),
+    groupOrder: z.literal('strict').nullable().optional(),
   })
   .strict();
 

@@ -14,7 +14,7 @@ export const ADMIN_USAGE = `Operating a queue server (needs a token with the adm
   workq pause <type>                  stop claims of a job type on every server
   workq resume <type>                 end a pause
   workq limits <type> [--concurrency <n>|none] [--rate-limit <max>/<perMs>|none]
-                      [--group-concurrency <n>|none]
+                      [--group-concurrency <n>|none] [--group-order strict|none]
                                       change limits (none clears one); with no option, show them
   workq jobs list [--name <type>] [--state <state>] [--limit <n>] [--cursor <c>]
   workq jobs show <id>                one job: status, payload, result, error, holder
@@ -106,6 +106,7 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
         concurrency: { type: 'string' },
         'rate-limit': { type: 'string' },
         'group-concurrency': { type: 'string' },
+        'group-order': { type: 'string' },
         key: { type: 'string' },
         cron: { type: 'string' },
         payload: { type: 'string' },
@@ -133,6 +134,7 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
       help,
       'rate-limit': rateLimit,
       'group-concurrency': groupConcurrency,
+      'group-order': groupOrder,
       ...options
     } = values;
     const [group, ...rest] = positionals;
@@ -140,7 +142,7 @@ export async function runAdminCli(argv: readonly string[], io: CliIo): Promise<n
       admin: client.admin,
       json: values.json,
       out: io.out,
-      options: { ...options, rateLimit, groupConcurrency },
+      options: { ...options, rateLimit, groupConcurrency, groupOrder },
       untilInterrupted: io.untilInterrupted,
     });
     return 0;

@@ -27,6 +27,7 @@ export interface CommandOptions {
   concurrency?: string;
   rateLimit?: string;
   groupConcurrency?: string;
+  groupOrder?: string;
   key?: string;
   cron?: string;
   payload?: string;

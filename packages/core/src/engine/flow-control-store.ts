@@ -14,6 +14,14 @@ export interface QueueLimits {
   rateLimit: { max: number; perMs: number } | null;
   /** Active jobs per group (the enqueue option `group`); jobs without a group are not limited by it. */
   groupConcurrency: number | null;
+  /**
+   * `'strict'`: a job of a group that has started and not ended (active, or waiting out the backoff of a failed
+   * attempt, or back in the queue after its lease expired) holds its group: no other job of the group is claimed
+   * until it completes, dies or is cancelled, so a group's jobs run one after another in their order across
+   * retries. Only with `groupConcurrency: 1`; jobs without a group are not held. `null`: groups do not wait
+   * for a failed job.
+   */
+  groupOrder: 'strict' | null;
 }
 
 /** The flow-control settings a store keeps for one job type (`admin.pause`, `admin.setLimits`). */

@@ -28,7 +28,7 @@ export interface QueueInfo {
   versions: { version: number; counts: StateCounts }[];
 }
 
-const NO_LIMITS: QueueLimits = { concurrency: null, rateLimit: null, groupConcurrency: null };
+const NO_LIMITS: QueueLimits = { concurrency: null, rateLimit: null, groupConcurrency: null, groupOrder: null };
 
 function zeroCounts(): StateCounts {
   return Object.fromEntries(JOB_STATES.map((state) => [state, 0])) as StateCounts;
@@ -51,9 +51,17 @@ function checkPositive(value: unknown, what: string): number | null {
  */
 export function constrains(settings: QueueSettings | null, now: Date): settings is QueueSettings {
   if (settings === null) return false;
-  const { paused, grouped, concurrency, rateLimit, groupConcurrency, heldUntil } = settings;
+  const { paused, grouped, concurrency, rateLimit, groupConcurrency, groupOrder, heldUntil } = settings;
   const held = heldUntil !== null && heldUntil.getTime() > now.getTime();
-  return paused || grouped || held || concurrency !== null || rateLimit !== null || groupConcurrency !== null;
+  return (
+    paused ||
+    grouped ||
+    held ||
+    concurrency !== null ||
+    rateLimit !== null ||
+    groupConcurrency !== null ||
+    groupOrder !== null
+  );
 }
 
 /** Checks a `setLimits` change and returns the store change it makes. */
@@ -61,7 +69,7 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
   if (typeof limits !== 'object' || limits === null) {
     throw new WorkqError('VALIDATION', 'setLimits takes an object such as { concurrency: 20 }.');
   }
-  const known = ['concurrency', 'rateLimit', 'groupConcurrency'];
+  const known = ['concurrency', 'rateLimit', 'groupConcurrency', 'groupOrder'];
   const unknown = Object.keys(limits).filter((key) => !known.includes(key));
   if (unknown.length > 0) {
     throw new WorkqError('VALIDATION', `Unknown limit ${unknown.join(', ')}: the limits are ${known.join(', ')}.`);
@@ -70,6 +78,15 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
   if (limits.concurrency !== undefined) change.concurrency = checkPositive(limits.concurrency, 'concurrency');
   if (limits.groupConcurrency !== undefined) {
     change.groupConcurrency = checkPositive(limits.groupConcurrency, 'groupConcurrency');
+  }
+  if (limits.groupOrder !== undefined) {
+    if (limits.groupOrder !== null && limits.groupOrder !== 'strict') {
+      throw new WorkqError(
+        'VALIDATION',
+        `groupOrder must be 'strict' (a failed job holds its group), or null to clear it; got ${String(limits.groupOrder)}.`,
+      );
+    }
+    change.groupOrder = limits.groupOrder;
   }
   if (limits.rateLimit !== undefined) {
     const rate = limits.rateLimit;
@@ -88,6 +105,23 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
           };
   }
   return change;
+}
+
+/**
+ * Refuses limits that would hold strict group order without `groupConcurrency: 1`: the limits a change leaves
+ * (`current`: those stored, or `null` when none are) must not have `groupOrder: 'strict'` beside any other
+ * group limit, since a held group runs its jobs one at a time.
+ */
+export function checkGroupOrder(current: QueueLimits | null, change: QueueSettingsChange): void {
+  const groupOrder = change.groupOrder !== undefined ? change.groupOrder : (current?.groupOrder ?? null);
+  const groupConcurrency =
+    change.groupConcurrency !== undefined ? change.groupConcurrency : (current?.groupConcurrency ?? null);
+  if (groupOrder === 'strict' && groupConcurrency !== 1) {
+    throw new WorkqError(
+      'VALIDATION',
+      `groupOrder 'strict' needs groupConcurrency 1 (one job of a group at a time); the limits would have groupConcurrency ${String(groupConcurrency)}. Set { groupConcurrency: 1, groupOrder: 'strict' } together, or clear groupOrder with null first.`,
+    );
+  }
 }
 
 /**
@@ -172,7 +206,12 @@ export class FlowControl {
       if (!queue) {
         const s = settings.get(name);
         const limits = s
-          ? { concurrency: s.concurrency, rateLimit: s.rateLimit, groupConcurrency: s.groupConcurrency }
+          ? {
+              concurrency: s.concurrency,
+              rateLimit: s.rateLimit,
+              groupConcurrency: s.groupConcurrency,
+              groupOrder: s.groupOrder,
+            }
           : NO_LIMITS;
         queue = { name, paused: s?.paused ?? false, limits: { ...limits }, counts: zeroCounts(), versions: [] };
         queues.set(name, queue);

@@ -10,6 +10,7 @@ import { registerFlowAcrossServerTests } from './flow-across-servers.ts';
 import { registerFlowControlTests } from './flow-control.ts';
 import { registerFlowEventTests } from './flow-events.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
+import { registerFlowStrictOrderTests } from './flow-strict-order.ts';
 import { registerFlowTests } from './flows.ts';
 import { registerHandlerSchedulingTests } from './handler-scheduling.ts';
 import type { StoreHarness } from './harness.ts';
@@ -84,6 +85,7 @@ export function describeStore(
     describe('trace context', () => registerTraceContextTests(state));
     describe('flow control', () => registerFlowControlTests(state));
     describe('flow control: groups', () => registerFlowGroupTests(state));
+    describe('flow control: strict group order', () => registerFlowStrictOrderTests(state));
     describe('flow control: across servers', () => registerFlowAcrossServerTests(state));
     describe('handler-driven scheduling: delays and holds', () => registerHandlerSchedulingTests(state));
     describe('flows: parents and children', () => registerFlowTests(state));

@@ -47,22 +47,29 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
       rateLimit: null,
       groupConcurrency: null,
       heldUntil: null,
+      groupOrder: null,
       updatedAt: now,
     });
     const limited = await ctx.store.updateQueueSettings(
       name,
-      { concurrency: 20, rateLimit: { max: 100, perMs: 1000 }, groupConcurrency: 2 },
+      { concurrency: 20, rateLimit: { max: 100, perMs: 1000 }, groupConcurrency: 2, groupOrder: 'strict' },
       now,
     );
     expect(limited).toMatchObject({ paused: true, concurrency: 20, rateLimit: { max: 100, perMs: 1000 } });
     const cleared = await ctx.store.updateQueueSettings(name, { concurrency: null, paused: false }, now);
     expect(cleared).toMatchObject({ paused: false, concurrency: null, rateLimit: { max: 100, perMs: 1000 } });
     expect(cleared.groupConcurrency).toBe(2);
+    expect(cleared.groupOrder).toBe('strict');
+    expect(await ctx.store.updateQueueSettings(name, { groupOrder: null }, now)).toMatchObject({
+      groupConcurrency: 2,
+      groupOrder: null,
+    });
+    expect((await ctx.store.updateQueueSettings(name, { groupOrder: 'strict' }, now)).groupOrder).toBe('strict');
 
     const other = ctx.jobName('settings');
     await ctx.store.updateQueueSettings(other, { grouped: true }, now);
     const [mine] = await ctx.store.listQueueSettings(name);
-    expect(mine).toEqual(cleared);
+    expect(mine).toEqual({ ...cleared, groupOrder: 'strict' });
     const listed = (await ctx.store.listQueueSettings()).filter((s) => s.name === name || s.name === other);
     expect(listed.map((s) => [s.name, s.grouped])).toEqual([
       [name, false],

@@ -38,9 +38,17 @@ function rateLimitOption(value: string | undefined): { max: number; perMs: numbe
   };
 }
 
+/** `--group-order`: left out, `none` (cleared), or `strict` (a failed job holds its group). */
+function groupOrderOption(value: string | undefined): 'strict' | null | undefined {
+  if (value === undefined || value === 'strict') return value;
+  if (value === 'none') return null;
+  throw new UsageError(`--group-order must be strict (a failed job holds its group) or none; got "${value}".`);
+}
+
 /**
- * `workq limits <name> [--concurrency N|none] [--rate-limit MAX/PERMS|none] [--group-concurrency N|none]`:
- * changes the limits given (`none` clears one) and prints the limits now set; with none given, prints them.
+ * `workq limits <name> [--concurrency N|none] [--rate-limit MAX/PERMS|none] [--group-concurrency N|none]
+ * [--group-order strict|none]`: changes the limits given (`none` clears one) and prints the limits now set; with
+ * none given, prints them.
  */
 async function limits(ctx: CommandContext): Promise<void> {
   const name = oneArgument(ctx, 'limits', 'job type');
@@ -51,6 +59,8 @@ async function limits(ctx: CommandContext): Promise<void> {
   if (concurrency !== undefined) change.concurrency = concurrency;
   if (rateLimit !== undefined) change.rateLimit = rateLimit;
   if (groupConcurrency !== undefined) change.groupConcurrency = groupConcurrency;
+  const groupOrder = groupOrderOption(ctx.options.groupOrder);
+  if (groupOrder !== undefined) change.groupOrder = groupOrder;
   let set: QueueLimits;
   let paused: boolean | undefined;
   if (Object.keys(change).length > 0) {
@@ -58,7 +68,7 @@ async function limits(ctx: CommandContext): Promise<void> {
   } else {
     const queue = (await ctx.admin.queues()).find((q) => q.name === name);
     // A job type with no jobs and no settings yet has no limits.
-    set = queue?.limits ?? { concurrency: null, rateLimit: null, groupConcurrency: null };
+    set = queue?.limits ?? { concurrency: null, rateLimit: null, groupConcurrency: null, groupOrder: null };
     paused = queue?.paused ?? false;
   }
   if (ctx.json) return ctx.out(json({ name, ...(paused === undefined ? {} : { paused }), limits: set }));
@@ -71,6 +81,7 @@ async function limits(ctx: CommandContext): Promise<void> {
       ['concurrency', cells[0]],
       ['rate limit', cells[1]],
       ['group concurrency', cells[2]],
+      ['group order', cells[3]],
     ]),
   );
 }

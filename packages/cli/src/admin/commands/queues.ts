@@ -3,12 +3,16 @@ import type { QueueLimits } from '@workq/sdk';
 import type { CommandContext } from '../command.ts';
 import { json, table } from '../output.ts';
 
-/** A job type's limits as the tables show them: concurrency, rate limit (`max/perMs` + `ms`), group concurrency. */
-export function limitCells(limits: QueueLimits): [string | number, string, string | number] {
+/**
+ * A job type's limits as the tables show them: concurrency, rate limit (`max/perMs` + `ms`), group concurrency,
+ * group order (`strict`, or `none`).
+ */
+export function limitCells(limits: QueueLimits): [string | number, string, string | number, string] {
   return [
     limits.concurrency ?? 'none',
     limits.rateLimit ? `${limits.rateLimit.max}/${limits.rateLimit.perMs}ms` : 'none',
     limits.groupConcurrency ?? 'none',
+    limits.groupOrder ?? 'none',
   ];
 }
 
@@ -18,7 +22,15 @@ export async function queuesCommand(ctx: CommandContext): Promise<void> {
   if (ctx.json) return ctx.out(json(queues));
   ctx.out(
     table(
-      ['NAME', 'PAUSED', 'CONCURRENCY', 'RATE LIMIT', 'GROUP LIMIT', ...JOB_STATES.map((s) => s.toUpperCase())],
+      [
+        'NAME',
+        'PAUSED',
+        'CONCURRENCY',
+        'RATE LIMIT',
+        'GROUP LIMIT',
+        'GROUP ORDER',
+        ...JOB_STATES.map((s) => s.toUpperCase()),
+      ],
       queues.map(({ name, paused, limits, counts }) => [
         name,
         paused ? 'yes' : 'no',

@@ -37,6 +37,7 @@ function toSettings(doc: QueueSettingsDocument): QueueSettings {
     concurrency: doc.concurrency,
     rateLimit: doc.rateLimit,
     groupConcurrency: doc.groupConcurrency,
+    groupOrder: doc.groupOrder ?? null,
     grouped: doc.grouped,
     heldUntil: doc.heldUntil ?? null,
     updatedAt: doc.updatedAt,
@@ -54,6 +55,7 @@ const SETTINGS_PROJECTION = {
   concurrency: 1,
   rateLimit: 1,
   groupConcurrency: 1,
+  groupOrder: 1,
   grouped: 1,
   heldUntil: 1,
   updatedAt: 1,
@@ -90,6 +92,7 @@ export async function updateQueueSettings(
     concurrency: null,
     rateLimit: null,
     groupConcurrency: null,
+    groupOrder: null,
     grouped: false,
     lastTurn: 0,
   };
@@ -99,6 +102,7 @@ export async function updateQueueSettings(
     set.rateLimit = change.rateLimit === null ? null : { max: change.rateLimit.max, perMs: change.rateLimit.perMs };
   }
   if (change.groupConcurrency !== undefined) set.groupConcurrency = change.groupConcurrency;
+  if (change.groupOrder !== undefined) set.groupOrder = change.groupOrder;
   if (change.grouped) set.grouped = true;
   for (const key of Object.keys(set)) delete defaults[key as keyof QueueSettingsDocument];
   const doc = await withCallLimit(limitMs, (signal) => {
@@ -120,8 +124,8 @@ function toFlowState(doc: QueueSettingsDocument): FlowState {
 
 /** Whether the settings hold claims back (a pause or a limit), and so need the fence. */
 function holdsBack(settings: QueueSettingsDocument): boolean {
-  const { paused, concurrency, rateLimit, groupConcurrency } = settings;
-  return paused === true || concurrency != null || rateLimit != null || groupConcurrency != null;
+  const { paused, concurrency, rateLimit, groupConcurrency, groupOrder } = settings;
+  return paused === true || concurrency != null || rateLimit != null || groupConcurrency != null || groupOrder != null;
 }
 
 /**

@@ -9,6 +9,8 @@ export interface QueueSettingsDocument {
   concurrency: number | null;
   rateLimit: { max: number; perMs: number } | null;
   groupConcurrency: number | null;
+  /** Strict group order (see `QueueLimits.groupOrder`); absent on documents stored before it existed. */
+  groupOrder?: 'strict' | null;
   grouped: boolean;
   /** The rate-limit state (see `RateBuckets`); absent before the first rate-limited claim. */
   rateBuckets?: RateBucket[];

@@ -53,6 +53,17 @@ export const DELAYED_INDEX = 'delayed_due';
  */
 export const GROUP_INDEX = 'group_claim_by_version';
 
+/**
+ * The names of the indexes through which a claim under strict group order finds the grouped jobs that have
+ * started and wait to run again (an attempt spent), one per state: only those jobs are in them.
+ */
+export const HELD_INDEXES = { waiting: 'held_waiting', delayed: 'held_delayed' } as const;
+
+/** The partial filter of a held-jobs index, which a query repeats to use it. */
+export function heldFilter(state: 'waiting' | 'delayed') {
+  return { state, attempts: { $gt: 0 }, group: { $type: 'string' } } as const;
+}
+
 /** The name of the unique index of idempotency keys, through which a duplicate's holder is found. */
 export const IDEMPOTENCY_INDEX = 'idempotency';
 
@@ -128,6 +139,9 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       key: { name: 1, group: 1, version: 1, priority: -1, orderKey: 1, _id: 1 },
       partialFilterExpression: { state: 'waiting', group: { $type: 'string' } },
     },
+    // Only grouped jobs back in the queue after an attempt are in them: a first attempt costs nothing more.
+    { name: HELD_INDEXES.waiting, key: { name: 1, group: 1 }, partialFilterExpression: heldFilter('waiting') },
+    { name: HELD_INDEXES.delayed, key: { name: 1, group: 1 }, partialFilterExpression: heldFilter('delayed') },
     {
       name: IDEMPOTENCY_INDEX,
       key: { name: 1, idempotencyKey: 1 },

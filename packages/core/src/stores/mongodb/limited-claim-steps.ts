@@ -1,10 +1,10 @@
 import type { ClientSession, UpdateFilter } from 'mongodb';
-import type { ClaimedRecord, ClaimRequest } from '../../engine/store.ts';
+import { type ClaimedRecord, type ClaimRequest, NO_GROUP } from '../../engine/store.ts';
 import type { LimitedClaimSteps } from '../shared/limited-claim.ts';
 import { withCallLimit } from './call-limit.ts';
 import { leaseUpdate, versionsOf } from './claim-jobs.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
-import { CLAIM_INDEX, GROUP_INDEX } from './indexes.ts';
+import { CLAIM_INDEX, GROUP_INDEX, HELD_INDEXES, heldFilter } from './indexes.ts';
 import type { RateBuckets } from './rate-buckets.ts';
 import { CLAIM_SORT, type JobDocument, toJobRecord } from './records.ts';
 
@@ -104,6 +104,30 @@ export function claimSteps(
         );
       }
       return byGroup;
+    },
+    heldGroups: async () => {
+      const held = new Map<string, string | null>();
+      for (const state of ['delayed', 'waiting'] as const) {
+        const docs = await call((options) =>
+          c.jobs
+            .find(
+              { ...heldFilter(state), name },
+              { projection: { _id: 1, group: 1, runAt: 1, version: 1 }, hint: HELD_INDEXES[state], ...options },
+            )
+            .toArray(),
+        );
+        for (const doc of docs) {
+          const group = doc.group as string;
+          if (group === NO_GROUP) continue;
+          const takes =
+            state === 'waiting' &&
+            doc.runAt <= now &&
+            doc.version >= request.minVersion &&
+            doc.version <= request.maxVersion;
+          if (!held.get(group)) held.set(group, takes ? doc._id : null);
+        }
+      }
+      return held;
     },
     lease,
     claimInOrder: async (limit) => {

@@ -38,6 +38,13 @@ export const WAITING_GROUPS_INDEX = 'waiting_groups';
 export const ACTIVE_GROUPS_INDEX = 'active_groups';
 
 /**
+ * Name of the index through which a claim under strict group order finds the jobs that hold their groups:
+ * `(name, held_group)`, where `held_group` is the group of a job back in the queue after an attempt (waiting or
+ * delayed with `attempts` above 0) and NULL on every other row, so only a retry writes an entry in it.
+ */
+export const HELD_GROUPS_INDEX = 'held_groups';
+
+/**
  * Name of the index through which a job list filtered by group reads the group's jobs, one run per state
  * (list-jobs.ts): `(job_group, group_state, id)`. `group_state` is the state of a job with a group and NULL
  * on every other, so a job without a group keeps one entry, `(NULL, NULL, id)`, through every state change
@@ -157,6 +164,7 @@ function tableStatements(t: Tables): string[] {
       retain_completed_ms BIGINT NULL,
       retain_dead_ms BIGINT NULL,
       ${PRUNE_AT_COLUMN},
+      held_group VARCHAR(255) AS (IF(attempts > 0 AND state IN ('waiting', 'delayed'), job_group, NULL)) VIRTUAL,
       PRIMARY KEY (id),
       KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
       KEY lease_expiry (state, lease_expires_at),
@@ -168,6 +176,7 @@ function tableStatements(t: Tables): string[] {
       KEY ${WAITING_GROUPS_INDEX} (name, waiting_group),
       KEY ${WAITING_GROUP_CLAIM_INDEX} (name, waiting_group, priority DESC, order_key, tie_key, id, run_at, version),
       KEY ${ACTIVE_GROUPS_INDEX} (name, active_group),
+      KEY ${HELD_GROUPS_INDEX} (name, held_group),
       KEY ${GROUP_LISTING_INDEX} ${GROUP_LISTING_COLUMNS},
       KEY ${CHILDREN_INDEX} (parent_id, id)
     ) ${TABLE_OPTIONS}`,
@@ -209,7 +218,8 @@ function tableStatements(t: Tables): string[] {
     ) ${TABLE_OPTIONS}`,
     // A type's settings row is what its limited claims lock, one at a time; `group_cursor` is the last group
     // the type's latest grouped claim leased from (see flow-control.ts and group-claim.ts); `held_until` is
-    // when the type's hold (`ctx.rateLimited`) ends.
+    // when the type's hold (`ctx.rateLimited`) ends; `group_order` is 'strict' when a started job holds its
+    // group (sql/lock-group-holders.ts).
     `CREATE TABLE IF NOT EXISTS ${t.queueSettings} (
       name VARCHAR(100) NOT NULL,
       paused TINYINT(1) NOT NULL DEFAULT 0,
@@ -223,6 +233,7 @@ function tableStatements(t: Tables): string[] {
       updated_at DATETIME(3) NOT NULL,
       group_cursor VARCHAR(255) NULL,
       held_until DATETIME(3) NULL,
+      group_order VARCHAR(8) NULL,
       PRIMARY KEY (name)
     ) ${TABLE_OPTIONS}`,
     `CREATE TABLE IF NOT EXISTS ${t.schedules} (

@@ -11,7 +11,7 @@ import type { Tables } from './tables.ts';
 
 /** The settings row's columns a claim or a listing reads. */
 export const SETTINGS_SELECT =
-  'name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, held_until, updated_at';
+  'name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, group_order, grouped, recent_starts, last_turn, held_until, updated_at';
 
 /** A settings row as the limited claim reckons with it (limited-claim.ts). */
 export function toFlowState(row: RowDataPacket): FlowState {
@@ -21,6 +21,7 @@ export function toFlowState(row: RowDataPacket): FlowState {
     concurrency: row.concurrency === null ? null : Number(row.concurrency),
     rateLimit: row.rate_max === null ? null : { max: Number(row.rate_max), perMs: Number(row.rate_per_ms) },
     groupConcurrency: row.group_concurrency === null ? null : Number(row.group_concurrency),
+    groupOrder: row.group_order === 'strict' ? 'strict' : null,
     grouped: Number(row.grouped) === 1,
     heldUntil: row.held_until === null ? null : readDate(row.held_until),
     updatedAt: readDate(row.updated_at),
@@ -57,6 +58,7 @@ export async function updateQueueSettings(
   if (change.concurrency !== undefined) sets.push('concurrency = VALUES(concurrency)');
   if (change.rateLimit !== undefined) sets.push('rate_max = VALUES(rate_max), rate_per_ms = VALUES(rate_per_ms)');
   if (change.groupConcurrency !== undefined) sets.push('group_concurrency = VALUES(group_concurrency)');
+  if (change.groupOrder !== undefined) sets.push('group_order = VALUES(group_order)');
   if (change.grouped) sets.push('grouped = 1');
   // A hold only grows: a later one stored stays.
   if (change.heldUntil !== undefined) {
@@ -72,13 +74,14 @@ export async function updateQueueSettings(
     change.grouped ? 1 : 0,
     sqlDate(now),
     change.heldUntil === undefined ? null : sqlDate(change.heldUntil),
+    change.groupOrder ?? null,
   );
   await execute(
     c,
     `INSERT INTO ${t.queueSettings}
        (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, recent_starts, last_turn, updated_at,
-        held_until)
-     VALUES (?, ?, ?, ?, ?, ?, ?, '[]', 0, ?, ?)
+        held_until, group_order)
+     VALUES (?, ?, ?, ?, ?, ?, ?, '[]', 0, ?, ?, ?)
      ON DUPLICATE KEY UPDATE ${sets.join(', ')}`,
     values,
   );

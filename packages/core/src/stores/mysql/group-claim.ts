@@ -5,6 +5,7 @@
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { type ClaimRequest, NO_GROUP } from '../../engine/store.ts';
 import { selectRows } from './connection.ts';
+import { lockGroupHolders, readHeldGroups } from './sql/lock-group-holders.ts';
 import { lockGroupJobsQuery } from './sql/lock-group-jobs.ts';
 import { lockReadyJobs } from './sql/lock-ready-jobs.ts';
 import { type Stretch, walkGroupsQuery } from './sql/walk-groups.ts';
@@ -14,6 +15,8 @@ import type { Tables } from './tables.ts';
 export interface TurnSettings {
   concurrency: number | null;
   groupConcurrency: number | null;
+  /** `'strict'`: a job back in the queue after an attempt holds its group (sql/lock-group-holders.ts). */
+  groupOrder: 'strict' | null;
   /** The last group the type's latest grouped claim leased from; `null` before the first. */
   groupCursor: string | null;
 }
@@ -35,7 +38,8 @@ export interface PickedInTurns {
  * may run more than one job, it takes each group's first jobs up to its room, one round per group. The cursor
  * moves to the last group leased from. Under a `concurrency` limit the first walk that passes a group also
  * counts the type's active jobs, and `room` shrinks to what fits beside them. With no job with a group waiting,
- * jobs enqueued without one before the type had groups are picked in claim order.
+ * jobs enqueued without one before the type had groups are picked in claim order. Under strict group order a
+ * held group is passed over, and its holder, once ready, is taken ahead of the walk.
  */
 export async function pickInTurns(
   c: PoolConnection,
@@ -48,6 +52,9 @@ export async function pickInTurns(
   let room = limit;
   let typeActive: number | null = null;
   const open: { group: string; active: number; head: RowDataPacket }[] = [];
+  const held: Map<string, RowDataPacket | null> =
+    settings.groupOrder === 'strict' ? await lockGroupHolders(c, t, request) : new Map();
+  for (const [group, head] of held) if (head) open.push({ group, active: 0, head });
   let passedCount = 0;
   let wrapped = groupCursor === null;
   let stretch: Stretch = { after: groupCursor, upTo: null };
@@ -63,7 +70,8 @@ export async function pickInTurns(
     }
     passedCount += passed.length;
     for (const row of passed) {
-      if (row.id !== null) open.push({ group: String(row.group_read), active: Number(row.group_active), head: row });
+      const group = String(row.group_read);
+      if (row.id !== null && !held.has(group)) open.push({ group, active: Number(row.group_active), head: row });
     }
     // A walk that passed as many groups as it asked for may have more after them.
     if (last !== undefined && passed.length === size) {
@@ -75,8 +83,14 @@ export async function pickInTurns(
       stretch = { after: null, upTo: groupCursor };
     }
   }
+  // A job that was active when the holders were read may have failed since, after the walk counted its group
+  // free: the groups held now are read again, and a group held since is passed over.
+  if (settings.groupOrder === 'strict' && open.length > 0) {
+    const heldNow = await readHeldGroups(c, t, request.name);
+    open.splice(0, open.length, ...open.filter(({ group, head }) => !heldNow.has(group) || held.get(group) === head));
+  }
   if (room <= 0) return { rows: [], cursor: groupCursor };
-  if (passedCount === 0) {
+  if (passedCount === 0 && open.length === 0) {
     // No job with a group waits: jobs enqueued without one before the type had groups are picked in claim order.
     return {
       rows: await lockReadyJobs(c, t, request, room, typeActive === null ? concurrency : null),
@@ -86,7 +100,11 @@ export async function pickInTurns(
   const groups = open.slice(0, room).map(({ group, active, head }) => ({
     group,
     head,
-    cap: groupConcurrency === null || group === NO_GROUP ? room : Math.min(room, groupConcurrency - active),
+    cap: held.has(group)
+      ? 1
+      : groupConcurrency === null || group === NO_GROUP
+        ? room
+        : Math.min(room, groupConcurrency - active),
   }));
   const candidates = new Map(groups.map(({ group, head }) => [group, [head]]));
   if (groups.length < room && groups.some(({ cap }) => cap > 1)) {

@@ -87,6 +87,8 @@ const JOB_INDEXES = [
   `CREATE INDEX jobs_delayed_idx ON jobs (name, run_at) WHERE state = 'delayed'`,
   `CREATE INDEX jobs_group_claim_idx ON jobs (name, job_group, priority DESC, order_key, order_tie)
   WHERE state = 'waiting' AND job_group IS NOT NULL`,
+  `CREATE INDEX jobs_group_held_idx ON jobs (name, job_group)
+  WHERE attempts > 0 AND state IN ('waiting', 'delayed') AND job_group IS NOT NULL`,
   `CREATE INDEX jobs_open_idx ON jobs (state, name, id) WHERE state <> 'completed'`,
   `CREATE INDEX jobs_finished_at_idx ON jobs (finished_at) WHERE finished_at IS NOT NULL AND prune_at IS NULL`,
   `CREATE INDEX jobs_prune_at_idx ON jobs (prune_at) WHERE prune_at IS NOT NULL`,
@@ -145,6 +147,7 @@ const REGISTRIES = [
  * latest starts (at most `rate_max`), so a window is checked exactly; `last_turn` numbers starts;
  * `group_cursor` is the group the type's latest claim took from last, where the next one's walk starts;
  * `held_until` is when the type's hold (`ctx.rateLimited`) ends: no claim leases a job of the type before it.
+ * `group_order` is `'strict'` when a started job holds its group (`jobs_group_held_idx` finds those jobs).
  */
 const QUEUE_SETTINGS = `
 CREATE TABLE queue_settings (
@@ -159,7 +162,8 @@ CREATE TABLE queue_settings (
   last_turn bigint NOT NULL DEFAULT 0,
   updated_at timestamptz NOT NULL,
   group_cursor text COLLATE "C",
-  held_until timestamptz
+  held_until timestamptz,
+  group_order text CHECK (group_order = 'strict')
 )`;
 
 /**

@@ -12,6 +12,7 @@ interface SettingsRow {
   /** bigint: node-postgres returns a string, PGlite a number. */
   rate_per_ms: string | number | null;
   group_concurrency: number | null;
+  group_order: 'strict' | null;
   grouped: boolean;
   recent_starts: (string | number)[];
   last_turn: string | number;
@@ -20,7 +21,7 @@ interface SettingsRow {
 }
 
 const SETTINGS_COLUMNS =
-  'q.name, q.paused, q.concurrency, q.rate_max, q.rate_per_ms, q.group_concurrency, q.grouped, q.recent_starts, q.last_turn, q.held_until, q.updated_at';
+  'q.name, q.paused, q.concurrency, q.rate_max, q.rate_per_ms, q.group_concurrency, q.group_order, q.grouped, q.recent_starts, q.last_turn, q.held_until, q.updated_at';
 
 function toFlowState(row: SettingsRow): FlowState {
   return {
@@ -29,6 +30,7 @@ function toFlowState(row: SettingsRow): FlowState {
     concurrency: row.concurrency,
     rateLimit: row.rate_max === null ? null : { max: row.rate_max, perMs: Number(row.rate_per_ms) },
     groupConcurrency: row.group_concurrency,
+    groupOrder: row.group_order,
     grouped: row.grouped,
     heldUntil: row.held_until,
     updatedAt: row.updated_at,
@@ -51,12 +53,13 @@ export function buildFlowStatements(schema: string) {
     /**
      * $1 name, $2 paused or null (unchanged), $3 whether to set concurrency, $4 concurrency, $5 whether to set the
      * rate limit, $6 its max, $7 its window, $8 whether to set group concurrency, $9 group concurrency, $10 grouped
-     * (true) or null (unchanged), $11 now, $12 held until or null (unchanged; a later hold stored stays).
+     * (true) or null (unchanged), $11 now, $12 held until or null (unchanged; a later hold stored stays), $13 whether
+     * to set group order, $14 group order.
      */
     updateSettings: `INSERT INTO ${schema}.queue_settings AS q
-  (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at, held_until)
+  (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at, held_until, group_order)
 VALUES ($1, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9::int, coalesce($10::boolean, false), $11::timestamptz,
-  $12::timestamptz)
+  $12::timestamptz, $14::text)
 ON CONFLICT (name) DO UPDATE SET
   held_until = greatest(q.held_until, $12::timestamptz),
   paused = coalesce($2::boolean, q.paused),
@@ -65,7 +68,8 @@ ON CONFLICT (name) DO UPDATE SET
   rate_per_ms = CASE WHEN $5::boolean THEN $7::bigint ELSE q.rate_per_ms END,
   group_concurrency = CASE WHEN $8::boolean THEN $9::int ELSE q.group_concurrency END,
   grouped = q.grouped OR coalesce($10::boolean, false),
-  updated_at = $11::timestamptz
+  updated_at = $11::timestamptz,
+  group_order = CASE WHEN $13::boolean THEN $14::text ELSE q.group_order END
 RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
@@ -113,6 +117,8 @@ export async function updateQueueSettings(
     change.grouped ?? null,
     now,
     change.heldUntil ?? null,
+    change.groupOrder !== undefined,
+    change.groupOrder ?? null,
   ]);
   return toSettings(row as SettingsRow);
 }

@@ -41,6 +41,12 @@ export interface LimitedClaimSteps {
    * where the store locks rows (a job another claim holds is skipped).
    */
   candidates(groups: readonly { group: string; cap: number }[]): Promise<Map<string, string[]>>;
+  /**
+   * Under strict group order: each group (never `NO_GROUP`) holding a job that has started and not ended other
+   * than by being active (waiting or delayed with an attempt spent), with that job's id when the claim could take
+   * it now (ready, due, of a version it reads), else `null`. The store answers from jobs in those states only.
+   */
+  heldGroups(): Promise<Map<string, string | null>>;
   /** Leases the jobs with these ids (the store re-checks each is still ready); resolves to them in this order. */
   lease(ids: readonly string[]): Promise<ClaimedRecord[]>;
   /** Leases up to `limit` jobs in claim order, as `claimJobs` does. */
@@ -165,10 +171,16 @@ async function claimByTurns(
   const groups = await steps.readyGroups(settings.groupConcurrency !== null);
   // No job with a group is waiting: jobs enqueued without one before the type had groups are claimed in order.
   if (groups.length === 0) return steps.claimInOrder(room);
+  // Strict order: a held group may run only the job that holds it, once that job is ready again.
+  const held = settings.groupOrder === 'strict' ? await steps.heldGroups() : new Map<string, string | null>();
   const capOf = (g: ReadyGroup): number =>
-    settings.groupConcurrency === null || g.group === NO_GROUP
-      ? room
-      : Math.min(room, settings.groupConcurrency - g.active);
+    held.has(g.group)
+      ? held.get(g.group) !== null && g.active === 0
+        ? 1
+        : 0
+      : settings.groupConcurrency === null || g.group === NO_GROUP
+        ? room
+        : Math.min(room, settings.groupConcurrency - g.active);
   const open = groups
     .map((g) => ({ group: g.group, turn: g.lastTurn ?? 0, cap: capOf(g) }))
     .filter((g) => g.cap > 0)
@@ -177,8 +189,16 @@ async function claimByTurns(
   // may have none the claim can take: not due, or of versions it does not read).
   const candidates = new Map<string, string[]>();
   let found = 0;
-  for (let at = 0; at < open.length && found < room; at += room) {
-    for (const [group, ids] of await steps.candidates(open.slice(at, at + room))) {
+  for (const { group } of open) {
+    const holder = held.get(group);
+    if (holder) {
+      candidates.set(group, [holder]);
+      found += 1;
+    }
+  }
+  const free = open.filter(({ group }) => !held.has(group));
+  for (let at = 0; at < free.length && found < room; at += room) {
+    for (const [group, ids] of await steps.candidates(free.slice(at, at + room))) {
       candidates.set(group, ids);
       found += ids.length;
     }

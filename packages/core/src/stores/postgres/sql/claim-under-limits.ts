@@ -21,6 +21,8 @@ const NO_JOB =
  * never more starts in a window of `rate_per_ms` than `rate_max` (the latest starts are kept in
  * `recent_starts`); groups take turns in the order of their names from `group_cursor`, the group the type's
  * previous claim took from last, wrapping round once, so each group with ready jobs gets one turn per pass.
+ * Under strict group order (`group_order`), a group with a started job waiting to run again (`attempts` above 0,
+ * read through `jobs_group_held_idx`) is held: only that job of it is taken, once due, ahead of the walk.
  *
  * How: under a concurrency limit alone it leases through `claim_jobs`. For a grouped type it moves the type's due
  * delayed jobs when one is due, reads the groups of the type's active jobs, and walks the group claim index
@@ -53,6 +55,7 @@ recent bigint[] := '{}';
 room integer := max_jobs;
 takes_turns boolean;
 active_groups text[] := '{}';
+held_groups text[];
 any_group boolean := false;
 wrapped boolean;
 at_group text COLLATE "C";
@@ -125,9 +128,25 @@ IF takes_turns THEN
     active_groups := ARRAY(SELECT a.job_group FROM jobs AS a
       WHERE a.state = 'active' AND a.name = job_name AND a.job_group IS NOT NULL);
   END IF;
+  IF s.group_order = 'strict' THEN
+    held_groups := ARRAY(SELECT DISTINCT h.job_group FROM jobs AS h
+      WHERE h.attempts > 0 AND h.state IN ('waiting', 'delayed') AND h.job_group IS NOT NULL
+        AND h.name = job_name AND h.job_group <> '');
+    SELECT coalesce(array_agg(r.job_group), '{}'), coalesce(array_agg(r.id), '{}'), coalesce(array_agg(r.at), '{}')
+      INTO open_groups, open_heads, open_ats
+      FROM (SELECT DISTINCT ON (h.job_group) h.job_group, h.id, h.ctid AS at FROM jobs AS h
+        WHERE h.attempts > 0 AND h.state = 'waiting' AND h.job_group IS NOT NULL AND h.name = job_name
+          AND h.job_group <> '' AND h.run_at <= due_by AND h.version BETWEEN min_version AND max_version
+          AND NOT h.job_group = ANY(active_groups)
+        ORDER BY h.job_group LIMIT room) AS r;
+    open_caps := array_fill(1, ARRAY[cardinality(open_groups)]);
+    active_groups := active_groups || held_groups;
+    any_group := cardinality(open_groups) > 0;
+  END IF;
   wrapped := s.group_cursor IS NULL;
   at_group := s.group_cursor;
   LOOP
+    EXIT WHEN cardinality(open_groups) >= room;
     chunk := greatest(room - cardinality(open_groups), passed);
     walked := 0;
     IF chunk = 1 THEN
