@@ -234,6 +234,14 @@ export interface EnqueueOptions {
   backoff?: Backoff | undefined;
   /** Lease length in milliseconds, 100 ms to 24 h (`LEASE_MS_LIMITS`). @defaultValue 30_000 */
   leaseMs?: number | undefined;
+  /**
+   * How long each attempt's handler may run, from its claim, in milliseconds, 100 ms to 24 h
+   * (`TIMEOUT_MS_LIMITS`). The store enforces it: no lease outlives the attempt's deadline (claim time +
+   * `timeoutMs`), so a worker that runs on loses the job there, the attempt fails with `TIMEOUT` and is
+   * retried like any failure, and the late ack is refused with `LEASE_LOST`. The SDK sends the type's
+   * `defineJob({ timeoutMs })` when none is given. @defaultValue no limit
+   */
+  timeoutMs?: number | undefined;
   /** @defaultValue 'fifo' */
   order?: JobOrder | undefined;
   /**

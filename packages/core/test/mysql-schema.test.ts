@@ -21,7 +21,8 @@ const { queue_groups: _unused, ...preRelease } = chain;
  * with the index through which a parent's children are read (version 18); whether a job's idempotency key frees
  * when it finishes (version 19); last in the settings table, when the type's hold ends (version 20); a
  * job's own retention, with when it is pruned by it, which leads the pruner's index `finished` (version 21); and
- * strict group order's held group and its index, and the settings' `group_order`.
+ * strict group order's held group and its index, and the settings' `group_order`; each job's time limit and
+ * the deadline a claim sets its attempt (version 22).
  */
 const expected = {
   ...preRelease,
@@ -47,6 +48,8 @@ const expected = {
       'retain_dead_ms bigint(20) NULL DEFAULT NULL',
       "prune_at_ms bigint(20) NULL DEFAULT NULL AS (timestampdiff(MICROSECOND,'1970-01-01 00:00:00',`finished_at`) DIV 1000 + case `state` when 'completed' then `retain_completed_ms` when 'dead' then `retain_dead_ms` end) STORED GENERATED",
       "held_group varchar(255) NULL DEFAULT NULL AS (if(`attempts` > 0 and `state` in ('waiting','delayed'),`job_group`,NULL)) VIRTUAL GENERATED COLLATE utf8mb4_bin",
+      'timeout_ms int(11) NULL DEFAULT NULL',
+      'attempt_deadline datetime(3) NULL DEFAULT NULL',
     ],
     indexes: {
       ...preRelease.jobs.indexes,

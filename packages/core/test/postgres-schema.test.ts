@@ -141,6 +141,18 @@ const SINCE_STRICT = JSON.parse(readFileSync(new URL('postgres-schema-strict.jso
   PostgresCatalog,
   'tables' | 'indexes' | 'constraints' | 'functions'
 >;
+/**
+ * What a job's time limit added (schema version 29): its two columns, and the claims and the sweep that read them
+ * (`fixtures/postgres-schema-time-limits.json`: those functions as a whole; the sweep's replaces the one of two
+ * parameters).
+ */
+const SINCE_TIME_LIMITS = JSON.parse(
+  readFileSync(new URL('postgres-schema-time-limits.json', fixtures), 'utf8'),
+) as Pick<PostgresCatalog, 'functions'>;
+const TIME_LIMIT_COLUMNS = [column('timeout_ms', 'bigint'), column('attempt_deadline', 'timestamp with time zone')];
+const SWEEP_BEFORE_TIME_LIMITS = 'requeue_expired_leases(done_at timestamp with time zone, failure text)';
+const withoutSweepBefore = (functions: PostgresCatalog['functions']) =>
+  Object.fromEntries(Object.entries(functions).filter(([key]) => key !== SWEEP_BEFORE_TIME_LIMITS));
 const byName = <T>(record: Record<string, T>) =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 const EXPECTED: PostgresCatalog = {
@@ -152,7 +164,7 @@ const EXPECTED: PostgresCatalog = {
     ...SINCE_HOLDS.tables,
     jobs: {
       ...(SINCE_UNTIL_FINISHED.jobs as PostgresCatalog['tables'][string]),
-      columns: [...(SINCE_UNTIL_FINISHED.jobs?.columns ?? []), ...SINCE_RETENTION.columns],
+      columns: [...(SINCE_UNTIL_FINISHED.jobs?.columns ?? []), ...SINCE_RETENTION.columns, ...TIME_LIMIT_COLUMNS],
     },
     ...SINCE_STRICT.tables,
   }),
@@ -165,12 +177,15 @@ const EXPECTED: PostgresCatalog = {
   }),
   constraints: byName({ ...PRE_RELEASE.constraints, ...SINCE_FLOWS.constraints, ...SINCE_STRICT.constraints }),
   functions: byName({
-    ...PRE_RELEASE.functions,
-    ...SINCE_PRE_RELEASE.functions,
-    ...SINCE_FLOWS.functions,
-    ...SINCE_HOLDS.functions,
-    ...SINCE_RETENTION.functions,
-    ...SINCE_STRICT.functions,
+    ...withoutSweepBefore({
+      ...PRE_RELEASE.functions,
+      ...SINCE_PRE_RELEASE.functions,
+      ...SINCE_FLOWS.functions,
+      ...SINCE_HOLDS.functions,
+      ...SINCE_RETENTION.functions,
+      ...SINCE_STRICT.functions,
+    }),
+    ...SINCE_TIME_LIMITS.functions,
   }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));

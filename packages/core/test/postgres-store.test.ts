@@ -424,8 +424,8 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     await admin.query(`ANALYZE "${schema}".jobs`);
     const deadOfName = buildListJobs(`"${schema}"`, { name, states: ['dead'], limit: 50 });
     expect(await planOf(deadOfName.text, deadOfName.params)).toMatch(/Index (Only )?Scan using jobs_open_idx/);
-    const sweep = sweptLeasesSql(`"${schema}".jobs`, '$1::timestamptz', '$2');
-    expect(await planOf(sweep, [new Date(), '{}'])).toMatch(/jobs_open_idx/);
+    const sweep = sweptLeasesSql(`"${schema}".jobs`, '$1::timestamptz', '$2', '$3');
+    expect(await planOf(sweep, [new Date(), '{}', '{}'])).toMatch(/jobs_open_idx/);
   });
 
   it('delivers a published job name to a subscriber on another store, and again after its connection drops', async () => {

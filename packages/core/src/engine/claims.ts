@@ -38,6 +38,11 @@ export interface ClaimedJob {
   /** When the lease runs out unless extended (epoch ms). */
   leaseExpiresAtMs: number;
   leaseMs: number;
+  /**
+   * The job's own time limit (`EnqueueOptions.timeoutMs`), when it has one: no lease of this attempt outlives
+   * the claim's time + this, and the sweep fails the attempt with `TIMEOUT` when its lease runs out there.
+   */
+  timeoutMs?: number;
   progress: number;
   /** When the job became due (epoch ms): how long it waited ready is the claim's time less this. */
   runAtMs: number;
@@ -82,6 +87,7 @@ export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
     runAtMs: job.runAt.getTime(),
   };
   if (job.traceContext !== null) claimed.traceContext = job.traceContext;
+  if (job.timeoutMs != null) claimed.timeoutMs = job.timeoutMs;
   if (job.childCount) claimed.resumed = true;
   if (job.parentId) claimed.parentId = job.parentId;
   return claimed;

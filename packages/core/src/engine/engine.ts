@@ -180,9 +180,13 @@ export class Engine {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
     await this.flow.placeInGroups([job]);
-    // A debounced job may replace a waiting one, which only `debounceJobs` does.
+    // A debounced job may replace a waiting one, which only `debounceJobs` does; a job with a time limit gets
+    // its attempt deadline from a claim, which the handoff's insert does not set.
     const handed =
-      this.handsOver && job.debounceKey === null && (await this.flow.leavesClaimsFree(job.name))
+      this.handsOver &&
+      job.debounceKey === null &&
+      job.timeoutMs === undefined &&
+      (await this.flow.leavesClaimsFree(job.name))
         ? await this.store.handoff?.insertAndClaimJob(job, claimRequest(claim, now))
         : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).
@@ -453,11 +457,12 @@ export class Engine {
     const now = this.clock.now();
     const { priority, maxAttempts, backoff, leaseMs, order } = job;
     const retention = { completedMs: job.retainCompletedMs ?? undefined, deadMs: job.retainDeadMs ?? undefined };
+    const timeoutMs = job.timeoutMs ?? undefined;
     const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
     // The replay keeps the trace context of the job it replays: its processing links to the original producer.
     const traceContext = job.traceContext ?? undefined;
     const group = job.group || undefined;
-    const options = { priority, maxAttempts, backoff, leaseMs, order, traceContext, group, retention };
+    const options = { priority, maxAttempts, backoff, leaseMs, timeoutMs, order, traceContext, group, retention };
     const replay = this.newJob({ ...input, options }, now, id);
     await this.flow.placeInGroups([replay]);
     const [outcome] = await insertDistinct(this.store, [replay]);

@@ -253,11 +253,12 @@ function replayInput(job: JobRecord): EnqueueInput {
   const { priority, maxAttempts, backoff, leaseMs, order } = job;
   const traceContext = job.traceContext ?? undefined;
   const group = job.group || undefined;
+  const timeoutMs = job.timeoutMs ?? undefined;
   return {
     name: job.name,
     version: job.version,
     payload: fromStoredValue(job.payload),
-    options: { priority, maxAttempts, backoff, leaseMs, order, traceContext, group },
+    options: { priority, maxAttempts, backoff, leaseMs, timeoutMs, order, traceContext, group },
   };
 }
 

@@ -1,5 +1,5 @@
 import { WorkqError } from '../errors.ts';
-import { LEASE_MS_LIMITS, MAX_BATCH_SIZE } from '../jobs.ts';
+import { LEASE_MS_LIMITS, MAX_BATCH_SIZE, TIMEOUT_MS_LIMITS } from '../jobs.ts';
 
 /** A `VALIDATION` error when a batch call (`what`) is given more than `MAX_BATCH_SIZE` items. */
 export function checkBatch(size: number, what: string): void {
@@ -17,6 +17,18 @@ export function checkName(name: string): string {
     );
   }
   return name;
+}
+
+/** A job's time limit: `timeoutMs` when it is an integer within `TIMEOUT_MS_LIMITS`, `null` when absent. */
+export function checkTimeoutMs(timeoutMs: number | undefined): number | null {
+  if (timeoutMs === undefined) return null;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < TIMEOUT_MS_LIMITS.min || timeoutMs > TIMEOUT_MS_LIMITS.max) {
+    throw new WorkqError(
+      'VALIDATION',
+      `timeoutMs must be an integer from ${TIMEOUT_MS_LIMITS.min} to ${TIMEOUT_MS_LIMITS.max} (100 ms to 24 h); got ${String(timeoutMs)}. Leave it out for no limit.`,
+    );
+  }
+  return timeoutMs;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { JobEventDetails, JobEventError, JobEventRun, JobEventType } from '
 import type { JobError } from '../jobs.ts';
 import type { FlowEnds } from './flow-ends.ts';
 import type { JobRecord, SweptLease } from './store.ts';
+import { timedOutError } from './timed-out-error.ts';
 
 /**
  * Where the engine sends its events: the one seam between state changes and
@@ -166,7 +167,17 @@ export class JobEventEmitter {
     if (!this.listening || jobs.length === 0) return;
     const eventError: JobEventError = { message: error.message };
     if (error.code !== undefined) eventError.code = error.code;
-    this.publishFailures(jobs, eventError, at);
+    const timedOut = jobs.filter((job) => job.timedOut);
+    if (timedOut.length === 0) {
+      this.publishFailures(jobs, eventError, at);
+      return;
+    }
+    this.publishFailures(timedOut, { message: timedOutError(error).message, code: 'TIMEOUT' }, at);
+    this.publishFailures(
+      jobs.filter((job) => !job.timedOut),
+      eventError,
+      at,
+    );
   }
 
   /** `failed` for each failed attempt, then `dead` for those that used the last one. */

@@ -2,6 +2,7 @@ import { isValidJobName } from '../contract/define-catalog.ts';
 import { WorkqError } from '../errors.ts';
 import { checkJobId, newJobId } from '../job-ids.ts';
 import type { DebounceMode, JobStatus } from '../jobs.ts';
+import { checkTimeoutMs } from './input-checks.ts';
 import {
   checkDeduplication,
   checkGroup,
@@ -46,6 +47,8 @@ export type JobSettings = ResolvedJobOptions & {
   idempotencyUntilFinished: boolean;
   debounceKey: string | null;
   debounceMode: DebounceMode;
+  /** The job's time limit (`EnqueueOptions.timeoutMs`); `null`: none. */
+  timeoutMs: number | null;
 };
 
 /** Resolves a job's options to its settings. */
@@ -72,6 +75,7 @@ export function batchSettings(defaults: Partial<ResolvedJobOptions> | undefined,
           maxAttempts,
           backoff,
           leaseMs,
+          timeoutMs: checkTimeoutMs(options?.timeoutMs),
           order,
           retention,
           runAt,
@@ -140,6 +144,7 @@ export function buildNewJob(
   };
   // Only on the jobs that have them, so the usual job is sent and stored as it was.
   if (settings.idempotencyUntilFinished) job.idempotencyUntilFinished = true;
+  if (settings.timeoutMs !== null) job.timeoutMs = settings.timeoutMs;
   if (settings.debounceKey !== null && settings.debounceMode !== 'replace') job.debounceMode = settings.debounceMode;
   return job;
 }

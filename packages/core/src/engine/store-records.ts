@@ -38,6 +38,13 @@ export interface JobRecord {
   maxAttempts: number;
   backoff: Backoff;
   leaseMs: number;
+  /** Each attempt's time limit (`EnqueueOptions.timeoutMs`). Absent or `null`: none. */
+  timeoutMs?: number | null;
+  /**
+   * While `active` under a time limit: when the attempt must end (its claim time + `timeoutMs`). No lease of
+   * the attempt expires later: the claim and every extension stop at it. Absent or `null`: no deadline.
+   */
+  attemptDeadline?: Date | null;
   /**
    * The fencing token of the current lease, or, on a job its ack completed,
    * of the lease that completed it (so a repeated ack is recognised);
@@ -105,6 +112,7 @@ export type ClaimedRecord = Pick<
   | 'attempts'
   | 'maxAttempts'
   | 'leaseMs'
+  | 'timeoutMs'
   | 'leaseToken'
   | 'leaseExpiresAt'
   | 'progress'
@@ -127,6 +135,8 @@ export interface NewJob {
   maxAttempts: number;
   backoff: Backoff;
   leaseMs: number;
+  /** Each attempt's time limit; set only on the jobs that have one (absent: none). */
+  timeoutMs?: number | null;
   idempotencyKey: string | null;
   /** With an `idempotencyKey`: the key holds until then (`createdAt` + `idempotencyTtlMs`); `null`: while retained. */
   idempotencyExpiresAt: Date | null;
@@ -228,6 +238,8 @@ export interface SweptLease {
   dead: boolean;
   /** For a child in a flow: its parent's id, read with the row the sweep changes. Absent: not a child. */
   parentId?: string;
+  /** The lease ran out at the attempt's deadline (`timeoutMs`): its error is `TIMEOUT`. Absent: `LEASE_EXPIRED`. */
+  timedOut?: boolean;
 }
 
 export interface ListFilter {

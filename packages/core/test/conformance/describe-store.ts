@@ -29,6 +29,7 @@ import { registerScaleTests } from './scale.ts';
 import { registerScheduleTests } from './schedules.ts';
 import { registerTimeTests } from './time.ts';
 import { registerTimeBoundTests } from './time-bounds.ts';
+import { registerTimeLimitTests } from './time-limits.ts';
 import { registerTraceContextTests } from './trace-context.ts';
 import { registerVersionTests } from './versions.ts';
 import { registerWorkerBoundTests } from './worker-bounds.ts';
@@ -69,6 +70,7 @@ export function describeStore(
     describe('6. retries', () => registerRetryTests(state));
     describe('7. time', () => registerTimeTests(state));
     describe('time bounds: leases and run times', () => registerTimeBoundTests(state));
+    describe('time limits: a handler past its timeoutMs', () => registerTimeLimitTests(state));
     describe('8. idempotency', () => registerIdempotencyTests(state));
     describe('caller-chosen job ids', () => registerJobIdTests(state));
     describe('deduplication: key TTLs and debounce', () => registerDeduplicationTests(state));

@@ -187,16 +187,22 @@ async function leaseReadyJobs(
   return tried;
 }
 
-/** The update pipeline that leases a job to a claim. */
+/**
+ * The update pipeline that leases a job to a claim. A job with a time limit gets its attempt's deadline (now +
+ * `timeoutMs`) and a lease that ends no later; on one without, the deadline is `null` (`$add` of a missing
+ * field) and `$min` skips it.
+ */
 export function leaseUpdate(request: ClaimRequest): Record<string, unknown>[] {
-  const leaseExpiresAt =
+  const leaseEnd =
     request.leaseMs === null ? { $add: [request.now, '$leaseMs'] } : new Date(request.now.getTime() + request.leaseMs);
+  const attemptDeadline = { $add: [request.now, '$timeoutMs'] };
   return [
     {
       $set: {
         state: 'active',
         leaseToken: literal(String(request.leaseToken)),
-        leaseExpiresAt,
+        attemptDeadline,
+        leaseExpiresAt: { $min: [leaseEnd, attemptDeadline] },
         workerId: literal(String(request.workerId)),
         attempts: { $add: ['$attempts', 1] },
         updatedAt: request.now,

@@ -46,6 +46,7 @@ function debounceChanges(job: NewJob): Record<string, unknown> {
     // The holder takes the new job's retention too: none (`null`) when it has none.
     retainCompletedMs: literal(job.retainCompletedMs ?? null),
     retainDeadMs: literal(job.retainDeadMs ?? null),
+    timeoutMs: literal(job.timeoutMs ?? null),
     updatedAt: literal(job.createdAt),
   };
   if (mode === 'preserveRunAt') return changes;

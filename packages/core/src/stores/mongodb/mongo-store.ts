@@ -327,7 +327,22 @@ export class MongoStore implements Store {
   }
 
   extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
-    return this.updateHeld('extend', lease, now, (toDatabase) => ({ leaseExpiresAt: toDatabase(leaseExpiresAt) }));
+    return this.run('extend', async () => {
+      const toDatabase = await this.clock.shift();
+      const at = toDatabase(now);
+      const filter = heldBy(lease, at);
+      if (!filter) return false;
+      const asked = toDatabase(leaseExpiresAt);
+      // No later than the attempt's deadline, when it has one.
+      const update = [
+        { $set: { leaseExpiresAt: { $min: [asked, { $ifNull: ['$attemptDeadline', asked] }] }, updatedAt: at } },
+      ];
+      const { matchedCount } = await this.call((signal) => {
+        const options: Abortable<UpdateOptions> = { signal };
+        return this.jobs.updateOne(filter, update, options);
+      });
+      return matchedCount === 1;
+    });
   }
 
   recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {

@@ -26,6 +26,10 @@ export interface JobDocument extends KeptAsRecorded {
   idempotencyExpiresAt?: Date | null;
   /** `true`: `idempotencyKey` frees when the job finishes (`JobRecord.idempotencyUntilFinished`); absent: not. */
   idempotencyUntilFinished?: boolean;
+  /** Each attempt's time limit (`JobRecord.timeoutMs`); absent: none. */
+  timeoutMs?: number | null;
+  /** Set by each claim of a job with a time limit: the attempt's deadline (`JobRecord.attemptDeadline`). */
+  attemptDeadline?: Date | null;
   /** In the unique `debounce` index while a string; `null` (or absent) on every job not debounced. */
   debounceKey?: string | null;
   /** Absent on jobs stored before it existed. */
@@ -215,6 +219,10 @@ export function toChildOutcome(
 export function toJobRecord(doc: JobDocument): JobRecord {
   const record = fieldsOf(doc);
   if (doc.idempotencyUntilFinished === true) record.idempotencyUntilFinished = true;
+  if (typeof doc.timeoutMs === 'number') {
+    record.timeoutMs = doc.timeoutMs;
+    record.attemptDeadline = doc.attemptDeadline ?? null;
+  }
   return withFlowFields(record, {
     parentId: doc.parentId ?? null,
     onFailure: doc.onFailure ?? null,

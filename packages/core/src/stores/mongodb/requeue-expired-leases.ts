@@ -1,5 +1,6 @@
 import type { AnyBulkWriteOperation, BulkWriteOptions } from 'mongodb';
 import type { SweptLease } from '../../engine/store.ts';
+import { timedOutError } from '../../engine/timed-out-error.ts';
 import type { JobError } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
@@ -83,7 +84,14 @@ async function sweepBatch(
   );
   if (found.length === 0) return { read: 0, ended: [] };
   const lostLease = cleanError({ ...error, attempt: 0 });
-  const recorded = { $mergeObjects: [literal(lostLease), { attempt: '$attempts' }] };
+  const timedOut = cleanError({ ...timedOutError(error), attempt: 0 });
+  // `TIMEOUT` where the lease ran out at the attempt's deadline (a `null` one is below every date: ruled out).
+  const atDeadline = {
+    $and: [{ $ne: [{ $ifNull: ['$attemptDeadline', null] }, null] }, { $gte: ['$leaseExpiresAt', '$attemptDeadline'] }],
+  };
+  const recorded = {
+    $mergeObjects: [{ $cond: [atDeadline, literal(timedOut), literal(lostLease)] }, { attempt: '$attempts' }],
+  };
   const errors = appendedErrors(recorded);
   const dead = [{ $set: { ...ENDED_LEASE, state: 'dead', error: recorded, errors, finishedAt: now, updatedAt: now } }];
   const waiting = [
@@ -123,12 +131,15 @@ async function sweepBatch(
   const sweptNow = {
     _id: { $in: found.map((job) => job._id) },
     updatedAt: now,
-    'error.code': error.code ?? null,
+    'error.code': { $in: [error.code ?? null, 'TIMEOUT'] },
     leaseToken: null,
   };
   const swept = await withCallLimit(limitMs, (signal) =>
     jobs
-      .find(sweptNow, { projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1, parentId: 1 }, signal })
+      .find(sweptNow, {
+        projection: { _id: 1, name: 1, version: 1, attempts: 1, state: 1, parentId: 1, 'error.code': 1 },
+        signal,
+      })
       .toArray(),
   );
   const ended = swept.map((job) => {
@@ -140,6 +151,7 @@ async function sweepBatch(
       dead: job.state === 'dead',
     };
     if (typeof job.parentId === 'string') lease.parentId = job.parentId;
+    if (job.error?.code === 'TIMEOUT') lease.timedOut = true;
     return lease;
   });
   return { read: found.length, ended };

@@ -4,17 +4,18 @@
  * group listing index and its `group_state` column (version 17), flows' columns and `children` index,
  * `idempotency_until_finished` (version 19: a key the next insert under it takes from a finished holder), and
  * the type's hold, `queue_settings.held_until` (version 20), and a job's own retention with `prune_at_ms`, which
- * leads the pruner's index `finished` (version 21); a later schema change is a migration for released
- * databases (migrations.ts) and a change here alike.
+ * leads the pruner's index `finished` (version 21), and each job's time limit, `timeout_ms`, with the
+ * deadline a claim sets its attempt, `attempt_deadline` (version 22); a later schema change is a migration for
+ * released databases (migrations.ts) and a change here alike.
  */
 import type { Migration } from '../shared/migration.ts';
 import type { Tables } from './tables.ts';
 
 /** The current schema's version, which the baseline builds. */
-export const BASELINE_VERSION = 21;
+export const BASELINE_VERSION = 22;
 
 /** The oldest server that may run on the current schema (see `Migration.minServerVersion`): the first that checks. */
-const BASELINE_MIN_SERVER_VERSION = 21;
+const BASELINE_MIN_SERVER_VERSION = 22;
 
 /** Name of the index every claim reads; the claim query forces it. */
 export const CLAIM_INDEX = 'claim_order';
@@ -165,6 +166,8 @@ function tableStatements(t: Tables): string[] {
       retain_dead_ms BIGINT NULL,
       ${PRUNE_AT_COLUMN},
       held_group VARCHAR(255) AS (IF(attempts > 0 AND state IN ('waiting', 'delayed'), job_group, NULL)) VIRTUAL,
+      timeout_ms INT NULL,
+      attempt_deadline DATETIME(3) NULL,
       PRIMARY KEY (id),
       KEY ${CLAIM_INDEX} (state, name, priority DESC, order_key, tie_key, id, run_at, version),
       KEY lease_expiry (state, lease_expires_at),

@@ -188,8 +188,9 @@ export class MysqlStore implements Store {
 
   async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
     return this.updateHeld('extendLease', lease, now, {
-      set: 'lease_expires_at = ?',
-      values: [sqlDate(leaseExpiresAt)],
+      // No later than the attempt's deadline, when it has one.
+      set: 'lease_expires_at = LEAST(?, COALESCE(attempt_deadline, ?))',
+      values: [sqlDate(leaseExpiresAt), sqlDate(leaseExpiresAt)],
     });
   }
 

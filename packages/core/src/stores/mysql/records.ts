@@ -46,6 +46,8 @@ export const JOB_COLUMNS = [
   'child_count',
   'pending_children',
   'idempotency_until_finished',
+  'timeout_ms',
+  'attempt_deadline',
 ] as const;
 
 /** A job's own retention, written only by an insert of jobs that have one (`insertColumns`). */
@@ -153,6 +155,7 @@ export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
  */
 export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
+  const timeoutMs = row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms);
   const claimed: ClaimedRecord = {
     id: String(row.id),
     name: claim.name,
@@ -162,11 +165,12 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
     maxAttempts: Number(row.max_attempts),
     leaseMs,
     leaseToken: claim.leaseToken,
-    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
+    leaseExpiresAt: leaseExpiry({ leaseMs, timeoutMs }, claim),
     progress: Number(row.progress),
     runAt: readDate(row.run_at),
     traceContext: readJson(row.trace_context) as TraceContext | null,
   };
+  if (timeoutMs !== null) claimed.timeoutMs = timeoutMs;
   // A parent resumed after its children (`ClaimedRecord.childCount`); other jobs leave it out.
   const children = Number(row.child_count ?? 0);
   if (children > 0) claimed.childCount = children;
@@ -193,6 +197,10 @@ export function jobRow(row: RowDataPacket): JobRecord {
   const error = readError(row.error);
   const record = fieldsOf(row, error);
   if (Number(row.idempotency_until_finished ?? 0) === 1) record.idempotencyUntilFinished = true;
+  if (row.timeout_ms !== null && row.timeout_ms !== undefined) {
+    record.timeoutMs = Number(row.timeout_ms);
+    record.attemptDeadline = readNullableDate(row.attempt_deadline);
+  }
   return withFlowFields(record, {
     parentId: readText(row.parent_id),
     onFailure: readText(row.on_failure) as ChildFailurePolicy | null,
@@ -288,6 +296,8 @@ export function newJobValues(job: NewJob): unknown[] {
     child_count: children,
     pending_children: children,
     idempotency_until_finished: job.idempotencyUntilFinished ? 1 : 0,
+    timeout_ms: job.timeoutMs ?? null,
+    attempt_deadline: null,
   };
   return JOB_COLUMNS.map((column) => values[column]);
 }

@@ -23,6 +23,8 @@ import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/s
  * A job with a retention of its own keeps it (`retain_completed_ms`, `retain_dead_ms`), and `prune_at`, computed
  * from it and the job's end, is when the pruner deletes it: every statement that ends a job, or revives one,
  * keeps it right without naming it.
+ * A job with a time limit (`timeout_ms`) gets its attempt's deadline (`attempt_deadline`) from each claim; no
+ * lease of the attempt ends later, and the sweep records a lease that ran out there as `TIMEOUT`.
  */
 const JOBS = `
 CREATE TABLE jobs (
@@ -67,6 +69,8 @@ CREATE TABLE jobs (
   retain_completed_ms bigint,
   retain_dead_ms bigint,
   prune_at timestamptz GENERATED ALWAYS AS (${PRUNE_AT_SQL}) STORED,
+  timeout_ms bigint,
+  attempt_deadline timestamptz,
   CONSTRAINT jobs_lease_only_when_active
     CHECK ((lease_expires_at IS NULL OR state = 'active') AND (lease_token IS NULL OR state IN ('active', 'completed')))
 )`;
@@ -171,14 +175,15 @@ CREATE TABLE queue_settings (
  * order they call each other. Its version follows the pre-release chain it replaced (1 to 24, whose end state
  * it equals but for `jobs_group_list_idx` and flows: test/fixtures/postgres-schema.json holds that state, the
  * drift test compares the two); version 25 added flows in place, version 26 `idempotency_until_finished`,
- * version 27 the type's hold (`queue_settings.held_until`, honoured by the claims), version 28 a job's own
- * retention (`retain_completed_ms`, `retain_dead_ms`, `prune_at` and its index), and a schema of an earlier
- * one is refused (pre-release-schema.ts).
+ * version 27 the type's hold (`queue_settings.held_until`, honoured by the claims), version 29 a job's own
+ * retention (`retain_completed_ms`, `retain_dead_ms`, `prune_at` and its index), version 29 time limits
+ * (`timeout_ms`, `attempt_deadline`, and the claims and sweep that read them), and a schema of an earlier one
+ * is refused (pre-release-schema.ts).
  */
 export const BASELINE: Migration = {
-  version: 28,
+  version: 29,
   name: 'baseline: jobs and flows, registries, flow control and the claim functions',
-  minServerVersion: 28,
+  minServerVersion: 29,
   statements: [
     MS_AFTER,
     JOBS,

@@ -131,7 +131,7 @@ async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: re
   await db.query(sql.insertFlowJobs, flowJobParams(jobs));
 }
 
-/** The parameters $1…$17 of `insertFlowJobsSql` for `jobs`: one text array per field. */
+/** The parameters $1…$18 of `insertFlowJobsSql` for `jobs`: one text array per field. */
 function flowJobParams(jobs: readonly NewJob[]): (string | null)[][] {
   const column = (value: (job: NewJob) => string | null) => jobs.map(value);
   return [
@@ -152,6 +152,7 @@ function flowJobParams(jobs: readonly NewJob[]): (string | null)[][] {
     column((job) => job.parentId ?? null),
     column((job) => job.onFailure ?? null),
     column((job) => String(job.pendingChildren ?? 0)),
+    column((job) => (job.timeoutMs == null ? null : String(job.timeoutMs))),
   ];
 }
 

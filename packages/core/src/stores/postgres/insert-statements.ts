@@ -11,7 +11,7 @@ import { claimsHeldBackSql, NOT_STARTED_SQL, notStartedSql, orderKeySql } from '
 
 /** The columns every insert of a job writes, in the order of `insertValues`. */
 const INSERT_COLUMNS =
-  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at, job_group, idempotency_until_finished, retain_completed_ms, retain_dead_ms';
+  'id, name, version, payload, state, priority, job_order, order_key, run_at, created_at, updated_at, attempts, max_attempts, backoff, lease_ms, progress, idempotency_key, replay_of, trace_context, idempotency_expires_at, job_group, idempotency_until_finished, retain_completed_ms, retain_dead_ms, timeout_ms';
 
 /**
  * The SQL type of each new job field: its column's. Parameters carry these types (an array of `jsonb` values
@@ -40,6 +40,7 @@ const NEW_JOB_FIELD_TYPES: Record<NewJobField, string> = {
   idempotency_until_finished: 'boolean',
   retain_completed_ms: 'bigint',
   retain_dead_ms: 'bigint',
+  timeout_ms: 'bigint',
 };
 
 /** Parameter `$n` of `field`'s type. */
@@ -70,7 +71,7 @@ function unnestedValue(field: NewJobField): string {
 function insertValues(field: (name: NewJobField) => string, handed = 'false'): string {
   const [runAt, createdAt, order] = [field('run_at'), field('created_at'), field('job_order')];
   const state = `CASE WHEN ${handed} THEN 'active' ELSE ${notStartedSql(runAt, createdAt)} END`;
-  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}, ${field('job_group')}, ${field('idempotency_until_finished')}, ${field('retain_completed_ms')}, ${field('retain_dead_ms')}`;
+  return `${field('id')}, ${field('name')}, ${field('version')}, ${field('payload')}, ${state}, ${field('priority')}, ${order}, ${orderKeySql(order, runAt)}, ${runAt}, ${createdAt}, ${createdAt}, ${handed}::int, ${field('max_attempts')}, ${field('backoff')}, ${field('lease_ms')}, 0, ${field('idempotency_key')}, ${field('replay_of')}, ${field('trace_context')}, ${field('idempotency_expires_at')}, ${field('job_group')}, ${field('idempotency_until_finished')}, ${field('retain_completed_ms')}, ${field('retain_dead_ms')}, ${field('timeout_ms')}`;
 }
 
 /**
@@ -110,12 +111,12 @@ const DEBOUNCE_CHANGES: Record<DebounceMode, string> = {
   replace: `payload = excluded.payload, version = excluded.version, priority = excluded.priority,
   max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
   retain_completed_ms = excluded.retain_completed_ms, retain_dead_ms = excluded.retain_dead_ms,
-  run_at = excluded.run_at, order_key = ${orderKeySql('j.job_order', 'excluded.run_at')}, state = excluded.state,
+  timeout_ms = excluded.timeout_ms, run_at = excluded.run_at, order_key = ${orderKeySql('j.job_order', 'excluded.run_at')}, state = excluded.state,
   updated_at = excluded.created_at`,
   preserveRunAt: `payload = excluded.payload, version = excluded.version, priority = excluded.priority,
   max_attempts = excluded.max_attempts, backoff = excluded.backoff, lease_ms = excluded.lease_ms,
   retain_completed_ms = excluded.retain_completed_ms, retain_dead_ms = excluded.retain_dead_ms,
-  updated_at = excluded.created_at`,
+  timeout_ms = excluded.timeout_ms, updated_at = excluded.created_at`,
   keepFirst: 'debounce_key = j.debounce_key',
 };
 

@@ -26,6 +26,7 @@ import type {
   WorkerPresence,
   WorkerRoom,
 } from '../../engine/store.ts';
+import { timedOutError } from '../../engine/timed-out-error.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
@@ -366,12 +367,18 @@ export class PostgresStore implements Store {
       attempts: number;
       dead: boolean;
       parent_id: string | null;
+      timed_out: boolean;
       readied: string | null;
-    }>(this.sql.requeueExpiredLeases, [now, toJsonText({ ...error, attempt: 0 })]);
+    }>(this.sql.requeueExpiredLeases, [
+      now,
+      toJsonText({ ...error, attempt: 0 }),
+      toJsonText({ ...timedOutError(error), attempt: 0 }),
+    ]);
     this.readiness.tell(readiedParents(rows));
-    return rows.map(({ id, name, version, attempts, dead, parent_id }) => {
+    return rows.map(({ id, name, version, attempts, dead, parent_id, timed_out }) => {
       const swept: SweptLease = { id, name, version, attempt: attempts, dead };
       if (parent_id !== null) swept.parentId = parent_id;
+      if (timed_out) swept.timedOut = true;
       return swept;
     });
   }

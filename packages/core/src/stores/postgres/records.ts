@@ -10,6 +10,7 @@ const OTHER_FIELDS = [
   'job_order',
   'lease_token',
   'lease_expires_at',
+  'attempt_deadline',
   'state',
   'created_at',
   'updated_at',
@@ -65,6 +66,9 @@ export interface JobRow {
   backoff: Backoff;
   /** bigint: node-postgres returns a string, PGlite a number. */
   lease_ms: string | number;
+  /** bigint, as `lease_ms`; `NULL`: no time limit. */
+  timeout_ms: string | number | null;
+  attempt_deadline: Date | null;
   lease_token: string | null;
   lease_expires_at: Date | null;
   worker_id: string | null;
@@ -142,6 +146,10 @@ export function toJobRecord(row: JobRow): JobRecord {
   };
   // Flows' fields only on jobs in a flow: a plain job reads back as it was inserted (see `insertedRecord`).
   if (row.idempotency_until_finished) record.idempotencyUntilFinished = true;
+  if (row.timeout_ms !== null) {
+    record.timeoutMs = Number(row.timeout_ms);
+    record.attemptDeadline = row.attempt_deadline;
+  }
   if (row.parent_id !== null) {
     record.parentId = row.parent_id;
     record.onFailure = row.on_failure;
@@ -182,6 +190,7 @@ export const SETTINGS_FIELDS = [
   'idempotency_until_finished',
   'retain_completed_ms',
   'retain_dead_ms',
+  'timeout_ms',
 ] as const;
 
 /** The fields an insert sends for each new job. */
@@ -206,6 +215,7 @@ function settingsOf(job: NewJob): (string | null)[] {
     job.idempotencyUntilFinished ? 'true' : 'false',
     msText(job.retainCompletedMs),
     msText(job.retainDeadMs),
+    job.timeoutMs == null ? null : String(job.timeoutMs),
   ];
 }
 
@@ -231,7 +241,8 @@ function sameSettings(a: NewJob, b: NewJob): boolean {
     a.idempotencyExpiresAt?.getTime() === b.idempotencyExpiresAt?.getTime() &&
     (a.idempotencyUntilFinished ?? false) === (b.idempotencyUntilFinished ?? false) &&
     (a.retainCompletedMs ?? null) === (b.retainCompletedMs ?? null) &&
-    (a.retainDeadMs ?? null) === (b.retainDeadMs ?? null)
+    (a.retainDeadMs ?? null) === (b.retainDeadMs ?? null) &&
+    (a.timeoutMs ?? null) === (b.timeoutMs ?? null)
   );
 }
 

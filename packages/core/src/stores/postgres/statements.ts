@@ -104,8 +104,8 @@ SET state = ${notStartedSql('$3::timestamptz', '$4::timestamptz')}, run_at = $3:
 WHERE ${fenced('$1', '$2', '$4')}
 RETURNING j.id`,
 
-    /** $1 id, $2 token, $3 new expiry, $4 now. */
-    extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    /** $1 id, $2 token, $3 new expiry, $4 now. The expiry stops at the attempt's deadline (`least` skips a `NULL`). */
+    extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = least($3::timestamptz, j.attempt_deadline), updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
 RETURNING j.id`,
 
@@ -168,7 +168,7 @@ ORDER BY 1, 2, 3`,
     retryDeadJobs: `SELECT ${quotedSchema}.retry_dead_jobs($1, $2::text[], $3::timestamptz) AS count`,
 
     /** $1 now, $2 error JSON, its `attempt` set per job (`requeue_expired_leases`, sql/end-jobs.ts). */
-    requeueExpiredLeases: `SELECT r.*, ${readiedSql} AS readied FROM ${quotedSchema}.requeue_expired_leases($1::timestamptz, $2) AS r`,
+    requeueExpiredLeases: `SELECT r.*, ${readiedSql} AS readied FROM ${quotedSchema}.requeue_expired_leases($1::timestamptz, $2, $3) AS r`,
 
     /**
      * $1 finished before, $2 limit, $3 now: jobs past their own retention (`prune_at`), oldest first, then, up

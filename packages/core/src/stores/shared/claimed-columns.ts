@@ -10,6 +10,7 @@ export const CLAIMED_JOB_COLUMNS = [
   'attempts',
   'max_attempts',
   'lease_ms',
+  'timeout_ms',
   'progress',
   'run_at',
   'trace_context',

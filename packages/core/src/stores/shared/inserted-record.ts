@@ -45,6 +45,7 @@ export function insertedRecord(job: NewJob): JobRecord {
     record.retainCompletedMs = job.retainCompletedMs ?? null;
     record.retainDeadMs = job.retainDeadMs ?? null;
   }
+  if (job.timeoutMs != null) record.timeoutMs = job.timeoutMs;
   return record;
 }
 
@@ -59,11 +60,17 @@ export function handedRecord(job: NewJob, claim: ClaimRequest): JobRecord {
   record.updatedAt = claim.now;
   record.leaseToken = claim.leaseToken;
   record.leaseExpiresAt = leaseExpiry(job, claim);
+  if (job.timeoutMs != null) record.attemptDeadline = new Date(claim.now.getTime() + job.timeoutMs);
   record.workerId = claim.workerId;
   return record;
 }
 
-/** When a lease taken by `claim` on `job` expires: the claim's lease length, or the job's own. */
-export function leaseExpiry(job: Pick<NewJob, 'leaseMs'>, claim: ClaimRequest): Date {
-  return new Date(claim.now.getTime() + (claim.leaseMs ?? job.leaseMs));
+/**
+ * When a lease taken by `claim` on `job` expires: after the claim's lease length, or the job's own, but no later
+ * than the attempt's deadline (the claim's time + the job's `timeoutMs`), as every claim sets it.
+ */
+export function leaseExpiry(job: Pick<NewJob, 'leaseMs' | 'timeoutMs'>, claim: ClaimRequest): Date {
+  const lengthMs = claim.leaseMs ?? job.leaseMs;
+  const timeoutMs = job.timeoutMs ?? lengthMs;
+  return new Date(claim.now.getTime() + Math.min(lengthMs, timeoutMs));
 }

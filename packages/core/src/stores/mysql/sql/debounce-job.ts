@@ -30,6 +30,7 @@ const NEW_PAYLOAD = [
   whileWaiting('lease_ms'),
   whileWaiting('retain_completed_ms'),
   whileWaiting('retain_dead_ms'),
+  whileWaiting('timeout_ms'),
 ];
 
 /**

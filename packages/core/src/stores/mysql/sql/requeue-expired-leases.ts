@@ -5,11 +5,13 @@
  * `waiting`, each with the lost lease's error recorded; a child made dead settles its parent in the same
  * transaction (settle-parents.ts), the names of the parents made ready going to `ready`.
  *
- * Takes `now` and the error to record (its `attempt` is each job's own). Returns each job swept, whether it
- * died, and its parent. Guarantees: a lease is swept once, and only when it expired by `now`.
+ * Takes `now` and the error to record (its `attempt` is each job's own); a lease that ran out at its attempt's
+ * deadline (`attempt_deadline`, a time limit) records `TIMEOUT` instead (`timedOutError`). Returns each job
+ * swept, whether it died, its parent, and whether it timed out. Guarantees: a lease is swept once, and only when it expired by `now`.
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { SweptLease } from '../../../engine/store.ts';
+import { timedOutError } from '../../../engine/timed-out-error.ts';
 import type { JobError } from '../../../jobs.ts';
 import { execute, type Queryable, selectRows } from '../connection.ts';
 import { appendedErrorsSql } from '../error-history.ts';
@@ -42,7 +44,8 @@ export async function requeueExpiredLeases(
   const at = sqlDate(now);
   const expired = await selectRows(
     c,
-    `SELECT id, name, version, attempts, attempts >= max_attempts AS dead, parent_id, on_failure FROM ${t.jobs}
+    `SELECT id, name, version, attempts, attempts >= max_attempts AS dead, parent_id, on_failure,
+         lease_expires_at >= attempt_deadline AS timed_out FROM ${t.jobs}
          WHERE state = 'active' AND lease_expires_at <= ? FOR UPDATE SKIP LOCKED`,
     [at],
   );
@@ -55,13 +58,15 @@ export async function requeueExpiredLeases(
       dead: Number(row.dead) === 1,
     };
     if (row.parent_id !== null) job.parentId = String(row.parent_id);
+    if (Number(row.timed_out) === 1) job.timedOut = true;
     return job;
   });
-  // The recorded error names the attempt that lost its lease: each row's own `attempts`.
-  const errorSql = `JSON_SET(?, '$.attempt', attempts)`;
+  // The recorded error names the attempt that lost its lease: each row's own `attempts`. Read before the lease
+  // is released (`RELEASE_LEASE` comes after it in each update).
+  const errorSql = `JSON_SET(IF(lease_expires_at >= attempt_deadline, ?, ?), '$.attempt', attempts)`;
   // `errors` first: it reads the previous `error` (see `appendedErrorsSql`).
   const recordError = `errors = ${appendedErrorsSql(errorSql)}, error = ${errorSql}`;
-  const errorJson = writeJson(error);
+  const errorJsons = [writeJson(timedOutError(error)), writeJson(error)];
   const dead = swept.filter((job) => job.dead).map((job) => job.id);
   const requeued = swept.filter((job) => !job.dead).map((job) => job.id);
   if (dead.length > 0) {
@@ -69,10 +74,13 @@ export async function requeueExpiredLeases(
       c,
       `UPDATE ${t.jobs} SET state = 'dead', ${recordError}, ${RELEASE_LEASE}, finished_at = ?, updated_at = ?
          WHERE id IN (?)`,
-      [errorJson, errorJson, at, at, dead],
+      [...errorJsons, ...errorJsons, at, at, dead],
     );
     const died = expired.filter((row) => Number(row.dead) === 1);
-    const lostLease = (row: Record<string, unknown>) => ({ ...error, attempt: Number(row.attempts) });
+    const lostLease = (row: Record<string, unknown>) => ({
+      ...(Number(row.timed_out) === 1 ? timedOutError(error) : error),
+      attempt: Number(row.attempts),
+    });
     const children = endedChildren(died, 'dead', lostLease);
     if (children.length > 0) ready.push(...(await settleParents(c, t, children, now)));
   }
@@ -80,7 +88,7 @@ export async function requeueExpiredLeases(
     await execute(
       c,
       `UPDATE ${t.jobs} SET state = 'waiting', ${recordError}, ${RELEASE_LEASE}, updated_at = ? WHERE id IN (?)`,
-      [errorJson, errorJson, at, requeued],
+      [...errorJsons, ...errorJsons, at, requeued],
     );
   }
   return swept;

@@ -5,6 +5,16 @@ import type { SqlStatement } from '../connection.ts';
 import type { JobRow } from '../records.ts';
 
 /**
+ * What every claim sets of a job's lease, in a function with the parameters `due_by` and `lease_ms_override`:
+ * the attempt's deadline (`due_by` + `timeout_ms`, `NULL` without a time limit) and the lease's expiry,
+ * `due_by` plus `lease_ms_override` or the job's own `lease_ms`, but no later than the deadline (`least`
+ * ignores a `NULL`).
+ */
+export const LEASE_UNTIL_DEADLINE = `attempt_deadline = due_by + j.timeout_ms * interval '1 millisecond',
+    lease_expires_at = least(due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond',
+      due_by + j.timeout_ms * interval '1 millisecond')`;
+
+/**
  * `claim_jobs(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
  * lease_ms_override)`: leases up to `max_jobs` ready jobs of `job_name` and returns their whole `jobs` rows
  * (in no particular order: the caller sorts them back into claim order).
@@ -12,7 +22,8 @@ import type { JobRow } from '../records.ts';
  * First it moves every due `delayed` job of the name into `waiting`, 1,000 at a time, earliest first, until none
  * is left that no other claim holds (usually once, moving nothing); a statement of its own, so that the lease,
  * the next statement, sees them. Then it leases the jobs `claimable_job_ids` picks: `active`, one more attempt,
- * the lease token and worker, a lease expiry of `due_by` plus `lease_ms_override` or the job's own `lease_ms`.
+ * the lease token and worker, a lease expiry of `due_by` plus `lease_ms_override` or the job's own `lease_ms`,
+ * capped at the attempt's deadline (`LEASE_UNTIL_DEADLINE`).
  *
  * Locks: the moved delayed rows and the leased rows (`FOR UPDATE SKIP LOCKED`: concurrent claims skip each
  * other's jobs). Turns `synchronous_commit` off for its transaction: a claim lost in a database crash only
@@ -28,7 +39,7 @@ AS $body$ DECLARE moved integer; BEGIN
   WHERE d.id IN (SELECT s.id FROM jobs AS s WHERE s.state = 'delayed' AND s.name = job_name AND s.run_at <= due_by
     ORDER BY s.run_at LIMIT 1000 FOR UPDATE SKIP LOCKED); GET DIAGNOSTICS moved = ROW_COUNT; EXIT WHEN moved < 1000; END LOOP; RETURN QUERY UPDATE jobs AS j
   SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
-    lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+    ${LEASE_UNTIL_DEADLINE}, updated_at = due_by
   WHERE j.id IN (SELECT claimable_job_ids(job_name, due_by, min_version, max_version, max_jobs))
   RETURNING j.*; END $body$`;
 
@@ -72,6 +83,7 @@ export type ClaimedRow = Pick<JobRow, (typeof CLAIMED_COLUMNS)[number]>;
  */
 export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
+  const timeoutMs = row.timeout_ms === null ? null : Number(row.timeout_ms);
   const claimed: ClaimedRecord = {
     id: row.id,
     name: claim.name,
@@ -81,11 +93,12 @@ export function toClaimedRecord(row: ClaimedRow, claim: ClaimRequest): ClaimedRe
     maxAttempts: row.max_attempts,
     leaseMs,
     leaseToken: claim.leaseToken,
-    leaseExpiresAt: leaseExpiry({ leaseMs }, claim),
+    leaseExpiresAt: leaseExpiry({ leaseMs, timeoutMs }, claim),
     progress: row.progress,
     runAt: row.run_at,
     traceContext: row.trace_context,
   };
+  if (timeoutMs !== null) claimed.timeoutMs = timeoutMs;
   if (row.child_count > 0) claimed.childCount = row.child_count;
   if (row.parent_id !== null) claimed.parentId = row.parent_id;
   return claimed;

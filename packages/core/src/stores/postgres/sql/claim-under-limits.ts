@@ -1,8 +1,8 @@
-import { claimedColumnsOf } from './claim-jobs.ts';
+import { claimedColumnsOf, LEASE_UNTIL_DEADLINE } from './claim-jobs.ts';
 
 /** The columns a claim reads (`claimedColumnsOf`), empty, for the row that carries a claim's status. */
 const NO_JOB =
-  'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb, NULL::integer, NULL::text';
+  'NULL::text, NULL::integer, NULL::jsonb, NULL::integer, NULL::integer, NULL::bigint, NULL::bigint, NULL::double precision, NULL::timestamptz, NULL::jsonb, NULL::integer, NULL::text';
 
 /**
  * `claim_under_limits(job_name, due_by, min_version, max_version, max_jobs, new_lease_token, new_worker_id,
@@ -41,7 +41,7 @@ export const CLAIM_UNDER_LIMITS = `
 CREATE FUNCTION claim_under_limits(job_name text, due_by timestamptz, min_version integer, max_version integer, max_jobs integer,
 new_lease_token text, new_worker_id text, lease_ms_override bigint)
 RETURNS TABLE (claim_order integer, type_paused boolean, next_start_ms bigint, id text, version integer, payload jsonb,
-attempts integer, max_attempts integer, lease_ms bigint, progress double precision, run_at timestamptz, trace_context jsonb,
+attempts integer, max_attempts integer, lease_ms bigint, timeout_ms bigint, progress double precision, run_at timestamptz, trace_context jsonb,
 child_count integer, parent_id text)
 LANGUAGE plpgsql VOLATILE ROWS 100
 SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
@@ -229,7 +229,7 @@ ELSIF s.rate_max IS NULL AND (cardinality(open_groups) >= room OR NOT 1 < ANY(op
     taken AS (
       UPDATE jobs AS j
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
-        lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+        ${LEASE_UNTIL_DEADLINE}, updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
       RETURNING ${claimedColumnsOf('j')}, c.place),
     saved AS (
@@ -260,7 +260,7 @@ ELSE
     taken AS (
       UPDATE jobs AS j
       SET state = 'active', attempts = j.attempts + 1, lease_token = new_lease_token, worker_id = new_worker_id,
-        lease_expires_at = due_by + coalesce(lease_ms_override, j.lease_ms) * interval '1 millisecond', updated_at = due_by
+        ${LEASE_UNTIL_DEADLINE}, updated_at = due_by
       FROM chosen AS c WHERE j.ctid = c.at AND j.id = c.id
       RETURNING ${claimedColumnsOf('j')}, c.rank, c.place),
     tally AS (SELECT count(*)::integer AS n, max(t.place) AS last_place FROM taken AS t),

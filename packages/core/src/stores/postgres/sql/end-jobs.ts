@@ -49,43 +49,50 @@ AS $body$ DECLARE cancelled jobs; BEGIN
 /**
  * The sweep's statement on `table`, at `now`, recording `failure` (JSON text; SQL expressions): active jobs whose
  * lease expired (`SKIP LOCKED`: a job being acked is the ack's) lose it, waiting again in their place, or dead
- * with no attempt left, the lost lease recorded with its attempt. Returns each swept job's id, name, version,
- * attempts, whether it went dead, and its parent. `requeue_expired_leases` runs it; on its own, it is what a
+ * with no attempt left, the lost lease recorded with its attempt; `timedOut` (JSON text) instead where the lease
+ * ran out at the attempt's deadline (`attempt_deadline`, a time limit). Returns each swept job's id, name,
+ * version, attempts, whether it went dead, its parent, and whether it timed out. `requeue_expired_leases` runs it; on its own, it is what a
  * test explains.
  */
-export function sweptLeasesSql(table: string, now: string, failure: string): string {
-  const error = `jsonb_set(${failure}::jsonb, '{attempt}', to_jsonb(j.attempts))`;
+export function sweptLeasesSql(table: string, now: string, failure: string, timedOut: string): string {
+  const recorded = `CASE WHEN expired.timed_out THEN ${timedOut} ELSE ${failure} END`;
+  const error = `jsonb_set((${recorded})::jsonb, '{attempt}', to_jsonb(j.attempts))`;
   return `WITH expired AS (
-    SELECT e.id FROM ${table} AS e WHERE e.state = 'active' AND e.lease_expires_at <= ${now} FOR UPDATE SKIP LOCKED),
+    SELECT e.id, (e.lease_expires_at >= e.attempt_deadline) IS TRUE AS timed_out
+    FROM ${table} AS e WHERE e.state = 'active' AND e.lease_expires_at <= ${now} FOR UPDATE SKIP LOCKED),
   requeued AS (
     UPDATE ${table} AS j
     SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'waiting' END,
       finished_at = CASE WHEN j.attempts >= j.max_attempts THEN ${now} END,
       error = ${error}, errors = ${appendedErrorsSql(error)}, lease_token = NULL, lease_expires_at = NULL, updated_at = ${now}
     FROM expired WHERE j.id = expired.id
-    RETURNING j.id, j.name, j.version, j.attempts, j.state = 'dead' AS dead, j.parent_id)
-  SELECT r.id, r.name, r.version, r.attempts, r.dead, r.parent_id FROM requeued AS r`;
+    RETURNING j.id, j.name, j.version, j.attempts, j.state = 'dead' AS dead, j.parent_id, expired.timed_out)
+  SELECT r.id, r.name, r.version, r.attempts, r.dead, r.parent_id, r.timed_out FROM requeued AS r`;
 }
 
 /**
- * `requeue_expired_leases(done_at, failure)`: `Store.requeueExpiredLeases`, the sweep (`sweptLeasesSql`) and,
- * in the same transaction, the parents of the children it made dead settled (`settle_parents`). Returns each
- * swept job: id, name, version, attempt, whether it went dead, and its parent.
+ * `requeue_expired_leases(done_at, failure, timeout_failure)`: `Store.requeueExpiredLeases`, the sweep
+ * (`sweptLeasesSql`) and, in the same transaction, the parents of the children it made dead settled
+ * (`settle_parents`). Returns each swept job: id, name, version, attempt, whether it went dead, its parent,
+ * and whether its lease ran out at the attempt's deadline.
  */
 export const REQUEUE_EXPIRED_LEASES = `
-CREATE FUNCTION requeue_expired_leases(done_at timestamptz, failure text)
-RETURNS TABLE (id text, name text, version integer, attempts integer, dead boolean, parent_id text) LANGUAGE plpgsql VOLATILE
+CREATE FUNCTION requeue_expired_leases(done_at timestamptz, failure text, timeout_failure text)
+RETURNS TABLE (id text, name text, version integer, attempts integer, dead boolean, parent_id text, timed_out boolean)
+LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 AS $body$ #variable_conflict use_column
 DECLARE swept record; ids text[] := '{}'; names text[] := '{}'; versions integer[] := '{}';
-  attempt_counts integer[] := '{}'; deads boolean[] := '{}'; parents text[] := '{}'; ended text[] := '{}'; BEGIN
-  FOR swept IN ${sweptLeasesSql('jobs', 'done_at', 'failure')} LOOP
+  attempt_counts integer[] := '{}'; deads boolean[] := '{}'; parents text[] := '{}'; ended text[] := '{}';
+  timeouts boolean[] := '{}'; BEGIN
+  FOR swept IN ${sweptLeasesSql('jobs', 'done_at', 'failure', 'timeout_failure')} LOOP
     ids := ids || swept.id; names := names || swept.name::text; versions := versions || swept.version;
     attempt_counts := attempt_counts || swept.attempts; deads := deads || swept.dead; parents := parents || swept.parent_id;
+    timeouts := timeouts || swept.timed_out;
     IF swept.dead AND swept.parent_id IS NOT NULL THEN ended := ended || swept.id; END IF;
   END LOOP;
   IF cardinality(ended) > 0 THEN PERFORM settle_parents(ended, done_at); END IF;
-  RETURN QUERY SELECT * FROM unnest(ids, names, versions, attempt_counts, deads, parents); END $body$`;
+  RETURN QUERY SELECT * FROM unnest(ids, names, versions, attempt_counts, deads, parents, timeouts); END $body$`;
 
 /**
  * `retry_dead_jobs(job_name, job_ids, at)`: `Store.retryDeadJobs`. Dead jobs (of `job_name`, or among `job_ids`;

@@ -1,0 +1,86 @@
+import { expect, it } from 'vitest';
+import { TIMEOUT_MS_LIMITS } from '../../src/jobs.ts';
+import { expectWorkqError, type SuiteContext } from './context.ts';
+
+/**
+ * A job's time limit (`timeoutMs`) is the store's to enforce, not only the worker's: no lease of an attempt
+ * outlives its deadline (claim time + `timeoutMs`), so a worker that keeps extending loses the job there, the
+ * sweep fails the attempt with `TIMEOUT`, and the job retries or dies by its policy.
+ */
+export function registerTimeLimitTests(ctx: SuiteContext): void {
+  it('the claim and every extension stop at the deadline; the sweep fails the attempt with TIMEOUT, retries, then the job dies', async () => {
+    const name = ctx.jobName('time-limit');
+    const { engine, clock } = ctx.engine();
+    const options = {
+      timeoutMs: 1_000,
+      leaseMs: 5_000,
+      maxAttempts: 2,
+      backoff: { type: 'fixed', delayMs: 0 },
+    } as const;
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options });
+    expect((await ctx.store.getJob(id))?.timeoutMs).toBe(1_000);
+
+    for (const attempt of [1, 2]) {
+      const claimedAtMs = clock.now().getTime();
+      const [lease] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
+      expect(lease?.attempt).toBe(attempt);
+      expect(lease?.timeoutMs).toBe(1_000);
+      expect(lease?.leaseExpiresAtMs, 'the first lease outlived the deadline').toBe(claimedAtMs + 1_000);
+      expect((await engine.get(id)).leaseExpiresAt?.getTime()).toBe(claimedAtMs + 1_000);
+
+      clock.advance(400);
+      await engine.extend(lease!, 5_000);
+      expect((await engine.get(id)).leaseExpiresAt?.getTime(), 'an extension passed the deadline').toBe(
+        claimedAtMs + 1_000,
+      );
+      clock.advance(599);
+      await engine.sweepExpiredLeases(clock.now());
+      expect((await engine.get(id)).state, 'swept before the deadline').toBe('active');
+      await engine.progress(lease!, 50);
+
+      clock.advance(1);
+      await engine.sweepExpiredLeases(clock.now());
+      const status = await engine.get(id);
+      expect(status.state).toBe(attempt === 1 ? 'ready' : 'dead');
+      expect(status.error).toMatchObject({ code: 'TIMEOUT', attempt });
+      await expectWorkqError(engine.complete(lease!, { late: true }), 'LEASE_LOST');
+      await expectWorkqError(engine.extend(lease!, 5_000), 'LEASE_LOST');
+    }
+    expect((await engine.get(id)).result ?? null).toBeNull();
+  });
+
+  it('a job without a time limit is unaffected: its lease extends past any limit and its lost lease is LEASE_EXPIRED', async () => {
+    const name = ctx.jobName('no-time-limit');
+    const { engine, clock } = ctx.engine();
+    const options = { leaseMs: 5_000, maxAttempts: 2, backoff: { type: 'fixed', delayMs: 0 } } as const;
+    const { id } = await engine.enqueue({ name, version: 1, payload: {}, options });
+    expect((await ctx.store.getJob(id))?.timeoutMs ?? null).toBeNull();
+    const claimedAtMs = clock.now().getTime();
+    const [lease] = await engine.claim({ name, maxVersion: 1, limit: 1, workerId: 'w1' });
+    expect(lease?.timeoutMs).toBeUndefined();
+    expect(lease?.leaseExpiresAtMs).toBe(claimedAtMs + 5_000);
+    clock.advance(4_000);
+    await engine.extend(lease!, 5_000);
+    expect((await engine.get(id)).leaseExpiresAt?.getTime()).toBe(claimedAtMs + 9_000);
+    clock.advance(4_999);
+    await engine.sweepExpiredLeases(clock.now());
+    expect((await engine.get(id)).state).toBe('active');
+    clock.advance(1);
+    await engine.sweepExpiredLeases(clock.now());
+    expect((await engine.get(id)).state).toBe('ready');
+    expect((await engine.get(id)).error).toMatchObject({ code: 'LEASE_EXPIRED', attempt: 1 });
+  });
+
+  it('a time limit out of bounds is refused and nothing is stored', async () => {
+    const name = ctx.jobName('time-limit-bounds');
+    const { engine } = ctx.engine();
+    for (const timeoutMs of [0, -1, 1.5, TIMEOUT_MS_LIMITS.min - 1, TIMEOUT_MS_LIMITS.max + 1, Number.NaN]) {
+      const error = await expectWorkqError(
+        engine.enqueue({ name, version: 1, payload: {}, options: { timeoutMs } }),
+        'VALIDATION',
+      );
+      expect(error.message).toMatch(/timeoutMs must be an integer from 100 to 86400000/);
+    }
+    expect((await engine.list({ name })).jobs).toEqual([]);
+  });
+}
