@@ -51,6 +51,20 @@ describe('producer types', () => {
     expectTypeOf(reject).toBeFunction();
   });
 
+  it("takes a job's handler time limit, timeoutMs, as an enqueue option, one batch's or each job's", () => {
+    expectTypeOf<EnqueueOptions['timeoutMs']>().toEqualTypeOf<number | undefined>();
+    const send = async () => {
+      await sdk.enqueue.imageConvert({ source: 'a', output: 'b' }, { timeoutMs: 60_000 });
+      await sdk.enqueueMany.imageConvert([{ source: 'a', output: 'b' }], {
+        timeoutMs: 5_000,
+        perJob: [{ timeoutMs: 100 }],
+      });
+      // @ts-expect-error timeoutMs is a number of milliseconds
+      await sdk.enqueue.imageConvert({ source: 'a', output: 'b' }, { timeoutMs: '1m' });
+    };
+    expectTypeOf(send).toBeFunction();
+  });
+
   it('takes time limits and enqueue retries as client options', () => {
     createClient({ url: 'http://127.0.0.1:1', jobs, timeoutMs: 5_000, enqueueRetries: 0, enqueueBudgetMs: 10_000 });
     expectTypeOf<ClientOptions<typeof jobs>['timeoutMs']>().toEqualTypeOf<number | undefined>();

@@ -80,10 +80,15 @@ export interface ProducerDeps {
 
 const RESULT_POLL_MS = 25_000;
 
-/** The job's `defaults` under the caller's options: what the server receives. */
+/**
+ * The job's `defaults`, and its type's time limit (`defineJob({ timeoutMs })`, so the server enforces it per job),
+ * under the caller's options: what the server receives.
+ */
 function withDefaults(jobs: Catalog, name: string, options: EnqueueOptions | undefined): EnqueueOptions {
-  const defaults = jobs[name]?.defaults ?? {};
-  return { ...defaults, ...options };
+  const definition = jobs[name];
+  const defaults = definition?.defaults ?? {};
+  const timeoutMs = definition?.timeoutMs;
+  return timeoutMs === undefined ? { ...defaults, ...options } : { ...defaults, timeoutMs, ...options };
 }
 
 /** The catalog's definition of job `name`, or `UNKNOWN_JOB` when the catalog has none. */

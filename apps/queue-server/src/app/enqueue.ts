@@ -98,6 +98,7 @@ export function toEnqueueInputs(
   if (retention !== undefined) {
     Object.assign(shared, { retention: { completedMs: retention.completedMs, deadMs: retention.deadMs } });
   }
+  if (options.timeoutMs !== undefined) Object.assign(shared, { timeoutMs: options.timeoutMs });
   return payloads.map((payload) => ({ name, version: jobVersion, payload, options: shared }));
 }
 

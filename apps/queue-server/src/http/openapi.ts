@@ -238,6 +238,11 @@ const COMMON_SCHEMAS: Record<string, Schema> = {
         type: 'integer',
         description: "The job's own lease length, which an extend without `leaseMs` grants.",
       },
+      timeoutMs: {
+        type: 'integer',
+        description:
+          "The job's time limit, when it has one: stop work this long after the claim. No lease outlives it; the attempt then fails with TIMEOUT and its late complete is refused with LEASE_LOST.",
+      },
       leaseExpiresAt: date,
     },
   },

@@ -186,6 +186,7 @@ function toHttpClaimedJob(job: ClaimedJob) {
     maxAttempts,
     leaseToken: token,
     leaseMs,
+    ...(job.timeoutMs === undefined ? {} : { timeoutMs: job.timeoutMs }),
     leaseExpiresAt: new Date(leaseExpiresAtMs).toISOString(),
   };
 }

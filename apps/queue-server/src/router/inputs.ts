@@ -5,6 +5,7 @@ import {
   isValidJobName,
   LEASE_MS_LIMITS,
   LEASE_TOKEN_MAX_CHARS,
+  TIMEOUT_MS_LIMITS,
 } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS, toStoredText } from '@workq/core/engine';
 import { z } from 'zod';
@@ -44,6 +45,15 @@ export const leaseLengthMs = z
   .int(LEASE_MS_RANGE)
   .min(LEASE_MS_LIMITS.min, LEASE_MS_RANGE)
   .max(LEASE_MS_LIMITS.max, LEASE_MS_RANGE);
+
+const TIMEOUT_MS_RANGE = `must be an integer from ${TIMEOUT_MS_LIMITS.min} to ${TIMEOUT_MS_LIMITS.max} (100 ms to 24 h); leave it out for no limit`;
+
+/** A handler's time limit within core's `TIMEOUT_MS_LIMITS` (the engine checks it too). */
+export const timeLimitMs = z
+  .number()
+  .int(TIMEOUT_MS_RANGE)
+  .min(TIMEOUT_MS_LIMITS.min, TIMEOUT_MS_RANGE)
+  .max(TIMEOUT_MS_LIMITS.max, TIMEOUT_MS_RANGE);
 
 /** A trace propagation carrier (`traceparent`, `tracestate`), within core's `TRACE_CONTEXT_LIMITS`. */
 const traceContext = z
@@ -93,6 +103,7 @@ export const enqueueOptions = z
       })
       .optional(),
     leaseMs: leaseLengthMs.optional(),
+    timeoutMs: timeLimitMs.optional(),
     order: z.enum(['fifo', 'lifo']).optional(),
     traceContext: traceContext.optional(),
     group: storableText(1, 255).optional(),

@@ -232,10 +232,12 @@ export function startWorker(deps: WorkerDeps): Worker {
         const running = tracing
           ? tracing.process(job, async () => deps.handler(consumed, ctx))
           : deps.handler(consumed, ctx);
-        if (timeoutMs === undefined) returned = await running;
+        // The job's own limit, which the server enforces too, beats its type's (from an older producer).
+        const limitMs = job.timeoutMs ?? timeoutMs;
+        if (limitMs === undefined) returned = await running;
         else {
-          const timedOut = timeLimitError(job.id, name, timeoutMs);
-          const run = await withinTimeLimit(running, leasedAtMs + timeoutMs, () => jobAbort.abort(timedOut));
+          const timedOut = timeLimitError(job.id, name, limitMs);
+          const run = await withinTimeLimit(running, leasedAtMs + limitMs, () => jobAbort.abort(timedOut));
           if (run.timedOut) {
             await settleFailure(job, timedOut, giveUpAt(job), { timedOut: true });
             return;
