@@ -4,6 +4,7 @@ import { jobs } from '@workq/schemas';
 import { createClient, isWorkqError, type JobEvent, PermanentError, type ResyncEvent, type Worker } from '@workq/sdk';
 import { startTcpProxy, until } from '@workq/test-support';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { eventTypes } from '../support/event-order.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import {
   describeEachStore,
@@ -141,7 +142,7 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
     await until(() => seen.of(flaky.id).some((e) => e.type === 'completed'), 15_000);
     await until(() => seen.of(later.id).some((e) => e.type === 'cancelled'), 15_000);
 
-    expect(seen.of(good.id).map((e) => e.type)).toEqual(['enqueued', 'started', 'progress', 'completed']);
+    expect(eventTypes(seen.of(good.id))).toEqual(['enqueued', 'started', 'progress', 'completed']);
     const completed = seen.of(good.id).at(-1);
     expect(completed).toMatchObject({
       name: 'imageConvert',
@@ -152,7 +153,7 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
     expect(completed?.at).toBeInstanceOf(Date);
     expect(seen.of(good.id)[2]).toMatchObject({ type: 'progress', progress: 50 });
 
-    expect(seen.of(bad.id).map((e) => e.type)).toEqual(['enqueued', 'started', 'failed', 'dead']);
+    expect(eventTypes(seen.of(bad.id))).toEqual(['enqueued', 'started', 'failed', 'dead']);
     expect(seen.of(bad.id)[2]).toMatchObject({
       attempt: 1,
       willRetry: false,
@@ -278,7 +279,7 @@ await describeEachStore(SHARED_STORES, 'job events across two servers on one $la
       const small = await onB.enqueue.generateReport(report);
       const large = await onB.enqueue.generateReport({ ...report, accountId: 'large' });
       await until(() => [small, large].every((h) => seen.of(h.id).some((e) => e.type === 'completed')), 15_000);
-      expect(seen.of(small.id).map((e) => e.type)).toEqual(['enqueued', 'started', 'completed']);
+      expect(eventTypes(seen.of(small.id))).toEqual(['enqueued', 'started', 'completed']);
       expect(seen.of(small.id).at(-1)?.result).toEqual({ url: 'https://reports.example.com/1', rows: 7 });
       expect(seen.of(large.id).at(-1)?.result).toEqual({ url: longUrl, rows: 7 });
     } finally {

@@ -5,6 +5,7 @@ import { until } from '@workq/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runAdminCli } from '../../packages/cli/src/admin/admin-cli.ts';
+import { eventTypes } from '../support/event-order.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { failure, rawClient, rawFailure } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
@@ -218,7 +219,7 @@ await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', 
       );
       const parked = await sdk.enqueue.buildReport({ reportId: 'parked' });
       await until(() => seen.some((event) => event.id === parked.id && event.type === 'waiting-children'), 15_000);
-      expect(seen.filter((event) => event.id === parked.id).map((event) => event.type)).toEqual([
+      expect(eventTypes(seen.filter((event) => event.id === parked.id))).toEqual([
         'enqueued',
         'started',
         'waiting-children',
