@@ -248,7 +248,8 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
       await page.click('button:text-is("Retry all 3 jobs")');
       await waitForText(page, '[role="dialog"]', 'Retry all 3 jobs: dead jobs of imageConvert?');
       // The dialog holds the focus, and Escape closes it without doing anything.
-      expect(await page.evaluate(() => document.activeElement?.closest('[role="dialog"]') !== null)).toBe(true);
+      // (It takes the focus in an effect after it renders: wait for it rather than read it once.)
+      await page.waitForFunction(() => document.activeElement?.closest('[role="dialog"]') !== null);
       await page.keyboard.press('Escape');
       await page.waitForSelector('[role="dialog"]', { state: 'detached' });
       expect((await countsOf('imageConvert')).dead).toBe(3);
