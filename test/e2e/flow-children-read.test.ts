@@ -18,14 +18,20 @@ const jobs = defineCatalog({
   }),
 });
 
-/** The tRPC paths of the requests a client sent through it. */
+/** The tRPC paths of the requests a client sent through it, one entry per call of a batched request. */
 function recordingFetch(paths: string[]): typeof fetch {
   return (input, init) => {
     const url = input instanceof Request ? input.url : String(input);
-    paths.push(new URL(url).pathname.replace(/^.*\/trpc\//, ''));
+    paths.push(...new URL(url).pathname.replace(/^.*\/trpc\//, '').split(','));
     return fetch(input, init);
   };
 }
+
+/**
+ * Far longer than a parent may take to start after its last child: a parent that only a waiting claim's poll
+ * finds starts this late.
+ */
+const POLL_INTERVAL_MS = 10_000;
 
 await describeEachStore(IN_PROCESS_STORES, "a resumed parent's read of its children over $label", ({ open }) => {
   let target: FreshStore | undefined;
@@ -33,7 +39,13 @@ await describeEachStore(IN_PROCESS_STORES, "a resumed parent's read of its child
 
   beforeAll(async () => {
     target = await open();
-    server = await startServer({ store: await serverStore(target), port: 0, jobs, logger: collectingLogger() });
+    server = await startServer({
+      store: await serverStore(target),
+      port: 0,
+      jobs,
+      pollIntervalMs: POLL_INTERVAL_MS,
+      logger: collectingLogger(),
+    });
   });
 
   afterAll(async () => {
@@ -76,6 +88,35 @@ await describeEachStore(IN_PROCESS_STORES, "a resumed parent's read of its child
     await raw.consumer.complete.mutate({ items: [{ id, leaseToken, result: null }] });
     expect((await rawFailure(raw.consumer.children.query({ id, leaseToken }))).code).toBe('LEASE_LOST');
   });
+
+  it("starts a parent's handler once its last child completes, its children coming with its claim", async () => {
+    const paths: string[] = [];
+    const sdk = createClient({ url: server.url, jobs, logger: false, fetch: recordingFetch(paths) });
+    const seen: { n: number }[][] = [];
+    let lastChildAt = 0;
+    let parentAt = 0;
+    // The parent's claim waits on the server from before its flow exists: only its children's ends can wake it.
+    const parents = sdk.consume('sumCounts', async (_job, ctx) => {
+      parentAt = performance.now();
+      seen.push(await ctx.childResults('countItem'));
+    });
+    await until(() => paths.includes('consumer.claim'));
+    await sdk.enqueue.sumCounts({ run: 'prompt' }, { children: [0, 1, 2].map((n) => sdk.child.countItem({ n })) });
+    const children = sdk.consume(
+      'countItem',
+      (job) => {
+        lastChildAt = performance.now();
+        return { n: job.payload.n };
+      },
+      { concurrency: 3 },
+    );
+    await until(() => seen.length > 0, POLL_INTERVAL_MS / 2);
+    expect(seen).toEqual([[{ n: 0 }, { n: 1 }, { n: 2 }]]);
+    expect(parentAt - lastChildAt).toBeLessThan(POLL_INTERVAL_MS / 4);
+    expect(paths).not.toContain('consumer.children');
+    await Promise.all([parents.close(), children.close()]);
+    await sdk.close();
+  }, 30_000);
 });
 
 describe("a resumed parent's read of a full page of children over pglite", () => {
@@ -91,10 +132,10 @@ describe("a resumed parent's read of a full page of children over pglite", () =>
     await server?.close();
   });
 
-  it('hands the handler a full page of children read in one request', async () => {
+  it('hands the handler its first page of children with its claim, and reads the next in one request', async () => {
     const paths: string[] = [];
     const sdk = createClient({ url: server.url, jobs, logger: false, fetch: recordingFetch(paths) });
-    const count = FLOW_LIMITS.statusChildren;
+    const count = FLOW_LIMITS.statusChildren + 1;
     const seen: { children: number; results: number }[] = [];
     await sdk.enqueue.sumCounts(
       { run: 'page' },

@@ -1,5 +1,5 @@
 import { type EnqueueOptions, FLOW_LIMITS, WorkqError } from '@workq/core';
-import type { ChildInput, EnqueueResult, LeaseRef } from '@workq/core/engine';
+import type { ChildInput, ClaimedJob, EnqueueResult, LeaseRef } from '@workq/core/engine';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -177,4 +177,23 @@ export async function waitForChildren(
     services,
     placed.map(({ input }) => input.name),
   );
+}
+
+/**
+ * `jobs`, each resumed one with the first page of its children (`ClaimedJob.children`), read under the lease its
+ * claim just granted, as `consumer.children` would answer it: a worker then starts a parent's handler without a
+ * round trip of its own. A page that cannot be read is left out, and the worker reads it itself.
+ */
+export async function withFirstChildren(services: ServerServices, jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
+  await Promise.all(
+    jobs.map(async (job) => {
+      if (!job.resumed) return;
+      const lease = { id: job.id, leaseToken: job.leaseToken };
+      const page = await services.engine.flows
+        .heldChildren(lease, { limit: FLOW_LIMITS.statusChildren })
+        .catch(() => undefined);
+      if (page) job.children = page;
+    }),
+  );
+  return jobs;
 }

@@ -2,7 +2,7 @@ import { FLOW_LIMITS } from '@workq/core';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../app/consume.ts';
 import { moveJob } from '../app/enqueue.ts';
-import { childTypes, waitForChildren } from '../app/flows.ts';
+import { childTypes, waitForChildren, withFirstChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { hasAnyScope, stopScopeOf } from '../auth.ts';
 import { completion, withPlainCompletions } from './completions.ts';
@@ -15,7 +15,8 @@ export const consumerRouter = router({
    * First completes the held jobs in `complete` (acks riding along, saving a
    * round trip), then leases up to `limit` jobs of one type within the
    * consumer's versions. When none is ready, waits up to `waitMs` for a
-   * wake-up instead of returning at once.
+   * wake-up instead of returning at once. A resumed job (a parent after its
+   * children) comes with the first page of its children (`children`).
    */
   claim: authedProcedure
     .input(
@@ -44,8 +45,8 @@ export const consumerRouter = router({
       ),
     )
     .use(scoped('consume', (input) => input.name))
-    .mutation(({ ctx, input, signal }) =>
-      claimJobs(
+    .mutation(async ({ ctx, input, signal }) => {
+      const answer = await claimJobs(
         ctx.services,
         {
           name: input.name,
@@ -61,8 +62,10 @@ export const consumerRouter = router({
           acks: input.complete,
         },
         signal ?? new AbortController().signal,
-      ),
-    ),
+      );
+      // A resumed job comes with its first page of children, which its handler reads before it starts.
+      return { ...answer, jobs: await withFirstChildren(ctx.services, answer.jobs) };
+    }),
 
   /**
    * For a closing worker: its claims waiting on this server answer at once

@@ -1,6 +1,7 @@
 import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
 import { constrains, type FlowControl } from './flow-control.ts';
 import type { FlowEndNotices } from './flow-end-notices.ts';
+import type { HeldChild } from './flows.ts';
 import { newLeaseToken } from './ids.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import type { JobEventEmitter } from './job-events.ts';
@@ -50,6 +51,12 @@ export interface ClaimedJob {
   traceContext?: TraceContext;
   /** Set on a parent that has had children (a flow's, or its own `waitForChildren`'s): it runs after them. */
   resumed?: true;
+  /**
+   * On a resumed job, when the server read them with the claim: the first page of its children, as
+   * `consumer.children` answers it (`Flows.heldChildren`), so the worker starts the handler without a request
+   * of its own. Absent: the worker reads them itself.
+   */
+  children?: { children: HeldChild[]; more: boolean };
   /** Set on a child in a flow: its parent's id. */
   parentId?: string;
 }

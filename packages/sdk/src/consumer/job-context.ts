@@ -42,19 +42,33 @@ const NO_FLOW: FlowOfJob = Object.freeze({ resumed: false, children: Object.free
 /**
  * Every child of the job `lease` holds, in enqueue order: what a resumed parent's handler is handed. Read page
  * by page (the server's largest), fenced by the lease; a page says whether more follow, so a parent with up to a
- * page of children is read in one round trip.
+ * page of children is read in one round trip. `first`: the first page, when the claim's answer carried it
+ * (`ClaimedJob.children`); the pages after it are read.
  */
-export async function readChildren(call: Call, lease: { id: string; leaseToken: string }): Promise<ChildRecord[]> {
+export async function readChildren(
+  call: Call,
+  lease: { id: string; leaseToken: string },
+  first?: ChildrenPage,
+): Promise<ChildRecord[]> {
   const { id, leaseToken } = lease;
   const children: ChildRecord[] = [];
+  let page = first;
   for (;;) {
+    if (page) {
+      children.push(...(page.children as ChildRecord[]));
+      if (!page.more || page.children.length === 0) return children;
+    }
     const afterId = children.at(-1)?.id;
-    const page = await call((api, signal) =>
+    page = await call((api, signal) =>
       api.consumer.children.query({ id, leaseToken, ...(afterId ? { afterId } : {}) }, { signal }),
     );
-    children.push(...(page.children as ChildRecord[]));
-    if (!page.more || page.children.length === 0) return children;
   }
+}
+
+/** A page of a held job's children as the server answers it. */
+interface ChildrenPage {
+  children: readonly unknown[];
+  more: boolean;
 }
 
 /**

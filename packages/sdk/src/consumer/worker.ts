@@ -218,8 +218,9 @@ export function startWorker(deps: WorkerDeps): Worker {
       }
       let returned: unknown;
       try {
-        // A parent runs after its children: its handler is handed them, read before it starts.
-        if (job.resumed) ctx.resumeAfter(await retrying(() => readChildren(call, job), giveUpAt(job)));
+        // A parent runs after its children: its handler is handed them, read before it starts (their first page
+        // usually came with the claim).
+        if (job.resumed) ctx.resumeAfter(await retrying(() => readChildren(call, job, job.children), giveUpAt(job)));
         const consumed = {
           id: job.id,
           name,
