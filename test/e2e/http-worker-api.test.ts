@@ -4,6 +4,7 @@ import type { JobStatus } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { jsonCall } from '../support/json-call.ts';
 import { ChildProcesses } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 
@@ -43,21 +44,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-/** A JSON answer, read field by field by the assertions. */
-// biome-ignore lint/suspicious/noExplicitAny: each answer's shape is what the assertions check.
-type JsonAnswer = any;
-
-async function call(token: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as JsonAnswer };
-}
+const call = (token: string, method: string, path: string, body?: unknown) =>
+  jsonCall(server.url, token, method, path, body);
 
 const email = (to: string, subject = 'hello') => ({ to, subject, body: 'from the HTTP API' });
 

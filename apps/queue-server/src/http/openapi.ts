@@ -1,7 +1,7 @@
 import { JOB_STATES, WORKQ_ERROR_CODES } from '@workq/core';
 import { z } from 'zod';
 import { enqueueOptions } from '../router/inputs.ts';
-import { claimBody, completeBody, extendBody, failBody } from './worker-routes.ts';
+import { claimBody, completeBody, extendBody, failBody, rateLimitedBody, snoozeBody } from './worker-routes.ts';
 
 /**
  * The OpenAPI 3.1 document of the plain HTTP API (`GET /v1/openapi.json`),
@@ -153,6 +153,28 @@ const JOB_PATHS: Record<string, Schema> = {
     required: ['leaseExpiresAt'],
     properties: { leaseExpiresAt: { type: 'string', format: 'date-time' } },
   }),
+  '/v1/job/{id}/snooze': leaseOperation(
+    'snooze',
+    "Put a held job back to wait until `delayMs` from now or `runAt`, its attempt not counted (needs `consume:` of the job's type)",
+    snoozeBody,
+    { type: 'object', required: ['runAt'], properties: { runAt: { type: 'string', format: 'date-time' } } },
+  ),
+  '/v1/job/{id}/rate-limited': leaseOperation(
+    'rateLimited',
+    "Hold the held job's type for `holdMs` on every server (an upstream said 429) and give the job back, ready, its attempt not counted",
+    rateLimitedBody,
+    {
+      type: 'object',
+      required: ['heldUntil'],
+      properties: {
+        heldUntil: {
+          type: 'string',
+          format: 'date-time',
+          description: 'When the hold ends: no job of the type is claimed before it (a later hold stored stays).',
+        },
+      },
+    },
+  ),
   '/v1/job/{id}/cancel': {
     post: {
       operationId: 'cancel',
@@ -233,7 +255,7 @@ const COMMON_SCHEMAS: Record<string, Schema> = {
       payload: {},
       attempt: { type: 'integer', description: '1-based number of this attempt.' },
       maxAttempts: { type: 'integer' },
-      leaseToken: { type: 'string', description: 'Send it with complete, fail and extend.' },
+      leaseToken: { type: 'string', description: 'Send it with complete, fail, extend, snooze and rate-limited.' },
       leaseMs: {
         type: 'integer',
         description: "The job's own lease length, which an extend without `leaseMs` grants.",

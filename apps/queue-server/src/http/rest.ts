@@ -19,6 +19,8 @@ import {
   failRoute,
   type RestAnswer,
   type RestCall,
+  rateLimitedRoute,
+  snoozeRoute,
   statusRoute,
 } from './worker-routes.ts';
 
@@ -45,6 +47,14 @@ const ROUTES: readonly Route[] = [
   { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/complete$/, kind: 'ack', body: true, serve: completeRoute },
   { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/fail$/, kind: 'write', body: true, serve: failRoute },
   { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/extend$/, kind: 'write', body: true, serve: extendRoute },
+  { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/snooze$/, kind: 'write', body: true, serve: snoozeRoute },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/job\/([^/]+)\/rate-limited$/,
+    kind: 'write',
+    body: true,
+    serve: rateLimitedRoute,
+  },
   { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/cancel$/, kind: 'write', body: false, serve: cancelRoute },
 ];
 

@@ -13,7 +13,9 @@ import { abortOnClose, readJsonBody } from './json-api.ts';
  * procedures they mirror (router/consumer.ts, router/producer.ts): the same
  * use cases, the same scopes, the same limits. A claim needs `consume:<name>`;
  * complete, fail and extend need some `consume:` scope and the job's lease
- * token, which is what authorizes them; status needs `produce:` or `consume:`
+ * token, which is what authorizes them (snooze, as `consumer.snooze`, needs
+ * `consume:` of the job's type, and rate-limited some `consume:` scope, as
+ * `consumer.rateLimited`); status needs `produce:` or `consume:`
  * of the job's type, and cancel `produce:` of it.
  */
 
@@ -32,7 +34,7 @@ export interface RestAnswer {
   body: unknown;
 }
 
-/** The largest body of a claim, fail or extend: their fields are short (a stack is at most 64 000 characters). */
+/** The largest body of a claim, fail, extend, snooze or rate-limited: their fields are short (a stack is at most 64 000 characters). */
 const SMALL_BODY_BYTES = 512 * 1024;
 
 export const claimBody = z.object({
@@ -59,6 +61,26 @@ export const failBody = z.object({
   timedOut: z.boolean().default(false),
   errorName: z.string().max(1_000).optional(),
   stack: z.string().max(64_000).optional(),
+});
+
+/** `ctx.delay` or `ctx.retryAt` over HTTP: exactly one of a wait from now and a run time. */
+export const snoozeBody = z
+  .object({
+    leaseToken,
+    delayMs: z.number().optional().describe('Run again this many milliseconds from now (above 0, at most a year).'),
+    runAt: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe('Run again at this instant (one already past runs at once).'),
+  })
+  .refine((body) => (body.delayMs === undefined) !== (body.runAt === undefined), {
+    message: 'A delay takes either delayMs or runAt, not both and not neither.',
+  });
+
+/** `ctx.rateLimited` over HTTP: how long the job's type is held. */
+export const rateLimitedBody = z.object({
+  leaseToken,
+  holdMs: z.number().describe("Hold the job's type this many milliseconds from now (above 0, at most a day)."),
 });
 
 export const extendBody = z.object({
@@ -135,6 +157,39 @@ export async function extendRoute({ req, services, principal, param }: RestCall)
   );
   if (!outcome?.ok) throw leaseLost(id);
   return { status: 200, body: { leaseExpiresAt: outcome.leaseExpiresAt.toISOString() } };
+}
+
+/**
+ * `POST /v1/job/{id}/snooze`: ends the held job's attempt, uncounted, and it waits again until now + `delayMs`
+ * or `runAt` (`ctx.delay`, `ctx.retryAt`). Needs `consume:` of the job's type, as `consumer.snooze`;
+ * `LEASE_LOST` when the lease is not held.
+ */
+export async function snoozeRoute({ req, services, principal, param }: RestCall): Promise<RestAnswer> {
+  const id = parseParam(jobId, param, 'job id');
+  requireSomeConsumeScope(principal);
+  const expected = '{"leaseToken": <string>, "delayMs": <number>} or {"leaseToken": <string>, "runAt": <date-time>}';
+  const body = await readJsonBody(req, SMALL_BODY_BYTES, snoozeBody, expected);
+  // The job's own type, read rather than taken from the caller, is what the token must consume.
+  const job = await services.engine.store.getJob(id);
+  if (!job || job.leaseToken !== body.leaseToken) throw leaseLost(id);
+  requireScope(principal, 'consume', job.name);
+  const until = body.runAt === undefined ? { delayMs: body.delayMs as number } : { runAt: new Date(body.runAt) };
+  const { runAt } = await services.engine.snooze({ id, leaseToken: body.leaseToken, name: job.name }, until);
+  return { status: 200, body: { runAt: runAt.toISOString() } };
+}
+
+/**
+ * `POST /v1/job/{id}/rate-limited`: holds the held job's type for `holdMs` on every server (`ctx.rateLimited`:
+ * an upstream said 429) and gives the job back, ready, its attempt not counted; `LEASE_LOST` when the lease is
+ * not held.
+ */
+export async function rateLimitedRoute({ req, services, principal, param }: RestCall): Promise<RestAnswer> {
+  const id = parseParam(jobId, param, 'job id');
+  requireSomeConsumeScope(principal);
+  const expected = '{"leaseToken": <string>, "holdMs": <number>}';
+  const body = await readJsonBody(req, SMALL_BODY_BYTES, rateLimitedBody, expected);
+  const { heldUntil } = await services.engine.rateLimited({ id, leaseToken: body.leaseToken }, body.holdMs);
+  return { status: 200, body: { heldUntil: heldUntil.toISOString() } };
 }
 
 /** `GET /v1/job/{id}`: the job's status. */
