@@ -10,6 +10,7 @@ const DUPLICATE_KEY = 11000;
 const CANNOT_CREATE_INDEX = 67;
 const INDEX_OPTIONS_CONFLICT = 85;
 const INDEX_KEY_SPECS_CONFLICT = 86;
+const INVALID_INDEX_SPECIFICATION_OPTION = 197;
 /** The largest `expireAfterSeconds` the server accepts. */
 const MAX_TTL_SECONDS = 2_147_483_647;
 
@@ -30,14 +31,63 @@ function sameDefinition(a: IndexSpec, b: IndexSpec): boolean {
   );
 }
 
-function checkTtl(expireAfterSeconds: number): void {
-  if (typeof expireAfterSeconds === 'number' && expireAfterSeconds >= 0 && expireAfterSeconds <= MAX_TTL_SECONDS)
-    return;
+/**
+ * Refuses an `expireAfterSeconds` as the server's index validation does, with CannotCreateIndex (67): not a
+ * number, NaN, outside a 32-bit integer once truncated (the server keeps a fraction and truncates it where it
+ * reads it), or negative.
+ */
+function checkTtl(expireAfterSeconds: unknown): void {
+  const why = ttlRefusal(expireAfterSeconds);
+  if (why === null) return;
   throw new MongoServerError({
-    message: `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number (${expireAfterSeconds})`,
+    message: `TTL index 'expireAfterSeconds' option ${why}`,
     code: CANNOT_CREATE_INDEX,
     codeName: 'CannotCreateIndex',
   });
+}
+
+function ttlRefusal(expireAfterSeconds: unknown): string | null {
+  if (typeof expireAfterSeconds !== 'number') {
+    return `must be numeric, but received a type of '${typeof expireAfterSeconds}'`;
+  }
+  if (Number.isNaN(expireAfterSeconds)) return 'must not be NaN';
+  const whole = Math.trunc(expireAfterSeconds);
+  if (whole > MAX_TTL_SECONDS || whole < -MAX_TTL_SECONDS - 1) return 'must be within the range of a 32-bit integer';
+  return whole < 0 ? 'cannot be less than 0' : null;
+}
+
+/**
+ * Refuses a TTL index the server refuses: its `expireAfterSeconds` (`checkTtl`); a key of more than one field
+ * (67: TTL indexes are single-field indexes); on `_id` (197: the field is not valid for an `_id` index).
+ */
+function checkTtlIndex(spec: IndexSpec): void {
+  checkTtl(spec.expireAfterSeconds);
+  const fields = Object.keys(spec.key);
+  if (fields.length === 1 && fields[0] === '_id') {
+    throw new MongoServerError({
+      message: `The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: ${JSON.stringify(spec)}`,
+      code: INVALID_INDEX_SPECIFICATION_OPTION,
+      codeName: 'InvalidIndexSpecificationOption',
+    });
+  }
+  if (fields.length !== 1) {
+    throw new MongoServerError({
+      message: `TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: ${JSON.stringify(spec)}`,
+      code: CANNOT_CREATE_INDEX,
+      codeName: 'CannotCreateIndex',
+    });
+  }
+}
+
+/**
+ * The time a TTL index reads off a value: a date's, or an array's earliest date (its index holds each element,
+ * and the monitor scans from the earliest date up). Any other value never expires: `undefined`.
+ */
+function ttlTime(value: unknown): number | undefined {
+  if (value instanceof Date) return value.getTime();
+  if (!Array.isArray(value)) return undefined;
+  const times = value.filter((item): item is Date => item instanceof Date).map((date) => date.getTime());
+  return times.length > 0 ? Math.min(...times) : undefined;
 }
 
 /** A deep copy of a document; `_id` kept as is (an `ObjectId` must keep its class). */
@@ -99,7 +149,7 @@ export class CollectionData {
   /**
    * Creates an index, refusing what the server refuses: the same name with
    * another key or partial filter (86), the same name or the same key and
-   * partial filter with other options (85), a TTL out of range (67).
+   * partial filter with other options (85), a TTL index the server refuses (`checkTtlIndex`).
    */
   createIndex(spec: IndexSpec): void {
     if (this.checkIndex(spec)) return;
@@ -149,7 +199,7 @@ export class CollectionData {
         codeName: 'IndexOptionsConflict',
       });
     }
-    if (spec.expireAfterSeconds !== undefined) checkTtl(spec.expireAfterSeconds);
+    if (spec.expireAfterSeconds !== undefined) checkTtlIndex(spec);
     return false;
   }
 
@@ -165,22 +215,26 @@ export class CollectionData {
     return planned;
   }
 
-  /** Deletes what the TTL monitor would at `now`: documents whose TTL field is older than its index allows. */
-  expire(now: Date): number {
-    let removed = 0;
+  /**
+   * The documents the TTL monitor deletes at `now`, as the server's pass over each TTL index finds them: the
+   * documents the index holds (a partial index, only those its filter admits) whose indexed field is a date,
+   * or an array whose earliest date is, at or before `now` less `expireAfterSeconds`. Any other value, or no
+   * value, never expires. Read only: the monitor deletes them (`ttl-monitor.ts`).
+   */
+  expired(now: Date): Doc[] {
+    const found = new Map<string, Doc>();
     for (const index of this.indexes.values()) {
       const [field, ...others] = Object.keys(index.key);
-      if (index.expireAfterSeconds === undefined || field === undefined || others.length > 0) continue;
-      const cutoff = now.getTime() - index.expireAfterSeconds * 1000;
-      for (const doc of [...this.docs.values()]) {
-        const value = valueAt(doc, field);
-        if (value instanceof Date && value.getTime() < cutoff) {
-          this.remove(doc);
-          removed += 1;
-        }
+      if (typeof index.expireAfterSeconds !== 'number' || field === undefined || others.length > 0) continue;
+      const cutoff = now.getTime() - Math.trunc(index.expireAfterSeconds) * 1000;
+      const held = this.partialMembers.get(index.name) ?? this.docs.keys();
+      for (const id of held) {
+        const doc = this.docs.get(id);
+        const time = doc === undefined ? undefined : ttlTime(valueAt(doc, field));
+        if (doc !== undefined && time !== undefined && time <= cutoff) found.set(id, doc);
       }
     }
-    return removed;
+    return [...found.values()];
   }
 
   /** A copy of the documents and indexes, as a secondary that has applied everything so far holds them. */

@@ -18,6 +18,7 @@ import {
 } from './op-msg.ts';
 import { MAX_BSON_OBJECT_SIZE, PrimaryState, type RecordedCommand } from './primary.ts';
 import { Sessions } from './sessions.ts';
+import { runTtlPass } from './ttl-monitor.ts';
 
 /** The largest command body the server parses: a document at the limit plus room for the command around it. */
 const MAX_COMMAND_BYTES = MAX_BSON_OBJECT_SIZE + 16 * 1024;
@@ -37,8 +38,9 @@ export interface MongoWireDoubleOptions {
   /** The database the URL names. @defaultValue 'test' */
   database?: string;
   /**
-   * Run the TTL monitor by the real clock: before a command, when it last
-   * ran a second or more ago (the server's runs every 60 s). @defaultValue false
+   * Run the TTL monitor by the primary's clock: before a command, when it
+   * last ran a second or more ago (the server's runs every 60 s). Without it,
+   * only `runTtlMonitor` runs a pass. @defaultValue false
    */
   ttlMonitor?: boolean;
   /** How old a transaction may grow before it is aborted (the server's `transactionLifetimeLimitSeconds`). @defaultValue 60_000 */
@@ -82,6 +84,11 @@ export interface MongoWireDouble {
   forgetHistory(): void;
   /** Drops every open connection, as a network blip does. */
   dropConnections(): void;
+  /**
+   * Runs one pass of the TTL monitor now, at `at` (the primary's clock, `state.now()`, unless given): deletes
+   * what the server's pass would (see `CollectionData.expired`). Returns how many documents it deleted.
+   */
+  runTtlMonitor(at?: Date): number;
   /**
    * Announces `hostPort` as this member's address in `hello` (`me`, `hosts`,
    * `primary`) from the next answer on, as a replica set reached through a
@@ -192,7 +199,7 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
       }
       if (options.ttlMonitor && Date.now() - ttlRanAt >= TTL_MONITOR_INTERVAL_MS) {
         ttlRanAt = Date.now();
-        expireTtl(primary);
+        runTtlPass(primary);
       }
       if (HELLO.has(name)) {
         // `failCommand` takes `hello` too, as the server's does: a monitor or a handshake can be failed.
@@ -310,6 +317,9 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
     dropConnections() {
       for (const socket of sockets) socket.destroy();
     },
+    runTtlMonitor(at) {
+      return runTtlPass(primary, at);
+    },
     announce(hostPort) {
       address = hostPort;
     },
@@ -320,10 +330,4 @@ export async function startMongoWireDouble(options: MongoWireDoubleOptions = {})
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/** Deletes what the TTL monitor would now. */
-function expireTtl(primary: PrimaryState): void {
-  const now = new Date();
-  for (const collections of primary.databases.values()) for (const data of collections.values()) data.expire(now);
 }

@@ -1,4 +1,4 @@
-import { MongoClient } from 'mongodb';
+import { MongoClient, type MongoServerError } from 'mongodb';
 import { afterAll, beforeAll } from 'vitest';
 import { type MongoWireDouble, startMongoWireDouble } from './server.ts';
 
@@ -24,4 +24,13 @@ export function wireDoubleSuite(): WireSuite {
     await suite.double?.close();
   });
   return suite;
+}
+
+/** What the server answered a call it refused with: its code, code name and message (all `undefined` if it ran). */
+export async function refusalOf(work: Promise<unknown>) {
+  const error = (await work.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  )) as MongoServerError | undefined;
+  return { code: error?.code, codeName: error?.codeName, message: error?.message };
 }

@@ -1,18 +1,9 @@
-import type { MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { wireDoubleSuite } from './suite-double.ts';
+import { refusalOf as refusal, wireDoubleSuite } from './suite-double.ts';
 
 /** What the fake primary does not model it refuses, with NotImplemented (238), rather than run it without. */
 describe('MongoDB wire double: options it does not model', () => {
   const wire = wireDoubleSuite();
-
-  const refusal = async (work: Promise<unknown>) => {
-    const error = (await work.then(
-      () => undefined,
-      (thrown: unknown) => thrown,
-    )) as MongoServerError | undefined;
-    return { code: error?.code, codeName: error?.codeName, message: error?.message };
-  };
 
   it('refuses collation and arrayFilters wherever a command carries them, and changes nothing', async () => {
     const items = wire.client.db('wire').collection<{ _id: number; tags: { n: number }[]; name: string }>('items');
