@@ -4,13 +4,16 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine/engine.ts';
 import type { Store } from '../src/engine/store.ts';
 import { createMongoStore, dropRetiredMongoIndexes, type MongoStoreOptions } from '../src/stores/mongodb/index.ts';
+import { claimOne } from './conformance/context.ts';
 import { rejection } from './support/fixtures.ts';
 import { ManualClock } from './support/manual-clock.ts';
 
 // The MongoDB store's indexes under the real driver, against a fake primary
 // that speaks the wire protocol: what it creates, changes and leaves, read
-// back with listIndexes, and what its queries cost by the double's model
-// (`costQueries`). Each test has a database of its own.
+// back with listIndexes, what its queries cost by the double's model
+// (`costQueries`), and what the TTL monitor's passes (`runTtlMonitor`, run by
+// the tests themselves) leave of a job's own retention. Each test has a
+// database of its own.
 
 const wire = await startMongoWireDouble();
 const client = new MongoClient(wire.url);
@@ -33,6 +36,9 @@ async function openOnWire(options: Partial<MongoStoreOptions> = {}, dbName = nex
   return { dbName, store, clock, engine: createEngine({ store, clock, leaseSweepIntervalMs: 0 }) };
 }
 const nextDb = () => `workq_indexes_${++databases}`;
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
 
 /** The indexes of `collection` in `dbName`, by name. */
 async function indexesOf(dbName: string, collection = 'workq_jobs') {
@@ -65,7 +71,17 @@ describe('mongodb store: indexes', () => {
       key: { leaseExpiresAt: 1 },
       partialFilterExpression: { state: 'active' },
     });
-    expect(jobs.history_ttl).toMatchObject({ key: { finishedAt: 1 }, expireAfterSeconds: 3 * 86_400 });
+    expect(jobs.shared_history_ttl).toMatchObject({
+      key: { finishedAt: 1 },
+      expireAfterSeconds: 3 * 86_400,
+      partialFilterExpression: { ttl: true, finishedAt: { $type: 'date' } },
+    });
+    expect(jobs.own_retention).toMatchObject({
+      key: { finishedAt: 1 },
+      partialFilterExpression: { retainCompletedMs: { $exists: true } },
+    });
+    expect(jobs.own_retention?.expireAfterSeconds).toBeUndefined();
+    expect(jobs.history_ttl).toBeUndefined();
     expect(jobs.delayed_due).toMatchObject({
       key: { name: 1, runAt: 1 },
       partialFilterExpression: { state: 'delayed' },
@@ -112,7 +128,7 @@ describe('mongodb store: indexes', () => {
 
   it('defaults the TTL to 7 days, and a changed retention updates it in place', async () => {
     const { dbName } = await openOnWire();
-    const ttl = async () => (await indexesOf(dbName)).history_ttl?.expireAfterSeconds;
+    const ttl = async () => (await indexesOf(dbName)).shared_history_ttl?.expireAfterSeconds;
     expect(await ttl()).toBe(7 * 86_400);
     await openOnWire({ historyRetentionMs: 60_000 }, dbName);
     expect(await ttl()).toBe(60);
@@ -202,7 +218,7 @@ describe('mongodb store: index changes', () => {
       const from = mongos.commands.length;
       await openOnWire({ historyRetentionMs: 60_000, indexBuildTimeoutMS: 5_000 }, dbName, mongos);
       const sent = mongos.commands.slice(from).filter((command) => command.db === dbName);
-      const ttl = mongos.state.collection(dbName, 'workq_jobs')?.indexes.get('history_ttl');
+      const ttl = mongos.state.collection(dbName, 'workq_jobs')?.indexes.get('shared_history_ttl');
       expect(ttl?.expireAfterSeconds).toBe(60);
       expect(sent.find((command) => command.name === 'collMod')?.body.writeConcern).toEqual({
         w: 'majority',
@@ -242,5 +258,152 @@ describe('mongodb store: index changes', () => {
     expect(error.code).toBe('VALIDATION');
     expect(error.message).toContain('historyRetentionMs');
     expect((await rejection(openOnWire({ historyRetentionMs: 0 }))).code).toBe('VALIDATION');
+  });
+});
+
+/**
+ * A store and engine keeping history for a minute on `dbName` (a fresh database unless given), with its jobs
+ * collection and a TTL monitor pass at the manual clock's time, which dates the jobs' ends (a pass reaches
+ * every database of the double, so a test reads only its own).
+ */
+async function openRetaining(dbName = nextDb()) {
+  const { store, clock } = await openOnWire({ historyRetentionMs: MINUTE_MS }, dbName);
+  const engine = createEngine({ store, clock, leaseSweepIntervalMs: 0, historyRetentionMs: MINUTE_MS });
+  const jobs = client.db(dbName).collection<{ _id: string; ttl?: boolean | null }>('workq_jobs');
+  /** The ids of the jobs the database holds, sorted. */
+  const kept = async () => (await jobs.find({}, { projection: { _id: 1 } }).toArray()).map((doc) => doc._id).sort();
+  const ttlPass = () => wire.runTtlMonitor(clock.now());
+  return { dbName, clock, engine, jobs, kept, ttlPass };
+}
+
+describe('mongodb store: retention against the TTL monitor', () => {
+  it('keeps a job with a longer retention of its own past the TTL monitor; the pruner deletes it once it passed', async () => {
+    const { engine, clock, kept, ttlPass } = await openRetaining();
+    const name = 'keep.long';
+    const [plain, long, onlyDead, deadLong] = (
+      await engine.enqueueMany(
+        [undefined, { completedMs: HOUR_MS }, { deadMs: HOUR_MS }, { deadMs: HOUR_MS }].map((retention, n) => ({
+          name,
+          version: 1,
+          payload: { n },
+          options: { priority: 10 - n, ...(retention ? { retention } : {}) },
+        })),
+      )
+    ).map((job) => job.id);
+    for (let i = 0; i < 3; i++) await engine.complete(await claimOne(engine, name));
+    await engine.fail(await claimOne(engine, name), { message: 'bad input', permanent: true });
+
+    clock.advance(MINUTE_MS + 1_000);
+    ttlPass();
+    // The TTL index expired the job without a retention of its own, and only it.
+    expect(await kept()).toEqual([long, onlyDead, deadLong].sort());
+    expect(await engine.get(long!)).toMatchObject({ state: 'completed' });
+    // A completion its retention does not name follows the server-wide retention: the pruner deletes it.
+    expect(await engine.prune()).toBe(1);
+    expect(await kept()).toEqual([long, deadLong].sort());
+
+    clock.advance(HOUR_MS - MINUTE_MS - 2_000);
+    ttlPass();
+    expect(await engine.prune()).toBe(0);
+    expect(await kept()).toEqual([long, deadLong].sort());
+    clock.advance(1_000);
+    expect(await engine.prune()).toBe(2);
+    expect(await kept()).toEqual([]);
+    expect(plain).not.toBe(long);
+  });
+
+  it('marks every job it writes without a retention of its own, and only those: inserts, replays, moves, flows, debounces', async () => {
+    const { engine, jobs, clock, kept, ttlPass } = await openRetaining();
+    const name = 'mark';
+    const retention = { completedMs: HOUR_MS };
+    const marker = async (id: string) => (await jobs.findOne({ _id: id }))?.ttl;
+    const [plain, own] = await engine.enqueueMany([
+      { name, version: 1, payload: { n: 1 }, options: { priority: 9 } },
+      { name, version: 1, payload: { n: 2 }, options: { priority: 8, retention } },
+    ]);
+    expect([await marker(plain!.id), await marker(own!.id)]).toEqual([true, undefined]);
+
+    // A move's new job is marked by its own retention.
+    const moved = await engine.moveTo(await claimOne(engine, name), { name: 'mark.moved', version: 1, payload: {} });
+    const movedOwn = await engine.moveTo(await claimOne(engine, name), {
+      name: 'mark.moved',
+      version: 1,
+      payload: {},
+      options: { retention },
+    });
+    expect([await marker(moved.id), await marker(movedOwn.id)]).toEqual([true, undefined]);
+
+    // A replay keeps the retention, and so the marker or its absence.
+    for (let i = 0; i < 2; i++) await engine.complete(await claimOne(engine, 'mark.moved'));
+    const replayed = await engine.replay(moved.id);
+    const replayedOwn = await engine.replay(movedOwn.id);
+    expect([await marker(replayed.id), await marker(replayedOwn.id)]).toEqual([true, undefined]);
+
+    const flow = await engine.flows.enqueue({
+      name: 'mark.parent',
+      version: 1,
+      payload: {},
+      children: [{ name: 'mark.child', version: 1, payload: {} }],
+    });
+    expect(await marker(flow.id)).toBe(true);
+    expect((await jobs.find({ parentId: flow.id }).toArray()).map((doc) => doc.ttl)).toEqual([true]);
+
+    // A debounce that replaces the waiting holder takes the new job's retention, and the marker with it.
+    const debounced = (options: object) =>
+      engine.enqueue({
+        name: 'mark.debounce',
+        version: 1,
+        payload: {},
+        options: { debounce: { key: 'k', delayMs: 1_000 }, ...options },
+      });
+    const holder = await debounced({ retention });
+    expect(await marker(holder.id)).toBeUndefined();
+    expect((await debounced({})).id).toBe(holder.id);
+    expect(await marker(holder.id)).toBe(true);
+    expect((await debounced({ retention })).id).toBe(holder.id);
+    expect(await marker(holder.id)).toBeNull();
+    await debounced({ debounce: { key: 'k', delayMs: 1_000, mode: 'keepFirst' } });
+    expect(await marker(holder.id)).toBeNull();
+    // Kept past the TTL once it ran: its own retention holds.
+    clock.advance(1_000);
+    await engine.complete(await claimOne(engine, 'mark.debounce'));
+    clock.advance(2 * MINUTE_MS);
+    ttlPass();
+    expect(await kept()).toContain(holder.id);
+    expect(await engine.get(holder.id)).toMatchObject({ state: 'completed', retention });
+  });
+
+  it('an index an earlier version made caps every retention until dropRetiredMongoIndexes drops it', async () => {
+    const first = await openRetaining();
+    const name = 'upgrade';
+    // As an earlier version left the store: its TTL index expiring every finished job.
+    await first.jobs.createIndex({ finishedAt: 1 }, { name: 'history_ttl', expireAfterSeconds: 60 });
+    const { engine, clock, kept, ttlPass, jobs } = await openRetaining(first.dbName);
+    const finishLong = async () => {
+      const { id } = await engine.enqueue({
+        name,
+        version: 1,
+        payload: {},
+        options: { retention: { completedMs: HOUR_MS } },
+      });
+      await engine.complete(await claimOne(engine, name));
+      return id;
+    };
+    const capped = await finishLong();
+    clock.advance(2 * MINUTE_MS);
+    ttlPass();
+    expect(await kept()).not.toContain(capped);
+
+    expect(await dropRetiredMongoIndexes(client.db(first.dbName))).toEqual(['workq_jobs.history_ttl']);
+    const long = await finishLong();
+    // A job an earlier version wrote carries no marker: the pruner deletes it by the server-wide retention.
+    const { id: older } = await engine.enqueue({ name, version: 1, payload: {} });
+    await engine.complete(await claimOne(engine, name));
+    await jobs.updateOne({ _id: older }, { $unset: { ttl: '' } });
+    clock.advance(2 * MINUTE_MS);
+    ttlPass();
+    expect(await kept()).toEqual([long, older].sort());
+    expect(await engine.prune()).toBe(1);
+    expect(await kept()).toEqual([long]);
   });
 });

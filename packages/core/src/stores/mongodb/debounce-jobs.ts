@@ -12,6 +12,7 @@ import {
   toJobDocument,
   toJobRecord,
   toJson,
+  ttlMarker,
 } from './records.ts';
 
 /**
@@ -46,6 +47,8 @@ function debounceChanges(job: NewJob): Record<string, unknown> {
     // The holder takes the new job's retention too: none (`null`) when it has none.
     retainCompletedMs: literal(job.retainCompletedMs ?? null),
     retainDeadMs: literal(job.retainDeadMs ?? null),
+    // …and with it the TTL index's marker: with a retention of its own, the pruner alone deletes it.
+    ttl: literal(ttlMarker(job) ? true : null),
     timeoutMs: literal(job.timeoutMs ?? null),
     updatedAt: literal(job.createdAt),
   };

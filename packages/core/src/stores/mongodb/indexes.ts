@@ -98,13 +98,19 @@ export const LEASE_INDEX = 'lease_expiry';
 export const GROUP_TURNS_INDEX = 'turns_by_name';
 
 /**
- * The name of the index of the jobs with a retention of their own, by `finishedAt`. The TTL index expires them
- * too, at the server-wide retention: on MongoDB a job's own retention can shorten its history, not lengthen it.
+ * The name of the index of the jobs with a retention of their own, by `finishedAt`: the pruner deletes them
+ * when it has passed, and no TTL index holds them, so they are kept for it, longer or shorter than
+ * `historyRetentionMs`.
  */
 export const OWN_RETENTION_INDEX = 'own_retention';
 
-/** The name of the TTL index that expires finished jobs. */
-export const HISTORY_TTL_INDEX = 'history_ttl';
+/**
+ * The name of the TTL index that expires finished jobs without a retention of their own at
+ * `historyRetentionMs`: partial on the marker only those jobs carry (`JobDocument.ttl`). Earlier versions
+ * expired every finished job through `history_ttl` (see `RETIRED_INDEXES`), which capped a job's own
+ * retention at `historyRetentionMs` until it is dropped.
+ */
+export const HISTORY_TTL_INDEX = 'shared_history_ttl';
 
 /** The longest history retention a TTL index takes: `expireAfterSeconds` is at most 2^31 - 1. */
 export const MAX_HISTORY_RETENTION_MS = 2_147_483_647_000;
@@ -155,8 +161,14 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       partialFilterExpression: { debounceKey: { $type: 'string' } },
     },
     { name: LEASE_INDEX, key: { leaseExpiresAt: 1 }, partialFilterExpression: { state: 'active' } },
-    // Only finished jobs carry a `finishedAt` date, so only they expire.
-    { name: HISTORY_TTL_INDEX, key: { finishedAt: 1 }, expireAfterSeconds: ttlSeconds(historyRetentionMs) },
+    // Only finished jobs without a retention of their own are in it: a longer one is kept (the pruner deletes
+    // those jobs), and a job costs it no entry until it finishes.
+    {
+      name: HISTORY_TTL_INDEX,
+      key: { finishedAt: 1 },
+      expireAfterSeconds: ttlSeconds(historyRetentionMs),
+      partialFilterExpression: { ttl: true, finishedAt: { $type: 'date' } },
+    },
     // Only jobs with a retention of their own are in it: the pruner's look-up of those past it.
     {
       name: OWN_RETENTION_INDEX,
@@ -311,7 +323,8 @@ function indexInTheWay(collection: Collection, name: string, what: string): Work
  * rollout, so only `dropRetiredIndexes` removes them.
  */
 export const RETIRED_INDEXES: Partial<Record<keyof CollectionNames, readonly string[]>> = {
-  jobs: ['claim', 'group_claim'],
+  // `history_ttl` expired every finished job, a job's own retention or not.
+  jobs: ['claim', 'group_claim', 'history_ttl'],
 };
 
 /** Drops the indexes of `RETIRED_INDEXES` not dropped yet; see `dropRetiredMongoIndexes`. */

@@ -55,6 +55,13 @@ export interface JobDocument extends KeptAsRecorded {
    */
   retainCompletedMs?: number | null;
   retainDeadMs?: number | null;
+  /**
+   * `true` on a job without a retention of its own, written with it (`ttlMarker`): only such jobs are in the
+   * history TTL index (`HISTORY_TTL_INDEX`), which expires them at `historyRetentionMs`. Absent on a job with
+   * one (`null` once a debounce gave the holder one), and on jobs an earlier version wrote: the pruner deletes
+   * those.
+   */
+  ttl?: true | null;
 }
 
 /** The fields a job document keeps under the name and type its `JobRecord` has. */
@@ -186,7 +193,16 @@ export function toJobDocument(job: NewJob): JobDocument {
     orderKey: orderKeyOf(job.order, job.runAt, job.id),
     backoff: cleanBackoff(job.backoff),
     traceContext: job.traceContext === null ? null : toJson(job.traceContext),
+    ...(ttlMarker(job) ? { ttl: true } : {}),
   };
+}
+
+/**
+ * Whether a job is expired by the history TTL index: it has no retention of its own, so `historyRetentionMs`
+ * is its retention. A TTL index's partial filter cannot select a missing field, hence the marker.
+ */
+export function ttlMarker(job: Pick<NewJob, 'retainCompletedMs' | 'retainDeadMs'>): boolean {
+  return job.retainCompletedMs == null && job.retainDeadMs == null;
 }
 
 /** The store-neutral record of a stored document. */
