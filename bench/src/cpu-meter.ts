@@ -1,27 +1,41 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { SERVICES } from './config.ts';
+import { backendsServing, isClientBackend, readCmdline } from './postgres-backends.ts';
 
 /**
- * Where `--cpu` counts CPU time: this process (the bench, with every
- * in-process system's client and worker), its child processes (the workq
- * server), and the database and cache servers, all read from `/proc` (Linux).
+ * Where `--cpu` counts CPU time: this process (the bench, with every in-process system's client and
+ * worker), its child processes (the workq server), the PostgreSQL backends serving those two's own
+ * connections (`postgres`), PostgreSQL's background processes (`postgres-bg`: postmaster, WAL writer,
+ * checkpointer, background writer, autovacuum, whoever they worked for), and MariaDB and Redis whole, all
+ * read from `/proc` (Linux). These groups add up to a row's total.
  */
-export const CPU_GROUPS = ['bench', 'server', 'postgres', 'mariadb', 'redis'] as const;
+export const CPU_GROUPS = ['bench', 'server', 'postgres', 'postgres-bg', 'mariadb', 'redis'] as const;
+/** The groups, and every PostgreSQL process whole (`postgres-whole`), shown beside them and never summed. */
+export const CPU_COLUMNS = [...CPU_GROUPS, 'postgres-whole'] as const;
 export type CpuGroup = (typeof CPU_GROUPS)[number];
-export type CpuTimes = Record<CpuGroup, number>;
+export type CpuColumn = (typeof CPU_COLUMNS)[number];
+export type CpuTimes = Record<CpuColumn, number>;
 
-/** A figure for every group, from `figureOf` each. */
-export function cpuTimes(figureOf: (group: CpuGroup) => number): CpuTimes {
-  return Object.fromEntries(CPU_GROUPS.map((group) => [group, figureOf(group)])) as CpuTimes;
+/** A figure for every column, from `figureOf` each. */
+export function cpuTimes(figureOf: (column: CpuColumn) => number): CpuTimes {
+  return Object.fromEntries(CPU_COLUMNS.map((column) => [column, figureOf(column)])) as CpuTimes;
 }
 
-/** Server processes by their command name in `/proc/<pid>/stat`. */
-const SERVER_COMMANDS: Partial<Record<string, CpuGroup>> = {
-  postgres: 'postgres',
+/** The sum of a row's groups (`postgres-whole` left out: it overlaps `postgres` and `postgres-bg`). */
+export function cpuSum(times: CpuTimes): number {
+  return CPU_GROUPS.reduce((sum, group) => sum + times[group], 0);
+}
+
+/** Server processes counted whole, by their command name in `/proc/<pid>/stat`. */
+const WHOLE_COMMANDS: Partial<Record<string, 'postgres-whole' | 'mariadb' | 'redis'>> = {
+  postgres: 'postgres-whole',
   mariadbd: 'mariadb',
   mysqld: 'mariadb',
   'redis-server': 'redis',
 };
+
+const POSTGRES_PORT = Number(new URL(SERVICES.postgresUrl).port || 5432);
 
 let msPerTick: number | undefined;
 function tickMs(): number {
@@ -36,7 +50,11 @@ interface ProcessStat {
   pid: number;
   ppid: number;
   command: string;
-  /** User and system time of the process, and of its exited children that it waited for, in ticks. */
+  /** Start time since boot, in ticks: with the pid, names the process even once its pid is reused. */
+  startTicks: string;
+  /** User and system time of the process itself, in ticks. */
+  ownTicks: number;
+  /** `ownTicks` and the time of its exited children that it waited for, in ticks. */
   ticks: number;
 }
 
@@ -44,22 +62,36 @@ function readStat(pid: string): ProcessStat | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const close = stat.lastIndexOf(')');
-    // Fields after the command: state, ppid, …; utime, stime, cutime and cstime are the 12th to 15th.
+    // Fields after the command: state, ppid, …; utime, stime, cutime and cstime are the 12th to 15th, starttime the 20th.
     const fields = stat.slice(close + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    return { pid: Number(pid), ppid: Number(fields[1]), command: stat.slice(stat.indexOf('(') + 1, close), ticks };
+    const ownTicks = Number(fields[11]) + Number(fields[12]);
+    return {
+      pid: Number(pid),
+      ppid: Number(fields[1]),
+      command: stat.slice(stat.indexOf('(') + 1, close),
+      startTicks: fields[19] as string,
+      ownTicks,
+      ticks: ownTicks + Number(fields[13]) + Number(fields[14]),
+    };
   } catch {
     return undefined; // the process ended while the list was read
   }
 }
 
-/**
- * CPU time used so far by each group, in milliseconds; `undefined` where
- * `/proc` is missing. A PostgreSQL backend that exits is counted on in its
- * postmaster's time for waited-for children, so closed connections keep their
- * share.
- */
-export function readCpuTimes(): CpuTimes | undefined {
+/** What one reading of `/proc` found: times in ms, PostgreSQL's per process. */
+export interface CpuReading {
+  /** The groups counted from this process tree and by command name. */
+  whole: Record<'bench' | 'server' | 'postgres-whole' | 'mariadb' | 'redis', number>;
+  /** Each PostgreSQL process's own time, by `pid:start`. */
+  postgres: Map<string, number>;
+  /** The backends serving this process tree's connections, by `pid:start`. */
+  ownBackends: Set<string>;
+  /** The PostgreSQL processes that serve no connection, the postmaster included, by `pid:start`. */
+  background: Set<string>;
+}
+
+/** CPU time used so far by each group; `undefined` where `/proc` is missing. */
+export function readCpu(): CpuReading | undefined {
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
@@ -74,23 +106,73 @@ export function readCpuTimes(): CpuTimes | undefined {
     }
     return false;
   };
-  const times = cpuTimes(() => 0);
+  const reading: CpuReading = {
+    whole: { bench: 0, server: 0, 'postgres-whole': 0, mariadb: 0, redis: 0 },
+    postgres: new Map(),
+    ownBackends: new Set(),
+    background: new Set(),
+  };
+  const tree: number[] = [];
+  const postgres = stats.filter((s) => s.command === 'postgres');
   for (const stat of stats) {
-    const group =
-      stat.pid === process.pid ? 'bench' : descendsFromBench(stat.pid) ? 'server' : SERVER_COMMANDS[stat.command];
-    if (group) times[group] += stat.ticks * tickMs();
+    const inTree = stat.pid === process.pid || descendsFromBench(stat.pid);
+    if (inTree) tree.push(stat.pid);
+    // An exited backend is counted on in its postmaster's time for waited-for children, so the
+    // whole figure keeps the share of closed connections.
+    const group = stat.pid === process.pid ? 'bench' : inTree ? 'server' : WHOLE_COMMANDS[stat.command];
+    if (group) reading.whole[group] += stat.ticks * tickMs();
   }
-  return times;
+  const key = (s: ProcessStat) => `${s.pid}:${s.startTicks}`;
+  const backends = new Set(
+    backendsServing(
+      tree,
+      postgres.map((s) => s.pid),
+      POSTGRES_PORT,
+    ),
+  );
+  const postgresPids = new Set(postgres.map((s) => s.pid));
+  for (const stat of postgres) {
+    reading.postgres.set(key(stat), stat.ownTicks * tickMs());
+    if (backends.has(stat.pid)) reading.ownBackends.add(key(stat));
+    else if (!postgresPids.has(stat.ppid) || !isClientBackend(readCmdline(stat.pid))) reading.background.add(key(stat));
+  }
+  return reading;
 }
 
-/** Starts counting (when `enabled`); `perJob(jobs)` is each group's CPU since then, in µs per job. */
+/**
+ * The time the given PostgreSQL processes (seen as theirs at either end) used between two readings. A
+ * process that exited in the span loses what it used after the first reading, as `/proc` no longer shows
+ * it (its time moves into the postmaster's for waited-for children, which names no connection); one born
+ * in the span is counted from zero.
+ */
+function spent(before: CpuReading, after: CpuReading, keys: ReadonlySet<string>): number {
+  let ms = 0;
+  for (const key of keys) {
+    const from = before.postgres.get(key) ?? 0;
+    ms += (after.postgres.get(key) ?? from) - from;
+  }
+  return ms;
+}
+
+/** Each column's CPU between two readings, in ms. */
+export function cpuBetween(before: CpuReading, after: CpuReading): CpuTimes {
+  const union = (a: ReadonlySet<string>, b: ReadonlySet<string>) => new Set([...a, ...b]);
+  return cpuTimes((column) => {
+    if (column === 'postgres') return spent(before, after, union(before.ownBackends, after.ownBackends));
+    if (column === 'postgres-bg') return spent(before, after, union(before.background, after.background));
+    return after.whole[column] - before.whole[column];
+  });
+}
+
+/** Starts counting (when `enabled`); `perJob(jobs)` is each column's CPU since then, in µs per job. */
 export function startCpuMeter(enabled: boolean): { perJob(jobs: number): CpuTimes | undefined } {
-  const before = enabled ? readCpuTimes() : undefined;
+  const before = enabled ? readCpu() : undefined;
   return {
     perJob(jobs) {
-      const after = before && readCpuTimes();
+      const after = before && readCpu();
       if (!before || !after || jobs <= 0) return undefined;
-      return cpuTimes((group) => ((after[group] - before[group]) / jobs) * 1000);
+      const ms = cpuBetween(before, after);
+      return cpuTimes((column) => (ms[column] / jobs) * 1000);
     },
   };
 }

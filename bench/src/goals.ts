@@ -1,5 +1,5 @@
 import type { RunConfig } from './config.ts';
-import { CPU_GROUPS, type CpuTimes } from './cpu-meter.ts';
+import { CPU_GROUPS, type CpuTimes, cpuSum } from './cpu-meter.ts';
 import { PG_PEERS, RAW, type ResultRow, speedRatio } from './report.ts';
 import { claimLabel } from './scenarios/claim.ts';
 import { historyLabel } from './scenarios/drain.ts';
@@ -269,9 +269,12 @@ function steadyGoals(goals: GoalList): void {
 
 const FLOW_SYSTEMS = ['workq-sdk-pg', 'workq-core-pg', 'workq-core-pglite', 'workq-core-mariadb'] as const;
 
-/** A row's CPU per job summed over every process group, or null without `--cpu`. */
+/**
+ * A row's CPU per job summed over its process groups, or null without `--cpu`: PostgreSQL's share is the
+ * backends of the bench's own connections and the background processes, never the other backends.
+ */
 function cpuTotal(row: ResultRow | undefined): number | null {
-  return row?.cpuPerJob ? CPU_GROUPS.reduce((sum, group) => sum + (row.cpuPerJob?.[group] ?? 0), 0) : null;
+  return row?.cpuPerJob ? cpuSum(row.cpuPerJob) : null;
 }
 
 /** The most CPU per job the SDK's client and the server together may spend on the c=50 drain, in µs. */
@@ -280,7 +283,7 @@ const SDK_OWN_CPU_US = 25;
 /**
  * The product path's CPU budget, from the c=50 drains' CPU per job (`--cpu`): the SDK's client (the bench
  * process) and the queue server together at most `SDK_OWN_CPU_US`, and the SDK path's total, PostgreSQL
- * included, at most graphile-worker's. The PostgreSQL group counts every PostgreSQL process while the drain runs.
+ * included, at most graphile-worker's. PostgreSQL counts as in `cpuTotal`: other clients' backends are left out.
  */
 function sdkCpuGoals(goals: GoalList): void {
   const sdk = goals.row('workq-sdk-pg', 'drain', 50);
@@ -403,7 +406,7 @@ function cpuCell(rows: readonly ResultRow[]): string {
   return counted
     .map((row) => {
       const times = row.cpuPerJob as CpuTimes;
-      const total = CPU_GROUPS.reduce((sum, group) => sum + times[group], 0);
+      const total = cpuSum(times);
       const parts = CPU_GROUPS.filter((group) => times[group] >= total / 50).map(
         (group) => `${group} ${Math.round(times[group])}`,
       );

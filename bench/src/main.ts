@@ -136,7 +136,7 @@ async function writeResults(finished: boolean): Promise<string> {
       ? [
           '## CPU per job (--cpu)',
           '',
-          'µs of CPU per job over the timed part, read from `/proc`: bench = this process (the clients, and the workers of in-process systems), server = its child processes (the workq server), then the database and cache servers, whoever they served. Median over repetitions, per column. Latency rows count the whole scenario.',
+          'µs of CPU per job over the timed part, read from `/proc`: bench = this process (the clients, and the workers of in-process systems), server = its child processes (the workq server), postgres = the PostgreSQL backends of the connections of those two, postgres-bg = the background processes of PostgreSQL, then MariaDB and Redis whole, whoever they served; total sums those; postgres, whole = every PostgreSQL process, the backends of other clients included. Median over repetitions, per column. Latency rows count the whole scenario.',
           '',
           cpuMarkdown(rows, labels),
           '',

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { RunConfig } from './config.ts';
-import { CPU_GROUPS, type CpuTimes, cpuTimes } from './cpu-meter.ts';
+import { CPU_COLUMNS, CPU_GROUPS, type CpuTimes, cpuSum, cpuTimes } from './cpu-meter.ts';
 import type { Measurement } from './scenarios/types.ts';
 import { median } from './stats.ts';
 
@@ -143,15 +143,14 @@ export function markdownTable(rows: readonly ResultRow[], labels: ReadonlyMap<st
 /** The `--cpu` table: µs of CPU per job by process group, for the rows that counted it. */
 export function cpuMarkdown(rows: readonly ResultRow[], labels: ReadonlyMap<string, string>): string {
   const lines = [
-    `| system | scenario | conc. | ${CPU_GROUPS.join(' | ')} | total |`,
-    `| --- | --- | ---: | ${CPU_GROUPS.map(() => '---:').join(' | ')} | ---: |`,
+    `| system | scenario | conc. | ${CPU_GROUPS.join(' | ')} | total | postgres, whole |`,
+    `| --- | --- | ---: | ${CPU_COLUMNS.map(() => '---:').join(' | ')} | ---: |`,
   ];
   const counted = rows.filter((r) => r.cpuPerJob !== undefined);
   const sorted = [...counted].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.concurrency - b.concurrency);
   for (const r of sorted) {
     const times = r.cpuPerJob as CpuTimes;
-    const total = CPU_GROUPS.reduce((sum, group) => sum + times[group], 0);
-    const cells = [...CPU_GROUPS.map((group) => times[group]), total].map((us) =>
+    const cells = [...CPU_GROUPS.map((group) => times[group]), cpuSum(times), times['postgres-whole']].map((us) =>
       Math.round(us).toLocaleString('en-US'),
     );
     const scenario = r.scenario.replace(/ p50$/, '');
