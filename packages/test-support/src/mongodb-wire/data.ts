@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Aggregator, update as applyModifier, Query } from 'mingo';
 import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
+import { partialFilterRefusal } from './partial-filters.ts';
 import { compareValues, type PlannedIndex } from './plan.ts';
 
 /** A stored document. */
@@ -149,7 +150,8 @@ export class CollectionData {
   /**
    * Creates an index, refusing what the server refuses: the same name with
    * another key or partial filter (86), the same name or the same key and
-   * partial filter with other options (85), a TTL index the server refuses (`checkTtlIndex`).
+   * partial filter with other options (85), a TTL index the server refuses (`checkTtlIndex`), a partial
+   * filter the server refuses (`partialFilterRefusal`).
    */
   createIndex(spec: IndexSpec): void {
     if (this.checkIndex(spec)) return;
@@ -173,6 +175,8 @@ export class CollectionData {
 
   /** Throws what the server answers to creating `spec`; `true` when it exists already, as specified. */
   checkIndex(spec: IndexSpec): boolean {
+    const refused = spec.partialFilterExpression ? partialFilterRefusal(spec.partialFilterExpression) : null;
+    if (refused) throw refused;
     const existing = this.indexes.get(spec.name);
     if (existing) {
       if (!sameDefinition(existing, spec)) {
