@@ -19,6 +19,7 @@ const catalog = defineCatalog({
     payload: z.object({ page: z.number() }),
     defaults: { leaseMs: LEASE_MS, maxAttempts: 1 },
   }),
+  report: defineJob({ version: 1, payload: z.object({ reportId: z.string() }) }),
 });
 
 /**
@@ -86,5 +87,50 @@ await describeEachStore(SERVER_STORES, 'cancelling a running job on $label', ({ 
     );
     // Over the store's wake-ups (~1 s at most), with room for a loaded machine; far from a 10 s extension round.
     for (const delayMs of delays) expect(delayMs).toBeLessThan(3_000);
+  });
+
+  /**
+   * Runs a worker on `workerUrl`, enqueues through `cancelUrl` a report whose one child is a render, and once
+   * the child runs cancels the report; resolves to how long the child's signal took to abort.
+   */
+  async function flowAbortDelay(workerUrl: string, cancelUrl: string): Promise<number> {
+    const consumer = createClient({ url: workerUrl, jobs: catalog });
+    const producer = createClient({ url: cancelUrl, jobs: catalog });
+    let started = false;
+    let abortedAtMs: number | undefined;
+    let reason: unknown;
+    const worker = consumer.consume(
+      'render',
+      async (_job, ctx) => {
+        started = true;
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        abortedAtMs = Date.now();
+        reason = ctx.signal.reason;
+      },
+      { logger: false },
+    );
+    servers.workers.push(worker);
+    try {
+      const parent = await producer.enqueue.report(
+        { reportId: 'r' },
+        { children: [producer.child.render({ page: 0 })] },
+      );
+      await until(() => started, 20_000, 5);
+      const cancelledAtMs = Date.now();
+      expect(await parent.cancel()).toBe(true);
+      await until(() => abortedAtMs !== undefined, 15_000, 2);
+      expect(isWorkqError(reason, 'LEASE_LOST')).toBe(true);
+      return (abortedAtMs as number) - cancelledAtMs;
+    } finally {
+      await worker.close();
+    }
+  }
+
+  it('aborts the signal of a running child cancelled with its flow, on the same server and through another', async () => {
+    const same = await flowAbortDelay(servers.a.url, servers.a.url);
+    const across = await flowAbortDelay(servers.b.url, servers.a.url);
+    console.log(`cancel with flow → abort (${label}): same server ${same} ms, across servers ${across} ms`);
+    expect(same).toBeLessThan(1_000);
+    expect(across).toBeLessThan(3_000);
   });
 });

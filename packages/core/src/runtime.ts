@@ -60,7 +60,6 @@ export async function createQueueRuntime(options: QueueRuntimeOptions): Promise<
   events.attach(bus);
   const dispatcher = new ClaimDispatcher(engine, bus, options.dispatcher);
   const cancellations = new CancelledLeases({
-    onFinished: (listener) => engine.onFinished(listener),
     onCancelled: [(listener) => engine.onCancelled(listener), (listener) => bus.onCancelled(listener)],
   });
   const failed = (what: string) => (error: unknown) => onRoleError?.(what, error);

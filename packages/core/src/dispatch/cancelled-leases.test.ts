@@ -1,13 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type CancelledListener, type FinishedListener, LocalListeners } from '../engine/local-listeners.ts';
+import { type CancelledListener, LocalListeners } from '../engine/local-listeners.ts';
 import { CancelledLeases } from './cancelled-leases.ts';
 
 function watcher(): { listeners: LocalListeners; leases: CancelledLeases } {
   const listeners = new LocalListeners();
-  const sources = {
-    onFinished: (listener: FinishedListener) => listeners.onFinished(listener),
-    onCancelled: [(listener: CancelledListener) => listeners.onCancelled(listener)],
-  };
+  const sources = { onCancelled: [(listener: CancelledListener) => listeners.onCancelled(listener)] };
   return { listeners, leases: new CancelledLeases(sources) };
 }
 
@@ -19,8 +16,8 @@ describe('CancelledLeases', () => {
       10_000,
       new AbortController().signal,
     );
-    listeners.emitFinished('c', 'cancelled');
-    listeners.emitFinished('b', 'cancelled');
+    listeners.emitCancelled('c', null);
+    listeners.emitCancelled('b', null);
     expect(await waiting).toEqual(['b']);
   });
 
@@ -36,12 +33,13 @@ describe('CancelledLeases', () => {
     expect(await idle).toEqual(['q']);
   });
 
-  it('is not woken by a completion or a death, which the holder brought about', async () => {
+  it('is not woken by a finish, even a cancelled one, which is heard as a cancellation', async () => {
     const { listeners, leases } = watcher();
     const startMs = Date.now();
     const waiting = leases.waitForCancel({ ids: ['a'], workerId: undefined }, 60, new AbortController().signal);
     listeners.emitFinished('a', 'completed');
     listeners.emitFinished('a', 'dead');
+    listeners.emitFinished('a', 'cancelled');
     expect(await waiting).toEqual([]);
     expect(Date.now() - startMs).toBeGreaterThanOrEqual(55);
   });
@@ -59,6 +57,6 @@ describe('CancelledLeases', () => {
       await leases.waitForCancel({ ids: ['a'], workerId: undefined }, 10_000, new AbortController().signal),
     ).toEqual([]);
     // Ended waits are forgotten: a later cancellation finds no one.
-    listeners.emitFinished('a', 'cancelled');
+    listeners.emitCancelled('a', null);
   });
 });

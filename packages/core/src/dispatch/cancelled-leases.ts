@@ -1,15 +1,13 @@
-import type { CancelledListener, FinishedListener } from '../engine/local-listeners.ts';
+import type { CancelledListener } from '../engine/local-listeners.ts';
 
 type Wake = (id: string) => void;
 
-/** Where `CancelledLeases` hears of cancellations. */
+/**
+ * Where `CancelledLeases` hears of cancellations, each naming the worker that last held the job: the engine's
+ * own (`Engine.onCancelled`: every job cancelled in this process, directly or with its flow, once) and other
+ * servers' (`WakeupBus.onCancelled`).
+ */
 export interface CancellationSources {
-  /** The engine's finished-job listeners (`Engine.onFinished`): jobs cancelled in this process, flows' too. */
-  onFinished: (listener: FinishedListener) => () => void;
-  /**
-   * Cancellations that name the worker that last held the job: the engine's own (`Engine.onCancelled`) and
-   * other servers' (`WakeupBus.onCancelled`).
-   */
   onCancelled: readonly ((listener: CancelledListener) => () => void)[];
 }
 
@@ -34,9 +32,6 @@ export class CancelledLeases {
   private closed = false;
 
   constructor(sources: CancellationSources) {
-    sources.onFinished((id, state) => {
-      if (state === 'cancelled') this.heard(id, null);
-    });
     for (const onCancelled of sources.onCancelled) onCancelled((id, workerId) => this.heard(id, workerId));
   }
 

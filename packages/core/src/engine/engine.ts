@@ -118,8 +118,8 @@ export class Engine {
   }
 
   /**
-   * Called when a job is cancelled in this process, with the worker that last held it (`null`: it never ran),
-   * so that a lease extension waiting for that worker answers at once.
+   * Called once for each job cancelled in this process, directly or with its flow, with the worker that last
+   * held it (`null`: it never ran), so that a lease extension waiting for that worker answers at once.
    */
   onCancelled(listener: CancelledListener): () => void {
     return this.listeners.onCancelled(listener);
