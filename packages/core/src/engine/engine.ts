@@ -3,7 +3,7 @@ import { isFinishedState, type JobStatus } from '../jobs.ts';
 import { refusedMove } from './admin-moves.ts';
 import { type ClaimedJob, type ClaimInput, type ClaimOutcome, Claims, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { checkGroupOrder, checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
+import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
 import { FlowEndNotices } from './flow-end-notices.ts';
 import { Flows } from './flows.ts';
 import type { SnoozeUntil } from './handler-scheduling.ts';
@@ -342,10 +342,6 @@ export class Engine {
    */
   async setLimits(name: string, limits: LimitsChange): Promise<QueueInfo['limits']> {
     const change = checkLimits(limits);
-    if (change.groupOrder !== undefined || change.groupConcurrency !== undefined) {
-      const [current] = await this.store.listQueueSettings(checkName(name));
-      checkGroupOrder(current ?? null, change);
-    }
     const settings = await this.flow.change(checkName(name), change);
     this.listeners.emitReady(name);
     return {

@@ -72,9 +72,11 @@ export interface FlowControlStore {
   /**
    * Applies `change` to the type's settings, creating them (not paused, no
    * limits) when none are stored; one atomic write. Resolves to the settings
-   * now stored.
+   * now stored; or, writing nothing, to `null` when a change of a group limit would leave
+   * `groupOrder: 'strict'` beside a `groupConcurrency` other than 1 (`breaksStrictOrder`), as judged on the
+   * settings stored when it writes. Settings are never deleted.
    */
-  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings>;
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings | null>;
 
   /**
    * `claimJobs`, unless the type's stored settings hold its claims back

@@ -108,20 +108,30 @@ export function checkLimits(limits: LimitsChange): QueueSettingsChange {
 }
 
 /**
- * Refuses limits that would hold strict group order without `groupConcurrency: 1`: the limits a change leaves
- * (`current`: those stored, or `null` when none are) must not have `groupOrder: 'strict'` beside any other
- * group limit, since a held group runs its jobs one at a time.
+ * Whether the limits a change leaves (`current`: those stored, or `null` when none are, changed by `change`)
+ * hold `groupOrder: 'strict'` beside a `groupConcurrency` other than 1, which stores refuse
+ * (`FlowControlStore.updateQueueSettings`): a held group runs its jobs one at a time.
  */
-export function checkGroupOrder(current: QueueLimits | null, change: QueueSettingsChange): void {
-  const groupOrder = change.groupOrder !== undefined ? change.groupOrder : (current?.groupOrder ?? null);
-  const groupConcurrency =
-    change.groupConcurrency !== undefined ? change.groupConcurrency : (current?.groupConcurrency ?? null);
-  if (groupOrder === 'strict' && groupConcurrency !== 1) {
-    throw new WorkqError(
-      'VALIDATION',
-      `groupOrder 'strict' needs groupConcurrency 1 (one job of a group at a time); the limits would have groupConcurrency ${String(groupConcurrency)}. Set { groupConcurrency: 1, groupOrder: 'strict' } together, or clear groupOrder with null first.`,
-    );
-  }
+export function breaksStrictOrder(current: QueueLimits | null, change: QueueSettingsChange): boolean {
+  const after = groupLimitsAfter(current, change);
+  return after.groupOrder === 'strict' && after.groupConcurrency !== 1;
+}
+
+function groupLimitsAfter(current: QueueLimits | null, change: QueueSettingsChange) {
+  return {
+    groupOrder: change.groupOrder !== undefined ? change.groupOrder : (current?.groupOrder ?? null),
+    groupConcurrency:
+      change.groupConcurrency !== undefined ? change.groupConcurrency : (current?.groupConcurrency ?? null),
+  };
+}
+
+/** The `VALIDATION` error for a change a store refused as `breaksStrictOrder`, naming the limits it would leave. */
+function strictOrderRefused(current: QueueLimits | null, change: QueueSettingsChange): WorkqError {
+  const { groupConcurrency } = groupLimitsAfter(current, change);
+  return new WorkqError(
+    'VALIDATION',
+    `groupOrder 'strict' needs groupConcurrency 1 (one job of a group at a time); the limits would have groupConcurrency ${String(groupConcurrency)}. Set { groupConcurrency: 1, groupOrder: 'strict' } together, or clear groupOrder with null first.`,
+  );
 }
 
 /**
@@ -189,9 +199,16 @@ export class FlowControl {
   /**
    * Applies `change` to the settings of `name` in the store and tells this process's listeners. Once it
    * resolves, every claim that starts, on any server, honours the change (see `Claims.completeAndClaim`).
+   * `VALIDATION`, with nothing changed, for a change that would hold strict group order without
+   * `groupConcurrency: 1` (`breaksStrictOrder`).
    */
   async change(name: string, change: QueueSettingsChange): Promise<QueueSettings> {
     const settings = await this.store.updateQueueSettings(name, change, this.clock.now());
+    if (!settings) {
+      // Refused as one conditional write; the settings are read only to name what the change would leave.
+      const [current] = await this.store.listQueueSettings(name);
+      throw strictOrderRefused(current ?? null, change);
+    }
     if (this.cache) this.cache.settings.set(name, settings);
     for (const listener of this.changeListeners) listener(name);
     return settings;

@@ -52,19 +52,19 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
     });
     const limited = await ctx.store.updateQueueSettings(
       name,
-      { concurrency: 20, rateLimit: { max: 100, perMs: 1000 }, groupConcurrency: 2, groupOrder: 'strict' },
+      { concurrency: 20, rateLimit: { max: 100, perMs: 1000 }, groupConcurrency: 1, groupOrder: 'strict' },
       now,
     );
     expect(limited).toMatchObject({ paused: true, concurrency: 20, rateLimit: { max: 100, perMs: 1000 } });
     const cleared = await ctx.store.updateQueueSettings(name, { concurrency: null, paused: false }, now);
     expect(cleared).toMatchObject({ paused: false, concurrency: null, rateLimit: { max: 100, perMs: 1000 } });
-    expect(cleared.groupConcurrency).toBe(2);
-    expect(cleared.groupOrder).toBe('strict');
+    expect(cleared?.groupConcurrency).toBe(1);
+    expect(cleared?.groupOrder).toBe('strict');
     expect(await ctx.store.updateQueueSettings(name, { groupOrder: null }, now)).toMatchObject({
-      groupConcurrency: 2,
+      groupConcurrency: 1,
       groupOrder: null,
     });
-    expect((await ctx.store.updateQueueSettings(name, { groupOrder: 'strict' }, now)).groupOrder).toBe('strict');
+    expect((await ctx.store.updateQueueSettings(name, { groupOrder: 'strict' }, now))?.groupOrder).toBe('strict');
 
     const other = ctx.jobName('settings');
     await ctx.store.updateQueueSettings(other, { grouped: true }, now);
@@ -75,6 +75,43 @@ export function registerFlowControlTests(ctx: SuiteContext): void {
       [name, false],
       [other, true],
     ]);
+  });
+
+  it("a change that would leave groupOrder 'strict' without groupConcurrency 1 writes nothing and resolves to null", async () => {
+    const name = ctx.jobName('strict-refused');
+    const at = new Date('2026-03-01T00:00:00.000Z');
+    const later = new Date(at.getTime() + 1_000);
+    expect(await ctx.store.updateQueueSettings(name, { groupOrder: 'strict' }, at)).toBeNull();
+    expect(await ctx.store.updateQueueSettings(name, { groupOrder: 'strict', groupConcurrency: 2 }, at)).toBeNull();
+    expect(await ctx.store.listQueueSettings(name)).toEqual([]);
+
+    const stored = await ctx.store.updateQueueSettings(name, { groupOrder: 'strict', groupConcurrency: 1 }, at);
+    expect(stored).toMatchObject({ groupOrder: 'strict', groupConcurrency: 1 });
+    for (const change of [
+      { groupConcurrency: 2 },
+      { groupConcurrency: null },
+      { groupOrder: 'strict' as const, groupConcurrency: 3 },
+    ]) {
+      expect(await ctx.store.updateQueueSettings(name, { ...change, concurrency: 5 }, later)).toBeNull();
+    }
+    expect(await ctx.store.listQueueSettings(name)).toEqual([stored]);
+
+    const other = ctx.jobName('strict-refused');
+    await ctx.store.updateQueueSettings(other, { groupConcurrency: 2 }, at);
+    expect(await ctx.store.updateQueueSettings(other, { groupOrder: 'strict', paused: true }, later)).toBeNull();
+    expect(await ctx.store.listQueueSettings(other)).toMatchObject([
+      { groupConcurrency: 2, groupOrder: null, paused: false },
+    ]);
+    expect(await ctx.store.updateQueueSettings(other, { groupConcurrency: 1 }, later)).toMatchObject({
+      groupConcurrency: 1,
+    });
+    expect(await ctx.store.updateQueueSettings(other, { groupOrder: 'strict' }, later)).toMatchObject({
+      groupOrder: 'strict',
+    });
+    expect(await ctx.store.updateQueueSettings(other, { groupOrder: null, groupConcurrency: 4 }, later)).toMatchObject({
+      groupOrder: null,
+      groupConcurrency: 4,
+    });
   });
 
   it('a type without settings is claimed by claimLimitedJobs as by claimJobs', async () => {

@@ -105,8 +105,12 @@ export function registerFlowStrictOrderTests(ctx: SuiteContext): void {
   it("groupOrder 'strict' needs groupConcurrency 1: anything else is VALIDATION and changes nothing", async () => {
     const name = ctx.jobName('strict-refused');
     const { engine } = ctx.engine();
-    await expectWorkqError(engine.setLimits(name, { groupOrder: 'strict' }), 'VALIDATION');
-    await expectWorkqError(engine.setLimits(name, { groupConcurrency: 2, groupOrder: 'strict' }), 'VALIDATION');
+    await expect(engine.setLimits(name, { groupOrder: 'strict' })).rejects.toThrow(
+      /would have groupConcurrency null\./,
+    );
+    await expect(engine.setLimits(name, { groupConcurrency: 2, groupOrder: 'strict' })).rejects.toThrow(
+      /would have groupConcurrency 2\./,
+    );
     await expectWorkqError(
       engine.setLimits(name, { groupOrder: 'fifo' } as unknown as { groupOrder: 'strict' }),
       'VALIDATION',
@@ -119,7 +123,13 @@ export function registerFlowStrictOrderTests(ctx: SuiteContext): void {
       groupOrder: 'strict',
     });
     await expectWorkqError(engine.setLimits(name, { groupConcurrency: null }), 'VALIDATION');
-    await expectWorkqError(engine.setLimits(name, { groupConcurrency: 3 }), 'VALIDATION');
+    const refused = await engine.setLimits(name, { groupConcurrency: 3 }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({
+      code: 'VALIDATION',
+      message: expect.stringContaining(
+        "groupOrder 'strict' needs groupConcurrency 1 (one job of a group at a time); the limits would have groupConcurrency 3.",
+      ),
+    });
     const [queue] = (await engine.queues()).filter((q) => q.name === name);
     expect(queue?.limits).toMatchObject({ groupConcurrency: 1, groupOrder: 'strict' });
     expect(await engine.setLimits(name, { groupConcurrency: null, groupOrder: null })).toMatchObject({

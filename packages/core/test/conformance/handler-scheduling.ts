@@ -149,7 +149,7 @@ export function registerHandlerSchedulingTests(ctx: SuiteContext): void {
     const shorter = await ctx.store.updateQueueSettings(name, { heldUntil: new Date(at.getTime() + 1_000) }, at);
     const changed = await ctx.store.updateQueueSettings(name, { paused: false }, at);
     for (const settings of [longer, shorter, changed]) {
-      expect(settings.heldUntil?.getTime()).toBe(later.getTime());
+      expect(settings?.heldUntil?.getTime()).toBe(later.getTime());
     }
     expect(settings(await ctx.store.listQueueSettings(name))).toBe(later.getTime());
   });

@@ -14,14 +14,15 @@
  * type queue in the process (`inTurn`), and a type with no pause or limit, only turns between groups, is
  * claimed without the transaction (see `claimLimitedJobs`).
  */
-import type { Collection, FindOneAndUpdateOptions, MongoClient, UpdateOptions } from 'mongodb';
+import type { Collection, Filter, FindOneAndUpdateOptions, MongoClient, UpdateOptions } from 'mongodb';
+import { breaksStrictOrder } from '../../engine/flow-control.ts';
 import { ENGINE_JOB_DEFAULTS } from '../../engine/options.ts';
 import type { ClaimRequest, JobRecord, LimitedClaim, QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { claimUnderSettings, type FlowState } from '../shared/limited-claim.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { claimJobs, claimReadyJobs, promoteDueJobs } from './claim-jobs.ts';
-import { isTransactionUnsupportedError, isWriteConflict } from './errors.ts';
+import { isDuplicateKeyError, isTransactionUnsupportedError, isWriteConflict } from './errors.ts';
 import type { FlowCollections, QueueSettingsDocument } from './flow-documents.ts';
 import { giveBackLeases } from './leases.ts';
 import { claimSteps } from './limited-claim-steps.ts';
@@ -77,7 +78,9 @@ export async function listQueueSettings(
 
 /**
  * See `FlowControlStore.updateQueueSettings`: one upsert. A hold is kept in the database's time
- * (`heldUntil`, shifted as the claims' `now` is), and only grows (`$max`).
+ * (`heldUntil`, shifted as the claims' `now` is), and only grows (`$max`). A change of one group limit that
+ * could break strict order is the upsert of a document whose other group limit still allows it
+ * (`strictOrderFilter`): none matching, it writes nothing.
  */
 export async function updateQueueSettings(
   settings: Collection<QueueSettingsDocument>,
@@ -85,7 +88,7 @@ export async function updateQueueSettings(
   change: QueueSettingsChange,
   now: Date,
   limitMs: number,
-): Promise<QueueSettings> {
+): Promise<QueueSettings | null> {
   const set: Partial<QueueSettingsDocument> = { updatedAt: now };
   const defaults: Partial<QueueSettingsDocument> = {
     paused: false,
@@ -105,17 +108,44 @@ export async function updateQueueSettings(
   if (change.groupOrder !== undefined) set.groupOrder = change.groupOrder;
   if (change.grouped) set.grouped = true;
   for (const key of Object.keys(set)) delete defaults[key as keyof QueueSettingsDocument];
+  const condition = strictOrderFilter(change);
+  if (condition === 'refused') return null;
   const doc = await withCallLimit(limitMs, (signal) => {
     const options: Abortable<FindOneAndUpdateOptions> = {
-      upsert: true,
+      upsert: condition.upsert,
       returnDocument: 'after',
       projection: SETTINGS_PROJECTION,
       signal,
     };
     const held = change.heldUntil === undefined ? {} : { $max: { heldUntil: change.heldUntil } };
-    return settings.findOneAndUpdate({ _id: name }, { $set: set, $setOnInsert: defaults, ...held }, options);
+    const filter: Filter<QueueSettingsDocument> = { ...condition.filter, _id: name };
+    return settings.findOneAndUpdate(filter, { $set: set, $setOnInsert: defaults, ...held }, options);
+  }).catch((error: unknown) => {
+    // The upsert's insert met the stored document its filter refused.
+    if (isDuplicateKeyError(error)) return null;
+    throw error;
   });
-  return toSettings(doc as QueueSettingsDocument);
+  return doc ? toSettings(doc as QueueSettingsDocument) : null;
+}
+
+/**
+ * What stored settings a change may apply to without breaking strict order (`breaksStrictOrder`): `'refused'`
+ * when it breaks it by itself; strict order alone needs stored settings with `groupConcurrency` 1 (new ones
+ * have none, so no upsert); a `groupConcurrency` other than 1 alone needs stored settings without strict order,
+ * or none.
+ */
+function strictOrderFilter(
+  change: QueueSettingsChange,
+): 'refused' | { filter: Filter<QueueSettingsDocument>; upsert: boolean } {
+  const { groupOrder, groupConcurrency } = change;
+  if (groupOrder !== undefined && groupConcurrency !== undefined) {
+    return breaksStrictOrder(null, change) ? 'refused' : { filter: {}, upsert: true };
+  }
+  if (groupOrder === 'strict') return { filter: { groupConcurrency: 1 }, upsert: false };
+  if (groupConcurrency !== undefined && groupConcurrency !== 1) {
+    return { filter: { groupOrder: { $ne: 'strict' } }, upsert: true };
+  }
+  return { filter: {}, upsert: true };
 }
 
 function toFlowState(doc: QueueSettingsDocument): FlowState {

@@ -199,7 +199,7 @@ export class MongoStore implements Store {
     return this.run('listQueueSettings', () => listQueueSettings(this.flow.settings, name, this.parts.callLimitMs));
   }
 
-  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings | null> {
     return this.run('updateQueueSettings', async () => {
       // A hold is compared with the claims' `now`, which is the database's time (`leaseRequest`).
       const held =

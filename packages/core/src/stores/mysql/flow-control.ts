@@ -3,6 +3,7 @@
  * reads it is sql/claim-limited-jobs.ts.
  */
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { breaksStrictOrder } from '../../engine/flow-control.ts';
 import type { QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
@@ -44,7 +45,19 @@ export async function listQueueSettings(db: Queryable, t: Tables, name?: string)
   return rows.map(toSettings);
 }
 
-/** See `FlowControlStore.updateQueueSettings`: one upsert, then the row read back on the same connection. */
+/** Thrown inside `updateQueueSettings`'s transaction to roll back a change the store refuses. */
+class StrictOrderBroken extends Error {}
+
+/** Whether `error` is `StrictOrderBroken`, as thrown or as the cause of the error the transaction classified. */
+export function isStrictOrderBroken(error: unknown): boolean {
+  return error instanceof StrictOrderBroken || (error instanceof Error && error.cause instanceof StrictOrderBroken);
+}
+
+/**
+ * See `FlowControlStore.updateQueueSettings`: one upsert, then the row read back on the same connection; in a
+ * transaction, which a change of a group limit that leaves the row `breaksStrictOrder` rolls back by throwing
+ * `StrictOrderBroken`.
+ */
 export async function updateQueueSettings(
   c: PoolConnection,
   t: Tables,
@@ -86,5 +99,8 @@ export async function updateQueueSettings(
     values,
   );
   const [row] = await selectRows(c, `SELECT ${SETTINGS_SELECT} FROM ${t.queueSettings} WHERE name = ?`, [name]);
-  return toSettings(row as RowDataPacket);
+  const settings = toSettings(row as RowDataPacket);
+  const groupsChanged = change.groupOrder !== undefined || change.groupConcurrency !== undefined;
+  if (groupsChanged && breaksStrictOrder(settings, {})) throw new StrictOrderBroken();
+  return settings;
 }

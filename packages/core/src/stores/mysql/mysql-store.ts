@@ -27,7 +27,7 @@ import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
-import { listQueueSettings, updateQueueSettings } from './flow-control.ts';
+import { isStrictOrderBroken, listQueueSettings, updateQueueSettings } from './flow-control.ts';
 import { selectJobsByIds } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
 import { listJobs } from './list-jobs.ts';
@@ -136,8 +136,13 @@ export class MysqlStore implements Store {
     return this.retry('listQueueSettings', () => listQueueSettings(this.pool, this.t, name));
   }
 
-  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
-    return this.transaction('updateQueueSettings', (c) => updateQueueSettings(c, this.t, name, change, now));
+  async updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings | null> {
+    try {
+      return await this.transaction('updateQueueSettings', (c) => updateQueueSettings(c, this.t, name, change, now));
+    } catch (error) {
+      if (isStrictOrderBroken(error)) return null;
+      throw error;
+    }
   }
 
   claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {

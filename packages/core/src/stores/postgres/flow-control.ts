@@ -54,12 +54,17 @@ export function buildFlowStatements(schema: string) {
      * $1 name, $2 paused or null (unchanged), $3 whether to set concurrency, $4 concurrency, $5 whether to set the
      * rate limit, $6 its max, $7 its window, $8 whether to set group concurrency, $9 group concurrency, $10 grouped
      * (true) or null (unchanged), $11 now, $12 held until or null (unchanged; a later hold stored stays), $13 whether
-     * to set group order, $14 group order.
+     * to set group order, $14 group order. Writes nothing and returns no row where the change of a group limit
+     * would leave strict order beside a group concurrency other than 1 (`breaksStrictOrder`): the new row is
+     * proposed unless it would, or a row is stored (settings are never deleted), and the stored row is updated
+     * only where the limits it would leave hold.
      */
     updateSettings: `INSERT INTO ${schema}.queue_settings AS q
   (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at, held_until, group_order)
-VALUES ($1, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9::int, coalesce($10::boolean, false), $11::timestamptz,
-  $12::timestamptz, $14::text)
+SELECT $1::text, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9::int, coalesce($10::boolean, false),
+  $11::timestamptz, $12::timestamptz, $14::text
+WHERE $14::text IS DISTINCT FROM 'strict' OR $9::int = 1
+  OR EXISTS (SELECT 1 FROM ${schema}.queue_settings AS s WHERE s.name = $1::text)
 ON CONFLICT (name) DO UPDATE SET
   held_until = greatest(q.held_until, $12::timestamptz),
   paused = coalesce($2::boolean, q.paused),
@@ -70,6 +75,9 @@ ON CONFLICT (name) DO UPDATE SET
   grouped = q.grouped OR coalesce($10::boolean, false),
   updated_at = $11::timestamptz,
   group_order = CASE WHEN $13::boolean THEN $14::text ELSE q.group_order END
+WHERE NOT ($8::boolean OR $13::boolean)
+  OR CASE WHEN $13::boolean THEN $14::text ELSE q.group_order END IS DISTINCT FROM 'strict'
+  OR CASE WHEN $8::boolean THEN $9::int ELSE q.group_concurrency END = 1
 RETURNING ${SETTINGS_COLUMNS}`,
 
     /**
@@ -102,7 +110,7 @@ export async function updateQueueSettings(
   name: string,
   change: QueueSettingsChange,
   now: Date,
-): Promise<QueueSettings> {
+): Promise<QueueSettings | null> {
   const rate = change.rateLimit ?? null;
   const [row] = await db.query<SettingsRow>(sql.updateSettings, [
     name,
@@ -120,7 +128,7 @@ export async function updateQueueSettings(
     change.groupOrder !== undefined,
     change.groupOrder ?? null,
   ]);
-  return toSettings(row as SettingsRow);
+  return row ? toSettings(row) : null;
 }
 
 /**

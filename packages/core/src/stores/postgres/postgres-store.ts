@@ -161,7 +161,7 @@ export class PostgresStore implements Store {
     return listQueueSettings(this.client, this.flowSql, name);
   }
 
-  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings> {
+  updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings | null> {
     return updateQueueSettings(this.client, this.flowSql, name, change, now);
   }
 
