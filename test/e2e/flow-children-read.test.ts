@@ -153,4 +153,40 @@ describe("a resumed parent's read of a full page of children over pglite", () =>
     expect(paths.filter((path) => path.includes('children'))).toEqual(['consumer.children']);
     await sdk.close();
   }, 90_000);
+
+  it('shares one page of children among the resumed jobs of a claim, each page saying whether more follow', async () => {
+    const raw = rawClient(server.url);
+    const size = FLOW_LIMITS.statusChildren / 2 + 1;
+    for (const run of ['a', 'b']) {
+      await raw.jobs.enqueue.mutate({
+        name: 'sumCounts',
+        version: 1,
+        payload: { run },
+        children: Array.from({ length: size }, (_, n) => ({ name: 'countItem', version: 1, payload: { n } })),
+      });
+    }
+    for (;;) {
+      const { jobs } = await raw.consumer.claim.mutate({
+        name: 'countItem',
+        maxVersion: 1,
+        limit: 500,
+        workerId: 'raw',
+      });
+      if (jobs.length === 0) break;
+      await raw.consumer.complete.mutate({
+        items: jobs.map(({ id, leaseToken, payload }) => ({ id, leaseToken, result: payload })),
+      });
+    }
+    const parents = await raw.consumer.claim.mutate({ name: 'sumCounts', maxVersion: 1, limit: 2, workerId: 'raw' });
+    expect(parents.jobs).toHaveLength(2);
+    for (const { id, leaseToken, children } of parents.jobs) {
+      expect(children?.more).toBe(true);
+      expect(children?.children.map((child) => child.result)).toEqual(
+        Array.from({ length: FLOW_LIMITS.statusChildren / 2 }, (_, n) => ({ n })),
+      );
+      const afterId = children?.children.at(-1)?.id;
+      const rest = await raw.consumer.children.query({ id, leaseToken, afterId });
+      expect(rest).toMatchObject({ more: false, children: [{ result: { n: size - 1 } }] });
+    }
+  }, 90_000);
 });

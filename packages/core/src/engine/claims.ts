@@ -53,8 +53,9 @@ export interface ClaimedJob {
   resumed?: true;
   /**
    * On a resumed job, when the server read them with the claim: the first page of its children, as
-   * `consumer.children` answers it (`Flows.heldChildren`), so the worker starts the handler without a request
-   * of its own. Absent: the worker reads them itself.
+   * `consumer.children` answers it (`Flows.heldChildren`; one claim's pages hold at most
+   * `FLOW_LIMITS.statusChildren` children together), so the worker starts the handler without a request of its
+   * own. Absent: the worker reads them itself.
    */
   children?: { children: HeldChild[]; more: boolean };
   /** Set on a child in a flow: its parent's id. */
