@@ -11,6 +11,7 @@ import { registerFlowControlTests } from './flow-control.ts';
 import { registerFlowEventTests } from './flow-events.ts';
 import { registerFlowGroupTests } from './flow-groups.ts';
 import { registerFlowStrictOrderTests } from './flow-strict-order.ts';
+import { registerFlowTimeLimitTests } from './flow-time-limits.ts';
 import { registerFlowTests } from './flows.ts';
 import { registerHandlerSchedulingTests } from './handler-scheduling.ts';
 import type { StoreHarness } from './harness.ts';
@@ -93,6 +94,7 @@ export function describeStore(
     describe('flows: parents and children', () => registerFlowTests(state));
     describe('flows: a held parent reads its children', () => registerHeldChildrenTests(state));
     describe('flows: events', () => registerFlowEventTests(state));
+    describe('flows: a child past its time limit', () => registerFlowTimeLimitTests(state));
     describe('10. scale', () => registerScaleTests(state));
   };
 

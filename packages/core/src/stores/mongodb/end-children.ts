@@ -3,7 +3,7 @@ import type { JobRecord, LeaseRef } from '../../engine/store.ts';
 import type { JobError } from '../../jobs.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { heldBy } from './leases.ts';
-import { type JobDocument, toJobRecord } from './records.ts';
+import { cleanError, type JobDocument, toJobRecord } from './records.ts';
 import {
   CHILD_FIELDS,
   cancelDescendants,
@@ -131,15 +131,15 @@ export function cancelInFlow(
 /**
  * Makes each expired child out of attempts among `ids` dead, each in a transaction with its parent's
  * settling: what the sweep's plain dead write (which matches jobs without a parent) left alone. `expired`
- * re-checks the lease's expiry; `dead` is the sweep's update pipeline, `error` the error it records (its
- * attempt the job's own); `limit` bounds the read (the number of ids `expired` names). Resolves to the names of
+ * re-checks the lease's expiry; `dead` is the sweep's update pipeline, which records the child's error
+ * (`LEASE_EXPIRED`, or `TIMEOUT` for a lease that ran out at its attempt's deadline); the parent is told that
+ * error, as recorded. `limit` bounds the read (the number of ids `expired` names). Resolves to the names of
  * the parents made ready.
  */
 export async function sweepExpiredChildren(
   target: FlowTarget,
   expired: Filter<JobDocument>,
   dead: Record<string, unknown>[],
-  error: Omit<JobError, 'attempt'>,
   now: Date,
   limit: number,
 ): Promise<string[]> {
@@ -151,17 +151,21 @@ export async function sweepExpiredChildren(
   const ready: string[] = [];
   for (const child of children) {
     const settled = await inFlowTransaction(target, undefined, async (tx) => {
-      const options: Abortable<FindOneAndUpdateOptions> = { ...tx, projection: { ...CHILD_FIELDS, attempts: 1 } };
+      const options: Abortable<FindOneAndUpdateOptions> = {
+        ...tx,
+        projection: { ...CHILD_FIELDS, error: 1 },
+        returnDocument: 'after',
+      };
       const doc = await target.jobs.findOneAndUpdate({ ...expired, _id: child._id, name: child.name }, dead, options);
       if (!doc) {
         await tx.session.abortTransaction();
         return [];
       }
-      const lost = { ...error, attempt: doc.attempts };
+      const recorded = doc.error ? cleanError(doc.error) : null;
       return settleParents(
         target.jobs,
         tx,
-        endedChildren([doc], 'dead', () => lost),
+        endedChildren([doc], 'dead', () => recorded),
         now,
       );
     });

@@ -124,9 +124,7 @@ async function sweepBatch(
   if (childIds.length > 0) {
     const outOfAttempts = { _id: { $in: childIds }, ...expired };
     const lastAttempt = { $expr: lapsedAnd({ $gte: ['$attempts', '$maxAttempts'] }) };
-    ready.push(
-      ...(await sweepExpiredChildren(flow, { ...outOfAttempts, ...lastAttempt }, dead, error, now, childIds.length)),
-    );
+    ready.push(...(await sweepExpiredChildren(flow, { ...outOfAttempts, ...lastAttempt }, dead, now, childIds.length)));
   }
   const sweptNow = {
     _id: { $in: found.map((job) => job._id) },
