@@ -27,8 +27,8 @@ async function timeOutFirstChild(ctx: SuiteContext, onFailure: ChildFailurePolic
   const [timingOut, fine] = await engine.claim({ name: childName, maxVersion: 1, limit: 2, workerId: 'w' });
   await engine.complete(fine!, { ok: true });
   clock.advance(1_000);
-  expect(await engine.sweepExpiredLeases()).toEqual({ requeued: 0, dead: 1 });
-  expect((await engine.get(timingOut!.id)).error).toMatchObject({ code: 'TIMEOUT', attempt: 1 });
+  await engine.sweepExpiredLeases();
+  expect(await engine.get(timingOut!.id)).toMatchObject({ state: 'dead', error: { code: 'TIMEOUT', attempt: 1 } });
   return { parent, parentName, childName, timedOut: timingOut!, completed: fine! };
 }
 
