@@ -65,6 +65,8 @@ it('a worker that runs past the type timeoutMs loses its lease at the deadline: 
   // The worker keeps extending, as a live worker does; the lease still ends at the deadline.
   const extended = await post(`/v1/job/${handle.id}/extend`, { leaseToken: job.leaseToken, leaseMs: 60_000 });
   expect(extended.status).toBe(200);
+  // The answer is the lease the store kept, so the worker knows it ends at the deadline.
+  expect(extended.body).toEqual({ leaseExpiresAt: job.leaseExpiresAt });
   expect((await handle.status()).leaseExpiresAt?.getTime()).toBe(deadlineMs);
 
   await until(async () => (await handle.status()).error?.code === 'TIMEOUT', 10_000, 25);

@@ -151,7 +151,14 @@ const JOB_PATHS: Record<string, Schema> = {
   '/v1/job/{id}/extend': leaseOperation('extend', "Extend a held job's lease while it runs", extendBody, {
     type: 'object',
     required: ['leaseExpiresAt'],
-    properties: { leaseExpiresAt: { type: 'string', format: 'date-time' } },
+    properties: {
+      leaseExpiresAt: {
+        type: 'string',
+        format: 'date-time',
+        description:
+          "When the lease now ends, as the server keeps it: `leaseMs` from now, or the attempt's deadline (claim time + the job's `timeoutMs`) where that is earlier. No extension goes past the deadline.",
+      },
+    },
   }),
   '/v1/job/{id}/snooze': leaseOperation(
     'snooze',

@@ -235,8 +235,9 @@ export class Engine {
   }
 
   /**
-   * Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now;
-   * `VALIDATION` for a `leaseMs` outside `LEASE_MS_LIMITS`.
+   * Extends a held lease by `leaseMs` (default: the job's own, which costs one more read) from now, but no
+   * later than the attempt's deadline (a time limit, `timeoutMs`); resolves to the lease's expiry as stored, the
+   * deadline where it capped the extension. `VALIDATION` for a `leaseMs` outside `LEASE_MS_LIMITS`.
    */
   extend(lease: LeaseRef, leaseMs?: number): Promise<{ leaseExpiresAt: Date }> {
     return this.leased.extend(lease, leaseMs);

@@ -107,8 +107,13 @@ export interface JobStore {
    */
   snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean>;
 
-  /** Fenced, one atomic write: moves the lease expiry to `leaseExpiresAt`. Resolves to whether the lease held. */
-  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean>;
+  /**
+   * Fenced, one atomic write: moves the lease expiry to `leaseExpiresAt`, or to the attempt's deadline
+   * (`JobRecord.attemptDeadline`, a time limit) where that is earlier. Resolves to the expiry the lease has
+   * now, as stored (so a worker learns that its lease ends at the deadline), or `null` when the lease did not
+   * hold, and then nothing changed.
+   */
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<Date | null>;
 
   /** Fenced, one atomic write: records progress (0-100). Resolves to whether the lease held. */
   recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean>;

@@ -212,9 +212,9 @@ export class LeasedJobs {
       if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
       lengthMs = job.leaseMs;
     }
-    const expiresAt = new Date(now.getTime() + lengthMs);
-    if (!(await this.store.extendLease(lease, expiresAt, now))) throw leaseLost(lease.id);
-    return { leaseExpiresAt: expiresAt };
+    const leaseExpiresAt = await this.store.extendLease(lease, new Date(now.getTime() + lengthMs), now);
+    if (!leaseExpiresAt) throw leaseLost(lease.id);
+    return { leaseExpiresAt };
   }
 
   async progress(lease: LeaseRef, progress: number): Promise<void> {

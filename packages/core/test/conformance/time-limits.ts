@@ -28,8 +28,12 @@ export function registerTimeLimitTests(ctx: SuiteContext): void {
       expect(lease?.leaseExpiresAtMs, 'the first lease outlived the deadline').toBe(claimedAtMs + 1_000);
       expect((await engine.get(id)).leaseExpiresAt?.getTime()).toBe(claimedAtMs + 1_000);
 
-      clock.advance(400);
-      await engine.extend(lease!, 5_000);
+      clock.advance(300);
+      const within = await engine.extend(lease!, 500);
+      expect(within.leaseExpiresAt.getTime(), 'an extension within the limit').toBe(claimedAtMs + 800);
+      clock.advance(100);
+      const capped = await engine.extend(lease!, 5_000);
+      expect(capped.leaseExpiresAt.getTime(), 'the answer is not the lease the store kept').toBe(claimedAtMs + 1_000);
       expect((await engine.get(id)).leaseExpiresAt?.getTime(), 'an extension passed the deadline').toBe(
         claimedAtMs + 1_000,
       );
@@ -60,7 +64,7 @@ export function registerTimeLimitTests(ctx: SuiteContext): void {
     expect(lease?.timeoutMs).toBeUndefined();
     expect(lease?.leaseExpiresAtMs).toBe(claimedAtMs + 5_000);
     clock.advance(4_000);
-    await engine.extend(lease!, 5_000);
+    expect((await engine.extend(lease!, 5_000)).leaseExpiresAt.getTime()).toBe(claimedAtMs + 9_000);
     expect((await engine.get(id)).leaseExpiresAt?.getTime()).toBe(claimedAtMs + 9_000);
     clock.advance(4_999);
     await engine.sweepExpiredLeases(clock.now());

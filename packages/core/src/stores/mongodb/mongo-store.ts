@@ -326,22 +326,28 @@ export class MongoStore implements Store {
     });
   }
 
-  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
+  extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<Date | null> {
     return this.run('extend', async () => {
       const toDatabase = await this.clock.shift();
       const at = toDatabase(now);
       const filter = heldBy(lease, at);
-      if (!filter) return false;
+      if (!filter) return null;
       const asked = toDatabase(leaseExpiresAt);
       // No later than the attempt's deadline, when it has one.
       const update = [
         { $set: { leaseExpiresAt: { $min: [asked, { $ifNull: ['$attemptDeadline', asked] }] }, updatedAt: at } },
       ];
-      const { matchedCount } = await this.call((signal) => {
-        const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateOne(filter, update, options);
+      const doc = await this.call((signal) => {
+        const options: Abortable<FindOneAndUpdateOptions> = {
+          projection: { _id: 0, leaseExpiresAt: 1 },
+          returnDocument: 'after',
+          signal,
+        };
+        return this.jobs.findOneAndUpdate(filter, update, options);
       });
-      return matchedCount === 1;
+      // The stored expiry, moved back from the database's time to the engine's.
+      const stored = doc?.leaseExpiresAt;
+      return stored ? new Date(stored.getTime() - (at.getTime() - now.getTime())) : null;
     });
   }
 

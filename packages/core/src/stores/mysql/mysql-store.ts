@@ -31,7 +31,7 @@ import { isStrictOrderBroken, listQueueSettings, updateQueueSettings } from './f
 import { selectJobsByIds } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
 import { listJobs } from './list-jobs.ts';
-import { sqlDate, writeJson } from './records.ts';
+import { writeJson } from './records.ts';
 import {
   listSchemas,
   listWorkers,
@@ -49,6 +49,7 @@ import { completeHeldJobs } from './sql/complete-held-jobs.ts';
 import { completeJobs } from './sql/complete-jobs.ts';
 import { countJobs } from './sql/count-jobs.ts';
 import { debounceJob } from './sql/debounce-job.ts';
+import { extendLease } from './sql/extend-lease.ts';
 import { failHeldChild, failJob } from './sql/fail-job.ts';
 import { insertFlow, insertFlowAtOnce } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
@@ -191,12 +192,8 @@ export class MysqlStore implements Store {
     return this.retry('snoozeJob', () => snoozeJob(this.pool, this.t, lease, runAt, now));
   }
 
-  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
-    return this.updateHeld('extendLease', lease, now, {
-      // No later than the attempt's deadline, when it has one.
-      set: 'lease_expires_at = LEAST(?, COALESCE(attempt_deadline, ?))',
-      values: [sqlDate(leaseExpiresAt), sqlDate(leaseExpiresAt)],
-    });
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<Date | null> {
+    return this.retry('extendLease', () => extendLease(this.pool, this.t, lease, leaseExpiresAt, now));
   }
 
   async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {

@@ -262,8 +262,10 @@ export class PostgresStore implements Store {
     return this.changed(this.sql.snoozeJob, [lease.id, lease.leaseToken, runAt, now]);
   }
 
-  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<boolean> {
-    return this.changed(this.sql.extendLease, [lease.id, lease.leaseToken, leaseExpiresAt, now]);
+  async extendLease(lease: LeaseRef, leaseExpiresAt: Date, now: Date): Promise<Date | null> {
+    const params = [lease.id, lease.leaseToken, leaseExpiresAt, now];
+    const [row] = await this.client.query<{ lease_expires_at: Date }>(this.sql.extendLease, params);
+    return row?.lease_expires_at ?? null;
   }
 
   async recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {

@@ -104,10 +104,13 @@ SET state = ${notStartedSql('$3::timestamptz', '$4::timestamptz')}, run_at = $3:
 WHERE ${fenced('$1', '$2', '$4')}
 RETURNING j.id`,
 
-    /** $1 id, $2 token, $3 new expiry, $4 now. The expiry stops at the attempt's deadline (`least` skips a `NULL`). */
+    /**
+     * $1 id, $2 token, $3 new expiry, $4 now. The expiry stops at the attempt's deadline (`least` skips a `NULL`);
+     * returns it as stored.
+     */
     extendLease: `UPDATE ${jobs} AS j SET lease_expires_at = least($3::timestamptz, j.attempt_deadline), updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
-RETURNING j.id`,
+RETURNING j.lease_expires_at`,
 
     /** $1 id, $2 token, $3 progress, $4 now. */
     recordProgress: `UPDATE ${jobs} AS j SET progress = $3::double precision, updated_at = $4::timestamptz

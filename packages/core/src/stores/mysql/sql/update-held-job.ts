@@ -1,5 +1,5 @@
 /**
- * Update a held job: the fenced single-row `UPDATE` behind `failJob`, `extendLease`, `recordProgress` and
+ * Update a held job: the fenced single-row `UPDATE` behind `failJob`, `recordProgress` and
  * `updatePayload`, outside any transaction: `… SET <set>, updated_at = ? WHERE <FENCE>`, the fence being the
  * row's id, the lease's token, the state `active` and a lease unexpired at `now`.
  *
