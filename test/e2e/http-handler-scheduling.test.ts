@@ -115,7 +115,7 @@ await describeEachStore(SERVER_STORES, 'handler scheduling over plain HTTP on $l
 
       const rerun = await claimJob(id);
       // The store runs it by its own clock, which may be a few milliseconds ahead of this process.
-    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(snoozed.body.runAt) - 50);
+      expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(snoozed.body.runAt) - 50);
       expect(rerun.attempt).toBe(1);
       const done = await call(WORKER, 'POST', `/v1/job/${id}/complete`, { leaseToken: rerun.leaseToken, result: null });
       expect(done.status).toBe(200);
