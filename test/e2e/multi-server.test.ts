@@ -1,8 +1,10 @@
+import { defineCatalog, defineJob } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
 import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SHARED_STORES, serverStore } from '../support/stores.ts';
@@ -15,6 +17,12 @@ const POLL_INTERVAL_MS = 30_000;
 const JOB_COUNT = 50;
 /** Jobs enqueued one at a time, each waited for, to time the cross-server wake-up. */
 const SINGLE_JOBS = 20;
+
+/** A flow whose parent's worker waits on one server while its children complete through the other. */
+const flowJobs = defineCatalog({
+  tally: defineJob({ version: 1, payload: z.object({ run: z.string() }) }),
+  tallyItem: defineJob({ version: 1, payload: z.object({ n: z.number().int() }), result: z.number().int() }),
+});
 
 await describeEachStore(SHARED_STORES, 'two queue servers on one $label store', ({ label, open }) => {
   let target: FreshStore | undefined;
@@ -136,6 +144,39 @@ await describeEachStore(SHARED_STORES, 'two queue servers on one $label store', 
     const resultMs = Date.now() - releasedAt;
     console.info(`multi-server (${label}): result through A ${resultMs} ms after the job finished on B`);
     expect(resultMs).toBeLessThan(3_000);
+  }, 40_000);
+
+  it("wakes a parent's worker waiting on B when its last child completes through A", async () => {
+    const viaA = createClient({ url: serverA.url, jobs: flowJobs, logger: false });
+    const viaB = createClient({ url: serverB.url, jobs: flowJobs, logger: false });
+    let lastChildAt = 0;
+    let parentAt = 0;
+    const results: number[][] = [];
+    workers.push(
+      viaB.consume('tally', async (_job, ctx) => {
+        parentAt = Date.now();
+        results.push(await ctx.childResults('tallyItem'));
+      }),
+    );
+    // The parent's worker is waiting on B once B has recorded it in the worker registry (on its first claim).
+    const adminB = rawClient(serverB.url);
+    await until(async () => (await adminB.admin.stats.query()).consumers.some((c) => c.name === 'tally'), 10_000, 50);
+    await viaA.enqueue.tally({ run: 'cross' }, { children: [1, 2, 3].map((n) => viaA.child.tallyItem({ n })) });
+    workers.push(
+      viaA.consume(
+        'tallyItem',
+        (job) => {
+          lastChildAt = Date.now();
+          return job.payload.n;
+        },
+        { concurrency: 3 },
+      ),
+    );
+    await until(() => results.length > 0, POLL_INTERVAL_MS / 2, 10);
+    expect(results).toEqual([[1, 2, 3]]);
+    const wakeMs = parentAt - lastChildAt;
+    console.info(`multi-server (${label}): parent on B started ${wakeMs} ms after its last child ran on A`);
+    expect(wakeMs).toBeLessThan(3_000);
   }, 40_000);
 
   it('answers an ack repeated through B as completed when A applied it, and a forged one as lost', async () => {
