@@ -187,6 +187,25 @@ describe('mongodb store: queries use their indexes', () => {
     const lookups = queriesSince(dbName, from).filter((query) => query.command.name === 'find');
     expect(lookups.map((query) => query.plan)).toEqual([{ index: 'idempotency', examined: 1, sortedByIndex: false }]);
   });
+  it('a prune by the server-wide retention reads no kept job, through the TTL and own-retention indexes', async () => {
+    const { dbName, engine } = await openOnWire();
+    // Completed jobs kept for the server-wide retention: half without a retention of their own, half with one
+    // that does not name completion.
+    const batch = (options: object) => Array(100).fill({ name: 'prune.a', version: 1, payload: {}, options });
+    await engine.enqueueMany([...batch({}), ...batch({ retention: { deadMs: HOUR_MS } })]);
+    const claimed = await engine.claim({ name: 'prune.a', maxVersion: 1, limit: 200, workerId: 'w' });
+    for (const job of claimed) await engine.complete(job);
+    wire.state.costQueries = true;
+    const from = wire.commands.length;
+    expect(await engine.prune()).toBe(0);
+    const shared = queriesSince(dbName, from).filter(
+      (query) => query.command.name === 'find' && (query.filter.finishedAt as { $lt?: Date } | undefined)?.$lt,
+    );
+    expect(shared.map((query) => query.plan)).toEqual([
+      { index: 'shared_history_ttl', examined: 0, sortedByIndex: false },
+      { index: 'own_retention', examined: 0, sortedByIndex: false },
+    ]);
+  });
 });
 
 describe('mongodb store: index changes', () => {
@@ -379,31 +398,32 @@ describe('mongodb store: retention against the TTL monitor', () => {
     // As an earlier version left the store: its TTL index expiring every finished job.
     await first.jobs.createIndex({ finishedAt: 1 }, { name: 'history_ttl', expireAfterSeconds: 60 });
     const { engine, clock, kept, ttlPass, jobs } = await openRetaining(first.dbName);
-    const finishLong = async () => {
-      const { id } = await engine.enqueue({
-        name,
-        version: 1,
-        payload: {},
-        options: { retention: { completedMs: HOUR_MS } },
-      });
+    const finish = async (options: object) => {
+      const { id } = await engine.enqueue({ name, version: 1, payload: {}, options });
       await engine.complete(await claimOne(engine, name));
       return id;
     };
-    const capped = await finishLong();
+    const retention = { completedMs: HOUR_MS };
+    const capped = await finish({ retention });
     clock.advance(2 * MINUTE_MS);
     ttlPass();
     expect(await kept()).not.toContain(capped);
 
+    // Jobs an earlier version wrote carry no marker: the admin step marks those without a retention of their
+    // own before it drops the old index, so the TTL index and the pruner take them over.
+    const earlier = [await finish({}), await finish({ retention })];
+    await jobs.updateMany({ _id: { $in: earlier } }, { $unset: { ttl: '' } });
+    const waiting = (await engine.enqueue({ name, version: 1, payload: {} })).id;
+    await jobs.updateOne({ _id: waiting }, { $unset: { ttl: '' } });
     expect(await dropRetiredMongoIndexes(client.db(first.dbName))).toEqual(['workq_jobs.history_ttl']);
-    const long = await finishLong();
-    // A job an earlier version wrote carries no marker: the pruner deletes it by the server-wide retention.
-    const { id: older } = await engine.enqueue({ name, version: 1, payload: {} });
-    await engine.complete(await claimOne(engine, name));
-    await jobs.updateOne({ _id: older }, { $unset: { ttl: '' } });
+    const marks = async (ids: string[]) => Promise.all(ids.map(async (id) => (await jobs.findOne({ _id: id }))?.ttl));
+    expect(await marks([...earlier, waiting])).toEqual([true, undefined, true]);
+    expect(await dropRetiredMongoIndexes(client.db(first.dbName))).toEqual([]);
+
+    const long = await finish({ retention });
     clock.advance(2 * MINUTE_MS);
     ttlPass();
-    expect(await kept()).toEqual([long, older].sort());
-    expect(await engine.prune()).toBe(1);
-    expect(await kept()).toEqual([long]);
+    expect(await kept()).toEqual([earlier[1], long].sort());
+    expect(await engine.prune()).toBe(0);
   });
 });

@@ -327,12 +327,24 @@ export const RETIRED_INDEXES: Partial<Record<keyof CollectionNames, readonly str
   jobs: ['claim', 'group_claim', 'history_ttl'],
 };
 
+/**
+ * What must be done before a retired index is dropped, by its name. `history_ttl` expired the jobs earlier
+ * versions wrote, which carry no marker (`JobDocument.ttl`): those without a retention of their own are marked
+ * first, so `HISTORY_TTL_INDEX` and the pruner take them over (one pass over the collection, once).
+ */
+const BEFORE_DROP: Readonly<Record<string, (collection: Collection) => Promise<unknown>>> = {
+  history_ttl: (jobs) =>
+    jobs.updateMany({ ttl: { $exists: false }, retainCompletedMs: { $exists: false } }, { $set: { ttl: true } }),
+};
+
 /** Drops the indexes of `RETIRED_INDEXES` not dropped yet; see `dropRetiredMongoIndexes`. */
 async function dropRetiredIndexes(db: Db, names: CollectionNames): Promise<string[]> {
   const dropped: string[] = [];
   for (const [role, retired] of Object.entries(RETIRED_INDEXES) as [keyof CollectionNames, readonly string[]][]) {
     const collection = db.collection(names[role]);
-    for (const name of retired) {
+    const present = (await indexNamesOf(collection)) ?? [];
+    for (const name of retired.filter((retiredName) => present.includes(retiredName))) {
+      await BEFORE_DROP[name]?.(collection);
       try {
         await collection.dropIndex(name);
         dropped.push(`${collection.collectionName}.${name}`);
@@ -342,6 +354,16 @@ async function dropRetiredIndexes(db: Db, names: CollectionNames): Promise<strin
     }
   }
   return dropped;
+}
+
+/** The names of a collection's indexes; `null` for a collection that does not exist. */
+async function indexNamesOf(collection: Collection): Promise<string[] | null> {
+  try {
+    return (await collection.listIndexes().toArray()).map((index) => String(index.name));
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return null;
+    throw error;
+  }
 }
 
 /** What the server identifies an index by: its key, in order, and its partial filter. */
@@ -369,14 +391,9 @@ function sameIndex(index: Document, spec: IndexSpec): boolean {
  * or again after a crash before it was created), such jobs move to `delayed`, by the server's clock.
  */
 async function moveLaterJobsOutOfClaimIndex(jobs: Collection): Promise<void> {
-  let indexNames: string[];
-  try {
-    indexNames = (await jobs.listIndexes().toArray()).map((index) => String(index.name));
-  } catch (error) {
-    if (isNamespaceNotFound(error)) return; // a new store: nothing was written before
-    throw error;
-  }
-  if (indexNames.includes(DELAYED_INDEX)) return;
+  const indexNames = await indexNamesOf(jobs);
+  // A new store (no collection): nothing was written before.
+  if (indexNames === null || indexNames.includes(DELAYED_INDEX)) return;
   await jobs.updateMany({ state: 'waiting', $expr: { $gt: ['$runAt', '$$NOW'] } }, { $set: { state: 'delayed' } });
 }
 
@@ -385,7 +402,9 @@ async function moveLaterJobsOutOfClaimIndex(jobs: Collection): Promise<void> {
  * maintenance call: once every server runs this version, drops the indexes
  * earlier versions made that it no longer uses (see `RETIRED_INDEXES`) from
  * the store's collections in `db` (the store's database), under
- * `collectionPrefix` (the store's, `'workq_'` by default). Resolves to the
+ * `collectionPrefix` (the store's, `'workq_'` by default), each after what
+ * must be done first (`BEFORE_DROP`: before `history_ttl`, the jobs earlier
+ * versions wrote are marked for the history TTL index). Resolves to the
  * `collection.index` names it dropped; running it again drops nothing.
  */
 export function dropRetiredMongoIndexes(db: Db, collectionPrefix = 'workq_'): Promise<string[]> {

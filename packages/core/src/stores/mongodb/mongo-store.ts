@@ -535,8 +535,12 @@ export class MongoStore implements Store {
       // Group turns are bounded here too: pruning is the store's maintenance (see `pruneGroupTurns`).
       await pruneGroupTurns(this.flow.groups, this.parts.callLimitMs);
       const at = await this.clock.at(now);
-      const own = await this.pruneWhere(pastOwnRetention(at), max);
-      return own >= max ? own : own + (await this.pruneWhere(pastSharedRetention(finishedBefore), max - own));
+      let pruned = 0;
+      for (const filter of [pastOwnRetention(at), ...pastSharedRetention(finishedBefore)]) {
+        if (pruned >= max) break;
+        pruned += await this.pruneWhere(filter, max - pruned);
+      }
+      return pruned;
     });
   }
 
@@ -712,11 +716,21 @@ function pastOwnRetention(now: Date): Filter<JobDocument> {
   } as Filter<JobDocument>;
 }
 
-/** The finished jobs kept for the server-wide retention that finished before `finishedBefore`. */
-function pastSharedRetention(finishedBefore: Date): Filter<JobDocument> {
-  return {
-    state: { $in: [...FINISHED_STATES] },
-    finishedAt: { $lt: finishedBefore },
-    $nor: OWN_RETENTION_ENDS.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
-  } as Filter<JobDocument>;
+/**
+ * The finished jobs kept for the server-wide retention that finished before `finishedBefore`, in two look-ups
+ * each through an index: those without a retention of their own (marked `ttl`, in the history TTL index, which
+ * expires them too), and those with one that does not name the end they came to (in `own_retention`). Jobs an
+ * earlier version wrote carry neither field: the TTL index of that version expires them until
+ * `dropRetiredMongoIndexes` marks them and drops it.
+ */
+function pastSharedRetention(finishedBefore: Date): Filter<JobDocument>[] {
+  return [
+    { ttl: true, finishedAt: { $type: 'date', $lt: finishedBefore }, state: { $in: [...FINISHED_STATES] } },
+    {
+      retainCompletedMs: { $exists: true },
+      finishedAt: { $lt: finishedBefore },
+      state: { $in: [...FINISHED_STATES] },
+      $nor: OWN_RETENTION_ENDS.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
+    },
+  ] as Filter<JobDocument>[];
 }

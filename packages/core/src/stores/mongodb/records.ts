@@ -58,8 +58,8 @@ export interface JobDocument extends KeptAsRecorded {
   /**
    * `true` on a job without a retention of its own, written with it (`ttlMarker`): only such jobs are in the
    * history TTL index (`HISTORY_TTL_INDEX`), which expires them at `historyRetentionMs`. Absent on a job with
-   * one (`null` once a debounce gave the holder one), and on jobs an earlier version wrote: the pruner deletes
-   * those.
+   * one (`null` once a debounce gave the holder one), which the pruner deletes, and on jobs an earlier version
+   * wrote until `dropRetiredMongoIndexes` marks them.
    */
   ttl?: true | null;
 }
