@@ -1,36 +1,18 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient, type Worker, WorkqError } from '@workq/sdk';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { createClient, WorkqError } from '@workq/sdk';
+import { beforeAll, expect, it } from 'vitest';
+import { oneServerOnStore } from '../support/one-server.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 const email = (subject: string) => ({ to: 'a@example.com', subject, body: 'hello' });
 
 await describeEachStore(IN_PROCESS_STORES, 'debounce and idempotency TTLs through the SDK over $label', ({ open }) => {
-  let target: FreshStore | undefined;
-  let server: QueueServer;
+  const server = oneServerOnStore(open, { pollIntervalMs: 100 });
+  const { workers } = server;
   let sdk: ReturnType<typeof createClient<typeof jobs>>;
-  const workers: Worker[] = [];
 
-  beforeAll(async () => {
-    target = await open();
-    server = await startServer({
-      store: await serverStore(target),
-      port: 0,
-      logger: collectingLogger(),
-      pollIntervalMs: 100,
-    });
+  beforeAll(() => {
     sdk = createClient({ url: server.url, jobs });
-  });
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.close()));
-  });
-
-  afterAll(async () => {
-    await server?.close();
-    await target?.drop();
   });
 
   it('debounced enqueues are one job, run once with the last payload, delayMs after the last of them', async () => {

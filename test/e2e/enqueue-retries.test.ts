@@ -1,10 +1,9 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, WorkqError } from '@workq/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { oneServerOnStore } from '../support/one-server.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 /**
  * A TCP relay to a server that can lose the answer to the next request: the request reaches the server and is
@@ -67,25 +66,15 @@ const payloadsOf = (tag: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ source: `in/${tag}-${i}.png`, output: `out/${tag}-${i}.webp` }));
 
 await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({ open }) => {
-  let target: FreshStore | undefined;
-  let server: QueueServer;
+  const server = oneServerOnStore(open, { pollIntervalMs: 200 });
   let proxy: LossyProxy;
 
   beforeAll(async () => {
-    target = await open();
-    server = await startServer({
-      store: await serverStore(target),
-      port: 0,
-      logger: collectingLogger(),
-      pollIntervalMs: 200,
-    });
     proxy = await startLossyProxy(server.url);
   });
 
   afterAll(async () => {
     await proxy?.close();
-    await server?.close();
-    await target?.drop();
   });
 
   /** How many imageConvert jobs the store holds, in any state. */

@@ -1,14 +1,15 @@
 import { defineCatalog, defineJob } from '@workq/core';
 import { type QueueServer, startServer } from '@workq/queue-server';
-import { createClient, PermanentError, type Worker, WorkqError } from '@workq/sdk';
+import { createClient, PermanentError, WorkqError } from '@workq/sdk';
 import { until } from '@workq/test-support';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runAdminCli } from '../../packages/cli/src/admin/admin-cli.ts';
 import { eventTypes } from '../support/event-order.ts';
+import { oneServerOnStore } from '../support/one-server.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { failure, rawClient, rawFailure } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 /** A parent that builds a report from pages rendered by its children. */
 const jobs = defineCatalog({
@@ -41,25 +42,16 @@ const render = (sdk: Sdk) =>
   );
 
 await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', ({ open }) => {
-  let target: FreshStore | undefined;
-  let server: QueueServer;
+  const server = oneServerOnStore(open);
+  const { workers } = server;
   let sdk: Sdk;
-  const workers: Worker[] = [];
 
-  beforeAll(async () => {
-    target = await open();
-    server = await startServer({ store: await serverStore(target), port: 0, logger: collectingLogger() });
+  beforeAll(() => {
     sdk = createClient({ url: server.url, jobs, logger: false });
-  });
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.close()));
   });
 
   afterAll(async () => {
     await sdk?.close();
-    await server?.close();
-    await target?.drop();
   });
 
   it('runs a parent after its children, handing it their typed results in enqueue order', async () => {

@@ -1,9 +1,8 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
-import { createClient, PermanentError, type Worker, WorkqError } from '@workq/sdk';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { createClient, PermanentError, WorkqError } from '@workq/sdk';
+import { beforeAll, expect, it } from 'vitest';
+import { oneServerOnStore } from '../support/one-server.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 const ADMIN = 'job-management-e2e-admin';
 const PRODUCER = 'job-management-e2e-producer';
@@ -20,35 +19,20 @@ async function rejection(promise: Promise<unknown>): Promise<WorkqError> {
 }
 
 await describeEachStore(IN_PROCESS_STORES, 'job management through the SDK over $label', ({ open }) => {
-  let target: FreshStore | undefined;
-  let server: QueueServer;
+  const server = oneServerOnStore(open, {
+    pollIntervalMs: 100,
+    tokens: [
+      { token: ADMIN, scopes: ['produce:*', 'consume:*', 'admin'] },
+      { token: PRODUCER, scopes: ['produce:*'] },
+    ],
+  });
+  const { workers } = server;
   let sdk: ReturnType<typeof createClient<typeof jobs>>;
-  const workers: Worker[] = [];
   /** Subjects in the order a worker ran them, and how often each ran. */
   const runs: string[] = [];
 
-  beforeAll(async () => {
-    target = await open();
-    server = await startServer({
-      store: await serverStore(target),
-      port: 0,
-      logger: collectingLogger(),
-      pollIntervalMs: 100,
-      tokens: [
-        { token: ADMIN, scopes: ['produce:*', 'consume:*', 'admin'] },
-        { token: PRODUCER, scopes: ['produce:*'] },
-      ],
-    });
+  beforeAll(() => {
     sdk = createClient({ url: server.url, jobs, token: ADMIN, logger: false });
-  });
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.close()));
-  });
-
-  afterAll(async () => {
-    await server?.close();
-    await target?.drop();
   });
 
   function work(): void {

@@ -1,10 +1,9 @@
 import { defineCatalog, defineJob } from '@workq/core';
-import { type QueueServer, startServer } from '@workq/queue-server';
-import { createClient, type Worker } from '@workq/sdk';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createClient } from '@workq/sdk';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
-import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { oneServerOnStore } from '../support/one-server.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 const jobs = defineCatalog({
   ledgerEntry: defineJob({
@@ -44,33 +43,17 @@ function entry(i: number): Entry {
 }
 
 await describeEachStore(IN_PROCESS_STORES, 'payloads and results keep their types over $label', ({ open }) => {
-  let target: FreshStore | undefined;
-  let server: QueueServer;
-  let worker: Worker | undefined;
-
-  beforeAll(async () => {
-    target = await open();
-    server = await startServer({
-      store: await serverStore(target),
-      port: 0,
-      logger: collectingLogger(),
-      pollIntervalMs: 200,
-    });
-  });
-
-  afterAll(async () => {
-    await worker?.close();
-    await server?.close();
-    await target?.drop();
-  });
+  const server = oneServerOnStore(open, { pollIntervalMs: 200 });
 
   it('delivers bigints, dates, unicode and nested values exactly as enqueued, and returns a bigint result', async () => {
     const sdk = createClient({ url: server.url, jobs });
     const received = new Map<string, unknown>();
-    worker = sdk.consume('ledgerEntry', async (job) => {
-      received.set(job.id, job.payload);
-      return { balance: job.payload.accountId * 2n, memo: job.payload.memo };
-    });
+    server.workers.push(
+      sdk.consume('ledgerEntry', async (job) => {
+        received.set(job.id, job.payload);
+        return { balance: job.payload.accountId * 2n, memo: job.payload.memo };
+      }),
+    );
     const single = await sdk.enqueue.ledgerEntry(entry(0));
     const batch = await sdk.enqueueMany.ledgerEntry([entry(1), entry(2)]);
     const handles = [single, ...batch];

@@ -51,25 +51,35 @@ function runNow(api: QueueApi, job: ShownJob): PendingAction {
 
 /** Runs a completed job again under its id, its result cleared (`admin.retry`). */
 function rerun(api: QueueApi, job: ShownJob): PendingAction {
-  return {
+  return backToWaiting(job, (input) => api.admin.retry.mutate(input), {
     question: `Run job ${job.id} again? It keeps its id and payload; its result is cleared and it starts with fresh attempts.`,
     confirmLabel: 'Retry',
-    run: async () =>
-      (await api.admin.retry.mutate({ id: job.id }))
-        ? 'The job is ready again: a worker takes it next.'
-        : 'The job was waiting or running already.',
-  };
+    done: 'The job is ready again: a worker takes it next.',
+  });
 }
 
 /** Puts a cancelled job that never started back to waiting, at its own run time (`admin.restore`). */
 function restore(api: QueueApi, job: ShownJob): PendingAction {
-  return {
+  return backToWaiting(job, (input) => api.admin.restore.mutate(input), {
     question: `Put job ${job.id} back? It never started, so it waits again to run at its own time (${relativeTime(job.runAt)}).`,
     confirmLabel: 'Restore',
-    run: async () =>
-      (await api.admin.restore.mutate({ id: job.id }))
-        ? 'The job is waiting again.'
-        : 'The job was waiting or running already.',
+    done: 'The job is waiting again.',
+  });
+}
+
+/**
+ * An action that puts a job that ended back to waiting under its id through `move`, which resolves to whether
+ * it moved the job: it did not when the job was waiting or running already.
+ */
+function backToWaiting(
+  job: ShownJob,
+  move: (input: { id: string }) => Promise<unknown>,
+  wording: { question: string; confirmLabel: string; done: string },
+): PendingAction {
+  return {
+    question: wording.question,
+    confirmLabel: wording.confirmLabel,
+    run: async () => ((await move({ id: job.id })) ? wording.done : 'The job was waiting or running already.'),
   };
 }
 
