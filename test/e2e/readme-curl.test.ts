@@ -9,19 +9,20 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 
 const run = promisify(execFile);
 const README = new URL('../../README.md', import.meta.url);
+const HTTP_API_DOC = new URL('../../docs/http-api.md', import.meta.url);
 
-/** The shell command in the README's fenced block after `<!-- curl:<name> -->`, without its comment lines. */
-async function readmeCommand(name: string): Promise<string> {
-  const text = await readFile(README, 'utf8');
+/** The shell command in `doc`'s fenced block after `<!-- curl:<name> -->`, without its comment lines. */
+async function docCommand(doc: URL, name: string): Promise<string> {
+  const text = await readFile(doc, 'utf8');
   const block = new RegExp(`<!-- curl:${name} -->\\n\`\`\`sh\\n([\\s\\S]*?)\`\`\``).exec(text)?.[1];
-  if (!block) throw new Error(`README has no curl:${name} example`);
+  if (!block) throw new Error(`${doc.pathname} has no curl:${name} example`);
   return block
     .split('\n')
     .filter((line) => !line.startsWith('#'))
     .join('\n');
 }
 
-describe('the README curl examples, run against a real server', () => {
+describe('the curl examples of the README and the HTTP API doc, run against a real server', () => {
   let server: QueueServer;
   const token = 'curl-example-token';
 
@@ -43,8 +44,8 @@ describe('the README curl examples, run against a real server', () => {
     await server?.close();
   });
 
-  const curl = async (name: string) => {
-    const command = (await readmeCommand(name)).replaceAll('http://127.0.0.1:4000', server.url);
+  const curl = async (name: string, doc = README) => {
+    const command = (await docCommand(doc, name)).replaceAll('http://127.0.0.1:4000', server.url);
     const { stdout } = await run('bash', ['-c', command], { env: { ...process.env, WORKQ_TOKEN: token } });
     return JSON.parse(stdout) as Record<string, unknown>;
   };
@@ -60,7 +61,7 @@ describe('the README curl examples, run against a real server', () => {
 
   it('refuses an invalid payload with VALIDATION naming the fields, storing nothing', async () => {
     const before = await createClient({ url: server.url, jobs, token }).admin.list({ name: 'imageConvert' });
-    const body = await curl('invalid');
+    const body = await curl('invalid', HTTP_API_DOC);
     expect(body.error).toMatchObject({ code: 'VALIDATION' });
     const message = (body.error as { message: string }).message;
     expect(message).toContain('output');
