@@ -158,7 +158,8 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     const params = [...newJobValues(job), now, 1, 1, 'token', 'worker', new Date(now.getTime() + 30_000)];
     const plan = await planOf(buildStatements(`"${schema}"`).insertAndClaimJob, params);
     // One look for a ready job, one for a due delayed one and one for the type's settings. A decision inlined
-    // into each column that reads it (state, attempts and the three lease columns) repeats each look five times.
+    // into each column that reads it (state, attempts, the three lease columns and the attempt's deadline)
+    // repeats each look six times.
     expect(plan.match(/InitPlan|SubPlan/g)).toHaveLength(3);
   });
 

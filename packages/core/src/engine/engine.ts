@@ -180,13 +180,10 @@ export class Engine {
     const now = this.clock.now();
     const job = this.newJob(input, now, null);
     await this.flow.placeInGroups([job]);
-    // A debounced job may replace a waiting one, which only `debounceJobs` does; a job with a time limit gets
-    // its attempt deadline from a claim, which the handoff's insert does not set.
+    // A debounced job may replace a waiting one, which only `debounceJobs` does. A job with a time limit is
+    // handed over too: the handoff sets its attempt's deadline as a claim does.
     const handed =
-      this.handsOver &&
-      job.debounceKey === null &&
-      job.timeoutMs === undefined &&
-      (await this.flow.leavesClaimsFree(job.name))
+      this.handsOver && job.debounceKey === null && (await this.flow.leavesClaimsFree(job.name))
         ? await this.store.handoff?.insertAndClaimJob(job, claimRequest(claim, now))
         : undefined;
     // No such store step, or the job's key was taken (the insert then returns the job holding it).

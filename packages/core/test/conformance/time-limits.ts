@@ -53,6 +53,39 @@ export function registerTimeLimitTests(ctx: SuiteContext): void {
     expect((await engine.get(id)).result ?? null).toBeNull();
   });
 
+  it('a job with a time limit enqueued for a waiting claim is handed to it with its deadline, which caps its lease and times it out', async ({
+    skip,
+  }) => {
+    ctx.requirePart('handoff', skip);
+    const name = ctx.jobName('time-limit-handoff');
+    const { engine, clock } = ctx.engine();
+    const waiting = { name, minVersion: 1, maxVersion: 1, limit: 1, workerId: 'waiting' };
+    const options = { timeoutMs: 1_000, leaseMs: 5_000, maxAttempts: 1 };
+    const handedAtMs = clock.now().getTime();
+    const { result, claimed } = await engine.enqueueForClaim({ name, version: 1, payload: {}, options }, waiting);
+    expect(claimed, 'the job was not handed to the waiting claim').toMatchObject({
+      id: result.id,
+      attempt: 1,
+      timeoutMs: 1_000,
+      leaseExpiresAtMs: handedAtMs + 1_000,
+    });
+    expect(await ctx.store.getJob(result.id)).toMatchObject({
+      state: 'active',
+      attemptDeadline: new Date(handedAtMs + 1_000),
+      leaseExpiresAt: new Date(handedAtMs + 1_000),
+    });
+
+    clock.advance(500);
+    expect((await engine.extend(claimed!, 5_000)).leaseExpiresAt.getTime()).toBe(handedAtMs + 1_000);
+    clock.advance(499);
+    await engine.sweepExpiredLeases(clock.now());
+    expect((await engine.get(result.id)).state, 'swept before the deadline').toBe('active');
+    clock.advance(1);
+    await engine.sweepExpiredLeases(clock.now());
+    expect(await engine.get(result.id)).toMatchObject({ state: 'dead', error: { code: 'TIMEOUT', attempt: 1 } });
+    await expectWorkqError(engine.complete(claimed!, {}), 'LEASE_LOST');
+  });
+
   it('a job without a time limit is unaffected: its lease extends past any limit and its lost lease is LEASE_EXPIRED', async () => {
     const name = ctx.jobName('no-time-limit');
     const { engine, clock } = ctx.engine();

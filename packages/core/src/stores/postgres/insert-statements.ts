@@ -79,8 +79,10 @@ function insertValues(field: (name: NewJobField) => string, handed = 'false'): s
  * in the same statement to the claim of the six parameters after them (now, min version, max version, lease
  * token, worker id, lease expiry), when it is due, in range, no job that claim could take is ready or due, and
  * the type's settings do not hold its claims back (`claimsHeldBackSql`: only the limited claim leases those);
- * otherwise inserted as `insertJobs` would. `OFFSET 0` keeps the decision `h` a subquery of its own, decided
- * once: pulled up into the five columns that read it, its lookups would run five times each.
+ * otherwise inserted as `insertJobs` would. A job it leases with a time limit gets its attempt's deadline as a
+ * claim sets it (`LEASE_UNTIL_DEADLINE`): now + `timeout_ms` (`NULL` without one); the lease expiry passed
+ * stops there already (`leaseExpiry`). `OFFSET 0` keeps the decision `h` a subquery of its own, decided once:
+ * pulled up into the six columns that read it, its lookups would run six times each.
  */
 export function insertAndClaimJobSql(schema: string, options: { skipTakenKey: boolean }): string {
   const jobs = `${schema}.jobs`;
@@ -89,8 +91,9 @@ export function insertAndClaimJobSql(schema: string, options: { skipTakenKey: bo
   const claimParam = (k: number) => `$${NEW_JOB_FIELDS.length + k}`;
   const [now, minVersion, maxVersion] = [claimParam(1), claimParam(2), claimParam(3)] as const;
   const [token, worker, expiry] = [claimParam(4), claimParam(5), claimParam(6)] as const;
-  return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at)
-SELECT ${insertValues(field, 'h.handed')}, ${leased(token)}, ${leased(worker)}, ${leased(`${expiry}::timestamptz`)}
+  const deadline = `${now}::timestamptz + ${field('timeout_ms')} * interval '1 millisecond'`;
+  return `INSERT INTO ${jobs} AS j (${INSERT_COLUMNS}, lease_token, worker_id, lease_expires_at, attempt_deadline)
+SELECT ${insertValues(field, 'h.handed')}, ${leased(token)}, ${leased(worker)}, ${leased(`${expiry}::timestamptz`)}, ${leased(deadline)}
 FROM (SELECT ${field('run_at')} <= ${now}::timestamptz
   AND ${field('version')} BETWEEN ${minVersion}::int AND ${maxVersion}::int
   AND NOT EXISTS (
