@@ -1,11 +1,10 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { defineCatalog, defineJob } from '@workq/core';
-import { type QueueServer, startServer } from '@workq/queue-server';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { type JsonAnswer, jsonCall } from '../support/json-call.ts';
-import { collectingLogger } from '../support/quiet-logger.ts';
-import { describeEachStore, type FreshStore, SERVER_STORES, serverStore } from '../support/stores.ts';
+import { oneServerOnStore } from '../support/one-server.ts';
+import { describeEachStore, SERVER_STORES } from '../support/stores.ts';
 
 /**
  * A worker in any language schedules its own job over the plain HTTP API as `ctx.delay`, `ctx.retryAt` and
@@ -26,27 +25,13 @@ const catalog = defineCatalog({
 });
 
 await describeEachStore(SERVER_STORES, 'handler scheduling over plain HTTP on $label', ({ open }) => {
-  let store: FreshStore;
-  let server: QueueServer;
-
-  beforeAll(async () => {
-    store = await open();
-    server = await startServer({
-      store: await serverStore(store),
-      port: 0,
-      jobs: catalog,
-      logger: collectingLogger(),
-      tokens: [
-        { token: PRODUCER, scopes: ['produce:callUpstream'] },
-        { token: WORKER, scopes: ['consume:callUpstream'] },
-        { token: OTHER_WORKER, scopes: ['consume:otherWork'] },
-      ],
-    });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-    await store?.drop();
+  const server = oneServerOnStore(open, {
+    jobs: catalog,
+    tokens: [
+      { token: PRODUCER, scopes: ['produce:callUpstream'] },
+      { token: WORKER, scopes: ['consume:callUpstream'] },
+      { token: OTHER_WORKER, scopes: ['consume:otherWork'] },
+    ],
   });
 
   const call = (token: string, method: string, path: string, body?: unknown) =>

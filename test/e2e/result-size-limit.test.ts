@@ -1,12 +1,11 @@
 import { defineCatalog, defineJob } from '@workq/core';
-import { type QueueServer, startServer } from '@workq/queue-server';
 import { createClient, isWorkqError } from '@workq/sdk';
 import { until } from '@workq/test-support';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
-import { collectingLogger } from '../support/quiet-logger.ts';
+import { oneServerOnStore } from '../support/one-server.ts';
 import { rawClient, rawFailure } from '../support/raw-client.ts';
-import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { describeEachStore, IN_PROCESS_STORES } from '../support/stores.ts';
 
 const MAX_RESULT_BYTES = 2_048;
 
@@ -20,24 +19,7 @@ const catalog = defineCatalog({
 });
 
 await describeEachStore(IN_PROCESS_STORES, 'a result over maxResultBytes on $label', ({ open }) => {
-  let store: FreshStore;
-  let server: QueueServer;
-
-  beforeAll(async () => {
-    store = await open();
-    server = await startServer({
-      store: await serverStore(store),
-      port: 0,
-      jobs: catalog,
-      limits: { maxResultBytes: MAX_RESULT_BYTES },
-      logger: collectingLogger(),
-    });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-    await store?.drop();
-  });
+  const server = oneServerOnStore(open, { jobs: catalog, limits: { maxResultBytes: MAX_RESULT_BYTES } });
 
   it('ends the job dead with an error naming the limit, runs it once, stores no result, and tells the worker PAYLOAD_TOO_LARGE', async () => {
     const sdk = createClient({ url: server.url, jobs: catalog });
