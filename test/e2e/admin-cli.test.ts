@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCli } from '../../packages/cli/src/admin/admin-cli.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
 
 const WORKQ = join(REPO_ROOT, 'packages', 'cli', 'bin', 'workq.js');
 const ADMIN = 'admin-cli-e2e-admin-secret';
@@ -106,11 +107,26 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(table).toMatchObject({ code: 0, err: '' });
     const [header, ...rows] = table.out.trimEnd().split('\n');
     expect(header).toMatch(
-      /^NAME\s+PAUSED\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+GROUP ORDER\s+SCHEDULED\s+READY\s+WAITING-CHILDREN\s+ACTIVE/,
+      /^NAME\s+PAUSED\s+HELD UNTIL\s+CONCURRENCY\s+RATE LIMIT\s+GROUP LIMIT\s+GROUP ORDER\s+SCHEDULED\s+READY\s+WAITING-CHILDREN\s+ACTIVE/,
     );
     const emailRow = rows.find((row) => row.startsWith('sendEmail '))?.split(/\s{2,}/);
     // Paused and limited; one job waits an hour, one completed, one died.
-    expect(emailRow).toEqual(['sendEmail', 'yes', '3', '10/1000ms', 'none', 'none', '1', '0', '0', '0', '1', '1', '0']);
+    expect(emailRow).toEqual([
+      'sendEmail',
+      'yes',
+      'none',
+      '3',
+      '10/1000ms',
+      'none',
+      'none',
+      '1',
+      '0',
+      '0',
+      '0',
+      '1',
+      '1',
+      '0',
+    ]);
     const listed = JSON.parse((await workq(['queues', '--json'])).out) as {
       name: string;
       paused: boolean;
@@ -478,5 +494,28 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     const gone = await workq(['jobs', 'remove', '--name', 'sendEmail', '--key', 'cli-remove']);
     expect(gone.code).toBe(1);
     expect(gone.err).toMatch(/^workq: CONFLICT: No waiting sendEmail job holds the key "cli-remove"/);
+  });
+
+  it('workq queues shows when a hold ends; workq resume lifts it as well as a pause', async () => {
+    // Last: the claim that holds the type registers a worker, which `workq workers` would list.
+    // imageConvert held as a handler's ctx.rateLimited holds it (an upstream said 429); its job goes back to ready.
+    const { id } = await sdk.enqueue.imageConvert({ source: 'held.png', output: 'held.webp' });
+    const consumer = rawClient(server.url, ADMIN).consumer;
+    const [held] = (await consumer.claim.mutate({ name: 'imageConvert', maxVersion: 2, limit: 1, workerId: 'h' })).jobs;
+    expect(held?.id).toBe(id);
+    const { heldUntil } = await consumer.rateLimited.mutate({ id, leaseToken: held?.leaseToken ?? '', holdMs: 60_000 });
+    const rowOf = (out: string) =>
+      out
+        .split('\n')
+        .find((row) => row.startsWith('imageConvert '))
+        ?.split(/\s{2,}/);
+    expect(rowOf((await workq(['queues'])).out)?.slice(0, 3)).toEqual(['imageConvert', 'no', heldUntil.toISOString()]);
+    const listed = JSON.parse((await workq(['queues', '--json'])).out) as { name: string; heldUntil?: string }[];
+    expect(listed.find((q) => q.name === 'imageConvert')?.heldUntil).toBe(heldUntil.toISOString());
+
+    expect(await workq(['resume', 'imageConvert'])).toMatchObject({ code: 0, out: 'resumed imageConvert\n' });
+    expect(rowOf((await workq(['queues'])).out)?.slice(0, 3)).toEqual(['imageConvert', 'no', 'none']);
+    expect((await sdk.admin.queues()).find((q) => q.name === 'imageConvert')).not.toHaveProperty('heldUntil');
+    expect(await sdk.admin.cancel(id)).toBe(true);
   });
 });

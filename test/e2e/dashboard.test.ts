@@ -389,9 +389,22 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
-  it('pauses and resumes a type, lists the workers with their jobs, and adds and removes a schedule', async () => {
+  it('pauses and resumes a type, lifts a hold, lists the workers with their jobs, and adds and removes a schedule', async () => {
+    // sendEmail held as a handler's ctx.rateLimited holds it (an upstream said 429); its job goes back to ready.
+    const consumer = rawClient(queue.url, ADMIN_TOKEN).consumer;
+    const claimed = await consumer.claim.mutate({ name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'held' });
+    const [held] = claimed.jobs;
+    if (!held) throw new Error('no sendEmail job to hold the type with');
+    const { heldUntil } = await consumer.rateLimited.mutate({ ...held, holdMs: HOUR_MS });
     const { context, page } = await signedIn(1280, 900);
     try {
+      const holdBadge = '[data-type="sendEmail"] .badge.held';
+      await waitForText(page, holdBadge, `held until ${await page.evaluate(formatInPage, heldUntil.getTime())}`);
+      await page.click('[data-type="sendEmail"] button:text-is("Resume")');
+      await page.waitForSelector(holdBadge, { state: 'detached' });
+      expect((await sdk.admin.queues()).find((q) => q.name === 'sendEmail')).not.toHaveProperty('heldUntil');
+      expect(await page.isVisible('[data-type="sendEmail"] button:text-is("Pause")')).toBe(true);
+
       await page.click('[data-type="imageConvert"] button:text-is("Pause")');
       await page.waitForSelector('[data-type="imageConvert"] .badge.paused');
       expect((await sdk.admin.queues()).find((q) => q.name === 'imageConvert')?.paused).toBe(true);
@@ -547,6 +560,11 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 });
+
+/** A time as the dashboard shows it (`formatTime`), run in the page: its locale and zone. */
+function formatInPage(ms: number): string {
+  return new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+}
 
 /** A raw request, path sent as written (fetch would resolve `..` before sending). */
 function rawGet(

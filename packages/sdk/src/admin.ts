@@ -61,14 +61,17 @@ export interface AdminApi {
    * waiting claims stay parked; its jobs keep arriving. Kept in the store.
    */
   pause(name: string): Promise<AdminOutputs['pause']>;
-  /** Ends a `pause`: claims of the type lease again at once. */
+  /** Ends a `pause` and lifts a hold (`ctx.rateLimited`), in one write: claims of the type lease again at once. */
   resume(name: string): Promise<AdminOutputs['resume']>;
   /**
    * Changes a job type's limits, kept in the store and honoured by every server's claims: a limit left out
    * stays as it is, `null` clears it. Resolves to the limits now set. See docs/flow-control.md.
    */
   setLimits(name: string, limits: LimitsChange): Promise<QueueLimits>;
-  /** Per job type (with jobs or settings): paused or not, its limits, and its job counts by state and version. */
+  /**
+   * Per job type (with jobs or settings): paused or not, `heldUntil` while a hold runs, its limits, and its job
+   * counts by state and version.
+   */
   queues(): Promise<QueueListing[]>;
   /** Makes dead jobs (by ids, or all of one type) ready again with fresh attempts. Resolves to how many. */
   retryDead(target: { name: string } | { ids: string[] }): Promise<AdminOutputs['retryDead']>;

@@ -7,6 +7,8 @@ import { ErrorNote } from './format.tsx';
 /** A job type's flow-control settings, as `admin.queues` lists them. */
 export interface FlowSettings {
   paused: boolean;
+  /** When the type's hold (`ctx.rateLimited`) ends; absent when it is not held. */
+  heldUntil?: Date | string;
   limits: {
     concurrency: number | null;
     rateLimit: { max: number; perMs: number } | null;
@@ -21,13 +23,17 @@ function limitOf(data: FormData, key: string): number | null {
   return text === '' ? null : Number(text);
 }
 
-/** Pause or resume a job type, and edit its limits (kept in the store: every server honours them). */
+/**
+ * Pause or resume a job type, and edit its limits (kept in the store: every server honours them). Resume also
+ * lifts a hold, so it is offered for a held type too.
+ */
 export function FlowControl(props: { name: string; settings: FlowSettings }) {
   const api = useApi();
   const live = useLive();
   const [editing, setEditing] = useState(false);
   const [error, setError] = useState<string | undefined>();
-  const { paused, limits } = props.settings;
+  const { paused, heldUntil, limits } = props.settings;
+  const stopped = paused || heldUntil !== undefined;
   const run = async (action: () => Promise<unknown>) => {
     try {
       await action();
@@ -56,11 +62,12 @@ export function FlowControl(props: { name: string; settings: FlowSettings }) {
           type="button"
           onClick={() =>
             run(() =>
-              paused ? api.admin.resume.mutate({ name: props.name }) : api.admin.pause.mutate({ name: props.name }),
+              stopped ? api.admin.resume.mutate({ name: props.name }) : api.admin.pause.mutate({ name: props.name }),
             )
           }
+          title={heldUntil !== undefined ? 'Lifts the hold as well as any pause: claims run now' : undefined}
         >
-          {paused ? 'Resume' : 'Pause'}
+          {stopped ? 'Resume' : 'Pause'}
         </button>
       </div>
       {editing && (

@@ -2,7 +2,7 @@ import type { JobState } from '@workq/core';
 import { useEffect } from 'preact/hooks';
 import { EnqueueFirstJob } from '../components/empty-state.tsx';
 import { FlowControl } from '../components/flow-control.tsx';
-import { ErrorNote, STATE_ORDER, StateBadge } from '../components/format.tsx';
+import { ErrorNote, formatTime, STATE_ORDER, StateBadge } from '../components/format.tsx';
 import { Sparkline } from '../components/sparkline.tsx';
 import { useLive } from '../live.ts';
 import { useLoad } from '../load.ts';
@@ -136,6 +136,14 @@ export function OverviewPage() {
                   <Link to={`/jobs?name=${encodeURIComponent(type.name)}`}>{type.name}</Link>
                 </h2>
                 {queue?.paused && <span class="badge paused">paused</span>}
+                {queue?.heldUntil && (
+                  <span
+                    class="badge held"
+                    title="An upstream said to wait (ctx.rateLimited): no job of this type starts before then"
+                  >
+                    held until {formatTime(queue.heldUntil)}
+                  </span>
+                )}
                 {!type.read && (
                   <span class="badge warn" title="No connected worker consumes this type">
                     no worker

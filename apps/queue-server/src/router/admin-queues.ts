@@ -21,6 +21,7 @@ export const queueProcedures = {
     await ctx.services.engine.pause(input.name);
   }),
 
+  /** Ends a pause and lifts a hold (`ctx.rateLimited`) in one write: an operator who resumes means "claims run now". */
   resume: adminProcedure.input(z.object({ name: jobName })).mutation(async ({ ctx, input }) => {
     await ctx.services.engine.resume(input.name);
   }),
@@ -29,7 +30,7 @@ export const queueProcedures = {
     return ctx.services.engine.setLimits(input.name, input.limits);
   }),
 
-  /** Per job type with jobs or settings: paused or not, its limits, and its job counts by state and version. */
+  /** Per job type with jobs or settings: paused or not, `heldUntil` while a hold runs, its limits, and its job counts by state and version. */
   queues: adminProcedure.query(({ ctx }): Promise<QueueInfo[]> => {
     return ctx.services.engine.queues();
   }),

@@ -10,7 +10,7 @@ import { SCHEMA_COMMANDS } from './commands/schemas.ts';
 import { workersCommand } from './commands/workers.ts';
 
 export const ADMIN_USAGE = `Operating a queue server (needs a token with the admin scope):
-  workq queues                        job types: paused, limits, jobs by state
+  workq queues                        job types: paused, held, limits, jobs by state
   workq pause <type>                  stop claims of a job type on every server
   workq resume <type>                 end a pause
   workq limits <type> [--concurrency <n>|none] [--rate-limit <max>/<perMs>|none]

@@ -328,9 +328,12 @@ export class Engine {
     await this.flow.change(checkName(name), { paused: true });
   }
 
-  /** Ends a `pause`: claims of `name` lease again, and the ones waiting on this server are woken. */
+  /**
+   * Ends a `pause` and lifts a hold (`ctx.rateLimited`) in one write: claims of `name` lease again at once, and
+   * the ones waiting on this server are woken.
+   */
   async resume(name: string): Promise<void> {
-    await this.flow.change(checkName(name), { paused: false });
+    await this.flow.change(checkName(name), { paused: false, heldUntil: null });
     this.listeners.emitReady(name);
   }
 
@@ -350,9 +353,12 @@ export class Engine {
     };
   }
 
-  /** Every job type with jobs or settings: paused or not, its limits, and its job counts by state and version. */
+  /**
+   * Every job type with jobs or settings: paused or not, held or not, its limits, and its job counts by state
+   * and version.
+   */
   async queues(): Promise<QueueInfo[]> {
-    return this.flow.queues(await this.counts());
+    return this.flow.queues(await this.counts(), this.clock.now());
   }
 
   /**

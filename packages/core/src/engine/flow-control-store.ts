@@ -41,9 +41,14 @@ export interface QueueSettings extends QueueLimits {
 
 /**
  * A change to a type's settings: fields left out stay as they are; a limit set to `null` is cleared. A
- * `heldUntil` extends the type's hold to that instant, or leaves a hold that ends later as it is.
+ * `heldUntil` extends the type's hold to that instant, or leaves a hold that ends later as it is; `null` lifts
+ * the hold (`admin.resume`), in the same write as the rest of the change.
  */
-export type QueueSettingsChange = Partial<QueueLimits> & { paused?: boolean; grouped?: true; heldUntil?: Date };
+export type QueueSettingsChange = Partial<QueueLimits> & {
+  paused?: boolean;
+  grouped?: true;
+  heldUntil?: Date | null;
+};
 
 /** What a claim under a type's settings (`claimLimitedJobs`) did. */
 export interface LimitedClaim {

@@ -21,6 +21,8 @@ export type StateCounts = Record<JobState, number>;
 export interface QueueInfo {
   name: string;
   paused: boolean;
+  /** When the type's hold (`ctx.rateLimited`) ends; absent when it is not held, or its hold has ended. */
+  heldUntil?: Date;
   limits: QueueLimits;
   /** Its jobs by state, every version together. */
   counts: StateCounts;
@@ -214,8 +216,8 @@ export class FlowControl {
     return settings;
   }
 
-  /** Every job type with jobs or settings, with its settings and its counts by state and version. */
-  async queues(counts: readonly JobCount[]): Promise<QueueInfo[]> {
+  /** Every job type with jobs or settings, with its settings (a hold when it runs past `now`) and its counts. */
+  async queues(counts: readonly JobCount[], now: Date): Promise<QueueInfo[]> {
     const settings = new Map((await this.store.listQueueSettings()).map((s) => [s.name, s]));
     const queues = new Map<string, QueueInfo>();
     const queueOf = (name: string): QueueInfo => {
@@ -230,7 +232,15 @@ export class FlowControl {
               groupOrder: s.groupOrder,
             }
           : NO_LIMITS;
-        queue = { name, paused: s?.paused ?? false, limits: { ...limits }, counts: zeroCounts(), versions: [] };
+        const held = s?.heldUntil != null && s.heldUntil.getTime() > now.getTime() ? { heldUntil: s.heldUntil } : {};
+        queue = {
+          name,
+          paused: s?.paused ?? false,
+          ...held,
+          limits: { ...limits },
+          counts: zeroCounts(),
+          versions: [],
+        };
         queues.set(name, queue);
       }
       return queue;

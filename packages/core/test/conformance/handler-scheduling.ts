@@ -154,6 +154,44 @@ export function registerHandlerSchedulingTests(ctx: SuiteContext): void {
     expect(settings(await ctx.store.listQueueSettings(name))).toBe(later.getTime());
   });
 
+  it('a change with heldUntil null lifts a hold, in the same write as the rest of the change', async () => {
+    const name = ctx.jobName('hold-lifted');
+    const at = new Date('2026-03-01T00:00:00.000Z');
+    await ctx.store.updateQueueSettings(name, { heldUntil: new Date(at.getTime() + 60_000), paused: true }, at);
+    const lifted = await ctx.store.updateQueueSettings(name, { heldUntil: null, paused: false }, at);
+    expect(lifted).toMatchObject({ paused: false, heldUntil: null });
+    expect(await ctx.store.listQueueSettings(name)).toMatchObject([{ paused: false, heldUntil: null }]);
+    // On a type without settings, it creates them unheld.
+    const fresh = ctx.jobName('hold-lifted-fresh');
+    expect(await ctx.store.updateQueueSettings(fresh, { heldUntil: null }, at)).toMatchObject({ heldUntil: null });
+  });
+
+  it('queues() shows a running hold; resume lifts it as well as a pause, and every claim leases the type at once', async () => {
+    const name = ctx.jobName('hold-resume');
+    const { engine, clock } = ctx.engine();
+    const [, elsewhere] = await flowClaimers(ctx, 2);
+    await engine.enqueue({ name, version: 1, payload: { n: 1 } });
+    await engine.enqueue({ name, version: 1, payload: { n: 2 } });
+    const { heldUntil } = await engine.rateLimited(await claimOne(engine, name), 60_000);
+    await engine.pause(name);
+    const queueOf = async () => (await engine.queues()).find((queue) => queue.name === name);
+    expect(await queueOf()).toMatchObject({ paused: true, heldUntil });
+
+    await engine.resume(name);
+    const resumed = await queueOf();
+    expect(resumed).toMatchObject({ paused: false });
+    expect(resumed).not.toHaveProperty('heldUntil');
+    expect(settings(await ctx.store.listQueueSettings(name))).toBeUndefined();
+    expect(await elsewhere!.claimJobsUnlessHeld(claimAt(name, clock.now()))).toHaveLength(2);
+
+    // A hold that ended by itself is not shown either.
+    await engine.enqueue({ name, version: 1, payload: { n: 3 } });
+    await engine.rateLimited(await claimOne(engine, name), 1_000);
+    expect(await queueOf()).toHaveProperty('heldUntil');
+    clock.advance(1_000);
+    expect(await queueOf()).not.toHaveProperty('heldUntil');
+  });
+
   it('a hold with a stale lease is LEASE_LOST and holds nothing; bad lengths are VALIDATION', async () => {
     const name = ctx.jobName('hold-fenced');
     const { engine } = ctx.engine();

@@ -13,7 +13,7 @@ async function pause(ctx: CommandContext): Promise<void> {
   ctx.out(ctx.json ? json({ name, paused: true }) : `paused ${name}\n`);
 }
 
-/** `workq resume <name>`: ends a pause. */
+/** `workq resume <name>`: ends a pause and lifts a hold (`ctx.rateLimited`): claims run now. */
 async function resume(ctx: CommandContext): Promise<void> {
   const name = oneArgument(ctx, 'resume', 'job type');
   await ctx.admin.resume(name);

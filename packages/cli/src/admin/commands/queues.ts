@@ -16,7 +16,10 @@ export function limitCells(limits: QueueLimits): [string | number, string, strin
   ];
 }
 
-/** `workq queues`: per job type, paused or not, its limits, and its jobs by state. */
+/**
+ * `workq queues`: per job type, paused or not, when its hold ends (`ctx.rateLimited`; `none` when not held), its
+ * limits, and its jobs by state.
+ */
 export async function queuesCommand(ctx: CommandContext): Promise<void> {
   const queues = await ctx.admin.queues();
   if (ctx.json) return ctx.out(json(queues));
@@ -25,15 +28,17 @@ export async function queuesCommand(ctx: CommandContext): Promise<void> {
       [
         'NAME',
         'PAUSED',
+        'HELD UNTIL',
         'CONCURRENCY',
         'RATE LIMIT',
         'GROUP LIMIT',
         'GROUP ORDER',
         ...JOB_STATES.map((s) => s.toUpperCase()),
       ],
-      queues.map(({ name, paused, limits, counts }) => [
+      queues.map(({ name, paused, heldUntil, limits, counts }) => [
         name,
         paused ? 'yes' : 'no',
+        heldUntil ? new Date(heldUntil).toISOString() : 'none',
         ...limitCells(limits),
         ...JOB_STATES.map((state) => counts[state]),
       ]),

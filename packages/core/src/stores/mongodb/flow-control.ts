@@ -78,9 +78,9 @@ export async function listQueueSettings(
 
 /**
  * See `FlowControlStore.updateQueueSettings`: one upsert. A hold is kept in the database's time
- * (`heldUntil`, shifted as the claims' `now` is), and only grows (`$max`). A change of one group limit that
- * could break strict order is the upsert of a document whose other group limit still allows it
- * (`strictOrderFilter`): none matching, it writes nothing.
+ * (`heldUntil`, shifted as the claims' `now` is), and only grows (`$max`) until it is lifted (`null`). A change
+ * of one group limit that could break strict order is the upsert of a document whose other group limit still
+ * allows it (`strictOrderFilter`): none matching, it writes nothing.
  */
 export async function updateQueueSettings(
   settings: Collection<QueueSettingsDocument>,
@@ -107,6 +107,7 @@ export async function updateQueueSettings(
   if (change.groupConcurrency !== undefined) set.groupConcurrency = change.groupConcurrency;
   if (change.groupOrder !== undefined) set.groupOrder = change.groupOrder;
   if (change.grouped) set.grouped = true;
+  if (change.heldUntil === null) set.heldUntil = null;
   for (const key of Object.keys(set)) delete defaults[key as keyof QueueSettingsDocument];
   const condition = strictOrderFilter(change);
   if (condition === 'refused') return null;
@@ -117,7 +118,7 @@ export async function updateQueueSettings(
       projection: SETTINGS_PROJECTION,
       signal,
     };
-    const held = change.heldUntil === undefined ? {} : { $max: { heldUntil: change.heldUntil } };
+    const held = change.heldUntil == null ? {} : { $max: { heldUntil: change.heldUntil } };
     const filter: Filter<QueueSettingsDocument> = { ...condition.filter, _id: name };
     return settings.findOneAndUpdate(filter, { $set: set, $setOnInsert: defaults, ...held }, options);
   }).catch((error: unknown) => {

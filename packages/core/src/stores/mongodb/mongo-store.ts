@@ -202,8 +202,7 @@ export class MongoStore implements Store {
   updateQueueSettings(name: string, change: QueueSettingsChange, now: Date): Promise<QueueSettings | null> {
     return this.run('updateQueueSettings', async () => {
       // A hold is compared with the claims' `now`, which is the database's time (`leaseRequest`).
-      const held =
-        change.heldUntil === undefined ? change : { ...change, heldUntil: await this.clock.at(change.heldUntil) };
+      const held = change.heldUntil == null ? change : { ...change, heldUntil: await this.clock.at(change.heldUntil) };
       return updateQueueSettings(this.flow.settings, name, held, now, this.parts.callLimitMs);
     });
   }

@@ -73,8 +73,9 @@ export async function updateQueueSettings(
   if (change.groupConcurrency !== undefined) sets.push('group_concurrency = VALUES(group_concurrency)');
   if (change.groupOrder !== undefined) sets.push('group_order = VALUES(group_order)');
   if (change.grouped) sets.push('grouped = 1');
-  // A hold only grows: a later one stored stays.
-  if (change.heldUntil !== undefined) {
+  // A hold only grows: a later one stored stays; `null` lifts it.
+  if (change.heldUntil === null) sets.push('held_until = NULL');
+  else if (change.heldUntil !== undefined) {
     sets.push('held_until = IF(held_until > VALUES(held_until), held_until, VALUES(held_until))');
   }
   values.push(
@@ -86,7 +87,7 @@ export async function updateQueueSettings(
     change.groupConcurrency ?? null,
     change.grouped ? 1 : 0,
     sqlDate(now),
-    change.heldUntil === undefined ? null : sqlDate(change.heldUntil),
+    change.heldUntil == null ? null : sqlDate(change.heldUntil),
     change.groupOrder ?? null,
   );
   await execute(

@@ -54,10 +54,10 @@ export function buildFlowStatements(schema: string) {
      * $1 name, $2 paused or null (unchanged), $3 whether to set concurrency, $4 concurrency, $5 whether to set the
      * rate limit, $6 its max, $7 its window, $8 whether to set group concurrency, $9 group concurrency, $10 grouped
      * (true) or null (unchanged), $11 now, $12 held until or null (unchanged; a later hold stored stays), $13 whether
-     * to set group order, $14 group order. Writes nothing and returns no row where the change of a group limit
-     * would leave strict order beside a group concurrency other than 1 (`breaksStrictOrder`): the new row is
-     * proposed unless it would, or a row is stored (settings are never deleted), and the stored row is updated
-     * only where the limits it would leave hold.
+     * to set group order, $14 group order, $15 whether to lift the hold (then $12 is null). Writes nothing and
+     * returns no row where the change of a group limit would leave strict order beside a group concurrency other
+     * than 1 (`breaksStrictOrder`): the new row is proposed unless it would, or a row is stored (settings are never
+     * deleted), and the stored row is updated only where the limits it would leave hold.
      */
     updateSettings: `INSERT INTO ${schema}.queue_settings AS q
   (name, paused, concurrency, rate_max, rate_per_ms, group_concurrency, grouped, updated_at, held_until, group_order)
@@ -66,7 +66,7 @@ SELECT $1::text, coalesce($2::boolean, false), $4::int, $6::int, $7::bigint, $9:
 WHERE $14::text IS DISTINCT FROM 'strict' OR $9::int = 1
   OR EXISTS (SELECT 1 FROM ${schema}.queue_settings AS s WHERE s.name = $1::text)
 ON CONFLICT (name) DO UPDATE SET
-  held_until = greatest(q.held_until, $12::timestamptz),
+  held_until = CASE WHEN $15::boolean THEN NULL ELSE greatest(q.held_until, $12::timestamptz) END,
   paused = coalesce($2::boolean, q.paused),
   concurrency = CASE WHEN $3::boolean THEN $4::int ELSE q.concurrency END,
   rate_max = CASE WHEN $5::boolean THEN $6::int ELSE q.rate_max END,
@@ -127,6 +127,7 @@ export async function updateQueueSettings(
     change.heldUntil ?? null,
     change.groupOrder !== undefined,
     change.groupOrder ?? null,
+    change.heldUntil === null,
   ]);
   return row ? toSettings(row) : null;
 }
