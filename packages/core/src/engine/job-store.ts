@@ -102,8 +102,10 @@ export interface JobStore {
   /**
    * Fenced, one atomic write: the held job waits again, to run at `runAt` (`ctx.delay`, `ctx.retryAt`), as if
    * this attempt had not been made: `attempts` down by one, no error recorded, the lease ended (token, expiry
-   * and worker cleared), its run time `runAt` and its order key following it. Its id, payload, errors and flow
-   * links stay as they are. Resolves to whether the lease held; when it did not, nothing changed.
+   * and worker cleared), its run time `runAt` and its order key following it. It has started, so it gives up its
+   * debounce key (`debounceKey` cleared): a later debounce of the key makes a new job and leaves this one as it
+   * is (as graphile-worker's `job_key` does an attempted job). Its id, payload, errors and flow links stay as
+   * they are. Resolves to whether the lease held; when it did not, nothing changed.
    */
   snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean>;
 

@@ -83,6 +83,44 @@ export function registerHandlerSchedulingTests(ctx: SuiteContext): void {
     expect(await ctx.store.getJob(id)).toEqual(before);
   });
 
+  it('a debounced job put back by a delay has started: it gives up its key, and a later debounce makes a new job', async () => {
+    const name = ctx.jobName('delay-debounced');
+    const { engine } = ctx.engine();
+    const debounced = (n: number, mode: 'replace' | 'preserveRunAt' | 'keepFirst') => ({
+      name,
+      version: 1,
+      payload: { n },
+      options: { debounce: { key: 'digest', delayMs: 0, mode } },
+    });
+    const first = await engine.enqueue(debounced(1, 'replace'));
+    const lease = await claimOne(engine, name);
+    expect(lease.id).toBe(first.id);
+    const { runAt } = await engine.snooze({ ...lease, name }, { delayMs: 5_000 });
+    expect(await engine.get(first.id)).toMatchObject({ state: 'scheduled', attempts: 0 });
+
+    for (const mode of ['replace', 'preserveRunAt', 'keepFirst'] as const) {
+      const next = await engine.enqueue(debounced(2, mode));
+      expect(next.id, mode).not.toBe(first.id);
+    }
+    // The delayed job runs as it was put back: its payload, its run time, no key.
+    const kept = await engine.get(first.id);
+    expect(kept).toMatchObject({ state: 'scheduled', attempts: 0, runAt });
+    expect(kept.debounceKey).toBeUndefined();
+    expect((await ctx.store.getJob(first.id))?.payload).toEqual({ n: 1 });
+    // The new job holds the key: the later enqueues of the loop acted on it.
+    const [second] = (await engine.list({ name, state: 'ready' })).jobs;
+    expect(second).toMatchObject({ debounceKey: 'digest' });
+    expect((await engine.list({ name })).jobs).toHaveLength(2);
+
+    // A job given back by a hold goes back to its place, as one given back unstarted: it keeps its key.
+    const held = await claimOne(engine, name);
+    expect(held.id).toBe(second?.id);
+    await engine.rateLimited(held, 1_000);
+    const changed = await engine.enqueue(debounced(3, 'replace'));
+    expect(changed).toMatchObject({ id: held.id, created: false });
+    expect((await ctx.store.getJob(held.id))?.payload).toEqual({ n: 3 });
+  });
+
   it('a delayed child keeps its parent: its end still settles the parent', async () => {
     const [parentName, childName] = [ctx.jobName('delay-parent'), ctx.jobName('delay-child')];
     const { engine, clock } = ctx.engine();

@@ -315,6 +315,8 @@ export class MongoStore implements Store {
         orderKey: orderKeyExpression(runsAt),
         attempts: { $subtract: ['$attempts', 1] },
         workerId: null,
+        // It has started: it gives up its debounce key, and a later debounce of the key makes a new job.
+        debounceKey: null,
         updatedAt: at,
       };
       const { matchedCount } = await this.call((signal) => {

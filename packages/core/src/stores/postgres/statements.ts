@@ -95,12 +95,13 @@ FROM ${quotedSchema}.fail_job($1, $2, $3::timestamptz, $4, $5::timestamptz) AS i
 
     /**
      * $1 id, $2 token, $3 run at, $4 now (`Store.snoozeJob`). Fenced: the held job waits again for $3 (`delayed`
-     * when that is after $4), its attempt uncounted and its lease ended; returns the id when the lease held.
+     * when that is after $4), its attempt uncounted, its lease ended and its debounce key given up (it has
+     * started); returns the id when the lease held.
      */
     snoozeJob: `UPDATE ${jobs} AS j
 SET state = ${notStartedSql('$3::timestamptz', '$4::timestamptz')}, run_at = $3::timestamptz,
   order_key = ${orderKeySql('j.job_order', '$3::timestamptz')}, attempts = j.attempts - 1,
-  lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = $4::timestamptz
+  lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, debounce_key = NULL, updated_at = $4::timestamptz
 WHERE ${fenced('$1', '$2', '$4')}
 RETURNING j.id`,
 
