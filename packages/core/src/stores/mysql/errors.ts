@@ -126,8 +126,16 @@ function isPoolClosed(error: unknown): boolean {
 }
 
 /**
+ * Thrown inside a transaction to roll it back on purpose, for an outcome the store answers rather than an
+ * error (a refused change, a vanished key holder): `withDeadlockRetry` passes it on as it is, unclassified, so
+ * the store method that ran the transaction can tell it by its class.
+ */
+export class RollBack extends Error {}
+
+/**
  * Runs `work`, running it again when MySQL broke a deadlock by rolling it
- * back; any other error, or a deadlock past the last retry, is classified.
+ * back; any other error, or a deadlock past the last retry, is classified,
+ * except a `RollBack`, which is passed on as it is.
  * Only for work that is safe to repeat after a rollback.
  */
 export async function withDeadlockRetry<T>(target: string, operation: string, work: () => Promise<T>): Promise<T> {
@@ -135,6 +143,7 @@ export async function withDeadlockRetry<T>(target: string, operation: string, wo
     try {
       return await work();
     } catch (error) {
+      if (error instanceof RollBack) throw error;
       if (attempt > DEADLOCK_RETRIES || driverCode(error) !== DEADLOCK) {
         throw classifyMysqlError(error, target, operation);
       }

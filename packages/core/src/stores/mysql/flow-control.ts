@@ -7,6 +7,7 @@ import { breaksStrictOrder } from '../../engine/flow-control.ts';
 import type { QueueSettings, QueueSettingsChange } from '../../engine/store.ts';
 import type { FlowState } from '../shared/limited-claim.ts';
 import { execute, type Queryable, selectRows } from './connection.ts';
+import { RollBack } from './errors.ts';
 import { readDate, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
@@ -46,12 +47,7 @@ export async function listQueueSettings(db: Queryable, t: Tables, name?: string)
 }
 
 /** Thrown inside `updateQueueSettings`'s transaction to roll back a change the store refuses. */
-class StrictOrderBroken extends Error {}
-
-/** Whether `error` is `StrictOrderBroken`, as thrown or as the cause of the error the transaction classified. */
-export function isStrictOrderBroken(error: unknown): boolean {
-  return error instanceof StrictOrderBroken || (error instanceof Error && error.cause instanceof StrictOrderBroken);
-}
+export class StrictOrderBroken extends RollBack {}
 
 /**
  * See `FlowControlStore.updateQueueSettings`: one upsert, then the row read back on the same connection; in a

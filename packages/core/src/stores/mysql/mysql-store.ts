@@ -27,7 +27,7 @@ import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { inTransaction, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
-import { isStrictOrderBroken, listQueueSettings, updateQueueSettings } from './flow-control.ts';
+import { listQueueSettings, StrictOrderBroken, updateQueueSettings } from './flow-control.ts';
 import { selectJobsByIds } from './job-queries.ts';
 import { createMysqlLeaderElection } from './leadership.ts';
 import { listJobs } from './list-jobs.ts';
@@ -141,7 +141,7 @@ export class MysqlStore implements Store {
     try {
       return await this.transaction('updateQueueSettings', (c) => updateQueueSettings(c, this.t, name, change, now));
     } catch (error) {
-      if (isStrictOrderBroken(error)) return null;
+      if (error instanceof StrictOrderBroken) return null;
       throw error;
     }
   }

@@ -12,13 +12,14 @@ import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import type { InsertOutcome, LeaseRef, NewJob } from '../../../engine/store.ts';
 import { insertedRecord } from '../../shared/inserted-record.ts';
 import { execute, selectRows } from '../connection.ts';
+import { RollBack } from '../errors.ts';
 import { FENCE, fenceValues, idempotencyRef, RELEASE_LEASE, selectInserted } from '../job-queries.ts';
 import { insertColumns, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { endedChildren, settleParents } from './settle-parents.ts';
 
 /** Thrown inside `moveJob`'s transaction to roll it back when the next job's key holder vanished. */
-export class KeyHolderVanished extends Error {}
+export class KeyHolderVanished extends RollBack {}
 
 /**
  * `Store.moveJob` on a connection in a transaction: the held job completed into `next`, and `next` inserted,
