@@ -9,6 +9,9 @@ It runs `sendEmail` jobs through the queue server's plain HTTP API
 - completes the job with the handler's result, or fails the attempt with the
   exception the handler raised (the server retries it after its backoff, or
   ends it dead),
+- or, when the handler raises RetryLater or RateLimited, puts the job back
+  without counting the attempt: to run again later (POST /v1/job/{id}/snooze),
+  or holding the whole job type on every worker (POST /v1/job/{id}/rate-limited),
 - on SIGTERM or Ctrl-C, finishes the job in hand, claims no more and exits 0.
 
 Settings come from the environment:
@@ -99,6 +102,13 @@ class Client:
         }
         return self.call("POST", f"/v1/job/{job['id']}/fail", body)
 
+    def snooze(self, job, delay_ms):
+        return self.call("POST", f"/v1/job/{job['id']}/snooze", {"leaseToken": job["leaseToken"], "delayMs": delay_ms})
+
+    def rate_limited(self, job, hold_ms):
+        body = {"leaseToken": job["leaseToken"], "holdMs": hold_ms}
+        return self.call("POST", f"/v1/job/{job['id']}/rate-limited", body)
+
     def extend(self, job, lease_ms, worker_id):
         body = {"leaseToken": job["leaseToken"], "leaseMs": lease_ms, "workerId": worker_id}
         return self.call("POST", f"/v1/job/{job['id']}/extend", body)
@@ -108,11 +118,35 @@ class DeliveryError(Exception):
     """The message cannot be delivered to its recipient."""
 
 
+class RetryLater(Exception):
+    """Not now: the job runs again `delay_ms` from now, its attempt not counted (as ctx.delay)."""
+
+    def __init__(self, delay_ms):
+        super().__init__(f"again in {delay_ms} ms")
+        self.delay_ms = delay_ms
+
+
+class RateLimited(Exception):
+    """The upstream said 429: no job of the type starts for `hold_ms`, on any worker (as ctx.rateLimited)."""
+
+    def __init__(self, hold_ms):
+        super().__init__(f"the type is held {hold_ms} ms")
+        self.hold_ms = hold_ms
+
+
+# The recipients already tried, as a greylisting mail server or a busy one remembers them: the first try of
+# each is turned away, the next one goes through.
+TRIED = set()
+
+
 def send_email(payload):
     """The example handler: "sends" the email and returns its message id (the `sendEmail` result)."""
     domain = payload["to"].rsplit("@", 1)[-1]
     if domain.endswith(".invalid"):
         raise DeliveryError(f"no mail server for {domain}: .invalid names no host (RFC 2606)")
+    if domain in ("greylisting.test", "busy.test") and payload["to"] not in TRIED:
+        TRIED.add(payload["to"])
+        raise RetryLater(1000) if domain == "greylisting.test" else RateLimited(1000)
     time.sleep(int(os.environ.get("WORKQ_EXAMPLE_SEND_MS", "0")) / 1000)
     return {"messageId": f"<{uuid.uuid4()}@{domain}>"}
 
@@ -148,6 +182,16 @@ def run_job(client, job, lease_ms, worker_id):
     keeper.start()
     try:
         result = send_email(job["payload"])
+    except RetryLater as later:
+        keeper.done.set()
+        answer = client.snooze(job, later.delay_ms)
+        log(f"job {job['id']}: {later}; runs again at {answer['runAt']}")
+        return
+    except RateLimited as limited:
+        keeper.done.set()
+        answer = client.rate_limited(job, limited.hold_ms)
+        log(f"job {job['id']}: {limited}; no {JOB_NAME} job starts before {answer['heldUntil']}")
+        return
     except Exception as error:  # noqa: BLE001 - any failure of the handler fails the attempt
         keeper.done.set()
         answer = client.fail(job, error)

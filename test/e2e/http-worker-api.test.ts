@@ -228,4 +228,28 @@ describe('a Python worker with only the standard library', () => {
     expect(code, worker.output()).toBe(0);
     expect(await statusOf(last)).toMatchObject({ state: 'completed', attempts: 1 });
   });
+
+  it('puts a job back to run later, or holds the type after a 429, without counting the attempt', async () => {
+    const worker = processes.spawn('python3', ['examples/python-worker/worker.py'], {
+      env: { WORKQ_URL: server.url, WORKQ_TOKEN: WORKER, WORKQ_WAIT_MS: '2000' },
+    });
+    const startedMs = Date.now();
+    // The example turns each recipient of these domains away once: the first with RetryLater, the second with
+    // RateLimited, each for 1 s.
+    const greylisted = await enqueue(email('ada@greylisting.test'), { maxAttempts: 1 });
+    const busy = await enqueue(email('grace@busy.test'), { maxAttempts: 1 });
+    for (const id of [greylisted, busy]) {
+      const done = await until(id, (status) => status.state === 'completed').catch((error: Error) => {
+        throw new Error(`${error.message}\n${worker.output()}`);
+      });
+      expect(done).toMatchObject({ attempts: 1 });
+      expect(done.error).toBeUndefined();
+    }
+    expect(Date.now() - startedMs).toBeGreaterThanOrEqual(1_000);
+    expect(worker.output()).toMatch(/again in 1000 ms; runs again at /);
+    expect(worker.output()).toMatch(/the type is held 1000 ms; no sendEmail job starts before /);
+    processes.signal(worker, 'SIGTERM');
+    const [code] = await once(worker, 'exit');
+    expect(code, worker.output()).toBe(0);
+  });
 });
