@@ -29,11 +29,12 @@ describe('flow-control types: pause, limits, queues and the enqueue option group
     expectTypeOf<QueueLimits['groupOrder']>().toEqualTypeOf<'strict' | null>();
   });
 
-  it('types each queue with its pause, limits and counts by state and version', () => {
+  it('types each queue with its pause, its hold while one runs, limits and counts by state and version', () => {
     expectTypeOf(sdk.admin.queues).returns.resolves.toEqualTypeOf<QueueListing[]>();
     expectTypeOf<QueueListing>().toEqualTypeOf<{
       name: string;
       paused: boolean;
+      heldUntil?: Date;
       limits: QueueLimits;
       counts: Record<JobState, number>;
       versions: { version: number; counts: Record<JobState, number> }[];
