@@ -34,15 +34,12 @@ const enqueued = () => sample('workq_jobs_enqueued_total', 'name="sendEmail"');
 const claim = (waitMs: number) =>
   rawClient(server.url).consumer.claim.mutate({ name: 'sendEmail', maxVersion: 1, limit: 1, workerId: 'w', waitMs });
 
-const enqueueOverHttp = (idempotencyKey?: string) =>
+/** A plain HTTP enqueue of one `sendEmail` job, with `options` as JSON carries them. */
+const enqueueOverHttp = (options?: Record<string, unknown>) =>
   fetch(`${server.url}/v1/jobs/sendEmail`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      version: 1,
-      payload: { to: 'ops@example.com', subject: 'rest', body: '' },
-      ...(idempotencyKey ? { options: { idempotencyKey } } : {}),
-    }),
+    body: JSON.stringify({ version: 1, payload: { to: 'ops@example.com', subject: 'rest', body: '' }, options }),
   });
 
 it('hands a plain HTTP enqueue to a waiting consumer and counts it as enqueued', async () => {
@@ -62,10 +59,25 @@ it('hands a plain HTTP enqueue to a waiting consumer and counts it as enqueued',
 });
 
 it("counts a repeat of a plain HTTP enqueue's idempotency key once", async () => {
-  const first = await enqueueOverHttp('rest-1');
+  const first = await enqueueOverHttp({ idempotencyKey: 'rest-1' });
   expect(first.status).toBe(201);
   expect(await enqueued()).toBe(2);
-  const repeat = await enqueueOverHttp('rest-1');
+  const repeat = await enqueueOverHttp({ idempotencyKey: 'rest-1' });
   expect(repeat.status).toBe(200);
   expect(await enqueued()).toBe(2);
+});
+
+it('schedules a plain HTTP enqueue at options.runAt, an RFC 3339 date-time as JSON carries it', async () => {
+  const runAt = new Date(Date.now() + 3_600_000);
+  const response = await enqueueOverHttp({ runAt: runAt.toISOString() });
+  expect(response.status).toBe(201);
+  const { id } = (await response.json()) as { id: string };
+  const status = await (await fetch(`${server.url}/v1/job/${id}`)).json();
+  expect(status).toMatchObject({ state: 'scheduled', runAt: runAt.toISOString() });
+
+  const refused = await enqueueOverHttp({ runAt: 'tomorrow' });
+  expect(refused.status).toBe(400);
+  const { error } = (await refused.json()) as { error: { code: string; message: string } };
+  expect(error.code).toBe('VALIDATION');
+  expect(error.message).toContain('runAt');
 });

@@ -1,6 +1,6 @@
 import { JOB_STATES, WORKQ_ERROR_CODES } from '@workq/core';
 import { z } from 'zod';
-import { enqueueOptions } from '../router/inputs.ts';
+import { jsonEnqueueOptions } from '../router/inputs.ts';
 import { claimBody, completeBody, extendBody, failBody, rateLimitedBody, snoozeBody } from './worker-routes.ts';
 
 /**
@@ -238,7 +238,7 @@ const COMMON_SCHEMAS: Record<string, Schema> = {
     },
   },
   JobState: { enum: [...JOB_STATES] },
-  EnqueueOptions: bodySchema(enqueueOptions.unwrap()),
+  EnqueueOptions: bodySchema(jsonEnqueueOptions.unwrap()),
   EnqueueResult: {
     type: 'object',
     required: ['id', 'created', 'state'],

@@ -7,7 +7,7 @@ import { listSchemas } from '../app/schemas.ts';
 import type { ServerServices } from '../app/services.ts';
 import { requireScope } from '../auth.ts';
 import { type RequestKind, STATUS_OF_ERROR, toClientError } from '../errors.ts';
-import { enqueueOptions, version } from '../router/inputs.ts';
+import { jsonEnqueueOptions, version } from '../router/inputs.ts';
 import { isJsonContentType } from './content-type.ts';
 import { auditRefusal, noteSubject, readJsonBody, sendError, sendJson } from './json-api.ts';
 import { type DescribedJobType, openApiDocument } from './openapi.ts';
@@ -26,7 +26,7 @@ import {
 
 export { sendJson } from './json-api.ts';
 
-const restEnqueueBody = z.object({ version, payload: z.unknown(), options: enqueueOptions });
+const restEnqueueBody = z.object({ version, payload: z.unknown(), options: jsonEnqueueOptions });
 
 /** A route of the plain HTTP API: its method, its path with one parameter, whether it takes a JSON body. */
 interface Route {

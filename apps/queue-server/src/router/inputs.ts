@@ -113,6 +113,21 @@ export const enqueueOptions = z
 
 export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
 
+/**
+ * `enqueueOptions` as plain JSON carries them (the `/v1` HTTP API): `runAt` is an RFC 3339 date-time with its
+ * offset, read as a `Date`, where tRPC's transformer carries a `Date` itself.
+ */
+export const jsonEnqueueOptions = enqueueOptions
+  .unwrap()
+  .extend({
+    runAt: z.iso
+      .datetime({ offset: true })
+      .transform((at) => new Date(at))
+      .optional()
+      .describe('Run no sooner than this instant (an RFC 3339 date-time); one already past runs at once.'),
+  })
+  .optional();
+
 /** Each job's own id in an `enqueueMany`, by index (`null`: none). */
 export const perJobIds = z.array(chosenJobId.nullable());
 
