@@ -127,7 +127,7 @@ const SINCE_RETENTION = {
       'CREATE OR REPLACE FUNCTION $SCHEMA.ms_after(at timestamp with time zone, ms bigint)',
       ' RETURNS timestamp with time zone',
       ' LANGUAGE sql',
-      ' IMMUTABLE PARALLEL SAFE',
+      ' IMMUTABLE PARALLEL SAFE STRICT',
       "RETURN (at + ((ms)::double precision * '00:00:00.001'::interval))",
       '',
     ].join('\n'),

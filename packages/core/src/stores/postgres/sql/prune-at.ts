@@ -1,11 +1,13 @@
 /**
  * `ms_after(at, ms)`: `at` plus `ms` milliseconds; `NULL` when either is. Declared immutable, as it is (a span
  * of milliseconds has no days or months, so the time zone plays no part), so that the jobs table can compute
- * `prune_at` from it: PostgreSQL marks `timestamptz + interval` only stable.
+ * `prune_at` from it: PostgreSQL marks `timestamptz + interval` only stable. That mark also keeps PostgreSQL
+ * from inlining it, so each call runs as a function of its own; declared strict, it is not called at all
+ * when either argument is `NULL`, as it is whenever a job without a retention of its own completes.
  */
 export const MS_AFTER = `
 CREATE FUNCTION ms_after(at timestamptz, ms bigint) RETURNS timestamptz
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN at + ms * interval '1 millisecond'`;
 
 /**
