@@ -1,9 +1,6 @@
 import type {
-  BulkWriteOptions,
   Collection,
   Db,
-  DeleteOptions,
-  Filter,
   FindOneAndUpdateOptions,
   MongoClient,
   UpdateOptions,
@@ -30,11 +27,10 @@ import type {
   WorkerPresence,
   WorkerRoom,
 } from '../../engine/store.ts';
-import { FINISHED_STATES, type JobError } from '../../jobs.ts';
+import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
 import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
-import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
@@ -63,6 +59,7 @@ import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
 import { refuseOverfullJobs, refuseUnstorableResults } from './oversized-results.ts';
 import { promoteJob } from './promote-job.ts';
+import { pruneFinishedJobs } from './prune-jobs.ts';
 import {
   appendedErrors,
   cleanError,
@@ -90,9 +87,9 @@ import { removeJobByKey } from './remove-job-by-key.ts';
 import { requeueExpiredLeases } from './requeue-expired-leases.ts';
 import { rerunCompletedJob } from './rerun-completed-job.ts';
 import { restoreCancelledJob } from './restore-cancelled-job.ts';
-import { retriedAt, reviveParents } from './revive-parents.ts';
+import { retryDeadJobs } from './retry-dead-jobs.ts';
 import { mongoSchedules } from './schedules.ts';
-import { type FlowTarget, inFlowTransaction } from './settle-parents.ts';
+import type { FlowTarget } from './settle-parents.ts';
 
 /**
  * Every write is acknowledged by a majority of the replica set and journaled, so
@@ -480,44 +477,10 @@ export class MongoStore implements Store {
 
   retryDeadJobs(target: { name?: string; ids?: readonly string[] }, now: Date) {
     return this.run('retryDead', async () => {
-      const filter: Filter<JobDocument> = { state: 'dead' };
-      if (target.name !== undefined) filter.name = stringOrNull(target.name) ?? { $in: [] };
-      if (target.ids !== undefined) filter._id = { $in: target.ids.filter((id) => typeof id === 'string') };
-      const retried = retriedAt(now);
-      // Jobs outside flows first, with no read ahead of the write; then the dead children, each with its parent.
-      const plain = await this.retryDeadOutsideFlows({ ...filter, ...NOT_A_CHILD }, retried);
-      const children = await this.call((signal) =>
-        this.jobs
-          .find({ ...filter, parentId: { $type: 'string' } }, { projection: { parentId: 1, parentName: 1 }, signal })
-          .toArray(),
-      );
-      if (children.length === 0) return plain;
-      return plain + (await this.retryDeadInFlows(filter, retried, children, now));
+      const { retried, ready } = await retryDeadJobs(this.flowTarget, target, now);
+      this.announceReady(ready);
+      return retried;
     });
-  }
-
-  /** `retryDeadJobs` of the jobs `filter` matches, none of them a child: one targeted write per job type. */
-  private async retryDeadOutsideFlows(filter: Filter<JobDocument>, retried: Record<string, unknown>[]) {
-    if (filter.name !== undefined) {
-      const { modifiedCount } = await this.call((signal) => {
-        const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateMany(filter, retried, options);
-      });
-      return modifiedCount;
-    }
-    // Ids without a name: their names first, so each write is targeted (see `idsByName`).
-    const found = await this.call((signal) =>
-      this.jobs.find(filter, { projection: { _id: 1, name: 1 }, signal }).toArray(),
-    );
-    if (found.length === 0) return 0;
-    const writes = [...idsByName(found)].map(([name, ids]) => ({
-      updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
-    }));
-    const { modifiedCount } = await this.call((signal) => {
-      const options: Abortable<BulkWriteOptions> = { ordered: false, signal };
-      return this.jobs.bulkWrite(writes, options);
-    });
-    return modifiedCount;
   }
 
   requeueExpiredLeases(now: Date, error: Omit<JobError, 'attempt'>) {
@@ -536,30 +499,8 @@ export class MongoStore implements Store {
       // Group turns are bounded here too: pruning is the store's maintenance (see `pruneGroupTurns`).
       await pruneGroupTurns(this.flow.groups, this.parts.callLimitMs);
       const at = await this.clock.at(now);
-      let pruned = 0;
-      for (const filter of [pastOwnRetention(at), ...pastSharedRetention(finishedBefore)]) {
-        if (pruned >= max) break;
-        pruned += await this.pruneWhere(filter, max - pruned);
-      }
-      return pruned;
+      return pruneFinishedJobs(this.jobs, this.parts.callLimitMs, { now: at, finishedBefore }, max);
     });
-  }
-
-  /** Deletes up to `max` jobs that `filter` matches: found first, then one delete per job type (`idsByName`). */
-  private async pruneWhere(filter: Filter<JobDocument>, max: number): Promise<number> {
-    const found = await this.call((signal) =>
-      this.jobs.find(filter, { limit: max, projection: { _id: 1, name: 1 }, signal }).toArray(),
-    );
-    if (found.length === 0) return 0;
-    let deleted = 0;
-    for (const [name, ids] of idsByName(found)) {
-      const { deletedCount } = await this.call((signal) => {
-        const options: Abortable<DeleteOptions> = { signal };
-        return this.jobs.deleteMany({ ...filter, name, _id: { $in: ids } }, options);
-      });
-      deleted += deletedCount;
-    }
-    return deleted;
   }
 
   registerSchema(entry: SchemaEntry) {
@@ -618,34 +559,6 @@ export class MongoStore implements Store {
     return this.closing;
   }
 
-  /**
-   * `retryDeadJobs` when dead children are among the jobs: in one transaction, the jobs made waiting and the
-   * parents that died of a child revived (see `reviveParents`).
-   */
-  private async retryDeadInFlows(
-    filter: Filter<JobDocument>,
-    retried: Record<string, unknown>[],
-    children: readonly Pick<JobDocument, 'parentId' | 'parentName'>[],
-    now: Date,
-  ): Promise<number> {
-    const parents = children.flatMap((doc) =>
-      typeof doc.parentId === 'string' && typeof doc.parentName === 'string'
-        ? [{ id: doc.parentId, name: doc.parentName }]
-        : [],
-    );
-    const { count, ready } = await inFlowTransaction(this.flowTarget, undefined, async (tx) => {
-      const found = await this.jobs.find(filter, { projection: { _id: 1, name: 1 }, ...tx }).toArray();
-      const writes = [...idsByName(found)].map(([name, ids]) => ({
-        updateMany: { filter: { ...filter, name, _id: { $in: ids } }, update: retried },
-      }));
-      const options: Abortable<BulkWriteOptions> = { ordered: false, ...tx };
-      const { modifiedCount } = await this.jobs.bulkWrite(writes, options);
-      return { count: modifiedCount, ready: await reviveParents(this.jobs, tx, parents, now) };
-    });
-    this.announceReady(ready);
-    return count;
-  }
-
   /** Tells the listeners (`onParentsReady`) the names of parents an operation made ready, once it committed. */
   private announceReady(names: readonly string[]): void {
     if (names.length === 0) return;
@@ -693,45 +606,4 @@ export class MongoStore implements Store {
       throw toWorkqError(error, this.parts.hosts, operation);
     }
   }
-}
-
-/** The ends a job may have a retention of its own for, each with its field. */
-const OWN_RETENTION_ENDS = [
-  { state: 'completed', field: 'retainCompletedMs' },
-  { state: 'dead', field: 'retainDeadMs' },
-] as const;
-
-/**
- * The jobs past their own retention at `now`: ended completed or dead with a retention for that end, and
- * finished at least that long ago. Read through `own_retention` (the query repeats its condition).
- */
-function pastOwnRetention(now: Date): Filter<JobDocument> {
-  return {
-    retainCompletedMs: { $exists: true },
-    finishedAt: { $lte: now },
-    $or: OWN_RETENTION_ENDS.map(({ state, field }) => ({
-      state,
-      [field]: { $type: 'number' },
-      $expr: { $lte: [{ $add: ['$finishedAt', `$${field}`] }, now] },
-    })),
-  } as Filter<JobDocument>;
-}
-
-/**
- * The finished jobs kept for the server-wide retention that finished before `finishedBefore`, in two look-ups
- * each through an index: those without a retention of their own (marked `ttl`, in the history TTL index, which
- * expires them too), and those with one that does not name the end they came to (in `own_retention`). Jobs an
- * earlier version wrote carry neither field: the TTL index of that version expires them until
- * `dropRetiredMongoIndexes` marks them and drops it.
- */
-function pastSharedRetention(finishedBefore: Date): Filter<JobDocument>[] {
-  return [
-    { ttl: true, finishedAt: { $type: 'date', $lt: finishedBefore }, state: { $in: [...FINISHED_STATES] } },
-    {
-      retainCompletedMs: { $exists: true },
-      finishedAt: { $lt: finishedBefore },
-      state: { $in: [...FINISHED_STATES] },
-      $nor: OWN_RETENTION_ENDS.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
-    },
-  ] as Filter<JobDocument>[];
 }
