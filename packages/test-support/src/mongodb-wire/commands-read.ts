@@ -3,7 +3,7 @@ import { Aggregator } from 'mingo';
 import { openChangeStream } from './change-streams.ts';
 import { type CommandContext, type CommandHandler, collectionOf, planned } from './context.ts';
 import { ArrayCursor, DEFAULT_FIRST_BATCH } from './cursors.ts';
-import { cloneDoc, type Doc, projected } from './data.ts';
+import { cloneDoc, type Doc, projectedAll } from './data.ts';
 import { wireError } from './errors.ts';
 
 /** The documents a query finds, sorted, skipped and limited, after planning it (which checks its hint). */
@@ -19,7 +19,7 @@ const find: CommandHandler = async (context) => {
   const { body } = context;
   const coll = collectionOf(context);
   const filter = (body.filter ?? {}) as Doc;
-  const docs = found(context, coll, filter, body).map((doc) => projected(doc, body.projection));
+  const docs = projectedAll(found(context, coll, filter, body), body.projection);
   const cursor = new ArrayCursor(`${context.db}.${coll}`, docs);
   const single = body.singleBatch === true || Number(body.limit ?? 0) < 0;
   const batch = await cursor.next(Number(body.batchSize ?? DEFAULT_FIRST_BATCH));

@@ -268,7 +268,11 @@ export class CollectionData {
 
   /** Matching documents (stored objects: callers clone what they hand out). */
   match(filter: Doc, sort?: Record<string, 1 | -1>, limit?: number): Doc[] {
-    const query = new Query(filter, {});
+    const ids = namedIds(filter._id);
+    // Documents found by the ids an `_id` equality or `$in` alone names hold one of them: the rest of the
+    // filter decides (testing a `$in` of n ids against n documents again would cost n² comparisons).
+    const { _id, ...rest } = filter;
+    const query = new Query(ids && isIdsOnly(_id) ? rest : filter, {});
     // Plain top-level equalities rule most documents out before the full query runs.
     const equalities = Object.entries(filter).filter(([field, value]) => !field.startsWith('$') && isPlain(value));
     const passes = (doc: Doc) =>
@@ -276,16 +280,14 @@ export class CollectionData {
         const held = valueAt(doc, field);
         return held === value || Array.isArray(held);
       }) && query.test(doc);
-    const found = sortedDocs(this.candidates(filter).filter(passes), sort);
+    const found = sortedDocs(this.candidates(filter, ids).filter(passes), sort);
     return limit && limit > 0 ? found.slice(0, limit) : found;
   }
 
   /** The documents a filter can match: by `_id` when it names ids (as the `_id` index would), else all. */
-  private candidates(filter: Doc): Doc[] {
-    const id = filter._id;
-    const ids = typeof id === 'string' ? [id] : (id as { $in?: unknown } | undefined)?.$in;
-    if (Array.isArray(ids) && ids.every((value) => typeof value === 'string')) {
-      return ids.map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => doc !== undefined);
+  private candidates(filter: Doc, ids: string[] | undefined): Doc[] {
+    if (ids) {
+      return [...new Set(ids)].map((value) => this.docs.get(idKeyOf(value))).filter((doc): doc is Doc => !!doc);
     }
     let narrowest: Set<string>[] | undefined;
     let narrowestSize = Number.POSITIVE_INFINITY;
@@ -433,9 +435,41 @@ export function updatedDoc(doc: Doc, update: Doc | Doc[], inserting: boolean): D
   for (const operator of Object.keys(update)) {
     if (!UPDATE_OPERATORS.has(operator)) throw new Error(`the driver double does not support the update ${operator}`);
   }
-  applyModifier(next, modifier, [], {}, { cloneMode: 'deep' });
+  if (!applyScalarUpdate(next, modifier)) applyModifier(next, modifier, [], {}, { cloneMode: 'deep' });
   if (inserting && $setOnInsert) applyModifier(next, { $set: $setOnInsert }, [], {}, { cloneMode: 'deep' });
   return next;
+}
+
+const SCALAR_OPERATORS = new Set(['$set', '$unset', '$inc']);
+
+/**
+ * Applies `$set`, `$unset` and `$inc` of scalar and date values to top-level fields of `doc` in place, as
+ * the general update would (a new field goes last, an unset field is removed, `$inc` adds to a number or
+ * sets a missing field); `false`, with `doc` untouched, for any other update, which the general one applies.
+ * The store's own updates are of this kind, and the general path costs far more per document.
+ */
+function applyScalarUpdate(doc: Doc, modifier: Record<string, Record<string, unknown>>): boolean {
+  const fields = new Set<string>();
+  for (const [operator, operand] of Object.entries(modifier)) {
+    const entries = Object.entries(operand ?? {});
+    if (!SCALAR_OPERATORS.has(operator) || entries.length === 0) return false;
+    for (const [field, value] of entries) {
+      if (field === '_id' || field.includes('.') || field.startsWith('$') || fields.has(field)) return false;
+      fields.add(field);
+      if (operator === '$set' && !isPlain(value) && !(value instanceof Date)) return false;
+      if (operator === '$inc' && (typeof value !== 'number' || !['number', 'undefined'].includes(typeof doc[field]))) {
+        return false;
+      }
+    }
+  }
+  for (const [operator, operand] of Object.entries(modifier)) {
+    for (const [field, value] of Object.entries(operand)) {
+      if (operator === '$unset') delete doc[field];
+      else if (operator === '$inc') doc[field] = ((doc[field] as number | undefined) ?? 0) + (value as number);
+      else doc[field] = value instanceof Date ? new Date(value.getTime()) : value;
+    }
+  }
+  return true;
 }
 
 /** The document an upsert starts from: the filter's top-level equality fields. */
@@ -453,9 +487,14 @@ export function upsertSeed(filter: Doc): Doc {
 
 /** A copy of `doc` with only the fields `projection` keeps (all of them without one). */
 export function projected(doc: Doc, projection: Record<string, 0 | 1> | undefined): Doc {
-  if (!projection || Object.keys(projection).length === 0) return cloneDoc(doc);
-  const [result] = new Aggregator([{ $project: projection }], {}).run([cloneDoc(doc)]) as Doc[];
-  return result as Doc;
+  return projectedAll([doc], projection)[0] as Doc;
+}
+
+/** `projected` of each of `docs`, in order, through one projection stage. */
+export function projectedAll(docs: Doc[], projection: Record<string, 0 | 1> | undefined): Doc[] {
+  const copies = docs.map(cloneDoc);
+  if (!projection || Object.keys(projection).length === 0) return copies;
+  return new Aggregator([{ $project: projection }], {}).run(copies) as Doc[];
 }
 
 /** A per-document bulk write error as the driver reports it (the driver exports `WriteError` as a type only). */
@@ -493,6 +532,17 @@ export function sortedDocs(docs: Doc[], sort: Record<string, 1 | -1> | undefined
     return 0;
   });
   return decorated.map(({ doc }) => doc);
+}
+
+/** The string ids an `_id` condition names (an equality, or the operand of its `$in`); `undefined` for any other. */
+function namedIds(condition: unknown): string[] | undefined {
+  const ids = typeof condition === 'string' ? [condition] : (condition as { $in?: unknown } | undefined)?.$in;
+  return Array.isArray(ids) && ids.every((value) => typeof value === 'string') ? ids : undefined;
+}
+
+/** Whether an `_id` condition is an equality or a `$in` and nothing else: matching one of its ids satisfies it. */
+function isIdsOnly(condition: unknown): boolean {
+  return typeof condition === 'string' || Object.keys(condition as object).length === 1;
 }
 
 /** The values an equality, `$eq` or `$in` on a field pins it to; `undefined` for any other condition. */
