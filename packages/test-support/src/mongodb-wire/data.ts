@@ -3,6 +3,7 @@ import { Aggregator, update as applyModifier, Query } from 'mingo';
 import { type IndexDescription, MongoServerError, ObjectId, type WriteError } from 'mongodb';
 import { partialFilterRefusal } from './partial-filters.ts';
 import { compareValues, type PlannedIndex } from './plan.ts';
+import { scalarFilter } from './scalar-filter.ts';
 
 /** A stored document. */
 export type Doc = Record<string, unknown> & { _id?: unknown };
@@ -272,14 +273,21 @@ export class CollectionData {
     // Documents found by the ids an `_id` equality or `$in` alone names hold one of them: the rest of the
     // filter decides (testing a `$in` of n ids against n documents again would cost n² comparisons).
     const { _id, ...rest } = filter;
-    const query = new Query(ids && isIdsOnly(_id) ? rest : filter, {});
+    const tested = ids && isIdsOnly(_id) ? rest : filter;
+    let query: Query | undefined;
+    const full = (doc: Doc) => {
+      query ??= new Query(tested, {});
+      return query.test(doc);
+    };
+    const quick = scalarFilter(tested);
     // Plain top-level equalities rule most documents out before the full query runs.
     const equalities = Object.entries(filter).filter(([field, value]) => !field.startsWith('$') && isPlain(value));
     const passes = (doc: Doc) =>
       equalities.every(([field, value]) => {
         const held = valueAt(doc, field);
         return held === value || Array.isArray(held);
-      }) && query.test(doc);
+      }) &&
+      (quick?.(doc) ?? full(doc));
     const found = sortedDocs(this.candidates(filter, ids).filter(passes), sort);
     return limit && limit > 0 ? found.slice(0, limit) : found;
   }
