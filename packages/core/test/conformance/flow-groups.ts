@@ -55,7 +55,9 @@ export function registerFlowGroupTests(ctx: SuiteContext): void {
     expect(most).toBe(1);
     const completed = await ctx.store.listJobs({ name, states: ['completed'], limit: 1000 });
     expect(completed).toHaveLength(80);
-  }, 60_000);
+    // CPU-bound in this process (thousands of claims from 8 connections; the MongoDB wire double runs here too):
+    // a heavily shared machine slows it several-fold, and the limit is there to end a hang, not to time it.
+  }, 120_000);
 
   it('a grouped type gives jobs without a group one turn among the groups', async () => {
     const name = ctx.jobName('groups-none');
