@@ -267,3 +267,12 @@ function observeAcks(
   }
   services.metrics.observeHandled(name, tokens, 'completed', Date.now());
 }
+
+/**
+ * The type of the job `lease` names, read from the store: what a caller must be allowed to consume to act on
+ * the job, whatever it says of it. `undefined` when no such job is held under that token.
+ */
+export async function heldJobType(services: ServerServices, lease: LeaseRef): Promise<string | undefined> {
+  const job = await services.engine.store.getJob(lease.id);
+  return job && job.leaseToken === lease.leaseToken ? job.name : undefined;
+}

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type JobStatus, WorkqError } from '@workq/core';
 import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
-import { claimJobs, completeJobs, extendLeases, failJob } from '../app/consume.ts';
+import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
 import type { ServerServices } from '../app/services.ts';
 import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
@@ -170,11 +170,11 @@ export async function snoozeRoute({ req, services, principal, param }: RestCall)
   const expected = '{"leaseToken": <string>, "delayMs": <number>} or {"leaseToken": <string>, "runAt": <date-time>}';
   const body = await readJsonBody(req, SMALL_BODY_BYTES, snoozeBody, expected);
   // The job's own type, read rather than taken from the caller, is what the token must consume.
-  const job = await services.engine.store.getJob(id);
-  if (!job || job.leaseToken !== body.leaseToken) throw leaseLost(id);
-  requireScope(principal, 'consume', job.name);
+  const name = await heldJobType(services, { id, leaseToken: body.leaseToken });
+  if (name === undefined) throw leaseLost(id);
+  requireScope(principal, 'consume', name);
   const until = body.runAt === undefined ? { delayMs: body.delayMs as number } : { runAt: new Date(body.runAt) };
-  const { runAt } = await services.engine.snooze({ id, leaseToken: body.leaseToken, name: job.name }, until);
+  const { runAt } = await services.engine.snooze({ id, leaseToken: body.leaseToken, name }, until);
   return { status: 200, body: { runAt: runAt.toISOString() } };
 }
 
