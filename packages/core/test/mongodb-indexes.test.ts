@@ -81,6 +81,14 @@ describe('mongodb store: indexes', () => {
       partialFilterExpression: { retainCompletedMs: { $exists: true } },
     });
     expect(jobs.own_retention?.expireAfterSeconds).toBeUndefined();
+    expect(jobs.own_retention_completed).toMatchObject({
+      key: { retainCompletedMs: 1, finishedAt: 1 },
+      partialFilterExpression: { state: 'completed', retainCompletedMs: { $type: 'number' } },
+    });
+    expect(jobs.own_retention_dead).toMatchObject({
+      key: { retainDeadMs: 1, finishedAt: 1 },
+      partialFilterExpression: { state: 'dead', retainDeadMs: { $type: 'number' } },
+    });
     expect(jobs.history_ttl).toBeUndefined();
     expect(jobs.delayed_due).toMatchObject({
       key: { name: 1, runAt: 1 },
@@ -205,6 +213,46 @@ describe('mongodb store: queries use their indexes', () => {
       { index: 'shared_history_ttl', examined: 0, sortedByIndex: false },
       { index: 'own_retention', examined: 0, sortedByIndex: false },
     ]);
+  });
+  it('a prune by jobs’ own retentions reads only the jobs due, plus a key per distinct retention', async () => {
+    const { dbName, engine, clock } = await openOnWire();
+    // 200 jobs kept for an hour (150 completed, 50 dead), 6 for a minute (4 completed, 2 dead), and one that
+    // went dead, was retried and completed a minute later: its retention counts from its completion.
+    const batch = (count: number, retention: object) =>
+      Array(count).fill({ name: 'prune.own', version: 1, payload: {}, options: { retention } });
+    await engine.enqueueMany([
+      ...batch(4, { completedMs: MINUTE_MS }),
+      ...batch(2, { deadMs: MINUTE_MS }),
+      ...batch(200, { completedMs: HOUR_MS, deadMs: HOUR_MS }),
+    ]);
+    const [retried] = await engine.enqueueMany(batch(1, { completedMs: MINUTE_MS, deadMs: HOUR_MS }));
+    const claimed = await engine.claim({ name: 'prune.own', maxVersion: 1, limit: 207, workerId: 'w' });
+    for (const [n, job] of claimed.entries()) {
+      const dead = (n >= 4 && n < 6) || (n >= 156 && n < 206) || job.id === retried?.id;
+      if (dead) await engine.fail(job, { message: 'bad input', permanent: true });
+      else await engine.complete(job);
+    }
+    expect(await engine.retryDead({ ids: [retried!.id] })).toBe(1);
+    clock.advance(MINUTE_MS);
+    await engine.complete(await claimOne(engine, 'prune.own'));
+
+    wire.state.costQueries = true;
+    const from = wire.commands.length;
+    expect(await engine.prune()).toBe(6);
+    const own = queriesSince(dbName, from).filter(
+      (query) => query.command.name === 'find' && !(query.filter.finishedAt as { $lt?: Date } | undefined)?.$lt,
+    );
+    // 6 due, and one key per look-up of the next distinct retention (two each end, and one past the last).
+    expect(own.reduce((sum, query) => sum + (query.plan?.examined ?? Number.POSITIVE_INFINITY), 0)).toBe(6 + 4);
+    expect(new Set(own.map((query) => query.plan?.index))).toEqual(
+      new Set(['own_retention_completed', 'own_retention_dead']),
+    );
+    expect(await engine.get(retried!.id)).toMatchObject({ state: 'completed' });
+    clock.advance(MINUTE_MS - 1);
+    expect(await engine.prune()).toBe(0);
+    clock.advance(1);
+    expect(await engine.prune()).toBe(1);
+    await expect(engine.get(retried!.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
 

@@ -98,11 +98,21 @@ export const LEASE_INDEX = 'lease_expiry';
 export const GROUP_TURNS_INDEX = 'turns_by_name';
 
 /**
- * The name of the index of the jobs with a retention of their own, by `finishedAt`: the pruner deletes them
- * when it has passed, and no TTL index holds them, so they are kept for it, longer or shorter than
- * `historyRetentionMs`.
+ * The name of the index of the jobs with a retention of their own, by `finishedAt`: no TTL index holds them, so
+ * the pruner deletes those whose retention does not name the end they came to through it at
+ * `historyRetentionMs` (those past the retention they name, through `OWN_RETENTION_INDEXES`).
  */
 export const OWN_RETENTION_INDEX = 'own_retention';
+
+/**
+ * The ends a job may have a retention of its own for, each with its field and the index of the jobs ended there
+ * with a number in it, by retention then `finishedAt`: the pruner reads each retention's range of jobs past it,
+ * so only the jobs due, and finds the distinct retentions along it, one key each.
+ */
+export const OWN_RETENTION_INDEXES = [
+  { name: 'own_retention_completed', state: 'completed', field: 'retainCompletedMs' },
+  { name: 'own_retention_dead', state: 'dead', field: 'retainDeadMs' },
+] as const;
 
 /**
  * The name of the TTL index that expires finished jobs without a retention of their own at
@@ -175,6 +185,12 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       key: { finishedAt: 1 },
       partialFilterExpression: { retainCompletedMs: { $exists: true } },
     },
+    // Only jobs ended where their own retention names are in them: the pruner's look-up of those past it.
+    ...OWN_RETENTION_INDEXES.map(({ name, state, field }) => ({
+      name,
+      key: { [field]: 1, finishedAt: 1 },
+      partialFilterExpression: { state, [field]: { $type: 'number' } },
+    })),
     { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },
     { name: 'list_by_state', key: { state: 1, _id: 1 } },
     {

@@ -2,13 +2,14 @@ import type { Collection, DeleteOptions, Filter } from 'mongodb';
 import { FINISHED_STATES } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
+import { OWN_RETENTION_INDEXES } from './indexes.ts';
 import type { JobDocument } from './records.ts';
 
 /**
  * `Store.pruneJobs` on MongoDB: deletes up to `max` finished jobs, those past a retention of their own at `now`
  * first, then those kept for the server-wide retention that finished before `finishedBefore`. Each look-up reads
- * through an index (`own_retention`, the history TTL index); each delete is targeted per job type. Resolves to
- * how many it deleted.
+ * through an index (`OWN_RETENTION_INDEXES`, `own_retention`, the history TTL index) only the jobs it deletes,
+ * plus one key per distinct retention; each delete is targeted per job type. Resolves to how many it deleted.
  */
 export async function pruneFinishedJobs(
   jobs: Collection<JobDocument>,
@@ -17,7 +18,11 @@ export async function pruneFinishedJobs(
   max: number,
 ): Promise<number> {
   let pruned = 0;
-  for (const filter of [pastOwnRetention(at.now), ...pastSharedRetention(at.finishedBefore)]) {
+  for await (const filter of pastOwnRetention(jobs, callLimitMs, at.now)) {
+    if (pruned >= max) return pruned;
+    pruned += await pruneWhere(jobs, callLimitMs, filter, max - pruned);
+  }
+  for (const filter of pastSharedRetention(at.finishedBefore)) {
     if (pruned >= max) break;
     pruned += await pruneWhere(jobs, callLimitMs, filter, max - pruned);
   }
@@ -46,26 +51,45 @@ async function pruneWhere(
   return deleted;
 }
 
-/** The ends a job may have a retention of its own for, each with its field. */
-const OWN_RETENTION_ENDS = [
-  { state: 'completed', field: 'retainCompletedMs' },
-  { state: 'dead', field: 'retainDeadMs' },
-] as const;
-
 /**
- * The jobs past their own retention at `now`: ended completed or dead with a retention for that end, and
- * finished at least that long ago. Read through `own_retention` (the query repeats its condition).
+ * The jobs past their own retention at `now`, one filter per end and distinct retention of that end: ended
+ * there, with that retention, and finished at least that long before `now` (`finishedAt + retention <= now`,
+ * exact in milliseconds since retentions are integers). Each reads a range of that end's index in
+ * `OWN_RETENTION_INDEXES`, so only the jobs due; the distinct retentions are found along the same index, one key
+ * each (the query repeats the partial filter's `$type`, which the server needs before it uses the index).
  */
-function pastOwnRetention(now: Date): Filter<JobDocument> {
-  return {
-    retainCompletedMs: { $exists: true },
-    finishedAt: { $lte: now },
-    $or: OWN_RETENTION_ENDS.map(({ state, field }) => ({
-      state,
-      [field]: { $type: 'number' },
-      $expr: { $lte: [{ $add: ['$finishedAt', `$${field}`] }, now] },
-    })),
-  } as Filter<JobDocument>;
+async function* pastOwnRetention(
+  jobs: Collection<JobDocument>,
+  callLimitMs: number,
+  now: Date,
+): AsyncGenerator<Filter<JobDocument>> {
+  for (const end of OWN_RETENTION_INDEXES) {
+    const { state, field } = end;
+    let retention = await nextRetention(jobs, callLimitMs, end, Number.NEGATIVE_INFINITY);
+    while (retention !== null) {
+      yield {
+        state,
+        [field]: { $type: 'number', $eq: retention },
+        finishedAt: { $lte: new Date(now.getTime() - retention) },
+      } as Filter<JobDocument>;
+      retention = await nextRetention(jobs, callLimitMs, end, retention);
+    }
+  }
+}
+
+/** The smallest retention above `after` of the jobs in `end`'s index (read through it), or `null`. */
+async function nextRetention(
+  jobs: Collection<JobDocument>,
+  callLimitMs: number,
+  end: (typeof OWN_RETENTION_INDEXES)[number],
+  after: number,
+): Promise<number | null> {
+  const { name, state, field } = end;
+  const filter = { state, [field]: { $type: 'number', $gt: after } } as Filter<JobDocument>;
+  const options = { sort: { [field]: 1 }, limit: 1, projection: { _id: 0, [field]: 1 }, hint: name } as const;
+  const [found] = await withCallLimit(callLimitMs, (signal) => jobs.find(filter, { ...options, signal }).toArray());
+  const retention = found?.[field as keyof JobDocument];
+  return typeof retention === 'number' ? retention : null;
 }
 
 /**
@@ -82,7 +106,7 @@ function pastSharedRetention(finishedBefore: Date): Filter<JobDocument>[] {
       retainCompletedMs: { $exists: true },
       finishedAt: { $lt: finishedBefore },
       state: { $in: [...FINISHED_STATES] },
-      $nor: OWN_RETENTION_ENDS.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
+      $nor: OWN_RETENTION_INDEXES.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
     },
   ] as Filter<JobDocument>[];
 }
