@@ -39,6 +39,7 @@ const nextDb = () => `workq_indexes_${++databases}`;
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
 
 /** The indexes of `collection` in `dbName`, by name. */
 async function indexesOf(dbName: string, collection = 'workq_jobs') {
@@ -76,19 +77,20 @@ describe('mongodb store: indexes', () => {
       expireAfterSeconds: 3 * 86_400,
       partialFilterExpression: { ttl: true, finishedAt: { $type: 'date' } },
     });
-    expect(jobs.own_retention).toMatchObject({
-      key: { finishedAt: 1 },
-      partialFilterExpression: { retainCompletedMs: { $exists: true } },
-    });
-    expect(jobs.own_retention?.expireAfterSeconds).toBeUndefined();
     expect(jobs.own_retention_completed).toMatchObject({
       key: { retainCompletedMs: 1, finishedAt: 1 },
-      partialFilterExpression: { state: 'completed', retainCompletedMs: { $type: 'number' } },
+      partialFilterExpression: { state: 'completed', retainCompletedMs: { $exists: true } },
     });
     expect(jobs.own_retention_dead).toMatchObject({
       key: { retainDeadMs: 1, finishedAt: 1 },
-      partialFilterExpression: { state: 'dead', retainDeadMs: { $type: 'number' } },
+      partialFilterExpression: { state: 'dead', retainDeadMs: { $exists: true } },
     });
+    expect(jobs.own_retention_cancelled).toMatchObject({
+      key: { finishedAt: 1 },
+      partialFilterExpression: { state: 'cancelled', retainCompletedMs: { $exists: true } },
+    });
+    expect(jobs.own_retention_completed?.expireAfterSeconds).toBeUndefined();
+    expect(jobs.own_retention).toBeUndefined();
     expect(jobs.history_ttl).toBeUndefined();
     expect(jobs.delayed_due).toMatchObject({
       key: { name: 1, runAt: 1 },
@@ -196,22 +198,32 @@ describe('mongodb store: queries use their indexes', () => {
     expect(lookups.map((query) => query.plan)).toEqual([{ index: 'idempotency', examined: 1, sortedByIndex: false }]);
   });
   it('a prune by the server-wide retention reads no kept job, through the TTL and own-retention indexes', async () => {
-    const { dbName, engine } = await openOnWire();
-    // Completed jobs kept for the server-wide retention: half without a retention of their own, half with one
-    // that does not name completion.
+    const { dbName, engine, clock } = await openOnWire();
+    // Completed jobs: without a retention of their own, with one that does not name completion, and with one
+    // longer than the server-wide retention (kept); and a cancelled job with one, which follows the server-wide.
     const batch = (options: object) => Array(100).fill({ name: 'prune.a', version: 1, payload: {}, options });
-    await engine.enqueueMany([...batch({}), ...batch({ retention: { deadMs: HOUR_MS } })]);
-    const claimed = await engine.claim({ name: 'prune.a', maxVersion: 1, limit: 200, workerId: 'w' });
+    await engine.enqueueMany([
+      ...batch({}),
+      ...batch({ retention: { deadMs: HOUR_MS } }),
+      ...batch({ retention: { completedMs: 30 * DAY_MS } }),
+    ]);
+    const claimed = await engine.claim({ name: 'prune.a', maxVersion: 1, limit: 300, workerId: 'w' });
     for (const job of claimed) await engine.complete(job);
+    const retention = { completedMs: HOUR_MS, deadMs: HOUR_MS };
+    const cancelled = await engine.enqueue({ name: 'prune.b', version: 1, payload: {}, options: { retention } });
+    await engine.cancel(cancelled.id);
+    clock.advance(7 * DAY_MS + 1);
     wire.state.costQueries = true;
     const from = wire.commands.length;
-    expect(await engine.prune()).toBe(0);
+    expect(await engine.prune()).toBe(201);
     const shared = queriesSince(dbName, from).filter(
       (query) => query.command.name === 'find' && (query.filter.finishedAt as { $lt?: Date } | undefined)?.$lt,
     );
     expect(shared.map((query) => query.plan)).toEqual([
-      { index: 'shared_history_ttl', examined: 0, sortedByIndex: false },
-      { index: 'own_retention', examined: 0, sortedByIndex: false },
+      { index: 'shared_history_ttl', examined: 100, sortedByIndex: false },
+      { index: 'own_retention_completed', examined: 100, sortedByIndex: false },
+      { index: 'own_retention_dead', examined: 0, sortedByIndex: false },
+      { index: 'own_retention_cancelled', examined: 1, sortedByIndex: false },
     ]);
   });
   it('a prune by jobs’ own retentions reads only the jobs due, plus a key per distinct retention', async () => {

@@ -98,21 +98,21 @@ export const LEASE_INDEX = 'lease_expiry';
 export const GROUP_TURNS_INDEX = 'turns_by_name';
 
 /**
- * The name of the index of the jobs with a retention of their own, by `finishedAt`: no TTL index holds them, so
- * the pruner deletes those whose retention does not name the end they came to through it at
- * `historyRetentionMs` (those past the retention they name, through `OWN_RETENTION_INDEXES`).
- */
-export const OWN_RETENTION_INDEX = 'own_retention';
-
-/**
- * The ends a job may have a retention of its own for, each with its field and the index of the jobs ended there
- * with a number in it, by retention then `finishedAt`: the pruner reads each retention's range of jobs past it,
- * so only the jobs due, and finds the distinct retentions along it, one key each.
+ * The ends a job may have a retention of its own for, each with its field and the index of the jobs with one
+ * (a number, or `null` where it names only the other end) that ended there, by that field then `finishedAt`:
+ * the pruner reads each retention's range of jobs past it, so only the jobs due, and finds the distinct
+ * retentions along it, one key each; it reads the jobs whose retention is `null` there at `historyRetentionMs`.
  */
 export const OWN_RETENTION_INDEXES = [
   { name: 'own_retention_completed', state: 'completed', field: 'retainCompletedMs' },
   { name: 'own_retention_dead', state: 'dead', field: 'retainDeadMs' },
 ] as const;
+
+/**
+ * The name of the index of the cancelled jobs with a retention of their own, by `finishedAt`: no retention names
+ * cancellation, so the pruner reads those past `historyRetentionMs` through it.
+ */
+export const OWN_RETENTION_CANCELLED_INDEX = 'own_retention_cancelled';
 
 /**
  * The name of the TTL index that expires finished jobs without a retention of their own at
@@ -179,18 +179,18 @@ export function jobIndexes(historyRetentionMs: number): IndexSpec[] {
       expireAfterSeconds: ttlSeconds(historyRetentionMs),
       partialFilterExpression: { ttl: true, finishedAt: { $type: 'date' } },
     },
-    // Only jobs with a retention of their own are in it: the pruner's look-up of those past it.
-    {
-      name: OWN_RETENTION_INDEX,
-      key: { finishedAt: 1 },
-      partialFilterExpression: { retainCompletedMs: { $exists: true } },
-    },
-    // Only jobs ended where their own retention names are in them: the pruner's look-up of those past it.
+    // Only finished jobs with a retention of their own are in them (both fields are present on those, one maybe
+    // `null`): the pruner's look-ups of those past it, or past `historyRetentionMs` where it names another end.
     ...OWN_RETENTION_INDEXES.map(({ name, state, field }) => ({
       name,
       key: { [field]: 1, finishedAt: 1 },
-      partialFilterExpression: { state, [field]: { $type: 'number' } },
+      partialFilterExpression: { state, [field]: { $exists: true } },
     })),
+    {
+      name: OWN_RETENTION_CANCELLED_INDEX,
+      key: { finishedAt: 1 },
+      partialFilterExpression: { state: 'cancelled', retainCompletedMs: { $exists: true } },
+    },
     { name: 'list_by_name', key: { name: 1, state: 1, _id: 1 } },
     { name: 'list_by_state', key: { state: 1, _id: 1 } },
     {
@@ -339,8 +339,9 @@ function indexInTheWay(collection: Collection, name: string, what: string): Work
  * rollout, so only `dropRetiredIndexes` removes them.
  */
 export const RETIRED_INDEXES: Partial<Record<keyof CollectionNames, readonly string[]>> = {
-  // `history_ttl` expired every finished job, a job's own retention or not.
-  jobs: ['claim', 'group_claim', 'history_ttl'],
+  // `history_ttl` expired every finished job, a job's own retention or not. `own_retention` held every job with
+  // one by `finishedAt`, so the pruner read all those finished, due or not (`OWN_RETENTION_INDEXES` replace it).
+  jobs: ['claim', 'group_claim', 'history_ttl', 'own_retention'],
 };
 
 /**

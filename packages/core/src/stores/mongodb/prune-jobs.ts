@@ -2,13 +2,13 @@ import type { Collection, DeleteOptions, Filter } from 'mongodb';
 import { FINISHED_STATES } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
-import { OWN_RETENTION_INDEXES } from './indexes.ts';
+import { OWN_RETENTION_CANCELLED_INDEX, OWN_RETENTION_INDEXES } from './indexes.ts';
 import type { JobDocument } from './records.ts';
 
 /**
  * `Store.pruneJobs` on MongoDB: deletes up to `max` finished jobs, those past a retention of their own at `now`
  * first, then those kept for the server-wide retention that finished before `finishedBefore`. Each look-up reads
- * through an index (`OWN_RETENTION_INDEXES`, `own_retention`, the history TTL index) only the jobs it deletes,
+ * through an index (`OWN_RETENTION_INDEXES`, the history TTL index, `OWN_RETENTION_CANCELLED_INDEX`) only the jobs it deletes,
  * plus one key per distinct retention; each delete is targeted per job type. Resolves to how many it deleted.
  */
 export async function pruneFinishedJobs(
@@ -56,7 +56,7 @@ async function pruneWhere(
  * there, with that retention, and finished at least that long before `now` (`finishedAt + retention <= now`,
  * exact in milliseconds since retentions are integers). Each reads a range of that end's index in
  * `OWN_RETENTION_INDEXES`, so only the jobs due; the distinct retentions are found along the same index, one key
- * each (the query repeats the partial filter's `$type`, which the server needs before it uses the index).
+ * each (the queries repeat the partial filter's `$exists`, which the server needs before it uses the index).
  */
 async function* pastOwnRetention(
   jobs: Collection<JobDocument>,
@@ -69,7 +69,7 @@ async function* pastOwnRetention(
     while (retention !== null) {
       yield {
         state,
-        [field]: { $type: 'number', $eq: retention },
+        [field]: { $exists: true, $type: 'number', $eq: retention },
         finishedAt: { $lte: new Date(now.getTime() - retention) },
       } as Filter<JobDocument>;
       retention = await nextRetention(jobs, callLimitMs, end, retention);
@@ -85,7 +85,7 @@ async function nextRetention(
   after: number,
 ): Promise<number | null> {
   const { name, state, field } = end;
-  const filter = { state, [field]: { $type: 'number', $gt: after } } as Filter<JobDocument>;
+  const filter = { state, [field]: { $exists: true, $type: 'number', $gt: after } } as Filter<JobDocument>;
   const options = { sort: { [field]: 1 }, limit: 1, projection: { _id: 0, [field]: 1 }, hint: name } as const;
   const [found] = await withCallLimit(callLimitMs, (signal) => jobs.find(filter, { ...options, signal }).toArray());
   const retention = found?.[field as keyof JobDocument];
@@ -93,20 +93,22 @@ async function nextRetention(
 }
 
 /**
- * The finished jobs kept for the server-wide retention that finished before `finishedBefore`, in two look-ups
- * each through an index: those without a retention of their own (marked `ttl`, in the history TTL index, which
- * expires them too), and those with one that does not name the end they came to (in `own_retention`). Jobs an
- * earlier version wrote carry neither field: the TTL index of that version expires them until
- * `dropRetiredMongoIndexes` marks them and drops it.
+ * The finished jobs kept for the server-wide retention that finished before `finishedBefore`, each look-up a
+ * range of an index: those without a retention of their own (marked `ttl`, in the history TTL index, which
+ * expires them too), those with one that does not name the end they came to (`null` for it, in that end's index
+ * of `OWN_RETENTION_INDEXES`), and those cancelled with one (`OWN_RETENTION_CANCELLED_INDEX`). Jobs an earlier
+ * version wrote without a retention of their own carry no marker: the TTL index of that version expires them
+ * until `dropRetiredMongoIndexes` marks them and drops it.
  */
 function pastSharedRetention(finishedBefore: Date): Filter<JobDocument>[] {
+  const before = { $lt: finishedBefore };
   return [
-    { ttl: true, finishedAt: { $type: 'date', $lt: finishedBefore }, state: { $in: [...FINISHED_STATES] } },
-    {
-      retainCompletedMs: { $exists: true },
-      finishedAt: { $lt: finishedBefore },
-      state: { $in: [...FINISHED_STATES] },
-      $nor: OWN_RETENTION_INDEXES.map(({ state, field }) => ({ state, [field]: { $type: 'number' } })),
-    },
+    { ttl: true, finishedAt: { $type: 'date', ...before }, state: { $in: [...FINISHED_STATES] } },
+    ...OWN_RETENTION_INDEXES.map(({ state, field }) => ({
+      state,
+      [field]: { $exists: true, $eq: null },
+      finishedAt: before,
+    })),
+    { state: 'cancelled', retainCompletedMs: { $exists: true }, finishedAt: before },
   ] as Filter<JobDocument>[];
 }

@@ -51,7 +51,7 @@ export interface JobDocument extends KeptAsRecorded {
   pendingChildren?: number;
   /**
    * A job's own retention (`NewJob.retainCompletedMs`, `retainDeadMs`): both present (one may be `null`) on a job
-   * that has one, in the `own_retention` index; absent on every other job.
+   * that has one, in the pruner's indexes of those once it ends (`OWN_RETENTION_INDEXES`); absent on every other job.
    */
   retainCompletedMs?: number | null;
   retainDeadMs?: number | null;
