@@ -319,6 +319,8 @@ describe('mongodb store: index changes', () => {
     await jobs.dropIndex('claim_by_version');
     const earlier = { name: 1, priority: -1, orderKey: 1, _id: 1 } as const;
     await jobs.createIndex(earlier, { name: 'claim', partialFilterExpression: { state: 'waiting' } });
+    const ownRetention = { partialFilterExpression: { retainCompletedMs: { $exists: true } } };
+    await jobs.createIndex({ finishedAt: 1 }, { name: 'own_retention', ...ownRetention });
     const { engine: upgraded } = await openOnWire({}, dbName);
     const { id } = await engine.enqueue({ name: 'up.a', version: 1, payload: {} });
     expect((await upgraded.claim({ name: 'up.a', maxVersion: 1, limit: 1, workerId: 'w' }))[0]?.id).toBe(id);
@@ -326,8 +328,9 @@ describe('mongodb store: index changes', () => {
     expect(await names()).toEqual(expect.arrayContaining(['claim', 'claim_by_version']));
     // Once every server runs this version, the admin step drops it; a second run finds nothing to drop.
     const db = client.db(dbName);
-    expect(await dropRetiredMongoIndexes(db)).toEqual(['workq_jobs.claim']);
+    expect(await dropRetiredMongoIndexes(db)).toEqual(['workq_jobs.claim', 'workq_jobs.own_retention']);
     expect(await names()).not.toContain('claim');
+    expect(await names()).not.toContain('own_retention');
     expect(await names()).toContain('claim_by_version');
     expect(await dropRetiredMongoIndexes(db)).toEqual([]);
   });
