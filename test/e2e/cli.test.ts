@@ -219,6 +219,23 @@ describe('the workq-server command', () => {
     expect(server.output()).not.toContain(secret);
   }, 90_000);
 
+  it('shuts down cleanly on SIGTERM when its event loop is slow to take the signal, as on a loaded machine', async () => {
+    const port = await freePort();
+    const slow = join(REPO_ROOT, 'test', 'fixtures', 'slow-event-loop.mjs');
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', String(port)], {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${slow}`.trim(),
+    });
+    const healthy = () =>
+      fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+    await until(healthy, 60_000, 100);
+    children.signal(server, 'SIGTERM');
+    // The launcher relays the signal and waits: nothing between it and the server kills it meanwhile.
+    expect(await exited(server)).toEqual({ code: 0, signal: null });
+  }, 90_000);
+
   it('accepts signed tokens and answers preflights from WORKQ_TOKEN_SECRET and WORKQ_CORS_ORIGINS', async () => {
     const port = await freePort();
     const secret = 'cli-token-secret-0123456789abcdef-7f3a';

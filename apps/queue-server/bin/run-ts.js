@@ -2,15 +2,23 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** Runs `src/<entry>` with the process's arguments, forwarding signals and the exit code. */
+/**
+ * Runs `src/<entry>` with the process's arguments, forwarding signals and the exit code. The entry runs in
+ * `node --import tsx`, not under tsx's own launcher: that launcher relays a signal and kills a child that does not
+ * confirm it within milliseconds, so on a loaded machine a SIGTERM could end the server before it shut down.
+ */
 export function runTs(entry) {
   const here = dirname(fileURLToPath(import.meta.url));
-  const tsx = createRequire(import.meta.url).resolve('tsx/cli');
-  const child = spawn(process.execPath, [tsx, join(here, '..', 'src', entry), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-  });
+  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  const child = spawn(
+    process.execPath,
+    ['--import', loader, join(here, '..', 'src', entry), ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+    },
+  );
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
