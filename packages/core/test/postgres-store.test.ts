@@ -2,6 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { postgresUnreachableReason, POSTGRES_URL as url, waitFor } from '@workq/test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine/engine.ts';
 import type { Store } from '../src/engine/store.ts';
 import { WorkqError } from '../src/errors.ts';
 import { completeAndClaimStatement } from '../src/stores/postgres/complete-and-claim.ts';
@@ -126,6 +127,23 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     (await admin.query(`EXPLAIN ${text}`, params)).rows
       .map((row: Record<string, string>) => row['QUERY PLAN'])
       .join('\n');
+
+  it('cancels a running child with its flow though another transaction holds its row for a moment', async () => {
+    const engine = createEngine({ store: await open(), leaseSweepIntervalMs: 0 });
+    const children = [{ name: 'held-child', version: 1, payload: {} }];
+    const parent = await engine.flows.enqueue({ name: 'held-parent', version: 1, payload: {}, children });
+    const [child] = await engine.claim({ name: 'held-child', maxVersion: 1, limit: 1, workerId: 'w1' });
+    // A write that does not end the job (a lease extension, progress) holds its row while the parent is cancelled.
+    const holder = await admin.connect();
+    await holder.query('BEGIN');
+    await holder.query(`SELECT id FROM "${schema}".jobs WHERE id = $1 FOR UPDATE`, [child!.id]);
+    const released = new Promise((resolve) => setTimeout(resolve, 100))
+      .then(() => holder.query('COMMIT'))
+      .finally(() => holder.release());
+    expect(await engine.cancel(parent.id)).toBe(true);
+    await released;
+    expect(await engine.get(child!.id)).toMatchObject({ state: 'cancelled', error: { code: 'FLOW_CANCELLED' } });
+  });
 
   it('claims through the partial claim index, whatever the finished history', async () => {
     const store = stores[0] ?? (await open());

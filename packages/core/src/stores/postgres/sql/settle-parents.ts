@@ -70,27 +70,49 @@ AS $body$ DECLARE failed text[]; readied text[]; BEGIN
   END LOOP; END $body$`;
 
 /**
+ * How long `cancel_flow_descendants` waits for a descendant's row another transaction holds: a write that does not
+ * end the job commits well within it, and it is far below `deadlock_timeout` (1 s by default), so a completion
+ * that waits for the parent's row in turn is let go rather than failed as a deadlock.
+ */
+const FLOW_CANCEL_LOCK_WAIT = '200ms';
+
+/** What `cancel_flow_descendants` sets on each job it cancels: ended, its lease too, with `FLOW_CANCELLED`. */
+const CANCELLED_WITH_FLOW = `state = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = done_at,
+  updated_at = done_at,
+  error = jsonb_build_object('message', 'Cancelled with its flow: its parent ' || j.parent_id || ' was cancelled or went dead.',
+    'code', 'FLOW_CANCELLED', 'attempt', j.attempts, 'at', done_at),
+  errors = ${appendedErrorsSql("jsonb_build_object('message', 'Cancelled with its flow: its parent ' || j.parent_id || ' was cancelled or went dead.', 'code', 'FLOW_CANCELLED', 'attempt', j.attempts, 'at', done_at)")}`;
+
+/**
  * `cancel_flow_descendants(parents, done_at)`: cancels every unfinished job below `parents` (at every depth), as
  * `cancelJob` cancels (lease ended, `finished_at` set), with the error `FLOW_CANCELLED` naming its parent.
- * Their parents have ended, so no parent is settled. Locks: the rows it cancels, `SKIP LOCKED`: a job another
- * transaction is ending meanwhile is left to that end (its parent, finished, is then left as it is).
+ * Their parents have ended, so no parent is settled. Locks: the rows it cancels. First `SKIP LOCKED`; then each
+ * job still unfinished is waited for, at most `FLOW_CANCEL_LOCK_WAIT`: a row another transaction holds for a
+ * write that does not end it (a lease extension, progress) is cancelled once that commits, where skipping it left
+ * a running job of a cancelled flow running. A job that transaction is ending (its completion then waits for the
+ * parent's row, which this transaction holds) is left to that end when the wait runs out, before a deadlock
+ * would be detected; its parent, finished, is then left as it is.
  */
 export const CANCEL_FLOW_DESCENDANTS = `
 CREATE FUNCTION cancel_flow_descendants(parents text[], done_at timestamptz)
 RETURNS void LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
-AS $body$ DECLARE below text[]; BEGIN
+AS $body$ DECLARE below text[]; waited text := current_setting('lock_timeout'); BEGIN
   WITH RECURSIVE d(id) AS (
     SELECT c.id FROM jobs AS c WHERE c.parent_id = ANY(parents)
     UNION ALL SELECT c.id FROM jobs AS c JOIN d ON c.parent_id = d.id)
   SELECT array_agg(d.id) INTO below FROM d;
   IF below IS NULL THEN RETURN; END IF;
-  UPDATE jobs AS j SET state = 'cancelled', lease_token = NULL, lease_expires_at = NULL, finished_at = done_at, updated_at = done_at,
-    error = jsonb_build_object('message', 'Cancelled with its flow: its parent ' || j.parent_id || ' was cancelled or went dead.',
-      'code', 'FLOW_CANCELLED', 'attempt', j.attempts, 'at', done_at),
-    errors = ${appendedErrorsSql("jsonb_build_object('message', 'Cancelled with its flow: its parent ' || j.parent_id || ' was cancelled or went dead.', 'code', 'FLOW_CANCELLED', 'attempt', j.attempts, 'at', done_at)")}
+  UPDATE jobs AS j SET ${CANCELLED_WITH_FLOW}
   WHERE j.id IN (SELECT s.id FROM jobs AS s WHERE s.id = ANY(below) AND s.state IN ${UNFINISHED_SQL}
-    FOR UPDATE SKIP LOCKED); END $body$`;
+    FOR UPDATE SKIP LOCKED);
+  BEGIN
+    PERFORM set_config('lock_timeout', '${FLOW_CANCEL_LOCK_WAIT}', true);
+    UPDATE jobs AS j SET ${CANCELLED_WITH_FLOW}
+    WHERE j.id IN (SELECT s.id FROM jobs AS s WHERE s.id = ANY(below) AND s.state IN ${UNFINISHED_SQL} FOR UPDATE);
+    PERFORM set_config('lock_timeout', waited, true);
+  EXCEPTION WHEN lock_not_available THEN NULL;
+  END; END $body$`;
 
 /**
  * `revive_parents(retried, done_at)`: after the dead jobs `retried` went back to waiting (`retryDeadJobs`), revives
