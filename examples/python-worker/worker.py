@@ -12,8 +12,7 @@ It runs `sendEmail` jobs through the queue server's plain HTTP API
 - or, when the handler raises RetryLater or RateLimited, puts the job back
   without counting the attempt: to run again later (POST /v1/job/{id}/snooze),
   or holding the whole job type on every worker (POST /v1/job/{id}/rate-limited),
-- on SIGTERM or Ctrl-C, finishes the job in hand, claims no more and exits 0:
-  at once when it is waiting in a claim's long poll, which it abandons.
+- on SIGTERM or Ctrl-C, finishes the job in hand, claims no more and exits 0.
 
 Settings come from the environment:
   WORKQ_URL       the server, e.g. http://127.0.0.1:4000
@@ -212,10 +211,6 @@ def log(message):
     print(f"[python-worker {os.getpid()}] {message}", file=sys.stderr, flush=True)
 
 
-class Stopping(Exception):
-    """Raised by the signal handler into a claim's long poll, so the worker stops without waiting it out."""
-
-
 def main():
     client = Client(os.environ.get("WORKQ_URL", "http://127.0.0.1:4000"), os.environ.get("WORKQ_TOKEN", ""))
     wait_ms = int(os.environ.get("WORKQ_WAIT_MS", "10000"))
@@ -223,31 +218,18 @@ def main():
     worker_id = f"python-{socket.gethostname()}-{os.getpid()}"[:64]
 
     stopping = threading.Event()
-    # Whether the worker is in a claim's long poll, holding no job: a signal then ends the poll at once. (A
-    # job the server leased to that claim just before runs again once its lease ends.)
-    polling = False
 
     def stop(signum, _frame):
-        stopping.set()
-        if polling:
-            log(f"{signal.Signals(signum).name}: leaving the claim's long poll, then exiting")
-            raise Stopping()
         log(f"{signal.Signals(signum).name}: finishing the job in hand, then exiting")
+        stopping.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log(f"claiming {JOB_NAME} v{JOB_VERSION} jobs from {client.url}")
     while not stopping.is_set():
         try:
-            polling = True
-            try:
-                jobs = client.claim(worker_id, wait_ms, lease_ms)
-            finally:
-                polling = False
-            for job in jobs:
+            for job in client.claim(worker_id, wait_ms, lease_ms):
                 run_job(client, job, lease_ms, worker_id)
-        except Stopping:
-            break
         except WorkqError as error:
             if error.status in (401, 403):
                 log(f"the server refused this worker: {error}")
