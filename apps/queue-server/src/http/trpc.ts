@@ -12,6 +12,7 @@ import { getHTTPStatusCode, getHTTPStatusCodeFromError } from '@trpc/server/http
 import { WorkqError } from '@workq/core';
 import { isJsonContentType } from './content-type.ts';
 import { checkJsonDepth, readBodyBytes } from './read-body.ts';
+import { runProcedure } from './run-procedure.ts';
 import { streamEvents } from './server-sent-events.ts';
 
 export interface TrpcHandlerOptions<TContext> {
@@ -66,8 +67,9 @@ interface Call {
  * Serves every tRPC request (`<basePath><path>`) straight from Node's request and response, in tRPC's wire
  * format: a query (`GET ?input=`), a mutation (`POST` with a JSON body), a batch of either (`?batch=1`, paths
  * joined by `,`, inputs keyed by index, answered as an array), and a subscription over server-sent events.
- * The calls go through tRPC's own procedure call, error shape and response transform; every error, of the
- * request or of one call, is answered through `answerError`, which tells `onError`.
+ * The calls go through tRPC's error shape and response transform, and through a procedure call that runs
+ * each procedure's middlewares as tRPC's does (`runProcedure`); every error, of the request or of one call,
+ * is answered through `answerError`, which tells `onError`.
  *
  * Why not tRPC's adapter: it builds a Fetch `Request` and `Response` for every call, which cost the server as
  * much time as a single enqueue's insert, and streams events through web streams, serializing each one again
@@ -178,7 +180,7 @@ export function createTrpcHandler<TContext>(
       return input;
     };
     const { ctx, signal } = request;
-    return procedure({ path, getRawInput, ctx, type, signal, batchIndex: index });
+    return runProcedure(procedure, { path, getRawInput, ctx, type, signal, batchIndex: index });
   }
 
   /**
