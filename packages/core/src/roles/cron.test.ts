@@ -265,4 +265,26 @@ describe('CronScheduler', () => {
     expect(calls).toHaveLength(1);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('runs, and reads again unchanged, a stored schedule whose payload holds values JSON has no form for', async () => {
+    const payload = { count: 2n ** 70n, since: new Date('2026-01-01T00:00:00Z'), tags: new Set(['a']) };
+    const stored = [parseSchedule({ key: 'typed', cron: '*/10 * * * * *', name: 'tenth', payload }, new Date())];
+    const payloads: unknown[] = [];
+    const scheduler = new CronScheduler([], {
+      now: () => new Date(),
+      logger: silent,
+      reloadEveryMs: 1_000,
+      loadStored: async () => stored,
+      enqueue: async (scheduled) => {
+        payloads.push(scheduled.entry.payload);
+        return { id: 'j', created: true, state: 'ready' };
+      },
+    });
+    scheduler.lead();
+    await vi.advanceTimersByTimeAsync(25_000);
+    await scheduler.reload();
+    expect(payloads.length).toBeGreaterThanOrEqual(2);
+    for (const seen of payloads) expect(seen).toEqual(payload);
+    await scheduler.stepDown();
+  });
 });

@@ -1,5 +1,6 @@
 import { canonicalJson } from '../contract/json-schema.ts';
 import type { EnqueueResult } from '../engine/engine.ts';
+import { toStoredValue } from '../engine/stored-value.ts';
 import { WorkqError } from '../errors.ts';
 import { occurrenceKey, runKey, type ScheduledEntry } from './cron-entries.ts';
 import type { Role } from './role-runner.ts';
@@ -223,9 +224,13 @@ export class CronScheduler implements Role {
   }
 }
 
-/** What makes two readings of a schedule the same schedule. */
+/**
+ * What makes two readings of a schedule the same schedule. The payload counts in its stored form, which JSON
+ * keeps whatever it holds (a bigint, a Date, a Set): JSON alone would throw on some and blur others.
+ */
 function identityOf({ entry, timezone, storedAt }: ScheduledEntry): string {
-  return canonicalJson({ entry, timezone, storedAt: storedAt?.toISOString() ?? null });
+  const stored = { ...entry, payload: toStoredValue(entry.payload) };
+  return canonicalJson({ entry: stored, timezone, storedAt: storedAt?.toISOString() ?? null });
 }
 
 /** Resolves `true` after `ms`, or `false` as soon as `signal` aborts. */
