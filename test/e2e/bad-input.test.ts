@@ -1,185 +1,32 @@
-import { catalogJsonSchemas, WORKQ_ERROR_CODES } from '@workq/core';
-import { type QueueServer, startServer } from '@workq/queue-server';
+import { catalogJsonSchemas } from '@workq/core';
+import type { QueueServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import fc from 'fast-check';
-import superjson from 'superjson';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { blockedDuring } from '../support/event-loop.ts';
-import { expectNoLeak } from '../support/leaks.ts';
-import { collectingLogger } from '../support/quiet-logger.ts';
+import {
+  applyEdits,
+  bodyText,
+  contentType,
+  DEEP,
+  depth,
+  editsOf,
+  email,
+  hostileTarget,
+  type Lease,
+  nasty,
+  nastyJson,
+  pathsOf,
+  percentEncode,
+  RUNS,
+  segment,
+  startHostileServer,
+  type TrpcWrites,
+  token,
+  wire,
+} from '../support/hostile-input.ts';
 import { rawClient } from '../support/raw-client.ts';
 import { describeEachStore, E2E_STORES, type FreshStore } from '../support/stores.ts';
-
-/** Runs per property, per store: bounded, so the suite stays quick; a failure prints its seed and counterexample. */
-const RUNS = 200;
-
-const TOKENS = [
-  { token: 'root-token-0123456789', scopes: ['admin'] },
-  { token: 'prod-token-0123456789', scopes: ['produce:*'] },
-  { token: 'work-token-0123456789', scopes: ['consume:*'] },
-  { token: 'register-token-0123456789', scopes: ['register:*'] },
-];
-const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
-
-/** Text that stores and drivers trip over, or that looks like something it is not. */
-const nasty = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 24 }),
-  fc.constantFrom(
-    '\u0000',
-    'a\u0000b',
-    '\ud800',
-    'a\udc00b',
-    '\udbff\udfff',
-    '😀',
-    '',
-    '\\u0000',
-    '\\ud800',
-    'x'.repeat(300),
-    '%E0%A4%A',
-    "'; DROP TABLE jobs; --",
-    '00000000-0000-0000-0000-000000000000',
-    '__proto__',
-    '__superjson',
-    '$where',
-    'a.b',
-  ),
-);
-
-/** JSON values made of `nasty` text, as keys too. */
-const nastyJson = fc.letrec((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small', maxDepth: 4 },
-    nasty,
-    fc.integer(),
-    fc.double(),
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(nasty, tie('value'), { maxKeys: 3 }),
-  ),
-})).value;
-
-/** A placeholder that `bodyText` swaps for arrays nested `depth` deep, built as text (no recursion here). */
-const DEEP = '@@deep@@';
-
-/** Any value one field of a request may be given: odd text, numbers at the edges, dates, bigints, deep nesting. */
-const anyValue = fc.oneof(
-  { weight: 3, arbitrary: nasty },
-  nastyJson,
-  fc.date(),
-  fc.bigInt(),
-  fc.integer(),
-  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, -0, 2 ** 53, 2 ** 31, -(2 ** 31) - 1, 1e308, 9e15, -1, 0),
-  fc.constant(DEEP),
-);
-
-type Path = readonly (string | number)[];
-
-/** Every path into `value`: each field, item and container, the root left out. */
-function pathsOf(value: unknown, prefix: Path = []): Path[] {
-  if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, item]) => {
-    const path = [...prefix, Array.isArray(value) ? Number(key) : key];
-    return [path, ...pathsOf(item, path)];
-  });
-}
-
-/** Fields a valid request leaves out, which some procedures read. */
-const EXTRA_FIELDS: readonly Path[] = [
-  ['payload', 'extra'],
-  ['options', 'idempotencyKey'],
-  ['options', 'runAt'],
-  ['options', 'delayMs'],
-  ['options', 'priority'],
-  ['options', 'maxAttempts'],
-  ['options', 'leaseMs'],
-  ['options', 'backoff', 'delayMs'],
-  ['options', 'order'],
-  ['host'],
-  ['leaseMs'],
-  ['minVersion'],
-  ['items', 0, 'leaseMs'],
-  ['items', 0, 'result', 'extra'],
-  ['next', 'options', 'runAt'],
-  ['next', 'options', 'idempotencyKey'],
-  ['cursor'],
-];
-
-/** Up to three changes to a valid request: one of its own fields, or one it leaves out, set to any value. */
-const editsOf = (valid: unknown) =>
-  fc.array(fc.tuple(fc.constantFrom(...pathsOf(valid), ...EXTRA_FIELDS), anyValue), { minLength: 1, maxLength: 3 });
-const depth = fc.integer({ min: 60, max: 5_000 });
-
-/** `value` with `path` set to `to`, objects made along the way where missing. */
-function withField(value: unknown, path: Path, to: unknown): unknown {
-  const [step, ...rest] = path;
-  if (step === undefined) return to;
-  const base = (typeof value === 'object' && value !== null ? value : {}) as Record<string | number, unknown>;
-  const copy = (Array.isArray(base) ? [...base] : { ...base }) as Record<string | number, unknown>;
-  copy[step] = withField(base[step], rest, to);
-  return copy;
-}
-
-function applyEdits(value: unknown, changes: readonly (readonly [Path, unknown])[]): unknown {
-  return changes.reduce((edited, [path, to]) => withField(edited, path, to), value);
-}
-
-/**
- * JSON text of `value` (a bigint as its digits, as a hand-written client might send it), the `DEEP`
- * placeholder, if any, swapped for arrays nested `levels` deep.
- */
-function bodyText(value: unknown, levels: number): string {
-  const text = JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
-  return (text ?? '').replace(`"${DEEP}"`, `${'['.repeat(levels)}1${']'.repeat(levels)}`);
-}
-
-/** A tRPC input as clients send it, through superjson; as plain JSON where superjson will not take it (`__proto__` keys). */
-function wire(value: unknown): unknown {
-  try {
-    return superjson.serialize(value);
-  } catch {
-    return { json: value };
-  }
-}
-
-/** Every byte of `text` as UTF-8, percent-encoded (lone surrogates become U+FFFD, as any encoder makes them). */
-function percentEncode(text: string): string {
-  return [...Buffer.from(text, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
-}
-
-const contentType = fc.oneof(
-  { weight: 4, arbitrary: fc.constant('application/json') },
-  fc.constantFrom(
-    'application/json; charset=utf-8',
-    'Application/JSON',
-    'text/plain',
-    'text/plain;charset=UTF-8',
-    'application/x-www-form-urlencoded',
-    'multipart/form-data; boundary=x',
-    'application/octet-stream',
-    'application/jsonx',
-  ),
-  fc.constant(undefined),
-  fc.string({ unit: 'grapheme-ascii', maxLength: 30 }),
-);
-
-const token = fc.constantFrom<string | undefined>(
-  'root-token-0123456789',
-  'root-token-0123456789',
-  'root-token-0123456789',
-  'root-token-0123456789',
-  'prod-token-0123456789',
-  'work-token-0123456789',
-  'nope',
-  undefined,
-);
-
-/** A path segment: a known name, percent-encoded odd text, or encodings that do not decode. */
-const segment = fc.oneof(
-  fc.constantFrom('sendEmail', 'imageConvert', 'noSuchJob'),
-  nasty.map(percentEncode),
-  fc.constantFrom('%E0%A4%A', '%', '%zz', '%C0%AF', '%ED%A0%80', '%F0%9F', 'send%00Email', '..', 'a%2Fb'),
-);
 
 const PROCEDURES = [
   'jobs.enqueue',
@@ -197,11 +44,6 @@ const PROCEDURES = [
   'admin.replay',
   'schemas.register',
 ] as const;
-
-type Lease = { id: string; leaseToken: string };
-
-/** The shape of a lease, for listing a request's fields before a job is held. */
-const SOME_LEASE: Lease = { id: '00000000-0000-0000-0000-000000000000', leaseToken: 'token' };
 
 const validEnvelope = { version: 1, payload: email, options: {} };
 
@@ -311,15 +153,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
 
   beforeAll(async () => {
     target = await open();
-    server = await startServer({
-      store: target.url,
-      port: 0,
-      tokens: TOKENS,
-      limits: { maxLongPollMs: 20 },
-      logger: collectingLogger(),
-      pollIntervalMs: 20,
-    });
-    await rawClient(server.url, 'root-token-0123456789').schemas.register.mutate({ schemas: catalogJsonSchemas(jobs) });
+    server = await startHostileServer(target.url);
   });
 
   afterAll(async () => {
@@ -327,73 +161,9 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
     await target?.drop();
   });
 
-  /** Sends one request; `undefined` when fetch itself will not send it (a header value it refuses). */
-  const send = async (request: {
-    method: string;
-    path: string;
-    contentType?: string | undefined;
-    token?: string | undefined;
-    body?: string | undefined;
-  }): Promise<{ status: number; text: string } | undefined> => {
-    const headers: Record<string, string> = {};
-    if (request.contentType !== undefined) headers['content-type'] = request.contentType;
-    if (request.token !== undefined) headers.authorization = `Bearer ${request.token}`;
-    let response: Response;
-    try {
-      response = await fetch(`${server.url}${request.path}`, {
-        method: request.method,
-        headers,
-        ...(request.body === undefined || request.method === 'GET' ? {} : { body: request.body }),
-      });
-    } catch (error) {
-      if (error instanceof TypeError && error.cause === undefined) return undefined;
-      throw error;
-    }
-    return { status: response.status, text: await response.text() };
-  };
-
-  /** A client's error (4xx with a workq code) or a success; never a server fault, never anything from inside. */
-  const expectClientAnswer = (answer: { status: number; text: string } | undefined, what: string) => {
-    if (answer === undefined) return;
-    expect(answer.status, `${what.slice(0, 400)}\n${answer.text.slice(0, 400)}`).toBeLessThan(500);
-    expectNoLeak(answer.text);
-    if (answer.status >= 400) {
-      const codes = [...answer.text.matchAll(/"(?:code|workqCode)":"([A-Z_]+)"/g)].map((match) => match[1] ?? '');
-      expect(
-        codes.some((code) => (WORKQ_ERROR_CODES as readonly string[]).includes(code)),
-        what,
-      ).toBe(true);
-    }
-  };
-
-  /** The server still serves: ready, and a valid enqueue is stored. */
-  const expectStillServing = async () => {
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-    const enqueued = await rawClient(server.url, 'prod-token-0123456789').jobs.enqueue.mutate({
-      name: 'sendEmail',
-      version: 1,
-      payload: email,
-    });
-    expect(enqueued.created).toBe(true);
-  };
-
-  /** A job held under a real lease, so that fenced writes (complete, fail, progress, …) reach the store. */
-  const hold = async (): Promise<Lease> => {
-    await rawClient(server.url, 'prod-token-0123456789').jobs.enqueue.mutate({
-      name: 'sendEmail',
-      version: 1,
-      payload: email,
-    });
-    const claimed = await rawClient(server.url, 'work-token-0123456789').consumer.claim.mutate({
-      name: 'sendEmail',
-      maxVersion: 1,
-      limit: 1,
-      workerId: 'fuzz',
-    });
-    const job = claimed.jobs[0];
-    if (!job) throw new Error('nothing to claim');
-    return { id: job.id, leaseToken: job.leaseToken };
-  };
+  const { send, expectClientAnswer, expectEveryWriteAnswered, expectStillServing, hold } = hostileTarget(
+    () => server.url,
+  );
 
   it('refuses the reported cases with the same status, code and message on every store', async () => {
     const rest = async (path: string, body: string, type = 'application/json') => {
@@ -474,29 +244,12 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
   });
 
   it('answers any tRPC mutation with a client error or success, alone and in a batch', async () => {
-    const call = fc.constantFrom(...PROCEDURES).chain((procedure) =>
-      fc.record({
-        procedure: fc.constant(procedure),
-        changes: editsOf(validInput(procedure, SOME_LEASE)),
-        levels: depth,
-        held: fc.boolean(),
-        batch: fc.boolean(),
-        contentType,
-        token,
-      }),
+    const writes: TrpcWrites = Object.fromEntries(
+      PROCEDURES.map((path) => [path, { path, held: true, input: (lease: Lease) => validInput(path, lease) }]),
     );
-    await fc.assert(
-      fc.asyncProperty(call, async ({ procedure, changes, levels, held, batch, ...sent }) => {
-        const lease = held ? await hold() : { id: crypto.randomUUID(), leaseToken: crypto.randomUUID() };
-        // Through superjson, as clients send it: dates, bigints and the like travel as what they are.
-        const envelope = wire(applyEdits(validInput(procedure, lease), changes));
-        const body = bodyText(batch ? { 0: envelope, 1: envelope } : envelope, levels);
-        const path = batch ? `/trpc/${procedure},${procedure}?batch=1` : `/trpc/${procedure}`;
-        expectClientAnswer(await send({ method: 'POST', path, body, ...sent }), `${path} ${body.slice(0, 300)}`);
-      }),
-      { numRuns: RUNS },
+    await expectEveryWriteAnswered(writes, async (held) =>
+      held ? hold() : { id: crypto.randomUUID(), leaseToken: crypto.randomUUID() },
     );
-    await expectStillServing();
   });
 
   it('answers any tRPC query or odd path with a client error or success', async () => {
