@@ -21,7 +21,7 @@ import {
   RUNS,
   segment,
   startHostileServer,
-  type TrpcWrites,
+  type TrpcCalls,
   token,
   wire,
 } from '../support/hostile-input.ts';
@@ -161,7 +161,7 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
     await target?.drop();
   });
 
-  const { send, expectClientAnswer, expectEveryWriteAnswered, expectStillServing, hold } = hostileTarget(
+  const { send, expectClientAnswer, expectEveryCallAnswered, expectStillServing, hold } = hostileTarget(
     () => server.url,
   );
 
@@ -244,10 +244,10 @@ await describeEachStore(E2E_STORES, 'bad input over $label', ({ open }) => {
   });
 
   it('answers any tRPC mutation with a client error or success, alone and in a batch', async () => {
-    const writes: TrpcWrites = Object.fromEntries(
+    const writes: TrpcCalls = Object.fromEntries(
       PROCEDURES.map((path) => [path, { path, held: true, input: (lease: Lease) => validInput(path, lease) }]),
     );
-    await expectEveryWriteAnswered(writes, async (held) =>
+    await expectEveryCallAnswered(writes, async (held) =>
       held ? hold() : { id: crypto.randomUUID(), leaseToken: crypto.randomUUID() },
     );
   });

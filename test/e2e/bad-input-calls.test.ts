@@ -14,7 +14,7 @@ import {
   percentEncode,
   RUNS,
   startHostileServer,
-  type TrpcWrites,
+  type TrpcCalls,
   token,
 } from '../support/hostile-input.ts';
 import { describeEachStore, type FreshStore, IN_PROCESS_STORES } from '../support/stores.ts';
@@ -27,7 +27,7 @@ const ADMINISTERED = 'fuzzAdmin';
 const child = (onFailure: string) => ({ name: HELD, version: 1, payload: { n: 1 }, options: {}, onFailure });
 
 /** Each write: its tRPC path, whether it acts on a held job, and a valid input on `lease`. */
-const WRITES: TrpcWrites = {
+const WRITES: TrpcCalls = {
   flow: {
     path: 'jobs.enqueue',
     held: false,
@@ -84,6 +84,57 @@ const WRITES: TrpcWrites = {
   prune: { path: 'admin.prune', held: false, input: () => undefined },
 };
 
+/** Every read, and the one admin check that stores nothing: valid inputs, on a held job where they name one. */
+const READS: TrpcCalls = {
+  jobs: {
+    path: 'admin.jobs',
+    query: true,
+    held: false,
+    input: () => ({
+      name: 'sendEmail',
+      state: 'ready',
+      version: 1,
+      group: 'g',
+      search: 's',
+      createdFromMs: 0,
+      createdToMs: 1e12,
+      limit: 10,
+      cursor: 'c',
+    }),
+  },
+  job: { path: 'admin.job', query: true, held: true, input: (lease) => ({ id: lease.id }) },
+  list: {
+    path: 'admin.list',
+    query: true,
+    held: false,
+    input: () => ({ name: 'sendEmail', state: 'ready', limit: 5 }),
+  },
+  stats: { path: 'admin.stats', query: true, held: false, input: () => undefined },
+  queues: { path: 'admin.queues', query: true, held: false, input: () => undefined },
+  workers: { path: 'admin.workers', query: true, held: false, input: () => undefined },
+  schedules: { path: 'admin.schedules', query: true, held: false, input: () => undefined },
+  schemas: { path: 'schemas.list', query: true, held: false, input: () => undefined },
+  get: { path: 'jobs.get', query: true, held: true, input: (lease) => ({ id: lease.id }) },
+  wait: { path: 'jobs.wait', query: true, held: true, input: (lease) => ({ id: lease.id, timeoutMs: 10 }) },
+  statusChildren: {
+    path: 'jobs.children',
+    query: true,
+    held: true,
+    input: (lease) => ({ id: lease.id, afterId: lease.id, limit: 10 }),
+  },
+  heldChildren: {
+    path: 'consumer.children',
+    query: true,
+    held: true,
+    input: (lease) => ({ ...lease, afterId: lease.id, limit: 10 }),
+  },
+  checkPayload: {
+    path: 'admin.checkPayload',
+    held: false,
+    input: () => ({ name: HELD, version: 1, payload: { n: 1 } }),
+  },
+};
+
 /** Each plain HTTP worker route: its method, its path on a job `id`, and a valid body on `lease`. */
 const ROUTES: Record<
   string,
@@ -128,10 +179,10 @@ const ROUTES: Record<
   status: { method: 'GET', path: (id) => `/v1/job/${id}` },
 };
 
-await describeEachStore(IN_PROCESS_STORES, 'bad input to writes over $label', ({ open }) => {
+await describeEachStore(IN_PROCESS_STORES, 'bad input to more calls over $label', ({ open }) => {
   let target: FreshStore | undefined;
   let server: QueueServer;
-  const { send, expectClientAnswer, expectEveryWriteAnswered, expectStillServing, hold } = hostileTarget(
+  const { send, expectClientAnswer, expectEveryCallAnswered, expectStillServing, hold } = hostileTarget(
     () => server.url,
   );
 
@@ -150,7 +201,11 @@ await describeEachStore(IN_PROCESS_STORES, 'bad input to writes over $label', ({
     held ? hold(HELD, 1, { n: 1 }) : { id: crypto.randomUUID(), leaseToken: crypto.randomUUID() };
 
   it('answers any flow, held-job schedule or admin write over tRPC with a client error or success', async () => {
-    await expectEveryWriteAnswered(WRITES, leaseFor);
+    await expectEveryCallAnswered(WRITES, leaseFor);
+  });
+
+  it('answers any read over tRPC with a client error or success', async () => {
+    await expectEveryCallAnswered(READS, leaseFor);
   });
 
   it('answers any plain HTTP worker call with a client error or success', async () => {
