@@ -1,3 +1,5 @@
+import type { RunConfig } from '../config.ts';
+import { startCpuMeter } from '../cpu-meter.ts';
 import { percentile, waitUntil } from '../stats.ts';
 import type { FlowChild, FlowsUnderTest, QueueUnderTest } from '../systems/types.ts';
 import type { Measurement, Scenario } from './types.ts';
@@ -113,9 +115,9 @@ class FlowTracker {
  * `children` children each are enqueued one after the other, each in one call. Figures: children drained per
  * second, from the first flow's enqueue to the last child's end (its handler, which returns at once); and per
  * parent, the time from its last child's end to its own handler's start (p50 over the parents, and max); and the
- * mean time of one flow's enqueue call, the consumers running meanwhile. Every run checks that each child and each
- * parent ran exactly once, that each parent read all its children's results, and that the store shows them all
- * completed.
+ * mean time of one flow's enqueue call, the consumers running meanwhile; with `--cpu`, CPU per child over the
+ * enqueues and the drain. Every run checks that each child and each parent ran exactly once, that each parent read
+ * all its children's results, and that the store shows them all completed.
  * - `wide`: one parent with 1,000 children.
  * - `many`: 100 parents with 10 children each.
  */
@@ -132,10 +134,11 @@ export function flowsScenario(shape: FlowsShape): Scenario {
     needs: 'flows',
     systems: FLOWS_SYSTEMS,
     rows: () => rows,
-    async run(queue: QueueUnderTest): Promise<Measurement[]> {
+    async run(queue: QueueUnderTest, config: RunConfig): Promise<Measurement[]> {
       const flows = queue.flows as FlowsUnderTest;
       const tracker = new FlowTracker(parents, children);
       const consumer = await flows.consume({ children: FLOWS_CONCURRENCY, parents: FLOWS_PARENT_CONCURRENCY }, tracker);
+      const cpu = startCpuMeter(config.cpu);
       let started: number;
       let enqueued: number;
       try {
@@ -146,6 +149,7 @@ export function flowsScenario(shape: FlowsShape): Scenario {
       } finally {
         await consumer.stop();
       }
+      const cpuPerJob = cpu.perJob(parents * children);
       await waitUntil(async () => (await flows.countCompleted()) >= parents * (children + 1), 30_000, 100).catch(
         () => undefined,
       );
@@ -163,6 +167,7 @@ export function flowsScenario(shape: FlowsShape): Scenario {
         concurrency: FLOWS_CONCURRENCY,
         value: figures[figure],
         unit: unitOf(figure),
+        ...(cpuPerJob && figure === 'children drained' ? { cpuPerJob } : {}),
       }));
     },
   };
