@@ -78,12 +78,24 @@ export function describeTarget(connection: { connectionString?: string; host?: s
 
 /** Whether `error` (as `toWorkqError` left it) is an insert's failure on a job id already taken: `jobs_pkey`. */
 export function isTakenJobId(error: unknown): boolean {
+  return isUniqueViolationOf(error, 'jobs_pkey');
+}
+
+/**
+ * Whether `error` (as `toWorkqError` left it) is an insert's failure on a job id or an idempotency key already
+ * taken: `jobs_pkey` or `jobs_idempotency_idx`.
+ */
+export function isTakenJobIdOrKey(error: unknown): boolean {
+  return isUniqueViolationOf(error, 'jobs_pkey') || isUniqueViolationOf(error, 'jobs_idempotency_idx');
+}
+
+function isUniqueViolationOf(error: unknown, constraint: string): boolean {
   const cause = error instanceof WorkqError ? error.cause : error;
   return (
     typeof cause === 'object' &&
     cause !== null &&
     errorCode(cause) === '23505' &&
     'constraint' in cause &&
-    cause.constraint === 'jobs_pkey'
+    cause.constraint === constraint
   );
 }

@@ -1,7 +1,7 @@
 import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
-import { isTakenJobId } from './errors.ts';
+import { isTakenJobIdOrKey } from './errors.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { type ChildRow, type JobRow, toChildOutcome, toJobRecord, toJsonText } from './records.ts';
 import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
@@ -35,9 +35,9 @@ export function readiedParents(rows: readonly { readied?: string | null }[]): st
 }
 
 /**
- * `FlowStore.insertFlow`: the whole flow in one statement (`insertFlowSql`), one round trip. When it inserted
- * nothing because the root's key is taken, or it failed on a taken id, `insertFlowStepwise` answers as the
- * contract says (the key's holder, or the failure).
+ * `FlowStore.insertFlow`: the whole flow in one statement (`insertFlowSql`), one round trip. When it failed on
+ * the root's key or an id already taken, `insertFlowStepwise` answers as the contract says (the key's holder,
+ * or the failure).
  */
 export async function insertFlow(
   client: SqlClient,
@@ -52,11 +52,10 @@ export async function insertFlow(
       root.idempotencyExpiresAt?.toISOString() ?? null,
       root.idempotencyUntilFinished ?? false,
     ];
-    const params = [...flowJobParams(jobs), ...key];
-    const [inserted] = await client.query<{ created: boolean }>(sql.flows.insertFlow, params);
-    if (inserted?.created) return { job: flowRecord(root), created: true };
+    await client.query(sql.flows.insertFlow, [...flowJobParams(jobs), ...key]);
+    return { job: flowRecord(root), created: true };
   } catch (error) {
-    if (!isTakenJobId(error)) throw error;
+    if (!isTakenJobIdOrKey(error)) throw error;
   }
   return insertFlowStepwise(client, sql, jobs);
 }
@@ -131,9 +130,14 @@ async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: re
   await db.query(sql.insertFlowJobs, flowJobParams(jobs));
 }
 
-/** The parameters $1…$18 of `insertFlowJobsSql` for `jobs`: one text array per field. */
-function flowJobParams(jobs: readonly NewJob[]): (string | null)[][] {
+/**
+ * The parameters $1…$18 of `insertFlowJobsSql` for `jobs`: one array per field, each value as text; a field
+ * no job has (a replayed job, a trace context, a group, a time limit) as one `NULL` for the whole array.
+ */
+function flowJobParams(jobs: readonly NewJob[]): ((string | null)[] | null)[] {
   const column = (value: (job: NewJob) => string | null) => jobs.map(value);
+  const unlessAllNull = (value: (job: NewJob) => string | null) =>
+    jobs.some((job) => value(job) !== null) ? jobs.map(value) : null;
   return [
     column((job) => job.id),
     column((job) => job.name),
@@ -146,13 +150,13 @@ function flowJobParams(jobs: readonly NewJob[]): (string | null)[][] {
     column((job) => String(job.maxAttempts)),
     column((job) => toJsonText(job.backoff)),
     column((job) => String(job.leaseMs)),
-    column((job) => job.replayOf),
-    column((job) => (job.traceContext === null ? null : JSON.stringify(job.traceContext))),
-    column((job) => job.group ?? null),
+    unlessAllNull((job) => job.replayOf),
+    unlessAllNull((job) => (job.traceContext === null ? null : JSON.stringify(job.traceContext))),
+    unlessAllNull((job) => job.group ?? null),
     column((job) => job.parentId ?? null),
     column((job) => job.onFailure ?? null),
     column((job) => String(job.pendingChildren ?? 0)),
-    column((job) => (job.timeoutMs == null ? null : String(job.timeoutMs))),
+    unlessAllNull((job) => (job.timeoutMs == null ? null : String(job.timeoutMs))),
   ];
 }
 
