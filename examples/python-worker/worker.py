@@ -12,7 +12,9 @@ It runs `sendEmail` jobs through the queue server's plain HTTP API
 - or, when the handler raises RetryLater or RateLimited, puts the job back
   without counting the attempt: to run again later (POST /v1/job/{id}/snooze),
   or holding the whole job type on every worker (POST /v1/job/{id}/rate-limited),
-- on SIGTERM or Ctrl-C, finishes the job in hand, claims no more and exits 0.
+- on SIGTERM or Ctrl-C, finishes the job in hand, claims no more and exits 0:
+  a claim waiting for work answers at once (POST /v1/workers/{id}/stop-waiting),
+  with the job the server may just have handed it, which runs first.
 
 Settings come from the environment:
   WORKQ_URL       the server, e.g. http://127.0.0.1:4000
@@ -31,6 +33,7 @@ import threading
 import time
 import traceback
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -89,6 +92,10 @@ class Client:
             body["leaseMs"] = lease_ms
         # The server may hold a claim up to wait_ms before answering.
         return self.call("POST", f"/v1/jobs/{JOB_NAME}/claim", body, timeout_s=wait_ms / 1000 + 30)["jobs"]
+
+    def stop_waiting(self, worker_id):
+        """Ends this worker's claims waiting on the server: each answers at once, with any job handed to it."""
+        return self.call("POST", f"/v1/workers/{urllib.parse.quote(worker_id, safe='')}/stop-waiting")
 
     def complete(self, job, result):
         self.call("POST", f"/v1/job/{job['id']}/complete", {"leaseToken": job["leaseToken"], "result": result})
@@ -219,9 +226,17 @@ def main():
 
     stopping = threading.Event()
 
+    def end_waiting_claim():
+        try:
+            client.stop_waiting(worker_id)
+        except (WorkqError, OSError) as error:
+            log(f"the waiting claim could not be ended ({error}); it ends within {wait_ms} ms")
+
     def stop(signum, _frame):
         log(f"{signal.Signals(signum).name}: finishing the job in hand, then exiting")
         stopping.set()
+        # From another thread: this one may be inside the claim's long poll, which then answers at once.
+        threading.Thread(target=end_waiting_claim, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

@@ -159,6 +159,30 @@ describe('the plain HTTP worker API', () => {
     expect((await statusOf(id)).error).toMatchObject({ message: 'mailbox full' });
   });
 
+  it("ends a closing worker's waiting claims at once, only those of types its token may consume", async () => {
+    const claim = (token: string, name: string) =>
+      call(token, 'POST', `/v1/jobs/${name}/claim`, { workerId: 'closing', maxVersion: 1, waitMs: 20_000 });
+    const startedMs = Date.now();
+    const emails = claim(WORKER, 'sendEmail');
+    const reports = claim(REPORTS, 'generateReport');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = await call(PRODUCER, 'POST', '/v1/workers/closing/stop-waiting');
+    expect(refused).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN' } } });
+
+    expect(await call(WORKER, 'POST', '/v1/workers/closing/stop-waiting')).toEqual({
+      status: 200,
+      body: { claims: 1 },
+    });
+    expect(await emails).toEqual({ status: 200, body: { jobs: [] } });
+    expect(Date.now() - startedMs).toBeLessThan(10_000);
+    // The other type's claim is not the caller's to end: it still waits, until its own worker's token ends it.
+    const stillWaiting = await Promise.race([reports.then(() => false), new Promise((r) => setTimeout(r, 300, true))]);
+    expect(stillWaiting).toBe(true);
+    expect((await call(REPORTS, 'POST', '/v1/workers/closing/stop-waiting')).body).toEqual({ claims: 1 });
+    expect((await reports).body).toEqual({ jobs: [] });
+    expect((await call(WORKER, 'POST', '/v1/workers/%ZZ/stop-waiting')).body.error.code).toBe('VALIDATION');
+  });
+
   it('holds each call to the scopes the tRPC procedures ask for', async () => {
     const id = await enqueue(email('scope@example.com'));
     const claimOther = await call(WORKER, 'POST', '/v1/jobs/generateReport/claim', { workerId: 'w', maxVersion: 1 });
@@ -227,6 +251,21 @@ describe('a Python worker with only the standard library', () => {
     const [code] = await once(worker, 'exit');
     expect(code, worker.output()).toBe(0);
     expect(await statusOf(last)).toMatchObject({ state: 'completed', attempts: 1 });
+  });
+
+  it('exits on SIGTERM at once while its claim waits for work, not once the long poll ends', async () => {
+    const worker = processes.spawn('python3', ['examples/python-worker/worker.py'], {
+      env: { WORKQ_URL: server.url, WORKQ_TOKEN: WORKER, WORKQ_WAIT_MS: '25000' },
+    });
+    const ran = await enqueue(email('first@example.com'));
+    await until(ran, (status) => status.state === 'completed');
+    // Its next claim is waiting now: a SIGTERM ends it on the server, and the worker exits.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const signalledMs = Date.now();
+    processes.signal(worker, 'SIGTERM');
+    const [code] = await once(worker, 'exit');
+    expect(code, worker.output()).toBe(0);
+    expect(Date.now() - signalledMs, worker.output()).toBeLessThan(10_000);
   });
 
   it('puts a job back to run later, or holds the type after a 429, without counting the attempt', async () => {

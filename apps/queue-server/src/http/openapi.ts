@@ -182,6 +182,23 @@ const JOB_PATHS: Record<string, Schema> = {
       },
     },
   ),
+  '/v1/workers/{workerId}/stop-waiting': {
+    post: {
+      operationId: 'stopWaiting',
+      summary: "End a closing worker's waiting claims",
+      description:
+        "For a worker that is closing: its claims waiting on this server answer at once, with any job handed to them meanwhile (run it before exiting), and its claims arriving in the next seconds do not wait. Needs a `consume:` scope; only claims of types the token may consume are touched. `claims` counts the worker's claims that were in progress on this server.",
+      parameters: [{ name: 'workerId', in: 'path', required: true, schema: { type: 'string', maxLength: 64 } }],
+      responses: {
+        '200': answer('How many of its claims were in progress here.', {
+          type: 'object',
+          required: ['claims'],
+          properties: { claims: { type: 'integer' } },
+        }),
+        ...ERRORS,
+      },
+    },
+  },
   '/v1/job/{id}/cancel': {
     post: {
       operationId: 'cancel',

@@ -22,6 +22,7 @@ import {
   rateLimitedRoute,
   snoozeRoute,
   statusRoute,
+  stopWaitingRoute,
 } from './worker-routes.ts';
 
 export { sendJson } from './json-api.ts';
@@ -56,6 +57,13 @@ const ROUTES: readonly Route[] = [
     serve: rateLimitedRoute,
   },
   { method: 'POST', pattern: /^\/v1\/job\/([^/]+)\/cancel$/, kind: 'write', body: false, serve: cancelRoute },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/workers\/([^/]+)\/stop-waiting$/,
+    kind: 'write',
+    body: false,
+    serve: stopWaitingRoute,
+  },
 ];
 
 /**

@@ -4,7 +4,7 @@ import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
 import type { ServerServices } from '../app/services.ts';
-import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope } from '../auth.ts';
+import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
 import { abortOnClose, readJsonBody } from './json-api.ts';
 
@@ -190,6 +190,18 @@ export async function rateLimitedRoute({ req, services, principal, param }: Rest
   const body = await readJsonBody(req, SMALL_BODY_BYTES, rateLimitedBody, expected);
   const { heldUntil } = await services.engine.rateLimited({ id, leaseToken: body.leaseToken }, body.holdMs);
   return { status: 200, body: { heldUntil: heldUntil.toISOString() } };
+}
+
+/**
+ * `POST /v1/workers/{workerId}/stop-waiting`: for a closing worker, as `consumer.stopWaiting`: its claims waiting
+ * on this server answer at once (with any job handed to them meanwhile, which it should run before it exits),
+ * and its claims arriving in the next seconds do not wait. Only claims of types the token may consume are
+ * touched; `claims` says how many of the worker's claims were in progress here.
+ */
+export async function stopWaitingRoute({ services, principal, param }: RestCall): Promise<RestAnswer> {
+  requireSomeConsumeScope(principal);
+  const workerId = parseParam(storableText(1, 64), param, 'worker id');
+  return { status: 200, body: { claims: services.dispatcher.stopWaiting(workerId, stopScopeOf(principal)) } };
 }
 
 /** `GET /v1/job/{id}`: the job's status. */
