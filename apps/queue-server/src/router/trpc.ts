@@ -44,16 +44,6 @@ const t = initTRPC.context<RequestContext>().create({
   },
 });
 
-/** Turns a thrown `WorkqError` into the tRPC error of its code, so the HTTP status matches. */
-const mapErrors = t.middleware(async ({ next }) => {
-  const result = await next();
-  if (!result.ok && result.error.cause instanceof WorkqError && result.error.code === 'INTERNAL_SERVER_ERROR') {
-    const cause = result.error.cause;
-    throw new TRPCError({ code: STATUS_OF_ERROR[cause.code].trpc, message: cause.message, cause });
-  }
-  return result;
-});
-
 /** Hands procedures the server's services (built into every context by the server) and the caller's principal. */
 const authenticate = t.middleware(async ({ ctx, next }) => {
   const { services } = ctx as ServerContext;
@@ -67,29 +57,34 @@ const authenticate = t.middleware(async ({ ctx, next }) => {
 const READ_ONLY_ADMIN_MUTATIONS: ReadonlySet<string> = new Set(['admin.checkPayload']);
 
 /**
- * The audit trail (audit-log.ts), written once for every procedure and every
- * path to it (tRPC, the dashboard, the CLI): a call refused for who made it
- * (`UNAUTHORIZED`, `FORBIDDEN`), and each admin action with its target and
- * outcome.
+ * Every call's outcome, seen once, in one middleware rather than two (each costs every request a copy of its
+ * options): first the audit trail (audit-log.ts), written once for every procedure and every path to it
+ * (tRPC, the dashboard, the CLI): a call refused for who made it (`UNAUTHORIZED`, `FORBIDDEN`), and each admin
+ * action with its target and outcome; then a thrown `WorkqError` turned into the tRPC error of its code, so
+ * the HTTP status matches.
  */
-const audit = t.middleware(async ({ ctx, path, type, getRawInput, next }) => {
+const auditAndMapErrors = t.middleware(async ({ ctx, path, type, getRawInput, next }) => {
   const result = await next();
   const logger = (ctx as Partial<ServerContext>).services?.options.logger;
-  if (!logger) return result;
   const error = result.ok ? undefined : result.error;
   const cause = error?.cause instanceof WorkqError ? error.cause : undefined;
-  const refusal = cause?.code ?? error?.code;
-  if (refusal === 'UNAUTHORIZED' || refusal === 'FORBIDDEN') {
-    const detail = refusalDetail(error?.message ?? '', ctx.authorization);
-    logAuthFailure(logger, currentRequest(), { action: path, reason: refusal, detail });
-  } else if (type === 'mutation' && path.startsWith('admin.') && !READ_ONLY_ADMIN_MUTATIONS.has(path)) {
-    const target = targetOf(await getRawInput().catch(() => undefined));
-    const outcome = result.ok ? 'ok' : (cause?.code ?? result.error.code);
-    logAdminAction(logger, currentRequest(), { action: path, target, outcome });
+  if (logger) {
+    const refusal = cause?.code ?? error?.code;
+    if (refusal === 'UNAUTHORIZED' || refusal === 'FORBIDDEN') {
+      const detail = refusalDetail(error?.message ?? '', ctx.authorization);
+      logAuthFailure(logger, currentRequest(), { action: path, reason: refusal, detail });
+    } else if (type === 'mutation' && path.startsWith('admin.') && !READ_ONLY_ADMIN_MUTATIONS.has(path)) {
+      const target = targetOf(await getRawInput().catch(() => undefined));
+      const outcome = result.ok ? 'ok' : (cause?.code ?? result.error.code);
+      logAdminAction(logger, currentRequest(), { action: path, target, outcome });
+    }
+  }
+  if (cause && error?.code === 'INTERNAL_SERVER_ERROR') {
+    throw new TRPCError({ code: STATUS_OF_ERROR[cause.code].trpc, message: cause.message, cause });
   }
   return result;
 });
 
 export const router = t.router;
-export const publicProcedure = t.procedure.use(mapErrors).use(audit);
+export const publicProcedure = t.procedure.use(auditAndMapErrors);
 export const authedProcedure = publicProcedure.use(authenticate);
