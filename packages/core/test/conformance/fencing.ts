@@ -145,6 +145,35 @@ export function registerFencingTests(ctx: SuiteContext): void {
     expect((await engine.get(short.id)).state).toBe('active');
   });
 
+  it('one batch of acks from two claims completes each job under its own lease with its own result', async () => {
+    const name = ctx.jobName('complete-two-claims');
+    const { engine, store } = ctx.engine();
+    await engine.enqueueMany([1, 2, 3, 4].map((n) => ({ name, version: 1, payload: { n } })));
+    const [a, b] = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'w1' });
+    const [c, d] = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'w2' });
+    expect(a && b && c && d).toBeTruthy();
+    const outcomes = await engine.completeMany([
+      { ...a!, result: 'a' },
+      { ...c!, result: { c: true } },
+      { ...b! },
+      { id: d!.id, leaseToken: a!.leaseToken, result: 'forged' },
+    ]);
+    expect(outcomes).toEqual([
+      { id: a!.id, ok: true, repeated: false },
+      { id: c!.id, ok: true, repeated: false },
+      { id: b!.id, ok: true, repeated: false },
+      { id: d!.id, ok: false, repeated: false },
+    ]);
+    expect(await store.getJob(a!.id)).toMatchObject({ state: 'completed', result: 'a', leaseToken: a!.leaseToken });
+    expect(await store.getJob(c!.id)).toMatchObject({
+      state: 'completed',
+      result: { c: true },
+      leaseToken: c!.leaseToken,
+    });
+    expect(await store.getJob(b!.id)).toMatchObject({ state: 'completed', result: null, leaseToken: b!.leaseToken });
+    expect(await store.getJob(d!.id)).toMatchObject({ state: 'active', leaseToken: d!.leaseToken });
+  });
+
   it('one batch of acks carrying a job’s expired lease and its current one completes it for the current one only', async () => {
     const name = ctx.jobName('complete-superseded');
     const { engine, store, clock } = ctx.engine();

@@ -108,6 +108,53 @@ export function registerTimeLimitTests(ctx: SuiteContext): void {
     expect((await engine.get(id)).error).toMatchObject({ code: 'LEASE_EXPIRED', attempt: 1 });
   });
 
+  it('a claim of jobs with their own lease lengths and time limits stores each lease and deadline as handed', async () => {
+    const name = ctx.jobName('mixed-limits');
+    const { engine, clock } = ctx.engine();
+    // Each claim takes two jobs: one lease length and two time limits, then two lease lengths and one limit.
+    const claims = [
+      [
+        { options: { leaseMs: 5_000 }, leaseMs: 5_000, deadlineMs: null },
+        { options: { leaseMs: 5_000, timeoutMs: 2_000 }, leaseMs: 2_000, deadlineMs: 2_000 },
+      ],
+      [
+        { options: { leaseMs: 9_000, timeoutMs: 8_000 }, leaseMs: 8_000, deadlineMs: 8_000 },
+        { options: { leaseMs: 3_000, timeoutMs: 8_000 }, leaseMs: 3_000, deadlineMs: 8_000 },
+      ],
+    ];
+    for (const jobs of claims) {
+      const ids: string[] = [];
+      for (const { options } of jobs) ids.push((await engine.enqueue({ name, version: 1, payload: {}, options })).id);
+      clock.advance(10);
+      const claimedAtMs = clock.now().getTime();
+      const leases = await engine.claim({ name, maxVersion: 1, limit: jobs.length, workerId: 'w1' });
+      expect(leases.map((lease) => lease.id)).toEqual(ids);
+      for (const [i, { leaseMs, deadlineMs }] of jobs.entries()) {
+        const stored = await ctx.store.getJob(ids[i] as string);
+        expect(leases[i]?.leaseExpiresAtMs, `${ids[i]} as handed`).toBe(claimedAtMs + leaseMs);
+        expect(stored?.leaseExpiresAt?.getTime(), `${ids[i]} as stored`).toBe(claimedAtMs + leaseMs);
+        expect(stored?.attemptDeadline?.getTime() ?? null, `${ids[i]}'s deadline`).toBe(
+          deadlineMs === null ? null : claimedAtMs + deadlineMs,
+        );
+      }
+    }
+
+    // Jobs that share their limits, under a claim's own lease length: shorter than the limit, then longer.
+    const shared = { leaseMs: 5_000, timeoutMs: 2_000 };
+    for (const claimLeaseMs of [1_500, 4_000]) {
+      const { id } = await engine.enqueue({ name, version: 1, payload: {}, options: shared });
+      clock.advance(10);
+      const atMs = clock.now().getTime();
+      const [lease] = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'w1', leaseMs: claimLeaseMs });
+      expect(lease?.id).toBe(id);
+      const stored = await ctx.store.getJob(id);
+      const expiryMs = atMs + Math.min(claimLeaseMs, shared.timeoutMs);
+      expect(lease?.leaseExpiresAtMs).toBe(expiryMs);
+      expect(stored?.leaseExpiresAt?.getTime()).toBe(expiryMs);
+      expect(stored?.attemptDeadline?.getTime()).toBe(atMs + shared.timeoutMs);
+    }
+  });
+
   it('a time limit out of bounds is refused and nothing is stored', async () => {
     const name = ctx.jobName('time-limit-bounds');
     const { engine } = ctx.engine();

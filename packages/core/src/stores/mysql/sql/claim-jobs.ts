@@ -49,11 +49,6 @@ async function claimJobsUnless(
     if (heldBack && Number(locked[0]?.held) === 1) return null;
   }
   if (locked.length === 0) return [];
-  await leaseJobs(
-    c,
-    t,
-    locked.map((row) => String(row.id)),
-    request,
-  );
+  await leaseJobs(c, t, locked, request);
   return locked.map((row) => claimedRecord(row, request));
 }

@@ -56,12 +56,7 @@ export async function claimLimitedJobs(c: PoolConnection, t: Tables, request: Cl
     : { rows: await lockReadyJobs(c, t, request, room, settings.concurrency), cursor: groupCursor };
   if (picked.rows.length === 0) return { jobs: [], paused: false, nextStartAt: null };
   // The rows stay locked by this transaction, so they are leased as read.
-  await leaseJobs(
-    c,
-    t,
-    picked.rows.map((r) => String(r.id)),
-    request,
-  );
+  await leaseJobs(c, t, picked.rows, request);
   const started = afterStarts(settings, rate, picked.rows.length, nowMs);
   // Only a rate limit's log and the cursor change: a claim under a concurrency limit alone writes nothing more.
   if (settings.rateLimit !== null || turns) {

@@ -2,6 +2,8 @@
  * Complete held jobs: `Store.completeJobs` for a batch that names each job once. One fenced `UPDATE`, outside
  * any transaction, completes every ack whose token still holds its job (`active`, that token, the lease
  * unexpired at `now`), each with its own result; `also`, when given, is one more condition a job must meet.
+ * A token or a result that every ack of the batch shares (the acks of one claim, results of one shape) is one
+ * value in the statement, not a `CASE` over the ids, which the server would evaluate for every row.
  *
  * Takes the acks (id, lease token, result), `now` and `also`. Returns the ids completed, in the acks' order;
  * an ack whose lease is gone changes nothing. When the update matched every ack, each was completed by it and
@@ -26,24 +28,43 @@ export async function completeHeldJobs(
   also?: string,
 ): Promise<string[]> {
   const ids = jobs.map((job) => job.id);
-  const byId = `CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END`;
-  const tokens = jobs.flatMap((job) => [job.id, job.leaseToken]);
+  const result = valueById(
+    ids,
+    jobs.map((job) => writeJson(job.result)),
+  );
+  const token = valueById(
+    ids,
+    jobs.map((job) => job.leaseToken),
+  );
   const at = sqlDate(now);
   const { affectedRows } = await execute(
     pool,
     `UPDATE ${t.jobs} FORCE INDEX (PRIMARY)
-       SET state = 'completed', result = ${byId}, ${END_LEASE_KEEPING_TOKEN}, finished_at = ?, updated_at = ?
-       WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? AND lease_token = ${byId}
+       SET state = 'completed', result = ${result.sql}, ${END_LEASE_KEEPING_TOKEN}, finished_at = ?, updated_at = ?
+       WHERE id IN (?) AND state = 'active' AND lease_expires_at > ? AND lease_token = ${token.sql}
          ${also === undefined ? '' : `AND ${also}`}`,
-    [...jobs.flatMap((job) => [job.id, writeJson(job.result)]), at, at, ids, at, ...tokens],
+    [...result.values, at, at, ids, at, ...token.values],
   );
   if (affectedRows === ids.length) return ids;
   if (affectedRows === 0) return [];
   const completed = await selectRows(
     pool,
-    `SELECT id FROM ${t.jobs} WHERE id IN (?) AND state = 'completed' AND finished_at = ? AND lease_token = ${byId}`,
-    [ids, at, ...tokens],
+    `SELECT id FROM ${t.jobs} WHERE id IN (?) AND state = 'completed' AND finished_at = ? AND lease_token = ${token.sql}`,
+    [ids, at, ...token.values],
   );
   const done = new Set(completed.map((row) => String(row.id)));
   return ids.filter((id) => done.has(id));
+}
+
+/**
+ * The value of each job, `values[i]` for `ids[i]`, as an SQL expression with its parameters: the one value when
+ * all are equal, else a `CASE` over the row's id.
+ */
+function valueById(ids: readonly string[], values: readonly string[]): { sql: string; values: string[] } {
+  const first = values[0] as string;
+  if (values.every((value) => value === first)) return { sql: '?', values: [first] };
+  return {
+    sql: `CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END`,
+    values: ids.flatMap((id, i) => [id, values[i] as string]),
+  };
 }
