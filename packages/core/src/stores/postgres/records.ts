@@ -42,9 +42,10 @@ const selectList = (fields: readonly string[]) => fields.map((field) => `j.${fie
 export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
 
 /** A job error as jsonb holds it: its time as text. */
-type StoredJobError = Omit<JobError, 'at'> & { at: string };
+export type StoredJobError = Omit<JobError, 'at'> & { at: string };
 
-function readError(error: StoredJobError): JobError {
+/** A stored error as the engine takes it. */
+export function readError(error: StoredJobError): JobError {
   return { ...error, at: new Date(error.at) };
 }
 
