@@ -93,6 +93,26 @@ describe('TokenAuthority with a token secret', () => {
       message: expect.stringMatching(/carries no scopes/),
     });
   });
+
+  it('refuses a token whose nbf or exp no date can hold as UNAUTHORIZED, saying why without the date', async () => {
+    const key = new TextEncoder().encode(SECRET);
+    const notYet = await new SignJWT({ scope: 'admin', nbf: 2 ** 53 })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('1m')
+      .sign(key);
+    await expect(authority.authenticate(`Bearer ${notYet}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: 'The bearer token is not valid yet: check the clock of the service that issued it.',
+    });
+    const expired = await new SignJWT({ scope: 'admin' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime(-(2 ** 53))
+      .sign(key);
+    await expect(authority.authenticate(`Bearer ${expired}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: expect.stringMatching(/^The bearer token expired\. /),
+    });
+  });
 });
 
 /** A token signed with SECRET, with exactly these claims (times in seconds from now; `iat: null` leaves it out). */

@@ -186,7 +186,7 @@ function refusal(error: unknown, policy: SignedTokenPolicy): string {
 
 /** ` at <ISO time>` for a NumericDate claim, or nothing when it is not a usable number. */
 function at(seconds: unknown, word = ' at'): string {
-  return typeof seconds === 'number' && Number.isFinite(seconds)
-    ? `${word} ${new Date(seconds * 1000).toISOString()}`
-    : '';
+  // A claim is whatever the token says: a number past the range of dates is left out of the message.
+  const date = typeof seconds === 'number' ? new Date(seconds * 1000) : undefined;
+  return date && !Number.isNaN(date.getTime()) ? `${word} ${date.toISOString()}` : '';
 }
