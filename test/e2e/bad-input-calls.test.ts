@@ -1,6 +1,6 @@
 import type { QueueServer } from '@workq/queue-server';
 import fc from 'fast-check';
-import { afterAll, beforeAll, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   applyEdits,
   bodyText,
@@ -233,6 +233,55 @@ await describeEachStore(IN_PROCESS_STORES, 'bad input to more calls over $label'
         expectClientAnswer(await send({ method, path: url, body, ...sent }), `${method} ${url} ${body?.slice(0, 300)}`);
       }),
       { numRuns: RUNS },
+    );
+    await expectStillServing();
+  });
+
+  /** The start of an event stream at `path`: its status and text, up to its first batch or a refusal, or 500 ms. */
+  const streamStart = async (path: string, sent: { token?: string | undefined }) => {
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), 500);
+    const headers: Record<string, string> = sent.token === undefined ? {} : { authorization: `Bearer ${sent.token}` };
+    try {
+      const response = await fetch(`${server.url}${path}`, { headers, signal: stop.signal });
+      let text = '';
+      try {
+        const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+        const decoder = new TextDecoder();
+        while (!/\nid: |serialized-error/.test(text)) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += decoder.decode(value, { stream: true });
+        }
+      } catch (error) {
+        if (!stop.signal.aborted) throw error;
+      }
+      return { status: response.status, text };
+    } finally {
+      clearTimeout(timer);
+      stop.abort();
+    }
+  };
+
+  it('answers any event subscription with a stream, a refusal in it, or a client error', async () => {
+    const subscription = fc.record({
+      changes: editsOf({ name: 'sendEmail', lastEventId: 'x' }),
+      levels: fc.integer({ min: 60, max: 900 }),
+      token,
+    });
+    await fc.assert(
+      fc.asyncProperty(subscription, async ({ changes, levels, token: sentWith }) => {
+        const input = bodyText({ json: applyEdits({ name: 'sendEmail', lastEventId: 'x' }, changes) }, levels);
+        const path = `/trpc/events.watch?input=${encodeURIComponent(input)}`;
+        const answer = await streamStart(path, { token: sentWith });
+        expectClientAnswer(answer.status === 200 ? { ...answer, text: '' } : answer, path);
+        // A refusal inside the stream is the client's error too, with a workq code, never the server's fault.
+        if (answer.text.includes('serialized-error')) {
+          expect(answer.text, path).toMatch(/"workqCode":"[A-Z_]+"/);
+          expect(answer.text, path).not.toContain('INTERNAL_SERVER_ERROR');
+        }
+      }),
+      { numRuns: RUNS / 4 },
     );
     await expectStillServing();
   });
