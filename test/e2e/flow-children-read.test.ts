@@ -1,5 +1,4 @@
 import { defineCatalog, defineJob, FLOW_LIMITS } from '@workq/core';
-import { openStore, type Store } from '@workq/core/engine';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { createClient, type Worker } from '@workq/sdk';
 import { until } from '@workq/test-support';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient, rawFailure } from '../support/raw-client.ts';
-import { describeEachStore, E2E_STORES, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
+import { describeEachStore, type FreshStore, IN_PROCESS_STORES, serverStore } from '../support/stores.ts';
 
 /** A parent that sums what its children counted. */
 const jobs = defineCatalog({
@@ -190,70 +189,4 @@ describe("a resumed parent's read of a full page of children over pglite", () =>
       expect(rest).toMatchObject({ more: false, children: [{ result: { n: size - 1 } }] });
     }
   }, 90_000);
-});
-
-/** `store`, counting its calls of `listHeldChildren` (a store read of a held job's children after its claim). */
-function countingChildrenReads(store: Store): { store: Store; reads: () => number } {
-  let reads = 0;
-  const counted = new Proxy(store, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (key !== 'listHeldChildren' || typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        reads++;
-        return value.apply(target, args);
-      };
-    },
-  });
-  return { store: counted, reads: () => reads };
-}
-
-/** The PostgreSQL store, over its server and over PGlite: its plain claim reads a resumed job's children itself. */
-const CLAIM_READS_CHILDREN = E2E_STORES.filter((kind) => kind.label === 'postgres' || kind.label === 'pglite');
-
-await describeEachStore(CLAIM_READS_CHILDREN, "a resumed parent's claim over $label", ({ open }) => {
-  let target: FreshStore | undefined;
-  let store: Store | undefined;
-  let server: QueueServer;
-  let reads: () => number;
-
-  beforeAll(async () => {
-    target = await open();
-    const counting = countingChildrenReads(await openStore(target.url));
-    store = counting.store;
-    reads = counting.reads;
-    server = await startServer({ store, port: 0, jobs, logger: collectingLogger() });
-  });
-
-  afterAll(async () => {
-    await server?.close();
-    await store?.close();
-    await target?.drop();
-  });
-
-  it('brings its first page of children from the claim’s own store statement, with no read of its own', async () => {
-    const raw = rawClient(server.url);
-    const parent = await raw.jobs.enqueue.mutate({
-      name: 'sumCounts',
-      version: 1,
-      payload: { run: 'one-statement' },
-      children: [0, 1, 2].map((n) => ({ name: 'countItem', version: 1, payload: { n } })),
-    });
-    const children = await raw.consumer.claim.mutate({ name: 'countItem', maxVersion: 1, limit: 3, workerId: 'raw' });
-    await raw.consumer.complete.mutate({
-      items: children.jobs.map(({ id, leaseToken, payload }) => ({ id, leaseToken, result: payload })),
-    });
-    const claimed = await raw.consumer.claim.mutate({ name: 'sumCounts', maxVersion: 1, limit: 2, workerId: 'raw' });
-    expect(claimed.jobs.map((job) => job.id)).toEqual([parent.id]);
-    expect(claimed.jobs[0]?.children).toEqual({
-      more: false,
-      children: children.jobs.map(({ id, payload }) => ({
-        id,
-        name: 'countItem',
-        state: 'completed',
-        result: payload,
-      })),
-    });
-    expect(reads()).toBe(0);
-  });
 });

@@ -1,11 +1,5 @@
 import { type EnqueueOptions, FLOW_LIMITS, WorkqError } from '@workq/core';
-import {
-  type ChildInput,
-  type ClaimedJob,
-  childrenPageLimit,
-  type EnqueueResult,
-  type LeaseRef,
-} from '@workq/core/engine';
+import type { ChildInput, ClaimedJob, EnqueueResult, LeaseRef } from '@workq/core/engine';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -189,17 +183,15 @@ export async function waitForChildren(
  * `jobs`, each resumed one with the first page of its children (`ClaimedJob.children`), read under the lease its
  * claim just granted, as `consumer.children` would answer it: a worker then starts a parent's handler without a
  * round trip of its own. One answer carries at most `FLOW_LIMITS.statusChildren` children, as one page does,
- * shared evenly among its resumed jobs (`childrenPageLimit`); a page cut short says more follow, and the worker
- * reads the rest. A page the store's claim read already is kept; a page that cannot be read is left out, and
- * the worker reads it itself.
+ * shared evenly among its resumed jobs; a page cut short says more follow, and the worker reads the rest. A page
+ * that cannot be read is left out, and the worker reads it itself.
  */
 export async function withFirstChildren(services: ServerServices, jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
   const resumed = jobs.filter((job) => job.resumed);
-  const unread = resumed.filter((job) => job.children === undefined);
-  if (unread.length === 0) return jobs;
-  const limit = childrenPageLimit(resumed.length);
+  if (resumed.length === 0) return jobs;
+  const limit = Math.max(1, Math.floor(FLOW_LIMITS.statusChildren / resumed.length));
   await Promise.all(
-    unread.map(async (job) => {
+    resumed.map(async (job) => {
       const lease = { id: job.id, leaseToken: job.leaseToken };
       const page = await services.engine.flows.heldChildren(lease, { limit }).catch(() => undefined);
       if (page) job.children = page;

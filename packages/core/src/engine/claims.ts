@@ -1,7 +1,7 @@
 import { MAX_BATCH_SIZE, type TraceContext } from '../jobs.ts';
 import { constrains, type FlowControl } from './flow-control.ts';
 import type { FlowEndNotices } from './flow-end-notices.ts';
-import { type HeldChild, heldChild } from './flows.ts';
+import type { HeldChild } from './flows.ts';
 import { newLeaseToken } from './ids.ts';
 import { checkBatch, checkLeaseMs } from './input-checks.ts';
 import type { JobEventEmitter } from './job-events.ts';
@@ -52,10 +52,10 @@ export interface ClaimedJob {
   /** Set on a parent that has had children (a flow's, or its own `waitForChildren`'s): it runs after them. */
   resumed?: true;
   /**
-   * On a resumed job, when the store's claim or the server read them with it: the first page of its children, as
+   * On a resumed job, when the server read them with the claim: the first page of its children, as
    * `consumer.children` answers it (`Flows.heldChildren`; one claim's pages hold at most
-   * `FLOW_LIMITS.statusChildren` children together, `childrenPageLimit`), so the worker starts the handler
-   * without a request of its own. Absent: the worker reads them itself.
+   * `FLOW_LIMITS.statusChildren` children together), so the worker starts the handler without a request of its
+   * own. Absent: the worker reads them itself.
    */
   children?: { children: HeldChild[]; more: boolean };
   /** Set on a child in a flow: its parent's id. */
@@ -77,11 +77,10 @@ export function claimRequest(input: ClaimInput, now: Date): ClaimRequest {
 }
 
 /**
- * A leased job as the store returned it at `now`, with its payload decoded, as a consumer receives it, and the
- * first page of its children when the store read them with it. Built field by field, not by rest and spread: it
- * runs for every claimed job, where a spread copy is far slower.
+ * A leased job as the store returned it, with its payload decoded, as a consumer receives it. Built field by
+ * field, not by rest and spread: it runs for every claimed job, where a spread copy is far slower.
  */
-export function toClaimedJob(job: ClaimedRecord, now: Date): ClaimedJob {
+export function toClaimedJob(job: ClaimedRecord): ClaimedJob {
   const claimed: ClaimedJob = {
     id: job.id,
     name: job.name,
@@ -99,10 +98,6 @@ export function toClaimedJob(job: ClaimedRecord, now: Date): ClaimedJob {
   if (job.timeoutMs != null) claimed.timeoutMs = job.timeoutMs;
   if (job.childCount) claimed.resumed = true;
   if (job.parentId) claimed.parentId = job.parentId;
-  if (job.firstChildren) {
-    const { children, more } = job.firstChildren;
-    claimed.children = { children: children.map((child) => heldChild(child, now)), more };
-  }
   return claimed;
 }
 
@@ -163,7 +158,7 @@ export class Claims {
     await this.sweepExpiredLeases(now);
     const claimed = await this.claimFromStore(request, acks.length > 0 ? storedAcks(acks) : []);
     const outcomes = acks.length > 0 ? await this.leased.completed(acks, claimed.completed, now) : [];
-    const jobs = claimed.jobs.map((job) => toClaimedJob(job, now));
+    const jobs = claimed.jobs.map(toClaimedJob);
     this.events.started(jobs, now);
     return { outcomes, jobs, paused: claimed.paused, nextStartAt: claimed.nextStartAt };
   }

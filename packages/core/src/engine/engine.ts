@@ -195,7 +195,7 @@ export class Engine {
     if (!claimed) this.listeners.announce([record]);
     this.events.enqueued([record], now);
     const result = { id: record.id, created: true, state: visibleState(record, now) };
-    const claimedJob = claimed && toClaimedJob(claimed, now);
+    const claimedJob = claimed && toClaimedJob(claimed);
     if (claimedJob) this.events.started([claimedJob], now);
     return { result, claimed: claimedJob };
   }

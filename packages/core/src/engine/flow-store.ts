@@ -1,5 +1,23 @@
 import type { JobError } from '../jobs.ts';
-import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from './store-records.ts';
+import type { InsertOutcome, JobRecord, LeaseRef, NewJob, StoredState } from './store-records.ts';
+
+/**
+ * A child as its parent's handler reads it (`FlowStore.listHeldChildren`): only the fields `ctx.children` and
+ * `childResults` show, so a parent's thousand children cost no payloads, histories or settings.
+ */
+export interface ChildOutcome {
+  id: string;
+  name: string;
+  state: StoredState;
+  /** To tell a waiting child `scheduled` from `ready`. */
+  runAt: Date;
+  /** As `JobRecord.result` keeps it (`toStoredValue`'s encoding); `null` for none. */
+  result: unknown;
+  /** Its last error; `null` for none. */
+  error: JobError | null;
+  /** How many children it has had itself; 0 for none. */
+  childCount: number;
+}
 
 /**
  * Flows' part of the storage contract: a parent that waits for its children. Three operations of its own,

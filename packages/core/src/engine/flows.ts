@@ -221,8 +221,7 @@ export class Flows {
 /** A child as its parent's handler reads it (`Flows.heldChildren`): its state, and its result or last error. */
 export type HeldChild = Pick<JobStatus, 'id' | 'name' | 'state' | 'result' | 'error' | 'childCount'>;
 
-/** `child` at `now` as its parent's handler reads it. */
-export function heldChild(child: ChildOutcome, now: Date): HeldChild {
+function heldChild(child: ChildOutcome, now: Date): HeldChild {
   const held: HeldChild = { id: child.id, name: child.name, state: visibleState(child, now) };
   if (child.state === 'completed' && child.result !== null && child.result !== undefined) {
     held.result = fromStoredValue(child.result);

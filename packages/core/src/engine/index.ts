@@ -41,5 +41,4 @@ export type { SchemaLimits, SchemaRegistration } from './schema-registry.ts';
 export { DEFAULT_SCHEMA_LIMITS, fingerprintOf, SchemaRegistry } from './schema-registry.ts';
 export { toJobStatus, visibleState } from './status.ts';
 export type { CountScope, JobCount, JobRecord, LeaseRef, ListFilter, Store, WorkerPresence } from './store.ts';
-export { childrenPageLimit } from './store.ts';
 export { fromStoredValue, plainStoredBytesBound, toStoredText, toStoredValue } from './stored-value.ts';

@@ -3,7 +3,6 @@ import {
   type ChildFailurePolicy,
   type DebounceMode,
   FINISHED_STATES,
-  FLOW_LIMITS,
   type JobError,
   type JobState,
   type TraceContext,
@@ -100,54 +99,11 @@ export interface JobRecord {
 }
 
 /**
- * A child as its parent's handler reads it (`FlowStore.listHeldChildren`): only the fields `ctx.children` and
- * `childResults` show, so a parent's thousand children cost no payloads, histories or settings.
- */
-export interface ChildOutcome {
-  id: string;
-  name: string;
-  state: StoredState;
-  /** To tell a waiting child `scheduled` from `ready`. */
-  runAt: Date;
-  /** As `JobRecord.result` keeps it (`toStoredValue`'s encoding); `null` for none. */
-  result: unknown;
-  /** Its last error; `null` for none. */
-  error: JobError | null;
-  /** How many children it has had itself; 0 for none. */
-  childCount: number;
-}
-
-/**
- * The first page of a claimed job's children, read by the claim itself (`ClaimedRecord.firstChildren`): in
- * enqueue order, and whether more follow.
- */
-export interface FirstChildren {
-  children: ChildOutcome[];
-  more: boolean;
-}
-
-/**
- * How many children come with each resumed job of a claim that leased `resumed` of them: one answer carries at
- * most `FLOW_LIMITS.statusChildren` children, as one page does, shared evenly, at least one each.
- */
-export function childrenPageLimit(resumed: number): number {
-  return Math.max(1, Math.floor(FLOW_LIMITS.statusChildren / resumed));
-}
-
-/**
  * What a claim returns of each job it leased, in claim order: what a worker is handed. `childCount` is read for
  * a resumed parent and `parentId` for a child (the events of its attempt name its parent); both are columns of
  * the row the claim leases, so a job outside flows costs no read for them.
- *
- * `firstChildren`, optional: a store may read a resumed job's first page of children in the claim's own
- * statement, so its worker starts the handler without another store round trip. The page holds what
- * `FlowStore.listHeldChildren` would return of it (its fields, in enqueue order), at most
- * `childrenPageLimit(resumed)` children for a claim that leased `resumed` jobs with children. A store that
- * leaves it out has the page read after the claim.
  */
-export type ClaimedRecord = ClaimedColumns & { firstChildren?: FirstChildren };
-
-type ClaimedColumns = Pick<
+export type ClaimedRecord = Pick<
   JobRecord,
   | 'id'
   | 'name'

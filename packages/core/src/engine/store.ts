@@ -18,7 +18,7 @@ export type {
   QueueSettingsChange,
 } from './flow-control-store.ts';
 export { NO_GROUP } from './flow-control-store.ts';
-export type { FlowStore } from './flow-store.ts';
+export type { ChildOutcome, FlowStore } from './flow-store.ts';
 export { CHILD_FAILED_CODE, childFailedError, FLOW_CANCELLED_CODE, flowCancelledError } from './flow-store.ts';
 export type { JobStore } from './job-store.ts';
 export type { ClosableNotifier, CompleteAndClaim, Handoff, StoreNotifier } from './optional-parts.ts';
@@ -26,10 +26,8 @@ export type { RegistryStore, SchemaEntry, WorkerPresence, WorkerRoom } from './r
 export { WORKER_REGISTRY_BOUNDS } from './registry-store.ts';
 export type { ScheduleRun, ScheduleStore, StoredSchedule } from './schedule-store.ts';
 export type {
-  ChildOutcome,
   ClaimedRecord,
   ClaimRequest,
-  FirstChildren,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -40,7 +38,7 @@ export type {
   StoredState,
   SweptLease,
 } from './store-records.ts';
-export { childrenPageLimit, STORED_STATES } from './store-records.ts';
+export { STORED_STATES } from './store-records.ts';
 export type { UpkeepStore } from './upkeep-store.ts';
 
 /**

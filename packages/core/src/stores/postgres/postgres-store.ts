@@ -67,7 +67,7 @@ import {
   touchWorkers,
 } from './registries.ts';
 import { postgresSchedules } from './schedules.ts';
-import { type ClaimedRowWithChildren, claimedRecords, claimJobsSql, claimStatement } from './sql/claim-jobs.ts';
+import { type ClaimedRow, claimJobsSql, claimStatement, toClaimedRecord } from './sql/claim-jobs.ts';
 import { buildStatements, type Statements } from './statements.ts';
 import { VacuumPacer } from './vacuum-pacer.ts';
 
@@ -152,9 +152,9 @@ export class PostgresStore implements Store {
   async claimJobs(request: ClaimRequest): Promise<ClaimedRecord[]> {
     if (request.limit <= 0) return [];
     const { text, params } = claimStatement(this.claimSql.plain, request);
-    const rows = await this.client.query<ClaimedRowWithChildren>(text, params);
+    const rows = await this.client.query<ClaimedRow>(text, params);
     this.vacuums.noteChangedRows(rows.length);
-    return claimedRecords(rows, request);
+    return rows.map((row) => toClaimedRecord(row, request));
   }
 
   listQueueSettings(name?: string): Promise<QueueSettings[]> {
@@ -169,11 +169,11 @@ export class PostgresStore implements Store {
   async claimJobsUnlessHeld(request: ClaimRequest): Promise<ClaimedRecord[] | null> {
     if (request.limit <= 0) return [];
     const { text, params } = claimStatement(this.claimSql.unlessHeld, request);
-    const rows = await this.client.query<ClaimedRowWithChildren>(text, params);
+    const rows = await this.client.query<ClaimedRow>(text, params);
     // The row without an id: the type's settings held the claim back.
     if (rows[0] && rows[0].id === null) return null;
     this.vacuums.noteChangedRows(rows.length);
-    return claimedRecords(rows, request);
+    return rows.map((row) => toClaimedRecord(row, request));
   }
 
   async claimLimitedJobs(request: ClaimRequest): Promise<LimitedClaim> {

@@ -42,10 +42,9 @@ const selectList = (fields: readonly string[]) => fields.map((field) => `j.${fie
 export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
 
 /** A job error as jsonb holds it: its time as text. */
-export type StoredJobError = Omit<JobError, 'at'> & { at: string };
+type StoredJobError = Omit<JobError, 'at'> & { at: string };
 
-/** A stored error as the engine takes it. */
-export function readError(error: StoredJobError): JobError {
+function readError(error: StoredJobError): JobError {
   return { ...error, at: new Date(error.at) };
 }
 

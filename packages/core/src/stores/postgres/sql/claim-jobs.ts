@@ -1,16 +1,8 @@
-import {
-  type ChildOutcome,
-  type ClaimedRecord,
-  type ClaimRequest,
-  childrenPageLimit,
-  type FirstChildren,
-} from '../../../engine/store.ts';
-import { FLOW_LIMITS } from '../../../jobs.ts';
+import type { ClaimedRecord, ClaimRequest } from '../../../engine/store.ts';
 import { CLAIMED_JOB_COLUMNS } from '../../shared/claimed-columns.ts';
 import { leaseExpiry } from '../../shared/inserted-record.ts';
-import { engineState, type KeptState } from '../../shared/not-started.ts';
 import type { SqlStatement } from '../connection.ts';
-import { type JobRow, readError, type StoredJobError } from '../records.ts';
+import type { JobRow } from '../records.ts';
 
 /**
  * What every claim sets of a job's lease, in a function with the parameters `due_by` and `lease_ms_override`:
@@ -55,70 +47,14 @@ AS $body$ DECLARE moved integer; BEGIN
  * The plain claim: `claim_jobs`, or with `unlessHeld` its guard `claim_jobs_unless_held`
  * (sql/claim-jobs-unless-held.ts), which takes the same parameters and, when the type's settings hold its claims
  * back, returns one row without an id and leases nothing. Parameters: `claimParams`. The leased jobs come back
- * sorted into claim order, as `CLAIMED_JOB_COLUMNS`, each resumed one with its first children
- * (`firstChildrenColumn`), read in the same statement. Committed without waiting for the WAL flush (see
+ * sorted into claim order, as `CLAIMED_JOB_COLUMNS`. Committed without waiting for the WAL flush (see
  * `claim_jobs`): no guarantee rests on a claim's durability.
  */
 export function claimJobsSql(quotedSchema: string, unlessHeld: boolean): string {
   const fn = unlessHeld ? 'claim_jobs_unless_held' : 'claim_jobs';
-  return `SELECT ${claimedColumnsOf('j')}, ${firstChildrenColumn(quotedSchema, 'j')}
+  return `SELECT ${claimedColumnsOf('j')}
 FROM ${quotedSchema}.${fn}($1, $2::timestamptz, $3::int, $4::int, $5::int, $6, $7, $8::bigint) AS j
 ORDER BY j.priority DESC, j.order_key, j.order_tie`;
-}
-
-/**
- * The select-list column `first_children` of a job leased in `source`: for a job that has had children, a JSON
- * array of up to `FLOW_LIMITS.statusChildren` + 1 of them (one more than a page, to tell whether more follow), in
- * enqueue order (through `jobs_children_idx`), each `[id, name, state, run_at in epoch ms, result, error,
- * child_count]`, as `listHeldChildren` reads them; `NULL` for any other job, at the cost of one test. One JSON
- * value rather than a row per child: a page of a thousand children is parsed at once. Each job reads a whole
- * page, as sharing it among the claim's resumed jobs in SQL would cost every claim a window over its rows; the
- * pages are cut to their shares when read (`claimedRecords`).
- */
-function firstChildrenColumn(quotedSchema: string, source: string): string {
-  return `CASE WHEN ${source}.child_count > 0 THEN (
-    SELECT json_agg(json_build_array(k.id, k.name, k.state, extract(epoch FROM k.run_at) * 1000, k.result, k.error,
-      k.child_count) ORDER BY k.id)
-    FROM (SELECT c.id, c.name, c.state, c.run_at, c.result, c.error, c.child_count FROM ${quotedSchema}.jobs AS c
-      WHERE c.parent_id = ${source}.id ORDER BY c.id LIMIT ${FLOW_LIMITS.statusChildren + 1}) AS k) END AS first_children`;
-}
-
-/** One child of `first_children`: id, name, state, run_at (epoch ms), result, error, child_count. */
-type FirstChildCells = [string, string, KeptState, number, unknown, StoredJobError | null, number];
-
-/** A row of the plain claim: `ClaimedRow` with its first children. */
-export type ClaimedRowWithChildren = ClaimedRow & { first_children: FirstChildCells[] | null };
-
-/**
- * The jobs of a plain claim's `rows`, each resumed one with its share of the children read with it
- * (`childrenPageLimit`), and whether more follow.
- */
-export function claimedRecords(rows: readonly ClaimedRowWithChildren[], claim: ClaimRequest): ClaimedRecord[] {
-  const records = rows.map((row) => toClaimedRecord(row, claim));
-  const resumed = rows.filter((row) => row.first_children !== null).length;
-  if (resumed === 0) return records;
-  const page = childrenPageLimit(resumed);
-  rows.forEach((row, index) => {
-    const record = records[index] as ClaimedRecord;
-    if (row.first_children !== null) record.firstChildren = firstChildren(row.first_children, page);
-  });
-  return records;
-}
-
-/** The first `page` children of `cells`, and whether more follow. */
-function firstChildren(cells: readonly FirstChildCells[], page: number): FirstChildren {
-  const children = cells.slice(0, page).map(
-    ([id, name, state, runAtMs, result, error, childCount]): ChildOutcome => ({
-      id,
-      name,
-      state: engineState(state),
-      runAt: new Date(runAtMs),
-      result: result ?? null,
-      error: error === null ? null : readError(error),
-      childCount,
-    }),
-  );
-  return { children, more: cells.length > page };
 }
 
 /** A claim statement (`claimJobsSql`) with the parameters of `request`. */
