@@ -90,8 +90,14 @@ export interface CpuReading {
   background: Set<string>;
 }
 
-/** CPU time used so far by each group; `undefined` where `/proc` is missing. */
-export function readCpu(): CpuReading | undefined {
+/**
+ * CPU time used so far by each group; `undefined` where `/proc` is missing. A reading reads every process's
+ * times and the sockets of this process tree, which costs this process tens of milliseconds: its own time
+ * is read last in a span's first reading (`ownAt: 'last'`) and first in its last one (`'first'`), so that
+ * the meter's own work falls outside every span it measures and stays out of the `bench` column.
+ */
+export function readCpu(ownAt: 'first' | 'last' = 'first'): CpuReading | undefined {
+  const ownFirst = ownAt === 'first' ? readStat(String(process.pid)) : undefined;
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
@@ -119,7 +125,8 @@ export function readCpu(): CpuReading | undefined {
     if (inTree) tree.push(stat.pid);
     // An exited backend is counted on in its postmaster's time for waited-for children, so the
     // whole figure keeps the share of closed connections.
-    const group = stat.pid === process.pid ? 'bench' : inTree ? 'server' : WHOLE_COMMANDS[stat.command];
+    if (stat.pid === process.pid) continue;
+    const group = inTree ? 'server' : WHOLE_COMMANDS[stat.command];
     if (group) reading.whole[group] += stat.ticks * tickMs();
   }
   const key = (s: ProcessStat) => `${s.pid}:${s.startTicks}`;
@@ -136,6 +143,8 @@ export function readCpu(): CpuReading | undefined {
     if (backends.has(stat.pid)) reading.ownBackends.add(key(stat));
     else if (!postgresPids.has(stat.ppid) || !isClientBackend(readCmdline(stat.pid))) reading.background.add(key(stat));
   }
+  const own = ownFirst ?? readStat(String(process.pid));
+  reading.whole.bench = (own?.ticks ?? 0) * tickMs();
   return reading;
 }
 
@@ -166,10 +175,10 @@ export function cpuBetween(before: CpuReading, after: CpuReading): CpuTimes {
 
 /** Starts counting (when `enabled`); `perJob(jobs)` is each column's CPU since then, in µs per job. */
 export function startCpuMeter(enabled: boolean): { perJob(jobs: number): CpuTimes | undefined } {
-  const before = enabled ? readCpu() : undefined;
+  const before = enabled ? readCpu('last') : undefined;
   return {
     perJob(jobs) {
-      const after = before && readCpu();
+      const after = before && readCpu('first');
       if (!before || !after || jobs <= 0) return undefined;
       const ms = cpuBetween(before, after);
       return cpuTimes((column) => (ms[column] / jobs) * 1000);
