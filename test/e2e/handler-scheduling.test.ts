@@ -69,7 +69,8 @@ it.each([
 
 it('a handler that says rateLimited holds its type on every worker until the hold ends; another type keeps running', async () => {
   const sdk = createClient({ url: server.url, jobs: catalog });
-  const HOLD_MS = 800;
+  // Long enough that the other type's two jobs end within it on a loaded machine too.
+  const HOLD_MS = 2_000;
   let heldAtMs = 0;
   const starts: { n: number; atMs: number }[] = [];
   const handler: Handler<typeof catalog, 'callsUpstream'> = async (job, ctx) => {
