@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { WorkqError } from './errors.ts';
 import { checkJobId, newJobId } from './job-ids.ts';
@@ -26,5 +27,26 @@ describe('checkJobId', () => {
       });
     }
     expect(() => checkJobId('x'.repeat(10_000))).toThrow(/a string of 10000 characters/);
+  });
+});
+
+describe('newJobId', () => {
+  it('lays out its time, version, sequence and variant as the uuid package lays out a UUIDv7', () => {
+    // Past a refill of the pool of random bytes (256 ids).
+    const ids = Array.from({ length: 600 }, () => newJobId());
+    const parts = ids.map((id) => {
+      const hex = id.replace(/-/g, '');
+      const bytes = Uint8Array.from(Buffer.from(hex, 'hex'));
+      const msecs = Number.parseInt(hex.slice(0, 12), 16);
+      const [b6 = 0, b7 = 0, b8 = 0, b9 = 0, b10 = 0] = bytes.subarray(6, 11);
+      const seq = ((b6 & 0x0f) << 28) | (b7 << 20) | ((b8 & 0x3f) << 14) | (b9 << 6) | (b10 >>> 2);
+      expect(uuidv7({ random: bytes, msecs, seq })).toBe(id);
+      return { msecs, seq };
+    });
+    // Within one millisecond the sequence counts up by one.
+    parts.forEach((part, i) => {
+      const before = parts[i - 1];
+      if (before?.msecs === part.msecs) expect(part.seq).toBe((before.seq + 1) | 0);
+    });
   });
 });

@@ -1,4 +1,3 @@
-import { v7 as uuidv7 } from 'uuid';
 import { WorkqError } from './errors.ts';
 
 /** Random bytes for 256 ids, drawn at once, so that an enqueue does not pay for a `getRandomValues` call per id. */
@@ -6,37 +5,67 @@ const POOL_IDS = 256;
 const pool = new Uint8Array(16 * POOL_IDS);
 let poolNext = POOL_IDS;
 
-function randomBytes16(): Uint8Array {
+/** The offset in `pool` of 16 fresh random bytes. */
+function randomOffset(): number {
   if (poolNext === POOL_IDS) {
     globalThis.crypto.getRandomValues(pool);
     poolNext = 0;
   }
-  const at = 16 * poolNext++;
-  return pool.subarray(at, at + 16);
+  return 16 * poolNext++;
 }
 
 /** The last id's millisecond and sequence, so ids made within one millisecond still ascend. */
-const last = { msecs: Number.NEGATIVE_INFINITY, seq: 0 };
+const last = { msecs: Number.NEGATIVE_INFINITY, seq: 0, prefix: '' };
 
 /**
  * A new job id: a UUIDv7, unique, and ordered by creation time on the clock that made it, so jobs made one
  * after the other sort in that order (keyset paging, and the tie between jobs due in the same millisecond).
- * Within one millisecond the 31-bit sequence counts up from a random start (RFC 9562, method 1), as the
- * `uuid` package does for its own state; only the random bytes come from a pool. Browser-safe: the SDK makes
- * the ids of the jobs it enqueues with it, the engine those of jobs that come without one.
+ * Within one millisecond the 31-bit sequence counts up from a random start (RFC 9562, method 1), laid out as
+ * the `uuid` package lays out its own (`v7({ random, msecs, seq })` gives the same text); only the random
+ * bytes come from a pool. Browser-safe: the SDK makes the ids of the jobs it enqueues with it (a thousand for
+ * one `enqueueMany`), the engine those of jobs that come without one.
  */
 export function newJobId(): string {
-  const random = randomBytes16();
+  const at = randomOffset();
   const now = Date.now();
   if (now > last.msecs) {
     last.msecs = now;
-    const [, , , , , , r6 = 0, r7 = 0, r8 = 0, r9 = 0] = random;
-    last.seq = ((r6 & 0x7f) << 24) | (r7 << 16) | (r8 << 8) | r9;
+    last.seq = (((pool[at + 6] as number) & 0x7f) << 24) | ((pool[at + 7] as number) << 16);
+    last.seq |= ((pool[at + 8] as number) << 8) | (pool[at + 9] as number);
+    last.prefix = timePrefix(now);
   } else {
     last.seq = (last.seq + 1) | 0;
-    if (last.seq === 0) last.msecs++;
+    if (last.seq === 0) {
+      last.msecs++;
+      last.prefix = timePrefix(last.msecs);
+    }
   }
-  return uuidv7({ random, msecs: last.msecs, seq: last.seq });
+  return jobIdText(last.prefix, last.seq, pool, at);
+}
+
+/** Each byte as two lower-case hex digits. */
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
+/** The first 48 bits of a UUIDv7, `msecs`, as its text: `xxxxxxxx-xxxx-`. */
+function timePrefix(msecs: number): string {
+  const high = Math.floor(msecs / 0x10000);
+  const low = msecs % 0x10000;
+  return `${(high >>> 0).toString(16).padStart(8, '0')}-${low.toString(16).padStart(4, '0')}-`;
+}
+
+/**
+ * The text of the UUIDv7 after `prefix` (its time, from `timePrefix`): version 7, the 31-bit `seq` in the
+ * bits after it and the variant, then two bits and five bytes of `random` from `at`.
+ */
+function jobIdText(prefix: string, seq: number, random: Uint8Array, at: number): string {
+  const b6 = 0x70 | ((seq >>> 28) & 0x0f);
+  const b8 = 0x80 | ((seq >>> 14) & 0x3f);
+  const b10 = ((seq << 2) & 0xff) | ((random[at + 10] as number) & 0x03);
+  return `${prefix}${HEX[b6]}${HEX[(seq >>> 20) & 0xff]}-${HEX[b8]}${HEX[(seq >>> 6) & 0xff]}-${HEX[b10]}${
+    HEX[random[at + 11] as number]
+  }${HEX[random[at + 12] as number]}${HEX[random[at + 13] as number]}${HEX[random[at + 14] as number]}${
+    HEX[random[at + 15] as number]
+  }`;
 }
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
