@@ -136,11 +136,18 @@ describe.skipIf(!serverUp)('postgres store (node-postgres)', () => {
     const [child] = await engine.claim({ name: 'held-child', maxVersion: 1, limit: 1, workerId: 'w1' });
     // A write that does not end the job (a lease extension, progress) holds its row while the parent is cancelled.
     const holder = await admin.connect();
+    const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
     await holder.query('BEGIN');
     await holder.query(`SELECT id FROM "${schema}".jobs WHERE id = $1 FOR UPDATE`, [child!.id]);
-    const released = new Promise((resolve) => setTimeout(resolve, 100))
-      .then(() => holder.query('COMMIT'))
-      .finally(() => holder.release());
+    // Let go once the cancel waits for that row (or after 2 s), whatever the machine's load makes of the timing.
+    const blocked = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
+    const released = (async () => {
+      const deadline = Date.now() + 2_000;
+      while (Date.now() < deadline && (await admin.query(blocked, [holderPid])).rows[0].n === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await holder.query('COMMIT');
+    })().finally(() => holder.release());
     expect(await engine.cancel(parent.id)).toBe(true);
     await released;
     expect(await engine.get(child!.id)).toMatchObject({ state: 'cancelled', error: { code: 'FLOW_CANCELLED' } });
