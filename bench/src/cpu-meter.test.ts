@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
 import { SERVICES } from './config.ts';
 import { startCpuMeter } from './cpu-meter.ts';
@@ -62,4 +63,23 @@ it("keeps the meter's own readings of /proc out of the bench column", () => {
   let benchMs = 0;
   for (let i = 0; i < spans; i++) benchMs += (startCpuMeter(true).perJob(1)?.bench ?? 0) / 1000;
   expect(benchMs).toBeLessThan(readingsMs / 4);
+});
+
+it('counts a connection opened and closed inside the span up to its mark, and not without one', async () => {
+  /** The span's PostgreSQL CPU in ms, for a connection that works ~1 s, closed before the span ends. */
+  const spanWithWork = async (marked: boolean): Promise<number> => {
+    const cpu = startCpuMeter(true);
+    const client = new pg.Client({ connectionString: SERVICES.postgresUrl });
+    await client.connect();
+    await client.query('SELECT count(*) FROM generate_series(1, 10000000)');
+    if (marked) cpu.mark();
+    await client.end();
+    const times = cpu.perJob(1);
+    if (!times) throw new Error('no /proc to read');
+    return times.postgres / 1000;
+  };
+  const unmarkedMs = await spanWithWork(false);
+  const markedMs = await spanWithWork(true);
+  expect(markedMs).toBeGreaterThan(200);
+  expect(unmarkedMs).toBeLessThan(markedMs / 5);
 });

@@ -149,38 +149,67 @@ export function readCpu(ownAt: 'first' | 'last' = 'first'): CpuReading | undefin
 }
 
 /**
- * The time the given PostgreSQL processes (seen as theirs at either end) used between two readings. A
- * process that exited in the span loses what it used after the first reading, as `/proc` no longer shows
- * it (its time moves into the postmaster's for waited-for children, which names no connection); one born
- * in the span is counted from zero.
+ * The time the given PostgreSQL processes (seen as theirs at either end, or at a mark between) used between
+ * `before` and the last of `later` (marks in order, then the span's end) that still shows each. A process
+ * that exited in the span loses what it used after the last reading that showed it, as `/proc` no longer
+ * shows it (its time moves into the postmaster's for waited-for children, which names no connection); one
+ * born in the span is counted from zero.
  */
-function spent(before: CpuReading, after: CpuReading, keys: ReadonlySet<string>): number {
+function spent(before: CpuReading, later: readonly CpuReading[], keys: ReadonlySet<string>): number {
   let ms = 0;
   for (const key of keys) {
     const from = before.postgres.get(key) ?? 0;
-    ms += (after.postgres.get(key) ?? from) - from;
+    const last = later.findLast((reading) => reading.postgres.has(key));
+    ms += (last?.postgres.get(key) ?? from) - from;
   }
   return ms;
 }
 
-/** Each column's CPU between two readings, in ms. */
-export function cpuBetween(before: CpuReading, after: CpuReading): CpuTimes {
-  const union = (a: ReadonlySet<string>, b: ReadonlySet<string>) => new Set([...a, ...b]);
+/** Each column's CPU between two readings, in ms; `marks`, readings taken between them, name backends too. */
+export function cpuBetween(before: CpuReading, after: CpuReading, marks: readonly CpuReading[] = []): CpuTimes {
+  const later = [...marks, after];
+  const union = (pick: (reading: CpuReading) => ReadonlySet<string>) =>
+    new Set([before, ...later].flatMap((reading) => [...pick(reading)]));
   return cpuTimes((column) => {
-    if (column === 'postgres') return spent(before, after, union(before.ownBackends, after.ownBackends));
-    if (column === 'postgres-bg') return spent(before, after, union(before.background, after.background));
+    if (column === 'postgres')
+      return spent(
+        before,
+        later,
+        union((reading) => reading.ownBackends),
+      );
+    if (column === 'postgres-bg')
+      return spent(
+        before,
+        later,
+        union((reading) => reading.background),
+      );
     return after.whole[column] - before.whole[column];
   });
 }
 
-/** Starts counting (when `enabled`); `perJob(jobs)` is each column's CPU since then, in µs per job. */
-export function startCpuMeter(enabled: boolean): { perJob(jobs: number): CpuTimes | undefined } {
+/**
+ * Starts counting (when `enabled`); `perJob(jobs)` is each column's CPU since then, in µs per job. `mark()`
+ * reads which backends serve this process tree before a system closes connections it opened in the span
+ * (a consumer stopping), so their time up to the mark counts; a mark's own cost is kept out of `bench`.
+ */
+export function startCpuMeter(enabled: boolean): { mark(): void; perJob(jobs: number): CpuTimes | undefined } {
   const before = enabled ? readCpu('last') : undefined;
+  const marks: CpuReading[] = [];
+  let markingMs = 0;
   return {
+    mark() {
+      if (!before) return;
+      const start = process.cpuUsage();
+      const reading = readCpu();
+      const { user, system } = process.cpuUsage(start);
+      markingMs += (user + system) / 1000;
+      if (reading) marks.push(reading);
+    },
     perJob(jobs) {
       const after = before && readCpu('first');
       if (!before || !after || jobs <= 0) return undefined;
-      const ms = cpuBetween(before, after);
+      const ms = cpuBetween(before, after, marks);
+      ms.bench = Math.max(0, ms.bench - markingMs);
       return cpuTimes((column) => (ms[column] / jobs) * 1000);
     },
   };

@@ -147,6 +147,8 @@ export function flowsScenario(shape: FlowsShape): Scenario {
         enqueued = performance.now();
         await waitUntil(() => tracker.done, 120_000, 2);
       } finally {
+        // A consumer may close connections it opened: their backends are read before it stops.
+        cpu.mark();
         await consumer.stop();
       }
       const cpuPerJob = cpu.perJob(parents * children);
