@@ -2,7 +2,7 @@ import type { Collection, DeleteOptions, Filter } from 'mongodb';
 import { FINISHED_STATES } from '../../jobs.ts';
 import { idsByName } from './by-name.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
-import { OWN_RETENTION_CANCELLED_INDEX, OWN_RETENTION_INDEXES } from './indexes.ts';
+import { OWN_RETENTION_INDEXES } from './indexes.ts';
 import type { JobDocument } from './records.ts';
 
 /**
