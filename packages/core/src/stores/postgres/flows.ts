@@ -3,7 +3,15 @@ import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
 import { isTakenJobIdOrKey } from './errors.ts';
 import { insertJobs } from './insert-jobs.ts';
-import { type ChildRow, type JobRow, toChildOutcome, toJobRecord, toJsonText } from './records.ts';
+import {
+  type ChildRow,
+  type JobRow,
+  toChildOutcome,
+  toJobRecord,
+  toJsonText,
+  traceContextText,
+  unlessAllNull,
+} from './records.ts';
 import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
 import { listChildrenSql } from './sql/list-children.ts';
 import { listHeldChildrenSql } from './sql/list-held-children.ts';
@@ -136,8 +144,6 @@ async function insertFlowJobs(db: SqlQueryable, sql: FlowJobStatements, jobs: re
  */
 function flowJobParams(jobs: readonly NewJob[]): ((string | null)[] | null)[] {
   const column = (value: (job: NewJob) => string | null) => jobs.map(value);
-  const unlessAllNull = (value: (job: NewJob) => string | null) =>
-    jobs.some((job) => value(job) !== null) ? jobs.map(value) : null;
   return [
     column((job) => job.id),
     column((job) => job.name),
@@ -150,13 +156,13 @@ function flowJobParams(jobs: readonly NewJob[]): ((string | null)[] | null)[] {
     column((job) => String(job.maxAttempts)),
     column((job) => toJsonText(job.backoff)),
     column((job) => String(job.leaseMs)),
-    unlessAllNull((job) => job.replayOf),
-    unlessAllNull((job) => (job.traceContext === null ? null : JSON.stringify(job.traceContext))),
-    unlessAllNull((job) => job.group ?? null),
+    unlessAllNull(jobs, (job) => job.replayOf),
+    unlessAllNull(jobs, traceContextText),
+    unlessAllNull(jobs, (job) => job.group ?? null),
     column((job) => job.parentId ?? null),
     column((job) => job.onFailure ?? null),
     column((job) => String(job.pendingChildren ?? 0)),
-    unlessAllNull((job) => (job.timeoutMs == null ? null : String(job.timeoutMs))),
+    unlessAllNull(jobs, (job) => (job.timeoutMs == null ? null : String(job.timeoutMs))),
   ];
 }
 

@@ -253,7 +253,7 @@ export function shareSettings(jobs: readonly NewJob[]): boolean {
 }
 
 /** A job's trace context as JSON text for its `jsonb` column, or SQL `NULL` for none. */
-function traceContextText(job: NewJob): string | null {
+export function traceContextText(job: NewJob): string | null {
   return job.traceContext === null ? null : JSON.stringify(job.traceContext);
 }
 
@@ -296,7 +296,7 @@ export function newJobParams(jobs: readonly NewJob[], alike: boolean): (string |
 }
 
 /** Each job's `value`, or `null` (one SQL `NULL` for the whole array) when no job has one. */
-function unlessAllNull<T>(jobs: readonly T[], value: (job: T) => string | null): (string | null)[] | null {
+export function unlessAllNull<T>(jobs: readonly T[], value: (job: T) => string | null): (string | null)[] | null {
   for (const job of jobs) if (value(job) !== null) return jobs.map(value);
   return null;
 }
