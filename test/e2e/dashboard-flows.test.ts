@@ -1,10 +1,10 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
+import type { QueueServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../support/chromium.ts';
-import { collectingLogger } from '../support/quiet-logger.ts';
+import { openSignedIn, startDashboardServer } from '../support/dashboard-page.ts';
 
 const ADMIN_TOKEN = 'dashboard-flows-admin-token';
 const missingBrowser = chromiumMissing('dashboard flows');
@@ -14,12 +14,7 @@ describe.skipIf(missingBrowser)('a flow on the dashboard, in Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    queue = await startServer({
-      store: 'pglite://memory',
-      port: 0,
-      tokens: [{ token: ADMIN_TOKEN, scopes: ['admin'] }],
-      logger: collectingLogger(),
-    });
+    queue = await startDashboardServer(ADMIN_TOKEN);
     browser = await launchChromium();
   });
 
@@ -46,11 +41,7 @@ describe.skipIf(missingBrowser)('a flow on the dashboard, in Chromium', () => {
     try {
       const page = await context.newPage();
       page.on('pageerror', (error) => errors.push(String(error)));
-      await page.goto(`${queue.url}/ui/`);
-      await page.fill('#token', ADMIN_TOKEN);
-      await page.click('form button[type="submit"]');
-      await page.waitForSelector('nav');
-      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(root.id)}`);
+      await openSignedIn(page, queue, ADMIN_TOKEN, `/jobs/${encodeURIComponent(root.id)}`);
       await page.waitForSelector('.job[data-state="waiting-children"]');
       await page.waitForSelector(`.flow-tree .flow-tree a[href$="${mail?.id}"]`);
       const tree = await page.$$eval('.flow > .flow-tree > li', (items) =>

@@ -1,11 +1,11 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
+import type { QueueServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, PermanentError } from '@workq/sdk';
 import { until } from '@workq/test-support';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../support/chromium.ts';
-import { collectingLogger } from '../support/quiet-logger.ts';
+import { openSignedIn, startDashboardServer } from '../support/dashboard-page.ts';
 import { rawClient } from '../support/raw-client.ts';
 
 /**
@@ -29,12 +29,7 @@ describe.skipIf(missingBrowser)('the dashboard shows hostile text as text, in Ch
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    queue = await startServer({
-      store: 'pglite://memory',
-      port: 0,
-      tokens: [{ token: ADMIN_TOKEN, scopes: ['admin'] }],
-      logger: collectingLogger(),
-    });
+    queue = await startDashboardServer(ADMIN_TOKEN);
     const sdk = createClient({ url: queue.url, jobs, token: ADMIN_TOKEN });
     const options = { group: MARKUP.script, idempotencyKey: MARKUP.img, maxAttempts: 1 };
     ids.payload = (await sdk.enqueue.imageConvert({ source: MARKUP.img, output: MARKUP.svg }, options)).id;
@@ -99,11 +94,7 @@ describe.skipIf(missingBrowser)('the dashboard shows hostile text as text, in Ch
       void dialog.dismiss();
     });
     try {
-      await page.goto(`${queue.url}/ui/`);
-      await page.fill('#token', ADMIN_TOKEN);
-      await page.click('form button[type="submit"]');
-      await page.waitForSelector('[data-type="imageConvert"]');
-      await page.goto(`${queue.url}/ui${path}`);
+      await openSignedIn(page, queue, ADMIN_TOKEN, path);
       await page.waitForSelector(ready);
       await page.waitForFunction(
         (texts) => texts.every((text) => document.querySelector('main')?.textContent?.includes(text)),
