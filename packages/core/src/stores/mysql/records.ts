@@ -149,13 +149,18 @@ export const NOT_STARTED_SQL = `('delayed', 'waiting')`;
 /** SQL for the order key of a row whose `run_at` becomes the parameter (milliseconds). */
 export const ORDER_KEY_SQL = `IF(job_order = 'lifo', -?, ?)`;
 
+/** A row's time limit (`timeout_ms`), or `null` for a job without one. */
+export function timeoutOf(row: RowDataPacket): number | null {
+  return row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms);
+}
+
 /**
  * What `claim` hands a worker of a row `claimCandidatesSql` locked, once the claim's update has leased it
  * (`attempts` counted, the lease set); the update changes nothing else it reads. The name is the claim's.
  */
 export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedRecord {
   const leaseMs = Number(row.lease_ms);
-  const timeoutMs = row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms);
+  const timeoutMs = timeoutOf(row);
   const claimed: ClaimedRecord = {
     id: String(row.id),
     name: claim.name,

@@ -15,7 +15,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { ClaimRequest } from '../../../engine/store.ts';
 import { leaseExpiry } from '../../shared/inserted-record.ts';
 import { execute, type Queryable } from '../connection.ts';
-import { sqlDate } from '../records.ts';
+import { sqlDate, timeoutOf } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 export async function leaseJobs(
@@ -57,10 +57,6 @@ function sharedLimits(
     if (request.leaseMs === null && Number(row.lease_ms) !== leaseMs) return null;
   }
   return { leaseMs, timeoutMs };
-}
-
-function timeoutOf(row: RowDataPacket): number | null {
-  return row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms);
 }
 
 function timeAfter(now: Date, ms: number | null): string | null {
