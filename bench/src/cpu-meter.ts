@@ -170,19 +170,11 @@ export function cpuBetween(before: CpuReading, after: CpuReading, marks: readonl
   const later = [...marks, after];
   const union = (pick: (reading: CpuReading) => ReadonlySet<string>) =>
     new Set([before, ...later].flatMap((reading) => [...pick(reading)]));
+  const ownBackends = union((reading) => reading.ownBackends);
+  const background = union((reading) => reading.background);
   return cpuTimes((column) => {
-    if (column === 'postgres')
-      return spent(
-        before,
-        later,
-        union((reading) => reading.ownBackends),
-      );
-    if (column === 'postgres-bg')
-      return spent(
-        before,
-        later,
-        union((reading) => reading.background),
-      );
+    if (column === 'postgres') return spent(before, later, ownBackends);
+    if (column === 'postgres-bg') return spent(before, later, background);
     return after.whole[column] - before.whole[column];
   });
 }
