@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EnqueueBatcher } from './enqueue-batcher.ts';
+import { ENQUEUE_REQUESTS_IN_FLIGHT, EnqueueBatcher } from './enqueue-batcher.ts';
+import { nextTurn } from './next-turn.ts';
 import type { QueueApi } from './transport.ts';
 
 /** A stand-in for the tRPC client that records each request and answers with sequential ids. */
@@ -109,4 +110,89 @@ describe('EnqueueBatcher', () => {
       },
     ]);
   });
+
+  it('while its requests in flight are unanswered, holds later enqueues and sends them together when one is answered', async () => {
+    const { requests, batcher, answerNext } = heldApi();
+    const first = [];
+    for (let n = 0; n < ENQUEUE_REQUESTS_IN_FLIGHT; n++) {
+      first.push(batcher.enqueue('a', 1, { n }, {}));
+      await turnEnds();
+    }
+    expect(requests.map((r) => r.path)).toEqual(Array(ENQUEUE_REQUESTS_IN_FLIGHT).fill('enqueue'));
+
+    const later = [];
+    for (let n = 0; n < 5; n++) {
+      later.push(batcher.enqueue('a', 1, { n: 10 + n }, {}, 60_000));
+      await turnEnds();
+    }
+    expect(requests).toHaveLength(ENQUEUE_REQUESTS_IN_FLIGHT);
+
+    answerNext();
+    await Promise.all(first.slice(0, 1));
+    await turnEnds();
+    expect(requests.slice(ENQUEUE_REQUESTS_IN_FLIGHT)).toMatchObject([{ path: 'enqueueMany', count: 5 }]);
+    const waitedMs = 60_000 - (requests.at(-1)?.timeoutMs ?? 0);
+    expect(waitedMs).toBeGreaterThanOrEqual(0);
+    expect(waitedMs).toBeLessThan(10_000);
+
+    while (answerNext());
+    const outcomes = await Promise.all([...first, ...later]);
+    expect(new Set(outcomes.map((o) => o.id)).size).toBe(ENQUEUE_REQUESTS_IN_FLIGHT + 5);
+  });
+
+  it('sends an enqueue at once again once its requests are answered', async () => {
+    const { requests, batcher, answerNext } = heldApi();
+    const outcomes = [batcher.enqueue('a', 1, { n: 0 }, {})];
+    await turnEnds();
+    outcomes.push(batcher.enqueue('a', 1, { n: 1 }, {}));
+    expect(requests.map((r) => r.path)).toEqual(['enqueue', 'enqueue']);
+    while (answerNext());
+    await Promise.all(outcomes);
+    await turnEnds();
+    outcomes.push(batcher.enqueue('a', 1, { n: 2 }, {}));
+    expect(requests.map((r) => r.path)).toEqual(['enqueue', 'enqueue', 'enqueue']);
+    while (answerNext());
+    await Promise.all(outcomes);
+  });
 });
+
+/** Resolves after the current turn's end, when the batcher has sent what that turn held. */
+const turnEnds = () => new Promise<void>((resolve) => nextTurn(() => nextTurn(resolve)));
+
+/** A stand-in whose requests stay unanswered until `answerNext` answers the oldest; it records each one's time limit. */
+function heldApi() {
+  const requests: { path: string; count: number; timeoutMs: number | undefined }[] = [];
+  const unanswered: (() => void)[] = [];
+  let next = 0;
+  let limit: number | undefined;
+  const held = <T>(answer: () => T) => new Promise<T>((resolve) => unanswered.push(() => resolve(answer())));
+  const api = {
+    jobs: {
+      enqueue: {
+        mutate: () => {
+          requests.push({ path: 'enqueue', count: 1, timeoutMs: limit });
+          return held(() => ({ id: `job-${next++}`, created: true }));
+        },
+      },
+      enqueueMany: {
+        mutate: (input: { payloads: unknown[] }) => {
+          requests.push({ path: 'enqueueMany', count: input.payloads.length, timeoutMs: limit });
+          return held(() => input.payloads.map(() => ({ id: `job-${next++}`, created: true })));
+        },
+      },
+    },
+  } as unknown as QueueApi;
+  const call = <T>(run: (a: QueueApi, signal: AbortSignal) => Promise<T>, options?: { timeoutMs?: number }) => {
+    limit = options?.timeoutMs;
+    return run(api, new AbortController().signal);
+  };
+  return {
+    requests,
+    batcher: new EnqueueBatcher(call),
+    /** Answers the oldest unanswered request; false when none is left. */
+    answerNext: () => {
+      unanswered.shift()?.();
+      return unanswered.length > 0;
+    },
+  };
+}

@@ -23,22 +23,37 @@ interface Group {
   version: number;
   /** The options the group's jobs share: their own, without their ids and keys. */
   options: EnqueueOptions;
-  /** The longest time limit of the group's enqueues. */
-  timeoutMs: number;
+  /** When the last of the group's enqueues runs out of time (epoch ms): their wait for a request counts. */
+  deadlineAt: number;
   pending: PendingEnqueue[];
 }
 
 /**
- * Merges enqueues made in the same turn of the event loop (e.g. under
- * `Promise.all`) into one `enqueueMany` request per job type, version and
- * options; each job keeps its own id, idempotency key and trace context. The first enqueue of a
- * turn goes out at once, so a lone enqueue never waits.
+ * Enqueue requests a client keeps unanswered at once. Past them, enqueues wait
+ * and go out together when one is answered, so a producer that sends faster
+ * than the server answers makes fewer, larger requests instead of queueing
+ * one request per job; below them, nothing waits.
+ */
+export const ENQUEUE_REQUESTS_IN_FLIGHT = 2;
+
+/**
+ * Merges enqueues into one `enqueueMany` request per job type, version and
+ * options; each job keeps its own id, idempotency key and trace context. An
+ * enqueue goes out at once when nothing is waiting and fewer than
+ * `maxInFlight` requests are unanswered; the enqueues made after it in the
+ * same turn of the event loop (e.g. under `Promise.all`) go out together at
+ * the turn's end, and those made while `maxInFlight` requests are unanswered
+ * go out together when one is answered.
  */
 export class EnqueueBatcher {
   private groups = new Map<string, Group>();
-  private windowOpen = false;
+  private flushScheduled = false;
+  private inFlight = 0;
 
-  constructor(private readonly call: Call) {}
+  constructor(
+    private readonly call: Call,
+    private readonly maxInFlight = ENQUEUE_REQUESTS_IN_FLIGHT,
+  ) {}
 
   /** Enqueues one job; `options` may carry its id and idempotency key. `timeoutMs` limits its request. */
   enqueue(
@@ -49,33 +64,50 @@ export class EnqueueBatcher {
     timeoutMs?: number,
   ): Promise<EnqueueOutcome> {
     return new Promise((resolve, reject) => {
-      if (!this.windowOpen) {
-        // The first enqueue of a turn goes out at once; those that follow in the same turn are batched.
-        this.windowOpen = true;
-        nextTurn(() => this.flush());
-        this.sendOne(name, version, payload, options, timeoutMs).then(resolve, reject);
+      if (!this.flushScheduled && this.groups.size === 0 && this.inFlight < this.maxInFlight) {
+        // A lone enqueue goes out at once; those that follow in the same turn are batched.
+        this.scheduleFlush();
+        this.track(this.sendOne(name, version, payload, options, timeoutMs)).then(resolve, reject);
         return;
       }
       const { id, idempotencyKey, traceContext, ...shared } = options;
       const key = `${name}\u0000${version}\u0000${canonicalJson(shared)}`;
       let group = this.groups.get(key);
       if (!group) {
-        group = { name, version, options: shared, timeoutMs: 0, pending: [] };
+        group = { name, version, options: shared, deadlineAt: 0, pending: [] };
         this.groups.set(key, group);
       }
-      group.timeoutMs = Math.max(group.timeoutMs, timeoutMs ?? Number.POSITIVE_INFINITY);
+      group.deadlineAt = Math.max(group.deadlineAt, Date.now() + (timeoutMs ?? Number.POSITIVE_INFINITY));
       group.pending.push({ payload, id, idempotencyKey, traceContext, resolve, reject });
+      // At the limit, the next answered request flushes.
+      if (this.inFlight < this.maxInFlight) this.scheduleFlush();
     });
   }
 
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    nextTurn(() => this.flush());
+  }
+
   private flush(): void {
-    this.windowOpen = false;
+    this.flushScheduled = false;
+    if (this.inFlight >= this.maxInFlight) return;
     const groups = [...this.groups.values()];
     this.groups = new Map();
     for (const group of groups) {
       for (let at = 0; at < group.pending.length; at += MAX_BATCH_SIZE)
-        void this.sendMany(group, group.pending.slice(at, at + MAX_BATCH_SIZE));
+        void this.track(this.sendMany(group, group.pending.slice(at, at + MAX_BATCH_SIZE)));
     }
+  }
+
+  /** Counts `request` as unanswered until it settles; then the enqueues that waited for it go out. */
+  private track<T>(request: Promise<T>): Promise<T> {
+    this.inFlight++;
+    return request.finally(() => {
+      this.inFlight--;
+      if (this.groups.size > 0) this.scheduleFlush();
+    });
   }
 
   private sendOne(
@@ -93,7 +125,9 @@ export class EnqueueBatcher {
 
   private async sendMany(group: Group, pending: PendingEnqueue[]): Promise<void> {
     const { name, version, options } = group;
-    const timing = Number.isFinite(group.timeoutMs) ? { timeoutMs: group.timeoutMs } : undefined;
+    const timing = Number.isFinite(group.deadlineAt)
+      ? { timeoutMs: Math.max(1, group.deadlineAt - Date.now()) }
+      : undefined;
     try {
       if (pending.length === 1) {
         const [only] = pending as [PendingEnqueue];
