@@ -40,10 +40,12 @@ const unitOf = (figure: SteadyFigure): Measurement['unit'] =>
 /** What an open-loop schedule of sends did: when each send was due, which were sent and how late they started. */
 interface Schedule {
   dueAt(n: number): number;
-  /** When the window closed: no send started after it. */
+  /** When the window closed: every send was due before it. */
   endAt: number;
-  /** Sends started, n = 0 … sent-1; the sends due after them in the window were never started. */
+  /** Sends started, n = 0 … sent-1, late ones included; the sends due after them were never started. */
   sent: number;
+  /** Of those, the sends started before the window closed. */
+  sentInWindow: number;
   /** How late each started send began after its due time, in ms. */
   lagMs: Float64Array;
   /** Settles once every started send has; rejects if any failed. */
@@ -60,35 +62,41 @@ const STEADY_MAX_IN_FLIGHT = 200;
  * Starts `send(n)` for n = 0 … count-1 at `intervalMs` apart, open loop: no send waits for an earlier one to
  * finish (up to `STEADY_MAX_IN_FLIGHT` outstanding), and a send whose time has passed, while the event loop was
  * busy or every slot was taken, starts as soon as it can, so a late start shows in that job's latency (timed from
- * when it was due). The window closes at `count × intervalMs` whatever the producer achieved: the sends still due
- * then are never started, and the schedule resolves at once, without waiting for the system to take what was
- * sent (`settled` does). `onDue(n)` runs just before send n starts.
+ * when it was due). The window closes at `count × intervalMs`; sends due in it and not yet started may still start
+ * for `lateMs` after it (a producer a few ms late at the end is timed, not dropped), and those still due then are
+ * never started. The schedule then resolves, without waiting for the system to take what was sent (`settled`
+ * does). `onDue(n)` runs just before send n starts.
  */
 async function sendOnSchedule(
   count: number,
   intervalMs: number,
+  lateMs: number,
   send: (n: number) => Promise<void>,
   onDue: (n: number) => void,
 ): Promise<Schedule> {
   const origin = performance.now();
   const dueAt = (n: number) => origin + n * intervalMs;
   const endAt = dueAt(count);
+  const sendUntil = endAt + lateMs;
   const lagMs = new Float64Array(count);
   const failures: unknown[] = [];
   const inFlight = new Set<Promise<void>>();
   let n = 0;
-  while (n < count && performance.now() < endAt) {
+  let sentInWindow = 0;
+  while (n < count && performance.now() < sendUntil) {
     const wait = dueAt(n) - performance.now();
     if (wait > 0) {
       await sleep(wait);
       continue;
     }
     if (inFlight.size >= STEADY_MAX_IN_FLIGHT) {
-      await Promise.race([...inFlight, sleep(endAt - performance.now())]);
+      await Promise.race([...inFlight, sleep(sendUntil - performance.now())]);
       continue;
     }
     onDue(n);
-    lagMs[n] = performance.now() - dueAt(n);
+    const now = performance.now();
+    lagMs[n] = now - dueAt(n);
+    if (now < endAt) sentInWindow = n + 1;
     const sent = send(n).catch((error: unknown) => void failures.push(error));
     inFlight.add(sent);
     void sent.then(() => inFlight.delete(sent));
@@ -100,7 +108,7 @@ async function sendOnSchedule(
     throw new Error(`${failures.length} of ${n} sends failed; the first: ${first}`);
   });
   settled.catch(() => undefined); // read by the scenario after its grace; unread until then
-  return { dueAt, endAt, sent: n, lagMs, settled };
+  return { dueAt, endAt, sent: n, sentInWindow, lagMs, settled };
 }
 
 /**
@@ -138,6 +146,7 @@ export function steadyLoadScenario(rate: number): Scenario {
         schedule = await sendOnSchedule(
           total,
           intervalMs,
+          config.steadyGraceMs / 2,
           (n) => queue.enqueueOne(n),
           (n) => {
             if (n === warmup) cpu = startCpuMeter(config.cpu);
@@ -166,6 +175,7 @@ export function steadyLoadScenario(rate: number): Scenario {
         warmup,
         total,
         sent: schedule.sent,
+        sentInWindow: schedule.sentInWindow,
         stopAt,
         intervalMs,
       });
@@ -204,6 +214,8 @@ export interface SteadyRun {
   total: number;
   /** Jobs sent: n < sent. */
   sent: number;
+  /** Jobs sent before the window closed: n < sentInWindow. */
+  sentInWindow: number;
   /** When the scenario stopped waiting: a handler start after it counts as not started. */
   stopAt: number;
   intervalMs: number;
@@ -222,7 +234,7 @@ export function steadyFigures(run: SteadyRun): {
   figures: Record<SteadyFigure, number>;
   lowerBounds: ReadonlySet<SteadyFigure>;
 } {
-  const { startedAt, dueAt, warmup, total, sent, stopAt, intervalMs } = run;
+  const { startedAt, dueAt, warmup, total, sent, sentInWindow, stopAt, intervalMs } = run;
   const timed = total - warmup;
   const latencies = new Array<number>(timed);
   const unstarted: number[] = [];
@@ -248,7 +260,7 @@ export function steadyFigures(run: SteadyRun): {
   if (unstarted.some((i) => i >= timed - third)) lowerBounds.add('p99, last third');
   const figures: Record<SteadyFigure, number> = {
     'achieved rate': (started / spanMs) * 1000,
-    'sent rate': (Math.max(0, sent - warmup) / (timed * intervalMs)) * 1000,
+    'sent rate': (Math.max(0, sentInWindow - warmup) / (timed * intervalMs)) * 1000,
     unstarted: unstarted.length,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
