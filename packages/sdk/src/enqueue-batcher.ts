@@ -40,20 +40,17 @@ export const ENQUEUE_REQUESTS_IN_FLIGHT = 2;
  * Merges enqueues into one `enqueueMany` request per job type, version and
  * options; each job keeps its own id, idempotency key and trace context. An
  * enqueue goes out at once when nothing is waiting and fewer than
- * `maxInFlight` requests are unanswered; the enqueues made after it in the
- * same turn of the event loop (e.g. under `Promise.all`) go out together at
- * the turn's end, and those made while `maxInFlight` requests are unanswered
- * go out together when one is answered.
+ * `ENQUEUE_REQUESTS_IN_FLIGHT` requests are unanswered; the enqueues made
+ * after it in the same turn of the event loop (e.g. under `Promise.all`) go
+ * out together at the turn's end, and those made while that many requests
+ * are unanswered go out together when one is answered.
  */
 export class EnqueueBatcher {
   private groups = new Map<string, Group>();
   private flushScheduled = false;
   private inFlight = 0;
 
-  constructor(
-    private readonly call: Call,
-    private readonly maxInFlight = ENQUEUE_REQUESTS_IN_FLIGHT,
-  ) {}
+  constructor(private readonly call: Call) {}
 
   /** Enqueues one job; `options` may carry its id and idempotency key. `timeoutMs` limits its request. */
   enqueue(
@@ -64,7 +61,7 @@ export class EnqueueBatcher {
     timeoutMs?: number,
   ): Promise<EnqueueOutcome> {
     return new Promise((resolve, reject) => {
-      if (!this.flushScheduled && this.groups.size === 0 && this.inFlight < this.maxInFlight) {
+      if (!this.flushScheduled && this.groups.size === 0 && this.inFlight < ENQUEUE_REQUESTS_IN_FLIGHT) {
         // A lone enqueue goes out at once; those that follow in the same turn are batched.
         this.scheduleFlush();
         this.track(this.sendOne(name, version, payload, options, timeoutMs)).then(resolve, reject);
@@ -80,7 +77,7 @@ export class EnqueueBatcher {
       group.deadlineAt = Math.max(group.deadlineAt, Date.now() + (timeoutMs ?? Number.POSITIVE_INFINITY));
       group.pending.push({ payload, id, idempotencyKey, traceContext, resolve, reject });
       // At the limit, the next answered request flushes.
-      if (this.inFlight < this.maxInFlight) this.scheduleFlush();
+      if (this.inFlight < ENQUEUE_REQUESTS_IN_FLIGHT) this.scheduleFlush();
     });
   }
 
@@ -92,7 +89,7 @@ export class EnqueueBatcher {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.inFlight >= this.maxInFlight) return;
+    if (this.inFlight >= ENQUEUE_REQUESTS_IN_FLIGHT) return;
     const groups = [...this.groups.values()];
     this.groups = new Map();
     for (const group of groups) {
