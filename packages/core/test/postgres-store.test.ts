@@ -684,6 +684,54 @@ describe('pglite store', () => {
     }
   });
 
+  it('a flow sent again under its key or its parent id fails no statement, which PostgreSQL would log as an ERROR', async () => {
+    const own = await PGlite.create();
+    // Every statement the store sends, alone or in a transaction, and every one that failed.
+    const failed: string[] = [];
+    const [query, transaction] = [own.query.bind(own), own.transaction.bind(own)];
+    const noted =
+      <A extends unknown[], R>(run: (...args: A) => Promise<R>) =>
+      (...args: A) =>
+        run(...args).catch((error: unknown) => {
+          failed.push(error instanceof Error ? error.message : String(error));
+          throw error;
+        });
+    own.query = noted(query) as typeof own.query;
+    own.transaction = noted(transaction) as typeof own.transaction;
+    const store = await openPgliteStore(own, { ownsDb: true });
+    try {
+      const engine = createEngine({ store, leaseSweepIntervalMs: 0 });
+      const flow = (options: { idempotencyKey?: string; id?: string }) => ({
+        name: 'pglite.flow-again',
+        version: 1,
+        payload: { n: 1 },
+        options,
+        children: [{ name: 'pglite.flow-again-child', version: 1, payload: { c: 1 } }],
+      });
+      const keyed = await engine.flows.enqueue(flow({ idempotencyKey: 'report-1' }));
+      expect(await engine.flows.enqueue(flow({ idempotencyKey: 'report-1' }))).toMatchObject({
+        id: keyed.id,
+        created: false,
+      });
+      const id = '0190a8c4-3f2e-7c1a-9b6d-2f4e5a6b7c8d';
+      expect(await engine.flows.enqueue(flow({ id }))).toMatchObject({ id, created: true });
+      expect(await engine.flows.enqueue(flow({ id }))).toMatchObject({ id, created: false });
+      expect(failed).toEqual([]);
+      // What the check sees: an insert that does fail (an id taken below the root).
+      const childId = '0190a8c4-3f2e-7c1a-9b6d-2f4e5a6b7c8e';
+      await expect(
+        store.insertFlow([
+          newJob('pglite.flow-again', { pendingChildren: 1 }),
+          newJob('pglite.flow-again-child', { id: childId }),
+          newJob('pglite.flow-again-child', { id: childId }),
+        ]),
+      ).rejects.toBeInstanceOf(WorkqError);
+      expect(failed).toEqual([expect.stringContaining('duplicate key')]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('createPgliteStore owns its instance and closes it', async () => {
     const store = await createPgliteStore({ schema: 'workq_own' });
     expect(store.kind).toBe('pglite');

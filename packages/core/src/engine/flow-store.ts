@@ -59,11 +59,13 @@ export interface FlowStore {
    * Inserts a flow, all or nothing, in one atomic step: `jobs[0]` is its root, the jobs after it are its
    * descendants, parents before their children, each child's `parentId` naming a job earlier in `jobs` and
    * each parent's `pendingChildren` counting its direct children (such a parent is inserted `waiting-children`,
-   * its `childCount` the same). Only the root may carry an idempotency key, and no job a debounce key: when a
-   * retained job of the root's type holds its key, nothing is inserted and that job is returned with
-   * `created: false` (or `KeyHolderGone`, as `insertJobs` answers). Otherwise every job is inserted, durable
-   * before it resolves, and it resolves to the root's record, `created: true`. An insert that fails (a
-   * duplicate id, a lost connection) stores none of the jobs.
+   * its `childCount` the same). When a job holds the root's id, nothing is inserted and that job is returned
+   * with `created: false`, whatever it is (the engine tells whether it is the same job). Only the root may carry
+   * an idempotency key, and no job a debounce key: when a retained job of the root's type holds its key, nothing
+   * is inserted and that job is returned with `created: false` (or `KeyHolderGone`, as `insertJobs` answers; also
+   * when the job holding the root's id went before it could be read). Otherwise every job is inserted, durable
+   * before it resolves, and it resolves to the root's record, `created: true`. An insert that fails (a duplicate
+   * id below the root, a lost connection) stores none of the jobs.
    */
   insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome>;
 

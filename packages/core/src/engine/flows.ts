@@ -3,7 +3,7 @@ import { CHILD_FAILURE_POLICIES, type ChildFailurePolicy, FLOW_LIMITS, type JobS
 import { insertedRecord } from '../stores/shared/inserted-record.ts';
 import type { Clock } from './clock.ts';
 import type { FlowControl } from './flow-control.ts';
-import { KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
+import { checkedIds, KEY_HOLDER_TRIES, keyHolderGone } from './inserts.ts';
 import type { JobEventEmitter } from './job-events.ts';
 import { leaseLost } from './leased-jobs.ts';
 import type { LocalListeners } from './local-listeners.ts';
@@ -193,12 +193,16 @@ export class Flows {
     }
   }
 
-  /** Inserts a flow made at `now` (root first) and announces it. */
+  /**
+   * Inserts a flow made at `now` (root first) and announces it. Under a root id a job holds, the answer is that
+   * job when it is the same one (type, version and payload: the flow sent again), `CONFLICT` when it is not.
+   */
   private async insert(jobs: NewJob[], now: Date): Promise<EnqueueResult> {
     await this.flow.placeInGroups(jobs);
     for (let tries = 1; ; tries++) {
       const outcome = await this.store.insertFlow(jobs);
       if (outcome.job !== null && !outcome.created) {
+        checkedIds(jobs.slice(0, 1), [outcome]);
         return { id: outcome.job.id, created: false, state: visibleState(outcome.job, now) };
       }
       if (outcome.job !== null) {

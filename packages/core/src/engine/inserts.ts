@@ -148,7 +148,7 @@ function difference(held: Pick<JobRecord, 'name' | 'version'>, sent: NewJob): st
  * `outcomes` as they are when no job found its id taken by a different job; otherwise `CONFLICT`, naming the
  * ids. The other jobs of the batch are enqueued, each on its own, as under idempotency keys.
  */
-function checkedIds(jobs: readonly NewJob[], outcomes: Inserted[]): Inserted[] {
+export function checkedIds(jobs: readonly NewJob[], outcomes: Inserted[]): Inserted[] {
   const taken: string[] = [];
   let firstTaken: { held: JobRecord; sent: NewJob } | undefined;
   for (const [i, outcome] of outcomes.entries()) {

@@ -4,7 +4,9 @@ import { claimRequest } from '../../src/engine/claims.ts';
 import type { Engine } from '../../src/engine/engine.ts';
 import type { ChildInput } from '../../src/engine/flows.ts';
 import { CHILD_FAILED_CODE, FLOW_CANCELLED_CODE } from '../../src/engine/store.ts';
+import { newJobId } from '../../src/job-ids.ts';
 import { newJob } from '../support/fixtures.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 import { claimOne, expectWorkqError, type SuiteContext } from './context.ts';
 
 const child = (name: string, payload: unknown, extra: Partial<ChildInput> = {}): ChildInput => ({
@@ -153,6 +155,84 @@ export function registerFlowTests(ctx: SuiteContext): void {
     expect(children.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }]);
     expect((await engine.list({ name: childName })).jobs).toHaveLength(2);
     expect(await engine.get(first.id)).toMatchObject({ pendingChildren: 2, childCount: 2 });
+  });
+
+  it("flows: the same flow sent again under its parent's id is one flow; the second answer is that parent, not created", async () => {
+    const [parentName, childName] = [ctx.jobName('id-parent'), ctx.jobName('id-child')];
+    const { engine } = ctx.engine();
+    const id = newJobId();
+    const flow = {
+      name: parentName,
+      version: 1,
+      payload: { report: 'r1', pages: [1, 2] },
+      options: { id },
+      children: [child(childName, { page: 1 }), child(childName, { page: 2 })],
+    };
+    expect(await engine.flows.enqueue(flow)).toEqual({ id, created: true, state: 'waiting-children' });
+    const before = await ctx.store.getJob(id);
+    expect(await engine.flows.enqueue(flow)).toEqual({ id, created: false, state: 'waiting-children' });
+    // A UUID names the same job in upper case; the payload's key order is not part of it.
+    const reordered = { ...flow, payload: { pages: [1, 2], report: 'r1' }, options: { id: id.toUpperCase() } };
+    expect(await engine.flows.enqueue(reordered)).toEqual({ id, created: false, state: 'waiting-children' });
+    expect(await ctx.store.getJob(id)).toEqual(before);
+    expect((await engine.list({ name: parentName })).jobs.map((job) => job.id)).toEqual([id]);
+    expect((await ctx.store.listChildren(id, { limit: 10 })).map((c) => c.payload)).toEqual([{ page: 1 }, { page: 2 }]);
+    expect((await engine.list({ name: childName })).jobs).toHaveLength(2);
+  });
+
+  it('flows: a flow under a parent id another job holds (another payload, version or type) is CONFLICT naming the id, and stores nothing', async () => {
+    const [parentName, childName, otherName] = [
+      ctx.jobName('id-taken-parent'),
+      ctx.jobName('id-taken-child'),
+      ctx.jobName('id-taken-other'),
+    ];
+    const { engine } = ctx.engine();
+    const id = newJobId();
+    const children = [child(childName, { page: 1 })];
+    await engine.flows.enqueue({ name: parentName, version: 1, payload: { n: 1 }, options: { id }, children });
+    const before = await ctx.store.getJob(id);
+    const attempts = [
+      { name: parentName, version: 1, payload: { n: 2 }, options: { id }, children },
+      { name: parentName, version: 2, payload: { n: 1 }, options: { id }, children },
+      { name: otherName, version: 1, payload: { n: 1 }, options: { id }, children },
+    ];
+    for (const attempt of attempts) {
+      const error = await expectWorkqError(engine.flows.enqueue(attempt), 'CONFLICT');
+      expect(error.message).toContain(id);
+      expect(error.details).toEqual({ ids: [id] });
+    }
+    // A plain job holding the id refuses a flow under it in the same way.
+    const plainId = newJobId();
+    await engine.enqueue({ name: otherName, version: 1, payload: { n: 1 }, options: { id: plainId } });
+    await expectWorkqError(
+      engine.flows.enqueue({ name: parentName, version: 1, payload: { n: 1 }, options: { id: plainId }, children }),
+      'CONFLICT',
+    );
+    expect(await ctx.store.getJob(id)).toEqual(before);
+    expect((await engine.list({ name: childName })).jobs).toHaveLength(1);
+    expect((await engine.list({ name: otherName })).jobs.map((job) => job.id)).toEqual([plainId]);
+  });
+
+  it("flows: concurrent sends of one flow under its parent's id make exactly one flow", async () => {
+    const [parentName, childName] = [ctx.jobName('id-race-parent'), ctx.jobName('id-race-child')];
+    const clock = new ManualClock();
+    const engines = (await ctx.clientStores(4)).map((store) => ctx.engine({ store, clock }).engine);
+    const id = newJobId();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, n) =>
+        engines[n % engines.length]!.flows.enqueue({
+          name: parentName,
+          version: 1,
+          payload: { same: true },
+          options: { id },
+          children: [child(childName, { page: 1 }), child(childName, { page: 2 })],
+        }),
+      ),
+    );
+    expect(new Set(results.map((result) => result.id))).toEqual(new Set([id]));
+    expect(results.filter((result) => result.created)).toHaveLength(1);
+    expect((await engines[0]!.list({ name: parentName })).jobs.map((job) => job.id)).toEqual([id]);
+    expect((await engines[0]!.list({ name: childName })).jobs).toHaveLength(2);
   });
 
   it('flows: nested children: a child with children waits for them, and its parent for it', async () => {

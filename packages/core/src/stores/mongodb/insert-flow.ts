@@ -41,8 +41,9 @@ async function insertDocuments(jobs: Collection<JobDocument>, tx: InTransaction,
 
 /**
  * `FlowStore.insertFlow`: one transaction that inserts every job of the flow, with no read ahead of it. A taken
- * id, or any other failure, aborts it and nothing of the flow is stored. When the root's idempotency key is the
- * one taken, `keyHolderOf` answers after the abort: the retained holder, or `KeyHolderGone`.
+ * id, or any other failure, aborts it and nothing of the flow is stored. After the abort, the job holding the
+ * root's id, when one does, is the answer, whatever it is (the engine tells whether it is the same job); when the
+ * root's idempotency key is the one taken, `keyHolderOf` answers: the retained holder, or `KeyHolderGone`.
  */
 export async function insertFlow(target: FlowTarget, jobs: readonly NewJob[]): Promise<InsertOutcome> {
   const [root] = jobs;
@@ -53,9 +54,21 @@ export async function insertFlow(target: FlowTarget, jobs: readonly NewJob[]): P
       return { job: insertedFlowRecord(root), created: true };
     });
   } catch (error) {
-    if (root.idempotencyKey === null || !isDuplicateKeyError(error) || isTakenId(error)) throw error;
+    if (!isDuplicateKeyError(error)) throw error;
+    if (isTakenId(error)) {
+      const holder = await idHolderOf(target, root);
+      if (holder) return { job: holder, created: false };
+      throw error;
+    }
+    if (root.idempotencyKey === null) throw error;
   }
   return keyHolderOf(target, root);
+}
+
+/** The job holding `root`'s id, or `null` (an id below the root was the one taken). */
+async function idHolderOf(target: FlowTarget, root: NewJob): Promise<JobRecord | null> {
+  const holder = await withCallLimit(target.limitMs, (signal) => target.jobs.findOne({ _id: root.id }, { signal }));
+  return holder ? toJobRecord(holder) : null;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '.
 import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
 import { isTakenJobIdOrKey } from './errors.ts';
-import { insertJobs } from './insert-jobs.ts';
+import { insertJobs, jobsByIds } from './insert-jobs.ts';
 import {
   type ChildRow,
   type JobRow,
@@ -43,9 +43,11 @@ export function readiedParents(rows: readonly { readied?: string | null }[]): st
 }
 
 /**
- * `FlowStore.insertFlow`: the whole flow in one statement (`insertFlowSql`), one round trip. When it failed on
- * the root's key or an id already taken, `insertFlowStepwise` answers as the contract says (the key's holder,
- * or the failure).
+ * `FlowStore.insertFlow`: the whole flow in one statement (`insertFlowSql`), one round trip. When it inserted
+ * nothing, or failed on an id or key another insert took meanwhile: the job holding the root's id is the answer,
+ * `created: false`. With none, a root with a key goes in by `insertFlowStepwise` (which answers with the key's
+ * holder); without a key, the failure stands (an id taken below the root), or, when nothing failed, the id's
+ * holder went before it was read: `KeyHolderGone`, and the engine tries again.
  */
 export async function insertFlow(
   client: SqlClient,
@@ -54,23 +56,30 @@ export async function insertFlow(
 ): Promise<InsertOutcome> {
   const [root] = jobs;
   if (!root) throw new Error('insertFlow needs a root job.');
+  let failure: unknown;
   try {
     const key = [
       root.idempotencyKey,
       root.idempotencyExpiresAt?.toISOString() ?? null,
       root.idempotencyUntilFinished ?? false,
     ];
-    await client.query(sql.flows.insertFlow, [...flowJobParams(jobs), ...key]);
-    return { job: flowRecord(root), created: true };
+    const [row] = await client.query<{ inserted: number }>(sql.flows.insertFlow, [...flowJobParams(jobs), ...key]);
+    if ((row?.inserted ?? 0) > 0) return { job: flowRecord(root), created: true };
   } catch (error) {
     if (!isTakenJobIdOrKey(error)) throw error;
+    failure = error;
   }
-  return insertFlowStepwise(client, sql, jobs);
+  const holder = (await jobsByIds(client, sql.jobs, [root.id])).get(root.id);
+  if (holder) return { job: holder, created: false };
+  if (root.idempotencyKey !== null) return insertFlowStepwise(client, sql, jobs);
+  // An id taken below the root fails the flow; a root id whose holder went before it was read, the engine retries.
+  if (failure !== undefined) throw failure;
+  return { job: null, created: false };
 }
 
 /**
- * `FlowStore.insertFlow`, one transaction: a root with an idempotency key goes in first through `insertJobs`
- * (a key a retained job holds ends it there, with that job), then the flow's jobs in one statement.
+ * `FlowStore.insertFlow` for a root with an idempotency key, in one transaction: the root goes in first through
+ * `insertJobs` (a key a retained job holds ends it there, with that job), then the jobs below it in one statement.
  */
 async function insertFlowStepwise(
   client: SqlClient,
@@ -79,10 +88,6 @@ async function insertFlowStepwise(
 ): Promise<InsertOutcome> {
   const [root, ...below] = jobs as [NewJob, ...NewJob[]];
   return client.transaction(async (tx) => {
-    if (root.idempotencyKey === null) {
-      await insertFlowJobs(tx, sql.flows, jobs);
-      return { job: flowRecord(root), created: true };
-    }
     const [outcome] = await insertJobs(tx, sql.jobs, [root]);
     if (!outcome?.created) return outcome ?? { job: null, created: false };
     if ((root.pendingChildren ?? 0) > 0) await tx.query(sql.flows.makeParent, [root.id, root.pendingChildren]);

@@ -43,19 +43,28 @@ FROM ${FLOW_JOBS}`;
 }
 
 /**
- * A whole flow in one plain `INSERT`, so in one round trip and atomic without a transaction: $1…$18 its jobs as
+ * A whole flow in one `INSERT`, so in one round trip and atomic without a transaction: $1…$18 its jobs as
  * `insertFlowJobsSql` takes them, the root first; $19 the root's idempotency key and $20 the time it expires
- * (both null for none), $21 whether the key frees when the root finishes. A key a job of the root's type holds
- * fails the statement on `jobs_idempotency_idx`, as a taken id fails it on `jobs_pkey`, and nothing is inserted:
- * the caller then finds the holder (`isTakenJobIdOrKey`). No `ON CONFLICT`: a speculative insert of the root
- * and a second insert for the jobs below it cost PostgreSQL more than the whole flow in one. Returns no rows.
- * Locks: the rows it inserts (and, on a key taken by a transaction not yet committed, it waits for that one's
- * end).
+ * (both null for none), $21 whether the key frees when the root finishes. Returns one row, `inserted`: how many
+ * jobs it inserted, every one or none. None when a job holds the root's id, or a job of the root's type its
+ * key: the statement looks for both first (two index probes), so that a flow sent again, the usual way to meet
+ * a taken id or key, fails no statement (PostgreSQL logs every failed one as an `ERROR`). The caller then finds
+ * the holder. A holder committed between those probes and the insert still fails the statement, on `jobs_pkey`
+ * or `jobs_idempotency_idx` (`isTakenJobIdOrKey`), and nothing is inserted. No `ON CONFLICT`: a speculative
+ * insert of the root and a second insert for the jobs below it cost PostgreSQL more than the whole flow in one.
+ * Locks: the rows it inserts (and, on an id or key taken by a transaction not yet committed, it waits for that
+ * one's end).
  */
 export function insertFlowSql(schema: string): string {
-  return `INSERT INTO ${schema}.jobs (${FLOW_JOB_COLUMNS}, idempotency_key, idempotency_expires_at,
+  return `WITH inserted AS (
+INSERT INTO ${schema}.jobs (${FLOW_JOB_COLUMNS}, idempotency_key, idempotency_expires_at,
   idempotency_until_finished)
 SELECT ${FLOW_JOB_VALUES}, CASE WHEN u.ord = 1 THEN $19::text END, CASE WHEN u.ord = 1 THEN $20::timestamptz END,
   u.ord = 1 AND $21::boolean
-FROM ${FLOW_JOBS}`;
+FROM ${FLOW_JOBS}
+WHERE NOT EXISTS (SELECT 1 FROM ${schema}.jobs AS h WHERE h.id = ($1::text[])[1])
+  AND ($19::text IS NULL OR NOT EXISTS (
+    SELECT 1 FROM ${schema}.jobs AS h WHERE h.name = ($2::text[])[1] AND h.idempotency_key = $19::text))
+RETURNING 1)
+SELECT count(*)::int AS inserted FROM inserted`;
 }
