@@ -139,6 +139,48 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueues sent again over $label', ({
     expect(await first.status()).toEqual(held);
   });
 
+  /** A report whose children convert its images: a flow of `generateReport` over `imageConvert` children. */
+  const reportFlow = (sdk: ReturnType<typeof createClient<typeof jobs>>, tag: string) =>
+    [
+      { accountId: `acct-${tag}`, kind: 'usage' as const, from: '2026-11-01', to: '2026-11-30' },
+      { children: payloadsOf(tag, 3).map((payload) => sdk.child.imageConvert(payload)) },
+    ] as const;
+
+  it('a flow whose answer was lost is sent again under the parent id the SDK made: one parent, its children once, and no key', async () => {
+    const sdk = createClient({ url: proxy.url, jobs });
+    await sdk.ready();
+    const [before, lostBefore] = [await storedJobs(), proxy.lost()];
+    proxy.loseNextAnswer();
+    const parent = await sdk.enqueue.generateReport(...reportFlow(sdk, 'lost-flow'));
+    expect(proxy.lost() - lostBefore).toBe(1);
+    expect(parent.created).toBe(true);
+    expect(parent.id).toMatch(UUID_V7);
+    expect((await storedJobs()) - before).toBe(3);
+    const status = await parent.status();
+    expect(status).toMatchObject({ id: parent.id, state: 'waiting-children' });
+    expect(status.children).toHaveLength(3);
+    expect(status).not.toHaveProperty('idempotencyKey');
+  });
+
+  it("a caller-chosen id on a flow's parent: the same flow sent again is that parent; another payload under it is CONFLICT", async () => {
+    const sdk = createClient({ url: server.url, jobs });
+    const before = await storedJobs();
+    const id = crypto.randomUUID();
+    const [payload, options] = reportFlow(sdk, 'chosen-flow');
+    const first = await sdk.enqueue.generateReport(payload, { ...options, id });
+    expect([first.id, first.created]).toEqual([id, true]);
+    const again = await sdk.enqueue.generateReport(payload, { ...options, id });
+    expect([again.id, again.created]).toEqual([id, false]);
+    const held = await first.status();
+    const conflict = await sdk.enqueue
+      .generateReport({ ...payload, kind: 'audit' }, { ...options, id })
+      .catch((error: unknown) => error);
+    expect(conflict).toBeInstanceOf(WorkqError);
+    expect(conflict).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(id), details: { ids: [id] } });
+    expect((await storedJobs()) - before).toBe(3);
+    expect(await first.status()).toEqual(held);
+  });
+
   it('enqueueMany with a key per job: the same batch sent again returns the same jobs and makes none', async () => {
     const sdk = createClient({ url: server.url, jobs });
     const before = await storedJobs();

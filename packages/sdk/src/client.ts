@@ -44,9 +44,9 @@ export interface ClientOptions<C extends Catalog> {
    * How many times an `enqueue` or `enqueueMany` that failed with `UNAVAILABLE` or `TIMEOUT` is sent again,
    * after 250 ms, 500 ms, 1 s, … (doubling up to 4 s, with jitter), within `enqueueBudgetMs`. Each job is sent
    * under an id — the caller's (`id`), or a UUIDv7 the SDK makes for it — so a retry after a lost answer
-   * returns the job stored the first time instead of making a second one, and stores no key. A flow's parent,
-   * stored with its children in one step, is sent under an idempotency key made up for it instead. `0` sends
-   * each enqueue once.
+   * returns the job stored the first time instead of making a second one, and stores no key. A flow is sent
+   * under its parent's id, and a retry returns the parent stored the first time, its children stored once. `0`
+   * sends each enqueue once.
    * @defaultValue 3
    */
   enqueueRetries?: number | undefined;

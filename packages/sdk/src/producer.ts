@@ -202,18 +202,6 @@ function checkPayload(jobs: Catalog, name: string, payload: unknown): void {
   parseWith(definitionOf(jobs, name).payload, payload, `Payload of "${name}"`);
 }
 
-/**
- * A fresh idempotency key, for the one kind of enqueue the SDK does not give an id of its own: a flow, whose
- * parent is stored with its children in one step under a key.
- */
-export function newIdempotencyKey(): string {
-  const { crypto } = globalThis;
-  // `randomUUID` exists only in secure contexts in browsers; `getRandomValues` everywhere.
-  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
-}
-
 /** Marks a failure of the catalog's registration, which comes before an enqueue's request. */
 function beforeSending(failure: unknown): never {
   throw new BeforeSending(failure);
@@ -231,13 +219,9 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
         const resolved = withDefaults(deps.jobs, name, own);
         // A flow's jobs are kept for the server-wide retention: the type's default one stays out of a parent's.
         if (children !== undefined && own.retention === undefined) delete resolved.retention;
-        // Under an id of its own, a retried enqueue finds the job an earlier attempt stored, if one did.
+        // Under an id of its own, a retried enqueue (a flow's too) finds the job an earlier attempt stored, if one did.
         const madeUpId = takesMadeUpId(resolved) ? newJobId() : undefined;
-        // A flow is stored with its children in one step, under a key: its parent takes a made-up key, not an id.
-        const madeUpKey =
-          madeUpId !== undefined && children !== undefined && takesMadeUpKey(resolved, deps.retry.retries);
-        if (madeUpKey) resolved.idempotencyKey = newIdempotencyKey();
-        else if (madeUpId !== undefined) resolved.id = madeUpId;
+        if (madeUpId !== undefined) resolved.id = madeUpId;
         const send = async (traceContext: TraceContext | undefined): Promise<JobHandle> => {
           resolved.traceContext ??= traceContext;
           try {
@@ -247,7 +231,7 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
               return deps.enqueues.enqueue(name, version, payload, resolved, timeoutMs);
             });
             // Nobody else knows a made-up id: the job under it is this call's, whichever attempt stored it.
-            return createHandle(deps, name, result.id, result.created || result.id === madeUpId || madeUpKey);
+            return createHandle(deps, name, result.id, result.created || result.id === madeUpId);
           } catch (error) {
             throw enqueueFailed(error, name, 1, { ids: resolved.id, keys: resolved.idempotencyKey });
           }
@@ -263,7 +247,7 @@ export function createEnqueue<C extends Catalog>(deps: ProducerDeps): EnqueueFns
 
 /**
  * A parent and its children in one request of their own, never merged with other enqueues: the server stores
- * the whole flow in one atomic step, under the parent's idempotency key.
+ * the whole flow in one atomic step, under the parent's id (and its idempotency key, when it has one).
  */
 function sendFlow(
   deps: ProducerDeps,
@@ -283,18 +267,6 @@ function sendFlow(
  */
 function takesMadeUpId(options: EnqueueOptions): boolean {
   return options.id === undefined && options.debounce === undefined;
-}
-
-/**
- * Whether a flow's parent is sent under a key made up for it: retries are on and it has no key, nor a TTL or
- * `idempotencyUntil` (which need a key of the caller's: without one, the server refuses them).
- */
-function takesMadeUpKey(options: EnqueueOptions, retries: number): boolean {
-  const keyed =
-    options.idempotencyKey !== undefined ||
-    options.idempotencyTtlMs !== undefined ||
-    options.idempotencyUntil !== undefined;
-  return retries > 0 && !keyed;
 }
 
 /**
