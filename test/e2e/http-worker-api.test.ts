@@ -18,6 +18,8 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 const PRODUCER = 'producer-token-0123456789';
 const WORKER = 'worker-token-0123456789ab';
 const REPORTS = 'reports-token-0123456789a';
+const FLOWS = 'flows-token-0123456789abcd';
+const REPORTS_ONLY = 'reports-only-token-012345';
 
 let server: QueueServer;
 const processes = new ChildProcesses();
@@ -32,6 +34,8 @@ beforeAll(async () => {
       { token: PRODUCER, scopes: ['produce:sendEmail'] },
       { token: WORKER, scopes: ['consume:sendEmail'] },
       { token: REPORTS, scopes: ['consume:generateReport'] },
+      { token: FLOWS, scopes: ['produce:generateReport', 'produce:sendEmail'] },
+      { token: REPORTS_ONLY, scopes: ['produce:generateReport'] },
     ],
   });
 });
@@ -195,6 +199,49 @@ describe('the plain HTTP worker API', () => {
     const cancelled = await call(PRODUCER, 'POST', `/v1/job/${id}/cancel`);
     expect(cancelled).toEqual({ status: 200, body: { cancelled: true } });
     expect((await statusOf(id)).state).toBe('cancelled');
+  });
+
+  it('enqueues a flow: the parent waits for its children, each of a type the token must also produce', async () => {
+    const report = { accountId: 'acct-http', kind: 'usage', from: '2026-11-01', to: '2026-11-30' };
+    const children = [1, 2].map((n) => ({ name: 'sendEmail', version: 1, payload: email(`child-${n}@example.com`) }));
+    const flow = { version: 1, payload: report, children };
+    const document = (await call(FLOWS, 'GET', '/v1/openapi.json')).body;
+    expect(document.components.schemas.FlowChild.properties.children.items).toEqual({
+      $ref: '#/components/schemas/FlowChild',
+    });
+    for (const token of [PRODUCER, REPORTS_ONLY]) {
+      const refused = await call(token, 'POST', '/v1/jobs/generateReport', flow);
+      expect(refused).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN' } } });
+    }
+    const badChild = { ...flow, children: [children[0], { ...children[1], payload: { to: 'not an address' } }] };
+    const invalid = await call(FLOWS, 'POST', '/v1/jobs/generateReport', badChild);
+    expect(invalid).toMatchObject({ status: 400, body: { error: { code: 'VALIDATION' } } });
+    expect(invalid.body.error.message).toContain('children[1]');
+
+    const { status, body } = await call(FLOWS, 'POST', '/v1/jobs/generateReport', flow);
+    expect(status).toBe(201);
+    expect(body).toMatchObject({ created: true, state: 'waiting-children' });
+    const parent = (await call(FLOWS, 'GET', `/v1/job/${body.id}`)).body as JobStatus;
+    expect(parent.children?.map((child) => child.name)).toEqual(['sendEmail', 'sendEmail']);
+    const claimParent = { workerId: 'http-flow', maxVersion: 1, limit: 1, waitMs: 0 };
+    expect((await call(REPORTS, 'POST', '/v1/jobs/generateReport/claim', claimParent)).body).toEqual({ jobs: [] });
+    const childIds = new Set(parent.children?.map((child) => child.id));
+    // Runs the children (and any other sendEmail job left ready) until both have completed.
+    const deadline = Date.now() + 10_000;
+    while (childIds.size > 0 && Date.now() < deadline) {
+      const claimed = await call(WORKER, 'POST', '/v1/jobs/sendEmail/claim', {
+        ...claimParent,
+        limit: 10,
+        waitMs: 1_000,
+      });
+      for (const job of claimed.body.jobs as { id: string; leaseToken: string }[]) {
+        await call(WORKER, 'POST', `/v1/job/${job.id}/complete`, { leaseToken: job.leaseToken, result: {} });
+        childIds.delete(job.id);
+      }
+    }
+    expect(childIds.size).toBe(0);
+    const ready = await call(REPORTS, 'POST', '/v1/jobs/generateReport/claim', { ...claimParent, waitMs: 5_000 });
+    expect(ready.body.jobs.map((job: { id: string }) => job.id)).toEqual([body.id]);
   });
 
   it('refuses bad input with VALIDATION and a message, and no stack or store text', async () => {

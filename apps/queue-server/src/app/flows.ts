@@ -1,5 +1,6 @@
 import { type EnqueueOptions, FLOW_LIMITS, WorkqError } from '@workq/core';
-import type { ChildInput, ClaimedJob, EnqueueResult, LeaseRef } from '@workq/core/engine';
+import type { ChildInput, ClaimedJob, EnqueueInput, EnqueueResult, LeaseRef } from '@workq/core/engine';
+import { enqueueJob, toEnqueueInputs } from './enqueue.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -159,6 +160,23 @@ export async function enqueueFlow(
   const result = await services.engine.flows.enqueue({ ...parent, children: inputs });
   if (result.created) countEnqueued(services, [parent.name, ...placed.map(({ input }) => input.name)]);
   return result;
+}
+
+/**
+ * Enqueues one job of `name`, or with `children` a flow (`enqueueFlow`): what an enqueue call does, over tRPC
+ * and over the plain HTTP API alike.
+ */
+export function enqueueJobOrFlow(
+  services: ServerServices,
+  name: string,
+  jobVersion: number,
+  payload: unknown,
+  options: EnqueueOptions | undefined,
+  children: readonly ChildRequest[] | undefined,
+): Promise<EnqueueResult> {
+  if (!children || children.length === 0) return enqueueJob(services, name, jobVersion, payload, options);
+  const [parent] = toEnqueueInputs(name, jobVersion, [payload], options) as [EnqueueInput];
+  return enqueueFlow(services, parent, children);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { JOB_STATES, WORKQ_ERROR_CODES } from '@workq/core';
 import { z } from 'zod';
-import { jsonEnqueueOptions } from '../router/inputs.ts';
+import { jsonChildJob, jsonEnqueueOptions } from '../router/inputs.ts';
 import { claimBody, completeBody, extendBody, failBody, rateLimitedBody, snoozeBody } from './worker-routes.ts';
 
 /**
@@ -31,6 +31,7 @@ const ID_PARAMETER = { name: 'id', in: 'path', required: true, schema: { type: '
 /** The document for the job types a caller may use. */
 export function openApiDocument(types: readonly DescribedJobType[]): Schema {
   const schemas: Record<string, Schema> = { ...COMMON_SCHEMAS };
+  embed(bodySchema(jsonChildJob), 'FlowChild', schemas);
   const paths: Record<string, Schema> = {};
   for (const type of [...types].sort((a, b) => a.name.localeCompare(b.name))) {
     const payloads = type.payloads.map(({ version, jsonSchema }) => {
@@ -64,7 +65,17 @@ function enqueueOperation(name: string, payloads: readonly { version: number; co
   const bodies = payloads.map(({ version, component }) => ({
     type: 'object',
     required: ['version', 'payload'],
-    properties: { version: { const: version }, payload: ref(component), options: ref('EnqueueOptions') },
+    properties: {
+      version: { const: version },
+      payload: ref(component),
+      options: ref('EnqueueOptions'),
+      children: {
+        type: 'array',
+        items: ref('FlowChild'),
+        description:
+          "A flow: the job waits, `waiting-children`, until these children (each with children of its own, at any depth) have ended, all stored in one step. Each child's type needs `produce:` as well.",
+      },
+    },
   }));
   return {
     operationId: `enqueue.${name}`,

@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type TraceContext, WorkqError } from '@workq/core';
 import { TRACE_CONTEXT_LIMITS } from '@workq/core/engine';
 import { z } from 'zod';
-import { enqueueJob } from '../app/enqueue.ts';
+import { childTypes, enqueueJobOrFlow } from '../app/flows.ts';
 import { listSchemas } from '../app/schemas.ts';
 import type { ServerServices } from '../app/services.ts';
 import { requireScope } from '../auth.ts';
 import { type RequestKind, STATUS_OF_ERROR, toClientError } from '../errors.ts';
-import { jsonEnqueueOptions, version } from '../router/inputs.ts';
+import { jsonChildJob, jsonEnqueueOptions, version } from '../router/inputs.ts';
 import { isJsonContentType } from './content-type.ts';
 import { auditRefusal, noteSubject, readJsonBody, sendError, sendJson } from './json-api.ts';
 import { type DescribedJobType, openApiDocument } from './openapi.ts';
@@ -27,7 +27,12 @@ import {
 
 export { sendJson } from './json-api.ts';
 
-const restEnqueueBody = z.object({ version, payload: z.unknown(), options: jsonEnqueueOptions });
+const restEnqueueBody = z.object({
+  version,
+  payload: z.unknown(),
+  options: jsonEnqueueOptions,
+  children: z.array(jsonChildJob).optional(),
+});
 
 /** A route of the plain HTTP API: its method, its path with one parameter, whether it takes a JSON body. */
 interface Route {
@@ -112,11 +117,13 @@ async function enqueueRoute({ req, services, principal, param: jobName }: RestCa
     req,
     restBodyLimit(services.options.limits),
     restEnqueueBody,
-    '{"version": <int>, "payload": <json>, "options"?: {...}}',
+    '{"version": <int>, "payload": <json>, "options"?: {...}, "children"?: [...]}',
   );
+  // A flow's children are enqueued too: each one's type needs the token's produce scope as well.
+  for (const type of childTypes(body.children)) requireScope(principal, 'produce', type);
   const traceContext = body.options?.traceContext ?? headerTraceContext(req);
   const options = traceContext ? { ...body.options, traceContext } : body.options;
-  const result = await enqueueJob(services, jobName, body.version, body.payload, options);
+  const result = await enqueueJobOrFlow(services, jobName, body.version, body.payload, options, body.children);
   const warnings = services.registry.uncheckedWarnings(jobName, body.version);
   return { status: result.created ? 201 : 200, body: warnings.length > 0 ? { ...result, warnings } : result };
 }

@@ -128,6 +128,9 @@ export const jsonEnqueueOptions = enqueueOptions
   })
   .optional();
 
+/** `childJob` as plain JSON carries it (the `/v1` HTTP API): its `runAt` as `jsonEnqueueOptions` reads one. */
+export const jsonChildJob = childJobOf(jsonEnqueueOptions.unwrap());
+
 /** Each job's own id in an `enqueueMany`, by index (`null`: none). */
 export const perJobIds = z.array(chosenJobId.nullable());
 
@@ -144,19 +147,24 @@ export interface ChildJobInput {
   children?: ChildJobInput[] | undefined;
 }
 
-export const childJob: z.ZodType<ChildJobInput> = z.object({
-  name: jobName,
-  version,
-  payload: z.unknown(),
-  options: enqueueOptions
-    .unwrap()
-    .omit({ idempotencyKey: true, idempotencyTtlMs: true, idempotencyUntil: true, debounce: true })
-    .strict()
-    .optional(),
-  onFailure: z.enum(CHILD_FAILURE_POLICIES).optional(),
-  get children() {
-    return z.array(childJob).optional();
-  },
-});
+/** A child in a flow, its options read by `options` (tRPC's, or plain JSON's), and its own children likewise. */
+function childJobOf(options: z.ZodObject<z.ZodRawShape>): z.ZodType<ChildJobInput> {
+  const child: z.ZodType<ChildJobInput> = z.object({
+    name: jobName,
+    version,
+    payload: z.unknown(),
+    options: options
+      .omit({ idempotencyKey: true, idempotencyTtlMs: true, idempotencyUntil: true, debounce: true })
+      .strict()
+      .optional(),
+    onFailure: z.enum(CHILD_FAILURE_POLICIES).optional(),
+    get children() {
+      return z.array(child).optional();
+    },
+  });
+  return child;
+}
+
+export const childJob = childJobOf(enqueueOptions.unwrap());
 
 export const lease = z.object({ id: jobId, leaseToken });

@@ -1,8 +1,7 @@
 import { FLOW_LIMITS, isFinishedState, type JobStatus } from '@workq/core';
-import type { EnqueueInput } from '@workq/core/engine';
 import { z } from 'zod';
-import { enqueueJob, enqueueJobs, toEnqueueInputs } from '../app/enqueue.ts';
-import { childTypes, enqueueFlow } from '../app/flows.ts';
+import { enqueueJobs } from '../app/enqueue.ts';
+import { childTypes, enqueueJobOrFlow } from '../app/flows.ts';
 import { childEntry } from '../app/jobs.ts';
 import { workersReading } from '../app/workers.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
@@ -26,12 +25,9 @@ export const producerRouter = router({
     )
     .use(scoped('produce', (input) => input.name))
     .use(producesEach((input) => childTypes(input.children)))
-    .mutation(({ ctx, input }) => {
-      const { name, payload, options, children } = input;
-      if (!children || children.length === 0) return enqueueJob(ctx.services, name, input.version, payload, options);
-      const [parent] = toEnqueueInputs(name, input.version, [payload], options) as [EnqueueInput];
-      return enqueueFlow(ctx.services, parent, children);
-    }),
+    .mutation(({ ctx, input }) =>
+      enqueueJobOrFlow(ctx.services, input.name, input.version, input.payload, input.options, input.children),
+    ),
 
   enqueueMany: authedProcedure
     .input(
