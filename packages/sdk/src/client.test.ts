@@ -68,6 +68,38 @@ describe('createClient() enqueue retries', () => {
     expect([handle.id, handle.created]).toEqual([sent[0]?.id, true]);
   });
 
+  it('sends a flow under a parent id it made up, with no key, and the same id with the same children on a retry', async () => {
+    let attempts = 0;
+    const server = fakeServer((path, input) => {
+      if (path !== 'jobs.enqueue') return null;
+      attempts++;
+      if (attempts === 1) throw connectionReset();
+      return { id: (input.options as { id: string }).id, created: false, state: 'waiting-children' };
+    });
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
+    const handle = await client.enqueue.probe({ n: 1 }, { children: [client.child.probe({ n: 2 })] });
+    const [first, second] = server.enqueues().map(({ input }) => input);
+    expect(second).toEqual(first);
+    const options = first?.options as { id?: string; idempotencyKey?: string };
+    expect(options.id).toMatch(UUID_V7);
+    expect(options.idempotencyKey).toBeUndefined();
+    expect(first?.children).toEqual([{ name: 'probe', version: 1, payload: { n: 2 }, options: {} }]);
+    expect([handle.id, handle.created]).toEqual([options.id, true]);
+  });
+
+  it('refuses children in enqueueMany, which makes plain jobs, before sending anything', async () => {
+    const server = fakeServer(() => null);
+    const client = createClient({ url: 'http://queue.invalid', jobs, fetch: server.fetch });
+    const children = [client.child.probe({ n: 2 })];
+    for (const options of [{ children }, { perJob: [{ children }] }]) {
+      await expect(client.enqueueMany.probe([{ n: 1 }], options as never)).rejects.toMatchObject({
+        code: 'VALIDATION',
+        message: expect.stringContaining('sdk.enqueue.probe(payload, { children })'),
+      });
+    }
+    expect(server.sent).toEqual([]);
+  });
+
   it('sends an id the caller chose as it is, and reports created as the server answers', async () => {
     const server = fakeServer((path, input) => {
       if (path !== 'jobs.enqueue') return null;

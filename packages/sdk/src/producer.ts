@@ -309,6 +309,13 @@ export function createEnqueueMany<C extends Catalog>(deps: ProducerDeps): Enqueu
         const { version } = definitionOf(deps.jobs, name);
         for (const payload of payloads) checkPayload(deps.jobs, name, payload);
         const { perJob, ...own } = options ?? {};
+        // Types keep `children` out of a batch; plain JavaScript may not, and a flow must not become plain jobs.
+        if ([own, ...(perJob ?? [])].some((each) => each !== undefined && 'children' in each)) {
+          throw new WorkqError(
+            'VALIDATION',
+            `enqueueMany makes plain jobs and takes no children: enqueue each flow on its own, with sdk.enqueue.${name}(payload, { children }).`,
+          );
+        }
         if (perJob !== undefined && perJob.length !== payloads.length) {
           throw new WorkqError(
             'VALIDATION',
