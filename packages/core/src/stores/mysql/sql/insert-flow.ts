@@ -4,11 +4,11 @@
  * with its idempotency key. A taken key or id fails that statement, nothing of the flow stays, and `insertFlow`
  * answers in one transaction (the caller's). There the job holding the root's id, when one does, is the answer,
  * whatever it is (the engine tells whether it is the same job). Otherwise a root with an idempotency key is
- * inserted first on its own, by insert-jobs.ts, which reads back the key's holder: when a retained job holds the key, that job is the
- * answer and nothing more is inserted (an expired holder lets go of its key, release-expired-keys.ts). Then the
- * jobs, every one of them or the root's descendants, by plain multi-row `INSERT`s of `INSERT_CHUNK` rows: a
- * taken id or any other failure fails the statement, and the caller's rollback leaves nothing of the flow. A
- * parent is inserted `waiting-children` (records.ts).
+ * inserted first on its own, by insert-jobs.ts, which reads back the key's holder: when a retained job holds the
+ * key, that job is the answer and nothing more is inserted (an expired holder lets go of its key,
+ * release-expired-keys.ts). Then the jobs, every one of them or the root's descendants, by plain multi-row
+ * `INSERT`s of `INSERT_CHUNK` rows: a taken id or any other failure fails the statement, and the caller's
+ * rollback leaves nothing of the flow. A parent is inserted `waiting-children` (records.ts).
  *
  * Returns the root's record, `created: true`, or the holder of its id or key, `created: false`, or `KeyHolderGone`.
  */
