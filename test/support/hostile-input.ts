@@ -230,6 +230,16 @@ export interface HostileRequest {
   body?: string | undefined;
 }
 
+/**
+ * Whether fetch refused the request itself: `Headers` throws with no cause for a NUL, CR or LF, and the HTTP
+ * client under fetch fails with an invalid-argument cause for the other control characters. Anything else (a
+ * refused connection, a reset) reached or tried to reach the server and is a real failure.
+ */
+function refusedBeforeSending(error: TypeError): boolean {
+  const cause = error.cause as { code?: unknown } | undefined;
+  return cause === undefined || cause.code === 'UND_ERR_INVALID_ARG';
+}
+
 /** What the property tests do against one running server, at `url()` (asked per call: it starts later), with `TOKENS`. */
 export function hostileTarget(url: () => string) {
   /** Sends one request; `undefined` when fetch itself will not send it (a header value it refuses). */
@@ -245,7 +255,7 @@ export function hostileTarget(url: () => string) {
         ...(request.body === undefined || request.method === 'GET' ? {} : { body: request.body }),
       });
     } catch (error) {
-      if (error instanceof TypeError && error.cause === undefined) return undefined;
+      if (error instanceof TypeError && refusedBeforeSending(error)) return undefined;
       throw error;
     }
     return { status: response.status, text: await response.text() };
