@@ -28,6 +28,11 @@ function openSocket(url: string) {
   return { socket, state, closed, connected };
 }
 
+/** The JSON body of a raw HTTP/1.1 answer. */
+function bodyOf(received: string): unknown {
+  return JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4));
+}
+
 /** Writes `text` one character every `everyMs` until the socket closes or `text` ends. */
 async function trickle(socket: Socket, text: string, everyMs: number): Promise<void> {
   for (const char of text) {
@@ -84,6 +89,28 @@ describe('HTTP server limits', () => {
     expect(afterMs).toBeGreaterThanOrEqual(950);
     expect(afterMs).toBeLessThan(2_500);
     expect(state.received).toMatch(/^HTTP\/1\.1 408/);
+    expect(bodyOf(state.received)).toMatchObject({ error: { code: 'TIMEOUT' } });
+  });
+
+  it('answers a request the HTTP parser refuses with a workq error, and goes on serving', async () => {
+    const cases = [
+      { header: 'Authorization: Bearer \u0001', status: 400, code: 'VALIDATION', names: 'HPE_INVALID_HEADER_TOKEN' },
+      { header: 'Authorization: Bearer a\u007fb', status: 400, code: 'VALIDATION', names: 'HPE_INVALID_HEADER_TOKEN' },
+      { header: 'Bad Name: x', status: 400, code: 'VALIDATION', names: 'HPE_INVALID_HEADER_TOKEN' },
+      { header: `X-Big: ${'a'.repeat(20_000)}`, status: 431, code: 'PAYLOAD_TOO_LARGE', names: 'header' },
+    ];
+    for (const { header, status, code, names } of cases) {
+      const { socket, state, closed, connected } = openSocket(server.url);
+      await connected;
+      socket.write(`GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n${header}\r\n\r\n`);
+      await closed;
+      expect(state.received, header.slice(0, 40)).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(state.received).toMatch(/\r\ncontent-type: application\/json\r\n/);
+      const { error } = bodyOf(state.received) as { error: { code: string; message: string } };
+      expect(error.code).toBe(code);
+      expect(error.message).toContain(names);
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it('lets a long poll wait past requestTimeoutMs: it bounds receiving the request, not the answer', async () => {

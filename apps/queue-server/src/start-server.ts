@@ -19,6 +19,7 @@ import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
+import { answerMalformedRequests } from './http/malformed-requests.ts';
 import { createOpenModeGuard, sendRefusal } from './http/open-mode-guard.ts';
 import { serveInRequest } from './http/request-log.ts';
 import { handleRest, sendJson, serveMetrics } from './http/rest.ts';
@@ -240,6 +241,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     });
   };
   capConnections(server, resolved.limits);
+  answerMalformedRequests(server);
 
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
