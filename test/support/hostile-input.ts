@@ -13,8 +13,11 @@ import { expectNoLeak } from './leaks.ts';
 import { collectingLogger } from './quiet-logger.ts';
 import { rawClient } from './raw-client.ts';
 
-/** Runs per property, per store: bounded, so the suite stays quick; a failure prints its seed and counterexample. */
-export const RUNS = 200;
+/**
+ * Runs per property, per store: bounded, so the suite stays quick; a failure prints its seed and counterexample.
+ * `WORKQ_HOSTILE_RUNS` asks for more (or fewer) in a run by hand, to search longer than the suite does.
+ */
+export const RUNS = Number(process.env.WORKQ_HOSTILE_RUNS) || 200;
 
 export const TOKENS = [
   { token: 'root-token-0123456789', scopes: ['admin'] },
