@@ -35,6 +35,9 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default: --max-payload-bytes)
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
+  --max-body-bytes-in-flight <n>  request-body bytes held at once over all requests; a body past
+                            it is refused, retryably [WORKQ_MAX_BODY_BYTES_IN_FLIGHT]
+                            (default ${DEFAULT_LIMITS.maxBodyBytesInFlight})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
@@ -97,6 +100,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-result-bytes': { type: 'string' },
       'max-batch-size': { type: 'string' },
       'max-trpc-batch-size': { type: 'string' },
+      'max-body-bytes-in-flight': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
       'max-buffered-events': { type: 'string' },
       'max-event-streams': { type: 'string' },
@@ -117,6 +121,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxResultBytes: intOption(values['max-result-bytes'] ?? env.WORKQ_MAX_RESULT_BYTES, 'max-result-bytes'),
     maxBatchSize: intOption(values['max-batch-size'] ?? env.WORKQ_MAX_BATCH_SIZE, 'max-batch-size'),
     maxTrpcBatchSize: intOption(values['max-trpc-batch-size'] ?? env.WORKQ_MAX_TRPC_BATCH_SIZE, 'max-trpc-batch-size'),
+    maxBodyBytesInFlight: intOption(
+      values['max-body-bytes-in-flight'] ?? env.WORKQ_MAX_BODY_BYTES_IN_FLIGHT,
+      'max-body-bytes-in-flight',
+    ),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),
     headersTimeoutMs: intOption(values['headers-timeout-ms'] ?? env.WORKQ_HEADERS_TIMEOUT_MS, 'headers-timeout-ms'),

@@ -153,6 +153,27 @@ export class ServerMetrics {
     }
   }
 
+  /** Shows, at each scrape, the request-body bytes `bodies` holds now and the bodies it has refused. */
+  observeRequestBodies(bodies: { readonly held: number; readonly refused: number }): void {
+    new Gauge({
+      name: 'workq_request_body_bytes',
+      help: 'Request-body bytes the server holds now, over all requests (at most limits.maxBodyBytesInFlight)',
+      registers: [this.registry],
+      collect() {
+        this.set(bodies.held);
+      },
+    });
+    new Counter({
+      name: 'workq_request_bodies_refused_total',
+      help: 'Request bodies refused (retryably) because the server held limits.maxBodyBytesInFlight',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(bodies.refused);
+      },
+    });
+  }
+
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }

@@ -46,6 +46,16 @@ export interface ServerLimits {
   maxTrpcBatchSize?: number | undefined;
   /** Largest request body, in bytes. @defaultValue 16_777_216 (16 MiB) */
   maxRequestBytes?: number | undefined;
+  /**
+   * Request-body bytes held at once over all requests, each counted from its
+   * first byte until its answer is sent (what is decoded from it lives as
+   * long). A body that would pass it is refused with a retryable
+   * `UNAVAILABLE`, which the SDK tries again, so many large bodies at once
+   * cannot exhaust the server's memory. At least `maxRequestBytes`
+   * (`VALIDATION` at start otherwise).
+   * @defaultValue 67_108_864 (64 MiB), or `maxRequestBytes` when that is larger
+   */
+  maxBodyBytesInFlight?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
   maxLongPollMs?: number | undefined;
   /**
@@ -235,6 +245,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxBatchSize: MAX_BATCH_SIZE,
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
+  maxBodyBytesInFlight: 64 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,
@@ -271,6 +282,9 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
       ...options.limits,
       maxResultBytes:
         options.limits?.maxResultBytes ?? options.limits?.maxPayloadBytes ?? DEFAULT_LIMITS.maxResultBytes,
+      maxBodyBytesInFlight:
+        options.limits?.maxBodyBytesInFlight ??
+        Math.max(DEFAULT_LIMITS.maxBodyBytesInFlight, options.limits?.maxRequestBytes ?? 0),
     },
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,

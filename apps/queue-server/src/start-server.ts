@@ -17,6 +17,7 @@ import type { ServerServices } from './app/services.ts';
 import { logAuthFailure } from './audit-log.ts';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
+import { BodyBudget } from './http/body-budget.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
 import { answerMalformedRequests } from './http/malformed-requests.ts';
@@ -75,10 +76,12 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     ? createOpenModeGuard({ allowedHosts: resolved.allowedHosts, corsLists: cors.lists })
     : undefined;
   const serverOptions = httpServerOptions(resolved.limits);
+  const bodyBudget = new BodyBudget(resolved.limits.maxBodyBytesInFlight, resolved.limits.maxRequestBytes);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);
   const metrics = new ServerMetrics((scope) => engine.counts(scope));
+  metrics.observeRequestBodies(bodyBudget);
   const health = new StoreHealth(opened.store, {
     storeUrl,
     logger,
@@ -226,7 +229,9 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   );
   const serveRequest = (req: IncomingMessage, res: ServerResponse) => {
     inFlight++;
+    bodyBudget.admit(req);
     res.on('close', () => {
+      bodyBudget.release(req);
       if (res.statusCode >= 500 && req.url !== '/readyz') health.requestFailed();
       inFlight--;
       if (inFlight === 0) drained?.();

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { WorkqError } from '@workq/core';
+import { dropBodyBytes, holdBodyBytes } from './body-budget.ts';
 
 /**
  * Most levels of `[` and `{` a request's JSON may nest: far more than any
@@ -11,24 +12,35 @@ export const MAX_JSON_DEPTH = 256;
 
 /**
  * A request's body, refused with `PAYLOAD_TOO_LARGE` once it passes
- * `maxBytes`. The rest of an oversized body is read and dropped, so the
- * refusal still reaches the client on the same connection.
+ * `maxBytes`, or with a retryable `UNAVAILABLE` once the bodies its server
+ * holds at once would pass their budget (body-budget.ts). The rest of a
+ * refused body is read and dropped, so the refusal still reaches the client
+ * on the same connection.
  */
 export function readBodyBytes(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const refuse = (error: unknown) => {
+      req.removeAllListeners('data');
+      req.resume();
+      dropBodyBytes(req);
+      reject(error);
+    };
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new WorkqError('PAYLOAD_TOO_LARGE', `Request body exceeds ${maxBytes} bytes.`));
-        return;
+        return refuse(new WorkqError('PAYLOAD_TOO_LARGE', `Request body exceeds ${maxBytes} bytes.`));
+      }
+      try {
+        holdBodyBytes(req, chunk.length);
+      } catch (error) {
+        return refuse(error);
       }
       chunks.push(chunk);
     });
-    req.once('end', () => resolve(Buffer.concat(chunks)));
+    // The chunks go once joined: the listener that holds them lives as long as the request.
+    req.once('end', () => resolve(Buffer.concat(chunks.splice(0))));
     req.once('error', reject);
   });
 }

@@ -1,0 +1,165 @@
+import { connect } from 'node:net';
+import { type QueueServer, startServer } from '@workq/queue-server';
+import { jobs } from '@workq/schemas';
+import { createClient } from '@workq/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectingLogger } from '../support/quiet-logger.ts';
+import { rawClient } from '../support/raw-client.ts';
+
+const ROOT = 'root-token-body-budget-0123';
+const PRODUCE = 'produce-token-body-budget-0123';
+const MAX_REQUEST_BYTES = 1024 * 1024;
+const BUDGET = 2 * MAX_REQUEST_BYTES;
+
+/** A `jobs.enqueueMany` body of `count` emails of about 22 KB each, told apart by `tag`. */
+function enqueueManyBody(tag: string, count: number): string {
+  const payloads = Array.from({ length: count }, (_, i) => ({
+    to: 'a@example.com',
+    subject: `${tag}-${i}`,
+    body: 'x'.repeat(22_000),
+  }));
+  return JSON.stringify({ json: { name: 'sendEmail', version: 1, payloads } });
+}
+
+/**
+ * The bytes of `body` (ASCII) sent before the rest: nine tenths. Two such parts of the bodies below fit the
+ * budget, a third does not, and the room two leave still takes one body's last tenth.
+ */
+const firstPartOf = (body: string) => Math.floor(body.length * 0.9);
+
+/**
+ * A raw `POST /trpc/jobs.enqueueMany` whose body is sent in two parts: `sendRest()` sends the second, `abort()`
+ * closes the connection instead. `answer` is what came back by the time the connection closed.
+ */
+function partSentEnqueue(url: string, body: string) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('utf8');
+  });
+  socket.on('error', () => undefined);
+  const answer = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  const part = firstPartOf(body);
+  socket.write(
+    `POST /trpc/jobs.enqueueMany HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${PRODUCE}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
+  );
+  socket.write(body.slice(0, part));
+  return {
+    answer,
+    answered: () => received.length > 0,
+    sendRest: () => socket.write(body.slice(part)),
+    abort: () => socket.destroy(),
+  };
+}
+
+describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
+  let server: QueueServer;
+
+  beforeAll(async () => {
+    server = await startServer({
+      store: 'pglite://memory',
+      port: 0,
+      jobs,
+      tokens: [
+        { token: ROOT, scopes: ['admin'] },
+        { token: PRODUCE, scopes: ['produce:*'] },
+      ],
+      limits: { maxRequestBytes: MAX_REQUEST_BYTES, maxBodyBytesInFlight: BUDGET },
+      logger: collectingLogger(),
+    });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${ROOT}` } })).text();
+    const line = text.split('\n').find((row) => row.startsWith(`${name} `));
+    return Number(line?.split(' ')[1]);
+  };
+  const bodyBytesHeld = () => metric('workq_request_body_bytes');
+  const bodiesRefused = () => metric('workq_request_bodies_refused_total');
+  /** The emails the store holds, page by page. */
+  const emailsStored = async (): Promise<number> => {
+    const admin = rawClient(server.url, ROOT).admin;
+    let count = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await admin.jobs.query({ name: 'sendEmail', limit: 200, ...(cursor ? { cursor } : {}) });
+      count += page.jobs.length;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return count;
+  };
+  const waitFor = async (done: () => Promise<boolean> | boolean, what: string) => {
+    const deadline = Date.now() + 10_000;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  it('refuses the bodies past it with a retryable UNAVAILABLE, stores the others whole, and gives every byte back', async () => {
+    // Eight bodies of ~880 KB each, nine tenths of each sent before any is finished: 6.3 MB against 2 MiB.
+    const bodies = Array.from({ length: 8 }, (_, i) => enqueueManyBody(`held${i}`, 40));
+    const part = firstPartOf(bodies[0] as string);
+    const sent = bodies.map((body) => partSentEnqueue(server.url, body));
+    // Settled: every request is answered (refused) or has its whole first part held.
+    let heldWhileFull = 0;
+    await waitFor(async () => {
+      heldWhileFull = await bodyBytesHeld();
+      return heldWhileFull === sent.filter((request) => !request.answered()).length * part;
+    }, 'each request refused or its first part held');
+    expect(heldWhileFull).toBeLessThanOrEqual(BUDGET);
+
+    const refused = sent.filter((request) => request.answered());
+    const held = sent.filter((request) => !request.answered());
+    expect(refused.length).toBeGreaterThanOrEqual(6);
+    expect(held.length).toBeGreaterThanOrEqual(1);
+    for (const request of refused) {
+      const text = await request.answer;
+      expect(text).toMatch(/^HTTP\/1\.1 503 /);
+      expect(text).toContain('"workqCode":"UNAVAILABLE"');
+      expect(text).toContain('"retryable":true');
+      expect(text).toContain('maxBodyBytesInFlight');
+    }
+    expect(await bodiesRefused()).toBeGreaterThanOrEqual(refused.length);
+
+    for (const request of held) {
+      request.sendRest();
+      expect(await request.answer).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    expect(await emailsStored()).toBe(40 * held.length);
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+
+  it('lets the SDK through once the bodies ahead of it are gone: it tries a refused enqueue again', async () => {
+    // Two first parts fit the budget and leave less room than the SDK's body needs.
+    const bodies = Array.from({ length: 2 }, (_, i) => enqueueManyBody(`blocker${i}`, 40));
+    const blockers = bodies.map((body) => partSentEnqueue(server.url, body));
+    const parts = bodies.reduce((sum, body) => sum + firstPartOf(body), 0);
+    await waitFor(async () => (await bodyBytesHeld()) === parts, 'the two first parts held');
+    const sdk = createClient({ url: server.url, jobs, token: PRODUCE });
+    try {
+      const payloads = Array.from({ length: 40 }, (_, i) => ({
+        to: 'a@example.com',
+        subject: `sdk-${i}`,
+        body: 'y'.repeat(22_000),
+      }));
+      const storedBefore = await emailsStored();
+      const refusedBefore = await bodiesRefused();
+      const enqueuing = sdk.enqueueMany.sendEmail(payloads);
+      // Refused while the blockers hold the budget: the SDK is told to try again, and does once they are gone.
+      await waitFor(async () => (await bodiesRefused()) > refusedBefore, 'the SDK refused');
+      for (const blocker of blockers) blocker.abort();
+      expect(await enqueuing).toHaveLength(40);
+      expect(await emailsStored()).toBe(storedBefore + 40);
+    } finally {
+      await sdk.close();
+    }
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+});
