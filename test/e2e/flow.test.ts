@@ -234,6 +234,33 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueue → consume → result over 
     await expect(next.result({ timeoutMs: 10_000 })).resolves.toEqual({ messageId: 'sent' });
   });
 
+  it('refuses children handed to moveTo from plain JavaScript (VALIDATION), moving nothing', async () => {
+    const client = createClient({ url: server.url, jobs });
+    let refusal: unknown;
+    const worker = client.consume('generateReport', async (job, ctx) => {
+      if (job.payload.accountId !== 'move-with-children') return { url: '', rows: 0 };
+      const options = { children: [client.child.sendEmail({ to: 'a@example.com', subject: 'child', body: '' })] };
+      try {
+        // Types keep children out of moveTo's options: this is what an untyped caller can still send.
+        await ctx.moveTo('sendEmail', { to: 'owner@example.com', subject: 'moved', body: job.id }, options as object);
+      } catch (error) {
+        refusal = error;
+      }
+      return { url: 'stayed', rows: 1 };
+    });
+    workers.push(worker);
+    const handle = await client.enqueue.generateReport({
+      accountId: 'move-with-children',
+      kind: 'billing',
+      from: '2026-02-01',
+      to: '2026-02-28',
+    });
+    await expect(handle.result({ timeoutMs: 10_000 })).resolves.toEqual({ url: 'stayed', rows: 1 });
+    expect(refusal).toBeInstanceOf(WorkqError);
+    expect(refusal).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('waitForChildren') });
+    expect((await handle.status()).movedTo).toBeUndefined();
+  });
+
   it('cancels a waiting job, which then never runs', async () => {
     const handle = await sdk.enqueue.imageConvert({ source: 'never.png', output: 'never.webp' }, { delayMs: 60_000 });
     await expect(handle.cancel()).resolves.toBe(true);

@@ -232,6 +232,13 @@ export class HandlerContext implements JobContext<Catalog> {
   }
 
   async #moveTo(nextName: string, payload: unknown, nextOptions?: object): Promise<void> {
+    // Types keep `children` out of moveTo; plain JavaScript may not, and a flow must not become one plain job.
+    if (nextOptions !== undefined && 'children' in nextOptions) {
+      throw new WorkqError(
+        'VALIDATION',
+        `moveTo makes one job and takes no children: to run children first, return ctx.waitForChildren([...]); to start a flow, enqueue it with sdk.enqueue.${nextName}(payload, { children }).`,
+      );
+    }
     const next = this.#deps.definitionOf(nextName);
     parseWith(next.payload, payload, `moveTo payload of "${nextName}"`);
     const options: EnqueueOptions = { ...next.defaults, ...nextOptions };
