@@ -95,7 +95,8 @@ try {
       }).then(
         async (response) => {
           const text = await response.text();
-          const code = /"(?:workqCode|code)":"([A-Z_]+)"/.exec(text)?.[1] ?? '';
+          // A tRPC error names the workq code as `workqCode`, a plain HTTP error (a 408) as `code`.
+          const code = (/"workqCode":"([A-Z_]+)"/.exec(text) ?? /"code":"([A-Z_]+)"/.exec(text))?.[1] ?? '';
           return `${response.status} ${code}${text.includes('maxBodyBytesInFlight') ? ' (maxBodyBytesInFlight)' : ''}`;
         },
         (error: Error) => error.message,

@@ -7,7 +7,9 @@ import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
 
 const ROOT = 'root-token-body-budget-0123';
-const PRODUCE = 'produce-token-body-budget-0123';
+/** Four producers' tokens: one token's requests may hold half the budget, here one largest body. */
+const PRODUCERS = ['p0', 'p1', 'p2', 'p3'].map((name) => `produce-token-body-budget-${name}`);
+const WORKER = 'work-token-body-budget-0123';
 const MAX_REQUEST_BYTES = 1024 * 1024;
 const BUDGET = 2 * MAX_REQUEST_BYTES;
 
@@ -22,8 +24,9 @@ function enqueueManyBody(tag: string, count: number): string {
 }
 
 /**
- * The bytes of `body` (ASCII) sent before the rest: nine tenths. Two such parts of the bodies below fit the
- * budget, a third does not, and the room two leave still takes one body's last tenth.
+ * The bytes of `body` (ASCII) sent before the rest: nine tenths. One such part of the bodies below fits a
+ * token's share, two do not; two fit the budget, three do not; and the room two leave still takes one body's
+ * last tenth.
  */
 const firstPartOf = (body: string) => Math.floor(body.length * 0.9);
 
@@ -31,7 +34,7 @@ const firstPartOf = (body: string) => Math.floor(body.length * 0.9);
  * A raw `POST /trpc/jobs.enqueueMany` whose body is sent in two parts: `sendRest()` sends the second, `abort()`
  * closes the connection instead. `answer` is what came back by the time the connection closed.
  */
-function partSentEnqueue(url: string, body: string) {
+function partSentEnqueue(url: string, token: string, body: string) {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   let received = '';
@@ -42,7 +45,7 @@ function partSentEnqueue(url: string, body: string) {
   const answer = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
   const part = firstPartOf(body);
   socket.write(
-    `POST /trpc/jobs.enqueueMany HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${PRODUCE}\r\n` +
+    `POST /trpc/jobs.enqueueMany HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
   );
   socket.write(body.slice(0, part));
@@ -64,7 +67,8 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
       jobs,
       tokens: [
         { token: ROOT, scopes: ['admin'] },
-        { token: PRODUCE, scopes: ['produce:*'] },
+        ...PRODUCERS.map((token) => ({ token, scopes: ['produce:*'] })),
+        { token: WORKER, scopes: ['consume:*'] },
       ],
       limits: { maxRequestBytes: MAX_REQUEST_BYTES, maxBodyBytesInFlight: BUDGET },
       logger: collectingLogger(),
@@ -103,10 +107,10 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
   };
 
   it('refuses the bodies past it with a retryable UNAVAILABLE, stores the others whole, and gives every byte back', async () => {
-    // Eight bodies of ~880 KB each, nine tenths of each sent before any is finished: 6.3 MB against 2 MiB.
+    // Eight bodies of ~880 KB each from four tokens, nine tenths of each sent before any is finished.
     const bodies = Array.from({ length: 8 }, (_, i) => enqueueManyBody(`held${i}`, 40));
     const part = firstPartOf(bodies[0] as string);
-    const sent = bodies.map((body) => partSentEnqueue(server.url, body));
+    const sent = bodies.map((body, i) => partSentEnqueue(server.url, PRODUCERS[i % 4] as string, body));
     // Settled: every request is answered (refused) or has its whole first part held.
     let heldWhileFull = 0;
     await waitFor(async () => {
@@ -136,13 +140,79 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
   });
 
+  it("holds one token's requests to its share, while another token's go through", async () => {
+    const [mine, again] = ['share-a', 'share-b'].map((tag) => enqueueManyBody(tag, 40)) as [string, string];
+    const first = partSentEnqueue(server.url, PRODUCERS[0] as string, mine);
+    await waitFor(async () => (await bodyBytesHeld()) === firstPartOf(mine), "the token's first part held");
+    const second = partSentEnqueue(server.url, PRODUCERS[0] as string, again);
+    const refusal = await second.answer;
+    expect(refusal).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refusal).toContain("This token's requests");
+    expect(refusal).toContain('"retryable":true');
+
+    // Over plain HTTP too: the same token's enqueue, padded past what its share has left, and another token's.
+    const restEnqueue = (token: string) =>
+      fetch(`${server.url}/v1/jobs/sendEmail`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ version: 1, payload: { to: 'a@example.com', subject: 'rest', body: '' } }).padEnd(
+          300_000,
+          ' ',
+        ),
+      });
+    const sameToken = await restEnqueue(PRODUCERS[0] as string);
+    expect(sameToken.status).toBe(503);
+    expect(await sameToken.text()).toContain("This token's requests");
+    expect((await restEnqueue(PRODUCERS[1] as string)).status).toBe(201);
+
+    // Another token's body, whole, while the first token's part is still held.
+    const other = await fetch(`${server.url}/trpc/jobs.enqueueMany`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${PRODUCERS[1]}` },
+      body: enqueueManyBody('share-other', 40),
+    });
+    expect(other.status).toBe(200);
+    first.sendRest();
+    expect(await first.answer).toMatch(/^HTTP\/1\.1 200 /);
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+
+  it('keeps the room others need from a token whose claims long-poll with padded bodies', async () => {
+    // A claim waiting 3 s for work, its body padded to 900 KB with whitespace (still valid JSON).
+    const claim = () => {
+      const text = JSON.stringify({
+        json: { name: 'imageConvert', maxVersion: 2, limit: 1, workerId: 'pad', waitMs: 3_000 },
+      });
+      return fetch(`${server.url}/trpc/consumer.claim`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${WORKER}` },
+        body: text.padEnd(900_000, ' '),
+      });
+    };
+    const waiting = claim();
+    await waitFor(async () => (await bodyBytesHeld()) === 900_000, 'the first claim waiting, its body held');
+    const refused = await claim();
+    expect(refused.status).toBe(503);
+    expect(await refused.text()).toContain("This token's requests");
+
+    const enqueued = await fetch(`${server.url}/trpc/jobs.enqueueMany`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${PRODUCERS[3]}` },
+      body: enqueueManyBody('beside-claims', 40),
+    });
+    expect(enqueued.status).toBe(200);
+    await waitFor(async () => (await bodyBytesHeld()) === 900_000, 'the enqueue given back, the claim still held');
+    expect((await waiting).status).toBe(200);
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+
   it('lets the SDK through once the bodies ahead of it are gone: it tries a refused enqueue again', async () => {
-    // Two first parts fit the budget and leave less room than the SDK's body needs.
+    // Two tokens' first parts fit the budget and leave less room than the SDK's body needs.
     const bodies = Array.from({ length: 2 }, (_, i) => enqueueManyBody(`blocker${i}`, 40));
-    const blockers = bodies.map((body) => partSentEnqueue(server.url, body));
+    const blockers = bodies.map((body, i) => partSentEnqueue(server.url, PRODUCERS[i] as string, body));
     const parts = bodies.reduce((sum, body) => sum + firstPartOf(body), 0);
     await waitFor(async () => (await bodyBytesHeld()) === parts, 'the two first parts held');
-    const sdk = createClient({ url: server.url, jobs, token: PRODUCE });
+    const sdk = createClient({ url: server.url, jobs, token: PRODUCERS[2] });
     try {
       const payloads = Array.from({ length: 40 }, (_, i) => ({
         to: 'a@example.com',

@@ -35,8 +35,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default: --max-payload-bytes)
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
-  --max-body-bytes-in-flight <n>  request-body bytes held at once over all requests; a body past
-                            it is refused, retryably [WORKQ_MAX_BODY_BYTES_IN_FLIGHT]
+  --max-body-bytes-in-flight <n>  request-body bytes held at once over all requests (one token's:
+                            half); a body past it is refused, retryably [WORKQ_MAX_BODY_BYTES_IN_FLIGHT]
                             (default ${DEFAULT_LIMITS.maxBodyBytesInFlight})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]

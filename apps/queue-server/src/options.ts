@@ -51,8 +51,10 @@ export interface ServerLimits {
    * first byte until its answer is sent (what is decoded from it lives as
    * long). A body that would pass it is refused with a retryable
    * `UNAVAILABLE`, which the SDK tries again, so many large bodies at once
-   * cannot exhaust the server's memory. At least `maxRequestBytes`
-   * (`VALIDATION` at start otherwise).
+   * cannot exhaust the server's memory. One token's requests hold at most
+   * half of it (never less than `maxRequestBytes`), so no token can take all
+   * of it from the others. At least `maxRequestBytes` (`VALIDATION` at start
+   * otherwise).
    * @defaultValue 67_108_864 (64 MiB), or `maxRequestBytes` when that is larger
    */
   maxBodyBytesInFlight?: number | undefined;

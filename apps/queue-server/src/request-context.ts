@@ -17,6 +17,11 @@ export interface RequestRecord {
   readonly remoteAddress: string;
   /** The caller's subject, once authentication named one (a signed token's `sub`). */
   subject?: string;
+  /**
+   * The key of the caller's token, once authentication found one: whose share of the server's request-body
+   * budget the request's body counts toward (http/body-budget.ts). A secret: never logged.
+   */
+  tokenKey?: string;
   /** Internal errors behind a 5xx answer (or a 5xx inside a batch or a stream), for its one log line. */
   readonly failures: string[];
   /** The server's logger: the process guard logs through the server the request came to. */
@@ -45,6 +50,14 @@ const WELL_FORMED_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 /** The id of a request: the caller's well-formed `x-request-id`, else a new random one. */
 export function requestIdOf(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && WELL_FORMED_ID.test(incoming) ? incoming : randomUUID();
+}
+
+/** Notes who the current request comes from, once authenticated: its subject, and its token's key. */
+export function notePrincipal(principal: { subject?: string | undefined; tokenKey?: string | undefined }): void {
+  const request = storage.getStore();
+  if (!request) return;
+  if (principal.subject !== undefined) request.subject = principal.subject;
+  if (principal.tokenKey !== undefined) request.tokenKey = principal.tokenKey;
 }
 
 /** The fields that name a request in a log line. */

@@ -2,7 +2,7 @@ import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { WorkqError } from '@workq/core';
 import { describe, expect, it } from 'vitest';
-import { BodyBudget, dropBodyBytes, holdBodyBytes } from './body-budget.ts';
+import { BodyBudget, dropBodyBytes, holdBodyBytes, ownBodyBytes } from './body-budget.ts';
 
 const request = () => new IncomingMessage(new Socket());
 
@@ -48,6 +48,44 @@ describe('BodyBudget', () => {
     budget.release(b);
     budget.release(c);
     expect(budget.held).toBe(0);
+  });
+
+  it("holds one token's requests to half the budget, or one largest body, while other tokens go on", () => {
+    expect(new BodyBudget(100, 40).tokenShare).toBe(50);
+    expect(new BodyBudget(100, 80).tokenShare).toBe(80);
+    const budget = new BodyBudget(100, 40);
+    const [a1, a2, b, open] = [request(), request(), request(), request()];
+    for (const req of [a1, a2, b, open]) budget.admit(req);
+    ownBodyBytes(a1, 'token-a');
+    ownBodyBytes(a2, 'token-a');
+    ownBodyBytes(b, 'token-b');
+    holdBodyBytes(a1, 30);
+    holdBodyBytes(a2, 20);
+    expect(budget.heldBy('token-a')).toBe(50);
+
+    let refusal: unknown;
+    try {
+      holdBodyBytes(a2, 1);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toMatchObject({
+      code: 'UNAVAILABLE',
+      retryable: true,
+      details: { limit: 'maxBodyBytesInFlight' },
+      message: expect.stringContaining("This token's requests"),
+    });
+    expect([budget.held, budget.heldBy('token-a'), budget.refused]).toEqual([30, 30, 1]);
+
+    holdBodyBytes(b, 50);
+    // A request without a token (open mode) counts toward the whole budget only.
+    holdBodyBytes(open, 20);
+    expect(() => holdBodyBytes(open, 1)).toThrow(
+      expect.objectContaining({ message: expect.stringContaining('This server holds') }),
+    );
+    expect([budget.held, budget.heldBy('token-b')]).toEqual([80, 50]);
+    for (const req of [a1, a2, b, open]) budget.release(req);
+    expect([budget.held, budget.heldBy('token-a'), budget.heldBy('token-b')]).toEqual([0, 0, 0]);
   });
 
   it("leaves a request it never admitted, and another budget's, alone", () => {

@@ -38,12 +38,6 @@ export async function readJsonBody<T extends z.ZodType>(
   throw new WorkqError('VALIDATION', `Body must be ${expected}: ${at}${issue?.message ?? 'invalid'}`);
 }
 
-/** Keeps the caller's subject on the request, for its log lines. */
-export function noteSubject(subject: string | undefined): void {
-  const request = currentRequest();
-  if (request && subject !== undefined) request.subject = subject;
-}
-
 /** A request refused for who sent it goes to the audit trail (audit-log.ts). */
 export function auditRefusal(services: ServerServices, req: IncomingMessage, error: WorkqError): void {
   if (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN') return;

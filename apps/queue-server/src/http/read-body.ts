@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { WorkqError } from '@workq/core';
-import { dropBodyBytes, holdBodyBytes } from './body-budget.ts';
+import { currentRequest } from '../request-context.ts';
+import { dropBodyBytes, holdBodyBytes, ownBodyBytes } from './body-budget.ts';
 
 /**
  * Most levels of `[` and `{` a request's JSON may nest: far more than any
@@ -18,6 +19,7 @@ export const MAX_JSON_DEPTH = 256;
  * on the same connection.
  */
 export function readBodyBytes(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  ownBodyBytes(req, currentRequest()?.tokenKey);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -7,9 +7,10 @@ import { listSchemas } from '../app/schemas.ts';
 import type { ServerServices } from '../app/services.ts';
 import { requireScope } from '../auth.ts';
 import { type RequestKind, STATUS_OF_ERROR, toClientError } from '../errors.ts';
+import { notePrincipal } from '../request-context.ts';
 import { jsonChildJob, jsonEnqueueOptions, version } from '../router/inputs.ts';
 import { isJsonContentType } from './content-type.ts';
-import { auditRefusal, noteSubject, readJsonBody, sendError, sendJson } from './json-api.ts';
+import { auditRefusal, readJsonBody, sendError, sendJson } from './json-api.ts';
 import { type DescribedJobType, openApiDocument } from './openapi.ts';
 import {
   cancelRoute,
@@ -90,7 +91,7 @@ export async function handleRest(req: IncomingMessage, res: ServerResponse, serv
       return sendError(res, 415, new WorkqError('VALIDATION', NOT_JSON));
     }
     const principal = await services.authority.authenticate(req.headers.authorization);
-    noteSubject(principal.subject);
+    notePrincipal(principal);
     const { status, body } = await route.serve({ req, res, services, principal, param });
     if (!res.destroyed) sendJson(res, status, body);
   } catch (error) {
@@ -188,7 +189,7 @@ const NOT_JSON = 'The request body must be JSON, sent with content-type: applica
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, services: ServerServices): Promise<void> {
   try {
     const principal = await services.authority.authenticate(req.headers.authorization);
-    noteSubject(principal.subject);
+    notePrincipal(principal);
     requireScope(principal, 'admin');
     const { contentType, body } = await services.metrics.render();
     res.writeHead(200, { 'content-type': contentType });

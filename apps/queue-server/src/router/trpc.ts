@@ -4,7 +4,7 @@ import type { ServerServices } from '../app/services.ts';
 import { logAdminAction, logAuthFailure, refusalDetail, targetOf } from '../audit-log.ts';
 import type { Principal } from '../auth.ts';
 import { requestKindOf, STATUS_OF_ERROR, toClientError } from '../errors.ts';
-import { currentRequest } from '../request-context.ts';
+import { currentRequest, notePrincipal } from '../request-context.ts';
 
 /**
  * What the API's type says a request brings: its `Authorization` header and
@@ -48,8 +48,7 @@ const t = initTRPC.context<RequestContext>().create({
 const authenticate = t.middleware(async ({ ctx, next }) => {
   const { services } = ctx as ServerContext;
   const principal: Principal = await services.authority.authenticate(ctx.authorization);
-  const request = currentRequest();
-  if (request && principal.subject !== undefined) request.subject = principal.subject;
+  notePrincipal(principal);
   return next({ ctx: { ...ctx, services, principal } });
 });
 
