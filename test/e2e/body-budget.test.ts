@@ -1,10 +1,12 @@
-import { connect } from 'node:net';
 import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
+import { until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metric } from '../support/prometheus.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
+import { openSocket } from '../support/raw-http.ts';
 
 const ROOT = 'root-token-body-budget-0123';
 /** Four producers' tokens: one token's requests may hold half the budget, here one largest body. */
@@ -35,14 +37,7 @@ const firstPartOf = (body: string) => Math.floor(body.length * 0.9);
  * closes the connection instead. `answer` is what came back by the time the connection closed.
  */
 function partSentEnqueue(url: string, token: string, body: string) {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  let received = '';
-  socket.on('data', (chunk: Buffer) => {
-    received += chunk.toString('utf8');
-  });
-  socket.on('error', () => undefined);
-  const answer = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  const { socket, state, closed } = openSocket(url);
   const part = firstPartOf(body);
   socket.write(
     `POST /trpc/jobs.enqueueMany HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
@@ -50,8 +45,8 @@ function partSentEnqueue(url: string, token: string, body: string) {
   );
   socket.write(body.slice(0, part));
   return {
-    answer,
-    answered: () => received.length > 0,
+    answer: closed.then(() => state.received),
+    answered: () => state.received.length > 0,
     sendRest: () => socket.write(body.slice(part)),
     abort: () => socket.destroy(),
   };
@@ -79,13 +74,13 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await server?.close();
   });
 
-  const metric = async (name: string): Promise<number> => {
+  /** A metric of the server's `/metrics`; `NaN` when it shows none. */
+  const scraped = async (name: string): Promise<number> => {
     const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${ROOT}` } })).text();
-    const line = text.split('\n').find((row) => row.startsWith(`${name} `));
-    return Number(line?.split(' ')[1]);
+    return metric(text, name) ?? Number.NaN;
   };
-  const bodyBytesHeld = () => metric('workq_request_body_bytes');
-  const bodiesRefused = () => metric('workq_request_bodies_refused_total');
+  const bodyBytesHeld = () => scraped('workq_request_body_bytes');
+  const bodiesRefused = () => scraped('workq_request_bodies_refused_total');
   /** The emails the store holds, page by page. */
   const emailsStored = async (): Promise<number> => {
     const admin = rawClient(server.url, ROOT).admin;
@@ -98,13 +93,11 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     } while (cursor);
     return count;
   };
-  const waitFor = async (done: () => Promise<boolean> | boolean, what: string) => {
-    const deadline = Date.now() + 10_000;
-    while (!(await done())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
+  /** Resolves once `done()` holds; fails after 10 s, naming `what` it waited for. */
+  const waitFor = (done: () => Promise<boolean> | boolean, what: string) =>
+    until(done, 10_000, 20).catch(() => {
+      throw new Error(`timed out waiting for ${what}`);
+    });
 
   it('refuses the bodies past it with a retryable UNAVAILABLE, stores the others whole, and gives every byte back', async () => {
     // Eight bodies of ~880 KB each from four tokens, nine tenths of each sent before any is finished.

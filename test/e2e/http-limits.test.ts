@@ -1,32 +1,13 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { DEFAULT_LIMITS, type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient, type JobEvent } from '@workq/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
+import { openSocket } from '../support/raw-http.ts';
 
 const email = { to: 'a@example.com', subject: 'hello', body: 'hi' };
-
-/** A raw connection to `url`, with what it received and when it closed (ms after it opened). */
-function openSocket(url: string) {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  const openedAt = performance.now();
-  const state = { received: '', closedAfterMs: undefined as number | undefined };
-  socket.on('data', (chunk: Buffer) => {
-    state.received += chunk.toString('utf8');
-  });
-  socket.on('error', () => undefined);
-  const closed = new Promise<number>((resolve) =>
-    socket.once('close', () => {
-      state.closedAfterMs = performance.now() - openedAt;
-      resolve(state.closedAfterMs);
-    }),
-  );
-  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  return { socket, state, closed, connected };
-}
 
 /** The JSON body of a raw HTTP/1.1 answer. */
 function bodyOf(received: string): unknown {

@@ -4,6 +4,7 @@ import { type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { startTcpProxy, type TcpProxy, until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { metric } from '../support/prometheus.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient, rawFailure } from '../support/raw-client.ts';
 import { describeEachStore, type FreshStore, SERVER_STORES } from '../support/stores.ts';
@@ -44,12 +45,6 @@ async function timed<T>(call: () => Promise<T>): Promise<{ result: T; ms: number
   const started = performance.now();
   const result = await call();
   return { result, ms: performance.now() - started };
-}
-
-/** The value of one unlabelled metric in Prometheus text. */
-function metric(text: string, name: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : Number(line.slice(name.length + 1));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 
 /** An answer to `rawHttp`: status, headers and the body as text (and parsed, when it is JSON). */
 export interface RawAnswer {
@@ -41,4 +42,24 @@ export function rawHttp(
     req.once('error', reject);
     req.end(options.body);
   });
+}
+
+/** A raw connection to `url`, with what it received and when it closed (ms after it opened). */
+export function openSocket(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  const openedAt = performance.now();
+  const state = { received: '', closedAfterMs: undefined as number | undefined };
+  socket.on('data', (chunk: Buffer) => {
+    state.received += chunk.toString('utf8');
+  });
+  socket.on('error', () => undefined);
+  const closed = new Promise<number>((resolve) =>
+    socket.once('close', () => {
+      state.closedAfterMs = performance.now() - openedAt;
+      resolve(state.closedAfterMs);
+    }),
+  );
+  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  return { socket, state, closed, connected };
 }
