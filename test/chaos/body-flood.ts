@@ -7,58 +7,42 @@
  *
  *   pnpm --filter @workq/e2e exec tsx chaos/body-flood.ts [--requests 100] [--budget <bytes>|off] [--store <url>]
  *
- * The default store is a schema of its own on the local PostgreSQL (`postgres://postgres@127.0.0.1:5432/test`), dropped
- * at the end; everything goes to 127.0.0.1 and stops by itself.
+ * The default store is a schema of its own on the tests' PostgreSQL server (`WORKQ_TEST_POSTGRES_URL`, else the
+ * local one), dropped at the end; everything goes to 127.0.0.1 and stops by itself.
  */
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { catalogJsonSchemas } from '@workq/core';
 import { jobs } from '@workq/schemas';
-import pg from 'pg';
+import { freePort, freshPostgresSchema } from '@workq/test-support';
 import { exited, REPO_ROOT } from '../support/processes.ts';
 import { rawClient } from '../support/raw-client.ts';
 import { NodeProcesses, residentBytes } from './node-processes.ts';
 
 const TOKEN = 'body-flood-admin-token-0123456789';
-const SCHEMA = 'body_flood';
 const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '100' },
     budget: { type: 'string' },
-    store: { type: 'string', default: `postgres://postgres@127.0.0.1:5432/test?schema=${SCHEMA}` },
+    store: { type: 'string' },
   },
 });
 const requests = Number(values.requests);
 const budgetArgs =
   values.budget === undefined ? [] : ['--max-body-bytes-in-flight', values.budget === 'off' ? '1e15' : values.budget];
+// Without --store, a schema of its own on the test PostgreSQL server, dropped at the end.
+const ownSchema = values.store === undefined ? freshPostgresSchema('body_flood') : undefined;
+const store = values.store ?? (ownSchema?.url as string);
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
-async function dropSchema(): Promise<void> {
-  if (!values.store.includes(`schema=${SCHEMA}`)) return;
-  const client = new pg.Client({ connectionString: values.store.replace(/\?.*$/, '') });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  await client.end();
-}
-
-await dropSchema();
 const processes = new NodeProcesses();
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
 const logFile = join(mkdtempSync(join(tmpdir(), 'workq-body-flood-')), 'server.log');
 const server = processes.start(
   join(REPO_ROOT, 'apps', 'queue-server', 'src', 'cli.ts'),
-  ['--store', values.store, '--port', String(port), '--token', `${TOKEN}=admin`, ...budgetArgs],
+  ['--store', store, '--port', String(port), '--token', `${TOKEN}=admin`, ...budgetArgs],
   { logFile },
 );
 try {
@@ -124,5 +108,5 @@ try {
 } finally {
   processes.signal(server, 'SIGTERM');
   await exited(server);
-  await dropSchema();
+  await ownSchema?.drop();
 }
