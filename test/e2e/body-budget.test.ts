@@ -1,4 +1,4 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
+import { mintToken, type QueueServer, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { until } from '@workq/test-support';
@@ -12,6 +12,7 @@ const ROOT = 'root-token-body-budget-0123';
 /** Four producers' tokens: one token's requests may hold half the budget, here one largest body. */
 const PRODUCERS = ['p0', 'p1', 'p2', 'p3'].map((name) => `produce-token-body-budget-${name}`);
 const WORKER = 'work-token-body-budget-0123';
+const TOKEN_SECRET = 'body-budget-token-secret-0123456789-abcdef';
 const MAX_REQUEST_BYTES = 1024 * 1024;
 const BUDGET = 2 * MAX_REQUEST_BYTES;
 
@@ -54,6 +55,7 @@ function partSentEnqueue(url: string, token: string, body: string) {
 
 describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
   let server: QueueServer;
+  const logger = collectingLogger();
 
   beforeAll(async () => {
     server = await startServer({
@@ -65,8 +67,9 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
         ...PRODUCERS.map((token) => ({ token, scopes: ['produce:*'] })),
         { token: WORKER, scopes: ['consume:*'] },
       ],
+      tokenSecret: TOKEN_SECRET,
       limits: { maxRequestBytes: MAX_REQUEST_BYTES, maxBodyBytesInFlight: BUDGET },
-      logger: collectingLogger(),
+      logger,
     });
   });
 
@@ -124,6 +127,17 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
       expect(text).toContain('maxBodyBytesInFlight');
     }
     expect(await bodiesRefused()).toBeGreaterThanOrEqual(refused.length);
+    // Load shed as meant: one warning for the first refusal (the others are counted for the window's line),
+    // and not one failed request.
+    const refusalLines = logger.lines.filter((line) => line.fields?.limit === 'maxBodyBytesInFlight');
+    expect(refusalLines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        message: 'request refused at a server limit (maxBodyBytesInFlight)',
+        fields: expect.objectContaining({ path: '/trpc/jobs.enqueueMany', status: 503 }),
+      }),
+    ]);
+    expect(logger.lines.filter((line) => line.level === 'error')).toEqual([]);
 
     for (const request of held) {
       request.sendRest();
@@ -133,14 +147,14 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
   });
 
-  it("holds one token's requests to its share, while another token's go through", async () => {
+  it("holds one caller's requests to its share, while another caller's go through", async () => {
     const [mine, again] = ['share-a', 'share-b'].map((tag) => enqueueManyBody(tag, 40)) as [string, string];
     const first = partSentEnqueue(server.url, PRODUCERS[0] as string, mine);
     await waitFor(async () => (await bodyBytesHeld()) === firstPartOf(mine), "the token's first part held");
     const second = partSentEnqueue(server.url, PRODUCERS[0] as string, again);
     const refusal = await second.answer;
     expect(refusal).toMatch(/^HTTP\/1\.1 503 /);
-    expect(refusal).toContain("This token's requests");
+    expect(refusal).toContain("This caller's requests");
     expect(refusal).toContain('"retryable":true');
 
     // Over plain HTTP too: the same token's enqueue, padded past what its share has left, and another token's.
@@ -155,7 +169,7 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
       });
     const sameToken = await restEnqueue(PRODUCERS[0] as string);
     expect(sameToken.status).toBe(503);
-    expect(await sameToken.text()).toContain("This token's requests");
+    expect(await sameToken.text()).toContain("This caller's requests");
     expect((await restEnqueue(PRODUCERS[1] as string)).status).toBe(201);
 
     // Another token's body, whole, while the first token's part is still held.
@@ -165,6 +179,32 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
       body: enqueueManyBody('share-other', 40),
     });
     expect(other.status).toBe(200);
+    first.sendRest();
+    expect(await first.answer).toMatch(/^HTTP\/1\.1 200 /);
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+
+  it("counts a signed token's body toward its subject's share, whichever of its tokens sent it", async () => {
+    // Each body has a token of its own (their scopes differ, so their texts do): one subject's second token
+    // finds the share its first one holds.
+    const mint = (subject: string, scopes = ['produce:*']) =>
+      mintToken({ secret: TOKEN_SECRET, scopes, expiresInMs: 60_000, subject });
+    const [mine, again, other] = ['subject-a', 'subject-b', 'subject-c'].map((tag) => enqueueManyBody(tag, 40)) as [
+      string,
+      string,
+      string,
+    ];
+    const first = partSentEnqueue(server.url, await mint('user-1'), mine);
+    await waitFor(async () => (await bodyBytesHeld()) === firstPartOf(mine), "the subject's first part held");
+    const refusal = await partSentEnqueue(server.url, await mint('user-1', ['produce:sendEmail']), again).answer;
+    expect(refusal).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refusal).toContain("This caller's requests");
+    const otherSubject = await fetch(`${server.url}/trpc/jobs.enqueueMany`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await mint('user-2')}` },
+      body: other,
+    });
+    expect(otherSubject.status).toBe(200);
     first.sendRest();
     expect(await first.answer).toMatch(/^HTTP\/1\.1 200 /);
     await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
@@ -186,7 +226,7 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await waitFor(async () => (await bodyBytesHeld()) === 900_000, 'the first claim waiting, its body held');
     const refused = await claim();
     expect(refused.status).toBe(503);
-    expect(await refused.text()).toContain("This token's requests");
+    expect(await refused.text()).toContain("This caller's requests");
 
     const enqueued = await fetch(`${server.url}/trpc/jobs.enqueueMany`, {
       method: 'POST',

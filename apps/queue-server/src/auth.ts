@@ -19,10 +19,12 @@ export interface Principal {
    */
   expiresAtMs?: number;
   /**
-   * Names the bearer token without revealing it (a hash), for limits counted
-   * per token, such as open event streams; none in open mode.
+   * Names the caller without revealing its token, for limits counted per
+   * caller (open event streams, the share of the request-body budget): a
+   * signed token's subject when it has one, so minting a new token does not
+   * buy a new share; else a hash of the token. None in open mode.
    */
-  tokenKey?: string;
+  callerKey?: string;
 }
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -116,11 +118,17 @@ export class TokenAuthority {
     for (const grant of this.grants) {
       if (timingSafeEqual(grant.digest, presented)) match = grant.scopes;
     }
-    const tokenKey = presented.toString('base64url');
-    if (match) return { scopes: match, tokenKey };
+    if (match) return { scopes: match, callerKey: `token:${presented.toString('base64url')}` };
     if (!this.signingKey) throw new WorkqError('UNAUTHORIZED', 'The bearer token is not valid for this server.');
     const verified = await verifySignedToken(token, this.signingKey, this.policy);
-    return { scopes: new Set(verified.scopes), subject: verified.subject, expiresAtMs: verified.expiresAtMs, tokenKey };
+    const callerKey =
+      verified.subject === undefined ? `token:${presented.toString('base64url')}` : `subject:${verified.subject}`;
+    return {
+      scopes: new Set(verified.scopes),
+      subject: verified.subject,
+      expiresAtMs: verified.expiresAtMs,
+      callerKey,
+    };
   }
 }
 

@@ -35,7 +35,7 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default: --max-payload-bytes)
   --max-batch-size <n>      [WORKQ_MAX_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxBatchSize})
   --max-trpc-batch-size <n> [WORKQ_MAX_TRPC_BATCH_SIZE] (default ${DEFAULT_LIMITS.maxTrpcBatchSize})
-  --max-body-bytes-in-flight <n>  request-body bytes held at once over all requests (one token's:
+  --max-body-bytes-in-flight <n>  request-body bytes held at once over all requests (one caller's:
                             half); a body past it is refused, retryably [WORKQ_MAX_BODY_BYTES_IN_FLIGHT]
                             (default ${DEFAULT_LIMITS.maxBodyBytesInFlight})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
@@ -43,7 +43,7 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
   --max-event-streams <n>   job-event streams open at once on this server [WORKQ_MAX_EVENT_STREAMS]
                             (default ${DEFAULT_LIMITS.maxEventStreams})
-  --max-event-streams-per-token <n>  … held by one token [WORKQ_MAX_EVENT_STREAMS_PER_TOKEN]
+  --max-event-streams-per-token <n>  … held by one caller [WORKQ_MAX_EVENT_STREAMS_PER_TOKEN]
                             (default ${DEFAULT_LIMITS.maxEventStreamsPerToken})
   --headers-timeout-ms <n>  longest a client may take to send its headers [WORKQ_HEADERS_TIMEOUT_MS]
                             (default ${DEFAULT_LIMITS.headersTimeoutMs})

@@ -75,7 +75,7 @@ const AFTER_UNKNOWN_WRITE: Readonly<Record<Exclude<RequestKind, 'read'>, string>
 export function toClientError(error: unknown, kind: RequestKind = 'write'): WorkqError {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (cause instanceof WorkqError) {
-    if (cause.code === 'UNAVAILABLE' && !isServerLimit(cause)) {
+    if (cause.code === 'UNAVAILABLE' && serverLimitOf(cause) === undefined) {
       return new WorkqError('UNAVAILABLE', publicUnavailableMessage(cause.retryable, kind), {
         retryable: cause.retryable,
       });
@@ -103,9 +103,11 @@ export function serverAtLimit(limit: string, message: string): WorkqError {
   return new WorkqError('UNAVAILABLE', message, { retryable: true, details: { limit } });
 }
 
-function isServerLimit(error: WorkqError): boolean {
-  const details = error.details as { limit?: unknown } | undefined;
-  return typeof details?.limit === 'string';
+/** The limit a `serverAtLimit` error names; `undefined` for any other error. */
+export function serverLimitOf(error: unknown): string | undefined {
+  if (!(error instanceof WorkqError) || error.code !== 'UNAVAILABLE') return undefined;
+  const limit = (error.details as { limit?: unknown } | undefined)?.limit;
+  return typeof limit === 'string' ? limit : undefined;
 }
 
 function publicUnavailableMessage(retryable: boolean, kind: RequestKind): string {

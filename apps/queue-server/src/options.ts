@@ -51,9 +51,10 @@ export interface ServerLimits {
    * first byte until its answer is sent (what is decoded from it lives as
    * long). A body that would pass it is refused with a retryable
    * `UNAVAILABLE`, which the SDK tries again, so many large bodies at once
-   * cannot exhaust the server's memory. One token's requests hold at most
-   * half of it (never less than `maxRequestBytes`), so no token can take all
-   * of it from the others. At least `maxRequestBytes` (`VALIDATION` at start
+   * cannot exhaust the server's memory. One caller's requests (a static
+   * token's, or a signed token's subject's) hold at most half of it (never
+   * less than `maxRequestBytes`), so no caller can take all of it from the
+   * others. At least `maxRequestBytes` (`VALIDATION` at start
    * otherwise).
    * @defaultValue 67_108_864 (64 MiB), or `maxRequestBytes` when that is larger
    */
@@ -72,8 +73,8 @@ export interface ServerLimits {
    */
   maxEventStreams?: number | undefined;
   /**
-   * Job-event streams one token (static or signed) may hold open at once; one
-   * past it is refused with `FORBIDDEN`, which ends `sdk.events` (a client
+   * Job-event streams one caller (a static token, or a signed token's
+   * subject) may hold open at once; one past it is refused with `FORBIDDEN`, which ends `sdk.events` (a client
    * that opens this many is leaking them). Not counted in open mode.
    * @defaultValue 64
    */

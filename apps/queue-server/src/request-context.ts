@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { serverLimitOf } from './errors.ts';
 import type { Logger } from './options.ts';
 
 /**
@@ -18,12 +19,17 @@ export interface RequestRecord {
   /** The caller's subject, once authentication named one (a signed token's `sub`). */
   subject?: string;
   /**
-   * The key of the caller's token, once authentication found one: whose share of the server's request-body
-   * budget the request's body counts toward (http/body-budget.ts). A secret: never logged.
+   * The caller's key (`Principal.callerKey`), once authentication found one: whose share of the server's
+   * request-body budget the request's body counts toward (http/body-budget.ts). Never logged.
    */
-  tokenKey?: string;
+  callerKey?: string;
   /** Internal errors behind a 5xx answer (or a 5xx inside a batch or a stream), for its one log line. */
   readonly failures: string[];
+  /**
+   * The server limit that refused the request (`serverAtLimit`'s `details.limit`), when that was its 5xx: load
+   * shed as meant, logged apart from failures (http/limit-refusals.ts).
+   */
+  refusedAt?: string;
   /** The server's logger: the process guard logs through the server the request came to. */
   readonly logger: Logger;
 }
@@ -52,12 +58,12 @@ export function requestIdOf(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && WELL_FORMED_ID.test(incoming) ? incoming : randomUUID();
 }
 
-/** Notes who the current request comes from, once authenticated: its subject, and its token's key. */
-export function notePrincipal(principal: { subject?: string | undefined; tokenKey?: string | undefined }): void {
+/** Notes who the current request comes from, once authenticated: its subject, and its caller key. */
+export function notePrincipal(principal: { subject?: string | undefined; callerKey?: string | undefined }): void {
   const request = storage.getStore();
   if (!request) return;
   if (principal.subject !== undefined) request.subject = principal.subject;
-  if (principal.tokenKey !== undefined) request.tokenKey = principal.tokenKey;
+  if (principal.callerKey !== undefined) request.callerKey = principal.callerKey;
 }
 
 /** The fields that name a request in a log line. */
@@ -74,11 +80,15 @@ export function requestFields(record: RequestRecord | undefined): Record<string,
 
 /**
  * Notes an internal failure behind a 5xx answer of the current request (its
- * one log line names it) and returns the request's id, for the answer.
+ * one log line names it), or the server limit that refused it, and returns
+ * the request's id, for the answer.
  */
 export function noteServerFailure(error: unknown): string | undefined {
   const request = storage.getStore();
-  request?.failures.push(failureText(error));
+  const limit = serverLimitOf(error);
+  if (limit !== undefined) {
+    if (request) request.refusedAt = limit;
+  } else request?.failures.push(failureText(error));
   return request?.id;
 }
 

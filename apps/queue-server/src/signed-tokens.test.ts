@@ -55,12 +55,26 @@ describe('TokenAuthority with a token secret', () => {
       scopes: new Set(['produce:sendEmail']),
       subject: 'u1',
       expiresAtMs: decodeJwt(token).exp! * 1000,
-      tokenKey: expect.any(String),
+      callerKey: 'subject:u1',
     });
     expect(await authority.authenticate('bearer static-one-0123456789')).toEqual({
       scopes: new Set(['admin']),
-      tokenKey: expect.any(String),
+      callerKey: expect.stringMatching(/^token:[\w-]{43}$/),
     });
+  });
+
+  it('keys a signed token by its subject, so a new token for one subject is the same caller', async () => {
+    const mint = (subject?: string, scopes = ['produce:*']) =>
+      mintToken({ secret: SECRET, scopes, expiresInMs: 60_000, ...(subject ? { subject } : {}) });
+    const keyOf = async (token: string) => (await authority.authenticate(`Bearer ${token}`)).callerKey;
+    const [first, second, other] = await Promise.all([mint('u1'), mint('u1', ['produce:sendEmail']), mint('u2')]);
+    expect(first).not.toBe(second);
+    expect(await keyOf(second)).toBe(await keyOf(first));
+    expect(await keyOf(other)).toBe('subject:u2');
+    // Without a subject, each token is a caller of its own; no subject can pose as a token's hash.
+    const [bare, bare2] = await Promise.all([mint(), mint(undefined, ['produce:sendEmail'])]);
+    expect(await keyOf(bare)).toMatch(/^token:/);
+    expect(await keyOf(bare)).not.toBe(await keyOf(bare2));
   });
 
   it('is never open, even without static tokens, and says how it authenticates', () => {

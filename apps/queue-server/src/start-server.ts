@@ -20,6 +20,7 @@ import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
+import { LimitRefusalLog } from './http/limit-refusals.ts';
 import { answerMalformedRequests } from './http/malformed-requests.ts';
 import { createOpenModeGuard, sendRefusal } from './http/open-mode-guard.ts';
 import { serveInRequest } from './http/request-log.ts';
@@ -224,8 +225,9 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     if (path?.startsWith(TRPC_PATH)) return trpc(req, res);
     return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `Nothing is served at ${path}.` } });
   };
+  const logs = { logger, refusals: new LimitRefusalLog(logger) };
   const server = createServer(serverOptions, (req, res) =>
-    serveInRequest(req, res, logger, () => serveRequest(req, res)),
+    serveInRequest(req, res, logs, () => serveRequest(req, res)),
   );
   const serveRequest = (req: IncomingMessage, res: ServerResponse) => {
     inFlight++;
@@ -282,6 +284,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
         server.closeAllConnections();
         await stopped;
         health.close();
+        logs.refusals.close();
       });
       await opened.stop();
       releaseProcessGuard();

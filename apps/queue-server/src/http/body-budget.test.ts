@@ -51,8 +51,8 @@ describe('BodyBudget', () => {
   });
 
   it("holds one token's requests to half the budget, or one largest body, while other tokens go on", () => {
-    expect(new BodyBudget(100, 40).tokenShare).toBe(50);
-    expect(new BodyBudget(100, 80).tokenShare).toBe(80);
+    expect(new BodyBudget(100, 40).callerShare).toBe(50);
+    expect(new BodyBudget(100, 80).callerShare).toBe(80);
     const budget = new BodyBudget(100, 40);
     const [a1, a2, b, open] = [request(), request(), request(), request()];
     for (const req of [a1, a2, b, open]) budget.admit(req);
@@ -73,7 +73,7 @@ describe('BodyBudget', () => {
       code: 'UNAVAILABLE',
       retryable: true,
       details: { limit: 'maxBodyBytesInFlight' },
-      message: expect.stringContaining("This token's requests"),
+      message: expect.stringContaining("This caller's requests"),
     });
     expect([budget.held, budget.heldBy('token-a'), budget.refused]).toEqual([30, 30, 1]);
 

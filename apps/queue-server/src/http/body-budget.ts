@@ -6,7 +6,7 @@ import { serverAtLimit } from '../errors.ts';
 interface Hold {
   budget: BodyBudget;
   bytes: number;
-  /** The key of the token that sent it, once its body is read; `undefined` in open mode. */
+  /** The key of the caller that sent it (`Principal.callerKey`), once its body is read; `undefined` in open mode. */
   owner: string | undefined;
 }
 
@@ -16,13 +16,14 @@ const holds = new WeakMap<IncomingMessage, Hold>();
  * The request-body bytes one server holds at once, over all its requests (`limits.maxBodyBytesInFlight`). A
  * body counts from its first byte until its response closes, since what is decoded from it lives as long. A
  * body that would pass the budget is refused with a retryable `UNAVAILABLE`, so many large bodies at once
- * cannot take the process's memory, while the per-request limits bound each one alone. One token's requests
- * may hold at most half of it (`tokenShare`, and never less than one largest body), so a token that keeps
- * large requests waiting (claims long-polling with padded bodies) cannot hold the room every other caller needs.
+ * cannot take the process's memory, while the per-request limits bound each one alone. One caller's requests
+ * (a static token's, or all of a signed token's subject's, whichever token it holds now) may hold at most half
+ * of it (`callerShare`, and never less than one largest body), so a caller that keeps large requests waiting
+ * (claims long-polling with padded bodies) cannot hold the room every other caller needs.
  */
 export class BodyBudget {
-  /** The most one token's requests hold at once. */
-  readonly tokenShare: number;
+  /** The most one caller's requests hold at once. */
+  readonly callerShare: number;
   #held = 0;
   #refused = 0;
   readonly #heldBy = new Map<string, number>();
@@ -38,7 +39,7 @@ export class BodyBudget {
         `limits.maxBodyBytesInFlight must be an integer at least limits.maxRequestBytes (${maxRequestBytes}); got ${maxBytes}.`,
       );
     }
-    this.tokenShare = Math.max(Math.floor(maxBytes / 2), maxRequestBytes);
+    this.callerShare = Math.max(Math.floor(maxBytes / 2), maxRequestBytes);
   }
 
   /** Bytes of request bodies held now. */
@@ -51,7 +52,7 @@ export class BodyBudget {
     return this.#refused;
   }
 
-  /** Bytes the requests of the token with key `owner` hold now. */
+  /** Bytes the requests of the caller with key `owner` (`Principal.callerKey`) hold now. */
   heldBy(owner: string): number {
     return this.#heldBy.get(owner) ?? 0;
   }
@@ -69,12 +70,12 @@ export class BodyBudget {
 
   /**
    * Holds `bytes` more for `hold`'s request; otherwise gives back what it held, counts the refusal and says
-   * why: the whole budget is held, or its token's share.
+   * why: the whole budget is held, or its caller's share.
    */
-  take(hold: Hold, bytes: number): 'server' | 'token' | undefined {
+  take(hold: Hold, bytes: number): 'server' | 'caller' | undefined {
     const ownerHeld = hold.owner === undefined ? 0 : this.heldBy(hold.owner);
     const refusal =
-      this.#held + bytes > this.maxBytes ? 'server' : ownerHeld + bytes > this.tokenShare ? 'token' : undefined;
+      this.#held + bytes > this.maxBytes ? 'server' : ownerHeld + bytes > this.callerShare ? 'caller' : undefined;
     if (refusal) {
       this.#refused++;
       this.give(hold);
@@ -99,7 +100,7 @@ export class BodyBudget {
   }
 }
 
-/** Names whose `req`'s body is: the key of the token that sent it (`undefined` in open mode). */
+/** Names whose `req`'s body is: the key of the caller that sent it (`undefined` in open mode). */
 export function ownBodyBytes(req: IncomingMessage, owner: string | undefined): void {
   const hold = holds.get(req);
   if (hold !== undefined && hold.bytes === 0) hold.owner = owner;
@@ -119,11 +120,11 @@ export function holdBodyBytes(req: IncomingMessage, bytes: number): void {
   const hold = holds.get(req);
   const refusal = hold?.budget.take(hold, bytes);
   if (hold === undefined || refusal === undefined) return;
-  const { maxBytes, tokenShare } = hold.budget;
+  const { maxBytes, callerShare } = hold.budget;
   throw serverAtLimit(
     'maxBodyBytesInFlight',
     refusal === 'server'
       ? `This server holds as many request bodies as it may at once (limits.maxBodyBytesInFlight, ${maxBytes} bytes, --max-body-bytes-in-flight); try again shortly or on another server.`
-      : `This token's requests hold as many body bytes as one token may at once (${tokenShare} bytes, half of limits.maxBodyBytesInFlight); try again once its other requests are answered.`,
+      : `This caller's requests hold as many body bytes as one caller may at once (${callerShare} bytes, half of limits.maxBodyBytesInFlight; a caller is a token, or a signed token's subject); try again once its other requests are answered.`,
   );
 }

@@ -19,7 +19,7 @@ export const MAX_JSON_DEPTH = 256;
  * on the same connection.
  */
 export function readBodyBytes(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  ownBodyBytes(req, currentRequest()?.tokenKey);
+  ownBodyBytes(req, currentRequest()?.callerKey);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -45,7 +45,7 @@ function checkStreamCaps(ctx: { services: ServerServices; principal: Principal }
       `This server already serves ${maxEventStreams} event streams (limits.maxEventStreams, --max-event-streams); try again later or another server.`,
     );
   }
-  const owner = ctx.principal.tokenKey;
+  const owner = ctx.principal.callerKey;
   if (owner !== undefined && events.subscriberCount(owner) >= maxEventStreamsPerToken) {
     throw new WorkqError(
       'FORBIDDEN',
@@ -97,7 +97,7 @@ export const eventsRouter = router({
         wants: watchFilter(principal, input.name),
         lastEventId: input.lastEventId,
         signal: expiry ? AbortSignal.any([ended, expiry.signal]) : ended,
-        ...(principal.tokenKey === undefined ? {} : { owner: principal.tokenKey }),
+        ...(principal.callerKey === undefined ? {} : { owner: principal.callerKey }),
       });
       return (async function* () {
         try {
