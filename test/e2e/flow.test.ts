@@ -261,6 +261,31 @@ await describeEachStore(IN_PROCESS_STORES, 'enqueue → consume → result over 
     expect((await handle.status()).movedTo).toBeUndefined();
   });
 
+  it('refuses an enqueue option it does not know from plain JavaScript (VALIDATION), storing only the others', async () => {
+    const email = { to: 'typo@example.com', subject: 'typo', body: '' };
+    const scheduledEmails = async () =>
+      (await sdk.admin.list({ name: 'sendEmail', state: 'scheduled', limit: 1000 })).jobs.length;
+    const scheduledBefore = await scheduledEmails();
+    // `delay` for `delayMs`: were it dropped, the job would run at once. Sent in one turn with a well-formed
+    // enqueue, which the SDK sends in a request of its own (its options differ) and which is stored.
+    const [typo, fine] = await Promise.allSettled([
+      sdk.enqueue.sendEmail(email, { delay: 60_000 } as object),
+      sdk.enqueue.sendEmail(email, { delayMs: 60_000 }),
+    ]);
+    expect(typo.status === 'rejected' && typo.reason).toBeInstanceOf(WorkqError);
+    expect(typo.status === 'rejected' && typo.reason).toMatchObject({
+      code: 'VALIDATION',
+      message: expect.stringMatching(/options.*delay/),
+    });
+    expect(fine.status === 'fulfilled' && (await fine.value.status()).state).toBe('scheduled');
+    const perJob = sdk.enqueueMany.sendEmail([email, email], {
+      delayMs: 60_000,
+      perJob: [undefined, { priorty: 5 } as object],
+    });
+    await expect(perJob).rejects.toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('priorty') });
+    expect(await scheduledEmails()).toBe(scheduledBefore + 1);
+  });
+
   it('cancels a waiting job, which then never runs', async () => {
     const handle = await sdk.enqueue.imageConvert({ source: 'never.png', output: 'never.webp' }, { delayMs: 60_000 });
     await expect(handle.cancel()).resolves.toBe(true);

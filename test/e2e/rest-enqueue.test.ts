@@ -81,3 +81,34 @@ it('schedules a plain HTTP enqueue at options.runAt, an RFC 3339 date-time as JS
   expect(error.code).toBe('VALIDATION');
   expect(error.message).toContain('runAt');
 });
+
+it('refuses an option or a field it does not know, naming it, and stores nothing: a typo is never dropped', async () => {
+  const before = await enqueued();
+  const stored = async () =>
+    (await rawClient(server.url).admin.jobs.query({ name: 'sendEmail', limit: 100 })).jobs.length;
+  const storedBefore = await stored();
+  const refusedWith = async (response: Response) => {
+    expect(response.status).toBe(400);
+    return ((await response.json()) as { error: { code: string; message: string } }).error;
+  };
+  // `delay` for `delayMs`: dropped, the job would run at once.
+  expect(await refusedWith(await enqueueOverHttp({ delay: 60_000 }))).toMatchObject({
+    code: 'VALIDATION',
+    message: expect.stringMatching(/options.*delay/),
+  });
+  expect(
+    await refusedWith(await enqueueOverHttp({ backoff: { type: 'fixed', delayMs: 10, jitter: 0.5 } })),
+  ).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('jitter') });
+  const misnamed = await fetch(`${server.url}/v1/jobs/sendEmail`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      version: 1,
+      payload: { to: 'ops@example.com', subject: 'rest', body: '' },
+      option: { delayMs: 60_000 },
+    }),
+  });
+  expect(await refusedWith(misnamed)).toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('option') });
+  expect(await enqueued()).toBe(before);
+  expect(await stored()).toBe(storedBefore);
+});

@@ -28,12 +28,14 @@ import {
 
 export { sendJson } from './json-api.ts';
 
-const restEnqueueBody = z.object({
-  version,
-  payload: z.unknown(),
-  options: jsonEnqueueOptions,
-  children: z.array(jsonChildJob).optional(),
-});
+const restEnqueueBody = z
+  .object({
+    version,
+    payload: z.unknown(),
+    options: jsonEnqueueOptions,
+    children: z.array(jsonChildJob).optional(),
+  })
+  .strict();
 
 /** A route of the plain HTTP API: its method, its path with one parameter, whether it takes a JSON body. */
 interface Route {

@@ -93,6 +93,7 @@ export const enqueueOptions = z
         delayMs: z.number().int().nonnegative(),
         mode: z.enum(DEBOUNCE_MODES).optional(),
       })
+      .strict()
       .optional(),
     maxAttempts: z.number().int().optional(),
     backoff: z
@@ -101,6 +102,7 @@ export const enqueueOptions = z
         delayMs: z.number().int().nonnegative(),
         maxDelayMs: z.number().int().nonnegative().optional(),
       })
+      .strict()
       .optional(),
     leaseMs: leaseLengthMs.optional(),
     timeoutMs: timeLimitMs.optional(),
@@ -109,6 +111,8 @@ export const enqueueOptions = z
     group: storableText(1, 255).optional(),
     retention: retention.optional(),
   })
+  // An option the server does not know (a typo, or one newer than this server) is refused, never dropped.
+  .strict()
   .optional();
 
 export type EnqueueOptionsInput = z.infer<typeof enqueueOptions>;
