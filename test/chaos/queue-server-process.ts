@@ -3,7 +3,10 @@
  * port so it comes back at the same address after a kill.
  */
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@workq/test-support';
 import { exited, REPO_ROOT } from '../support/processes.ts';
 import type { NodeProcesses } from './node-processes.ts';
 
@@ -17,6 +20,8 @@ export interface QueueServerProcessOptions {
   /** The token every client of the run uses; it has every scope. */
   token: string;
   logFile: string;
+  /** More command-line options, e.g. a limit. */
+  args?: readonly string[];
   processes: NodeProcesses;
   /** Called when the process exits without the harness having killed it. */
   onUnexpectedExit: (name: string, how: string) => void;
@@ -50,12 +55,14 @@ export class QueueServerProcess {
    */
   async start(): Promise<number> {
     const startedAt = Date.now();
-    const { store, port, token, logFile, processes } = this.options;
+    const { store, port, token, logFile, processes, args = [] } = this.options;
     for (let tries = 1; ; tries++) {
       this.phase = 'starting';
-      const child = processes.start(CLI, ['--store', store, '--port', String(port), '--token', `${token}=admin`], {
-        logFile,
-      });
+      const child = processes.start(
+        CLI,
+        ['--store', store, '--port', String(port), '--token', `${token}=admin`, ...args],
+        { logFile },
+      );
       this.child = child;
       this.starts++;
       child.once('exit', (code, signal) => {
@@ -99,6 +106,15 @@ export class QueueServerProcess {
     await exited(child);
   }
 
+  /** Whether the server answers `/healthz` with 200. */
+  async serving(): Promise<boolean> {
+    const status = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+      (response) => response.status,
+      () => 0,
+    );
+    return status === 200;
+  }
+
   /** The server's Prometheus text, or `undefined` when it does not answer. */
   async metrics(): Promise<string | undefined> {
     try {
@@ -120,6 +136,25 @@ export class QueueServerProcess {
       return false;
     }
   }
+}
+
+/**
+ * One queue server process on `store` for a one-off probe, started and ready, its log in a fresh temporary
+ * directory; `args` adds options. Stop it with `stop()`.
+ */
+export async function startProbeServer(
+  name: string,
+  options: { store: string; token: string; processes: NodeProcesses; args?: readonly string[] },
+): Promise<QueueServerProcess> {
+  const server = new QueueServerProcess({
+    name,
+    ...options,
+    port: await freePort(),
+    logFile: join(mkdtempSync(join(tmpdir(), `workq-${name}-`)), 'server.log'),
+    onUnexpectedExit: (_, how) => console.error(`the server exited (${how})`),
+  });
+  await server.start();
+  return server;
 }
 
 /** The value of one counter in Prometheus text, summed over its labels; 0 when absent. */
