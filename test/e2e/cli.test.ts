@@ -27,6 +27,8 @@ describe('parseServerArgs', () => {
         '/tmp/workq-data',
         '--max-payload-bytes',
         '1024',
+        '--max-claim-bytes',
+        '4096',
         '--max-batch-size',
         '20',
         '--max-trpc-batch-size',
@@ -45,7 +47,13 @@ describe('parseServerArgs', () => {
         { token: 'admin-token-000000001', scopes: ['admin'] },
       ],
       dataDir: '/tmp/workq-data',
-      limits: { maxPayloadBytes: 1024, maxBatchSize: 20, maxTrpcBatchSize: 5, maxLongPollMs: 3000 },
+      limits: {
+        maxPayloadBytes: 1024,
+        maxClaimBytes: 4096,
+        maxBatchSize: 20,
+        maxTrpcBatchSize: 5,
+        maxLongPollMs: 3000,
+      },
     });
   });
 
@@ -57,6 +65,7 @@ describe('parseServerArgs', () => {
       WORKQ_TOKENS: 'admin-token-000000001=admin;worker-token-000001=consume:x',
       WORKQ_DATA_DIR: 'data',
       WORKQ_MAX_PAYLOAD_BYTES: '99',
+      WORKQ_MAX_CLAIM_BYTES: '990',
       WORKQ_MAX_BATCH_SIZE: '7',
       WORKQ_MAX_TRPC_BATCH_SIZE: '3',
       WORKQ_MAX_LONG_POLL_MS: '100',
@@ -70,7 +79,7 @@ describe('parseServerArgs', () => {
         { token: 'worker-token-000001', scopes: ['consume:x'] },
       ],
       dataDir: 'data',
-      limits: { maxPayloadBytes: 99, maxBatchSize: 7, maxTrpcBatchSize: 3, maxLongPollMs: 100 },
+      limits: { maxPayloadBytes: 99, maxClaimBytes: 990, maxBatchSize: 7, maxTrpcBatchSize: 3, maxLongPollMs: 100 },
     });
   });
 

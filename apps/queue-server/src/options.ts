@@ -59,6 +59,17 @@ export interface ServerLimits {
    * @defaultValue 67_108_864 (64 MiB), or `maxRequestBytes` when that is larger
    */
   maxBodyBytesInFlight?: number | undefined;
+  /**
+   * The payload bytes one claim's answer may carry. A claim's answer holds
+   * every payload it leased, and the server holds several times that while it
+   * reads and writes it, so a claim's `limit` is cut to
+   * `floor(maxClaimBytes / maxPayloadBytes)` jobs (64 with the defaults): its
+   * answer stays within this bound whatever its jobs carry. The worker claims
+   * again for the slots it has left. At least `maxPayloadBytes` (`VALIDATION`
+   * at start otherwise).
+   * @defaultValue 16_777_216 (16 MiB), or `maxPayloadBytes` when that is larger
+   */
+  maxClaimBytes?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
   maxLongPollMs?: number | undefined;
   /**
@@ -249,6 +260,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
   maxBodyBytesInFlight: 64 * 1024 * 1024,
+  maxClaimBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,
@@ -288,6 +300,8 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
       maxBodyBytesInFlight:
         options.limits?.maxBodyBytesInFlight ??
         Math.max(DEFAULT_LIMITS.maxBodyBytesInFlight, options.limits?.maxRequestBytes ?? 0),
+      maxClaimBytes:
+        options.limits?.maxClaimBytes ?? Math.max(DEFAULT_LIMITS.maxClaimBytes, options.limits?.maxPayloadBytes ?? 0),
     },
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,

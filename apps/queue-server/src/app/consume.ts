@@ -22,8 +22,24 @@ type DispatchedClaim = Parameters<ClaimDispatcher['claim']>[0];
 type Ack = DispatchedClaim['acks'][number];
 
 /**
- * Leases up to `claim.limit` jobs after completing the acks it carries, waiting up to `claim.waitMs` when none
- * is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried: the answer says `acksFailed`,
+ * The most jobs one claim leases: as many payloads of the largest size a job may have as `maxClaimBytes`
+ * holds, so a claim's answer stays within it whatever its jobs carry. `VALIDATION` (at start) unless
+ * `maxClaimBytes` is an integer at least `maxPayloadBytes`: one job always fits.
+ */
+export function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: number }): number {
+  const { maxClaimBytes, maxPayloadBytes } = limits;
+  if (!Number.isInteger(maxClaimBytes) || maxClaimBytes < maxPayloadBytes) {
+    throw new WorkqError(
+      'VALIDATION',
+      `limits.maxClaimBytes must be an integer at least limits.maxPayloadBytes (${maxPayloadBytes}); got ${maxClaimBytes}.`,
+    );
+  }
+  return Math.floor(maxClaimBytes / maxPayloadBytes);
+}
+
+/**
+ * Leases up to `claim.limit` jobs, and at most `jobsPerClaim`, after completing the acks it carries, waiting
+ * up to `claim.waitMs` when none is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried: the answer says `acksFailed`,
  * at once rather than after a long poll, so the worker sends them again on their own and hears why.
  */
 export async function claimJobs(
@@ -31,10 +47,16 @@ export async function claimJobs(
   claim: DispatchedClaim,
   signal: AbortSignal,
 ): Promise<ClaimAnswer> {
-  checkBatchSize(claim.limit, services.options.limits.maxBatchSize, 'claim');
+  const { limits } = services.options;
+  checkBatchSize(claim.limit, limits.maxBatchSize, 'claim');
   const carried = await storableAcks(services, claim.acks);
   const answer = await services.dispatcher.claim(
-    { ...claim, waitMs: carried.valid ? claim.waitMs : 0, acks: carried.acks },
+    {
+      ...claim,
+      limit: Math.min(claim.limit, jobsPerClaim(limits)),
+      waitMs: carried.valid ? claim.waitMs : 0,
+      acks: carried.acks,
+    },
     signal,
   );
   observeClaim(services, claim.name, answer, claim.acks);
