@@ -63,11 +63,11 @@ export interface ServerLimits {
    * The payload bytes one claim's answer may carry. A claim's answer holds
    * every payload it leased, and the server holds several times that while it
    * reads and writes it, so a claim's `limit` is cut to
-   * `floor(maxClaimBytes / maxPayloadBytes)` jobs (64 with the defaults): its
+   * `floor(maxClaimBytes / maxPayloadBytes)` jobs (256 with the defaults): its
    * answer stays within this bound whatever its jobs carry. The worker claims
    * again for the slots it has left. At least `maxPayloadBytes` (`VALIDATION`
    * at start otherwise).
-   * @defaultValue 16_777_216 (16 MiB), or `maxPayloadBytes` when that is larger
+   * @defaultValue 67_108_864 (64 MiB), or `maxPayloadBytes` when that is larger
    */
   maxClaimBytes?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
@@ -260,7 +260,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxTrpcBatchSize: 50,
   maxRequestBytes: 16 * 1024 * 1024,
   maxBodyBytesInFlight: 64 * 1024 * 1024,
-  maxClaimBytes: 16 * 1024 * 1024,
+  maxClaimBytes: 64 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,
