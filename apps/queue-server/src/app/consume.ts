@@ -39,8 +39,9 @@ export function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: n
 
 /**
  * Leases up to `claim.limit` jobs, and at most `jobsPerClaim`, after completing the acks it carries, waiting
- * up to `claim.waitMs` when none is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried: the answer says `acksFailed`,
- * at once rather than after a long poll, so the worker sends them again on their own and hears why.
+ * up to `claim.waitMs` when none is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried:
+ * the answer says `acksFailed`, at once rather than after a long poll, so the worker sends them again on their
+ * own and hears why.
  */
 export async function claimJobs(
   services: ServerServices,
