@@ -23,6 +23,12 @@ function subscribeToAll(hub: EventHub, lastEventId?: string) {
   return { batches, leave: () => controller.abort() };
 }
 
+/** One run of `completed` events for `ids`, each carrying a result of about `resultBytes`. */
+function completedRun(ids: string[], resultBytes: number): JobEventRun {
+  const details = ids.map((id) => ({ result: { id, blob: 'x'.repeat(resultBytes) } }));
+  return { type: 'completed', name: 'mail', at: new Date(), ids, versions: ids.map(() => 1), details };
+}
+
 function ids(batch: EventBatch): string[] {
   return batch.runs.flatMap((r) => (r.type === 'resync' ? ['resync'] : eventsOfRun(r).map((e) => e.id)));
 }
@@ -54,6 +60,44 @@ describe('the event hub', () => {
     expect(ids(await next(batches))).toEqual(['resync', '5', '6']);
     leave();
     hub.close();
+  });
+
+  it('counts the bytes of what a subscriber has not read too: results past maxBufferedBytes make it resync', async () => {
+    const hub = new EventHub({ readJob, maxBufferedBytes: 250_000 });
+    const { batches, leave } = subscribeToAll(hub);
+    await next(batches);
+    // Three results of 100 KB pass 250 KB; the same count of small ones does not.
+    hub.publish([completedRun(['s1', 's2', 's3'], 10)]);
+    expect(ids(await next(batches))).toEqual(['s1', 's2', 's3']);
+    hub.publish([completedRun(['1'], 100_000), completedRun(['2'], 100_000), completedRun(['3'], 100_000)]);
+    hub.publish([completedRun(['4'], 10)]);
+    // The third overflowed: it and the runs before it are dropped, the run after it kept.
+    expect(ids(await next(batches))).toEqual(['resync', '4']);
+    // A single run over the bound still reaches a subscriber that has read everything.
+    hub.publish([completedRun(['big'], 300_000)]);
+    expect(ids(await next(batches))).toEqual(['big']);
+    leave();
+    hub.close();
+  });
+
+  it('keeps recent events for resuming within resumeBytes: past it, a reconnect from an old id resyncs', async () => {
+    const resumeFrom = async (resultBytes: number) => {
+      const hub = new EventHub({ readJob, resumeBytes: 1_000_000 });
+      const first = subscribeToAll(hub);
+      await next(first.batches);
+      hub.publish([completedRun(['a'], 10)]);
+      const { id } = await next(first.batches);
+      first.leave();
+      // Twenty results: 20 × 100 KB is twice the bound, 20 × 1 KB well within it.
+      for (let n = 0; n < 20; n++) hub.publish([completedRun([`r${n}`], resultBytes)]);
+      const resumed = subscribeToAll(hub, id);
+      const batch = ids(await next(resumed.batches));
+      resumed.leave();
+      hub.close();
+      return batch;
+    };
+    expect(await resumeFrom(1_000)).toEqual(Array.from({ length: 20 }, (_, n) => `r${n}`));
+    expect(await resumeFrom(100_000)).toEqual(['resync']);
   });
 
   it('resumes a subscriber after its last batch, and resyncs one whose id it cannot resume', async () => {

@@ -3,6 +3,7 @@ import { newLeaseToken } from '../engine/ids.ts';
 import type { JobEventSink } from '../engine/job-events.ts';
 import { WorkqError } from '../errors.ts';
 import { eventsOfRun, type JobEvent, type JobEventRun, type ResyncEvent, runsOfEvents } from '../events.ts';
+import { runBytes } from './event-bytes.ts';
 import type { BusJobEvent } from './messages.ts';
 import type { WakeupBus } from './wakeup-bus.ts';
 
@@ -27,8 +28,18 @@ export interface EventSubscription {
 export interface EventHubOptions {
   /** Events kept per subscriber while it does not read; past it they are dropped and it gets `resync`. @defaultValue 10_000 */
   maxBufferedEvents?: number;
+  /**
+   * The bytes of the events kept per subscriber while it does not read (`runBytes`: their results, mostly); past
+   * them, as past `maxBufferedEvents`, they are dropped and it gets `resync`. @defaultValue 67_108_864 (64 MiB)
+   */
+  maxBufferedBytes?: number;
   /** Recent events kept for subscribers that reconnect (up to half as many more between trims). @defaultValue 10_000 */
   resumeEvents?: number;
+  /**
+   * The most bytes of recent events kept for subscribers that reconnect (`runBytes`; up to half as many more
+   * between trims): events with large results are kept for a shorter stretch. @defaultValue 67_108_864 (64 MiB)
+   */
+  resumeBytes?: number;
   /** How long events are still built and kept after the last subscriber left, so it can resume. @defaultValue 60_000 */
   resumeWindowMs?: number;
   /** The engine's clock: stamps `resync` events and times the resume window. @defaultValue the system clock */
@@ -44,12 +55,20 @@ export interface EventHubOptions {
 const BATCH_WINDOW_MS = 20;
 
 /** Each `EventHubOptions` default, in one place. */
-const EVENT_HUB_DEFAULTS = { maxBufferedEvents: 10_000, resumeEvents: 10_000, resumeWindowMs: 60_000 } as const;
+const EVENT_HUB_DEFAULTS = {
+  maxBufferedEvents: 10_000,
+  maxBufferedBytes: 64 * 1024 * 1024,
+  resumeEvents: 10_000,
+  resumeBytes: 64 * 1024 * 1024,
+  resumeWindowMs: 60_000,
+} as const;
 
 /** A kept run; its events are numbered `firstSeq`, `firstSeq + 1`, …. */
 interface Entry {
   firstSeq: number;
   run: JobEventRun;
+  /** `runBytes(run)`. */
+  bytes: number;
 }
 
 /**
@@ -60,19 +79,22 @@ interface Entry {
  * others are handled the same way, except that they are not sent on.
  *
  * A subscriber never slows the queue: each has its own bounded buffer, and
- * one that falls `maxBufferedEvents` behind loses what is buffered and gets a
- * `resync` event instead. A subscriber that reconnects with the id of the
- * last batch it received resumes after it when this server still keeps the
- * events since (`resumeEvents` of them, and none lost to the bus meanwhile);
- * otherwise it starts with `resync`.
+ * one that falls `maxBufferedEvents` (or `maxBufferedBytes`) behind loses
+ * what is buffered and gets a `resync` event instead. A subscriber that
+ * reconnects with the id of the last batch it received resumes after it when
+ * this server still keeps the events since (`resumeEvents` of them, within
+ * `resumeBytes`, and none lost to the bus meanwhile); otherwise it starts
+ * with `resync`. Both bounds count bytes as well as events, so that events
+ * carrying large results cannot keep gigabytes.
  */
 export class EventHub implements JobEventSink {
   private readonly subscribers = new Set<Subscriber>();
   /** The number of subscribers of each owner that has any. */
   private readonly owned = new Map<string, number>();
   private readonly recent: Entry[] = [];
-  /** The number of events in `recent`. */
+  /** The number of events in `recent`, and their bytes. */
   private recentEvents = 0;
+  private recentBytes = 0;
   private seq = 0;
   /** Events up to this seq may be missing (lost on the bus): no resume from before it. */
   private gapSeq = 0;
@@ -88,7 +110,9 @@ export class EventHub implements JobEventSink {
   constructor(options: EventHubOptions) {
     this.options = {
       maxBufferedEvents: options.maxBufferedEvents ?? EVENT_HUB_DEFAULTS.maxBufferedEvents,
+      maxBufferedBytes: options.maxBufferedBytes ?? EVENT_HUB_DEFAULTS.maxBufferedBytes,
       resumeEvents: options.resumeEvents ?? EVENT_HUB_DEFAULTS.resumeEvents,
+      resumeBytes: options.resumeBytes ?? EVENT_HUB_DEFAULTS.resumeBytes,
       resumeWindowMs: options.resumeWindowMs ?? EVENT_HUB_DEFAULTS.resumeWindowMs,
       clock: options.clock ?? systemClock,
       readJob: options.readJob,
@@ -121,7 +145,7 @@ export class EventHub implements JobEventSink {
   subscribe(subscription: EventSubscription): AsyncIterable<EventBatch> {
     const subscriber = new Subscriber(
       subscription.wants,
-      this.options.maxBufferedEvents,
+      { events: this.options.maxBufferedEvents, bytes: this.options.maxBufferedBytes },
       () => this.lastId(),
       this.options.clock,
     );
@@ -183,10 +207,10 @@ export class EventHub implements JobEventSink {
     if (lastEventId.slice(0, at) !== this.instanceId || !Number.isInteger(seq) || seq > this.seq) return false;
     const oldest = this.recent[0]?.firstSeq ?? this.seq + 1;
     if (seq < this.gapSeq || seq < oldest - 1) return false;
-    for (const { firstSeq, run } of this.recent) {
+    for (const { firstSeq, run, bytes } of this.recent) {
       const after = seq + 1 - firstSeq;
       if (after >= run.ids.length || !subscriber.wants(run.name)) continue;
-      subscriber.offer(after > 0 ? runAfter(run, after) : run);
+      subscriber.offer(after > 0 ? runAfter(run, after) : run, bytes);
     }
     return true;
   }
@@ -210,22 +234,30 @@ export class EventHub implements JobEventSink {
   }
 
   private deliver(runs: readonly JobEventRun[]): void {
-    for (const run of runs) {
-      this.recent.push({ firstSeq: this.seq + 1, run });
+    const entries = runs.map((run): Entry => {
+      const entry = { firstSeq: this.seq + 1, run, bytes: runBytes(run) };
+      this.recent.push(entry);
       this.seq += run.ids.length;
       this.recentEvents += run.ids.length;
-    }
+      this.recentBytes += entry.bytes;
+      return entry;
+    });
+    const { resumeEvents, resumeBytes } = this.options;
     // Trimmed in steps of half the window, so that keeping it costs no copy per event.
-    if (this.recentEvents >= this.options.resumeEvents * 1.5) {
+    if (this.recentEvents >= resumeEvents * 1.5 || this.recentBytes >= resumeBytes * 1.5) {
       let drop = 0;
-      while (this.recentEvents - (this.recent[drop]?.run.ids.length ?? 0) >= this.options.resumeEvents) {
-        this.recentEvents -= (this.recent[drop] as Entry).run.ids.length;
+      for (;;) {
+        const oldest = this.recent[drop];
+        if (!oldest || oldest === this.recent.at(-1)) break;
+        if (this.recentEvents - oldest.run.ids.length < resumeEvents && this.recentBytes <= resumeBytes) break;
+        this.recentEvents -= oldest.run.ids.length;
+        this.recentBytes -= oldest.bytes;
         drop += 1;
       }
       this.recent.splice(0, drop);
     }
     for (const subscriber of this.subscribers) {
-      for (const run of runs) if (subscriber.wants(run.name)) subscriber.offer(run);
+      for (const { run, bytes } of entries) if (subscriber.wants(run.name)) subscriber.offer(run, bytes);
     }
   }
 
@@ -240,8 +272,9 @@ export class EventHub implements JobEventSink {
 /** One subscriber's bounded buffer, drained as batches by its stream. */
 class Subscriber {
   private buffer: JobEventRun[] = [];
-  /** The number of events in `buffer`. */
+  /** The number of events in `buffer`, and their bytes (`runBytes`). */
   private buffered = 0;
+  private bufferedBytes = 0;
   private resyncDue = false;
   /** The first batch goes out at once, even empty: it gives the subscriber an id to resume from. */
   private greetDue = true;
@@ -254,19 +287,24 @@ class Subscriber {
 
   constructor(
     readonly wants: (name: string) => boolean,
-    private readonly maxBuffered: number,
+    private readonly maxBuffered: { events: number; bytes: number },
     private readonly lastId: () => string,
     private readonly clock: Clock,
   ) {}
 
-  offer(run: JobEventRun): void {
+  /** Buffers `run`, of `bytes` (`runBytes`), unless that passes a bound: then it resyncs instead. */
+  offer(run: JobEventRun, bytes: number): void {
     if (this.ended) return;
-    if (this.buffered + run.ids.length > this.maxBuffered) {
+    const { events, bytes: maxBytes } = this.maxBuffered;
+    // One run over the bytes alone is still delivered when nothing is buffered: a subscriber keeping up gets it.
+    const tooMany = this.buffered + run.ids.length > events;
+    if (tooMany || (this.buffered > 0 && this.bufferedBytes + bytes > maxBytes)) {
       this.resync();
       return;
     }
     this.buffer.push(run);
     this.buffered += run.ids.length;
+    this.bufferedBytes += bytes;
     this.notify();
   }
 
@@ -274,6 +312,7 @@ class Subscriber {
   resync(): void {
     this.buffer = [];
     this.buffered = 0;
+    this.bufferedBytes = 0;
     this.resyncDue = true;
     this.notify();
   }
@@ -303,6 +342,7 @@ class Subscriber {
         const taken = this.buffer;
         this.buffer = [];
         this.buffered = 0;
+        this.bufferedBytes = 0;
         const now = this.clock.now();
         const resync: ResyncEvent = { type: 'resync', at: now };
         const runs: (JobEventRun | ResyncEvent)[] = this.resyncDue ? [resync, ...taken] : taken;

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { runBytes, valueBytes } from './event-bytes.ts';
+
+describe('valueBytes', () => {
+  it('counts strings by length, numbers and other scalars as eight, keys by length', () => {
+    expect(valueBytes('x'.repeat(1_000))).toBe(1_002);
+    expect(valueBytes(42)).toBe(8);
+    expect(valueBytes({ ab: 'cd' })).toBe(2 + 2 + 3 + 4);
+    expect(valueBytes([1, 'a'])).toBe(2 + 8 + 3);
+  });
+
+  it('counts what superjson carries besides JSON, and a value reached twice once, circular ones included', () => {
+    const big = 'y'.repeat(10_000);
+    expect(valueBytes(new Map([['k', big]]))).toBeGreaterThan(10_000);
+    expect(valueBytes(new Set([big]))).toBeGreaterThan(10_000);
+    expect(valueBytes(new Uint8Array(5_000))).toBeGreaterThanOrEqual(5_000);
+    const shared = { big };
+    expect(valueBytes([shared, shared])).toBeLessThan(10_100);
+    const loop: Record<string, unknown> = { big };
+    loop.self = loop;
+    expect(valueBytes(loop)).toBeLessThan(10_100);
+  });
+});
+
+describe('runBytes', () => {
+  it("counts each event and what its details carry, a result's size above all", () => {
+    const at = new Date();
+    const small = runBytes({ type: 'enqueued', name: 'mail', at, ids: ['a', 'b'], versions: [1, 1] });
+    const large = runBytes({
+      type: 'completed',
+      name: 'mail',
+      at,
+      ids: ['a', 'b'],
+      versions: [1, 1],
+      details: [{ result: 'r'.repeat(100_000) }, undefined],
+    });
+    expect(large - small).toBeGreaterThan(100_000);
+    expect(large - small).toBeLessThan(100_100);
+  });
+});
