@@ -12,7 +12,7 @@ import {
   SchemaRegistry,
   type Store,
 } from '@workq/core/engine';
-import { jobsPerClaim } from './app/consume.ts';
+import { checkMaxClaimBytes } from './app/consume.ts';
 import { enqueueOccurrence, loadStoredSchedules } from './app/schedules.ts';
 import type { ServerServices } from './app/services.ts';
 import { logAuthFailure } from './audit-log.ts';
@@ -79,7 +79,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     : undefined;
   const serverOptions = httpServerOptions(resolved.limits);
   const bodyBudget = new BodyBudget(resolved.limits.maxBodyBytesInFlight, resolved.limits.maxRequestBytes);
-  jobsPerClaim(resolved.limits);
+  checkMaxClaimBytes(resolved.limits);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);

@@ -22,11 +22,10 @@ type DispatchedClaim = Parameters<ClaimDispatcher['claim']>[0];
 type Ack = DispatchedClaim['acks'][number];
 
 /**
- * The most jobs one claim leases: as many payloads of the largest size a job may have as `maxClaimBytes`
- * holds, so a claim's answer stays within it whatever its jobs carry. `VALIDATION` (at start) unless
- * `maxClaimBytes` is an integer at least `maxPayloadBytes`: one job always fits.
+ * `VALIDATION` unless `limits.maxClaimBytes` is an integer at least `maxPayloadBytes`, so that one job always
+ * fits a claim: checked once, at start.
  */
-export function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: number }): number {
+export function checkMaxClaimBytes(limits: { maxClaimBytes: number; maxPayloadBytes: number }): void {
   const { maxClaimBytes, maxPayloadBytes } = limits;
   if (!Number.isInteger(maxClaimBytes) || maxClaimBytes < maxPayloadBytes) {
     throw new WorkqError(
@@ -34,7 +33,14 @@ export function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: n
       `limits.maxClaimBytes must be an integer at least limits.maxPayloadBytes (${maxPayloadBytes}); got ${maxClaimBytes}.`,
     );
   }
-  return Math.floor(maxClaimBytes / maxPayloadBytes);
+}
+
+/**
+ * The most jobs one claim leases: as many payloads of the largest size a job may have as `maxClaimBytes`
+ * holds, so a claim's answer stays within it whatever its jobs carry (at least one, by `checkMaxClaimBytes`).
+ */
+function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: number }): number {
+  return Math.floor(limits.maxClaimBytes / limits.maxPayloadBytes);
 }
 
 /**
