@@ -20,6 +20,25 @@ export interface ChildOutcome {
 }
 
 /**
+ * Which children a read returns: in enqueue order (by id), after `afterId` when given, at most `limit`; and, with
+ * `maxBytes`, ending with the first child whose stored size brings the page's total to `maxBytes` or past it, so
+ * a page of large results or payloads costs its reader about `maxBytes` however many children fit the limit. A
+ * child's size is the length of its stored JSON text: its result and error, and for a full record its payload
+ * and error history too. A page holds at least one child when any is left.
+ */
+export interface ChildrenPageQuery {
+  afterId?: string;
+  limit: number;
+  maxBytes?: number;
+}
+
+/** A page of a held parent's children (`FlowStore.listHeldChildren`), and whether more follow it. */
+export interface HeldChildrenPage {
+  children: ChildOutcome[];
+  more: boolean;
+}
+
+/**
  * Flows' part of the storage contract: a parent that waits for its children. Three operations of its own,
  * and duties that the job operations take on for jobs in flows (below).
  *
@@ -81,23 +100,20 @@ export interface FlowStore {
   waitForChildren(lease: LeaseRef, children: readonly NewJob[], now: Date): Promise<boolean>;
 
   /**
-   * The children of `parentId` (direct ones only), in enqueue order (by id), after `afterId` when given, at
-   * most `limit`: read through an index on the parent, whatever the number of other jobs.
+   * The children of `parentId` (direct ones only), a page as `page` says (`ChildrenPageQuery`): read through an
+   * index on the parent, whatever the number of other jobs. A page cut by `maxBytes` may be shorter than
+   * `limit` with more children after it.
    */
-  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]>;
+  listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]>;
 
   /**
-   * Fenced read: the direct children of the job `lease` holds at `now`, as `listChildren` lists them (enqueue
-   * order, after `afterId` when given, at most `limit`), each with only its `ChildOutcome` fields. Resolves to
-   * `null` when the lease does not hold the job (expired, ended, or another token), and then no child is
-   * returned. The lease and the children are read in one statement, or in reads that return nothing when the
-   * lease did not hold; it writes nothing.
+   * Fenced read: the direct children of the job `lease` holds at `now`, a page as `listChildren` reads it, each
+   * with only its `ChildOutcome` fields (its size is its result's and error's), and whether more children
+   * follow the page. Resolves to `null` when the lease does not hold the job (expired, ended, or another token),
+   * and then no child is returned. The lease and the children are read in one statement, or in reads that return
+   * nothing when the lease did not hold; it writes nothing.
    */
-  listHeldChildren(
-    lease: LeaseRef,
-    page: { afterId?: string; limit: number },
-    now: Date,
-  ): Promise<ChildOutcome[] | null>;
+  listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null>;
 
   /**
    * Calls `listener` with the names of the parents an operation of this store object made ready (their last

@@ -10,7 +10,7 @@ import type { LocalListeners } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult, type SettingsOf } from './new-job.ts';
 import type { ResolvedJobOptions } from './options.ts';
 import { toJobStatus, visibleState } from './status.ts';
-import type { ChildOutcome, JobRecord, LeaseRef, NewJob, Store } from './store.ts';
+import type { ChildOutcome, ChildrenPageQuery, JobRecord, LeaseRef, NewJob, Store } from './store.ts';
 import { fromStoredValue } from './stored-value.ts';
 
 /** A child in a flow: a job like any enqueued one, with what its failure does to its parent, and its own children. */
@@ -110,11 +110,13 @@ export class Flows {
 
   /**
    * The children of job `id`, in enqueue order, after `afterId` when given, at most `limit`
-   * (`FLOW_LIMITS.statusChildren` by default); `NOT_FOUND` when there is no such job.
+   * (`FLOW_LIMITS.statusChildren` by default), and with `maxBytes` up to the child whose stored size brings the
+   * page to it (`ChildrenPageQuery`: such a page may end before the last child; the one after it that comes
+   * back empty says there are no more); `NOT_FOUND` when there is no such job.
    */
-  async children(id: string, page: { afterId?: string; limit?: number } = {}): Promise<JobStatus[]> {
+  async children(id: string, page: Partial<ChildrenPageQuery> = {}): Promise<JobStatus[]> {
     const limit = Math.min(Math.max(1, Math.floor(page.limit ?? FLOW_LIMITS.statusChildren)), FLOW_LIMITS.children);
-    const children = await this.store.listChildren(id, { ...(page.afterId ? { afterId: page.afterId } : {}), limit });
+    const children = await this.store.listChildren(id, { ...pageAfter(page), limit });
     if (children.length === 0 && page.afterId === undefined && !(await this.store.getJob(id))) {
       throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
     }
@@ -124,25 +126,17 @@ export class Flows {
 
   /**
    * A page of the children of the job `lease` holds, for its handler: in enqueue order, after `afterId` when
-   * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`), and whether more follow, each with only what
-   * `ctx.children` shows. The lease is checked in the same read (`FlowStore.listHeldChildren`), so a resumed
+   * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`) and, with `maxBytes`, up to the child whose
+   * result and error bring the page to it; and whether more follow, each with only what `ctx.children` shows. The lease is checked in the same read (`FlowStore.listHeldChildren`), so a resumed
    * parent's page costs its worker one round trip and one store read. `LEASE_LOST` when the lease does not hold
    * the job.
    */
-  async heldChildren(
-    lease: LeaseRef,
-    page: { afterId?: string; limit: number },
-  ): Promise<{ children: HeldChild[]; more: boolean }> {
+  async heldChildren(lease: LeaseRef, page: ChildrenPageQuery): Promise<{ children: HeldChild[]; more: boolean }> {
     const limit = Math.min(Math.max(1, Math.floor(page.limit)), FLOW_LIMITS.statusChildren);
     const now = this.clock.now();
-    const children = await this.store.listHeldChildren(
-      lease,
-      { ...(page.afterId ? { afterId: page.afterId } : {}), limit: limit + 1 },
-      now,
-    );
-    if (children === null) throw leaseLost(lease.id);
-    const more = children.length > limit;
-    return { children: children.slice(0, limit).map((child) => heldChild(child, now)), more };
+    const read = await this.store.listHeldChildren(lease, { ...pageAfter(page), limit }, now);
+    if (read === null) throw leaseLost(lease.id);
+    return { children: read.children.map((child) => heldChild(child, now)), more: read.more };
   }
 
   /** One job's status (`Engine.get`): with its errors, and for a parent its first children (`JobStatus.children`). */
@@ -220,6 +214,14 @@ export class Flows {
     this.events.enqueued(records, now);
     return records;
   }
+}
+
+/** The page's `afterId` and `maxBytes`, those it has. */
+function pageAfter(page: Partial<ChildrenPageQuery>): Omit<ChildrenPageQuery, 'limit'> {
+  return {
+    ...(page.afterId ? { afterId: page.afterId } : {}),
+    ...(page.maxBytes === undefined ? {} : { maxBytes: page.maxBytes }),
+  };
 }
 
 /** A child as its parent's handler reads it (`Flows.heldChildren`): its state, and its result or last error. */

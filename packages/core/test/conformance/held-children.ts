@@ -62,7 +62,9 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
     // Exactly the contract's fields of every child, in enqueue order: what the full listing holds, narrowed.
     const full = await store.listChildren(parent.id, { limit: 10_000 });
     expect(full.map((job) => (job.payload as { n: number }).n)).toEqual(Array.from({ length: WIDTH }, (_, n) => n));
-    const all = await store.listHeldChildren(lease, { limit: 10_000 }, now);
+    const read = await store.listHeldChildren(lease, { limit: 10_000 }, now);
+    expect(read?.more).toBe(false);
+    const all = read!.children;
     expect(all).toEqual(full.map(outcomeOf));
     expect(all![7]).toMatchObject({ state: 'dead', result: null, error: { message: 'page render crashed' } });
     expect(all![8]).toMatchObject({ state: 'completed', childCount: 1, error: null });
@@ -72,8 +74,11 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
 
     // Pages: after a child, at most the limit; past the last child, an empty page, not a lost lease.
     const page = await store.listHeldChildren(lease, { afterId: full[599]!.id, limit: 500 }, now);
-    expect(page).toEqual(all!.slice(600, 1_100));
-    expect(await store.listHeldChildren(lease, { afterId: full[WIDTH - 1]!.id, limit: 10 }, now)).toEqual([]);
+    expect(page).toEqual({ children: all!.slice(600, 1_100), more: true });
+    const last = await store.listHeldChildren(lease, { afterId: full[WIDTH - 101]!.id, limit: 100 }, now);
+    expect(last).toEqual({ children: all!.slice(WIDTH - 100), more: false });
+    const past = await store.listHeldChildren(lease, { afterId: full[WIDTH - 1]!.id, limit: 10 }, now);
+    expect(past).toEqual({ children: [], more: false });
 
     // Fenced: another token, an expired lease, or a job that ended reads nothing.
     expect(
@@ -89,7 +94,7 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
     const { engine, store, clock } = ctx.engine();
     await engine.enqueue({ name: parentName, version: 1, payload: {} });
     const lone = await claimOne(engine, parentName);
-    expect(await store.listHeldChildren(lone, { limit: 10 }, clock.now())).toEqual([]);
+    expect(await store.listHeldChildren(lone, { limit: 10 }, clock.now())).toEqual({ children: [], more: false });
     await engine.complete(lone, {});
 
     const children = Array.from({ length: 3 }, (_, n) => ({ name: childName, version: 1, payload: { n } }));
@@ -107,6 +112,62 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
       more: false,
       children: [{ id: expect.any(String), name: childName, state: 'completed', result: { done: 2 } }],
     });
+    await engine.complete(lease, {});
+  });
+
+  it('flows: a page of children stops at its bytes, after the child that reaches them, and says more follow', async () => {
+    const [parentName, childName] = [ctx.jobName('bytes-parent'), ctx.jobName('bytes-child')];
+    const { engine, store, clock } = ctx.engine();
+    const text = (n: number) => `${n}`.padEnd(4_000, '.');
+    const children = Array.from({ length: 5 }, (_, n) => ({
+      name: childName,
+      version: 1,
+      payload: { n, text: text(n) },
+    }));
+    const parent = await engine.flows.enqueue({ name: parentName, version: 1, payload: {}, children });
+    for (;;) {
+      const jobs = await engine.claim({ name: childName, maxVersion: 1, limit: 10, workerId: 'bytes' });
+      if (jobs.length === 0) break;
+      await engine.completeMany(
+        jobs.map((job) => ({ ...job, result: { text: (job.payload as { text: string }).text } })),
+      );
+    }
+    const lease = await claimOne(engine, parentName);
+    expect(lease.id).toBe(parent.id);
+    const now = clock.now();
+    const resultsOf = (page: { children: ChildOutcome[] } | null) =>
+      page?.children.map((child) => (child.result as { text: string }).text.slice(0, 1));
+
+    // Each result is about 4,000 bytes: 10,000 bytes are reached by the third, which ends the page.
+    const first = await store.listHeldChildren(lease, { limit: 10, maxBytes: 10_000 }, now);
+    expect(resultsOf(first)).toEqual(['0', '1', '2']);
+    expect(first?.more).toBe(true);
+    const rest = await store.listHeldChildren(
+      lease,
+      { afterId: first!.children[2]!.id, limit: 10, maxBytes: 10_000 },
+      now,
+    );
+    expect(resultsOf(rest)).toEqual(['3', '4']);
+    expect(rest?.more).toBe(false);
+    // Fewer bytes than one child still reads one; the limit still counts.
+    const one = await store.listHeldChildren(lease, { limit: 10, maxBytes: 1 }, now);
+    expect(resultsOf(one)).toEqual(['0']);
+    expect(one?.more).toBe(true);
+    expect(resultsOf(await store.listHeldChildren(lease, { limit: 2, maxBytes: 1_000_000 }, now))).toEqual(['0', '1']);
+
+    // Full records count their payloads too: about 8,000 bytes each, so 10,000 are reached by the second.
+    const full = await store.listChildren(parent.id, { limit: 10, maxBytes: 10_000 });
+    expect(full.map((job) => (job.payload as { n: number }).n)).toEqual([0, 1]);
+    const after = await store.listChildren(parent.id, { afterId: full[1]!.id, limit: 10, maxBytes: 10_000 });
+    expect(after.map((job) => (job.payload as { n: number }).n)).toEqual([2, 3]);
+    expect((await store.listChildren(parent.id, { limit: 10 })).map((job) => (job.payload as { n: number }).n)).toEqual(
+      [0, 1, 2, 3, 4],
+    );
+
+    // The engine's pages for a handler pass the bytes on.
+    const paged = await engine.flows.heldChildren(lease, { limit: 10, maxBytes: 10_000 });
+    expect(paged.children).toHaveLength(3);
+    expect(paged.more).toBe(true);
     await engine.complete(lease, {});
   });
 }

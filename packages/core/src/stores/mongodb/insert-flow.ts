@@ -1,5 +1,21 @@
-import type { BulkWriteOptions, Collection, Filter, UpdateOptions } from 'mongodb';
-import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import {
+  BSON,
+  type BulkWriteOptions,
+  type Collection,
+  type Document,
+  type Filter,
+  type FindCursor,
+  type FindOptions,
+  type UpdateOptions,
+} from 'mongodb';
+import type {
+  ChildrenPageQuery,
+  HeldChildrenPage,
+  InsertOutcome,
+  JobRecord,
+  LeaseRef,
+  NewJob,
+} from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { directChildren, insertedFlowRecord } from '../shared/flow-records.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
@@ -137,15 +153,15 @@ export function waitForChildren(
 export async function listChildren(
   jobs: Collection<JobDocument>,
   parentId: string,
-  page: { afterId?: string; limit: number },
+  page: ChildrenPageQuery,
   limitMs: number,
 ): Promise<JobRecord[]> {
   const limit = Math.floor(page.limit);
   if (!(limit > 0) || typeof parentId !== 'string') return [];
   const filter: Filter<JobDocument> = { parentId: { $eq: parentId, ...IN_CHILDREN_INDEX } };
   if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
-  const docs = await withCallLimit(limitMs, (signal) =>
-    jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }).toArray(),
+  const { docs } = await withCallLimit(limitMs, (signal) =>
+    readPage(jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }), limit, page.maxBytes),
   );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }
@@ -158,23 +174,51 @@ export async function listChildren(
 export async function listHeldChildren(
   jobs: Collection<JobDocument>,
   held: Filter<JobDocument> | null,
-  page: { afterId?: string; limit: number },
+  page: ChildrenPageQuery,
   limitMs: number,
-): Promise<ChildOutcome[] | null> {
+): Promise<HeldChildrenPage | null> {
   if (held === null) return null;
   const limit = Math.floor(page.limit);
   const filter: Filter<JobDocument> = { parentId: { $eq: String(held._id), ...IN_CHILDREN_INDEX } };
   if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
-  const [parent, docs] = await withCallLimit(limitMs, (signal) =>
+  const options: FindOptions = {
+    sort: { _id: 1 },
+    limit: limit + 1,
+    hint: CHILDREN_INDEX,
+    projection: CHILD_OUTCOME_FIELDS,
+  };
+  const [parent, read] = await withCallLimit(limitMs, (signal) =>
     Promise.all([
       jobs.findOne(held, { projection: { _id: 1 }, signal }),
-      limit > 0
-        ? jobs
-            .find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, projection: CHILD_OUTCOME_FIELDS, signal })
-            .toArray()
-        : Promise.resolve([]),
+      limit > 0 ? readPage(jobs.find(filter, { ...options, signal }), limit, page.maxBytes) : NO_PAGE,
     ]),
   );
   if (parent === null) return null;
-  return docs.map((doc) => toChildOutcome(doc as JobDocument));
+  return { children: read.docs.map((doc) => toChildOutcome(doc as JobDocument)), more: read.more };
+}
+
+const NO_PAGE = Promise.resolve({ docs: [], more: false });
+
+/**
+ * The documents of `cursor` up to `limit`, and up to the first whose BSON size brings their total to `maxBytes`
+ * when given; and whether the cursor held more. The cursor is read batch by batch and closed there, so the
+ * documents past the page are never all fetched.
+ */
+async function readPage<T extends Document>(
+  cursor: FindCursor<T>,
+  limit: number,
+  maxBytes: number | undefined,
+): Promise<{ docs: T[]; more: boolean }> {
+  const docs: T[] = [];
+  let bytes = 0;
+  try {
+    for await (const doc of cursor) {
+      if (docs.length >= limit || (maxBytes !== undefined && bytes >= maxBytes)) return { docs, more: true };
+      docs.push(doc);
+      if (maxBytes !== undefined) bytes += BSON.calculateObjectSize(doc);
+    }
+    return { docs, more: false };
+  } finally {
+    await cursor.close();
+  }
 }

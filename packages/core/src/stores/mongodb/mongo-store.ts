@@ -7,9 +7,10 @@ import type {
   WriteConcernSettings,
 } from 'mongodb';
 import type {
-  ChildOutcome,
+  ChildrenPageQuery,
   ClaimRequest,
   CountScope,
+  HeldChildrenPage,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -432,15 +433,11 @@ export class MongoStore implements Store {
     });
   }
 
-  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+  listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return this.run('listChildren', () => listChildren(this.jobs, parentId, page, this.parts.callLimitMs));
   }
 
-  listHeldChildren(
-    lease: LeaseRef,
-    page: { afterId?: string; limit: number },
-    now: Date,
-  ): Promise<ChildOutcome[] | null> {
+  listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {
     return this.run('listHeldChildren', async () => {
       const at = await this.clock.at(now);
       return listHeldChildren(this.jobs, heldBy(lease, at), page, this.parts.callLimitMs);

@@ -1,9 +1,10 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type {
-  ChildOutcome,
+  ChildrenPageQuery,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
+  HeldChildrenPage,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -255,15 +256,11 @@ export class MysqlStore implements Store {
     return this.transaction('waitForChildren', (c) => waitForChildren(c, this.t, lease, children, now));
   }
 
-  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+  listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return this.retry('listChildren', () => listChildren(this.pool, this.t, parentId, page));
   }
 
-  listHeldChildren(
-    lease: LeaseRef,
-    page: { afterId?: string; limit: number },
-    now: Date,
-  ): Promise<ChildOutcome[] | null> {
+  listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {
     return this.retry('listHeldChildren', () => listHeldChildren(this.pool, this.t, lease, page, now));
   }
 

@@ -1,4 +1,11 @@
-import type { ChildOutcome, InsertOutcome, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import type {
+  ChildrenPageQuery,
+  HeldChildrenPage,
+  InsertOutcome,
+  JobRecord,
+  LeaseRef,
+  NewJob,
+} from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
 import { isTakenJobIdOrKey } from './errors.ts';
@@ -13,7 +20,7 @@ import {
   unlessAllNull,
 } from './records.ts';
 import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
-import { listChildrenSql } from './sql/list-children.ts';
+import { listChildrenByBytesSql, listChildrenSql } from './sql/list-children.ts';
 import { listHeldChildrenSql } from './sql/list-held-children.ts';
 import { makeParentSql } from './sql/make-parent.ts';
 import { waitForChildrenSql } from './sql/wait-for-children.ts';
@@ -27,6 +34,7 @@ export function buildFlowJobStatements(schema: string) {
     makeParent: makeParentSql(schema),
     waitForChildren: waitForChildrenSql(schema),
     listChildren: listChildrenSql(schema),
+    listChildrenByBytes: listChildrenByBytesSql(schema),
     listHeldChildren: listHeldChildrenSql(schema),
   };
 }
@@ -115,10 +123,14 @@ export async function listChildren(
   db: SqlQueryable,
   sql: FlowJobStatements,
   parentId: string,
-  page: { afterId?: string; limit: number },
+  page: ChildrenPageQuery,
 ): Promise<JobRecord[]> {
   if (page.limit <= 0) return [];
-  const rows = await db.query<JobRow>(sql.listChildren, [parentId, page.afterId ?? null, page.limit]);
+  const params = [parentId, page.afterId ?? null, page.limit];
+  const bytes = pageBytes(page);
+  const rows = await (bytes === null
+    ? db.query<JobRow>(sql.listChildren, params)
+    : db.query<JobRow>(sql.listChildrenByBytes, [...params, bytes]));
   return rows.map(toJobRecord);
 }
 
@@ -127,14 +139,20 @@ export async function listHeldChildren(
   db: SqlQueryable,
   sql: FlowJobStatements,
   lease: LeaseRef,
-  page: { afterId?: string; limit: number },
+  page: ChildrenPageQuery,
   now: Date,
-): Promise<ChildOutcome[] | null> {
+): Promise<HeldChildrenPage | null> {
   const limit = Math.max(0, Math.floor(page.limit));
-  const params = [lease.id, lease.leaseToken, now, page.afterId ?? null, limit];
-  const rows = await db.query<ChildRow & { held: boolean }>(sql.listHeldChildren, params);
+  const params = [lease.id, lease.leaseToken, now, page.afterId ?? null, limit, pageBytes(page)];
+  const rows = await db.query<ChildRow & { held: boolean; followed: boolean | null }>(sql.listHeldChildren, params);
   if (rows.length === 0) return null;
-  return rows.filter((row) => row.id !== null).map(toChildOutcome);
+  const children = rows.filter((row) => row.id !== null);
+  return { children: children.map(toChildOutcome), more: children.at(-1)?.followed === true };
+}
+
+/** A page's `maxBytes` as its statement takes it: a whole number of at least 1, or `null` for none. */
+function pageBytes(page: ChildrenPageQuery): number | null {
+  return page.maxBytes === undefined ? null : Math.max(1, Math.floor(page.maxBytes));
 }
 
 /** Inserts jobs of a flow (none with a key), in one statement. */

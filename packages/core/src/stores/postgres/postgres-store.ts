@@ -1,11 +1,12 @@
 import { newJobId } from '../../engine/ids.ts';
 import type {
-  ChildOutcome,
+  ChildrenPageQuery,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
   CompleteAndClaim,
   Handoff,
+  HeldChildrenPage,
   InsertOutcome,
   JobCount,
   JobRecord,
@@ -319,15 +320,11 @@ export class PostgresStore implements Store {
     return waitForChildren(this.client, this.flowJobSql, lease, children, now);
   }
 
-  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]> {
+  listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return listChildren(this.client, this.flowJobSql, parentId, page);
   }
 
-  listHeldChildren(
-    lease: LeaseRef,
-    page: { afterId?: string; limit: number },
-    now: Date,
-  ): Promise<ChildOutcome[] | null> {
+  listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {
     return listHeldChildren(this.client, this.flowJobSql, lease, page, now);
   }
 
