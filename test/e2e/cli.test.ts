@@ -29,6 +29,8 @@ describe('parseServerArgs', () => {
         '1024',
         '--max-claim-bytes',
         '4096',
+        '--max-children-page-bytes',
+        '8192',
         '--max-batch-size',
         '20',
         '--max-trpc-batch-size',
@@ -50,6 +52,7 @@ describe('parseServerArgs', () => {
       limits: {
         maxPayloadBytes: 1024,
         maxClaimBytes: 4096,
+        maxChildrenPageBytes: 8192,
         maxBatchSize: 20,
         maxTrpcBatchSize: 5,
         maxLongPollMs: 3000,
@@ -66,6 +69,7 @@ describe('parseServerArgs', () => {
       WORKQ_DATA_DIR: 'data',
       WORKQ_MAX_PAYLOAD_BYTES: '99',
       WORKQ_MAX_CLAIM_BYTES: '990',
+      WORKQ_MAX_CHILDREN_PAGE_BYTES: '2048',
       WORKQ_MAX_BATCH_SIZE: '7',
       WORKQ_MAX_TRPC_BATCH_SIZE: '3',
       WORKQ_MAX_LONG_POLL_MS: '100',
@@ -79,7 +83,14 @@ describe('parseServerArgs', () => {
         { token: 'worker-token-000001', scopes: ['consume:x'] },
       ],
       dataDir: 'data',
-      limits: { maxPayloadBytes: 99, maxClaimBytes: 990, maxBatchSize: 7, maxTrpcBatchSize: 3, maxLongPollMs: 100 },
+      limits: {
+        maxPayloadBytes: 99,
+        maxClaimBytes: 990,
+        maxChildrenPageBytes: 2048,
+        maxBatchSize: 7,
+        maxTrpcBatchSize: 3,
+        maxLongPollMs: 100,
+      },
     });
   });
 

@@ -40,6 +40,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             (default ${DEFAULT_LIMITS.maxBodyBytesInFlight})
   --max-claim-bytes <n>     payload bytes one claim's answer may carry: its limit is cut to this over
                             --max-payload-bytes jobs [WORKQ_MAX_CLAIM_BYTES] (default ${DEFAULT_LIMITS.maxClaimBytes})
+  --max-children-page-bytes <n>  bytes of results one page of a job's children may carry
+                            [WORKQ_MAX_CHILDREN_PAGE_BYTES] (default ${DEFAULT_LIMITS.maxChildrenPageBytes})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
@@ -104,6 +106,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-trpc-batch-size': { type: 'string' },
       'max-body-bytes-in-flight': { type: 'string' },
       'max-claim-bytes': { type: 'string' },
+      'max-children-page-bytes': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
       'max-buffered-events': { type: 'string' },
       'max-event-streams': { type: 'string' },
@@ -129,6 +132,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-body-bytes-in-flight',
     ),
     maxClaimBytes: intOption(values['max-claim-bytes'] ?? env.WORKQ_MAX_CLAIM_BYTES, 'max-claim-bytes'),
+    maxChildrenPageBytes: intOption(
+      values['max-children-page-bytes'] ?? env.WORKQ_MAX_CHILDREN_PAGE_BYTES,
+      'max-children-page-bytes',
+    ),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),
     headersTimeoutMs: intOption(values['headers-timeout-ms'] ?? env.WORKQ_HEADERS_TIMEOUT_MS, 'headers-timeout-ms'),

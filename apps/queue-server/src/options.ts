@@ -70,6 +70,20 @@ export interface ServerLimits {
    * @defaultValue 67_108_864 (64 MiB), or `maxPayloadBytes` when that is larger
    */
   maxClaimBytes?: number | undefined;
+  /**
+   * The bytes one page of a job's children may carry: `consumer.children`,
+   * the first page a claim carries for each parent it resumes (this shared
+   * among them), and `jobs.children`. Each child brings its stored result and
+   * error (and in `jobs.children` its payload and error history), up to
+   * `maxResultBytes` each, and a thousand of them fit a page's count, so a
+   * page ends at the child that brings it to this many bytes and says more
+   * follow (`jobs.children`: read on after its last child until a page comes
+   * back empty). A page holds at least one child. Cut by what the children
+   * carry, not by the largest they may carry: children with small results
+   * come a thousand to a page whatever this is.
+   * @defaultValue 16_777_216 (16 MiB)
+   */
+  maxChildrenPageBytes?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
   maxLongPollMs?: number | undefined;
   /**
@@ -261,6 +275,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxRequestBytes: 16 * 1024 * 1024,
   maxBodyBytesInFlight: 64 * 1024 * 1024,
   maxClaimBytes: 64 * 1024 * 1024,
+  maxChildrenPageBytes: 16 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,

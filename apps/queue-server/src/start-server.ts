@@ -13,6 +13,7 @@ import {
   type Store,
 } from '@workq/core/engine';
 import { checkMaxClaimBytes } from './app/consume.ts';
+import { checkMaxChildrenPageBytes } from './app/flows.ts';
 import { enqueueOccurrence, loadStoredSchedules } from './app/schedules.ts';
 import type { ServerServices } from './app/services.ts';
 import { logAuthFailure } from './audit-log.ts';
@@ -80,6 +81,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const serverOptions = httpServerOptions(resolved.limits);
   const bodyBudget = new BodyBudget(resolved.limits.maxBodyBytesInFlight, resolved.limits.maxRequestBytes);
   checkMaxClaimBytes(resolved.limits);
+  checkMaxChildrenPageBytes(resolved.limits);
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);

@@ -213,7 +213,8 @@ export const consumerRouter = router({
   /**
    * A page of the held job's children, in enqueue order, after `afterId` when given, each with its state and
    * its result or last error, and whether more follow: what a resumed parent's worker hands its handler
-   * (`ctx.children`). Fenced by the lease, which also stands for the scope to read them.
+   * (`ctx.children`). A page ends where its results and errors reach `limits.maxChildrenPageBytes`. Fenced by the
+   * lease, which also stands for the scope to read them.
    */
   children: leaseProcedure
     .input(
@@ -225,7 +226,9 @@ export const consumerRouter = router({
     .query(async ({ ctx, input }) => {
       const { id, leaseToken, afterId, limit } = input;
       // Each child is already as `jobs.children` sends one (`childEntry`): only what the handler reads.
-      return ctx.services.engine.flows.heldChildren({ id, leaseToken }, { limit, ...(afterId ? { afterId } : {}) });
+      const maxBytes = ctx.services.options.limits.maxChildrenPageBytes;
+      const page = { limit, maxBytes, ...(afterId ? { afterId } : {}) };
+      return ctx.services.engine.flows.heldChildren({ id, leaseToken }, page);
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */

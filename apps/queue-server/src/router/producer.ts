@@ -60,7 +60,9 @@ export const producerRouter = router({
 
   /**
    * A page of a job's children, in enqueue order, after `afterId` when given, for a token that may produce or
-   * consume its type: each with its state, and its result or last error.
+   * consume its type: each with its state, and its result or last error. A page also ends at the child whose
+   * stored payload, result and errors bring it to `limits.maxChildrenPageBytes`, so a short page does not say that no
+   * children follow: the page after the last child is empty.
    */
   children: authedProcedure
     .input(
@@ -72,7 +74,8 @@ export const producerRouter = router({
     )
     .use(readsJob)
     .query(async ({ ctx, input }) => {
-      const page = { limit: input.limit, ...(input.afterId ? { afterId: input.afterId } : {}) };
+      const maxBytes = ctx.services.options.limits.maxChildrenPageBytes;
+      const page = { limit: input.limit, maxBytes, ...(input.afterId ? { afterId: input.afterId } : {}) };
       const children = await ctx.services.engine.flows.children(input.id, page);
       return children.map(childEntry);
     }),
