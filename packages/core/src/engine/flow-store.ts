@@ -32,6 +32,9 @@ export interface ChildrenPageQuery {
   maxBytes?: number;
 }
 
+/** A child as a parent's status lists it (`FlowStore.listChildStates`): who it is and where it stands. */
+export type ChildState = Pick<ChildOutcome, 'id' | 'name' | 'state' | 'runAt'>;
+
 /** A page of a held parent's children (`FlowStore.listHeldChildren`), and whether more follow it. */
 export interface HeldChildrenPage {
   children: ChildOutcome[];
@@ -105,6 +108,12 @@ export interface FlowStore {
    * `limit` with more children after it.
    */
   listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]>;
+
+  /**
+   * The children of `parentId` as `listChildren` lists them (without `maxBytes`), each with only its
+   * `ChildState` fields: what a parent's status shows of its first children, so it reads no payloads or results.
+   */
+  listChildStates(parentId: string, page: { afterId?: string; limit: number }): Promise<ChildState[]>;
 
   /**
    * Fenced read: the direct children of the job `lease` holds at `now`, a page as `listChildren` reads it, each

@@ -144,7 +144,7 @@ export class Flows {
     const now = this.clock.now();
     const status = toJobStatus(job, now, { errors: true });
     if ((job.childCount ?? 0) === 0) return status;
-    const children = await this.store.listChildren(job.id, { limit: FLOW_LIMITS.statusChildren });
+    const children = await this.store.listChildStates(job.id, { limit: FLOW_LIMITS.statusChildren });
     status.children = children.map((child) => ({ id: child.id, name: child.name, state: visibleState(child, now) }));
     return status;
   }

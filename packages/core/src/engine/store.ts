@@ -18,7 +18,7 @@ export type {
   QueueSettingsChange,
 } from './flow-control-store.ts';
 export { NO_GROUP } from './flow-control-store.ts';
-export type { ChildOutcome, ChildrenPageQuery, FlowStore, HeldChildrenPage } from './flow-store.ts';
+export type { ChildOutcome, ChildrenPageQuery, ChildState, FlowStore, HeldChildrenPage } from './flow-store.ts';
 export { CHILD_FAILED_CODE, childFailedError, FLOW_CANCELLED_CODE, flowCancelledError } from './flow-store.ts';
 export type { JobStore } from './job-store.ts';
 export type { ClosableNotifier, CompleteAndClaim, Handoff, StoreNotifier } from './optional-parts.ts';

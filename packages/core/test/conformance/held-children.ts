@@ -72,6 +72,26 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
     for (const child of all!)
       expect(Object.keys(child).sort()).toEqual(['childCount', 'error', 'id', 'name', 'result', 'runAt', 'state']);
 
+    // A status's narrow read: each child's id, name, state and run time only, in the same order and pages.
+    const states = await store.listChildStates(parent.id, { limit: 10_000 });
+    expect(states).toEqual(full.map(({ id, name, state, runAt }) => ({ id, name, state, runAt })));
+    for (const child of states) expect(Object.keys(child).sort()).toEqual(['id', 'name', 'runAt', 'state']);
+    const statePage = await store.listChildStates(parent.id, { afterId: full[99]!.id, limit: 50 });
+    expect(statePage).toEqual(states.slice(100, 150));
+    // The parent's status lists its first children through that read alone: no payload or result is read.
+    const reads: string[] = [];
+    const watched = new Proxy(store, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && key.startsWith('list')) reads.push(key);
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const status = await ctx.engine({ store: watched, clock }).engine.get(parent.id);
+    expect(status.children).toEqual(
+      states.slice(0, 1_000).map(({ id, name }) => ({ id, name, state: id === full[7]!.id ? 'dead' : 'completed' })),
+    );
+    expect(reads).toEqual(['listChildStates']);
+
     // Pages: after a child, at most the limit; past the last child, an empty page, not a lost lease.
     const page = await store.listHeldChildren(lease, { afterId: full[599]!.id, limit: 500 }, now);
     expect(page).toEqual({ children: all!.slice(600, 1_100), more: true });

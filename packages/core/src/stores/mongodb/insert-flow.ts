@@ -10,6 +10,7 @@ import {
 } from 'mongodb';
 import type {
   ChildrenPageQuery,
+  ChildState,
   HeldChildrenPage,
   InsertOutcome,
   JobRecord,
@@ -18,6 +19,7 @@ import type {
 } from '../../engine/store.ts';
 import { keyExpired } from '../shared/deduplication.ts';
 import { directChildren, insertedFlowRecord } from '../shared/flow-records.ts';
+import { engineState } from '../shared/not-started.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { isDuplicateKeyError } from './errors.ts';
 import { CHILDREN_INDEX, IDEMPOTENCY_INDEX, IN_CHILDREN_INDEX } from './indexes.ts';
@@ -149,6 +151,13 @@ export function waitForChildren(
   });
 }
 
+/** The children of `parentId` after `afterId` when it is given, as the children index holds them. */
+function childrenOf(parentId: string, afterId: string | undefined): Filter<JobDocument> {
+  const filter: Filter<JobDocument> = { parentId: { $eq: parentId, ...IN_CHILDREN_INDEX } };
+  if (typeof afterId === 'string') filter._id = { $gt: afterId };
+  return filter;
+}
+
 /** `FlowStore.listChildren`: one read through the children index, by id. */
 export async function listChildren(
   jobs: Collection<JobDocument>,
@@ -158,12 +167,28 @@ export async function listChildren(
 ): Promise<JobRecord[]> {
   const limit = Math.floor(page.limit);
   if (!(limit > 0) || typeof parentId !== 'string') return [];
-  const filter: Filter<JobDocument> = { parentId: { $eq: parentId, ...IN_CHILDREN_INDEX } };
-  if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
+  const filter = childrenOf(parentId, page.afterId);
   const { docs } = await withCallLimit(limitMs, (signal) =>
     readPage(jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }), limit, page.maxBytes),
   );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
+}
+
+/** `FlowStore.listChildStates`: `listChildren`'s read, each child projected to its `ChildState`. */
+export async function listChildStates(
+  jobs: Collection<JobDocument>,
+  parentId: string,
+  page: { afterId?: string; limit: number },
+  limitMs: number,
+): Promise<ChildState[]> {
+  const limit = Math.floor(page.limit);
+  if (!(limit > 0) || typeof parentId !== 'string') return [];
+  const filter = childrenOf(parentId, page.afterId);
+  const projection = { _id: 1, name: 1, state: 1, runAt: 1 };
+  const docs = await withCallLimit(limitMs, (signal) =>
+    jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, projection, signal }).toArray(),
+  );
+  return docs.map((doc) => ({ id: doc._id, name: doc.name, state: engineState(doc.state), runAt: doc.runAt }));
 }
 
 /**
@@ -179,8 +204,7 @@ export async function listHeldChildren(
 ): Promise<HeldChildrenPage | null> {
   if (held === null) return null;
   const limit = Math.floor(page.limit);
-  const filter: Filter<JobDocument> = { parentId: { $eq: String(held._id), ...IN_CHILDREN_INDEX } };
-  if (typeof page.afterId === 'string') filter._id = { $gt: page.afterId };
+  const filter = childrenOf(String(held._id), page.afterId);
   const options: FindOptions = {
     sort: { _id: 1 },
     limit: limit + 1,

@@ -8,6 +8,7 @@ import type {
 } from 'mongodb';
 import type {
   ChildrenPageQuery,
+  ChildState,
   ClaimRequest,
   CountScope,
   HeldChildrenPage,
@@ -51,7 +52,7 @@ import {
 import { pruneGroupTurns } from './group-turns.ts';
 import { DocumentsTooLarge, updateEachHeld } from './held-updates.ts';
 import type { CollectionNames } from './indexes.ts';
-import { insertFlow, listChildren, listHeldChildren, waitForChildren } from './insert-flow.ts';
+import { insertFlow, listChildren, listChildStates, listHeldChildren, waitForChildren } from './insert-flow.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
 import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
@@ -435,6 +436,10 @@ export class MongoStore implements Store {
 
   listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return this.run('listChildren', () => listChildren(this.jobs, parentId, page, this.parts.callLimitMs));
+  }
+
+  listChildStates(parentId: string, page: { afterId?: string; limit: number }): Promise<ChildState[]> {
+    return this.run('listChildStates', () => listChildStates(this.jobs, parentId, page, this.parts.callLimitMs));
   }
 
   listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {

@@ -1,6 +1,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type {
   ChildrenPageQuery,
+  ChildState,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
@@ -54,7 +55,7 @@ import { extendLease } from './sql/extend-lease.ts';
 import { failHeldChild, failJob } from './sql/fail-job.ts';
 import { insertFlow, insertFlowAtOnce } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
-import { listChildren } from './sql/list-children.ts';
+import { listChildren, listChildStates } from './sql/list-children.ts';
 import { listHeldChildren } from './sql/list-held-children.ts';
 import { KeyHolderVanished, moveJob } from './sql/move-job.ts';
 import { promoteJob } from './sql/promote-job.ts';
@@ -258,6 +259,10 @@ export class MysqlStore implements Store {
 
   listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return this.retry('listChildren', () => listChildren(this.pool, this.t, parentId, page));
+  }
+
+  listChildStates(parentId: string, page: { afterId?: string; limit: number }): Promise<ChildState[]> {
+    return this.retry('listChildStates', () => listChildStates(this.pool, this.t, parentId, page));
   }
 
   listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {

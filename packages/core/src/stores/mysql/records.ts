@@ -1,6 +1,6 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ChildOutcome, ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, ChildState, ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
@@ -184,14 +184,20 @@ export function claimedRecord(row: RowDataPacket, claim: ClaimRequest): ClaimedR
   return claimed;
 }
 
-/** A jobs-table row (read with `datesAsText`) as a `JobRecord`. */
-/** A child as `listHeldChildren` selects it: `id`, `name`, `state`, `run_at`, `result`, `error`, `child_count`. */
-export function childOutcomeRow(row: RowDataPacket): ChildOutcome {
+/** A child as `listChildStates` selects it: `id`, `name`, `state`, `run_at`. */
+export function childStateRow(row: RowDataPacket): ChildState {
   return {
     id: String(row.id),
     name: String(row.name),
     state: engineState(String(row.state) as KeptState),
     runAt: readDate(row.run_at),
+  };
+}
+
+/** A child as `listHeldChildren` selects it: `id`, `name`, `state`, `run_at`, `result`, `error`, `child_count`. */
+export function childOutcomeRow(row: RowDataPacket): ChildOutcome {
+  return {
+    ...childStateRow(row),
     result: readJson(row.result),
     error: readError(row.error),
     childCount: Number(row.child_count ?? 0),

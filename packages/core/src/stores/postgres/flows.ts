@@ -1,5 +1,6 @@
 import type {
   ChildrenPageQuery,
+  ChildState,
   HeldChildrenPage,
   InsertOutcome,
   JobRecord,
@@ -7,6 +8,7 @@ import type {
   NewJob,
 } from '../../engine/store.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
+import { engineState } from '../shared/not-started.ts';
 import type { SqlClient, SqlQueryable } from './connection.ts';
 import { isTakenJobIdOrKey } from './errors.ts';
 import { insertJobs, jobsByIds } from './insert-jobs.ts';
@@ -20,7 +22,7 @@ import {
   unlessAllNull,
 } from './records.ts';
 import { insertFlowJobsSql, insertFlowSql } from './sql/insert-flow-jobs.ts';
-import { listChildrenByBytesSql, listChildrenSql } from './sql/list-children.ts';
+import { listChildrenByBytesSql, listChildrenSql, listChildStatesSql } from './sql/list-children.ts';
 import { listHeldChildrenSql } from './sql/list-held-children.ts';
 import { makeParentSql } from './sql/make-parent.ts';
 import { waitForChildrenSql } from './sql/wait-for-children.ts';
@@ -35,6 +37,7 @@ export function buildFlowJobStatements(schema: string) {
     waitForChildren: waitForChildrenSql(schema),
     listChildren: listChildrenSql(schema),
     listChildrenByBytes: listChildrenByBytesSql(schema),
+    listChildStates: listChildStatesSql(schema),
     listHeldChildren: listHeldChildrenSql(schema),
   };
 }
@@ -132,6 +135,22 @@ export async function listChildren(
     ? db.query<JobRow>(sql.listChildren, params)
     : db.query<JobRow>(sql.listChildrenByBytes, [...params, bytes]));
   return rows.map(toJobRecord);
+}
+
+/** `FlowStore.listChildStates`. */
+export async function listChildStates(
+  db: SqlQueryable,
+  sql: FlowJobStatements,
+  parentId: string,
+  page: { afterId?: string; limit: number },
+): Promise<ChildState[]> {
+  if (page.limit <= 0) return [];
+  const rows = await db.query<Pick<JobRow, 'id' | 'name' | 'state' | 'run_at'>>(sql.listChildStates, [
+    parentId,
+    page.afterId ?? null,
+    page.limit,
+  ]);
+  return rows.map((row) => ({ id: row.id, name: row.name, state: engineState(row.state), runAt: row.run_at }));
 }
 
 /** `FlowStore.listHeldChildren`: `null` when the lease does not hold (no row at all). */

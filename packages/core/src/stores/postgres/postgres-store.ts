@@ -1,6 +1,7 @@
 import { newJobId } from '../../engine/ids.ts';
 import type {
   ChildrenPageQuery,
+  ChildState,
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
@@ -48,6 +49,7 @@ import {
   type FlowJobStatements,
   insertFlow,
   listChildren,
+  listChildStates,
   listHeldChildren,
   readiedParents,
   waitForChildren,
@@ -322,6 +324,10 @@ export class PostgresStore implements Store {
 
   listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]> {
     return listChildren(this.client, this.flowJobSql, parentId, page);
+  }
+
+  listChildStates(parentId: string, page: { afterId?: string; limit: number }): Promise<ChildState[]> {
+    return listChildStates(this.client, this.flowJobSql, parentId, page);
   }
 
   listHeldChildren(lease: LeaseRef, page: ChildrenPageQuery, now: Date): Promise<HeldChildrenPage | null> {

@@ -16,6 +16,7 @@ export function flowsNotBuilt(kind: string): FlowStore {
     insertFlow: refuse,
     waitForChildren: refuse,
     listChildren: refuse,
+    listChildStates: refuse,
     listHeldChildren: refuse,
     onParentsReady: () => () => undefined,
   };

@@ -3,10 +3,10 @@
  * one parent, in enqueue order (by id), after `afterId` when given, at most `limit`, and with `maxBytes` cut
  * after the child whose payload, result, error and error history bring the page to it. Takes no locks.
  */
-import type { ChildrenPageQuery, JobRecord } from '../../../engine/store.ts';
+import type { ChildrenPageQuery, ChildState, JobRecord } from '../../../engine/store.ts';
 import { CHILDREN_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
-import { JOB_SELECT, jobRow } from '../records.ts';
+import { childStateRow, JOB_SELECT, jobRow } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** The size of `columns` of `alias` as `FlowStore`'s pages count it: the bytes of their JSON text. */
@@ -43,4 +43,21 @@ export async function listChildren(
        WHERE k.parent_id = ? ${after && 'AND k.id > ?'} ORDER BY k.id LIMIT ?`;
   const paged = `SELECT ${JOB_SELECT} FROM (${childrenWindowSql(sized)}) AS w WHERE w.bytes_before < ? ORDER BY w.id`;
   return (await selectRows(db, paged, [...values, Math.max(1, Math.floor(page.maxBytes))])).map(jobRow);
+}
+
+/** `FlowStore.listChildStates`: `listChildren`'s children, each with only its `ChildState`. */
+export async function listChildStates(
+  db: Queryable,
+  t: Tables,
+  parentId: string,
+  page: { afterId?: string; limit: number },
+): Promise<ChildState[]> {
+  const after = page.afterId === undefined ? '' : 'AND id > ?';
+  const rows = await selectRows(
+    db,
+    `SELECT id, name, state, run_at FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
+       WHERE parent_id = ? ${after} ORDER BY id LIMIT ?`,
+    [parentId, ...(page.afterId === undefined ? [] : [page.afterId]), Math.max(0, Math.floor(page.limit))],
+  );
+  return rows.map(childStateRow);
 }

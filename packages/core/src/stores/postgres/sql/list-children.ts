@@ -42,3 +42,11 @@ export function listChildrenByBytesSql(schema: string): string {
   return `SELECT ${JOB_COLUMNS} FROM (${childrenPageSql(rows, '$4')}) AS j
 ORDER BY j.id`;
 }
+
+/** $1 parent id, $2 after this id or null, $3 limit: `listChildrenSql`'s children, each with only its `ChildState`. */
+export function listChildStatesSql(schema: string): string {
+  return `SELECT j.id, j.name, j.state, j.run_at FROM ${schema}.jobs AS j
+WHERE j.parent_id = $1 AND ($2::text IS NULL OR j.id > $2)
+ORDER BY j.id
+LIMIT $3::int`;
+}
