@@ -1,10 +1,10 @@
-import { CHILD_FAILED_CODE, FLOW_CANCELLED_CODE } from './flow-store.ts';
+import { CHILD_FAILED_CODE, type ChildrenPageQuery, FLOW_CANCELLED_CODE } from './flow-store.ts';
 import type { JobRecord } from './store-records.ts';
 
 /** What finding a flow's ends reads: a job by id, and a parent's children page by page (`FlowStore`). */
 export interface FlowReader {
   getJob(id: string): Promise<JobRecord | null>;
-  listChildren(parentId: string, page: { afterId?: string; limit: number }): Promise<JobRecord[]>;
+  listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]>;
 }
 
 /** A job whose end may have ended others through its flow: what `flowEnds` reads of it. */
@@ -16,8 +16,11 @@ export interface FlowEnds {
   cancelled: JobRecord[];
 }
 
-/** Children read per request while walking a flow down. */
-const PAGE = 1_000;
+/**
+ * Children read per request while walking a flow down, and the bytes of their payloads, results and errors that
+ * end a page sooner: the walk holds one page at a time, whatever the children carry.
+ */
+const PAGE = { limit: 1_000, maxBytes: 16 * 1024 * 1024 };
 
 /**
  * The jobs that the end of `ended` at `at` (dead or cancelled) ended through its flow in the same atomic step
@@ -42,13 +45,15 @@ export async function flowEnds(reader: FlowReader, ended: FlowMember, at: Date):
     const below: string[] = [];
     for (const parentId of parents) {
       for (let afterId: string | undefined; ; ) {
-        const page = await reader.listChildren(parentId, { ...(afterId ? { afterId } : {}), limit: PAGE });
+        const page = await reader.listChildren(parentId, { ...PAGE, ...(afterId ? { afterId } : {}) });
+        // A page cut by its bytes may be short with more after it: only an empty page ends the children.
+        if (page.length === 0) break;
         for (const child of page) {
           const withFlow = endedAt(child, 'cancelled', FLOW_CANCELLED_CODE, at);
-          if (withFlow) cancelled.push(child);
+          // Kept without its payload: its notices and events read the rest, and a flow may hold many.
+          if (withFlow) cancelled.push({ ...child, payload: null });
           if ((child.childCount ?? 0) > 0 && (withFlow || through.has(child.id))) below.push(child.id);
         }
-        if (page.length < PAGE) break;
         afterId = page[page.length - 1]?.id;
       }
     }
