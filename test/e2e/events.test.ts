@@ -239,6 +239,36 @@ await describeEachStore(SINGLE_SERVER_STORES, 'job events on $label', ({ open })
     await until(() => slow.resyncs() > 0, 10_000);
     expect(slow.events.length).toBeLessThan(3 * count);
   });
+
+  it('gives a resync to a subscriber whose kept events pass its bytes, counting their results', async () => {
+    const sdk = createClient({ url: server.url, jobs, token: 'admin-token-0123456789' });
+    // Far fewer events than it may keep, but 100 results of 20 KB are ten times the bytes it may.
+    const options = { maxBufferedEvents: 10_000, maxBufferedBytes: 200_000 };
+    const slow = collect((signal) => sdk.events('sendEmail', { signal, ...options }), 20);
+    stops.push(slow.stop);
+    const probe = { to: 'probe@example.com', subject: 'probe', body: '' };
+    await connected(slow, () => sdk.enqueue.sendEmail(probe, { delayMs: 600_000 }));
+
+    const done = new Set<string>();
+    const large = 'r'.repeat(20_000);
+    workers.push(
+      sdk.consume(
+        'sendEmail',
+        async (job) => {
+          done.add(job.id);
+          return { messageId: `${job.id}:${large}` };
+        },
+        { concurrency: 20 },
+      ),
+    );
+    const count = 100;
+    const handles = await sdk.enqueueMany.sendEmail(
+      Array.from({ length: count }, (_, i) => ({ to: `u${i}@example.com`, subject: `b${i}`, body: '' })),
+    );
+    await until(() => handles.every((h) => done.has(h.id)), 30_000);
+    await until(() => slow.resyncs() > 0, 10_000);
+    expect(slow.events.length).toBeLessThan(3 * count);
+  });
 });
 
 await describeEachStore(SHARED_STORES, 'job events across two servers on one $label store', ({ open }) => {

@@ -8,6 +8,7 @@ import {
   type ResyncEvent,
 } from './events.ts';
 import { isPlainJson } from './plain-json.ts';
+import { EVENT_BYTES, valueBytes } from './value-bytes.ts';
 
 /** What an event carries beyond its type, id, name, version, time and attempt. */
 export type WireEventDetails = JobEventDetails;
@@ -149,4 +150,23 @@ export function decodeEventBatch(batch: WireEventBatch): (JobEvent | ResyncEvent
     events.push(...eventsOfRun({ type, name, at: new Date(atMs), ids, versions, ...entries }));
   }
   return events;
+}
+
+/**
+ * About how many bytes of memory the events of `batch` hold once decoded, as the server's event hub counts a
+ * run (a fixed share per event and what its details carry, a `completed` event's result above all): what a
+ * subscriber's own buffer bounds besides its count of events.
+ */
+export function eventBatchBytes(batch: WireEventBatch): number {
+  let bytes = 0;
+  for (const run of batch.runs) {
+    if (run.length === 2) {
+      bytes += EVENT_BYTES;
+      continue;
+    }
+    bytes += run[3].length * EVENT_BYTES;
+    const details = run[6];
+    if (details) for (const item of details) if (item) bytes += valueBytes(item);
+  }
+  return bytes;
 }

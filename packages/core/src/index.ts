@@ -35,7 +35,7 @@ export type {
 export type { WorkqErrorCode, WorkqErrorOptions } from './errors.ts';
 export { isWorkqError, isWorkqErrorCode, WORKQ_ERROR_CODES, WorkqError } from './errors.ts';
 export type { WireEventBatch, WireEventDetails, WireEventRun } from './event-wire.ts';
-export { decodeEventBatch, encodeEventBatch, eventBatchWireParts } from './event-wire.ts';
+export { decodeEventBatch, encodeEventBatch, eventBatchBytes, eventBatchWireParts } from './event-wire.ts';
 export type { JobEvent, JobEventDetails, JobEventError, JobEventRun, JobEventType, ResyncEvent } from './events.ts';
 export { JOB_EVENT_TYPES } from './events.ts';
 export { checkJobId, newJobId } from './job-ids.ts';

@@ -3,6 +3,7 @@ import {
   type JobEvent as CoreJobEvent,
   type ResyncEvent as CoreResyncEvent,
   decodeEventBatch,
+  eventBatchBytes,
   type JobEventError,
   type JobEventType,
   type JobName,
@@ -56,6 +57,14 @@ export interface EventsOptions {
    * next event is a `resync`. @defaultValue 10_000
    */
   maxBufferedEvents?: number | undefined;
+  /**
+   * Bytes of events kept while the loop body is busy, counted as the server
+   * counts its own buffers (a `completed` event holds its result); past it
+   * they are dropped and the next event is a `resync`. The client reads the
+   * stream as it comes, so without it a slow loop over large results would
+   * hold as many as `maxBufferedEvents` of them. @defaultValue 67_108_864 (64 MiB)
+   */
+  maxBufferedBytes?: number | undefined;
 }
 
 /** `sdk.events(name?, options)`. */
@@ -65,7 +74,7 @@ export type EventsFn<C extends Catalog> = <N extends JobName<C> = JobName<C>>(
 ) => AsyncIterable<JobEvent<C, N> | ResyncEvent>;
 
 /** Each `EventsOptions` default, in one place. */
-const EVENTS_DEFAULTS = { maxBufferedEvents: 10_000 } as const;
+const EVENTS_DEFAULTS = { maxBufferedEvents: 10_000, maxBufferedBytes: 64 * 1024 * 1024 } as const;
 /** Waits between reconnections after a failure: doubling from the first to the last. */
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 4_000;
@@ -98,8 +107,10 @@ async function* watch(
   options: EventsOptions,
 ): AsyncGenerator<unknown> {
   const maxBuffered = options.maxBufferedEvents ?? EVENTS_DEFAULTS.maxBufferedEvents;
+  const maxBufferedBytes = options.maxBufferedBytes ?? EVENTS_DEFAULTS.maxBufferedBytes;
   const signal = options.signal;
   let buffer: unknown[] = [];
+  let bufferedBytes = 0;
   let wake: (() => void) | undefined;
   let failure: WorkqError | undefined;
   let ended = false;
@@ -110,11 +121,20 @@ async function* watch(
     wake = undefined;
     resolve?.();
   };
+  const resync = () => {
+    buffer = [{ type: 'resync', at: new Date() }];
+    bufferedBytes = 0;
+  };
   const take = (batch: WireEventBatch) => {
-    for (const event of decodeEventBatch(batch)) {
-      if (event.type !== 'resync' && !Object.hasOwn(jobs, event.name)) continue;
-      if (buffer.length >= maxBuffered) buffer = [{ type: 'resync', at: new Date() }];
-      else buffer.push(parsedResult(jobs, event));
+    bufferedBytes += eventBatchBytes(batch);
+    // Over the bytes, the batch is dropped whole, and what was kept before it: the loop reads a resync next.
+    if (bufferedBytes > maxBufferedBytes) resync();
+    else {
+      for (const event of decodeEventBatch(batch)) {
+        if (event.type !== 'resync' && !Object.hasOwn(jobs, event.name)) continue;
+        if (buffer.length >= maxBuffered) resync();
+        else buffer.push(parsedResult(jobs, event));
+      }
     }
     notify();
   };
@@ -148,6 +168,7 @@ async function* watch(
           if (buffer.length > 0) {
             const events = buffer;
             buffer = [];
+            bufferedBytes = 0;
             yield* events;
             continue;
           }

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { runBytes, valueBytes } from './event-bytes.ts';
+import { encodeEventBatch, eventBatchBytes } from '../event-wire.ts';
+import type { JobEventRun } from '../events.ts';
+import { valueBytes } from '../value-bytes.ts';
+import { runBytes } from './event-bytes.ts';
 
 describe('valueBytes', () => {
   it('counts strings by length, numbers and other scalars as eight, keys by length', () => {
@@ -36,5 +39,26 @@ describe('runBytes', () => {
     });
     expect(large - small).toBeGreaterThan(100_000);
     expect(large - small).toBeLessThan(100_100);
+  });
+});
+
+describe('eventBatchBytes', () => {
+  it('counts a batch as it arrives on the stream as runBytes counts its runs, so client and server agree', () => {
+    const at = new Date();
+    const runs: JobEventRun[] = [
+      { type: 'enqueued', name: 'mail', at, ids: ['a', 'b'], versions: [1, 1] },
+      {
+        type: 'completed',
+        name: 'mail',
+        at,
+        ids: ['a', 'b'],
+        versions: [1, 1],
+        details: [{ result: 'r'.repeat(100_000) }, undefined],
+      },
+    ];
+    const batch = encodeEventBatch([...runs, { type: 'resync', at }]);
+    const counted = runs.reduce((sum, run) => sum + runBytes(run), 0);
+    expect(eventBatchBytes(batch)).toBeGreaterThan(counted);
+    expect(eventBatchBytes(batch)).toBeLessThan(counted + 1_000);
   });
 });
