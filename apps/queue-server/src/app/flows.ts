@@ -209,8 +209,9 @@ export function checkMaxChildrenPageBytes(limits: { maxChildrenPageBytes: number
  * `jobs`, each resumed one with the first page of its children (`ClaimedJob.children`), read under the lease its
  * claim just granted, as `consumer.children` would answer it: a worker then starts a parent's handler without a
  * round trip of its own. One answer carries at most `FLOW_LIMITS.statusChildren` children and
- * `limits.maxChildrenPageBytes` of their results and errors, as one page does, shared evenly among its resumed jobs; a page cut short says more
- * follow, and the worker reads the rest. A page that cannot be read is left out, and the worker reads it itself.
+ * `limits.maxChildrenPageBytes` of their results and errors, as one page does, shared evenly among its resumed
+ * jobs; a page cut short says more follow, and the worker reads the rest. A page that cannot be read is left out,
+ * and the worker reads it itself.
  */
 export async function withFirstChildren(services: ServerServices, jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
   const resumed = jobs.filter((job) => job.resumed);

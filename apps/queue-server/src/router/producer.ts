@@ -61,8 +61,8 @@ export const producerRouter = router({
   /**
    * A page of a job's children, in enqueue order, after `afterId` when given, for a token that may produce or
    * consume its type: each with its state, and its result or last error. A page also ends at the child whose
-   * stored payload, result and errors bring it to `limits.maxChildrenPageBytes`, so a short page does not say that no
-   * children follow: the page after the last child is empty.
+   * stored payload, result and errors bring it to `limits.maxChildrenPageBytes`, so a short page does not say
+   * that no children follow: the page after the last child is empty.
    */
   children: authedProcedure
     .input(

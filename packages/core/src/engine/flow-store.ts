@@ -23,8 +23,9 @@ export interface ChildOutcome {
  * Which children a read returns: in enqueue order (by id), after `afterId` when given, at most `limit`; and, with
  * `maxBytes`, ending with the first child whose stored size brings the page's total to `maxBytes` or past it, so
  * a page of large results or payloads costs its reader about `maxBytes` however many children fit the limit. A
- * child's size is the length of its stored JSON text: its result and error, and for a full record its payload
- * and error history too. A page holds at least one child when any is left.
+ * child's size is what it stores of its result and error, and for a full record of its payload and error history
+ * too: the length of their JSON text in the SQL stores, the BSON size of its document as read in MongoDB. A page
+ * holds at least one child when any is left.
  */
 export interface ChildrenPageQuery {
   afterId?: string;
@@ -42,8 +43,9 @@ export interface HeldChildrenPage {
 }
 
 /**
- * Flows' part of the storage contract: a parent that waits for its children. Three operations of its own,
- * and duties that the job operations take on for jobs in flows (below).
+ * Flows' part of the storage contract: a parent that waits for its children. Operations of its own (inserting a
+ * flow, parking a held job on new children, and reading a parent's children), and duties that the job operations
+ * take on for jobs in flows (below).
  *
  * A parent with unfinished children is `waiting-children` (`pendingChildren > 0`): it holds no lease, and it is
  * kept where no claim reads, so claims cost nothing more for it (a partial index, or a state the claim index

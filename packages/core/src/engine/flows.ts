@@ -127,9 +127,9 @@ export class Flows {
   /**
    * A page of the children of the job `lease` holds, for its handler: in enqueue order, after `afterId` when
    * given, at most `limit` (1 to `FLOW_LIMITS.statusChildren`) and, with `maxBytes`, up to the child whose
-   * result and error bring the page to it; and whether more follow, each with only what `ctx.children` shows. The lease is checked in the same read (`FlowStore.listHeldChildren`), so a resumed
-   * parent's page costs its worker one round trip and one store read. `LEASE_LOST` when the lease does not hold
-   * the job.
+   * result and error bring the page to it; and whether more follow, each with only what `ctx.children` shows.
+   * The lease is checked in the same read (`FlowStore.listHeldChildren`), so a resumed parent's page costs its
+   * worker one round trip and one store read. `LEASE_LOST` when the lease does not hold the job.
    */
   async heldChildren(lease: LeaseRef, page: ChildrenPageQuery): Promise<{ children: HeldChild[]; more: boolean }> {
     const limit = Math.min(Math.max(1, Math.floor(page.limit)), FLOW_LIMITS.statusChildren);

@@ -24,7 +24,8 @@ export async function listHeldChildren(
   // A page of 0 still reads the fence: the held row is kept with one child, and the slice drops the child.
   const limit = Math.max(0, Math.floor(page.limit));
   const bytes = page.maxBytes === undefined ? '0' : childBytesSql('c', ['result', 'error']);
-  const rows = `SELECT p.id AS held, c.id, c.name, c.state, c.run_at, c.result, c.error, c.child_count, ${bytes} AS bytes
+  const rows = `SELECT p.id AS held, c.id, c.name, c.state, c.run_at, c.result, c.error, c.child_count,
+         ${bytes} AS bytes
        FROM ${t.jobs} AS p
        LEFT JOIN ${t.jobs} AS c FORCE INDEX (${CHILDREN_INDEX}) ON c.parent_id = p.id ${after}
        WHERE p.id = ? AND p.lease_token = ? AND p.state = 'active' AND p.lease_expires_at > ?

@@ -15,7 +15,7 @@ export function childrenPageSql(rows: string, maxBytes: string): string {
 WHERE (${maxBytes}::bigint IS NULL OR w.bytes_before < ${maxBytes}::bigint)`;
 }
 
-/** The size of `columns` of `alias` as `FlowStore`'s pages count it (their JSON text), or 0 when `maxBytes` is `NULL`. */
+/** The size of `columns` of `alias` as `FlowStore`'s pages count it (their JSON text); 0 when `maxBytes` is `NULL`. */
 export function childBytesSql(alias: string, columns: readonly string[], maxBytes: string): string {
   const sizes = columns.map((column) => `coalesce(octet_length(${alias}.${column}::text), 0)`).join(' + ');
   return `CASE WHEN ${maxBytes}::bigint IS NULL THEN 0 ELSE ${sizes} END`;
