@@ -56,6 +56,10 @@ const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
 /** The select list for whole job rows. */
 export const JOB_SELECT = [...JOB_COLUMNS, ...RETENTION_COLUMNS].join(', ');
 
+/** `JOB_SELECT` for a table read under `alias`. */
+export const jobSelectOf = (alias: string) =>
+  [...JOB_COLUMNS, ...RETENTION_COLUMNS].map((column) => `${alias}.${column}`).join(', ');
+
 /**
  * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the
  * retention columns only when a job of them has a retention of its own, so the usual insert sends no more.

@@ -6,7 +6,7 @@
 import type { ChildrenPageQuery, ChildState, JobRecord } from '../../../engine/store.ts';
 import { CHILDREN_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
-import { childStateRow, JOB_SELECT, jobRow } from '../records.ts';
+import { childStateRow, JOB_SELECT, jobRow, jobSelectOf } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** The size of `columns` of `alias` as `FlowStore`'s pages count it: the bytes of their JSON text. */
@@ -15,16 +15,20 @@ export function childBytesSql(alias: string, columns: readonly string[]): string
 }
 
 /**
- * `rows`, a derived table of one parent's children in id order with each one's `bytes`, with each row's running
- * total before it (`bytes_before`), its place (`rn`, from 1) and whether a row of `rows` follows it
- * (`followed`): a page keeps the rows whose `bytes_before` is below its `maxBytes`.
+ * The ids of a page of one parent's children, chosen over their ids and sizes alone (`bytes`, the sum of
+ * `childBytesSql`'s columns) so that no child past the page has its row copied: in id order, after `afterId` when
+ * the text holds `AND k.id > ?`, at most `limit` (a parameter after the parent id and `afterId`; one more is read
+ * to tell whether a child follows), and up to the child whose running total reaches `maxBytes` (a parameter
+ * after the limit, when `cut`). Each row: `id`, and whether a child follows it (`followed`). Window functions:
+ * MariaDB 10.2 and MySQL 8.
  */
-export function childrenWindowSql(rows: string): string {
-  return `SELECT r.*,
-    SUM(r.bytes) OVER (ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - r.bytes AS bytes_before,
-    ROW_NUMBER() OVER (ORDER BY r.id) AS rn,
-    LEAD(r.id) OVER (ORDER BY r.id) IS NOT NULL AS followed
-  FROM (${rows}) AS r`;
+export function childrenPageIdsSql(t: Tables, bytes: string, after: string, cut: boolean): string {
+  return `SELECT w.id, w.followed FROM (
+    SELECT r.id, LEAD(r.id) OVER (ORDER BY r.id) IS NOT NULL AS followed, ROW_NUMBER() OVER (ORDER BY r.id) AS rn,
+      SUM(r.bytes) OVER (ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - r.bytes AS bytes_before
+    FROM (SELECT k.id, ${bytes} AS bytes FROM ${t.jobs} AS k FORCE INDEX (${CHILDREN_INDEX})
+      WHERE k.parent_id = ? ${after} ORDER BY k.id LIMIT ?) AS r
+  ) AS w WHERE w.rn <= ? ${cut ? 'AND w.bytes_before < ?' : ''}`;
 }
 
 export async function listChildren(
@@ -38,11 +42,12 @@ export async function listChildren(
   const rows = `SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
        WHERE parent_id = ? ${after} ORDER BY id LIMIT ?`;
   if (page.maxBytes === undefined) return (await selectRows(db, rows, values)).map(jobRow);
-  const sized = `SELECT k.*, ${childBytesSql('k', ['payload', 'result', 'error', 'errors'])} AS bytes
-       FROM ${t.jobs} AS k FORCE INDEX (${CHILDREN_INDEX})
-       WHERE k.parent_id = ? ${after && 'AND k.id > ?'} ORDER BY k.id LIMIT ?`;
-  const paged = `SELECT ${JOB_SELECT} FROM (${childrenWindowSql(sized)}) AS w WHERE w.bytes_before < ? ORDER BY w.id`;
-  return (await selectRows(db, paged, [...values, Math.max(1, Math.floor(page.maxBytes))])).map(jobRow);
+  const bytes = childBytesSql('k', ['payload', 'result', 'error', 'errors']);
+  const ids = childrenPageIdsSql(t, bytes, after && 'AND k.id > ?', true);
+  const limit = Math.max(0, Math.floor(page.limit));
+  const paged = `SELECT ${jobSelectOf('c')} FROM (${ids}) AS paged JOIN ${t.jobs} AS c ON c.id = paged.id ORDER BY c.id`;
+  const params = [parentId, ...(page.afterId === undefined ? [] : [page.afterId]), limit, limit];
+  return (await selectRows(db, paged, [...params, Math.max(1, Math.floor(page.maxBytes))])).map(jobRow);
 }
 
 /** `FlowStore.listChildStates`: `listChildren`'s children, each with only its `ChildState`. */
