@@ -8,7 +8,7 @@ import {
   type ResyncEvent,
 } from './events.ts';
 import { isPlainJson } from './plain-json.ts';
-import { EVENT_BYTES, valueBytes } from './value-bytes.ts';
+import { eventsBytes } from './value-bytes.ts';
 
 /** What an event carries beyond its type, id, name, version, time and attempt. */
 export type WireEventDetails = JobEventDetails;
@@ -160,13 +160,8 @@ export function decodeEventBatch(batch: WireEventBatch): (JobEvent | ResyncEvent
 export function eventBatchBytes(batch: WireEventBatch): number {
   let bytes = 0;
   for (const run of batch.runs) {
-    if (run.length === 2) {
-      bytes += EVENT_BYTES;
-      continue;
-    }
-    bytes += run[3].length * EVENT_BYTES;
-    const details = run[6];
-    if (details) for (const item of details) if (item) bytes += valueBytes(item);
+    // A resync is one event without details; a run's details are 0 when none of its events has any.
+    bytes += run.length === 2 ? eventsBytes(1, undefined) : eventsBytes(run[3].length, run[6] || undefined);
   }
   return bytes;
 }

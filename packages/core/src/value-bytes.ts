@@ -1,5 +1,15 @@
 /** What one job event holds besides its details: its id, version, attempt and its place in its run's arrays. */
-export const EVENT_BYTES = 100;
+const EVENT_BYTES = 100;
+
+/**
+ * About how many bytes of memory `count` job events hold, with `details` one entry per event (or none): a fixed
+ * share per event and `valueBytes` of what each one's details carry, a `completed` event's result above all.
+ */
+export function eventsBytes(count: number, details: readonly unknown[] | undefined): number {
+  let bytes = count * EVENT_BYTES;
+  if (details) for (const item of details) if (item) bytes += valueBytes(item);
+  return bytes;
+}
 
 /**
  * About how many bytes of memory a value holds, as the event buffers count it (`runBytes`, `eventBatchBytes`):

@@ -25,18 +25,26 @@ describe('valueBytes', () => {
   });
 });
 
-describe('runBytes', () => {
-  it("counts each event and what its details carry, a result's size above all", () => {
-    const at = new Date();
-    const small = runBytes({ type: 'enqueued', name: 'mail', at, ids: ['a', 'b'], versions: [1, 1] });
-    const large = runBytes({
+/** Two runs of one type: `enqueued`, and `completed` with a result of 100,000 characters for its first job. */
+function mailRuns(at: Date): [JobEventRun, JobEventRun] {
+  return [
+    { type: 'enqueued', name: 'mail', at, ids: ['a', 'b'], versions: [1, 1] },
+    {
       type: 'completed',
       name: 'mail',
       at,
       ids: ['a', 'b'],
       versions: [1, 1],
       details: [{ result: 'r'.repeat(100_000) }, undefined],
-    });
+    },
+  ];
+}
+
+describe('runBytes', () => {
+  it("counts each event and what its details carry, a result's size above all", () => {
+    const [enqueued, completed] = mailRuns(new Date());
+    const small = runBytes(enqueued);
+    const large = runBytes(completed);
     expect(large - small).toBeGreaterThan(100_000);
     expect(large - small).toBeLessThan(100_100);
   });
@@ -45,17 +53,7 @@ describe('runBytes', () => {
 describe('eventBatchBytes', () => {
   it('counts a batch as it arrives on the stream as runBytes counts its runs, so client and server agree', () => {
     const at = new Date();
-    const runs: JobEventRun[] = [
-      { type: 'enqueued', name: 'mail', at, ids: ['a', 'b'], versions: [1, 1] },
-      {
-        type: 'completed',
-        name: 'mail',
-        at,
-        ids: ['a', 'b'],
-        versions: [1, 1],
-        details: [{ result: 'r'.repeat(100_000) }, undefined],
-      },
-    ];
+    const runs = mailRuns(at);
     const batch = encodeEventBatch([...runs, { type: 'resync', at }]);
     const counted = runs.reduce((sum, run) => sum + runBytes(run), 0);
     expect(eventBatchBytes(batch)).toBeGreaterThan(counted);

@@ -1,5 +1,5 @@
 import type { JobEventRun } from '../events.ts';
-import { EVENT_BYTES, valueBytes } from '../value-bytes.ts';
+import { eventsBytes } from '../value-bytes.ts';
 
 /**
  * About how many bytes of memory `run`'s events hold while they are kept: a fixed share per event and the size
@@ -8,7 +8,5 @@ import { EVENT_BYTES, valueBytes } from '../value-bytes.ts';
  * gigabytes. Strings count one byte per character, numbers eight, each key its length; a walk, no encoding.
  */
 export function runBytes(run: JobEventRun): number {
-  let bytes = run.ids.length * EVENT_BYTES;
-  if (run.details) for (const details of run.details) if (details) bytes += valueBytes(details);
-  return bytes;
+  return eventsBytes(run.ids.length, run.details);
 }

@@ -15,20 +15,20 @@ export function childBytesSql(alias: string, columns: readonly string[]): string
 }
 
 /**
- * The ids of a page of one parent's children, chosen over their ids and sizes alone (`bytes`, the sum of
- * `childBytesSql`'s columns) so that no child past the page has its row copied: in id order, after `afterId` when
- * the text holds `AND k.id > ?`, at most `limit` (a parameter after the parent id and `afterId`; one more is read
- * to tell whether a child follows), and up to the child whose running total reaches `maxBytes` (a parameter
- * after the limit, when `cut`). Each row: `id`, and whether a child follows it (`followed`). Window functions:
+ * The ids of a page of one parent's children, chosen over their ids and sizes alone (`bytes`, an expression over
+ * the child `k`, e.g. `childBytesSql`'s) so that no child past the page has its row copied. Parameters, in
+ * order: the parent id; the id to read after, when `after`; the rows to read, the page's `limit` or one more
+ * to tell whether a child follows; the `limit`; and the page's bytes, when `cut`, which end it at the child whose
+ * running total reaches them. Each row: `id`, and whether a child follows it (`followed`). Window functions:
  * MariaDB 10.2 and MySQL 8.
  */
-export function childrenPageIdsSql(t: Tables, bytes: string, after: string, cut: boolean): string {
+export function childrenPageIdsSql(t: Tables, bytes: string, page: { after: boolean; cut: boolean }): string {
   return `SELECT w.id, w.followed FROM (
     SELECT r.id, LEAD(r.id) OVER (ORDER BY r.id) IS NOT NULL AS followed, ROW_NUMBER() OVER (ORDER BY r.id) AS rn,
       SUM(r.bytes) OVER (ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - r.bytes AS bytes_before
     FROM (SELECT k.id, ${bytes} AS bytes FROM ${t.jobs} AS k FORCE INDEX (${CHILDREN_INDEX})
-      WHERE k.parent_id = ? ${after} ORDER BY k.id LIMIT ?) AS r
-  ) AS w WHERE w.rn <= ? ${cut ? 'AND w.bytes_before < ?' : ''}`;
+      WHERE k.parent_id = ? ${page.after ? 'AND k.id > ?' : ''} ORDER BY k.id LIMIT ?) AS r
+  ) AS w WHERE w.rn <= ? ${page.cut ? 'AND w.bytes_before < ?' : ''}`;
 }
 
 export async function listChildren(
@@ -37,17 +37,19 @@ export async function listChildren(
   parentId: string,
   page: ChildrenPageQuery,
 ): Promise<JobRecord[]> {
-  const after = page.afterId === undefined ? '' : 'AND id > ?';
-  const values = [parentId, ...(page.afterId === undefined ? [] : [page.afterId]), Math.max(0, Math.floor(page.limit))];
-  const rows = `SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
-       WHERE parent_id = ? ${after} ORDER BY id LIMIT ?`;
-  if (page.maxBytes === undefined) return (await selectRows(db, rows, values)).map(jobRow);
-  const bytes = childBytesSql('k', ['payload', 'result', 'error', 'errors']);
-  const ids = childrenPageIdsSql(t, bytes, after && 'AND k.id > ?', true);
+  const after = page.afterId === undefined ? [] : [page.afterId];
   const limit = Math.max(0, Math.floor(page.limit));
+  if (page.maxBytes === undefined) {
+    const rows = `SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
+       WHERE parent_id = ? ${after.length > 0 ? 'AND id > ?' : ''} ORDER BY id LIMIT ?`;
+    return (await selectRows(db, rows, [parentId, ...after, limit])).map(jobRow);
+  }
+  const bytes = childBytesSql('k', ['payload', 'result', 'error', 'errors']);
+  const ids = childrenPageIdsSql(t, bytes, { after: after.length > 0, cut: true });
   const paged = `SELECT ${jobSelectOf('c')} FROM (${ids}) AS paged JOIN ${t.jobs} AS c ON c.id = paged.id ORDER BY c.id`;
-  const params = [parentId, ...(page.afterId === undefined ? [] : [page.afterId]), limit, limit];
-  return (await selectRows(db, paged, [...params, Math.max(1, Math.floor(page.maxBytes))])).map(jobRow);
+  return (await selectRows(db, paged, [parentId, ...after, limit, limit, Math.max(1, Math.floor(page.maxBytes))])).map(
+    jobRow,
+  );
 }
 
 /** `FlowStore.listChildStates`: `listChildren`'s children, each with only its `ChildState`. */

@@ -19,10 +19,9 @@ export async function listHeldChildren(
   page: ChildrenPageQuery,
   now: Date,
 ): Promise<HeldChildrenPage | null> {
-  const after = page.afterId === undefined ? '' : 'AND k.id > ?';
   const limit = Math.max(0, Math.floor(page.limit));
   const bytes = page.maxBytes === undefined ? '0' : childBytesSql('k', ['result', 'error']);
-  const ids = childrenPageIdsSql(t, bytes, after, page.maxBytes !== undefined);
+  const ids = childrenPageIdsSql(t, bytes, { after: page.afterId !== undefined, cut: page.maxBytes !== undefined });
   // The held row is there with no child when the page is empty, and no row at all when the lease does not hold.
   const found = await selectRows(
     db,
