@@ -3,7 +3,7 @@ import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metric } from '../support/prometheus.ts';
+import { scrapedMetric } from '../support/prometheus.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { rawClient } from '../support/raw-client.ts';
 import { openSocket } from '../support/raw-http.ts';
@@ -77,11 +77,7 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await server?.close();
   });
 
-  /** A metric of the server's `/metrics`; `NaN` when it shows none. */
-  const scraped = async (name: string): Promise<number> => {
-    const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${ROOT}` } })).text();
-    return metric(text, name) ?? Number.NaN;
-  };
+  const scraped = (name: string) => scrapedMetric(server.url, ROOT, name);
   const bodyBytesHeld = () => scraped('workq_request_body_bytes');
   const bodiesRefused = () => scraped('workq_request_bodies_refused_total');
   /** The emails the store holds, page by page. */

@@ -42,6 +42,9 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             --max-payload-bytes jobs [WORKQ_MAX_CLAIM_BYTES] (default ${DEFAULT_LIMITS.maxClaimBytes})
   --max-children-page-bytes <n>  bytes of results one page of a job's children may carry
                             [WORKQ_MAX_CHILDREN_PAGE_BYTES] (default ${DEFAULT_LIMITS.maxChildrenPageBytes})
+  --max-answer-bytes-in-flight <n>  payload and result bytes the claims and pages of children
+                            answered at once may carry (one caller's: half); past it a claim is cut or waits
+                            [WORKQ_MAX_ANSWER_BYTES_IN_FLIGHT] (default ${DEFAULT_LIMITS.maxAnswerBytesInFlight})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
@@ -107,6 +110,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-body-bytes-in-flight': { type: 'string' },
       'max-claim-bytes': { type: 'string' },
       'max-children-page-bytes': { type: 'string' },
+      'max-answer-bytes-in-flight': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
       'max-buffered-events': { type: 'string' },
       'max-event-streams': { type: 'string' },
@@ -135,6 +139,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxChildrenPageBytes: intOption(
       values['max-children-page-bytes'] ?? env.WORKQ_MAX_CHILDREN_PAGE_BYTES,
       'max-children-page-bytes',
+    ),
+    maxAnswerBytesInFlight: intOption(
+      values['max-answer-bytes-in-flight'] ?? env.WORKQ_MAX_ANSWER_BYTES_IN_FLIGHT,
+      'max-answer-bytes-in-flight',
     ),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),

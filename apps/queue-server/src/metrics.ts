@@ -174,6 +174,25 @@ export class ServerMetrics {
     });
   }
 
+  observeAnswers(answers: { readonly held: number; readonly waiting: number }): void {
+    new Gauge({
+      name: 'workq_answer_bytes',
+      help: 'Stored bytes the claims and pages of children being answered hold now (at most limits.maxAnswerBytesInFlight)',
+      registers: [this.registry],
+      collect() {
+        this.set(answers.held);
+      },
+    });
+    new Gauge({
+      name: 'workq_answer_reads_waiting',
+      help: 'Claims and pages of children waiting for room under limits.maxAnswerBytesInFlight',
+      registers: [this.registry],
+      collect() {
+        this.set(answers.waiting);
+      },
+    });
+  }
+
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }

@@ -71,6 +71,20 @@ export interface ServerLimits {
    */
   maxClaimBytes?: number | undefined;
   /**
+   * The stored bytes the server's answers may carry at once, over all
+   * requests: the payloads of the claims being answered and the results of
+   * the pages of children. Each claim or page takes room for the most it may
+   * bring before it reads (its `limit` cut to what is free, or it waits for
+   * room while not one job fits), keeps what it brought, and gives that back
+   * once its answer is sent; so many claims at once on a queue of large jobs
+   * cannot exhaust the server's memory. One caller's requests hold at most
+   * half of it (never less than one claim or page), so no caller that leaves
+   * its answers unread can stop the others. At least `maxClaimBytes` and
+   * `maxChildrenPageBytes` (`VALIDATION` at start otherwise).
+   * @defaultValue 268_435_456 (256 MiB), or the larger of those two when larger
+   */
+  maxAnswerBytesInFlight?: number | undefined;
+  /**
    * The bytes one page of a job's children may carry: `consumer.children`,
    * the first page a claim carries for each parent it resumes (this shared
    * among them), and `jobs.children`. Each child brings its stored result and
@@ -276,6 +290,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxBodyBytesInFlight: 64 * 1024 * 1024,
   maxClaimBytes: 64 * 1024 * 1024,
   maxChildrenPageBytes: 16 * 1024 * 1024,
+  maxAnswerBytesInFlight: 256 * 1024 * 1024,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,
@@ -296,6 +311,8 @@ function jsonLineLogger(): Logger {
 
 /** Resolves options once, from one set of defaults; never mutates the caller's object. */
 export function resolveServerOptions(options: ServerOptions = {}): ResolvedServerOptions {
+  const maxClaimBytes =
+    options.limits?.maxClaimBytes ?? Math.max(DEFAULT_LIMITS.maxClaimBytes, options.limits?.maxPayloadBytes ?? 0);
   return {
     store: options.store,
     port: options.port ?? 4000,
@@ -315,8 +332,14 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
       maxBodyBytesInFlight:
         options.limits?.maxBodyBytesInFlight ??
         Math.max(DEFAULT_LIMITS.maxBodyBytesInFlight, options.limits?.maxRequestBytes ?? 0),
-      maxClaimBytes:
-        options.limits?.maxClaimBytes ?? Math.max(DEFAULT_LIMITS.maxClaimBytes, options.limits?.maxPayloadBytes ?? 0),
+      maxClaimBytes,
+      maxAnswerBytesInFlight:
+        options.limits?.maxAnswerBytesInFlight ??
+        Math.max(
+          DEFAULT_LIMITS.maxAnswerBytesInFlight,
+          maxClaimBytes,
+          options.limits?.maxChildrenPageBytes ?? DEFAULT_LIMITS.maxChildrenPageBytes,
+        ),
     },
     dataDir: options.dataDir ?? '.workq',
     pollIntervalMs: options.pollIntervalMs ?? 1000,

@@ -12,6 +12,7 @@ import {
   SchemaRegistry,
   type Store,
 } from '@workq/core/engine';
+import { AnswerBudget } from './app/answer-budget.ts';
 import { checkMaxClaimBytes } from './app/consume.ts';
 import { checkMaxChildrenPageBytes } from './app/flows.ts';
 import { enqueueOccurrence, loadStoredSchedules } from './app/schedules.ts';
@@ -32,7 +33,7 @@ import { createTrpcHandler } from './http/trpc.ts';
 import { ServerMetrics } from './metrics.ts';
 import { resolveServerOptions, type ServerOptions } from './options.ts';
 import { guardProcess } from './process-guard.ts';
-import { currentRequest, noteServerFailure } from './request-context.ts';
+import { currentRequest, noteServerFailure, type RequestRecord } from './request-context.ts';
 import { appRouter } from './router/index.ts';
 import type { ServerContext } from './router/trpc.ts';
 import { StoreHealth } from './store-health.ts';
@@ -82,11 +83,14 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const bodyBudget = new BodyBudget(resolved.limits.maxBodyBytesInFlight, resolved.limits.maxRequestBytes);
   checkMaxClaimBytes(resolved.limits);
   checkMaxChildrenPageBytes(resolved.limits);
+  const { maxAnswerBytesInFlight, maxClaimBytes, maxChildrenPageBytes } = resolved.limits;
+  const answerBudget = new AnswerBudget(maxAnswerBytesInFlight, Math.max(maxClaimBytes, maxChildrenPageBytes));
   const crontab = parseCrontab(resolved.crontab);
   const opened = await openConfiguredStore(resolved.store, resolved.dataDir, logger, resolved.historyRetentionMs);
   const storeUrl = redactUrl(opened.url);
   const metrics = new ServerMetrics((scope) => engine.counts(scope));
   metrics.observeRequestBodies(bodyBudget);
+  metrics.observeAnswers(answerBudget);
   const health = new StoreHealth(opened.store, {
     storeUrl,
     logger,
@@ -152,6 +156,7 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     events,
     authority,
     metrics,
+    answerBudget,
     crontab,
     scheduler,
     options: resolved,
@@ -231,13 +236,14 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   };
   const logs = { logger, refusals: new LimitRefusalLog(logger) };
   const server = createServer(serverOptions, (req, res) =>
-    serveInRequest(req, res, logs, () => serveRequest(req, res)),
+    serveInRequest(req, res, logs, (record) => serveRequest(req, res, record)),
   );
-  const serveRequest = (req: IncomingMessage, res: ServerResponse) => {
+  const serveRequest = (req: IncomingMessage, res: ServerResponse, record: RequestRecord) => {
     inFlight++;
     bodyBudget.admit(req);
     res.on('close', () => {
       bodyBudget.release(req);
+      answerBudget.release(record);
       if (res.statusCode >= 500 && req.url !== '/readyz') health.requestFailed();
       inFlight--;
       if (inFlight === 0) drained?.();

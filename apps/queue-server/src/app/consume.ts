@@ -3,9 +3,12 @@ import {
   type ClaimAnswer,
   type ClaimDispatcher,
   type ClaimedJob,
+  type ClaimRoom,
   type LeaseRef,
   toStoredValue,
+  valueBytes,
 } from '@workq/core/engine';
+import { type AnswerHolder, type AnswerRoom, inAnswer } from './answer-budget.ts';
 import { checkBatchSize } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -57,17 +60,42 @@ export async function claimJobs(
   const { limits } = services.options;
   checkBatchSize(claim.limit, limits.maxBatchSize, 'claim');
   const carried = await storableAcks(services, claim.acks);
-  const answer = await services.dispatcher.claim(
-    {
-      ...claim,
-      limit: Math.min(claim.limit, jobsPerClaim(limits)),
-      waitMs: carried.valid ? claim.waitMs : 0,
-      acks: carried.acks,
-    },
-    signal,
+  const answer = await inAnswer(services.answerBudget, (holder) =>
+    services.dispatcher.claim(
+      {
+        ...claim,
+        limit: Math.min(claim.limit, jobsPerClaim(limits)),
+        waitMs: carried.valid ? claim.waitMs : 0,
+        acks: carried.acks,
+        room: claimRoom(services, holder, signal),
+      },
+      signal,
+    ),
   );
   observeClaim(services, claim.name, answer, claim.acks);
   return { ...answer, acksFailed: answer.acksFailed || !carried.valid };
+}
+
+/**
+ * A claim's room in the server's `AnswerBudget`: `maxPayloadBytes` per job before each store attempt, cut to what
+ * the jobs it leased carry once they are read; jobs handed over by enqueues are counted as they come.
+ */
+function claimRoom(services: ServerServices, holder: AnswerHolder, signal: AbortSignal): ClaimRoom {
+  const budget = services.answerBudget;
+  const perJob = services.options.limits.maxPayloadBytes;
+  let reserved: AnswerRoom | undefined;
+  return {
+    async reserve(limit, attemptSignal) {
+      reserved = await budget.reserve(holder.request, holder.owner, limit * perJob, perJob, attemptSignal);
+      return Math.max(1, Math.floor(reserved.bytes / perJob));
+    },
+    leased(jobs) {
+      const bytes = jobs.length === 0 ? 0 : valueBytes(jobs.map((job) => job.payload));
+      if (reserved) reserved.keep(bytes);
+      else budget.add(holder.request, holder.owner, bytes, signal);
+      reserved = undefined;
+    },
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type EnqueueOptions, FLOW_LIMITS, WorkqError } from '@workq/core';
-import type { ChildInput, ClaimedJob, EnqueueInput, EnqueueResult, LeaseRef } from '@workq/core/engine';
+import type { ChildInput, EnqueueInput, EnqueueResult, LeaseRef } from '@workq/core/engine';
 import { enqueueJob, toEnqueueInputs } from './enqueue.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
@@ -203,27 +203,4 @@ export function checkMaxChildrenPageBytes(limits: { maxChildrenPageBytes: number
   if (!Number.isInteger(bytes) || bytes < 1) {
     throw new WorkqError('VALIDATION', `limits.maxChildrenPageBytes must be a positive integer; got ${bytes}.`);
   }
-}
-
-/**
- * `jobs`, each resumed one with the first page of its children (`ClaimedJob.children`), read under the lease its
- * claim just granted, as `consumer.children` would answer it: a worker then starts a parent's handler without a
- * round trip of its own. One answer carries at most `FLOW_LIMITS.statusChildren` children and
- * `limits.maxChildrenPageBytes` of their results and errors, as one page does, shared evenly among its resumed
- * jobs; a page cut short says more follow, and the worker reads the rest. A page that cannot be read is left out,
- * and the worker reads it itself.
- */
-export async function withFirstChildren(services: ServerServices, jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
-  const resumed = jobs.filter((job) => job.resumed);
-  if (resumed.length === 0) return jobs;
-  const limit = Math.max(1, Math.floor(FLOW_LIMITS.statusChildren / resumed.length));
-  const maxBytes = Math.max(1, Math.floor(services.options.limits.maxChildrenPageBytes / resumed.length));
-  await Promise.all(
-    resumed.map(async (job) => {
-      const lease = { id: job.id, leaseToken: job.leaseToken };
-      const page = await services.engine.flows.heldChildren(lease, { limit, maxBytes }).catch(() => undefined);
-      if (page) job.children = page;
-    }),
-  );
-  return jobs;
 }

@@ -11,6 +11,7 @@ import type {
 import type { TokenAuthority } from '../auth.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { ResolvedServerOptions } from '../options.ts';
+import type { AnswerBudget } from './answer-budget.ts';
 
 /** What every use case and every procedure can reach: built once per server. */
 export interface ServerServices {
@@ -26,6 +27,8 @@ export interface ServerServices {
   events: EventHub;
   authority: TokenAuthority;
   metrics: ServerMetrics;
+  /** The stored bytes the answers in flight carry: claims and pages of children take room in it. */
+  answerBudget: AnswerBudget;
   /** This server's crontab, checked. */
   crontab: readonly ScheduledEntry[];
   /** The cron role: told to read the stored schedules again when one is written here (it reads them only while leading). */

@@ -1,8 +1,9 @@
 import { FLOW_LIMITS } from '@workq/core';
 import { z } from 'zod';
+import { heldChildrenPage, withFirstChildren } from '../app/children-pages.ts';
 import { claimJobs, completeJobs, extendLeases, failJob, releaseJobs } from '../app/consume.ts';
 import { moveJob } from '../app/enqueue.ts';
-import { childTypes, waitForChildren, withFirstChildren } from '../app/flows.ts';
+import { childTypes, waitForChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { hasAnyScope, stopScopeOf } from '../auth.ts';
 import { completion, withPlainCompletions } from './completions.ts';
@@ -46,6 +47,7 @@ export const consumerRouter = router({
     )
     .use(scoped('consume', (input) => input.name))
     .mutation(async ({ ctx, input, signal }) => {
+      const aborted = signal ?? new AbortController().signal;
       const answer = await claimJobs(
         ctx.services,
         {
@@ -61,10 +63,10 @@ export const consumerRouter = router({
           leaseMs: input.leaseMs,
           acks: input.complete,
         },
-        signal ?? new AbortController().signal,
+        aborted,
       );
       // A resumed job comes with its first page of children, which its handler reads before it starts.
-      return { ...answer, jobs: await withFirstChildren(ctx.services, answer.jobs) };
+      return { ...answer, jobs: await withFirstChildren(ctx.services, answer.jobs, aborted) };
     }),
 
   /**
@@ -223,12 +225,11 @@ export const consumerRouter = router({
         limit: z.number().int().min(1).max(FLOW_LIMITS.statusChildren).default(FLOW_LIMITS.statusChildren),
       }),
     )
-    .query(async ({ ctx, input }) => {
+    .query(({ ctx, input, signal }) => {
       const { id, leaseToken, afterId, limit } = input;
       // Each child is already as `jobs.children` sends one (`childEntry`): only what the handler reads.
-      const maxBytes = ctx.services.options.limits.maxChildrenPageBytes;
-      const page = { limit, maxBytes, ...(afterId ? { afterId } : {}) };
-      return ctx.services.engine.flows.heldChildren({ id, leaseToken }, page);
+      const place = { limit, ...(afterId ? { afterId } : {}) };
+      return heldChildrenPage(ctx.services, { id, leaseToken }, place, signal ?? new AbortController().signal);
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */

@@ -1,8 +1,8 @@
 import { FLOW_LIMITS, isFinishedState, type JobStatus } from '@workq/core';
 import { z } from 'zod';
+import { childrenPage } from '../app/children-pages.ts';
 import { enqueueJobs } from '../app/enqueue.ts';
 import { childTypes, enqueueJobOrFlow } from '../app/flows.ts';
-import { childEntry } from '../app/jobs.ts';
 import { workersReading } from '../app/workers.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
@@ -73,11 +73,9 @@ export const producerRouter = router({
       }),
     )
     .use(readsJob)
-    .query(async ({ ctx, input }) => {
-      const maxBytes = ctx.services.options.limits.maxChildrenPageBytes;
-      const page = { limit: input.limit, maxBytes, ...(input.afterId ? { afterId: input.afterId } : {}) };
-      const children = await ctx.services.engine.flows.children(input.id, page);
-      return children.map(childEntry);
+    .query(({ ctx, input, signal }) => {
+      const place = { limit: input.limit, ...(input.afterId ? { afterId: input.afterId } : {}) };
+      return childrenPage(ctx.services, input.id, place, signal ?? new AbortController().signal);
     }),
 
   cancel: authedProcedure

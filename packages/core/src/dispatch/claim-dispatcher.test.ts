@@ -4,7 +4,7 @@ import { createEngine, type Engine, type EngineOptions } from '../engine/engine.
 import type { CompleteAndClaim, Store } from '../engine/store.ts';
 import { WakeupBus } from '../notify/wakeup-bus.ts';
 import { createPgliteStore } from '../stores/postgres/index.ts';
-import { ClaimDispatcher, type DispatchedClaim } from './claim-dispatcher.ts';
+import { ClaimDispatcher, type ClaimRoom, type DispatchedClaim } from './claim-dispatcher.ts';
 
 let store: Store;
 const running = closedAfterEach<WakeupBus>();
@@ -158,6 +158,31 @@ describe('ClaimDispatcher', () => {
       expect(calls).toEqual(completeAndClaim ? ['completeAndClaimLimitedJobs'] : ['completeJobs', 'claimLimitedJobs']);
     });
   }
+
+  it('leases no more than its room grants, and tells the room what each attempt and each handoff leased', async () => {
+    const { engine, dispatcher } = await dispatcherOver(store);
+    const log: string[] = [];
+    const room = (granted: number): ClaimRoom => ({
+      reserve: async (limit) => {
+        log.push(`reserve ${limit}`);
+        return granted;
+      },
+      leased: (jobs) => log.push(`leased ${jobs.length}`),
+    });
+    await engine.enqueueMany([1, 2, 3, 4, 5].map((n) => ({ name: 'roomy', version: 1, payload: { n } })));
+    const answer = await dispatcher.claim(claimOf('roomy', { limit: 5, room: room(2) }), listening());
+    expect(answer.jobs).toHaveLength(2);
+    expect(log).toEqual(['reserve 5', 'leased 2']);
+
+    log.length = 0;
+    const waiting = dispatcher.claim(claimOf('roomy-handed', { room: room(5) }), listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The attempt that found nothing gave its room back before the claim parked.
+    expect(log).toEqual(['reserve 5', 'leased 0']);
+    await dispatcher.enqueue([{ name: 'roomy-handed', version: 1, payload: { n: 1 } }]);
+    expect((await waiting).jobs).toHaveLength(1);
+    expect(log).toEqual(['reserve 5', 'leased 0', 'leased 1']);
+  });
 
   it('puts back, unstarted, the jobs of a claim whose client went away', async () => {
     const { engine, dispatcher, delivered } = await dispatcherOver(store);

@@ -30,6 +30,23 @@ export interface DispatchedClaim extends ClaimInput {
   waitMs: number;
   /** Acks completed first, riding along to save their own round trip. */
   acks: readonly CarriedAck[];
+  /** Room for the payloads the claim brings into memory, when its server bounds them over all claims. */
+  room?: ClaimRoom;
+}
+
+/**
+ * What a server lets a claim bring into memory: asked before each store attempt, told what each attempt and
+ * each handoff leased.
+ */
+export interface ClaimRoom {
+  /**
+   * Waits for room for the payloads of up to `limit` jobs; resolves to how many the attempt may lease (at
+   * least one). When `signal` aborts first (the client went away) it resolves all the same: the attempt still
+   * completes the acks it carries, and what it leases goes back unstarted (`deliver`).
+   */
+  reserve(limit: number, signal: AbortSignal): Promise<number>;
+  /** The jobs an attempt or a handoff leased: what the attempt reserved is cut to what they carry. */
+  leased(jobs: readonly ClaimedJob[]): void;
 }
 
 /** What a claim answers: the jobs leased, the carried acks that completed, and whether the acks could not be tried. */
@@ -257,6 +274,10 @@ export class ClaimDispatcher {
     claim.seen = this.bus.generation(name);
     this.observer.claimAttempt?.(name, !claim.skipQuery);
     claim.nextStartAt = null;
+    // Room is waited for before the attempt counts as querying: enqueues that wait for a querying claim must not
+    // wait for room with it.
+    const { room } = request;
+    const limit = room && !claim.skipQuery ? await room.reserve(request.limit, signal) : request.limit;
     const query = claim.skipQuery
       ? async () => []
       : async () => {
@@ -264,15 +285,22 @@ export class ClaimDispatcher {
           claim.carried = false;
           const outcome = await this.engine.claims.completeAndClaim(
             acks,
-            claimRequest(request, this.engine.clock.now()),
+            claimRequest(limit === request.limit ? request : { ...request, limit }, this.engine.clock.now()),
           );
           if (acks.length > 0) claim.carriedAnswered(outcome.outcomes);
           // A type's rate limit says when its next job may start: the claim waits until then, not a poll interval.
           claim.nextStartAt = outcome.nextStartAt;
           return outcome.jobs;
         };
+    const queried = !claim.skipQuery;
     claim.skipQuery = false;
-    const { jobs, parked } = await this.handoffs.attempt(request, signal, query, () => this.mayWait(claim));
+    let attempt: { jobs: ClaimedJob[]; parked?: ParkedClaim } | undefined;
+    try {
+      attempt = await this.handoffs.attempt(request, signal, query, () => this.mayWait(claim));
+    } finally {
+      if (room && queried) room.leased(attempt?.jobs ?? []);
+    }
+    const { jobs, parked } = attempt;
     if (parked) {
       claim.state = nextClaimState(claim.state, 'foundNone');
       return parked;
@@ -301,6 +329,7 @@ export class ClaimDispatcher {
     }
     const handed = await this.handoffs.withdraw(parked);
     if (handed.length > 0) {
+      request.room?.leased(handed);
       claim.state = nextClaimState(claim.state, 'handedOver');
       return { jobs: await this.deliver(name, handed, signal, true), ...acks };
     }

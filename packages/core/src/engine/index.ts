@@ -6,7 +6,7 @@
  */
 
 export { CancelledLeases } from '../dispatch/cancelled-leases.ts';
-export type { ClaimAnswer } from '../dispatch/claim-dispatcher.ts';
+export type { ClaimAnswer, ClaimRoom } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { EventHub } from '../notify/event-hub.ts';
@@ -26,6 +26,7 @@ export type { QueueRuntime, QueueRuntimeOptions } from '../runtime.ts';
 export { createQueueRuntime } from '../runtime.ts';
 export type { OpenStoreOptions } from '../stores/open-store.ts';
 export { openStore, redactUrl } from '../stores/open-store.ts';
+export { valueBytes } from '../value-bytes.ts';
 export type { Clock } from './clock.ts';
 export type { ClaimedJob, EngineOptions, EnqueueInput, EnqueueResult, ListQuery } from './engine.ts';
 export { createEngine, Engine } from './engine.ts';
