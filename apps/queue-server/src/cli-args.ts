@@ -45,6 +45,8 @@ Every option can also be set as an environment variable (shown in brackets); fla
   --max-answer-bytes-in-flight <n>  payload and result bytes the claims and pages of children
                             answered at once may carry (one caller's: half); past it a claim is cut or waits
                             [WORKQ_MAX_ANSWER_BYTES_IN_FLIGHT] (default ${DEFAULT_LIMITS.maxAnswerBytesInFlight})
+  --max-store-calls-in-flight <n>  store calls made for requests at once; past it they take turns by
+                            caller [WORKQ_MAX_STORE_CALLS_IN_FLIGHT] (default ${DEFAULT_LIMITS.maxStoreCallsInFlight})
   --max-long-poll-ms <n>    [WORKQ_MAX_LONG_POLL_MS] (default ${DEFAULT_LIMITS.maxLongPollMs})
   --max-buffered-events <n> job events kept per subscriber that is not reading [WORKQ_MAX_BUFFERED_EVENTS]
                             (default ${DEFAULT_LIMITS.maxBufferedEvents})
@@ -111,6 +113,7 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
       'max-claim-bytes': { type: 'string' },
       'max-children-page-bytes': { type: 'string' },
       'max-answer-bytes-in-flight': { type: 'string' },
+      'max-store-calls-in-flight': { type: 'string' },
       'max-long-poll-ms': { type: 'string' },
       'max-buffered-events': { type: 'string' },
       'max-event-streams': { type: 'string' },
@@ -143,6 +146,10 @@ export function parseServerArgs(argv: readonly string[], env: NodeJS.ProcessEnv)
     maxAnswerBytesInFlight: intOption(
       values['max-answer-bytes-in-flight'] ?? env.WORKQ_MAX_ANSWER_BYTES_IN_FLIGHT,
       'max-answer-bytes-in-flight',
+    ),
+    maxStoreCallsInFlight: intOption(
+      values['max-store-calls-in-flight'] ?? env.WORKQ_MAX_STORE_CALLS_IN_FLIGHT,
+      'max-store-calls-in-flight',
     ),
     maxLongPollMs: intOption(values['max-long-poll-ms'] ?? env.WORKQ_MAX_LONG_POLL_MS, 'max-long-poll-ms'),
     maxBufferedEvents: intOption(values['max-buffered-events'] ?? env.WORKQ_MAX_BUFFERED_EVENTS, 'max-buffered-events'),

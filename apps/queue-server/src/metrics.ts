@@ -193,6 +193,19 @@ export class ServerMetrics {
     });
   }
 
+  observeStoreTurns(turns: { readonly running: number; readonly waiting: number }): void {
+    new Gauge({
+      name: 'workq_store_calls',
+      help: 'Store calls made for requests, by whether they run or wait for their turn (limits.maxStoreCallsInFlight)',
+      labelNames: ['status'],
+      registers: [this.registry],
+      collect() {
+        this.set({ status: 'running' }, turns.running);
+        this.set({ status: 'waiting' }, turns.waiting);
+      },
+    });
+  }
+
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }

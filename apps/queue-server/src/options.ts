@@ -98,6 +98,16 @@ export interface ServerLimits {
    * @defaultValue 16_777_216 (16 MiB)
    */
   maxChildrenPageBytes?: number | undefined;
+  /**
+   * Store calls made for requests that run at once, about the store's
+   * connections (PostgreSQL and MySQL pools hold 10). Past it each call waits
+   * for its turn, and turns go round the callers waiting (a static token, a
+   * signed token's subject), one call each: a caller that sends more calls
+   * than the store can serve waits behind its own, and every other caller's
+   * call runs after at most one of each caller waiting. The maintenance roles'
+   * calls do not count. @defaultValue 16
+   */
+  maxStoreCallsInFlight?: number | undefined;
   /** Longest a claim or result request may wait for work, in milliseconds. @defaultValue 30_000 */
   maxLongPollMs?: number | undefined;
   /**
@@ -291,6 +301,7 @@ export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxClaimBytes: 64 * 1024 * 1024,
   maxChildrenPageBytes: 16 * 1024 * 1024,
   maxAnswerBytesInFlight: 256 * 1024 * 1024,
+  maxStoreCallsInFlight: 16,
   maxLongPollMs: 30_000,
   maxBufferedEvents: 10_000,
   maxEventStreams: 1_000,

@@ -37,6 +37,7 @@ import { currentRequest, noteServerFailure, type RequestRecord } from './request
 import { appRouter } from './router/index.ts';
 import type { ServerContext } from './router/trpc.ts';
 import { StoreHealth } from './store-health.ts';
+import { StoreTurns } from './store-turns.ts';
 
 export interface QueueServer {
   /** Base URL clients connect to, e.g. `http://127.0.0.1:4000`. */
@@ -91,12 +92,15 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
   const metrics = new ServerMetrics((scope) => engine.counts(scope));
   metrics.observeRequestBodies(bodyBudget);
   metrics.observeAnswers(answerBudget);
+  const turns = new StoreTurns(resolved.limits.maxStoreCallsInFlight);
+  metrics.observeStoreTurns(turns);
   const health = new StoreHealth(opened.store, {
     storeUrl,
     logger,
     metrics,
     probeEveryMs: STORE_PROBE_EVERY_MS,
     probeTimeoutMs: STORE_PROBE_TIMEOUT_MS,
+    turns,
   });
   const store = health.store;
   // The cron role reaches the services through closures: it enqueues as a producer would, and reads the store.

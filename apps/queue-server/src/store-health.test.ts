@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ServerMetrics } from './metrics.ts';
 import type { Logger } from './options.ts';
 import { StoreHealth } from './store-health.ts';
+import { StoreTurns } from './store-turns.ts';
 
 const unreachable = () => new WorkqError('UNAVAILABLE', 'Cannot reach the test store.', { retryable: true });
 
@@ -48,6 +49,7 @@ function healthOf(store: Store) {
     metrics,
     probeEveryMs: 10,
     probeTimeoutMs: 1_000,
+    turns: new StoreTurns(16),
   });
   const gauge = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
   return { health, logger, gauge };

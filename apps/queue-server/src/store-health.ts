@@ -2,6 +2,7 @@ import { isWorkqError } from '@workq/core';
 import type { Store } from '@workq/core/engine';
 import type { ServerMetrics } from './metrics.ts';
 import type { Logger } from './options.ts';
+import type { StoreTurns } from './store-turns.ts';
 
 export interface StoreHealthOptions {
   /** The store's address for log lines, password redacted (`redactUrl`). */
@@ -12,6 +13,8 @@ export interface StoreHealthOptions {
   probeEveryMs: number;
   /** A probe that has not answered by then counts as failed. */
   probeTimeoutMs: number;
+  /** Where the calls made for requests take turns, when the store is busy. */
+  turns: StoreTurns;
 }
 
 /**
@@ -40,7 +43,7 @@ export class StoreHealth {
     private readonly raw: Store,
     private readonly options: StoreHealthOptions,
   ) {
-    this.store = observeStore(raw, {
+    this.store = observeStore(raw, options.turns, {
       answered: () => {
         if (this.state !== 'up' && !this.closed) this.recovered();
       },
@@ -140,13 +143,16 @@ interface Observer {
 /** The optional parts of a store whose calls are job operations, observed as the store's own. */
 const OBSERVED_PARTS: ReadonlySet<PropertyKey> = new Set<keyof Store>(['handoff', 'completeAndClaim']);
 
+/** The store's operations that answer at once rather than with a promise: neither observed nor taking turns. */
+const ANSWERED_AT_ONCE: ReadonlySet<PropertyKey> = new Set<keyof Store>(['onParentsReady']);
+
 /**
  * `store` with each operation's settled promise reported to `observer`
  * (`close` excepted), the operations of its handoff and complete-and-claim
- * parts included. The store's own calls between its methods are not seen:
- * they run on the store itself.
+ * parts included, each run in its turn (`turns`). The store's own calls
+ * between its methods are not seen: they run on the store itself.
  */
-function observeStore(store: Store, observer: Observer): Store {
+function observeStore(store: Store, turns: StoreTurns, observer: Observer): Store {
   const answered = <T>(value: T): T => {
     observer.answered();
     return value;
@@ -170,8 +176,8 @@ function observeStore(store: Store, observer: Observer): Store {
           observedValue = part
             ? observed(value as object)
             : (...args: unknown[]) => {
-                const result: unknown = (value as (...args: unknown[]) => unknown).apply(on, args);
-                return result instanceof Promise ? result.then(answered, failed) : result;
+                const call = () => (value as (...args: unknown[]) => Promise<unknown>).apply(on, args);
+                return ofStore && ANSWERED_AT_ONCE.has(key) ? call() : turns.run(call).then(answered, failed);
               };
           wrapped.set(value as object, observedValue);
         }
