@@ -15,6 +15,7 @@ import { startProbeServer } from './queue-server-process.ts';
 const ADMIN = 'status-flood-admin-token-0123456789';
 const PRODUCER = 'status-flood-produce-token-0123456789';
 const PER_REQUEST = 50;
+const WAIT_MS = 10_000;
 const { values } = parseArgs({
   options: {
     reads: { type: 'string', default: '4000' },
@@ -45,11 +46,16 @@ try {
 
   let peakBytes = residentBytes(server.pid as number) ?? 0;
   const startBytes = peakBytes;
+  // Waits time out after WAIT_MS: until shortly before, the server holds what the waiting calls keep.
+  let peakWaitingBytes = peakBytes;
+  const samplingFrom = Date.now();
   const sampler = setInterval(() => {
-    peakBytes = Math.max(peakBytes, residentBytes(server.pid as number) ?? 0);
+    const bytes = residentBytes(server.pid as number) ?? 0;
+    peakBytes = Math.max(peakBytes, bytes);
+    if (Date.now() - samplingFrom < WAIT_MS - 1_000) peakWaitingBytes = Math.max(peakWaitingBytes, bytes);
   }, 50);
   const call = values.kind === 'wait' ? 'jobs.wait' : 'jobs.get';
-  const input = values.kind === 'wait' ? { id, timeoutMs: 10_000 } : { id };
+  const input = values.kind === 'wait' ? { id, timeoutMs: WAIT_MS } : { id };
   const batch = Array.from({ length: PER_REQUEST }, (_, i) => [i, { json: input }]);
   const query = `batch=1&input=${encodeURIComponent(JSON.stringify(Object.fromEntries(batch)))}`;
   const path = `${url}/trpc/${Array.from({ length: PER_REQUEST }, () => call).join(',')}?${query}`;
@@ -105,6 +111,7 @@ try {
       seconds: (Date.now() - startedAt) / 1000,
       startResidentMiB: Math.round(startBytes / 2 ** 20),
       peakResidentMiB: Math.round(peakBytes / 2 ** 20),
+      ...(call === 'jobs.wait' ? { peakWhileWaitingMiB: Math.round(peakWaitingBytes / 2 ** 20) } : {}),
       serving: await server.serving(),
     }),
   );

@@ -144,6 +144,13 @@ export function hasAnyScope(principal: Principal, kinds: readonly ScopeKind[], n
   return kinds.some((kind) => hasScope(principal, kind, name));
 }
 
+/** `FORBIDDEN` unless the principal may read jobs of type `name`: it may produce or consume them. */
+export function requireReadScope(principal: Principal, name: string): void {
+  if (!hasAnyScope(principal, ['produce', 'consume'], name)) {
+    throw new WorkqError('FORBIDDEN', `This token may not read jobs of type "${name}".`);
+  }
+}
+
 /** The same stop scope for every request of one token, so a worker's stop marks stay one per caller. */
 const stopScopes = new WeakMap<ReadonlySet<string>, StopScope>();
 const OPEN_STOP_SCOPE: StopScope = { covers: () => true };

@@ -1,7 +1,9 @@
-import { isWorkqError, type JobStatus, WorkqError } from '@workq/core';
+import { isFinishedState, isWorkqError, type JobStatus, WorkqError } from '@workq/core';
 import { fromStoredValue } from '@workq/core/engine';
+import { type Principal, requireReadScope } from '../auth.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
+import { workersReading } from './workers.ts';
 
 /** One job as an operator inspects it (`admin.job`): its status, its payload and who holds its lease. */
 export interface InspectedJob extends JobStatus {
@@ -64,5 +66,33 @@ export async function checkPayload(
     if (!isWorkqError(error, 'VALIDATION')) throw error;
     const issues = Array.isArray(error.details) ? (error.details as PayloadIssue[]) : [];
     return { valid: false, message: error.message, issues };
+  }
+}
+
+/**
+ * Long-polls until job `id` finishes or `timeoutMs` passes (at most the server's `maxLongPollMs`), for a principal
+ * that may read its type; resolves to its status either way. A job still unfinished when the time is up also
+ * says how many workers seen within the presence window read its type and version (`workersReading`), so a caller
+ * that waited in vain can tell that none is running. While it waits it holds nothing of the job: each status
+ * read (the first, each after a wake-up, the last) is dropped unless it is the answer, so many waits on a job
+ * with a large payload hold no payload between reads.
+ */
+export async function waitForJob(
+  services: ServerServices,
+  principal: Principal,
+  input: { id: string; timeoutMs: number },
+  signal: AbortSignal,
+): Promise<JobStatus & { workersReading?: number }> {
+  const { bus, engine, options } = services;
+  const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
+  let status: JobStatus | undefined = await engine.get(input.id);
+  requireReadScope(principal, status.name);
+  for (;;) {
+    const remainingMs = deadline - Date.now();
+    if (isFinishedState(status.state) || signal.aborted || bus.isClosed) return status;
+    if (remainingMs <= 0) return { ...status, workersReading: await workersReading(services, status) };
+    status = undefined;
+    await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), signal);
+    status = await engine.get(input.id);
   }
 }

@@ -1,9 +1,9 @@
-import { FLOW_LIMITS, isFinishedState, type JobStatus } from '@workq/core';
+import { FLOW_LIMITS } from '@workq/core';
 import { z } from 'zod';
 import { childrenPage } from '../app/children-pages.ts';
 import { enqueueJobs } from '../app/enqueue.ts';
 import { childTypes, enqueueJobOrFlow } from '../app/flows.ts';
-import { workersReading } from '../app/workers.ts';
+import { waitForJob } from '../app/jobs.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
@@ -91,16 +91,7 @@ export const producerRouter = router({
    */
   wait: authedProcedure
     .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
-    .use(readsJob)
-    .query(async ({ ctx, input, signal }): Promise<JobStatus & { workersReading?: number }> => {
-      const { bus, engine, options } = ctx.services;
-      const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
-      const aborted = signal ?? new AbortController().signal;
-      for (let status = ctx.job; ; status = await engine.get(input.id)) {
-        const remainingMs = deadline - Date.now();
-        if (isFinishedState(status.state) || aborted.aborted || bus.isClosed) return status;
-        if (remainingMs <= 0) return { ...status, workersReading: await workersReading(ctx.services, status) };
-        await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), aborted);
-      }
-    }),
+    .query(({ ctx, input, signal }) =>
+      waitForJob(ctx.services, ctx.principal, input, signal ?? new AbortController().signal),
+    ),
 });

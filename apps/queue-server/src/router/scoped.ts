@@ -1,7 +1,7 @@
 import type { TRPCMiddlewareFunction } from '@trpc/server';
 import { type JobStatus, WorkqError } from '@workq/core';
 import type { ServerServices } from '../app/services.ts';
-import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope } from '../auth.ts';
+import { hasAnyScope, type Principal, requireReadScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import type { ScopeKind } from '../scopes.ts';
 import { authedProcedure, type RequestContext } from './trpc.ts';
 
@@ -78,8 +78,6 @@ export const readsJob: TRPCMiddlewareFunction<
   { id: string }
 > = async ({ ctx, input, next }) => {
   const job = await ctx.services.engine.get(input.id);
-  if (!hasAnyScope(ctx.principal, ['produce', 'consume'], job.name)) {
-    throw new WorkqError('FORBIDDEN', `This token may not read jobs of type "${job.name}".`);
-  }
+  requireReadScope(ctx.principal, job.name);
   return next({ ctx: { job } });
 };
