@@ -59,13 +59,17 @@ describe('AnswerBudget', () => {
     expect(budget.held).toBe(600);
   });
 
-  it('never makes a request that holds room wait: it gets one unit past the budget', async () => {
+  it('never makes a request that holds room wait: it gets what fits, or a retryable refusal when nothing does', async () => {
     const budget = new AnswerBudget(1_000, 1_000);
     const a = {};
-    await budget.reserve(a, undefined, 1_000, 100, live());
-    const again = await budget.reserve(a, undefined, 800, 100, live());
-    expect(again.bytes).toBe(100);
-    expect(budget.held).toBe(1_100);
+    await budget.reserve(a, undefined, 700, 100, live());
+    expect((await budget.reserve(a, undefined, 800, 100, live())).bytes).toBe(300);
+    await expect(budget.reserve(a, undefined, 800, 100, live())).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      retryable: true,
+      details: { limit: 'maxAnswerBytesInFlight' },
+    });
+    expect(budget.held).toBe(1_000);
     budget.release(a);
     expect(budget.held).toBe(0);
   });

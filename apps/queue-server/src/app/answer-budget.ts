@@ -1,4 +1,5 @@
 import { WorkqError } from '@workq/core';
+import { serverAtLimit } from '../errors.ts';
 import { currentRequest } from '../request-context.ts';
 
 /** Room granted to one read: `bytes` of the budget, held by its request until it is answered. */
@@ -35,7 +36,9 @@ interface Waiter {
  * One caller (a static token, or a signed token's subject) holds at most half of it (`callerShare`, never less
  * than one largest answer), so a caller that leaves its answers unread cannot hold the room every other caller
  * needs. A request that already holds room is never made to wait, since what it holds goes back only when all of
- * its answer is sent: it gets what fits, and one value's worth at least. A read whose request has gone (its
+ * its answer is sent (two batches, each holding room and waiting for more, would wait for each other): it gets
+ * what fits, or, when not one value fits, its read is refused with a retryable `UNAVAILABLE` (another call of a
+ * batch; the client sends it again on its own). A read whose request has gone (its
  * signal aborted, or the request released) stops waiting and gets one value's worth that nobody holds: it ends
  * as it would have (a claim still completes the acks it carries), and its answer goes nowhere.
  */
@@ -75,8 +78,8 @@ export class AnswerBudget {
    * Room for a read of up to `wantBytes`, in whole `unitBytes` (the most one value it reads may carry), held for
    * `request` (any object standing for it) by the caller `owner` (`undefined`: no caller's share applies) until
    * `release(request)`. Resolves to at least one unit and at most `wantBytes`. Waits, behind the reads that
-   * already wait, while not one unit fits, unless `request` holds room already or `signal` (the request's:
-   * aborted when its client goes away) has aborted.
+   * already wait, while not one unit fits, unless `signal` (the request's: aborted when its client goes away) has
+   * aborted; or, when `request` holds room already, rejects with a retryable `UNAVAILABLE`.
    */
   reserve(
     request: object,
@@ -88,7 +91,10 @@ export class AnswerBudget {
     const hold = this.holdOf(request, owner, signal);
     const unit = Math.min(unitBytes, wantBytes);
     if (hold.closed) return Promise.resolve(this.take(hold, unit));
-    if (hold.bytes > 0) return Promise.resolve(this.take(hold, Math.max(unit, this.fitting(hold, wantBytes, unit))));
+    if (hold.bytes > 0) {
+      const fits = this.fitting(hold, wantBytes, unit);
+      return fits > 0 ? Promise.resolve(this.take(hold, fits)) : Promise.reject(this.refusal(hold));
+    }
     return new Promise((resolve) => {
       const waiter: Waiter = {
         hold,
@@ -108,6 +114,15 @@ export class AnswerBudget {
       this.#waiting.push(waiter);
       this.grantWaiting();
     });
+  }
+
+  /** Why a read of a request that holds room already, and finds none, is refused rather than made to wait. */
+  private refusal(hold: Hold): WorkqError {
+    const share = hold.owner === undefined ? this.maxBytes : this.callerShare;
+    return serverAtLimit(
+      'maxAnswerBytesInFlight',
+      `This request's other calls hold ${hold.bytes} bytes of stored values and no room is left for this one (limits.maxAnswerBytesInFlight, ${this.maxBytes} bytes, --max-answer-bytes-in-flight; one caller's share ${share}); try it again on its own.`,
+    );
   }
 
   /** Counts `bytes` the request already brought (a job handed over by an enqueue), without waiting. */

@@ -72,7 +72,8 @@ export function heldChildrenPage(services: ServerServices, lease: LeaseRef, plac
  * claim just granted, as `consumer.children` would answer it: a worker then starts a parent's handler without a
  * round trip of its own. One answer carries at most `FLOW_LIMITS.statusChildren` children and the bytes of one
  * page, as one page does, shared evenly among its resumed jobs; a page cut short says more follow, and the worker
- * reads the rest. A page that cannot be read is left out, and the worker reads it itself.
+ * reads the rest. A page that cannot be read, or finds no room in the answer budget, is left out, and the worker
+ * reads it itself.
  */
 export async function withFirstChildren(
   services: ServerServices,
@@ -83,6 +84,7 @@ export async function withFirstChildren(
   if (resumed.length === 0) return jobs;
   const limit = Math.max(1, Math.floor(FLOW_LIMITS.statusChildren / resumed.length));
   const { maxChildrenPageBytes, maxResultBytes } = services.options.limits;
+  // Without room for them (the claim's own jobs hold what is left), the pages are left out.
   await readInRoom(
     services,
     signal,
@@ -98,6 +100,6 @@ export async function withFirstChildren(
       );
     },
     () => valueBytes(resumed.map((job) => job.children?.children)),
-  );
+  ).catch(() => undefined);
   return jobs;
 }
