@@ -4,6 +4,7 @@ import { jobs } from '@workq/schemas';
 import { freePort, freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChildProcesses, REPO_ROOT, TSX_LOADER } from '../support/processes.ts';
+import { scrapedMetric } from '../support/prometheus.ts';
 import { rawClient } from '../support/raw-client.ts';
 
 /**
@@ -68,11 +69,7 @@ describe('store calls taking turns by caller (limits.maxStoreCallsInFlight)', ()
         return response.status;
       }),
     );
-    const waitingCalls = async () => {
-      const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${ROOT}` } })).text();
-      const line = text.split('\n').find((l) => l.startsWith('workq_store_calls{status="waiting"}'));
-      return line === undefined ? Number.NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
+    const waitingCalls = () => scrapedMetric(url, ROOT, 'workq_store_calls{status="waiting"}');
     // Once a fifth of the reads are answered, the rest wait: for the store, or their turns.
     await until(() => readsAnswered >= REQUESTS / 5, 60_000, 5);
     const answeredBefore = readsAnswered;

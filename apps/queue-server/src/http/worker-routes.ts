@@ -4,7 +4,7 @@ import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
 import type { ServerServices } from '../app/services.ts';
-import { hasAnyScope, type Principal, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
+import { type Principal, requireReadScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
 import { abortOnClose, readJsonBody } from './json-api.ts';
 
@@ -222,9 +222,7 @@ const CLAIM_SHAPE =
 /** The job a call names, for a token that may produce or consume its type (as `jobs.get`), else `FORBIDDEN`. */
 async function readableJob({ services, principal, param }: RestCall): Promise<JobStatus> {
   const job = await services.engine.get(parseParam(jobId, param, 'job id'));
-  if (!hasAnyScope(principal, ['produce', 'consume'], job.name)) {
-    throw new WorkqError('FORBIDDEN', `This token may not read jobs of type "${job.name}".`);
-  }
+  requireReadScope(principal, job.name);
   return job;
 }
 
