@@ -24,9 +24,9 @@ const BUDGET = 2 * MAX_CLAIM_BYTES;
 /** An `imageConvert` payload just under the largest size. */
 const largePayload = (n: number) => ({ source: `${n}:${'x'.repeat(MAX_PAYLOAD_BYTES - 200)}`, output: `${n}.webp` });
 
-/** The tRPC body of a claim of up to `JOBS_PER_CLAIM` images for `workerId`. */
-const claimBody = (workerId: string) =>
-  JSON.stringify({ json: { name: 'imageConvert', maxVersion: 2, limit: JOBS_PER_CLAIM, workerId } });
+/** The tRPC body of a claim of up to `JOBS_PER_CLAIM` images for `workerId`, waiting up to `waitMs` for them. */
+const claimBody = (workerId: string, waitMs = 60_000) =>
+  JSON.stringify({ json: { name: 'imageConvert', maxVersion: 2, limit: JOBS_PER_CLAIM, workerId, waitMs } });
 
 /** A claim by `token` on a connection of its own, which reads the answer only while not paused. */
 async function socketClaim(url: string, token: string, workerId: string, paused: boolean) {
@@ -69,11 +69,11 @@ describe('payloads answered at once (limits.maxAnswerBytesInFlight)', () => {
     until(done, 20_000, 20).catch(() => {
       throw new Error(`timed out waiting for ${what}`);
     });
-  const claim = async (token: string, workerId: string): Promise<string[]> => {
+  const claim = async (token: string, workerId: string, waitMs?: number): Promise<string[]> => {
     const response = await fetch(`${server.url}/trpc/consumer.claim`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: claimBody(workerId),
+      body: claimBody(workerId, waitMs),
     });
     expect(response.status).toBe(200);
     const answer = (await response.json()) as { result: { data: { json: { jobs: { id: string }[] } } } };
@@ -95,6 +95,11 @@ describe('payloads answered at once (limits.maxAnswerBytesInFlight)', () => {
     let aSecondIds: string[] | undefined;
     const aSecond = claim(WORKER_A, 'a-second').then((ids) => (aSecondIds = ids));
     await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 1, "A's second claim waiting");
+    // A claim waits for room no longer than it would wait for jobs: at its deadline it has none, and leases none.
+    const startedAt = Date.now();
+    expect(await claim(WORKER_A, 'a-short', 300)).toEqual([]);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(250);
+    expect(await scraped('workq_answer_reads_waiting')).toBe(1);
     // A claim whose client goes away while it waits stops waiting, holds nothing, and puts back what it leased.
     const gone = await socketClaim(server.url, WORKER_A, 'gone', false);
     await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 2, 'the claim that goes away waiting');

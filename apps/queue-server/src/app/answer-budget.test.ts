@@ -59,6 +59,30 @@ describe('AnswerBudget', () => {
     expect(budget.held).toBe(600);
   });
 
+  it('ends a patient read with no room once its time is up or it is told to stop, and lets the line behind it pass', async () => {
+    const budget = new AnswerBudget(1_000, 1_000);
+    const [a, b, c, d] = [{}, {}, {}, {}];
+    await budget.reserve(a, undefined, 950, 100, live());
+    const stop = new AbortController();
+    const timed = budget.reserve(b, undefined, 500, 100, live(), { stop: live(), ms: 30 });
+    const stopped = budget.reserve(c, undefined, 500, 100, live(), { stop: stop.signal, ms: 60_000 });
+    const behind = budget.reserve(d, undefined, 500, 100, live());
+    expect(budget.waiting).toBe(3);
+    stop.abort();
+    expect((await stopped).bytes).toBe(0);
+    expect(budget.waiting).toBe(2);
+    expect((await timed).bytes).toBe(0);
+    expect(budget.waiting).toBe(1);
+    // A read that may not wait at all, and finds no room, has none at once.
+    expect((await budget.reserve({}, undefined, 100, 100, live(), { stop: live(), ms: 0 })).bytes).toBe(0);
+    expect(budget.held).toBe(950);
+    budget.release(a);
+    expect((await behind).bytes).toBe(500);
+    // One that gave up holds nothing, and room that fits is granted whatever its patience.
+    expect((await budget.reserve(b, undefined, 300, 100, live(), { stop: live(), ms: 0 })).bytes).toBe(300);
+    expect(budget.held).toBe(800);
+  });
+
   it('never makes a request that holds room wait: it gets what fits, or a retryable refusal when nothing does', async () => {
     const budget = new AnswerBudget(1_000, 1_000);
     const a = {};

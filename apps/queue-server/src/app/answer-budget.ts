@@ -16,6 +16,15 @@ interface Hold {
   closed: boolean;
 }
 
+/** How long a read may wait for room, and what ends its wait early. */
+export interface Patience {
+  stop: AbortSignal;
+  ms: number;
+}
+
+/** The room of a read that gave up waiting. */
+const NO_ROOM: AnswerRoom = { bytes: 0, keep: () => undefined };
+
 /** A read waiting for room, first come first served. */
 interface Waiter {
   hold: Hold;
@@ -79,7 +88,8 @@ export class AnswerBudget {
    * `request` (any object standing for it) by the caller `owner` (`undefined`: no caller's share applies) until
    * `release(request)`. Resolves to at least one unit and at most `wantBytes`. Waits, behind the reads that
    * already wait, while not one unit fits, unless `signal` (the request's: aborted when its client goes away) has
-   * aborted; or, when `request` holds room already, rejects with a retryable `UNAVAILABLE`.
+   * aborted; or, when `request` holds room already, rejects with a retryable `UNAVAILABLE`. With `patience`, it
+   * waits no longer than `patience.ms`, nor past `patience.stop` aborting: then it resolves to no room at all.
    */
   reserve(
     request: object,
@@ -87,6 +97,7 @@ export class AnswerBudget {
     wantBytes: number,
     unitBytes: number,
     signal: AbortSignal,
+    patience?: Patience,
   ): Promise<AnswerRoom> {
     const hold = this.holdOf(request, owner, signal);
     const unit = Math.min(unitBytes, wantBytes);
@@ -96,23 +107,38 @@ export class AnswerBudget {
       return fits > 0 ? Promise.resolve(this.take(hold, fits)) : Promise.reject(this.refusal(hold));
     }
     return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let settled = false;
+      const settle = (room: () => AnswerRoom) => {
+        settled = true;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', abandon);
+        patience?.stop.removeEventListener('abort', giveUp);
+        resolve(room());
+      };
       const waiter: Waiter = {
         hold,
         wantBytes,
         unitBytes: unit,
-        grant: (bytes) => {
-          signal.removeEventListener('abort', abandon);
-          resolve(this.take(hold, bytes));
-        },
+        grant: (bytes) => settle(() => this.take(hold, bytes)),
       };
-      const abandon = () => {
+      // Leaves the line with `room`; those behind it may pass now.
+      const leave = (room: () => AnswerRoom) => {
         this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
-        resolve(this.take(hold, unit));
+        settle(room);
         this.grantWaiting();
       };
-      signal.addEventListener('abort', abandon, { once: true });
+      const abandon = () => leave(() => this.take(hold, unit));
+      const giveUp = () => leave(() => NO_ROOM);
       this.#waiting.push(waiter);
       this.grantWaiting();
+      if (settled) return;
+      if (patience && (patience.ms <= 0 || patience.stop.aborted)) return giveUp();
+      signal.addEventListener('abort', abandon, { once: true });
+      if (patience) {
+        patience.stop.addEventListener('abort', giveUp, { once: true });
+        timer = setTimeout(giveUp, patience.ms);
+      }
     });
   }
 

@@ -78,16 +78,17 @@ export async function claimJobs(
 
 /**
  * A claim's room in the server's `AnswerBudget`: `maxPayloadBytes` per job before each store attempt, cut to what
- * the jobs it leased carry once they are read; jobs handed over by enqueues are counted as they come.
+ * the jobs it leased carry once they are read; jobs handed over by enqueues are counted as they come. A claim
+ * waits for room no longer than for jobs: at its deadline it answers with none.
  */
 function claimRoom(services: ServerServices, holder: AnswerHolder, signal: AbortSignal): ClaimRoom {
   const budget = services.answerBudget;
   const perJob = services.options.limits.maxPayloadBytes;
   let reserved: AnswerRoom | undefined;
   return {
-    async reserve(limit, attemptSignal) {
-      reserved = await budget.reserve(holder.request, holder.owner, limit * perJob, perJob, attemptSignal);
-      return Math.max(1, Math.floor(reserved.bytes / perJob));
+    async reserve(limit, attemptSignal, wait) {
+      reserved = await budget.reserve(holder.request, holder.owner, limit * perJob, perJob, attemptSignal, wait);
+      return Math.floor(reserved.bytes / perJob);
     },
     leased(jobs) {
       const bytes = jobs.length === 0 ? 0 : valueBytes(jobs.map((job) => job.payload));

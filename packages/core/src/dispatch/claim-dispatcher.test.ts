@@ -184,6 +184,47 @@ describe('ClaimDispatcher', () => {
     expect(log).toEqual(['reserve 5', 'leased 0', 'leased 1']);
   });
 
+  it('answers with no jobs when no room comes before its wait ends, and completes the acks it carries', async () => {
+    const { engine, dispatcher } = await dispatcherOver(store);
+    const waits: number[] = [];
+    const stopped: string[] = [];
+    // Room that never comes: the reserve ends with none when the claim's wait does.
+    const noRoom: ClaimRoom = {
+      reserve: (_limit, _signal, wait) =>
+        new Promise((resolve) => {
+          waits.push(wait.ms);
+          const timer = setTimeout(() => resolve(0), wait.ms);
+          wait.stop.addEventListener('abort', () => {
+            clearTimeout(timer);
+            stopped.push('stop');
+            resolve(0);
+          });
+        }),
+      leased: () => undefined,
+    };
+    const [first, second] = await engine.enqueueMany(
+      [1, 2].map((n) => ({ name: 'roomless', version: 1, payload: { n } })),
+    );
+    const [held] = await engine.claim({ name: 'roomless', maxVersion: 1, limit: 1, workerId: 'w' });
+    const ack = { id: held?.id as string, leaseToken: held?.leaseToken as string, result: null };
+    const startedAt = Date.now();
+    const answer = await dispatcher.claim(claimOf('roomless', { waitMs: 200, acks: [ack], room: noRoom }), listening());
+    expect(answer).toMatchObject({ jobs: [], completed: [held?.id], acksFailed: false });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(150);
+    expect(waits[0]).toBeGreaterThan(150);
+    expect(waits[0]).toBeLessThanOrEqual(200);
+    const left = held?.id === first?.id ? second : first;
+    expect(await engine.get(left?.id as string)).toMatchObject({ state: 'ready', attempts: 0 });
+
+    // Its worker asking it to stop waiting ends the wait for room too.
+    const closing = claimOf('roomless', { waitMs: 60_000, room: noRoom });
+    const waiting = dispatcher.claim(closing, listening());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(dispatcher.stopWaiting(closing.workerId, { covers: (name) => name === 'roomless' })).toBe(1);
+    expect((await waiting).jobs).toEqual([]);
+    expect(stopped).toEqual(['stop']);
+  });
+
   it('puts back, unstarted, the jobs of a claim whose client went away', async () => {
     const { engine, dispatcher, delivered } = await dispatcherOver(store);
     const { id } = await engine.enqueue({ name: 'gone', version: 1, payload: {} });

@@ -42,11 +42,19 @@ export interface ClaimRoom {
   /**
    * Waits for room for the payloads of up to `limit` jobs; resolves to how many the attempt may lease (at
    * least one). When `signal` aborts first (the client went away) it resolves all the same: the attempt still
-   * completes the acks it carries, and what it leases goes back unstarted (`deliver`).
+   * completes the acks it carries, and what it leases goes back unstarted (`deliver`). When the claim's own wait
+   * ends first (`wait.stop` aborts as its worker asks it to stop waiting, or `wait.ms` pass: its deadline) it
+   * resolves to 0: the attempt leases nothing, and the claim answers with no jobs, as a wait that found none.
    */
-  reserve(limit: number, signal: AbortSignal): Promise<number>;
+  reserve(limit: number, signal: AbortSignal, wait: ClaimWait): Promise<number>;
   /** The jobs an attempt or a handoff leased: what the attempt reserved is cut to what they carry. */
   leased(jobs: readonly ClaimedJob[]): void;
+}
+
+/** How long a claim may still wait, and what ends its wait early: its worker asking it to stop waiting. */
+export interface ClaimWait {
+  stop: AbortSignal;
+  ms: number;
 }
 
 /** What a claim answers: the jobs leased, the carried acks that completed, and whether the acks could not be tried. */
@@ -277,7 +285,14 @@ export class ClaimDispatcher {
     // Room is waited for before the attempt counts as querying: enqueues that wait for a querying claim must not
     // wait for room with it.
     const { room } = request;
-    const limit = room && !claim.skipQuery ? await room.reserve(request.limit, signal) : request.limit;
+    const limit =
+      room && !claim.skipQuery
+        ? await room.reserve(request.limit, signal, {
+            stop: claim.inProgress.stop,
+            ms: Math.max(0, claim.deadlineMs - this.nowMs()),
+          })
+        : request.limit;
+    if (limit === 0) return this.answerWithoutRoom(claim);
     const query = claim.skipQuery
       ? async () => []
       : async () => {
@@ -308,6 +323,19 @@ export class ClaimDispatcher {
     claim.state = nextClaimState(claim.state, jobs.length > 0 ? 'found' : 'mayNotWait');
     const acks = await claim.acked;
     return { jobs: await this.deliver(name, jobs, signal, false), ...acks };
+  }
+
+  /**
+   * `querying` with no room for a single job before the claim's wait ended: it leases nothing (`mayNotWait`),
+   * and still completes the acks it carries.
+   */
+  private async answerWithoutRoom(claim: OpenClaim): Promise<ClaimAnswer> {
+    if (claim.carried) {
+      claim.carried = false;
+      claim.carriedAnswered(await this.completions.submit(claim.request.acks));
+    }
+    claim.state = nextClaimState(claim.state, 'mayNotWait');
+    return { jobs: [], ...(await claim.acked) };
   }
 
   /**

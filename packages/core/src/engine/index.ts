@@ -6,7 +6,7 @@
  */
 
 export { CancelledLeases } from '../dispatch/cancelled-leases.ts';
-export type { ClaimAnswer, ClaimRoom } from '../dispatch/claim-dispatcher.ts';
+export type { ClaimAnswer, ClaimRoom, ClaimWait } from '../dispatch/claim-dispatcher.ts';
 export { ClaimDispatcher } from '../dispatch/claim-dispatcher.ts';
 export type { StopScope } from '../dispatch/claims-in-progress.ts';
 export { EventHub } from '../notify/event-hub.ts';
