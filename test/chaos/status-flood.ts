@@ -8,9 +8,9 @@ import { startProbeServer } from './queue-server-process.ts';
 
 /**
  * Many reads at once of the status of one job with a large payload, from one token that may only enqueue it: a
- * browser's token. Each `jobs.wait` (the SDK's `handle.result()`) and `jobs.get` reads the whole job, payload
- * included; tRPC batches 50 calls in one request. Prints the server's peak resident memory and whether it still
- * serves.
+ * browser's token. Each `jobs.wait` (the SDK's `handle.result()`) and `jobs.get` reads the job's status, which
+ * leaves its payload unread; tRPC batches 50 calls in one request. Prints the server's peak resident memory and
+ * whether it still serves.
  */
 const ADMIN = 'status-flood-admin-token-0123456789';
 const PRODUCER = 'status-flood-produce-token-0123456789';

@@ -84,7 +84,9 @@ export class Engine {
     this.defaults = options.defaults;
     this.historyRetentionMs = options.historyRetentionMs ?? DEFAULT_HISTORY_RETENTION_MS;
     this.flow = new FlowControl(this.store, this.clock, options.settingsRefreshMs ?? 1000);
-    this.events = new JobEventEmitter(options.events, (ids) => this.store.listJobs({ ids, limit: ids.length }));
+    this.events = new JobEventEmitter(options.events, (ids) =>
+      this.store.listJobs({ ids, limit: ids.length, withoutPayload: true }),
+    );
     this.flowEnds = new FlowEndNotices(this.store, this.listeners, this.events);
     this.leased = new LeasedJobs({
       store: this.store,
@@ -300,7 +302,8 @@ export class Engine {
 
   /** The job's status, with every kept attempt's error (and a parent's children), or a `NOT_FOUND` error. */
   async get(id: string): Promise<JobStatus> {
-    const job = await this.store.getJob(id);
+    // A status never shows the payload: it is left unread, whatever its size.
+    const job = await this.store.getJob(id, { withoutPayload: true });
     if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
     return this.flows.status(job);
   }
@@ -309,7 +312,7 @@ export class Engine {
   async list(query: ListQuery = {}): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
     const now = this.clock.now();
     const { filter, limit } = listFilter(query, now);
-    return toJobPage(await this.store.listJobs(filter), limit, now);
+    return toJobPage(await this.store.listJobs({ ...filter, withoutPayload: true }), limit, now);
   }
 
   /**

@@ -3,6 +3,7 @@ import type {
   ClaimedRecord,
   ClaimRequest,
   InsertOutcome,
+  JobRead,
   JobRecord,
   LeaseRef,
   ListFilter,
@@ -143,7 +144,8 @@ export interface JobStore {
   /** `waiting` or `active` → `cancelled` (clearing any lease). `null` when the job is unknown or finished. */
   cancelJob(id: string, now: Date): Promise<JobRecord | null>;
 
-  getJob(id: string): Promise<JobRecord | null>;
+  /** The job `id`, or `null` when there is none; `read` says what of it to leave unread. */
+  getJob(id: string, read?: JobRead): Promise<JobRecord | null>;
 
   /** Jobs matching `filter`, ordered by id (descending with `newestFirst`). */
   listJobs(filter: ListFilter): Promise<JobRecord[]>;

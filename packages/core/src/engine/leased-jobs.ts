@@ -132,7 +132,12 @@ export class LeasedJobs {
   private async completedLeases(leases: readonly LeaseRef[]): Promise<Map<string, string | null>> {
     if (leases.length === 0) return new Map();
     const ids = [...new Set(leases.map((lease) => lease.id))];
-    const completed = await this.store.listJobs({ ids, states: ['completed'], limit: ids.length });
+    const completed = await this.store.listJobs({
+      ids,
+      states: ['completed'],
+      limit: ids.length,
+      withoutPayload: true,
+    });
     return new Map(completed.map((job) => [job.id, job.leaseToken]));
   }
 
@@ -150,7 +155,8 @@ export class LeasedJobs {
 
   async fail(lease: LeaseRef, failure: AttemptFailure): Promise<JobStatus> {
     const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
+    // What a failure records, tells and answers reads the job's state, never its payload.
+    const job = await this.store.getJob(lease.id, { withoutPayload: true });
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
     const error = recordedError(failure, job.attempts, now);
     const retry = !failure.permanent && job.attempts < job.maxAttempts;

@@ -242,7 +242,16 @@ export interface SweptLease {
   timedOut?: boolean;
 }
 
-export interface ListFilter {
+/**
+ * What a read brings of each job. With `withoutPayload`, its payload is left unread and its record's `payload`
+ * is `null`: for reads that show a job's state (statuses, lists, events), which never carry its payload, so
+ * that a job with a large payload costs them no more than any other.
+ */
+export interface JobRead {
+  withoutPayload?: boolean;
+}
+
+export interface ListFilter extends JobRead {
   name?: string;
   /** Only jobs with these ids. */
   ids?: readonly string[];

@@ -30,6 +30,7 @@ export type {
   ClaimRequest,
   InsertOutcome,
   JobCount,
+  JobRead,
   JobRecord,
   KeyHolderGone,
   LeaseRef,

@@ -9,6 +9,33 @@ const RACERS = 6;
  * Each is one atomic step, so operators and claims racing for the same job change it once.
  */
 export function registerJobManagementTests(ctx: SuiteContext): void {
+  it('reads that show a state leave the payload unread (null) and read every other field as a whole read does', async () => {
+    const name = ctx.jobName('unread-payload');
+    const { engine } = ctx.engine();
+    const payload = { text: 'x'.repeat(10_000), n: 1 };
+    const { id } = await engine.enqueue({ name, version: 1, payload, options: { priority: 3, idempotencyKey: 'k' } });
+    const waiting = await engine.enqueue({ name, version: 1, payload: { n: 2 } });
+    await engine.complete(await claimOne(engine, name), { done: true });
+
+    const whole = await ctx.store.getJob(id);
+    expect(whole).toMatchObject({ id, state: 'completed', payload, result: { done: true }, priority: 3 });
+    expect(await ctx.store.getJob(id, { withoutPayload: true })).toEqual({ ...whole, payload: null });
+    expect(await ctx.store.getJob(ctx.jobName('missing'), { withoutPayload: true })).toBeNull();
+    const wholeWaiting = await ctx.store.getJob(waiting.id);
+    // By id, by type (through its runs of the listing index) and by state: the same rows, payloads unread.
+    for (const filter of [
+      { ids: [id, waiting.id] },
+      { name },
+      { name, states: ['completed' as const, 'waiting' as const] },
+    ]) {
+      expect(await ctx.store.listJobs({ ...filter, limit: 10, withoutPayload: true })).toEqual([
+        { ...whole, payload: null },
+        { ...wholeWaiting, payload: null },
+      ]);
+      expect(await ctx.store.listJobs({ ...filter, limit: 10 })).toEqual([whole, wholeWaiting]);
+    }
+  });
+
   it('retry reruns a completed job in place: same id, fresh attempts, its result and error cleared', async () => {
     const name = ctx.jobName('rerun');
     const { engine, clock } = ctx.engine();

@@ -3,7 +3,7 @@ import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/sto
 import { keptStates, NOT_STARTED } from '../shared/not-started.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { DEBOUNCE_INDEX, GROUP_LIST_INDEX, IDEMPOTENCY_INDEX } from './indexes.ts';
-import { type JobDocument, stringOrNull, toJobRecord } from './records.ts';
+import { type JobDocument, projectionFor, stringOrNull, toJobRecord } from './records.ts';
 
 /**
  * `Store.listJobs`: the jobs matching `filter`, ordered by id (descending with `newestFirst`).
@@ -64,7 +64,9 @@ export async function listJobs(
     keyIndex ?? groupIndex ?? (query.state === undefined && filter.ids === undefined ? { _id: 1 } : undefined);
   const sort = { _id: filter.newestFirst ? -1 : 1 } as const;
   const docs = await withCallLimit(limitMs, (signal) =>
-    jobs.find(query, { sort, limit, ...(hint === undefined ? {} : { hint }), signal }).toArray(),
+    jobs
+      .find(query, { sort, limit, projection: projectionFor(filter), ...(hint === undefined ? {} : { hint }), signal })
+      .toArray(),
   );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }

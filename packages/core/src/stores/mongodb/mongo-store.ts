@@ -14,6 +14,7 @@ import type {
   HeldChildrenPage,
   InsertOutcome,
   JobCount,
+  JobRead,
   JobRecord,
   LeaseRef,
   LimitedClaim,
@@ -68,6 +69,7 @@ import {
   type JobDocument,
   literal,
   orderKeyExpression,
+  projectionFor,
   type ScheduleDocument,
   type ScheduleRunDocument,
   type SchemaDocument,
@@ -461,10 +463,12 @@ export class MongoStore implements Store {
     });
   }
 
-  getJob(id: string) {
+  getJob(id: string, read: JobRead = {}) {
     return this.run('get', async () => {
       const jobId = stringOrNull(id);
-      const doc = jobId === null ? null : await this.call((signal) => this.jobs.findOne({ _id: jobId }, { signal }));
+      const projection = projectionFor(read);
+      const doc =
+        jobId === null ? null : await this.call((signal) => this.jobs.findOne({ _id: jobId }, { projection, signal }));
       return doc ? toJobRecord(doc) : null;
     });
   }

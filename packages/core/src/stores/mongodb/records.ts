@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ChildOutcome, JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, JobRead, JobRecord, NewJob } from '../../engine/store.ts';
 import { type ChildFailurePolicy, ERROR_HISTORY_LIMITS, type JobError, type TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
@@ -146,6 +146,11 @@ export function toJson(value: unknown): string | null {
 }
 
 /** The value of JSON text; `null` for a missing value. */
+/** What a read of job documents leaves out: the payload, for `JobRead.withoutPayload` (it then reads as `null`). */
+export function projectionFor(read: JobRead): { payload: 0 } | undefined {
+  return read.withoutPayload ? { payload: 0 } : undefined;
+}
+
 export function fromJson(text: string | null | undefined): unknown {
   return typeof text === 'string' ? JSON.parse(text) : null;
 }

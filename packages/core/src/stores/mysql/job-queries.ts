@@ -1,6 +1,6 @@
-import type { JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
+import type { JobRead, JobRecord, LeaseRef, NewJob } from '../../engine/store.ts';
 import { type Queryable, selectRows } from './connection.ts';
-import { JOB_SELECT, jobRow, sqlDate } from './records.ts';
+import { JOB_SELECT, jobRow, jobSelectFor, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /** The lease fence: the row is active, held by this token, and the lease has not expired. */
@@ -22,13 +22,14 @@ export function idempotencyRef(name: string, key: string): string {
   return JSON.stringify([name, key]);
 }
 
-/** The jobs with these ids, by id; unknown ids are absent. */
+/** The jobs with these ids, by id; unknown ids are absent. `read` says what of them to leave unread. */
 export async function selectJobsByIds(
   db: Queryable,
   t: Tables,
   ids: readonly string[],
+  read: JobRead = {},
 ): Promise<Map<string, JobRecord>> {
-  const rows = await selectRows(db, `SELECT ${JOB_SELECT} FROM ${t.jobs} WHERE id IN (?)`, [ids]);
+  const rows = await selectRows(db, `SELECT ${jobSelectFor(read)} FROM ${t.jobs} WHERE id IN (?)`, [ids]);
   return new Map(rows.map((row) => [String(row.id), jobRow(row)]));
 }
 

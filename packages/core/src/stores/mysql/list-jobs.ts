@@ -2,7 +2,7 @@ import { type JobRecord, type ListFilter, STORED_STATES } from '../../engine/sto
 import { type KeptState, keptStates } from '../shared/not-started.ts';
 import { GROUP_LISTING_INDEX } from './baseline.ts';
 import { type Queryable, selectRows } from './connection.ts';
-import { JOB_SELECT, jobRow, NOT_STARTED_SQL, sqlDate } from './records.ts';
+import { jobRow, jobSelectFor, NOT_STARTED_SQL, sqlDate } from './records.ts';
 import type { Tables } from './tables.ts';
 
 /**
@@ -66,7 +66,7 @@ async function selectInOrder(
 ): Promise<JobRecord[]> {
   const where = conditionsOf(filter);
   const conditions = [...also.sql, ...where.sql];
-  const sql = `SELECT ${JOB_SELECT} FROM ${t.jobs}
+  const sql = `SELECT ${jobSelectFor(filter)} FROM ${t.jobs}
     ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''} ${orderOf(filter)} LIMIT ?`;
   return (await selectRows(db, sql, [...also.values, ...where.values, filter.limit])).map(jobRow);
 }
@@ -87,7 +87,7 @@ async function selectRuns(
   const { states: _states, ...rest } = filter;
   const where = conditionsOf(by === 'name' ? { ...rest, name: undefined } : { ...rest, group: undefined });
   const { index, column, state } = RUN_INDEXES[by];
-  const run = `(SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${index})
+  const run = `(SELECT ${jobSelectFor(filter)} FROM ${t.jobs} FORCE INDEX (${index})
     WHERE ${[`${column} = ?`, `${state} = ?`, ...where.sql].join(' AND ')} ${orderOf(filter)} LIMIT ?)`;
   const values = runs.flatMap(({ lead, state }) => [lead, state, ...where.values, filter.limit]);
   if (runs.length === 1) return (await selectRows(db, run, values)).map(jobRow);

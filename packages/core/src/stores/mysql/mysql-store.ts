@@ -8,6 +8,7 @@ import type {
   HeldChildrenPage,
   InsertOutcome,
   JobCount,
+  JobRead,
   JobRecord,
   LeaseRef,
   LimitedClaim,
@@ -244,8 +245,8 @@ export class MysqlStore implements Store {
     return this.transaction('removeJobByKey', (c) => removeJobByKey(c, this.t, name, key));
   }
 
-  async getJob(id: string): Promise<JobRecord | null> {
-    return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id])).get(id) ?? null);
+  async getJob(id: string, read: JobRead = {}): Promise<JobRecord | null> {
+    return this.retry('getJob', async () => (await selectJobsByIds(this.pool, this.t, [id], read)).get(id) ?? null);
   }
 
   async insertFlow(jobs: readonly NewJob[]): Promise<InsertOutcome> {

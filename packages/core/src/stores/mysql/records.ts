@@ -1,6 +1,14 @@
 import type { RowDataPacket, TypeCast } from 'mysql2/promise';
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ChildOutcome, ChildState, ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
+import type {
+  ChildOutcome,
+  ChildState,
+  ClaimedRecord,
+  ClaimRequest,
+  JobRead,
+  JobRecord,
+  NewJob,
+} from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
@@ -55,6 +63,14 @@ const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
 
 /** The select list for whole job rows. */
 export const JOB_SELECT = [...JOB_COLUMNS, ...RETENTION_COLUMNS].join(', ');
+
+/** `JOB_SELECT` with the payload left unread, as `NULL` (`JobRead.withoutPayload`). */
+const JOB_SELECT_WITHOUT_PAYLOAD = [...JOB_COLUMNS, ...RETENTION_COLUMNS]
+  .map((column) => (column === 'payload' ? 'NULL AS payload' : column))
+  .join(', ');
+
+/** The select list a read of jobs uses: whole rows, or all but the payload. */
+export const jobSelectFor = (read: JobRead) => (read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT);
 
 /** `JOB_SELECT` for a table read under `alias`. */
 export const jobSelectOf = (alias: string) =>

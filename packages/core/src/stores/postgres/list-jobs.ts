@@ -1,7 +1,7 @@
 import { type ListFilter, STORED_STATES, type StoredState } from '../../engine/store.ts';
 import { WorkqError } from '../../errors.ts';
 import { type KeptState, keptStates } from '../shared/not-started.ts';
-import { JOB_COLUMNS } from './records.ts';
+import { jobColumnsFor } from './records.ts';
 import { NOT_STARTED_SQL } from './sql-fragments.ts';
 
 /**
@@ -28,6 +28,7 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
     return `$${params.length}`;
   };
   const order = `ORDER BY j.id${filter.newestFirst ? ' DESC' : ''}`;
+  const columns = jobColumnsFor(filter);
   const jobs = `${quotedSchema}.jobs`;
   const runs = typeRuns(filter, jobs, param);
   // A run read in one state leaves the filter's states out, so the planner reads the run's index in id order.
@@ -36,7 +37,7 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
   if (runs === undefined) {
     const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
     return {
-      text: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j${where}\n${order} LIMIT ${param(filter.limit)}::int`,
+      text: `SELECT ${columns} FROM ${jobs} AS j${where}\n${order} LIMIT ${param(filter.limit)}::int`,
       params,
     };
   }
@@ -46,12 +47,12 @@ export function buildListJobs(quotedSchema: string, filter: ListFilter): { text:
       ...(names === undefined ? [] : ['j.name = b.name']),
       ...(state === undefined ? [] : [`j.state = ${literal(state)}`]),
     ];
-    const run = `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j
+    const run = `SELECT ${columns} FROM ${jobs} AS j
   WHERE ${[...where, ...conditions].join(' AND ')}
   ${order} ${limit}`;
     return names === undefined ? `(${run})` : `SELECT j.* FROM ${names} AS b CROSS JOIN LATERAL (\n  ${run}) AS j`;
   });
-  const text = `${runs.with}SELECT ${JOB_COLUMNS} FROM (${branches.join('\nUNION ALL\n')}) AS j
+  const text = `${runs.with}SELECT ${columns} FROM (${branches.join('\nUNION ALL\n')}) AS j
 ${order} ${limit}`;
   return { text, params };
 }

@@ -10,6 +10,7 @@ import type {
   HeldChildrenPage,
   InsertOutcome,
   JobCount,
+  JobRead,
   JobRecord,
   LeaseRef,
   LimitedClaim,
@@ -308,8 +309,8 @@ export class PostgresStore implements Store {
     return this.changedOne(this.sql.removeJobByKey, [name, key]);
   }
 
-  async getJob(id: string): Promise<JobRecord | null> {
-    return this.one(this.client, this.sql.getJob, [id]);
+  async getJob(id: string, read: JobRead = {}): Promise<JobRecord | null> {
+    return this.one(this.client, read.withoutPayload ? this.sql.getJobWithoutPayload : this.sql.getJob, [id]);
   }
 
   /** One statement, or a transaction when a key or an id is taken (see `insertFlow` in flows.ts). */

@@ -1,5 +1,5 @@
 import type { Backoff, JobOrder } from '../../contract/types.ts';
-import type { ChildOutcome, JobRecord, NewJob } from '../../engine/store.ts';
+import type { ChildOutcome, JobRead, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
@@ -40,6 +40,12 @@ const selectList = (fields: readonly string[]) => fields.map((field) => `j.${fie
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
 export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
+
+/** `JOB_COLUMNS` with the payload left unread, as `NULL` (`JobRead.withoutPayload`). */
+export const JOB_COLUMNS_WITHOUT_PAYLOAD = JOB_COLUMNS.replace('j.payload', 'NULL::jsonb AS payload');
+
+/** The columns a read of jobs returns: all of them, or all but the payload. */
+export const jobColumnsFor = (read: JobRead) => (read.withoutPayload ? JOB_COLUMNS_WITHOUT_PAYLOAD : JOB_COLUMNS);
 
 /** A job error as jsonb holds it: its time as text. */
 type StoredJobError = Omit<JobError, 'at'> & { at: string };
