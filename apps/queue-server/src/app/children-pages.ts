@@ -42,14 +42,14 @@ async function readInRoom<T>(
 
 /**
  * A page of a job's children for `jobs.children`, each as `childEntry` sends it: its state, and its result or
- * last error. A child brings its payload, result and errors to the page's bytes.
+ * last error. A child brings its result and errors to the page's bytes; its payload is left unread.
  */
 export function childrenPage(services: ServerServices, id: string, place: PagePlace, signal: AbortSignal) {
-  const { maxChildrenPageBytes, maxPayloadBytes, maxResultBytes } = services.options.limits;
+  const { maxChildrenPageBytes, maxResultBytes } = services.options.limits;
   return readInRoom(
     services,
     signal,
-    { wantBytes: maxChildrenPageBytes, unitBytes: maxPayloadBytes + maxResultBytes },
+    { wantBytes: maxChildrenPageBytes, unitBytes: maxResultBytes },
     async (maxBytes) => (await services.engine.flows.children(id, { ...place, maxBytes })).map(childEntry),
     valueBytes,
   );

@@ -17,10 +17,10 @@ export interface FlowEnds {
 }
 
 /**
- * Children read per request while walking a flow down, and the bytes of their payloads, results and errors that
- * end a page sooner: the walk holds one page at a time, whatever the children carry.
+ * Children read per request while walking a flow down, and the bytes of their results and errors that end a page
+ * sooner: the walk holds one page at a time, whatever the children carry. Their payloads are left unread.
  */
-const PAGE = { limit: 1_000, maxBytes: 16 * 1024 * 1024 };
+const PAGE = { limit: 1_000, maxBytes: 16 * 1024 * 1024, withoutPayload: true };
 
 /**
  * The jobs that the end of `ended` at `at` (dead or cancelled) ended through its flow in the same atomic step
@@ -50,8 +50,8 @@ export async function flowEnds(reader: FlowReader, ended: FlowMember, at: Date):
         if (page.length === 0) break;
         for (const child of page) {
           const withFlow = endedAt(child, 'cancelled', FLOW_CANCELLED_CODE, at);
-          // Kept without its payload: its notices and events read the rest, and a flow may hold many.
-          if (withFlow) cancelled.push({ ...child, payload: null });
+          // Read without its payload: its notices and events read the rest, and a flow may hold many.
+          if (withFlow) cancelled.push(child);
           if ((child.childCount ?? 0) > 0 && (withFlow || through.has(child.id))) below.push(child.id);
         }
         afterId = page[page.length - 1]?.id;

@@ -1,5 +1,5 @@
 import type { JobError } from '../jobs.ts';
-import type { InsertOutcome, JobRecord, LeaseRef, NewJob, StoredState } from './store-records.ts';
+import type { InsertOutcome, JobRead, JobRecord, LeaseRef, NewJob, StoredState } from './store-records.ts';
 
 /**
  * A child as its parent's handler reads it (`FlowStore.listHeldChildren`): only the fields `ctx.children` and
@@ -25,9 +25,10 @@ export interface ChildOutcome {
  * a page of large results or payloads costs its reader about `maxBytes` however many children fit the limit. A
  * child's size is what it stores of its result and error, and for a full record of its payload and error history
  * too: the length of their JSON text in the SQL stores, the BSON size of its document as read in MongoDB. A page
- * holds at least one child when any is left.
+ * holds at least one child when any is left. With `withoutPayload` (`JobRead`), each child's payload is left
+ * unread (`null`) and counts nothing.
  */
-export interface ChildrenPageQuery {
+export interface ChildrenPageQuery extends JobRead {
   afterId?: string;
   limit: number;
   maxBytes?: number;

@@ -116,8 +116,13 @@ export class Flows {
    */
   async children(id: string, page: Partial<ChildrenPageQuery> = {}): Promise<JobStatus[]> {
     const limit = Math.min(Math.max(1, Math.floor(page.limit ?? FLOW_LIMITS.statusChildren)), FLOW_LIMITS.children);
-    const children = await this.store.listChildren(id, { ...pageAfter(page), limit });
-    if (children.length === 0 && page.afterId === undefined && !(await this.store.getJob(id))) {
+    // A child's status never shows its payload: it is left unread, and counts nothing toward `maxBytes`.
+    const children = await this.store.listChildren(id, { ...pageAfter(page), limit, withoutPayload: true });
+    if (
+      children.length === 0 &&
+      page.afterId === undefined &&
+      !(await this.store.getJob(id, { withoutPayload: true }))
+    ) {
       throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
     }
     const now = this.clock.now();

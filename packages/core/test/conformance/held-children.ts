@@ -183,6 +183,12 @@ export function registerHeldChildrenTests(ctx: SuiteContext): void {
     expect((await store.listChildren(parent.id, { limit: 10 })).map((job) => (job.payload as { n: number }).n)).toEqual(
       [0, 1, 2, 3, 4],
     );
+    // Without their payloads, children count only their results, as a held page does; every other field is read.
+    const slim = await store.listChildren(parent.id, { limit: 10, maxBytes: 10_000, withoutPayload: true });
+    const wholes = await store.listChildren(parent.id, { limit: 3 });
+    expect(slim).toEqual(wholes.map((job) => ({ ...job, payload: null })));
+    const slimAll = await store.listChildren(parent.id, { limit: 10, withoutPayload: true });
+    expect(slimAll.map((job) => job.payload)).toEqual([null, null, null, null, null]);
 
     // The engine's pages for a handler pass the bytes on.
     const paged = await engine.flows.heldChildren(lease, { limit: 10, maxBytes: 10_000 });

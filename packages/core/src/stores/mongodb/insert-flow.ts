@@ -25,7 +25,14 @@ import { isDuplicateKeyError } from './errors.ts';
 import { CHILDREN_INDEX, IDEMPOTENCY_INDEX, IN_CHILDREN_INDEX } from './indexes.ts';
 import { keyLetGo } from './key-let-go.ts';
 import { ENDED_LEASE } from './leases.ts';
-import { CHILD_OUTCOME_FIELDS, type JobDocument, toChildOutcome, toJobDocument, toJobRecord } from './records.ts';
+import {
+  CHILD_OUTCOME_FIELDS,
+  type JobDocument,
+  projectionFor,
+  toChildOutcome,
+  toJobDocument,
+  toJobRecord,
+} from './records.ts';
 import { type FlowTarget, type InTransaction, inFlowTransaction } from './settle-parents.ts';
 
 /**
@@ -169,7 +176,11 @@ export async function listChildren(
   if (!(limit > 0) || typeof parentId !== 'string') return [];
   const filter = childrenOf(parentId, page.afterId);
   const { docs } = await withCallLimit(limitMs, (signal) =>
-    readPage(jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, signal }), limit, page.maxBytes),
+    readPage(
+      jobs.find(filter, { sort: { _id: 1 }, limit, hint: CHILDREN_INDEX, projection: projectionFor(page), signal }),
+      limit,
+      page.maxBytes,
+    ),
   );
   return docs.map((doc) => toJobRecord(doc as JobDocument));
 }

@@ -72,9 +72,11 @@ const JOB_SELECT_WITHOUT_PAYLOAD = [...JOB_COLUMNS, ...RETENTION_COLUMNS]
 /** The select list a read of jobs uses: whole rows, or all but the payload. */
 export const jobSelectFor = (read: JobRead) => (read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT);
 
-/** `JOB_SELECT` for a table read under `alias`. */
-export const jobSelectOf = (alias: string) =>
-  [...JOB_COLUMNS, ...RETENTION_COLUMNS].map((column) => `${alias}.${column}`).join(', ');
+/** `JOB_SELECT` for a table read under `alias`; with `read.withoutPayload`, the payload left unread (`NULL`). */
+export const jobSelectOf = (alias: string, read: JobRead = {}) =>
+  [...JOB_COLUMNS, ...RETENTION_COLUMNS]
+    .map((column) => (column === 'payload' && read.withoutPayload ? 'NULL AS payload' : `${alias}.${column}`))
+    .join(', ');
 
 /**
  * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the

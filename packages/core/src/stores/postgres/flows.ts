@@ -37,6 +37,8 @@ export function buildFlowJobStatements(schema: string) {
     waitForChildren: waitForChildrenSql(schema),
     listChildren: listChildrenSql(schema),
     listChildrenByBytes: listChildrenByBytesSql(schema),
+    listChildrenWithoutPayload: listChildrenSql(schema, { withoutPayload: true }),
+    listChildrenByBytesWithoutPayload: listChildrenByBytesSql(schema, { withoutPayload: true }),
     listChildStates: listChildStatesSql(schema),
     listHeldChildren: listHeldChildrenSql(schema),
   };
@@ -131,9 +133,10 @@ export async function listChildren(
   if (page.limit <= 0) return [];
   const params = [parentId, page.afterId ?? null, page.limit];
   const bytes = pageBytes(page);
-  const rows = await (bytes === null
-    ? db.query<JobRow>(sql.listChildren, params)
-    : db.query<JobRow>(sql.listChildrenByBytes, [...params, bytes]));
+  const [whole, byBytes] = page.withoutPayload
+    ? [sql.listChildrenWithoutPayload, sql.listChildrenByBytesWithoutPayload]
+    : [sql.listChildren, sql.listChildrenByBytes];
+  const rows = await (bytes === null ? db.query<JobRow>(whole, params) : db.query<JobRow>(byBytes, [...params, bytes]));
   return rows.map(toJobRecord);
 }
 

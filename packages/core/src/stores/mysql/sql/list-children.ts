@@ -6,7 +6,7 @@
 import type { ChildrenPageQuery, ChildState, JobRecord } from '../../../engine/store.ts';
 import { CHILDREN_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
-import { childStateRow, JOB_SELECT, jobRow, jobSelectOf } from '../records.ts';
+import { childStateRow, jobRow, jobSelectFor, jobSelectOf } from '../records.ts';
 import type { Tables } from '../tables.ts';
 
 /** The size of `columns` of `alias` as `FlowStore`'s pages count it: the bytes of their JSON text. */
@@ -40,13 +40,13 @@ export async function listChildren(
   const after = page.afterId === undefined ? [] : [page.afterId];
   const limit = Math.max(0, Math.floor(page.limit));
   if (page.maxBytes === undefined) {
-    const rows = `SELECT ${JOB_SELECT} FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
+    const rows = `SELECT ${jobSelectFor(page)} FROM ${t.jobs} FORCE INDEX (${CHILDREN_INDEX})
        WHERE parent_id = ? ${after.length > 0 ? 'AND id > ?' : ''} ORDER BY id LIMIT ?`;
     return (await selectRows(db, rows, [parentId, ...after, limit])).map(jobRow);
   }
-  const bytes = childBytesSql('k', ['payload', 'result', 'error', 'errors']);
-  const ids = childrenPageIdsSql(t, bytes, { after: after.length > 0, cut: true });
-  const paged = `SELECT ${jobSelectOf('c')} FROM (${ids}) AS paged JOIN ${t.jobs} AS c ON c.id = paged.id ORDER BY c.id`;
+  const counted = page.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
+  const ids = childrenPageIdsSql(t, childBytesSql('k', counted), { after: after.length > 0, cut: true });
+  const paged = `SELECT ${jobSelectOf('c', page)} FROM (${ids}) AS paged JOIN ${t.jobs} AS c ON c.id = paged.id ORDER BY c.id`;
   return (await selectRows(db, paged, [parentId, ...after, limit, limit, Math.max(1, Math.floor(page.maxBytes))])).map(
     jobRow,
   );

@@ -1,4 +1,5 @@
-import { JOB_COLUMNS } from '../records.ts';
+import type { JobRead } from '../../../engine/store.ts';
+import { jobColumnsFor } from '../records.ts';
 
 /**
  * `rows`, a subquery of one parent's children in id order with each one's `bytes`, as a page: the rows up to
@@ -23,23 +24,24 @@ export function childBytesSql(alias: string, columns: readonly string[], maxByte
 
 /**
  * $1 parent id, $2 after this id or null, $3 limit: the parent's children in enqueue order (by id), read through
- * `jobs_children_idx`.
+ * `jobs_children_idx`; each payload left unread (`NULL`) with `read.withoutPayload`.
  */
-export function listChildrenSql(schema: string): string {
-  return `SELECT ${JOB_COLUMNS} FROM ${schema}.jobs AS j
+export function listChildrenSql(schema: string, read: JobRead = {}): string {
+  return `SELECT ${jobColumnsFor(read)} FROM ${schema}.jobs AS j
 WHERE j.parent_id = $1 AND ($2::text IS NULL OR j.id > $2)
 ORDER BY j.id
 LIMIT $3::int`;
 }
 
 /** `listChildrenSql` with $4, the page's bytes: the page cut as `childrenPageSql` cuts. */
-export function listChildrenByBytesSql(schema: string): string {
-  const rows = `SELECT k.*, ${childBytesSql('k', ['payload', 'result', 'error', 'errors'], '$4')} AS bytes
+export function listChildrenByBytesSql(schema: string, read: JobRead = {}): string {
+  const counted = read.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
+  const rows = `SELECT k.*, ${childBytesSql('k', counted, '$4')} AS bytes
   FROM ${schema}.jobs AS k
   WHERE k.parent_id = $1 AND ($2::text IS NULL OR k.id > $2)
   ORDER BY k.id
   LIMIT $3::int`;
-  return `SELECT ${JOB_COLUMNS} FROM (${childrenPageSql(rows, '$4')}) AS j
+  return `SELECT ${jobColumnsFor(read)} FROM (${childrenPageSql(rows, '$4')}) AS j
 ORDER BY j.id`;
 }
 
