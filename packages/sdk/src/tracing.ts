@@ -94,6 +94,8 @@ const STATUS_ERROR = 2;
 const TRACER_NAME = '@workq/sdk';
 /** Kept in a variable, so bundlers leave the import alone instead of failing where it is not installed. */
 const OTEL_API_MODULE = '@opentelemetry/api';
+/** Where `@opentelemetry/api` 1.x keeps what is registered with it (provider, propagator, context manager, logger). */
+const OTEL_GLOBAL_KEY = Symbol.for('opentelemetry.js.api.1');
 
 /** A job as its `process` span describes it. */
 export interface TracedJob {
@@ -180,7 +182,11 @@ export class Tracing {
 
 /**
  * The client's tracing, resolved once: `null` when off or `@opentelemetry/api` cannot be loaded. `get()` is
- * synchronous once resolved, so a traced or untraced enqueue waits on nothing after the first.
+ * synchronous once resolved, so a traced or untraced enqueue waits on nothing after the first. Until something
+ * registers with OpenTelemetry in this process (an OpenTelemetry SDK's provider, propagator or context manager)
+ * the API traces and propagates nothing, so unless a `tracerProvider` is passed it is not loaded: `get()` is
+ * `null` at once, and looks again next time. So a client in a process without OpenTelemetry pays neither the
+ * API's import on its first enqueue nor a span per job.
  */
 export class TracingLoader {
   #resolved: Tracing | null | undefined;
@@ -193,6 +199,9 @@ export class TracingLoader {
 
   get(): Tracing | null | Promise<Tracing | null> {
     if (this.#resolved !== undefined) return this.#resolved;
+    if (this.#loading === undefined && !(this.options && this.options.tracerProvider) && !openTelemetryRegistered()) {
+      return null;
+    }
     this.#loading ??= importOpenTelemetry().then((api) => {
       this.#resolved = api ? new Tracing(api, this.options || {}) : null;
       return this.#resolved;
@@ -204,6 +213,11 @@ export class TracingLoader {
   get resolved(): Tracing | null {
     return this.#resolved ?? null;
   }
+}
+
+/** Whether anything registered with `@opentelemetry/api` in this process: its global, under its own key. */
+function openTelemetryRegistered(): boolean {
+  return (globalThis as Record<symbol, unknown>)[OTEL_GLOBAL_KEY] !== undefined;
 }
 
 /** `@opentelemetry/api` where it can be imported, else `null`. */
