@@ -41,7 +41,7 @@ export interface DispatchedClaim extends ClaimInput {
 export interface ClaimRoom {
   /**
    * Waits for room for the payloads of up to `limit` jobs; resolves to how many the attempt may lease (at
-   * least one). When `signal` aborts first (the client went away) it resolves all the same: the attempt still
+   * least one, unless the claim's wait ended). When `signal` aborts first (the client went away) it resolves all the same: the attempt still
    * completes the acks it carries, and what it leases goes back unstarted (`deliver`). When the claim's own wait
    * ends first (`wait.stop` aborts as its worker asks it to stop waiting, or `wait.ms` pass: its deadline) it
    * resolves to 0: the attempt leases nothing, and the claim answers with no jobs, as a wait that found none.
