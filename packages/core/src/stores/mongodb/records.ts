@@ -145,12 +145,12 @@ export function toJson(value: unknown): string | null {
   return value === undefined ? null : (JSON.stringify(value) ?? null);
 }
 
-/** The value of JSON text; `null` for a missing value. */
 /** What a read of job documents leaves out: the payload, for `JobRead.withoutPayload` (it then reads as `null`). */
 export function projectionFor(read: JobRead): { payload: 0 } | undefined {
   return read.withoutPayload ? { payload: 0 } : undefined;
 }
 
+/** The value of JSON text; `null` for a missing value. */
 export function fromJson(text: string | null | undefined): unknown {
   return typeof text === 'string' ? JSON.parse(text) : null;
 }

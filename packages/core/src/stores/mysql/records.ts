@@ -61,22 +61,25 @@ export const JOB_COLUMNS = [
 /** A job's own retention, written only by an insert of jobs that have one (`insertColumns`). */
 const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
 
-/** The select list for whole job rows. */
-export const JOB_SELECT = [...JOB_COLUMNS, ...RETENTION_COLUMNS].join(', ');
+/**
+ * The select list of job rows, of the table read under `alias` when given; with `read.withoutPayload`, the
+ * payload left unread (`NULL`).
+ */
+export const jobSelectOf = (alias: string | undefined, read: JobRead = {}) =>
+  [...JOB_COLUMNS, ...RETENTION_COLUMNS]
+    .map((column) =>
+      column === 'payload' && read.withoutPayload ? 'NULL AS payload' : alias ? `${alias}.${column}` : column,
+    )
+    .join(', ');
 
-/** `JOB_SELECT` with the payload left unread, as `NULL` (`JobRead.withoutPayload`). */
-const JOB_SELECT_WITHOUT_PAYLOAD = [...JOB_COLUMNS, ...RETENTION_COLUMNS]
-  .map((column) => (column === 'payload' ? 'NULL AS payload' : column))
-  .join(', ');
+/** The select list for whole job rows. */
+export const JOB_SELECT = jobSelectOf(undefined);
+
+/** `JOB_SELECT` with the payload left unread. */
+const JOB_SELECT_WITHOUT_PAYLOAD = jobSelectOf(undefined, { withoutPayload: true });
 
 /** The select list a read of jobs uses: whole rows, or all but the payload. */
 export const jobSelectFor = (read: JobRead) => (read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT);
-
-/** `JOB_SELECT` for a table read under `alias`; with `read.withoutPayload`, the payload left unread (`NULL`). */
-export const jobSelectOf = (alias: string, read: JobRead = {}) =>
-  [...JOB_COLUMNS, ...RETENTION_COLUMNS]
-    .map((column) => (column === 'payload' && read.withoutPayload ? 'NULL AS payload' : `${alias}.${column}`))
-    .join(', ');
 
 /**
  * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the

@@ -36,13 +36,19 @@ const OTHER_FIELDS = [
   'retain_dead_ms',
 ] as const;
 
-const selectList = (fields: readonly string[]) => fields.map((field) => `j.${field}`).join(', ');
+/** `fields` of the table aliased `j`; with `read.withoutPayload`, the payload left unread (`NULL`). */
+const selectList = (fields: readonly string[], read: JobRead = {}) =>
+  fields
+    .map((field) => (field === 'payload' && read.withoutPayload ? 'NULL::jsonb AS payload' : `j.${field}`))
+    .join(', ');
+
+const JOB_FIELDS = [...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS];
 
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
-export const JOB_COLUMNS = selectList([...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS]);
+export const JOB_COLUMNS = selectList(JOB_FIELDS);
 
-/** `JOB_COLUMNS` with the payload left unread, as `NULL` (`JobRead.withoutPayload`). */
-export const JOB_COLUMNS_WITHOUT_PAYLOAD = JOB_COLUMNS.replace('j.payload', 'NULL::jsonb AS payload');
+/** `JOB_COLUMNS` with the payload left unread (`JobRead.withoutPayload`). */
+export const JOB_COLUMNS_WITHOUT_PAYLOAD = selectList(JOB_FIELDS, { withoutPayload: true });
 
 /** The columns a read of jobs returns: all of them, or all but the payload. */
 export const jobColumnsFor = (read: JobRead) => (read.withoutPayload ? JOB_COLUMNS_WITHOUT_PAYLOAD : JOB_COLUMNS);

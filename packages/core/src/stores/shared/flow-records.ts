@@ -1,4 +1,4 @@
-import type { JobRecord, NewJob } from '../../engine/store.ts';
+import type { JobRead, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { insertedRecord } from './inserted-record.ts';
 
@@ -68,4 +68,9 @@ export function byParent<T extends EndedChild>(ended: readonly T[]): Map<string,
 /** The first of one parent's ended children that fails it: under `fail-parent`, ended dead or cancelled. */
 export function failingChild<T extends EndedChild>(children: readonly T[]): T | undefined {
   return children.find((child) => child.end !== 'completed' && child.onFailure === 'fail-parent');
+}
+
+/** The stored values whose size a child brings to a page's bytes (`ChildrenPageQuery`): its payload only when read. */
+export function childSizeColumns(read: JobRead): readonly string[] {
+  return read.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
 }

@@ -4,6 +4,7 @@
  * after the child whose payload, result, error and error history bring the page to it. Takes no locks.
  */
 import type { ChildrenPageQuery, ChildState, JobRecord } from '../../../engine/store.ts';
+import { childSizeColumns } from '../../shared/flow-records.ts';
 import { CHILDREN_INDEX } from '../baseline.ts';
 import { type Queryable, selectRows } from '../connection.ts';
 import { childStateRow, jobRow, jobSelectFor, jobSelectOf } from '../records.ts';
@@ -44,8 +45,7 @@ export async function listChildren(
        WHERE parent_id = ? ${after.length > 0 ? 'AND id > ?' : ''} ORDER BY id LIMIT ?`;
     return (await selectRows(db, rows, [parentId, ...after, limit])).map(jobRow);
   }
-  const counted = page.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
-  const ids = childrenPageIdsSql(t, childBytesSql('k', counted), { after: after.length > 0, cut: true });
+  const ids = childrenPageIdsSql(t, childBytesSql('k', childSizeColumns(page)), { after: after.length > 0, cut: true });
   const paged = `SELECT ${jobSelectOf('c', page)} FROM (${ids}) AS paged JOIN ${t.jobs} AS c ON c.id = paged.id ORDER BY c.id`;
   return (await selectRows(db, paged, [parentId, ...after, limit, limit, Math.max(1, Math.floor(page.maxBytes))])).map(
     jobRow,

@@ -1,4 +1,5 @@
 import type { JobRead } from '../../../engine/store.ts';
+import { childSizeColumns } from '../../shared/flow-records.ts';
 import { jobColumnsFor } from '../records.ts';
 
 /**
@@ -35,8 +36,7 @@ LIMIT $3::int`;
 
 /** `listChildrenSql` with $4, the page's bytes: the page cut as `childrenPageSql` cuts. */
 export function listChildrenByBytesSql(schema: string, read: JobRead = {}): string {
-  const counted = read.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
-  const rows = `SELECT k.*, ${childBytesSql('k', counted, '$4')} AS bytes
+  const rows = `SELECT k.*, ${childBytesSql('k', childSizeColumns(read), '$4')} AS bytes
   FROM ${schema}.jobs AS k
   WHERE k.parent_id = $1 AND ($2::text IS NULL OR k.id > $2)
   ORDER BY k.id
