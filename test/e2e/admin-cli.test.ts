@@ -25,6 +25,11 @@ interface Run {
 
 const email = (subject: string) => ({ to: 'ops@example.com', subject, body: 'hello' });
 const report = { accountId: 'acct-1', kind: 'usage', from: '2026-03-01', to: '2026-03-31' } as const;
+const pad = (hour: number) => String(hour).padStart(2, '0');
+/** An hour of the day half a day from now: schedules at it cannot fire while the suite runs, so none shows a last run. */
+const FAR_HOUR = (new Date().getUTCHours() + 12) % 24;
+const NIGHTLY_CRON = `0 ${FAR_HOUR} * * *`;
+const DAILY_EMAIL_CRON = `30 ${FAR_HOUR} * * *`;
 
 describe('the workq admin CLI, as a child process against a queue server', () => {
   let server: QueueServer;
@@ -64,14 +69,14 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
         { token: PRODUCER, scopes: ['produce:*'] },
         { token: REPORTS_ONLY, scopes: ['consume:generateReport'] },
       ],
-      crontab: [{ cron: '0 3 * * *', name: 'generateReport', payload: report, key: 'nightly-report' }],
+      crontab: [{ cron: NIGHTLY_CRON, name: 'generateReport', payload: report, key: 'nightly-report' }],
       // The closed sendEmail consumer stays listed for every test, however slowly a loaded machine runs them.
       presenceWindowMs: 30 * 60_000,
       logger: collectingLogger(),
     });
     sdk = createClient({ url: server.url, jobs, token: ADMIN });
     await sdk.ready();
-    await sdk.admin.upsertSchedule({ key: 'hourly-email', cron: '0 * * * *', name: 'sendEmail', payload: email('h') });
+    await sdk.admin.upsertSchedule({ key: 'daily-email', cron: DAILY_EMAIL_CRON, name: 'sendEmail', payload: email('h') });
     ids.dead = (await sdk.enqueue.sendEmail(email('dead'))).id;
     ids.completed = (await sdk.enqueue.sendEmail(email('done'))).id;
     ids.waiting = (await sdk.enqueue.sendEmail(email('later'), { delayMs: 3_600_000 })).id;
@@ -207,13 +212,15 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(rows[0]).toMatch(/^KEY\s+SOURCE\s+JOB\s+CRON\s+TIMEZONE\s+NEXT RUN\s+LAST RUN\s+LAST JOB\s+LAST STATE$/);
     expect(rows.slice(1)).toEqual([
       expect.stringMatching(
-        /^nightly-report\s+crontab\s+generateReport\s+0 3 \* \* \*\s+UTC\s+\S+T03:00:00.000Z\s+-\s+-\s+-$/,
+        new RegExp(`^nightly-report\\s+crontab\\s+generateReport\\s+0 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:00:00.000Z\\s+-\\s+-\\s+-$`),
       ),
-      expect.stringMatching(/^hourly-email\s+stored\s+sendEmail\s+0 \* \* \* \*\s+UTC\s+\S+:00:00.000Z\s+-\s+-\s+-$/),
+      expect.stringMatching(
+        new RegExp(`^daily-email\\s+stored\\s+sendEmail\\s+30 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:30:00.000Z\\s+-\\s+-\\s+-$`),
+      ),
     ]);
     expect(JSON.parse((await workq(['schedules', '--json'])).out).map((s: { key: string }) => s.key)).toEqual([
       'nightly-report',
-      'hourly-email',
+      'daily-email',
     ]);
   });
 
@@ -336,7 +343,7 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
       out: '',
       err: 'workq: NOT_FOUND: No stored schedule "cli-daily" (crontab entries change only with the crontab).\n',
     });
-    expect((await sdk.admin.schedules()).map((s) => s.key)).toEqual(['nightly-report', 'hourly-email']);
+    expect((await sdk.admin.schedules()).map((s) => s.key)).toEqual(['nightly-report', 'daily-email']);
   });
 
   it('workq events prints live events one a line until SIGTERM, and exits 1 when the stream is refused or the server shuts down', async () => {
