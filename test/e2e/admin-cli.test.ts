@@ -76,7 +76,12 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     });
     sdk = createClient({ url: server.url, jobs, token: ADMIN });
     await sdk.ready();
-    await sdk.admin.upsertSchedule({ key: 'daily-email', cron: DAILY_EMAIL_CRON, name: 'sendEmail', payload: email('h') });
+    await sdk.admin.upsertSchedule({
+      key: 'daily-email',
+      cron: DAILY_EMAIL_CRON,
+      name: 'sendEmail',
+      payload: email('h'),
+    });
     ids.dead = (await sdk.enqueue.sendEmail(email('dead'))).id;
     ids.completed = (await sdk.enqueue.sendEmail(email('done'))).id;
     ids.waiting = (await sdk.enqueue.sendEmail(email('later'), { delayMs: 3_600_000 })).id;
@@ -212,10 +217,14 @@ describe('the workq admin CLI, as a child process against a queue server', () =>
     expect(rows[0]).toMatch(/^KEY\s+SOURCE\s+JOB\s+CRON\s+TIMEZONE\s+NEXT RUN\s+LAST RUN\s+LAST JOB\s+LAST STATE$/);
     expect(rows.slice(1)).toEqual([
       expect.stringMatching(
-        new RegExp(`^nightly-report\\s+crontab\\s+generateReport\\s+0 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:00:00.000Z\\s+-\\s+-\\s+-$`),
+        new RegExp(
+          `^nightly-report\\s+crontab\\s+generateReport\\s+0 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:00:00.000Z\\s+-\\s+-\\s+-$`,
+        ),
       ),
       expect.stringMatching(
-        new RegExp(`^daily-email\\s+stored\\s+sendEmail\\s+30 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:30:00.000Z\\s+-\\s+-\\s+-$`),
+        new RegExp(
+          `^daily-email\\s+stored\\s+sendEmail\\s+30 ${FAR_HOUR} \\* \\* \\*\\s+UTC\\s+\\S+T${pad(FAR_HOUR)}:30:00.000Z\\s+-\\s+-\\s+-$`,
+        ),
       ),
     ]);
     expect(JSON.parse((await workq(['schedules', '--json'])).out).map((s: { key: string }) => s.key)).toEqual([
