@@ -192,14 +192,18 @@ export class TracingLoader {
   #resolved: Tracing | null | undefined;
   #loading: Promise<Tracing | null> | undefined;
 
+  /** A provider passed in: tracing loads the API for it without waiting for a registration. */
+  readonly #provided: boolean;
+
   constructor(private readonly options: false | TracingOptions | undefined) {
+    this.#provided = options !== false && options?.tracerProvider !== undefined;
     if (options === false) this.#resolved = null;
     else if (options?.api) this.#resolved = new Tracing(options.api, options);
   }
 
   get(): Tracing | null | Promise<Tracing | null> {
     if (this.#resolved !== undefined) return this.#resolved;
-    if (this.#loading === undefined && !(this.options && this.options.tracerProvider) && !openTelemetryRegistered()) {
+    if (this.#loading === undefined && !this.#provided && !openTelemetryRegistered()) {
       return null;
     }
     this.#loading ??= importOpenTelemetry().then((api) => {
