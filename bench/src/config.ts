@@ -66,8 +66,9 @@ flows-wide, flows-many, steady-1000, steady-3000.
                           parents with 10 children each (many), enqueued one flow per call while a consumer of
                           children (concurrency 50) and one of parents (10) run; each parent reads its
                           children's results. Rows: children drained per second (first enqueue to last child's
-                          end) and last child's end → parent's start, p50 over the parents and max. Checks each
-                          job ran once and each parent read all its children's results.
+                          end), last child's end → parent's start (p50 over the parents, and max) and → the
+                          parent holding its children's results (p50). Checks each job ran once and each
+                          parent read all its children's results.
                           Runs on workq-sdk-pg, workq-core-pg (for reference) and bullmq-redis (FlowProducer).
   steady-<rate>           steady load: a producer enqueues one job at a time at <rate>/s on an open-loop
                           schedule (a late send goes as soon as it can and counts late; at most 200

@@ -21,6 +21,7 @@ export const FLOWS_FIGURES = [
   'children drained',
   'last child → parent p50',
   'last child → parent max',
+  'last child → results read p50',
   'enqueue per flow',
 ] as const;
 export type FlowsFigure = (typeof FLOWS_FIGURES)[number];
@@ -36,11 +37,17 @@ export function flowsLabel(shape: FlowsShape, figure: FlowsFigure): string {
  */
 class FlowTracker {
   readonly childSeen: Uint8Array;
-  /** Per parent: when its last child's handler ran, and when its own handler started. */
+  /**
+   * Per parent: when its last child's handler ran, when its own handler started, and when it held its children's
+   * results (a system that reads them before the handler starts, as the SDK does for `ctx.children`, has them at
+   * the start; the others read them inside the handler).
+   */
   readonly lastChildAt: Float64Array;
   readonly parentAt: Float64Array;
+  readonly resultsAt: Float64Array;
   childrenRun = 0;
   parentsRun = 0;
+  parentsRead = 0;
   readonly problems: string[] = [];
 
   constructor(
@@ -50,10 +57,11 @@ class FlowTracker {
     this.childSeen = new Uint8Array(parents * children);
     this.lastChildAt = new Float64Array(parents);
     this.parentAt = new Float64Array(parents);
+    this.resultsAt = new Float64Array(parents);
   }
 
   get done(): boolean {
-    return this.parentsRun >= this.parents || this.problems.length > 0;
+    return this.parentsRead >= this.parents || this.problems.length > 0;
   }
 
   readonly onChild = ({ p, c }: FlowChild): void => {
@@ -91,6 +99,8 @@ class FlowTracker {
       }
     }
     const results = await readResults();
+    this.resultsAt[p] = performance.now();
+    this.parentsRead++;
     const wrong = results.length !== this.children || results.some((r, c) => r.p !== p || r.c !== c);
     if (wrong) this.problem(`parent ${p} read ${results.length} results, not its ${this.children} children's`);
   };
@@ -158,10 +168,12 @@ export function flowsScenario(shape: FlowsShape): Scenario {
       tracker.verify(await flows.countCompleted());
       const lastChild = Math.max(...tracker.lastChildAt);
       const gaps = Array.from(tracker.parentAt, (at, p) => at - (tracker.lastChildAt[p] as number));
+      const toResults = Array.from(tracker.resultsAt, (at, p) => at - (tracker.lastChildAt[p] as number));
       const figures: Record<FlowsFigure, number> = {
         'children drained': ((parents * children) / (lastChild - started)) * 1000,
         'last child → parent p50': percentile(gaps, 50),
         'last child → parent max': percentile(gaps, 100),
+        'last child → results read p50': percentile(toResults, 50),
         'enqueue per flow': (enqueued - started) / parents,
       };
       return FLOWS_FIGURES.map((figure) => ({
