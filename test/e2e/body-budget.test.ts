@@ -235,6 +235,68 @@ describe('request bodies held at once (limits.maxBodyBytesInFlight)', () => {
     await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
   });
 
+  it("gives back a claim's body once the acks it carried are stored, while it waits on for work", async () => {
+    // Eight jobs held by one worker token; each half's acks carry four results of 200 KB (about 800 KB a body),
+    // so two such claims waiting at once hold more than the token's share (one largest body) until their acks
+    // are stored.
+    const producer = rawClient(server.url, PRODUCERS[0]);
+    const worker = rawClient(server.url, WORKER);
+    const name = 'imageConvert';
+    for (let i = 0; i < 8; i++) {
+      await producer.jobs.enqueue.mutate({ name, version: 2, payload: { source: `s${i}.png`, output: `o${i}.webp` } });
+    }
+    const held = await worker.consumer.claim.mutate({ name, maxVersion: 2, limit: 8, workerId: 'acking' });
+    expect(held.jobs).toHaveLength(8);
+    const ackOf = (job: { id: string; leaseToken: string }) => ({
+      id: job.id,
+      leaseToken: job.leaseToken,
+      result: { bytes: 200_000, blob: job.id.padEnd(200_000, 'r') },
+    });
+    const claimCarrying = (jobs: typeof held.jobs, waitMs: number) =>
+      worker.consumer.claim.mutate({
+        name,
+        maxVersion: 2,
+        limit: 1,
+        workerId: 'acking',
+        waitMs,
+        complete: jobs.map(ackOf),
+      });
+    const first = claimCarrying(held.jobs.slice(0, 4), 4_000);
+    let firstAnswered = false;
+    void first.then(() => {
+      firstAnswered = true;
+    });
+    await waitFor(async () => {
+      const jobsNow = await Promise.all(held.jobs.slice(0, 4).map((job) => producer.jobs.get.query({ id: job.id })));
+      return jobsNow.every((job) => job.state === 'completed');
+    }, "the first claim's acks stored");
+    await waitFor(async () => (await bodyBytesHeld()) === 0, "the waiting claim's body given back");
+    expect(firstAnswered).toBe(false);
+    // The same token's next claim, as large, is let in while the first still waits.
+    const second = await claimCarrying(held.jobs.slice(4), 0);
+    expect(firstAnswered).toBe(false);
+    expect(second.completed.sort()).toEqual(
+      held.jobs
+        .slice(4)
+        .map((job) => job.id)
+        .sort(),
+    );
+    const answered = await first;
+    expect(answered.completed.sort()).toEqual(
+      held.jobs
+        .slice(0, 4)
+        .map((job) => job.id)
+        .sort(),
+    );
+    for (const job of held.jobs) {
+      expect(await producer.jobs.get.query({ id: job.id })).toMatchObject({
+        state: 'completed',
+        result: { bytes: 200_000, blob: job.id.padEnd(200_000, 'r') },
+      });
+    }
+    await waitFor(async () => (await bodyBytesHeld()) === 0, 'every byte given back');
+  });
+
   it('lets the SDK through once the bodies ahead of it are gone: it tries a refused enqueue again', async () => {
     // Two tokens' first parts fit the budget and leave less room than the SDK's body needs.
     const bodies = Array.from({ length: 2 }, (_, i) => enqueueManyBody(`blocker${i}`, 40));

@@ -20,7 +20,7 @@ import type { ServerServices } from './app/services.ts';
 import { logAuthFailure } from './audit-log.ts';
 import { isLoopbackHost, TokenAuthority } from './auth.ts';
 import { type EmbeddedStore, openEmbeddedStore } from './embedded-store.ts';
-import { BodyBudget } from './http/body-budget.ts';
+import { BodyBudget, dropBodyBytes } from './http/body-budget.ts';
 import { createCors } from './http/cors.ts';
 import { DASHBOARD_PATH, serveDashboard } from './http/dashboard.ts';
 import { LimitRefusalLog } from './http/limit-refusals.ts';
@@ -176,10 +176,16 @@ export async function startServer(options: ServerOptions = {}): Promise<QueueSer
     });
   }
 
-  const createContext = (req: IncomingMessage): ServerContext => ({
+  const createContext = (req: IncomingMessage, letGoOfInput: (() => void) | undefined): ServerContext => ({
     services,
     authorization: req.headers.authorization,
     remoteAddress: req.socket.remoteAddress ?? 'unknown',
+    letGoOfBody: letGoOfInput
+      ? () => {
+          letGoOfInput();
+          dropBodyBytes(req);
+        }
+      : () => undefined,
   });
   // A 5xx is logged once, with its request, when the answer is over (http/request-log.ts); not the retryable
   // end each open event stream gets when the server closes, which is the shutdown working as meant.

@@ -2,7 +2,6 @@ import { isWorkqError, WorkqError } from '@workq/core';
 import {
   type ClaimAnswer,
   type ClaimDispatcher,
-  type ClaimedJob,
   type ClaimRoom,
   type LeaseRef,
   toStoredValue,
@@ -51,15 +50,27 @@ function jobsPerClaim(limits: { maxClaimBytes: number; maxPayloadBytes: number }
  * up to `claim.waitMs` when none is ready (`ClaimDispatcher.claim`). Acks that cannot be stored are not tried:
  * the answer says `acksFailed`, at once rather than after a long poll, so the worker sends them again on their
  * own and hears why.
+ *
+ * `claim.acks` is taken over: once the store has their outcomes, they are counted in the metrics, that array
+ * and every copy made of it here are emptied, and `letGo` is told, so a claim that waits on for work holds none
+ * of their results (its caller drops what else held them, and gives back its body's bytes).
  */
 export async function claimJobs(
   services: ServerServices,
-  claim: DispatchedClaim,
+  claim: DispatchedClaim & { acks: Ack[] },
   signal: AbortSignal,
+  letGo?: () => void,
 ): Promise<ClaimAnswer> {
   const { limits } = services.options;
   checkBatchSize(claim.limit, limits.maxBatchSize, 'claim');
   const carried = await storableAcks(services, claim.acks);
+  const acksSettled = (completed: readonly string[]) => {
+    // A worker claims one job type, and carries the acks of that type.
+    observeAcks(services, claim.name, claim.acks, completed);
+    claim.acks.length = 0;
+    carried.acks.length = 0;
+    letGo?.();
+  };
   const answer = await inAnswer(services.answerBudget, (holder) =>
     services.dispatcher.claim(
       {
@@ -67,12 +78,13 @@ export async function claimJobs(
         limit: Math.min(claim.limit, jobsPerClaim(limits)),
         waitMs: carried.valid ? claim.waitMs : 0,
         acks: carried.acks,
+        acksSettled,
         room: claimRoom(services, holder, signal),
       },
       signal,
     ),
   );
-  observeClaim(services, claim.name, answer, claim.acks);
+  services.metrics.observeClaimed(answer.jobs, Date.now());
   return { ...answer, acksFailed: answer.acksFailed || !carried.valid };
 }
 
@@ -294,18 +306,6 @@ async function storableAcks(services: ServerServices, items: readonly Ack[]): Pr
   await failOversized(services, oversized);
   const refused = new Set(oversized.map(({ ack }) => ack));
   return { acks: items.filter((ack) => !refused.has(ack)), valid: false };
-}
-
-/** Observes, for the metrics, the wait of each job a claim leased, and the lease of each carried ack it completed. */
-function observeClaim(
-  services: ServerServices,
-  name: string,
-  answer: { jobs: readonly ClaimedJob[]; completed: readonly string[] },
-  acks: readonly Ack[],
-): void {
-  services.metrics.observeClaimed(answer.jobs, Date.now());
-  // A worker claims one job type, and carries the acks of that type.
-  observeAcks(services, name, acks, answer.completed);
 }
 
 function observeAcks(

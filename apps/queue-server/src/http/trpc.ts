@@ -28,7 +28,12 @@ export interface TrpcHandlerOptions<TContext> {
   maxBodySizeOf?: (path: string) => number;
   /** The most calls one HTTP batch may hold. */
   maxBatchSize: number;
-  createContext: (req: IncomingMessage) => TContext;
+  /**
+   * The context of a request's calls. `letGoOfInput`, for a request of one call, drops this handler's copies of
+   * the call's decoded input, for a procedure that has taken what it needs of it (what it keeps is its own);
+   * `undefined` for a batch, whose other calls may still read theirs.
+   */
+  createContext: (req: IncomingMessage, letGoOfInput: (() => void) | undefined) => TContext;
   /** Told of every error answered, with the procedure's path when there is one. */
   onError: (opts: { error: TRPCError; path: string | undefined }) => void;
 }
@@ -42,12 +47,15 @@ const METHOD_OF: Record<TRPCProcedureType, 'GET' | 'POST'> = {
 
 const NOT_JSON = 'The request body must be JSON, sent with content-type: application/json.';
 
+/** The inputs of a request that has let go of them. */
+const NO_INPUTS = async (): Promise<Record<number, unknown>> => ({});
+
 /** What every call of one request shares. */
 interface Request<TContext> {
   method: string | undefined;
   /** Whether the request is a batch (`?batch=1`), answered as an array. */
   batch: boolean;
-  /** The inputs by call index, read once when a procedure first asks. */
+  /** The inputs by call index, read once when a procedure first asks; none once let go of. */
   inputs: () => Promise<Record<number, unknown>>;
   ctx: TContext;
   /** Aborts when the client goes away. */
@@ -107,7 +115,13 @@ export function createTrpcHandler<TContext>(
         throw new TRPCError({ code: 'BAD_REQUEST', message: 'Batch call exceeds maximum size' });
       }
       const calls: Call[] = paths.map((path, index) => ({ path, index, procedure: procedures[path] }));
-      ctx = options.createContext(req);
+      const letGoOfInput = batch
+        ? undefined
+        : () => {
+            request.inputs = NO_INPUTS;
+            for (const call of calls) call.input = undefined;
+          };
+      ctx = options.createContext(req, letGoOfInput);
       const request: Request<TContext> = {
         method: req.method,
         batch,

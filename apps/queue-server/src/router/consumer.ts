@@ -64,6 +64,8 @@ export const consumerRouter = router({
           acks: input.complete,
         },
         aborted,
+        // Once the acks are stored, the claim waits on holding none of their results.
+        ctx.letGoOfBody,
       );
       // A resumed job comes with its first page of children, which its handler reads before it starts.
       return { ...answer, jobs: await withFirstChildren(ctx.services, answer.jobs, aborted) };

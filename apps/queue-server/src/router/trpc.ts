@@ -20,6 +20,13 @@ export interface RequestContext {
 /** The context the server builds for every request: the request, and this server's services. */
 export interface ServerContext extends RequestContext {
   services: ServerServices;
+  /**
+   * Tells the server that the call has let go of the large part of its input (a claim, of the acks it carried,
+   * once they are stored) and holds only what is left: the server drops its own copies of the input, and the
+   * body's bytes stop counting against `limits.maxBodyBytesInFlight`. Does nothing for a call in a batch, whose
+   * body its other calls share.
+   */
+  letGoOfBody: () => void;
 }
 
 const t = initTRPC.context<RequestContext>().create({
@@ -46,10 +53,10 @@ const t = initTRPC.context<RequestContext>().create({
 
 /** Hands procedures the server's services (built into every context by the server) and the caller's principal. */
 const authenticate = t.middleware(async ({ ctx, next }) => {
-  const { services } = ctx as ServerContext;
+  const { services, letGoOfBody } = ctx as ServerContext;
   const principal: Principal = await services.authority.authenticate(ctx.authorization);
   notePrincipal(principal);
-  return next({ ctx: { ...ctx, services, principal } });
+  return next({ ctx: { ...ctx, services, letGoOfBody, principal } });
 });
 
 /** Admin mutations that change nothing, left out of the audit trail. */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closedAfterEach } from '../../test/support/fixtures.ts';
 import { createEngine, type Engine, type EngineOptions } from '../engine/engine.ts';
 import type { CompleteAndClaim, Store } from '../engine/store.ts';
@@ -158,6 +158,40 @@ describe('ClaimDispatcher', () => {
       expect(calls).toEqual(completeAndClaim ? ['completeAndClaimLimitedJobs'] : ['completeJobs', 'claimLimitedJobs']);
     });
   }
+
+  for (const limited of [false, true]) {
+    it(`tells a claim's acks settled once they are stored, while it waits on for work (${limited ? 'carried by its first query, under a concurrency limit' : 'stored beside its first query'})`, async () => {
+      const name = `settled-${limited}`;
+      if (limited) await store.updateQueueSettings(name, { concurrency: 5 }, new Date());
+      const { engine, dispatcher } = await dispatcherOver(store);
+      await engine.enqueueMany([1, 2].map((n) => ({ name, version: 1, payload: { n } })));
+      const held = await engine.claim({ name, maxVersion: 1, limit: 2, workerId: 'w' });
+      const acks = held.map((job) => ({ id: job.id, leaseToken: job.leaseToken, result: { n: job.id } }));
+      const told: (readonly string[])[] = [];
+      const closing = claimOf(name, { acks, acksSettled: (completed) => told.push(completed) });
+      const waiting = dispatcher.claim(closing, listening());
+      await vi.waitFor(() => expect(told).toHaveLength(1));
+      expect([...(told[0] ?? [])].sort()).toEqual(acks.map((ack) => ack.id).sort());
+      for (const ack of acks) expect(await engine.get(ack.id)).toMatchObject({ state: 'completed' });
+      // Still waiting for work: the acks' outcomes came first.
+      expect(dispatcher.stopWaiting(closing.workerId, { covers: (n) => n === name })).toBe(1);
+      const answer = await waiting;
+      expect([...answer.completed].sort()).toEqual([...(told[0] ?? [])].sort());
+      expect(told).toHaveLength(1);
+    });
+  }
+
+  it('tells nothing settled for a claim that carries no acks', async () => {
+    const { dispatcher } = await dispatcherOver(store);
+    const told: unknown[] = [];
+    const answer = await dispatcher.claim(
+      claimOf('settled-none', { waitMs: 0, acksSettled: (completed) => told.push(completed) }),
+      listening(),
+    );
+    expect(answer.jobs).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(told).toEqual([]);
+  });
 
   it('leases no more than its room grants, and tells the room what each attempt and each handoff leased', async () => {
     const { engine, dispatcher } = await dispatcherOver(store);

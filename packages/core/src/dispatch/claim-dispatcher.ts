@@ -30,6 +30,12 @@ export interface DispatchedClaim extends ClaimInput {
   waitMs: number;
   /** Acks completed first, riding along to save their own round trip. */
   acks: readonly CarriedAck[];
+  /**
+   * Told, when there are acks, once they have their outcomes (stored, or failed as a batch), with the ids of the
+   * jobs they completed (as the answer's `completed` will name them): from then on the dispatcher reads `acks`
+   * no more, so the caller may let them go while the claim waits on for work.
+   */
+  acksSettled?: (completed: readonly string[]) => void;
   /** Room for the payloads the claim brings into memory, when its server bounds them over all claims. */
   room?: ClaimRoom;
 }
@@ -87,6 +93,8 @@ interface OpenClaim {
   readonly carriedAnswered: (outcomes: readonly CompleteOutcome[]) => void;
   /** Its answer about its acks, once they completed or failed. */
   readonly acked: Promise<AcksAnswer>;
+  /** How many acks it carried (its caller may let them go once they settle: `acksSettled`). */
+  readonly ackCount: number;
   /** Its next attempt may skip the store: a handoff just found nothing else ready for its worker. */
   skipQuery: boolean;
   /** The wake-up generation its latest attempt started at. */
@@ -252,6 +260,10 @@ export class ClaimDispatcher {
           acksFailed: true,
           concurrencyLimited,
         }));
+    // Counted now: once the acks settle, the caller may let them go (`acksSettled`).
+    const ackCount = request.acks.length;
+    const { acksSettled } = request;
+    if (acksSettled && ackCount > 0) void acked.then((answer) => acksSettled(answer.completed));
     const { host, pid = null, startedAt = null } = request;
     await this.presence.seen({ id: workerId, host, name, minVersion, maxVersion, pid, startedAt });
     const deadlineMs = this.nowMs() + Math.min(request.waitMs, this.options.maxWaitMs);
@@ -264,6 +276,7 @@ export class ClaimDispatcher {
       carried,
       carriedAnswered,
       acked,
+      ackCount,
       // Right after a handoff to this worker, with nothing announced since, the query would find nothing.
       skipQuery: !carried && request.waitMs > 0 && this.handoffs.nothingReadySinceHandoff(request),
       seen: 0,
@@ -348,7 +361,7 @@ export class ClaimDispatcher {
     const acks = await claim.acked;
     // Acks that found their lease lost are answered now rather than after the wait. (Acks that failed are
     // sent again after the wait: an answer at once would bring them straight back while the store fails.)
-    const leasesLost = !acks.acksFailed && acks.completed.length < request.acks.length;
+    const leasesLost = !acks.acksFailed && acks.completed.length < claim.ackCount;
     if (!leasesLost) {
       const pollMs =
         claim.nextStartAt === null ? this.options.pollIntervalMs : claim.nextStartAt.getTime() - this.nowMs();
