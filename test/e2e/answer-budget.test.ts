@@ -1,4 +1,4 @@
-import { type QueueServer, startServer } from '@workq/queue-server';
+import { type QueueServer, type ServerLimits, startServer } from '@workq/queue-server';
 import { jobs } from '@workq/schemas';
 import { until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +24,27 @@ const BUDGET = 2 * MAX_CLAIM_BYTES;
 /** An `imageConvert` payload just under the largest size. */
 const largePayload = (n: number) => ({ source: `${n}:${'x'.repeat(MAX_PAYLOAD_BYTES - 200)}`, output: `${n}.webp` });
 
+/** A server on an in-memory store with these tokens (each with its scopes) and limits. */
+const serverWith = (
+  tokens: [string, string[]][],
+  limits: ServerLimits,
+  logger = collectingLogger(),
+): Promise<QueueServer> =>
+  startServer({
+    store: 'pglite://memory',
+    port: 0,
+    jobs,
+    tokens: tokens.map(([token, scopes]) => ({ token, scopes })),
+    limits,
+    logger,
+  });
+
+/** Resolves once `done()` holds; fails after 20 s, naming `what` it waited for. */
+const waitFor = (done: () => Promise<boolean>, what: string) =>
+  until(done, 20_000, 20).catch(() => {
+    throw new Error(`timed out waiting for ${what}`);
+  });
+
 /** The tRPC body of a claim of up to `JOBS_PER_CLAIM` images for `workerId`, waiting up to `waitMs` for them. */
 const claimBody = (workerId: string, waitMs = 60_000) =>
   JSON.stringify({ json: { name: 'imageConvert', maxVersion: 2, limit: JOBS_PER_CLAIM, workerId, waitMs } });
@@ -46,18 +67,15 @@ describe('payloads answered at once (limits.maxAnswerBytesInFlight)', () => {
   const logger = collectingLogger();
 
   beforeAll(async () => {
-    server = await startServer({
-      store: 'pglite://memory',
-      port: 0,
-      jobs,
-      tokens: [
-        { token: ROOT, scopes: ['admin', 'produce:*'] },
-        { token: WORKER_A, scopes: ['consume:*'] },
-        { token: WORKER_B, scopes: ['consume:*'] },
+    server = await serverWith(
+      [
+        [ROOT, ['admin', 'produce:*']],
+        [WORKER_A, ['consume:*']],
+        [WORKER_B, ['consume:*']],
       ],
-      limits: { maxPayloadBytes: MAX_PAYLOAD_BYTES, maxClaimBytes: MAX_CLAIM_BYTES, maxAnswerBytesInFlight: BUDGET },
+      { maxPayloadBytes: MAX_PAYLOAD_BYTES, maxClaimBytes: MAX_CLAIM_BYTES, maxAnswerBytesInFlight: BUDGET },
       logger,
-    });
+    );
   });
 
   afterAll(async () => {
@@ -65,10 +83,6 @@ describe('payloads answered at once (limits.maxAnswerBytesInFlight)', () => {
   });
 
   const scraped = (name: string) => scrapedMetric(server.url, ROOT, name);
-  const waitFor = (done: () => Promise<boolean>, what: string) =>
-    until(done, 20_000, 20).catch(() => {
-      throw new Error(`timed out waiting for ${what}`);
-    });
   const claim = async (token: string, workerId: string, waitMs?: number): Promise<string[]> => {
     const response = await fetch(`${server.url}/trpc/consumer.claim`, {
       method: 'POST',
@@ -144,5 +158,93 @@ describe('payloads answered at once (limits.maxAnswerBytesInFlight)', () => {
         },
       }),
     ).rejects.toMatchObject({ code: 'VALIDATION', message: expect.stringContaining('limits.maxAnswerBytesInFlight') });
+  });
+});
+
+/**
+ * Job statuses take room too: a status brings its result (and errors), so a caller reading a large result many
+ * times in one batch, and leaving the answer unread, holds its share, while another caller's reads go on.
+ */
+describe('statuses answered at once (limits.maxAnswerBytesInFlight)', () => {
+  const READER_A = 'produce-token-status-budget-a-0123';
+  const READER_B = 'produce-token-status-budget-b-0123';
+  const MAX_RESULT_BYTES = 8 * 1024 * 1024;
+  /** Two statuses of a result just under 8 MiB: an answer of about 16 MiB, more than a loopback socket buffers. */
+  const READS_PER_BATCH = 2;
+  /**
+   * One caller's share: room for both reads of the batch at once (each takes room for the largest status first),
+   * but not for a third beside the two results they keep.
+   */
+  const STATUS_BUDGET = 40 * 1024 * 1024;
+  let server: QueueServer;
+  let jobId = '';
+
+  beforeAll(async () => {
+    server = await serverWith(
+      [
+        [ROOT, ['admin', 'produce:*', 'consume:*']],
+        [READER_A, ['produce:*']],
+        [READER_B, ['produce:*']],
+      ],
+      {
+        maxPayloadBytes: 256 * 1024,
+        maxResultBytes: MAX_RESULT_BYTES,
+        maxClaimBytes: 256 * 1024,
+        maxChildrenPageBytes: MAX_RESULT_BYTES,
+        maxAnswerBytesInFlight: STATUS_BUDGET,
+      },
+    );
+    const root = rawClient(server.url, ROOT);
+    jobId = (
+      await root.jobs.enqueue.mutate({
+        name: 'imageConvert',
+        version: 2,
+        payload: { source: 'a.png', output: 'a.webp' },
+      })
+    ).id;
+    const [held] = (await root.consumer.claim.mutate({ name: 'imageConvert', maxVersion: 2, limit: 1, workerId: 'w' }))
+      .jobs;
+    const result = { bytes: 1, blob: 'r'.repeat(MAX_RESULT_BYTES - 1_000) };
+    await root.consumer.complete.mutate({ items: [{ id: jobId, leaseToken: held?.leaseToken as string, result }] });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const scraped = (name: string) => scrapedMetric(server.url, ROOT, name);
+  /** The length of the job's result as `token` reads it through `jobs.get`. */
+  const resultOf = async (token: string) => {
+    const status = await rawClient(server.url, token).jobs.get.query({ id: jobId });
+    return (status.result as { blob: string }).blob.length;
+  };
+
+  it("holds a caller's status reads to its share while its answer is unread, and serves another caller's", async () => {
+    // Caller A reads the status twice in one batch, on a connection it does not read.
+    const input = Object.fromEntries(Array.from({ length: READS_PER_BATCH }, (_, i) => [i, { json: { id: jobId } }]));
+    const paths = Array.from({ length: READS_PER_BATCH }, () => 'jobs.get').join(',');
+    const unread = openSocket(server.url);
+    await unread.connected;
+    unread.socket.pause();
+    unread.socket.write(
+      `GET /trpc/${paths}?batch=1&input=${encodeURIComponent(JSON.stringify(input))} HTTP/1.1\r\n` +
+        `Host: 127.0.0.1\r\nAuthorization: Bearer ${READER_A}\r\nConnection: close\r\n\r\n`,
+    );
+    await waitFor(async () => (await scraped('workq_answer_bytes')) > 15 * 1024 * 1024, "A's answer held");
+
+    // A's next read waits for room; B's is answered beside it.
+    let aRead: number | undefined;
+    const aNext = resultOf(READER_A).then((length) => (aRead = length));
+    await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 1, "A's next read waiting");
+    expect(await resultOf(READER_B)).toBe(MAX_RESULT_BYTES - 1_000);
+    expect(aRead).toBeUndefined();
+
+    // Once A reads its answer, its room comes back and its next read is answered.
+    unread.socket.resume();
+    await unread.closed;
+    expect(unread.state.received).toMatch(/^HTTP\/1\.1 200 /);
+    await aNext;
+    expect(aRead).toBe(MAX_RESULT_BYTES - 1_000);
+    await waitFor(async () => (await scraped('workq_answer_bytes')) === 0, 'every answer sent');
   });
 });

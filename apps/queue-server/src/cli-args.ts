@@ -42,8 +42,9 @@ Every option can also be set as an environment variable (shown in brackets); fla
                             --max-payload-bytes jobs [WORKQ_MAX_CLAIM_BYTES] (default ${DEFAULT_LIMITS.maxClaimBytes})
   --max-children-page-bytes <n>  bytes of results one page of a job's children may carry
                             [WORKQ_MAX_CHILDREN_PAGE_BYTES] (default ${DEFAULT_LIMITS.maxChildrenPageBytes})
-  --max-answer-bytes-in-flight <n>  payload and result bytes the claims and pages of children
-                            answered at once may carry (one caller's: half); past it a claim is cut or waits
+  --max-answer-bytes-in-flight <n>  payload and result bytes the claims, pages of children and job
+                            statuses answered at once may carry (one caller's: half); past it a claim is cut
+                            or waits
                             [WORKQ_MAX_ANSWER_BYTES_IN_FLIGHT] (default ${DEFAULT_LIMITS.maxAnswerBytesInFlight})
   --max-store-calls-in-flight <n>  store calls made for requests at once; past it they take turns by
                             caller [WORKQ_MAX_STORE_CALLS_IN_FLIGHT] (default ${DEFAULT_LIMITS.maxStoreCallsInFlight})

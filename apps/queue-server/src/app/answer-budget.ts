@@ -67,7 +67,7 @@ export class AnswerBudget {
     if (!Number.isInteger(maxBytes) || maxBytes < largestAnswer) {
       throw new WorkqError(
         'VALIDATION',
-        `limits.maxAnswerBytesInFlight must be an integer at least limits.maxClaimBytes and limits.maxChildrenPageBytes (${largestAnswer}); got ${maxBytes}.`,
+        `limits.maxAnswerBytesInFlight must be an integer at least limits.maxClaimBytes, limits.maxChildrenPageBytes and the largest job status limits.maxResultBytes allows (${largestAnswer}); got ${maxBytes}.`,
       );
     }
     this.callerShare = Math.max(Math.floor(maxBytes / 2), largestAnswer);
@@ -261,4 +261,28 @@ export async function inAnswer<T>(budget: AnswerBudget, read: (holder: AnswerHol
   } finally {
     budget.release(holder.request);
   }
+}
+
+/**
+ * Reads up to `room.wantBytes` of stored values with room from `budget`, in `room.unitBytes` (the most one value
+ * brings), and keeps what `bytesOf` says the read brought; the rest goes back at once. `read` is told the bytes
+ * granted. For the current request (`inAnswer`), waiting for room as `AnswerBudget.reserve` does.
+ */
+export async function readInRoom<T>(
+  budget: AnswerBudget,
+  signal: AbortSignal,
+  room: { wantBytes: number; unitBytes: number },
+  read: (maxBytes: number) => Promise<T>,
+  bytesOf: (value: T) => number,
+): Promise<T> {
+  return inAnswer(budget, async ({ request, owner }) => {
+    const granted = await budget.reserve(request, owner, room.wantBytes, room.unitBytes, signal);
+    let value: T | undefined;
+    try {
+      value = await read(granted.bytes);
+      return value;
+    } finally {
+      granted.keep(value === undefined ? 0 : bytesOf(value));
+    }
+  });
 }

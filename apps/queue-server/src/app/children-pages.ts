@@ -1,6 +1,6 @@
 import { FLOW_LIMITS } from '@workq/core';
 import { type ClaimedJob, type LeaseRef, valueBytes } from '@workq/core/engine';
-import { inAnswer } from './answer-budget.ts';
+import { readInRoom } from './answer-budget.ts';
 import { childEntry } from './jobs.ts';
 import type { ServerServices } from './services.ts';
 
@@ -17,37 +17,13 @@ export interface PagePlace {
 }
 
 /**
- * Reads a page of up to `wantBytes` in room from the budget, in `unitBytes` (the most one child brings), and
- * keeps what `bytesOf` says the page carries.
- */
-async function readInRoom<T>(
-  services: ServerServices,
-  signal: AbortSignal,
-  room: { wantBytes: number; unitBytes: number },
-  read: (maxBytes: number) => Promise<T>,
-  bytesOf: (page: T) => number,
-): Promise<T> {
-  const budget = services.answerBudget;
-  return inAnswer(budget, async ({ request, owner }) => {
-    const granted = await budget.reserve(request, owner, room.wantBytes, room.unitBytes, signal);
-    let page: T | undefined;
-    try {
-      page = await read(granted.bytes);
-      return page;
-    } finally {
-      granted.keep(page === undefined ? 0 : bytesOf(page));
-    }
-  });
-}
-
-/**
  * A page of a job's children for `jobs.children`, each as `childEntry` sends it: its state, and its result or
  * last error. A child brings its result and errors to the page's bytes; its payload is left unread.
  */
 export function childrenPage(services: ServerServices, id: string, place: PagePlace, signal: AbortSignal) {
   const { maxChildrenPageBytes, maxResultBytes } = services.options.limits;
   return readInRoom(
-    services,
+    services.answerBudget,
     signal,
     { wantBytes: maxChildrenPageBytes, unitBytes: maxResultBytes },
     async (maxBytes) => (await services.engine.flows.children(id, { ...place, maxBytes })).map(childEntry),
@@ -59,7 +35,7 @@ export function childrenPage(services: ServerServices, id: string, place: PagePl
 export function heldChildrenPage(services: ServerServices, lease: LeaseRef, place: PagePlace, signal: AbortSignal) {
   const { maxChildrenPageBytes, maxResultBytes } = services.options.limits;
   return readInRoom(
-    services,
+    services.answerBudget,
     signal,
     { wantBytes: maxChildrenPageBytes, unitBytes: maxResultBytes },
     (maxBytes) => services.engine.flows.heldChildren(lease, { ...place, maxBytes }),
@@ -86,7 +62,7 @@ export async function withFirstChildren(
   const { maxChildrenPageBytes, maxResultBytes } = services.options.limits;
   // Without room for them (the claim's own jobs hold what is left), the pages are left out.
   await readInRoom(
-    services,
+    services.answerBudget,
     signal,
     { wantBytes: maxChildrenPageBytes, unitBytes: maxResultBytes },
     (bytes) => {

@@ -1,6 +1,8 @@
 import { isFinishedState, isWorkqError, type JobStatus, WorkqError } from '@workq/core';
-import { fromStoredValue } from '@workq/core/engine';
+import { fromStoredValue, valueBytes } from '@workq/core/engine';
 import { type Principal, requireReadScope } from '../auth.ts';
+import { largestStatusBytes } from '../options.ts';
+import { readInRoom } from './answer-budget.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 import { workersReading } from './workers.ts';
@@ -19,6 +21,34 @@ export type PayloadCheck = { valid: true } | { valid: false; message: string; is
 export interface PayloadIssue {
   path: string[];
   message: string;
+}
+
+/** What a status brings to an answer beyond its few fixed fields: its result, errors and children. */
+function statusBytes(status: JobStatus): number {
+  return valueBytes([status.result, status.errors, status.children]);
+}
+
+/**
+ * Job `id`'s status as an answer carries it (`jobs.get`, `GET /v1/job/:id`), read with room in the server's
+ * `AnswerBudget`: room for the most a status brings first, then what its result, errors and children do not
+ * bring goes back; the rest is held until the answer is sent. So a caller reading many statuses of jobs with
+ * large results at once, and leaving the answers unread, holds at most its share of the budget. `NOT_FOUND`
+ * as `Engine.get`. `keep` says whether the status is answered at all; one that is not keeps no room.
+ */
+export function readStatus(
+  services: ServerServices,
+  id: string,
+  signal: AbortSignal,
+  keep: (status: JobStatus) => boolean = () => true,
+): Promise<JobStatus> {
+  const bytes = largestStatusBytes(services.options.limits.maxResultBytes);
+  return readInRoom(
+    services.answerBudget,
+    signal,
+    { wantBytes: bytes, unitBytes: bytes },
+    () => services.engine.get(id),
+    (status) => (keep(status) ? statusBytes(status) : 0),
+  );
 }
 
 /**
@@ -83,16 +113,23 @@ export async function waitForJob(
   input: { id: string; timeoutMs: number },
   signal: AbortSignal,
 ): Promise<JobStatus & { workersReading?: number }> {
-  const { bus, engine, options } = services;
+  const { bus, options } = services;
   const deadline = Date.now() + Math.min(input.timeoutMs, options.limits.maxLongPollMs);
-  let status: JobStatus | undefined = await engine.get(input.id);
+  // Decided as each status is read, so that only the answer holds room in the answer budget.
+  let settled = false;
+  let ended = false;
+  const answers = (status: JobStatus) => {
+    settled = isFinishedState(status.state) || signal.aborted || bus.isClosed;
+    ended = settled || Date.now() >= deadline;
+    return ended;
+  };
+  let status: JobStatus | undefined = await readStatus(services, input.id, signal, answers);
   requireReadScope(principal, status.name);
   for (;;) {
-    const remainingMs = deadline - Date.now();
-    if (isFinishedState(status.state) || signal.aborted || bus.isClosed) return status;
-    if (remainingMs <= 0) return { ...status, workersReading: await workersReading(services, status) };
+    if (settled) return status;
+    if (ended) return { ...status, workersReading: await workersReading(services, status) };
     status = undefined;
-    await bus.waitForFinish(input.id, Math.min(remainingMs, options.pollIntervalMs), signal);
-    status = await engine.get(input.id);
+    await bus.waitForFinish(input.id, Math.max(0, Math.min(deadline - Date.now(), options.pollIntervalMs)), signal);
+    status = await readStatus(services, input.id, signal, answers);
   }
 }

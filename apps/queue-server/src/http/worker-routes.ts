@@ -3,8 +3,10 @@ import { type JobStatus, WorkqError } from '@workq/core';
 import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
+import { readStatus } from '../app/jobs.ts';
 import type { ServerServices } from '../app/services.ts';
 import { type Principal, requireReadScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
+import { FAILURE_MESSAGE_CHARS } from '../options.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
 import { abortOnClose, readJsonBody } from './json-api.ts';
 
@@ -56,7 +58,7 @@ export const completeBody = z.object({ leaseToken, result: z.unknown() });
 
 export const failBody = z.object({
   leaseToken,
-  message: z.string().max(10_000),
+  message: z.string().max(FAILURE_MESSAGE_CHARS),
   permanent: z.boolean().default(false),
   timedOut: z.boolean().default(false),
   errorName: z.string().max(1_000).optional(),
@@ -204,9 +206,11 @@ export async function stopWaitingRoute({ services, principal, param }: RestCall)
   return { status: 200, body: { claims: services.dispatcher.stopWaiting(workerId, stopScopeOf(principal)) } };
 }
 
-/** `GET /v1/job/{id}`: the job's status. */
-export async function statusRoute(call: RestCall): Promise<RestAnswer> {
-  return { status: 200, body: await readableJob(call) };
+/** `GET /v1/job/{id}`: the job's status, read with room in the answer budget (as `jobs.get`). */
+export async function statusRoute({ res, services, principal, param }: RestCall): Promise<RestAnswer> {
+  const job = await readStatus(services, parseParam(jobId, param, 'job id'), abortOnClose(res));
+  requireReadScope(principal, job.name);
+  return { status: 200, body: job };
 }
 
 /** `POST /v1/job/{id}/cancel`: cancels a job that has not finished; `cancelled` says whether this call did. */

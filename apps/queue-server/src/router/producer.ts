@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { childrenPage } from '../app/children-pages.ts';
 import { enqueueJobs } from '../app/enqueue.ts';
 import { childTypes, enqueueJobOrFlow } from '../app/flows.ts';
-import { waitForJob } from '../app/jobs.ts';
+import { readStatus, waitForJob } from '../app/jobs.ts';
+import { requireReadScope } from '../auth.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
 import { authedProcedure, router } from './trpc.ts';
@@ -52,11 +53,12 @@ export const producerRouter = router({
       return enqueueJobs(ctx.services, name, input.version, payloads, input.options, each);
     }),
 
-  /** A job's status, for a token that may produce or consume its type. */
-  get: authedProcedure
-    .input(z.object({ id: jobId }))
-    .use(readsJob)
-    .query(({ ctx }) => ctx.job),
+  /** A job's status, for a token that may produce or consume its type; read with room in the answer budget. */
+  get: authedProcedure.input(z.object({ id: jobId })).query(async ({ ctx, input, signal }) => {
+    const job = await readStatus(ctx.services, input.id, signal ?? new AbortController().signal);
+    requireReadScope(ctx.principal, job.name);
+    return job;
+  }),
 
   /**
    * A page of a job's children, in enqueue order, after `afterId` when given, for a token that may produce or
