@@ -170,7 +170,7 @@ describe('ClaimDispatcher', () => {
       const told: (readonly string[])[] = [];
       const closing = claimOf(name, { acks, acksSettled: (completed) => told.push(completed) });
       const waiting = dispatcher.claim(closing, listening());
-      await vi.waitFor(() => expect(told).toHaveLength(1));
+      await vi.waitFor(() => expect(told).toHaveLength(1), { timeout: 5_000 });
       expect([...(told[0] ?? [])].sort()).toEqual(acks.map((ack) => ack.id).sort());
       for (const ack of acks) expect(await engine.get(ack.id)).toMatchObject({ state: 'completed' });
       // Still waiting for work: the acks' outcomes came first.
