@@ -1,4 +1,4 @@
-import { type Catalog, ERROR_HISTORY_LIMITS, FLOW_LIMITS, MAX_BATCH_SIZE } from '@workq/core';
+import { type Catalog, MAX_BATCH_SIZE } from '@workq/core';
 import {
   type CronEntry,
   DEFAULT_HISTORY_RETENTION_MS,
@@ -80,12 +80,10 @@ export interface ServerLimits {
    * cannot exhaust the server's memory. One caller's requests hold at most
    * half of it (never less than one claim or page), so no caller that leaves
    * its answers unread can stop the others. Job statuses (`jobs.get`,
-   * `jobs.wait`, `GET /v1/job/:id`) take room for the most one may bring (a
-   * result of `maxResultBytes`, a full error history, a parent's first
-   * children) and keep what theirs brought. At least `maxClaimBytes`,
-   * `maxChildrenPageBytes` and that largest status (`VALIDATION` at start
-   * otherwise).
-   * @defaultValue 268_435_456 (256 MiB), or the largest of those three when larger
+   * `jobs.wait`, `GET /v1/job/:id`) count what their results, errors and
+   * children bring, once read. At least `maxClaimBytes` and
+   * `maxChildrenPageBytes` (`VALIDATION` at start otherwise).
+   * @defaultValue 268_435_456 (256 MiB), or the larger of those two when larger
    */
   maxAnswerBytesInFlight?: number | undefined;
   /**
@@ -295,19 +293,6 @@ export interface ResolvedServerOptions {
   logger: Logger;
 }
 
-/** The longest message of a failed attempt a worker may send (`consumer.fail`); a status shows the latest few. */
-export const FAILURE_MESSAGE_CHARS = 10_000;
-
-/**
- * The most one job's status may bring to an answer, as the answer budget counts it: a result of
- * `maxResultBytes`, a full error history, and a parent's first children (id, name and state each).
- */
-export function largestStatusBytes(maxResultBytes: number): number {
-  const { attempts, stackChars, nameChars } = ERROR_HISTORY_LIMITS;
-  const errors = attempts * (FAILURE_MESSAGE_CHARS + stackChars + nameChars + 256);
-  return maxResultBytes + errors + FLOW_LIMITS.statusChildren * 256;
-}
-
 export const DEFAULT_LIMITS: Required<ServerLimits> = Object.freeze({
   maxPayloadBytes: 256 * 1024,
   maxResultBytes: 256 * 1024,
@@ -341,8 +326,6 @@ function jsonLineLogger(): Logger {
 export function resolveServerOptions(options: ServerOptions = {}): ResolvedServerOptions {
   const maxClaimBytes =
     options.limits?.maxClaimBytes ?? Math.max(DEFAULT_LIMITS.maxClaimBytes, options.limits?.maxPayloadBytes ?? 0);
-  const maxResultBytes =
-    options.limits?.maxResultBytes ?? options.limits?.maxPayloadBytes ?? DEFAULT_LIMITS.maxResultBytes;
   return {
     store: options.store,
     port: options.port ?? 4000,
@@ -357,7 +340,8 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
     limits: {
       ...DEFAULT_LIMITS,
       ...options.limits,
-      maxResultBytes,
+      maxResultBytes:
+        options.limits?.maxResultBytes ?? options.limits?.maxPayloadBytes ?? DEFAULT_LIMITS.maxResultBytes,
       maxBodyBytesInFlight:
         options.limits?.maxBodyBytesInFlight ??
         Math.max(DEFAULT_LIMITS.maxBodyBytesInFlight, options.limits?.maxRequestBytes ?? 0),
@@ -368,7 +352,6 @@ export function resolveServerOptions(options: ServerOptions = {}): ResolvedServe
           DEFAULT_LIMITS.maxAnswerBytesInFlight,
           maxClaimBytes,
           options.limits?.maxChildrenPageBytes ?? DEFAULT_LIMITS.maxChildrenPageBytes,
-          largestStatusBytes(maxResultBytes),
         ),
     },
     dataDir: options.dataDir ?? '.workq',

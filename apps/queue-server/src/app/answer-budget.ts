@@ -67,7 +67,7 @@ export class AnswerBudget {
     if (!Number.isInteger(maxBytes) || maxBytes < largestAnswer) {
       throw new WorkqError(
         'VALIDATION',
-        `limits.maxAnswerBytesInFlight must be an integer at least limits.maxClaimBytes, limits.maxChildrenPageBytes and the largest job status limits.maxResultBytes allows (${largestAnswer}); got ${maxBytes}.`,
+        `limits.maxAnswerBytesInFlight must be an integer at least limits.maxClaimBytes and limits.maxChildrenPageBytes (${largestAnswer}); got ${maxBytes}.`,
       );
     }
     this.callerShare = Math.max(Math.floor(maxBytes / 2), largestAnswer);

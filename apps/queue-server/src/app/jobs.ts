@@ -1,8 +1,7 @@
 import { isFinishedState, isWorkqError, type JobStatus, WorkqError } from '@workq/core';
 import { fromStoredValue, valueBytes } from '@workq/core/engine';
 import { type Principal, requireReadScope } from '../auth.ts';
-import { largestStatusBytes } from '../options.ts';
-import { readInRoom } from './answer-budget.ts';
+import { inAnswer } from './answer-budget.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 import { workersReading } from './workers.ts';
@@ -29,11 +28,19 @@ function statusBytes(status: JobStatus): number {
 }
 
 /**
- * Job `id`'s status as an answer carries it (`jobs.get`, `GET /v1/job/:id`), read with room in the server's
- * `AnswerBudget`: room for the most a status brings first, then what its result, errors and children do not
- * bring goes back; the rest is held until the answer is sent. So a caller reading many statuses of jobs with
- * large results at once, and leaving the answers unread, holds at most its share of the budget. `NOT_FOUND`
- * as `Engine.get`. `keep` says whether the status is answered at all; one that is not keeps no room.
+ * What a status's read takes of the answer budget before it is read: about its fixed fields. Most statuses bring
+ * no more; what one brings beyond (a result, errors, children) is counted once it is read.
+ */
+const STATUS_ROOM_BYTES = 1_024;
+
+/**
+ * Job `id`'s status as an answer carries it (`jobs.get`, `jobs.wait`, `GET /v1/job/:id`), counted in the
+ * server's `AnswerBudget` until the answer is sent: the read first takes room for a status's fixed fields
+ * (waiting, as a claim does, while its caller holds its share), then counts what its result, errors and
+ * children brought. So a caller reading large results many times and leaving the answers unread holds at most
+ * its share, past it only by the statuses of its reads in progress (whose store calls take turns), and its next
+ * reads wait; another caller's go on. `keep` says whether the status is answered at all: one that is not (a
+ * `jobs.wait` reading on) keeps no room. `NOT_FOUND` as `Engine.get`.
  */
 export function readStatus(
   services: ServerServices,
@@ -41,14 +48,19 @@ export function readStatus(
   signal: AbortSignal,
   keep: (status: JobStatus) => boolean = () => true,
 ): Promise<JobStatus> {
-  const bytes = largestStatusBytes(services.options.limits.maxResultBytes);
-  return readInRoom(
-    services.answerBudget,
-    signal,
-    { wantBytes: bytes, unitBytes: bytes },
-    () => services.engine.get(id),
-    (status) => (keep(status) ? statusBytes(status) : 0),
-  );
+  const budget = services.answerBudget;
+  return inAnswer(budget, async ({ request, owner }) => {
+    const room = await budget.reserve(request, owner, STATUS_ROOM_BYTES, STATUS_ROOM_BYTES, signal);
+    let bytes = 0;
+    try {
+      const status = await services.engine.get(id);
+      if (keep(status)) bytes = STATUS_ROOM_BYTES + statusBytes(status);
+      return status;
+    } finally {
+      room.keep(Math.min(bytes, room.bytes));
+      if (bytes > room.bytes) budget.add(request, owner, bytes - room.bytes, signal);
+    }
+  });
 }
 
 /**

@@ -6,7 +6,6 @@ import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../
 import { readStatus } from '../app/jobs.ts';
 import type { ServerServices } from '../app/services.ts';
 import { type Principal, requireReadScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
-import { FAILURE_MESSAGE_CHARS } from '../options.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
 import { abortOnClose, readJsonBody } from './json-api.ts';
 
@@ -58,7 +57,7 @@ export const completeBody = z.object({ leaseToken, result: z.unknown() });
 
 export const failBody = z.object({
   leaseToken,
-  message: z.string().max(FAILURE_MESSAGE_CHARS),
+  message: z.string().max(10_000),
   permanent: z.boolean().default(false),
   timedOut: z.boolean().default(false),
   errorName: z.string().max(1_000).optional(),

@@ -6,7 +6,6 @@ import { moveJob } from '../app/enqueue.ts';
 import { childTypes, waitForChildren } from '../app/flows.ts';
 import { checkPayloads } from '../app/payloads.ts';
 import { hasAnyScope, stopScopeOf } from '../auth.ts';
-import { FAILURE_MESSAGE_CHARS } from '../options.ts';
 import { completion, withPlainCompletions } from './completions.ts';
 import { childJob, enqueueOptions, jobId, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, producesEach, scoped } from './scoped.ts';
@@ -99,7 +98,7 @@ export const consumerRouter = router({
   fail: leaseProcedure
     .input(
       lease.extend({
-        message: z.string().max(FAILURE_MESSAGE_CHARS),
+        message: z.string().max(10_000),
         permanent: z.boolean().default(false),
         timedOut: z.boolean().default(false),
         errorName: z.string().max(1_000).optional(),
