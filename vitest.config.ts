@@ -1,6 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The workspace packages export their built `dist` first; this condition, ahead of it in each package's `exports`,
+ * points the suite at their TypeScript sources instead, so tests that import a package by name and tests that
+ * import its sources by path share one copy of each module, and a test needs no build to see a change.
+ */
+const SOURCE_CONDITIONS = ['workq-source', 'module', 'node', 'development|production'];
+
 export default defineConfig({
+  ssr: { resolve: { conditions: SOURCE_CONDITIONS } },
   test: {
     include: ['packages/*/{src,test}/**/*.test.ts', 'apps/*/{src,test}/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', 'bench/**'],

@@ -1,17 +1,12 @@
 /**
  * Node processes a chaos run or soak starts: TypeScript entry points run
- * with `node --import tsx` (one process per entry, so its pid is the one to
+ * as the suite runs them (`RUN_TYPESCRIPT`; one process per entry, so its pid is the one to
  * signal and to sample), each in its own process group, output appended to a
  * log file. `killAll()` ends every one still running, by pid.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { exited, REPO_ROOT } from '../support/processes.ts';
-
-/** tsx's loader, as `node --import` takes it. */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+import { exited, REPO_ROOT, RUN_TYPESCRIPT } from '../support/processes.ts';
 
 export class NodeProcesses {
   private readonly running = new Set<ChildProcess>();
@@ -21,7 +16,7 @@ export class NodeProcesses {
     const log = openSync(options.logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, ['--import', TSX_LOADER, entry, ...args], {
+      child = spawn(process.execPath, [...RUN_TYPESCRIPT, entry, ...args], {
         cwd: REPO_ROOT,
         env: { ...process.env, ...options.env },
         stdio: ['ignore', log, log],

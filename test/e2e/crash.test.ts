@@ -7,7 +7,7 @@ import { jobs } from '@workq/schemas';
 import { createClient } from '@workq/sdk';
 import { until } from '@workq/test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ChildProcesses, exited, TSX_LOADER } from '../support/processes.ts';
+import { ChildProcesses, exited, RUN_TYPESCRIPT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import { describeEachStore, type FreshStore, listStoredJobs, SHARED_STORES, serverStore } from '../support/stores.ts';
 
@@ -87,7 +87,7 @@ await describeEachStore(SHARED_STORES, 'a worker process killed mid-run over $la
     for (const [index, log] of logs.entries()) {
       await writeFile(log, '');
       workers.push(
-        children.spawnNode(['--import', TSX_LOADER, WORKER_SCRIPT], {
+        children.spawnNode([...RUN_TYPESCRIPT, WORKER_SCRIPT], {
           WORKQ_URL: server.url,
           WORKQ_RUN_LOG: log,
           WORKQ_CONCURRENCY: '4',

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { ChildProcesses, exited, REPO_ROOT, TSX_LOADER } from '../support/processes.ts';
+import { ChildProcesses, exited, REPO_ROOT, RUN_TYPESCRIPT } from '../support/processes.ts';
 
 // The quick start's demo (`npm run demo` runs examples/quick-start after installing and building) as a
 // newcomer meets it: from a directory with no data yet, on the embedded default store, on a free port.
@@ -18,7 +18,7 @@ afterAll(() => Promise.all(directories.map((dir) => rm(dir, { recursive: true, f
 async function startDemo(args: readonly string[] = []) {
   const cwd = await mkdtemp(join(tmpdir(), 'workq-demo-'));
   directories.push(cwd);
-  const child = children.spawn(process.execPath, ['--import', TSX_LOADER, DEMO, ...args], {
+  const child = children.spawn(process.execPath, [...RUN_TYPESCRIPT, DEMO, ...args], {
     cwd,
     env: { WORKQ_PORT: '0', NO_COLOR: '1' },
   });

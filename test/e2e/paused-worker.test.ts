@@ -6,7 +6,7 @@ import { jobs } from '@workq/schemas';
 import { createClient, type Worker } from '@workq/sdk';
 import { freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ChildProcesses, exited, TSX_LOADER } from '../support/processes.ts';
+import { ChildProcesses, exited, RUN_TYPESCRIPT } from '../support/processes.ts';
 import { collectingLogger } from '../support/quiet-logger.ts';
 import type { FreshStore } from '../support/stores.ts';
 
@@ -64,7 +64,7 @@ describe('a worker process paused past its leases, then resumed', () => {
   /** Starts the worker process; resolves once it is claiming. */
   async function startPausable(log: string, env: Record<string, string>) {
     await writeFile(log, '');
-    const child = children.spawnNode(['--import', TSX_LOADER, WORKER_SCRIPT], {
+    const child = children.spawnNode([...RUN_TYPESCRIPT, WORKER_SCRIPT], {
       WORKQ_URL: server.url,
       WORKQ_RUN_LOG: log,
       ...env,

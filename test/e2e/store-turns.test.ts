@@ -3,7 +3,7 @@ import { catalogJsonSchemas } from '@workq/core';
 import { jobs } from '@workq/schemas';
 import { freePort, freshPostgresSchema, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChildProcesses, REPO_ROOT, TSX_LOADER } from '../support/processes.ts';
+import { ChildProcesses, REPO_ROOT, RUN_TYPESCRIPT } from '../support/processes.ts';
 import { scrapedMetric } from '../support/prometheus.ts';
 import { rawClient } from '../support/raw-client.ts';
 
@@ -30,8 +30,7 @@ describe('store calls taking turns by caller (limits.maxStoreCallsInFlight)', ()
     url = `http://127.0.0.1:${port}`;
     const tokens = [`${ROOT}=admin`, `${READER}=produce:imageConvert`, `${PRODUCER}=produce:sendEmail`];
     const server = children.spawnNode([
-      '--import',
-      TSX_LOADER,
+      ...RUN_TYPESCRIPT,
       CLI,
       '--store',
       schema.url,

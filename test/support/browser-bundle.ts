@@ -20,7 +20,9 @@ export interface BrowserBundle {
 /**
  * Bundles an entry for the browser as a page's bundler would (ESM, browser
  * conditions), recording every import; esbuild itself fails on a Node
- * built-in it cannot resolve.
+ * built-in it cannot resolve. The workspace packages resolve to their
+ * sources (`workq-source`), as in the rest of the suite; installed packages
+ * do not know that condition and resolve to what they publish.
  */
 export async function bundleForBrowser(entry: string, options: { cwd?: string } = {}): Promise<BrowserBundle> {
   const imports: string[] = [];
@@ -30,6 +32,7 @@ export async function bundleForBrowser(entry: string, options: { cwd?: string } 
     bundle: true,
     write: false,
     platform: 'browser',
+    conditions: ['workq-source'],
     format: 'esm',
     target: 'es2022',
     metafile: true,

@@ -6,15 +6,18 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 /** The repository root. */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** tsx's command-line entry, to run TypeScript in child processes. */
-export const TSX_CLI = createRequire(import.meta.url).resolve('tsx/cli');
-
 /**
  * tsx's loader, for `node --import` to run TypeScript in a child process without tsx's launcher between
  * the test and the child: a signal reaches the child itself, which the launcher's relay (it kills a child
  * that does not confirm a relayed signal within milliseconds) cannot promise on a loaded machine.
  */
-export const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/**
+ * `node` arguments that run this repository's TypeScript in a child process as the suite runs it: tsx's loader, and
+ * the `workq-source` condition, which resolves the workspace packages to their sources rather than their `dist`.
+ */
+export const RUN_TYPESCRIPT: readonly string[] = ['--conditions=workq-source', '--import', TSX_LOADER];
 
 /**
  * Child processes a test starts. Each runs in its own process group, so

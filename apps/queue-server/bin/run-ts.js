@@ -1,4 +1,5 @@
-// Runs a TypeScript entry of this package through tsx, so its commands work from a fresh clone without a build step.
+// Runs a TypeScript entry of this package through tsx, so its commands work from a fresh clone without a build step:
+// the `workq-source` condition resolves the workspace packages to their sources too (the published bin is built).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -14,7 +15,7 @@ export function runTs(entry) {
   const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const child = spawn(
     process.execPath,
-    ['--import', loader, join(here, '..', 'src', entry), ...process.argv.slice(2)],
+    ['--conditions=workq-source', '--import', loader, join(here, '..', 'src', entry), ...process.argv.slice(2)],
     {
       stdio: 'inherit',
     },
