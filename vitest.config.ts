@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The workspace packages export their built `dist` first; this condition, ahead of it in each package's `exports`,
+ * The workspace packages export their built `dist` first; `workq-source`, ahead of it in each package's `exports`,
  * points the suite at their TypeScript sources instead, so tests that import a package by name and tests that
- * import its sources by path share one copy of each module, and a test needs no build to see a change.
+ * import its sources by path share one copy of each module, and a test needs no build to see a change. The rest
+ * are Vitest's own server conditions: it passes these to Node in its workers too, where `module` would load
+ * packages' bundler-only builds.
  */
-const SOURCE_CONDITIONS = ['workq-source', 'module', 'node', 'development|production'];
+const SOURCE_CONDITIONS = ['workq-source', 'node', 'development|production'];
 
 export default defineConfig({
   ssr: { resolve: { conditions: SOURCE_CONDITIONS } },
