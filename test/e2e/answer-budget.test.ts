@@ -216,8 +216,8 @@ describe('statuses answered at once (limits.maxAnswerBytesInFlight)', () => {
     return (status.result as { blob: string }).blob.length;
   };
 
-  it("holds a caller's status reads to its share while its answer is unread, and serves another caller's", async () => {
-    // Caller A reads the status three times in one batch, on a connection it does not read.
+  /** `token` reads the job's status `READS_PER_BATCH` times in one batch, on a connection it does not read. */
+  async function unreadStatusBatch(token: string) {
     const input = Object.fromEntries(Array.from({ length: READS_PER_BATCH }, (_, i) => [i, { json: { id: jobId } }]));
     const paths = Array.from({ length: READS_PER_BATCH }, () => 'jobs.get').join(',');
     const unread = openSocket(server.url);
@@ -225,8 +225,14 @@ describe('statuses answered at once (limits.maxAnswerBytesInFlight)', () => {
     unread.socket.pause();
     unread.socket.write(
       `GET /trpc/${paths}?batch=1&input=${encodeURIComponent(JSON.stringify(input))} HTTP/1.1\r\n` +
-        `Host: 127.0.0.1\r\nAuthorization: Bearer ${READER_A}\r\nConnection: close\r\n\r\n`,
+        `Host: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
     );
+    return unread;
+  }
+
+  it("holds a caller's status reads to its share while its answer is unread, and serves another caller's", async () => {
+    // Caller A reads the status three times in one batch, on a connection it does not read.
+    const unread = await unreadStatusBatch(READER_A);
     await waitFor(async () => (await scraped('workq_answer_bytes')) > 20 * 1024 * 1024, "A's answer held");
 
     // A's next read waits for room; B's is answered beside it.
@@ -242,6 +248,26 @@ describe('statuses answered at once (limits.maxAnswerBytesInFlight)', () => {
     expect(unread.state.received).toMatch(/^HTTP\/1\.1 200 /);
     await aNext;
     expect(aRead).toBe(MAX_RESULT_BYTES - 1_000);
+    await waitFor(async () => (await scraped('workq_answer_bytes')) === 0, 'every answer sent');
+  });
+
+  it("holds none of a job's result while a caller's reads of its children wait for room (the scope check reads only its type)", async () => {
+    // A's share is held by a batch it does not read.
+    const unread = await unreadStatusBatch(READER_A);
+    await waitFor(async () => (await scraped('workq_answer_bytes')) > 20 * 1024 * 1024, "A's answer held");
+
+    // Forty reads of the job's children by A wait for room, each past its scope check. Were that check to read
+    // the job's status, each would hold its 8 MiB result while it waits: 320 MiB. The server's heap is this
+    // process's.
+    const baseline = process.memoryUsage().heapUsed;
+    const reader = rawClient(server.url, READER_A);
+    const pages = Promise.all(Array.from({ length: 40 }, () => reader.jobs.children.query({ id: jobId })));
+    await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 40, "A's reads waiting");
+    expect(process.memoryUsage().heapUsed - baseline).toBeLessThan(64 * 1024 * 1024);
+
+    unread.socket.resume();
+    await unread.closed;
+    expect(await pages).toEqual(Array.from({ length: 40 }, () => []));
     await waitFor(async () => (await scraped('workq_answer_bytes')) === 0, 'every answer sent');
   });
 });

@@ -233,8 +233,8 @@ async function consumable(
 ): Promise<string[]> {
   const allowed = await Promise.all(
     ids.map((id) =>
-      services.engine.get(id).then(
-        (job) => mayConsume(job.name),
+      services.engine.store.getJob(id, { withoutValues: true }).then(
+        (job) => job !== null && mayConsume(job.name),
         () => false,
       ),
     ),
@@ -331,6 +331,6 @@ function observeAcks(
  * the job, whatever it says of it. `undefined` when no such job is held under that token.
  */
 export async function heldJobType(services: ServerServices, lease: LeaseRef): Promise<string | undefined> {
-  const job = await services.engine.store.getJob(lease.id);
+  const job = await services.engine.store.getJob(lease.id, { withoutValues: true });
   return job && job.leaseToken === lease.leaseToken ? job.name : undefined;
 }

@@ -64,6 +64,17 @@ export function readStatus(
 }
 
 /**
+ * The type of job `id`, for a scope check before a call acts on it (`jobs.children`, `jobs.cancel`): one read
+ * that leaves its payload, result and errors unread, so a caller naming a job with large values again and again
+ * makes the server read and hold no more than for any other job. `NOT_FOUND` as `Engine.get`.
+ */
+export async function jobType(services: ServerServices, id: string): Promise<string> {
+  const job = await services.engine.store.getJob(id, { withoutValues: true });
+  if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
+  return job.name;
+}
+
+/**
  * One job with what `jobs.get` leaves out: the payload and the lease holder; a parent's first children as its
  * status lists them. `NOT_FOUND` once pruned.
  */

@@ -3,7 +3,7 @@ import { type JobStatus, WorkqError } from '@workq/core';
 import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
-import { readStatus } from '../app/jobs.ts';
+import { jobType, readStatus } from '../app/jobs.ts';
 import type { ServerServices } from '../app/services.ts';
 import { type Principal, requireReadScope, requireScope, requireSomeConsumeScope, stopScopeOf } from '../auth.ts';
 import { jobId, jobName, leaseLengthMs, leaseToken, storableText, version } from '../router/inputs.ts';
@@ -214,19 +214,23 @@ export async function statusRoute({ res, services, principal, param }: RestCall)
 
 /** `POST /v1/job/{id}/cancel`: cancels a job that has not finished; `cancelled` says whether this call did. */
 export async function cancelRoute(call: RestCall): Promise<RestAnswer> {
-  const job = await readableJob(call);
-  requireScope(call.principal, 'produce', job.name);
-  return { status: 200, body: { cancelled: await call.services.engine.cancel(job.id) } };
+  const { id, name } = await readableJob(call);
+  requireScope(call.principal, 'produce', name);
+  return { status: 200, body: { cancelled: await call.services.engine.cancel(id) } };
 }
 
 const CLAIM_SHAPE =
   '{"workerId": <string>, "maxVersion": <int>, "minVersion"?: <int>, "limit"?: <int>, "waitMs"?: <int>, "leaseMs"?: <int>}';
 
-/** The job a call names, for a token that may produce or consume its type (as `jobs.get`), else `FORBIDDEN`. */
-async function readableJob({ services, principal, param }: RestCall): Promise<JobStatus> {
-  const job = await services.engine.get(parseParam(jobId, param, 'job id'));
-  requireReadScope(principal, job.name);
-  return job;
+/**
+ * The id and type of the job a call names, for a token that may produce or consume its type (as `jobs.get`),
+ * else `FORBIDDEN`; its values are not read (`jobType`).
+ */
+async function readableJob({ services, principal, param }: RestCall): Promise<{ id: string; name: string }> {
+  const id = parseParam(jobId, param, 'job id');
+  const name = await jobType(services, id);
+  requireReadScope(principal, name);
+  return { id, name };
 }
 
 function parseParam<T extends z.ZodType<string>>(schema: T, value: string, what: string): string {

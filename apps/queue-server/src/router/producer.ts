@@ -83,7 +83,7 @@ export const producerRouter = router({
   cancel: authedProcedure
     .input(z.object({ id: jobId }))
     .use(readsJob)
-    .use(scoped('produce', (_input, ctx) => ctx.job.name))
+    .use(scoped('produce', (_input, ctx) => ctx.jobName))
     .mutation(({ ctx, input }) => ctx.services.engine.cancel(input.id)),
 
   /**

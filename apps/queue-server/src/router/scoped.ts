@@ -1,5 +1,6 @@
 import type { TRPCMiddlewareFunction } from '@trpc/server';
-import { type JobStatus, WorkqError } from '@workq/core';
+import { WorkqError } from '@workq/core';
+import { jobType } from '../app/jobs.ts';
 import type { ServerServices } from '../app/services.ts';
 import { hasAnyScope, type Principal, requireReadScope, requireScope, requireSomeConsumeScope } from '../auth.ts';
 import type { ScopeKind } from '../scopes.ts';
@@ -69,15 +70,18 @@ export function producesEach<TInput>(namesOf: (input: TInput) => readonly string
   };
 }
 
-/** The job a call names by `input.id`, as `ctx.job`: for a token that may produce or consume its type, else `FORBIDDEN`. */
+/**
+ * The type of the job a call names by `input.id`, as `ctx.jobName`: for a token that may produce or consume it,
+ * else `FORBIDDEN`; `NOT_FOUND` when there is no such job.
+ */
 export const readsJob: TRPCMiddlewareFunction<
   RequestContext,
   object,
   { services: ServerServices; principal: Principal },
-  { job: JobStatus },
+  { jobName: string },
   { id: string }
 > = async ({ ctx, input, next }) => {
-  const job = await ctx.services.engine.get(input.id);
-  requireReadScope(ctx.principal, job.name);
-  return next({ ctx: { job } });
+  const jobName = await jobType(ctx.services, input.id);
+  requireReadScope(ctx.principal, jobName);
+  return next({ ctx: { jobName } });
 };

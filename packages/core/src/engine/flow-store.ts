@@ -28,7 +28,7 @@ export interface ChildOutcome {
  * holds at least one child when any is left. With `withoutPayload` (`JobRead`), each child's payload is left
  * unread (`null`) and counts nothing.
  */
-export interface ChildrenPageQuery extends JobRead {
+export interface ChildrenPageQuery extends Pick<JobRead, 'withoutPayload'> {
   afterId?: string;
   limit: number;
   maxBytes?: number;

@@ -121,7 +121,7 @@ export class Flows {
     if (
       children.length === 0 &&
       page.afterId === undefined &&
-      !(await this.store.getJob(id, { withoutPayload: true }))
+      !(await this.store.getJob(id, { withoutValues: true }))
     ) {
       throw new WorkqError('NOT_FOUND', `No job with id ${id} (it may have been pruned from history).`);
     }

@@ -136,7 +136,7 @@ export class LeasedJobs {
       ids,
       states: ['completed'],
       limit: ids.length,
-      withoutPayload: true,
+      withoutValues: true,
     });
     return new Map(completed.map((job) => [job.id, job.leaseToken]));
   }

@@ -245,10 +245,13 @@ export interface SweptLease {
 /**
  * What a read brings of each job. With `withoutPayload`, its payload is left unread and its record's `payload`
  * is `null`: for reads that show a job's state (statuses, lists, events), which never carry its payload, so
- * that a job with a large payload costs them no more than any other.
+ * that a job with a large payload costs them no more than any other. With `withoutValues`, its result and errors
+ * are left unread too (`result` and `error` `null`, `errors` empty): for reads that need only what a job is and
+ * where it stands (its type for a scope check, its state, its lease), which then cost the same for every job.
  */
 export interface JobRead {
   withoutPayload?: boolean;
+  withoutValues?: boolean;
 }
 
 export interface ListFilter extends JobRead {

@@ -36,6 +36,28 @@ export function registerJobManagementTests(ctx: SuiteContext): void {
     }
   });
 
+  it('reads that need only what a job is leave its payload, result and errors unread and every other field whole', async () => {
+    const name = ctx.jobName('unread-values');
+    const { engine, clock } = ctx.engine();
+    const { id } = await engine.enqueue({ name, version: 1, payload: { text: 'p'.repeat(10_000) } });
+    await engine.fail(await claimOne(engine, name), { message: 'e'.repeat(5_000) });
+    clock.advance(60_000);
+    await engine.complete(await claimOne(engine, name), { text: 'r'.repeat(10_000) });
+    const waiting = await engine.enqueue({ name, version: 1, payload: { n: 2 } });
+
+    const whole = await ctx.store.getJob(id);
+    expect(whole).toMatchObject({ state: 'completed', result: { text: 'r'.repeat(10_000) }, attempts: 2 });
+    expect(whole?.errors).toHaveLength(1);
+    const unread = { payload: null, result: null, error: null, errors: [] };
+    expect(await ctx.store.getJob(id, { withoutValues: true })).toEqual({ ...whole, ...unread });
+    expect(await ctx.store.getJob(ctx.jobName('missing'), { withoutValues: true })).toBeNull();
+    const wholeWaiting = await ctx.store.getJob(waiting.id);
+    expect(await ctx.store.listJobs({ ids: [id, waiting.id], limit: 10, withoutValues: true })).toEqual([
+      { ...whole, ...unread },
+      { ...wholeWaiting, ...unread },
+    ]);
+  });
+
   it('retry reruns a completed job in place: same id, fresh attempts, its result and error cleared', async () => {
     const name = ctx.jobName('rerun');
     const { engine, clock } = ctx.engine();

@@ -145,8 +145,12 @@ export function toJson(value: unknown): string | null {
   return value === undefined ? null : (JSON.stringify(value) ?? null);
 }
 
-/** What a read of job documents leaves out: the payload, for `JobRead.withoutPayload` (it then reads as `null`). */
-export function projectionFor(read: JobRead): { payload: 0 } | undefined {
+/**
+ * What a read of job documents leaves out: the payload for `JobRead.withoutPayload`, and the result and errors
+ * too for `JobRead.withoutValues` (they then read as `null` and none).
+ */
+export function projectionFor(read: JobRead): Record<string, 0> | undefined {
+  if (read.withoutValues) return { payload: 0, result: 0, error: 0, errors: 0 };
   return read.withoutPayload ? { payload: 0 } : undefined;
 }
 

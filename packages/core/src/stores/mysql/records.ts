@@ -61,15 +61,20 @@ export const JOB_COLUMNS = [
 /** A job's own retention, written only by an insert of jobs that have one (`insertColumns`). */
 const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
 
+/** The JSON columns a `JobRead` may leave unread: the payload, or with `withoutValues` all of these. */
+const VALUE_COLUMNS: ReadonlySet<string> = new Set(['payload', 'result', 'error', 'errors']);
+
+/** Whether `read` leaves `column` unread. */
+const unread = (column: string, read: JobRead) =>
+  read.withoutValues ? VALUE_COLUMNS.has(column) : column === 'payload' && read.withoutPayload === true;
+
 /**
- * The select list of job rows, of the table read under `alias` when given; with `read.withoutPayload`, the
- * payload left unread (`NULL`).
+ * The select list of job rows, of the table read under `alias` when given; each column `read` leaves unread
+ * selected as `NULL`.
  */
 export const jobSelectOf = (alias: string | undefined, read: JobRead = {}) =>
   [...JOB_COLUMNS, ...RETENTION_COLUMNS]
-    .map((column) =>
-      column === 'payload' && read.withoutPayload ? 'NULL AS payload' : alias ? `${alias}.${column}` : column,
-    )
+    .map((column) => (unread(column, read) ? `NULL AS ${column}` : alias ? `${alias}.${column}` : column))
     .join(', ');
 
 /** The select list for whole job rows. */
@@ -78,8 +83,12 @@ export const JOB_SELECT = jobSelectOf(undefined);
 /** `JOB_SELECT` with the payload left unread. */
 const JOB_SELECT_WITHOUT_PAYLOAD = jobSelectOf(undefined, { withoutPayload: true });
 
-/** The select list a read of jobs uses: whole rows, or all but the payload. */
-export const jobSelectFor = (read: JobRead) => (read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT);
+/** `JOB_SELECT` with the payload, result and errors left unread. */
+const JOB_SELECT_WITHOUT_VALUES = jobSelectOf(undefined, { withoutValues: true });
+
+/** The select list a read of jobs uses: whole rows, all but the payload, or none of their values. */
+export const jobSelectFor = (read: JobRead) =>
+  read.withoutValues ? JOB_SELECT_WITHOUT_VALUES : read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT;
 
 /**
  * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the

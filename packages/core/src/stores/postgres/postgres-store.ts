@@ -310,7 +310,9 @@ export class PostgresStore implements Store {
   }
 
   async getJob(id: string, read: JobRead = {}): Promise<JobRecord | null> {
-    return this.one(this.client, read.withoutPayload ? this.sql.getJobWithoutPayload : this.sql.getJob, [id]);
+    const { getJob, getJobWithoutPayload, getJobWithoutValues } = this.sql;
+    const statement = read.withoutValues ? getJobWithoutValues : read.withoutPayload ? getJobWithoutPayload : getJob;
+    return this.one(this.client, statement, [id]);
   }
 
   /** One statement, or a transaction when a key or an id is taken (see `insertFlow` in flows.ts). */

@@ -36,11 +36,16 @@ const OTHER_FIELDS = [
   'retain_dead_ms',
 ] as const;
 
-/** `fields` of the table aliased `j`; with `read.withoutPayload`, the payload left unread (`NULL`). */
+/** The jsonb fields a `JobRead` may leave unread: the payload, or with `withoutValues` all of these. */
+const VALUE_FIELDS: ReadonlySet<string> = new Set(['payload', 'result', 'error', 'errors']);
+
+/** Whether `read` leaves `field` unread. */
+const unread = (field: string, read: JobRead) =>
+  read.withoutValues ? VALUE_FIELDS.has(field) : field === 'payload' && read.withoutPayload === true;
+
+/** `fields` of the table aliased `j`, each one `read` leaves unread as `NULL`. */
 const selectList = (fields: readonly string[], read: JobRead = {}) =>
-  fields
-    .map((field) => (field === 'payload' && read.withoutPayload ? 'NULL::jsonb AS payload' : `j.${field}`))
-    .join(', ');
+  fields.map((field) => (unread(field, read) ? `NULL::jsonb AS ${field}` : `j.${field}`)).join(', ');
 
 const JOB_FIELDS = [...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS];
 
@@ -50,8 +55,12 @@ export const JOB_COLUMNS = selectList(JOB_FIELDS);
 /** `JOB_COLUMNS` with the payload left unread (`JobRead.withoutPayload`). */
 export const JOB_COLUMNS_WITHOUT_PAYLOAD = selectList(JOB_FIELDS, { withoutPayload: true });
 
-/** The columns a read of jobs returns: all of them, or all but the payload. */
-export const jobColumnsFor = (read: JobRead) => (read.withoutPayload ? JOB_COLUMNS_WITHOUT_PAYLOAD : JOB_COLUMNS);
+/** `JOB_COLUMNS` with the payload, result and errors left unread (`JobRead.withoutValues`). */
+export const JOB_COLUMNS_WITHOUT_VALUES = selectList(JOB_FIELDS, { withoutValues: true });
+
+/** The columns a read of jobs returns: all of them, all but the payload, or none of its values. */
+export const jobColumnsFor = (read: JobRead) =>
+  read.withoutValues ? JOB_COLUMNS_WITHOUT_VALUES : read.withoutPayload ? JOB_COLUMNS_WITHOUT_PAYLOAD : JOB_COLUMNS;
 
 /** A job error as jsonb holds it: its time as text. */
 type StoredJobError = Omit<JobError, 'at'> & { at: string };

@@ -1,6 +1,6 @@
 import { buildAdminStatements } from './admin-statements.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
-import { JOB_COLUMNS, JOB_COLUMNS_WITHOUT_PAYLOAD } from './records.ts';
+import { JOB_COLUMNS, JOB_COLUMNS_WITHOUT_PAYLOAD, JOB_COLUMNS_WITHOUT_VALUES } from './records.ts';
 import { readiedSql } from './sql/settle-parents.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
@@ -157,6 +157,7 @@ RETURNING ${JOB_COLUMNS}`,
     /** $1 id. */
     getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
     getJobWithoutPayload: `SELECT ${JOB_COLUMNS_WITHOUT_PAYLOAD} FROM ${jobs} AS j WHERE j.id = $1`,
+    getJobWithoutValues: `SELECT ${JOB_COLUMNS_WITHOUT_VALUES} FROM ${jobs} AS j WHERE j.id = $1`,
 
     /** $1 ids (text[]): the jobs holding them, for inserts that found ids taken. */
     selectByIds: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = ANY($1::text[])`,
