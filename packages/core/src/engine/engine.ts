@@ -394,7 +394,9 @@ export class Engine {
       this.listeners.emitReady(promoted.name);
       return true;
     }
-    if (!(await this.store.getJob(id))) throw new WorkqError('NOT_FOUND', `No job with id ${id} to run now.`);
+    if (!(await this.store.getJob(id, { withoutValues: true }))) {
+      throw new WorkqError('NOT_FOUND', `No job with id ${id} to run now.`);
+    }
     return false;
   }
 
@@ -415,7 +417,7 @@ export class Engine {
       this.listeners.emitReady(rerun.name);
       return true;
     }
-    return refusedMove(await this.store.getJob(id), id, 'retry');
+    return refusedMove(await this.store.getJob(id, { withoutValues: true }), id, 'retry');
   }
 
   /**
@@ -430,7 +432,7 @@ export class Engine {
       this.listeners.emitReady(restored.name);
       return true;
     }
-    return refusedMove(await this.store.getJob(id), id, 'restore');
+    return refusedMove(await this.store.getJob(id, { withoutValues: true }), id, 'restore');
   }
 
   /**
