@@ -77,7 +77,8 @@ export async function listSchedules(services: ServerServices): Promise<ListedSch
   const all = [...crontab, ...(await loadStoredSchedules(services))];
   const runs = new Map((await engine.store.listScheduleRuns(all.map(runKey))).map((run) => [run.key, run]));
   const jobIds = [...runs.values()].map((run) => run.jobId);
-  const jobs = jobIds.length === 0 ? [] : await engine.store.listJobs({ ids: jobIds, limit: jobIds.length });
+  const jobs =
+    jobIds.length === 0 ? [] : await engine.store.listJobs({ ids: jobIds, limit: jobIds.length, withoutValues: true });
   const now = engine.clock.now();
   const states = new Map(jobs.map((job) => [job.id, visibleState(job, now)]));
   return all.map((scheduled) => {

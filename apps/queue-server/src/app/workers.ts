@@ -71,7 +71,12 @@ async function activeJobsByWorker(store: Store): Promise<Map<string, string[]>> 
   const held = new Map<string, string[]>();
   let afterId: string | undefined;
   for (let page = 0; page < MAX_ACTIVE_PAGES; page++) {
-    const jobs = await store.listJobs({ states: ['active'], limit: ACTIVE_PAGE, ...(afterId ? { afterId } : {}) });
+    const jobs = await store.listJobs({
+      states: ['active'],
+      limit: ACTIVE_PAGE,
+      withoutValues: true,
+      ...(afterId ? { afterId } : {}),
+    });
     for (const job of jobs) {
       if (job.workerId === null) continue;
       const ids = held.get(job.workerId);

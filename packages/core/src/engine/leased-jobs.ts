@@ -198,7 +198,7 @@ export class LeasedJobs {
   async rateLimited(lease: LeaseRef, holdMs: number): Promise<{ heldUntil: Date }> {
     const lengthMs = checkHoldMs(holdMs);
     const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
+    const job = await this.store.getJob(lease.id, { withoutValues: true });
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
     const settings = await this.flow.change(job.name, { heldUntil: new Date(now.getTime() + lengthMs) });
     const released = await this.store.releaseJobs([{ id: lease.id, leaseToken: lease.leaseToken }], now);
@@ -214,7 +214,7 @@ export class LeasedJobs {
     const now = this.clock.now();
     let lengthMs = leaseMs;
     if (lengthMs === undefined) {
-      const job = await this.store.getJob(lease.id);
+      const job = await this.store.getJob(lease.id, { withoutValues: true });
       if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
       lengthMs = job.leaseMs;
     }
@@ -237,7 +237,7 @@ export class LeasedJobs {
       throw new WorkqError('VALIDATION', `version must be an integer of at least 1; got ${String(change.version)}.`);
     }
     const now = this.clock.now();
-    const job = await this.store.getJob(lease.id);
+    const job = await this.store.getJob(lease.id, { withoutValues: true });
     if (!job || !holdsLease(job, lease, now)) throw leaseLost(lease.id);
     if (job.name !== change.name) {
       throw new WorkqError('VALIDATION', `Job ${lease.id} is a "${job.name}" job, not "${change.name}".`);
