@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type JobStatus, WorkqError } from '@workq/core';
+import { WorkqError } from '@workq/core';
 import type { ClaimedJob } from '@workq/core/engine';
 import { z } from 'zod';
 import { claimJobs, completeJobs, extendLeases, failJob, heldJobType } from '../app/consume.ts';
