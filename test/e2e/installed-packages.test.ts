@@ -67,6 +67,29 @@ describe('the packed packages', () => {
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('tsx');
   });
 
+  it.each([
+    ['core', 'packages/core'],
+    ['sdk', 'packages/sdk'],
+    ['queue-server', 'apps/queue-server'],
+  ])("the repository's @workq/%s exports its build, its sources only under the workq-source condition", (_, dir) => {
+    const root = join(REPO_ROOT, dir);
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    const entries = Object.entries(manifest.exports as Record<string, string | Record<string, string>>).filter(
+      ([subpath]) => subpath !== './package.json',
+    );
+    expect(entries.length).toBeGreaterThan(0);
+    for (const [subpath, conditions] of entries) {
+      // The order is what a resolver walks: the source condition first, then types, then the JavaScript.
+      expect(Object.keys(conditions), subpath).toEqual(['workq-source', 'types', 'default']);
+      const { 'workq-source': source, types, default: built } = conditions as Record<string, string>;
+      expect(source, subpath).toMatch(/^\.\/src\/.+\.ts$/);
+      expect(types, subpath).toMatch(/^\.\/dist\/.+\.d\.ts$/);
+      expect(built, subpath).toMatch(/^\.\/dist\/.+\.js$/);
+      // pack:all built them (beforeAll).
+      for (const file of [source, types, built]) expect(existsSync(join(root, String(file))), file).toBe(true);
+    }
+  });
+
   it('@workq/queue-server ships the built dashboard', async () => {
     const listing = (await sh('tar', ['tzf', tarball('queue-server')], REPO_ROOT)).split('\n');
     expect(listing).toContain('package/dist/ui/index.html');
