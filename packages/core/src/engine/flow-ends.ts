@@ -1,9 +1,9 @@
 import { CHILD_FAILED_CODE, type ChildrenPageQuery, FLOW_CANCELLED_CODE } from './flow-store.ts';
-import type { JobRecord } from './store-records.ts';
+import type { JobRead, JobRecord } from './store-records.ts';
 
 /** What finding a flow's ends reads: a job by id, and a parent's children page by page (`FlowStore`). */
 export interface FlowReader {
-  getJob(id: string): Promise<JobRecord | null>;
+  getJob(id: string, read?: JobRead): Promise<JobRecord | null>;
   listChildren(parentId: string, page: ChildrenPageQuery): Promise<JobRecord[]>;
 }
 
@@ -34,7 +34,8 @@ export async function flowEnds(reader: FlowReader, ended: FlowMember, at: Date):
   const dead: JobRecord[] = [];
   let top: FlowMember = ended;
   while (top.parentId && (top.onFailure ?? 'fail-parent') === 'fail-parent') {
-    const parent = await reader.getJob(top.parentId);
+    // Its error and its flow links say whether it died of this end; its payload is left unread.
+    const parent = await reader.getJob(top.parentId, { withoutPayload: true });
     if (!parent || !endedAt(parent, 'dead', CHILD_FAILED_CODE, at)) break;
     dead.push(parent);
     top = parent;
