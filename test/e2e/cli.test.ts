@@ -5,7 +5,7 @@ import { mintToken } from '@workq/queue-server';
 import { freePort, until } from '@workq/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerArgs } from '../../apps/queue-server/src/cli-args.ts';
-import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
+import { ChildProcesses, exited, listeningUrl, REPO_ROOT } from '../support/processes.ts';
 
 const BIN = join(REPO_ROOT, 'apps', 'queue-server', 'bin', 'workq-server.js');
 
@@ -202,51 +202,36 @@ describe('the workq-server command', () => {
   });
 
   it('serves /healthz, sends / to the dashboard, prints its URL, never prints its tokens, and exits 0 on SIGTERM', async () => {
-    const port = await freePort();
     const secret = 'cli-secret-4e7a90';
-    const server = children.spawnNode([
-      BIN,
-      '--store',
-      'pglite://memory',
-      '--port',
-      String(port),
-      '--token',
-      `${secret}=admin`,
-    ]);
-    await until(
-      () =>
-        fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (r) => r.status === 200,
-          () => false,
-        ),
-      60_000,
-      100,
-    );
-    const refused = await fetch(`http://127.0.0.1:${port}/trpc/admin.stats`);
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', '0', '--token', `${secret}=admin`]);
+    const url = await listeningUrl(server);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const refused = await fetch(`${url}/trpc/admin.stats`);
     expect(refused.status).toBe(401);
-    const allowed = await fetch(`http://127.0.0.1:${port}/trpc/admin.stats`, {
+    const allowed = await fetch(`${url}/trpc/admin.stats`, {
       headers: { authorization: `Bearer ${secret}` },
     });
     expect(allowed.status).toBe(200);
-    const root = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' });
+    const root = await fetch(`${url}/`, { redirect: 'manual' });
     expect([root.status, root.headers.get('location')]).toEqual([302, '/ui/']);
 
     children.signal(server, 'SIGTERM');
     expect(await exited(server)).toEqual({ code: 0, signal: null });
     // The launcher's own child (the server) has exited too: nothing is left in its process group.
     await until(() => !groupAlive(server.pid as number), 10_000, 50);
-    expect(server.output()).toContain(`"dashboard":"http://127.0.0.1:${port}/ui/"`);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.output()).toContain(`"dashboard":"${url}/ui/"`);
     expect(server.output()).not.toContain(secret);
   }, 90_000);
 
   it('shuts down cleanly on SIGTERM when its event loop is slow to take the signal, as on a loaded machine', async () => {
-    const port = await freePort();
     const slow = join(REPO_ROOT, 'test', 'fixtures', 'slow-event-loop.mjs');
-    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', String(port)], {
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', '0'], {
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${slow}`.trim(),
     });
+    const url = await listeningUrl(server);
     const healthy = () =>
-      fetch(`http://127.0.0.1:${port}/healthz`).then(
+      fetch(`${url}/healthz`).then(
         (response) => response.status === 200,
         () => false,
       );
@@ -257,22 +242,13 @@ describe('the workq-server command', () => {
   }, 90_000);
 
   it('accepts signed tokens and answers preflights from WORKQ_TOKEN_SECRET and WORKQ_CORS_ORIGINS', async () => {
-    const port = await freePort();
     const secret = 'cli-token-secret-0123456789abcdef-7f3a';
-    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', String(port)], {
+    const server = children.spawnNode([BIN, '--store', 'pglite://memory', '--port', '0'], {
       WORKQ_TOKEN_SECRET: secret,
       WORKQ_CORS_ORIGINS: 'https://app.example.com',
     });
-    const url = `http://127.0.0.1:${port}`;
-    await until(
-      () =>
-        fetch(`${url}/healthz`).then(
-          (r) => r.status === 200,
-          () => false,
-        ),
-      60_000,
-      100,
-    );
+    const url = await listeningUrl(server);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/metrics`)).status).toBe(401);
     const token = await mintToken({ secret, scopes: ['admin'], expiresInMs: 60_000 });
     expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);

@@ -7,7 +7,7 @@ import { freePort, until } from '@workq/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleForBrowser, NODE_BUILTINS } from '../support/browser-bundle.ts';
 import { repositoryCodeBlocks, SCRIPT_LANGS } from '../support/doc-code-blocks.ts';
-import { ChildProcesses, exited, REPO_ROOT } from '../support/processes.ts';
+import { ChildProcesses, exited, listeningUrl, REPO_ROOT } from '../support/processes.ts';
 
 const run = promisify(execFile);
 const PACKED = join(REPO_ROOT, 'packed');
@@ -128,11 +128,10 @@ describe('a service outside the repository', () => {
     expect(existsSync(join(project, 'node_modules', 'tsx'))).toBe(false);
     await sh(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.'], project);
 
-    const port = await freePort();
-    serverUrl = `http://127.0.0.1:${port}`;
-    const server = processes.spawn('npx', ['workq-server', '--port', String(port), '--store', 'pglite://memory'], {
+    const server = processes.spawn('npx', ['workq-server', '--port', '0', '--store', 'pglite://memory'], {
       cwd: project,
     });
+    serverUrl = await listeningUrl(server);
     await untilHealthy(serverUrl, 60_000);
     // The dashboard, from the installed package's own files: the page, its client routes and its hashed assets.
     const page = await fetch(`${serverUrl}/ui/`);

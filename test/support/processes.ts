@@ -79,3 +79,27 @@ export function exited(child: ChildProcess): Promise<{ code: number | null; sign
   }
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
+
+/**
+ * The URL a `workq-server` child started with `--port 0` listens on, read from its "listening" log line: the
+ * port is the one the server itself bound, so no other process can hold it (a port found free beforehand can be
+ * taken by another test's server before this one binds it). Rejects, with the child's output, if it exits first
+ * or does not say within `timeoutMs`.
+ */
+export async function listeningUrl(
+  child: ChildProcess & { output: () => string },
+  timeoutMs = 60_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = child
+      .output()
+      .split('\n')
+      .find((each) => each.includes('workq queue server listening'));
+    if (line) return (JSON.parse(line) as { url: string }).url;
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
+      throw new Error(`the server did not say where it listens:\n${child.output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
