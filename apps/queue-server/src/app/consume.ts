@@ -8,6 +8,7 @@ import {
   valueBytes,
 } from '@workq/core/engine';
 import { type AnswerHolder, type AnswerRoom, inAnswer } from './answer-budget.ts';
+import { jobType } from './jobs.ts';
 import { checkBatchSize } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 
@@ -231,14 +232,7 @@ async function consumable(
   ids: readonly string[],
   mayConsume: (name: string) => boolean,
 ): Promise<string[]> {
-  const allowed = await Promise.all(
-    ids.map((id) =>
-      services.engine.store.getJob(id, { withoutValues: true }).then(
-        (job) => job !== null && mayConsume(job.name),
-        () => false,
-      ),
-    ),
-  );
+  const allowed = await Promise.all(ids.map((id) => jobType(services, id).then(mayConsume, () => false)));
   return ids.filter((_, index) => allowed[index]);
 }
 

@@ -4,6 +4,7 @@ import { type ChildFailurePolicy, ERROR_HISTORY_LIMITS, type JobError, type Trac
 import { withFlowFields } from '../shared/flow-records.ts';
 import { insertedRecord } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
+import { isUnread, VALUE_COLUMNS } from '../shared/unread-columns.ts';
 
 /**
  * A job as the MongoDB store keeps it. `_id` is the job id (UUIDv7, so `_id`
@@ -150,8 +151,8 @@ export function toJson(value: unknown): string | null {
  * too for `JobRead.withoutValues` (they then read as `null` and none).
  */
 export function projectionFor(read: JobRead): Record<string, 0> | undefined {
-  if (read.withoutValues) return { payload: 0, result: 0, error: 0, errors: 0 };
-  return read.withoutPayload ? { payload: 0 } : undefined;
+  const left = VALUE_COLUMNS.filter((field) => isUnread(field, read));
+  return left.length === 0 ? undefined : Object.fromEntries(left.map((field) => [field, 0 as const]));
 }
 
 /** The value of JSON text; `null` for a missing value. */

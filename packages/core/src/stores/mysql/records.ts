@@ -13,6 +13,7 @@ import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
+import { isUnread } from '../shared/unread-columns.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
 export const JOB_COLUMNS = [
@@ -61,20 +62,13 @@ export const JOB_COLUMNS = [
 /** A job's own retention, written only by an insert of jobs that have one (`insertColumns`). */
 const RETENTION_COLUMNS = ['retain_completed_ms', 'retain_dead_ms'] as const;
 
-/** The JSON columns a `JobRead` may leave unread: the payload, or with `withoutValues` all of these. */
-const VALUE_COLUMNS: ReadonlySet<string> = new Set(['payload', 'result', 'error', 'errors']);
-
-/** Whether `read` leaves `column` unread. */
-const unread = (column: string, read: JobRead) =>
-  read.withoutValues ? VALUE_COLUMNS.has(column) : column === 'payload' && read.withoutPayload === true;
-
 /**
  * The select list of job rows, of the table read under `alias` when given; each column `read` leaves unread
  * selected as `NULL`.
  */
 export const jobSelectOf = (alias: string | undefined, read: JobRead = {}) =>
   [...JOB_COLUMNS, ...RETENTION_COLUMNS]
-    .map((column) => (unread(column, read) ? `NULL AS ${column}` : alias ? `${alias}.${column}` : column))
+    .map((column) => (isUnread(column, read) ? `NULL AS ${column}` : alias ? `${alias}.${column}` : column))
     .join(', ');
 
 /** The select list for whole job rows. */

@@ -3,6 +3,7 @@ import type { ChildOutcome, JobRead, JobRecord, NewJob } from '../../engine/stor
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
+import { isUnread } from '../shared/unread-columns.ts';
 
 const OTHER_FIELDS = [
   'name',
@@ -36,16 +37,9 @@ const OTHER_FIELDS = [
   'retain_dead_ms',
 ] as const;
 
-/** The jsonb fields a `JobRead` may leave unread: the payload, or with `withoutValues` all of these. */
-const VALUE_FIELDS: ReadonlySet<string> = new Set(['payload', 'result', 'error', 'errors']);
-
-/** Whether `read` leaves `field` unread. */
-const unread = (field: string, read: JobRead) =>
-  read.withoutValues ? VALUE_FIELDS.has(field) : field === 'payload' && read.withoutPayload === true;
-
 /** `fields` of the table aliased `j`, each one `read` leaves unread as `NULL`. */
 const selectList = (fields: readonly string[], read: JobRead = {}) =>
-  fields.map((field) => (unread(field, read) ? `NULL::jsonb AS ${field}` : `j.${field}`)).join(', ');
+  fields.map((field) => (isUnread(field, read) ? `NULL::jsonb AS ${field}` : `j.${field}`)).join(', ');
 
 const JOB_FIELDS = [...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS];
 
