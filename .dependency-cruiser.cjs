@@ -76,7 +76,7 @@ module.exports = {
     combinedDependencies: true,
     enhancedResolveOptions: {
       exportsFields: ['exports'],
-      conditionNames: ['workq-source', 'import', 'types', 'node', 'default'],
+      conditionNames: ['import', 'types', 'node', 'default'],
     },
   },
 };

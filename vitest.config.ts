@@ -1,16 +1,15 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-/**
- * The workspace packages export their built `dist` first; `workq-source`, ahead of it in each package's `exports`,
- * points the suite at their TypeScript sources instead, so tests that import a package by name and tests that
- * import its sources by path share one copy of each module, and a test needs no build to see a change. The rest
- * are Vitest's own server conditions: it passes these to Node in its workers too, where `module` would load
- * packages' bundler-only builds.
- */
-const SOURCE_CONDITIONS = ['workq-source', 'node', 'development|production'];
-
 export default defineConfig({
-  ssr: { resolve: { conditions: SOURCE_CONDITIONS } },
+  // The workspace packages export their build; the `paths` of tsconfig.base.json map them to their TypeScript
+  // sources instead, so tests that import a package by name and tests that import its sources by path share one
+  // copy of each module, and a test needs no build to see a change. Vite leaves a `#` import to the package's
+  // `imports`, which name the build, so the SDK's Node HTTP client is named here as those paths name it.
+  resolve: {
+    tsconfigPaths: true,
+    alias: { '#default-fetch': fileURLToPath(new URL('packages/sdk/src/http/node-fetch.ts', import.meta.url)) },
+  },
   test: {
     include: ['packages/*/{src,test}/**/*.test.ts', 'apps/*/{src,test}/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', 'bench/**'],

@@ -9,7 +9,7 @@
  * statuses at once (`handle.status()`, which lists a parent's first 1,000 children), with the server's memory
  * alike.
  *
- *   pnpm --filter @workq/e2e exec tsx --conditions=workq-source chaos/children-results.ts [--parents 4] [--children 1000]
+ *   pnpm --filter @workq/e2e exec tsx chaos/children-results.ts [--parents 4] [--children 1000]
  *     [--status-reads 8] [--store <url>]
  *
  * The default store is a schema of its own on the tests' PostgreSQL server (`WORKQ_TEST_POSTGRES_URL`, else the

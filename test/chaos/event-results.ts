@@ -6,7 +6,7 @@
  * it took, the server's resident memory at the start and its peak (sampled from `/proc` every 50 ms), and
  * whether it still serves.
  *
- *   pnpm --filter @workq/e2e exec tsx --conditions=workq-source chaos/event-results.ts [--jobs 5000] [--store <url>]
+ *   pnpm --filter @workq/e2e exec tsx chaos/event-results.ts [--jobs 5000] [--store <url>]
  *
  * The default store is a schema of its own on the tests' PostgreSQL server (`WORKQ_TEST_POSTGRES_URL`, else the
  * local one), dropped at the end; everything goes to 127.0.0.1 and stops by itself.

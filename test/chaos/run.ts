@@ -4,7 +4,7 @@
  * MariaDB, one after the other. Prints each run's figures and exits non-zero
  * when any check fails, the redelivery p99 with a backlog included.
  *
- *   tsx --conditions=workq-source test/chaos/run.ts [--store postgres|mysql] [--profile full|short] [--keep] [--json <file>]
+ *   pnpm chaos [--store postgres|mysql] [--profile full|short] [--keep] [--json <file>]
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

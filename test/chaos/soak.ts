@@ -5,7 +5,7 @@
  * them grew by 10% or more between the window just after warm-up and the last,
  * or when an acknowledged job did not complete. Not part of CI; see docs/soak.md.
  *
- *   tsx --conditions=workq-source test/chaos/soak.ts [--minutes 30] [--rate 50] [--store postgres|mysql] [--warmup-minutes <n>] [--out <file>]
+ *   pnpm soak [--minutes 30] [--rate 50] [--store postgres|mysql] [--warmup-minutes <n>] [--out <file>]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -71,7 +71,7 @@ describe('the packed packages', () => {
     ['core', 'packages/core'],
     ['sdk', 'packages/sdk'],
     ['queue-server', 'apps/queue-server'],
-  ])("the repository's @workq/%s exports its build, its sources only under the workq-source condition", (_, dir) => {
+  ])("the repository's @workq/%s exports its build alone: JavaScript with types, no TypeScript source", (_, dir) => {
     const root = join(REPO_ROOT, dir);
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
     const entries = Object.entries(manifest.exports as Record<string, string | Record<string, string>>).filter(
@@ -79,15 +79,18 @@ describe('the packed packages', () => {
     );
     expect(entries.length).toBeGreaterThan(0);
     for (const [subpath, conditions] of entries) {
-      // The order is what a resolver walks: the source condition first, then types, then the JavaScript.
-      expect(Object.keys(conditions), subpath).toEqual(['workq-source', 'types', 'default']);
-      const { 'workq-source': source, types, default: built } = conditions as Record<string, string>;
-      expect(source, subpath).toMatch(/^\.\/src\/.+\.ts$/);
+      // The order is what a resolver walks: types first, then the JavaScript.
+      expect(Object.keys(conditions), subpath).toEqual(['types', 'default']);
+      const { types, default: built } = conditions as Record<string, string>;
       expect(types, subpath).toMatch(/^\.\/dist\/.+\.d\.ts$/);
       expect(built, subpath).toMatch(/^\.\/dist\/.+\.js$/);
       // pack:all built them (beforeAll).
-      for (const file of [source, types, built]) expect(existsSync(join(root, String(file))), file).toBe(true);
+      for (const file of [types, built]) expect(existsSync(join(root, String(file))), file).toBe(true);
     }
+    // Nor do the package's own imports, its types or its bin name a source: the repository reaches its sources
+    // through tsconfig paths, not through the manifest.
+    const { exports: _exports, ...rest } = manifest;
+    expect(JSON.stringify(rest)).not.toMatch(/\.\/src\//);
   });
 
   it('@workq/queue-server ships the built dashboard', async () => {

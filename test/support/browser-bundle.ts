@@ -1,5 +1,10 @@
 import { builtinModules } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+
+/** The SDK's sources, and the module its `#default-fetch` import names in a browser. */
+const SDK_SOURCES = fileURLToPath(new URL('../../packages/sdk/src/', import.meta.url));
+const BROWSER_FETCH = `${SDK_SOURCES}http/default-fetch.ts`;
 
 /** Node's built-in modules, with and without the `node:` prefix. */
 export const NODE_BUILTINS: ReadonlySet<string> = new Set([
@@ -21,8 +26,9 @@ export interface BrowserBundle {
  * Bundles an entry for the browser as a page's bundler would (ESM, browser
  * conditions), recording every import; esbuild itself fails on a Node
  * built-in it cannot resolve. The workspace packages resolve to their
- * sources (`workq-source`), as in the rest of the suite; installed packages
- * do not know that condition and resolve to what they publish.
+ * sources (the `paths` of tsconfig.base.json, which esbuild reads), as in the
+ * rest of the suite, the SDK's `#default-fetch` to its browser module as its
+ * package `imports` choose; installed packages resolve to what they publish.
  */
 export async function bundleForBrowser(entry: string, options: { cwd?: string } = {}): Promise<BrowserBundle> {
   const imports: string[] = [];
@@ -32,7 +38,6 @@ export async function bundleForBrowser(entry: string, options: { cwd?: string } 
     bundle: true,
     write: false,
     platform: 'browser',
-    conditions: ['workq-source'],
     format: 'esm',
     target: 'es2022',
     metafile: true,
@@ -45,6 +50,9 @@ export async function bundleForBrowser(entry: string, options: { cwd?: string } 
             imports.push(args.path);
             return undefined;
           });
+          b.onResolve({ filter: /^#default-fetch$/ }, (args) =>
+            args.importer.startsWith(SDK_SOURCES) ? { path: BROWSER_FETCH } : undefined,
+          );
         },
       },
     ],

@@ -1,23 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 /** The repository root. */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * tsx's loader, for `node --import` to run TypeScript in a child process without tsx's launcher between
- * the test and the child: a signal reaches the child itself, which the launcher's relay (it kills a child
+ * `node` arguments that run this repository's TypeScript in a child process as the suite runs it: tsx, with the
+ * workspace packages resolved to their sources (typescript-loader.mjs). The loader is imported by `node --import`,
+ * not run under tsx's launcher, so a signal reaches the child itself, which the launcher's relay (it kills a child
  * that does not confirm a relayed signal within milliseconds) cannot promise on a loaded machine.
  */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
-/**
- * `node` arguments that run this repository's TypeScript in a child process as the suite runs it: tsx's loader, and
- * the `workq-source` condition, which resolves the workspace packages to their sources rather than their `dist`.
- */
-export const RUN_TYPESCRIPT: readonly string[] = ['--conditions=workq-source', '--import', TSX_LOADER];
+export const RUN_TYPESCRIPT: readonly string[] = ['--import', new URL('./typescript-loader.mjs', import.meta.url).href];
 
 /**
  * Child processes a test starts. Each runs in its own process group, so

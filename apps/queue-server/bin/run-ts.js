@@ -1,5 +1,6 @@
 // Runs a TypeScript entry of this package through tsx, so its commands work from a fresh clone without a build step:
-// the `workq-source` condition resolves the workspace packages to their sources too (the published bin is built).
+// this package's tsconfig (its `paths`) resolves the workspace packages to their sources too (the published bin is
+// built).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -15,10 +16,8 @@ export function runTs(entry) {
   const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const child = spawn(
     process.execPath,
-    ['--conditions=workq-source', '--import', loader, join(here, '..', 'src', entry), ...process.argv.slice(2)],
-    {
-      stdio: 'inherit',
-    },
+    ['--import', loader, join(here, '..', 'src', entry), ...process.argv.slice(2)],
+    { stdio: 'inherit', env: { ...process.env, TSX_TSCONFIG_PATH: join(here, '..', 'tsconfig.json') } },
   );
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

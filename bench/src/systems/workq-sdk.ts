@@ -79,7 +79,7 @@ class ServerHost {
   private spawned(): { child: ChildProcess; answers: AsyncIterator<string> } {
     if (this.child && this.answers && this.child.exitCode === null) return { child: this.child, answers: this.answers };
     const profileArgs = this.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', this.cpuProfileDir] : [];
-    const child = spawn(process.execPath, ['--conditions=workq-source', '--import', 'tsx', ...profileArgs, CHILD], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...profileArgs, CHILD], {
       cwd: BENCH_ROOT,
       stdio: ['pipe', 'pipe', 'inherit'],
     });
