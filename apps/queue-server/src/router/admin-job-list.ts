@@ -67,6 +67,8 @@ export const jobListProcedures = {
       ...rest,
       limit: input.limit ?? 50,
       newestFirst: true,
+      // A row shows neither: a page reads no job's result or error history, whatever their sizes.
+      withoutResults: true,
       ...(createdFromMs === undefined ? {} : { createdFrom: new Date(createdFromMs) }),
       ...(createdToMs === undefined ? {} : { createdTo: new Date(createdToMs) }),
     };

@@ -30,6 +30,11 @@ export interface ListQuery {
   limit?: number;
   /** The `nextCursor` of the previous page (of the same order). */
   cursor?: string;
+  /**
+   * Leave each job's result and error history unread (no `result`; `errors` holds the latest `error` alone):
+   * for lists of rows, whose cost then does not grow with what the jobs returned or how often they failed.
+   */
+  withoutResults?: boolean;
 }
 
 /**
@@ -45,6 +50,7 @@ export function listFilter(query: ListQuery, now: Date): { filter: ListFilter; l
   if (query.id !== undefined) filter.ids = [query.id];
   if (query.idempotencyKey !== undefined) filter.idempotencyKey = query.idempotencyKey;
   if (query.debounceKey !== undefined) filter.debounceKey = query.debounceKey;
+  if (query.withoutResults) filter.withoutResult = true;
   if (query.state === 'scheduled' || query.state === 'ready') {
     filter.states = ['waiting'];
     filter.due = { now, ready: query.state === 'ready' };

@@ -243,14 +243,19 @@ export interface SweptLease {
 }
 
 /**
- * What a read brings of each job. With `withoutPayload`, its payload is left unread and its record's `payload`
- * is `null`: for reads that show a job's state (statuses, lists, events), which never carry its payload, so
- * that a job with a large payload costs them no more than any other. With `withoutValues`, its result and errors
- * are left unread too (`result` and `error` `null`, `errors` empty): for reads that need only what a job is and
- * where it stands (its type for a scope check, its state, its lease), which then cost the same for every job.
+ * What a read brings of each job; each option leaves unread what the one before it does, and more.
+ * - `withoutPayload`: the payload is left unread (`payload` `null`): for reads that show a job's state
+ *   (statuses, lists, events), which never carry its payload, so that a job with a large payload costs them no
+ *   more than any other.
+ * - `withoutResult`: the result and the error history too (`result` `null`; `errors` holds the latest error
+ *   alone), the latest `error` still read: for lists of rows, which show a job's last error but neither its
+ *   result nor its history.
+ * - `withoutValues`: the latest error too (`error` `null`): for reads that need only what a job is and where it
+ *   stands (its type for a scope check, its state, its lease), which then cost the same for every job.
  */
 export interface JobRead {
   withoutPayload?: boolean;
+  withoutResult?: boolean;
   withoutValues?: boolean;
 }
 

@@ -58,6 +58,43 @@ export function registerJobManagementTests(ctx: SuiteContext): void {
     ]);
   });
 
+  it('reads of rows leave the payload, result and error history unread and read the latest error whole', async () => {
+    const name = ctx.jobName('unread-results');
+    const { engine, clock } = ctx.engine();
+    const dead = await engine.enqueue({
+      name,
+      version: 1,
+      payload: { text: 'p'.repeat(10_000) },
+      options: { maxAttempts: 2 },
+    });
+    await engine.fail(await claimOne(engine, name), { message: 'first '.repeat(1_000) });
+    clock.advance(60_000);
+    await engine.fail(await claimOne(engine, name), { message: 'second', stack: 's'.repeat(500) });
+    const done = await engine.enqueue({ name, version: 1, payload: { n: 2 } });
+    await engine.complete(await claimOne(engine, name), { text: 'r'.repeat(10_000) });
+
+    const wholeDead = await ctx.store.getJob(dead.id);
+    expect(wholeDead).toMatchObject({ state: 'dead', error: { message: 'second', stack: 's'.repeat(500) } });
+    expect(wholeDead?.errors).toHaveLength(2);
+    const wholeDone = await ctx.store.getJob(done.id);
+    expect(wholeDone).toMatchObject({ state: 'completed', result: { text: 'r'.repeat(10_000) } });
+    // The history holds the latest error alone, as on a job stored before histories were kept.
+    const unread = { payload: null, result: null };
+    const deadRow = { ...wholeDead, ...unread, errors: [wholeDead?.error] };
+    expect(await ctx.store.getJob(dead.id, { withoutResult: true })).toEqual(deadRow);
+    expect(await ctx.store.listJobs({ name, limit: 10, withoutResult: true })).toEqual([
+      deadRow,
+      { ...wholeDone, ...unread, errors: [] },
+    ]);
+    // Through the engine's list, as the dashboard's rows read it: the latest error kept, the result not.
+    const rows = (await engine.list({ name, withoutResults: true })).jobs;
+    expect(rows.map((job) => [job.state, job.error?.message, job.result])).toEqual([
+      ['dead', 'second', undefined],
+      ['completed', undefined, undefined],
+    ]);
+    expect((await engine.list({ name })).jobs[1]?.result).toEqual({ text: 'r'.repeat(10_000) });
+  });
+
   it('retry reruns a completed job in place: same id, fresh attempts, its result and error cleared', async () => {
     const name = ctx.jobName('rerun');
     const { engine, clock } = ctx.engine();

@@ -146,10 +146,7 @@ export function toJson(value: unknown): string | null {
   return value === undefined ? null : (JSON.stringify(value) ?? null);
 }
 
-/**
- * What a read of job documents leaves out: the payload for `JobRead.withoutPayload`, and the result and errors
- * too for `JobRead.withoutValues` (they then read as `null` and none).
- */
+/** What a read of job documents leaves out: the fields `read` leaves unread (they then read as `null` and none). */
 export function projectionFor(read: JobRead): Record<string, 0> | undefined {
   const left = VALUE_COLUMNS.filter((field) => isUnread(field, read));
   return left.length === 0 ? undefined : Object.fromEntries(left.map((field) => [field, 0 as const]));

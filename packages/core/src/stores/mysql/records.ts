@@ -13,7 +13,7 @@ import type { ChildFailurePolicy, JobError, TraceContext } from '../../jobs.ts';
 import { withFlowFields } from '../shared/flow-records.ts';
 import { leaseExpiry } from '../shared/inserted-record.ts';
 import { engineState, type KeptState, notStartedState } from '../shared/not-started.ts';
-import { isUnread } from '../shared/unread-columns.ts';
+import { isUnread, perRead } from '../shared/unread-columns.ts';
 
 /** The columns of the jobs table, in the order `jobRow` reads and `newJobValues` writes them. */
 export const JOB_COLUMNS = [
@@ -74,15 +74,8 @@ export const jobSelectOf = (alias: string | undefined, read: JobRead = {}) =>
 /** The select list for whole job rows. */
 export const JOB_SELECT = jobSelectOf(undefined);
 
-/** `JOB_SELECT` with the payload left unread. */
-const JOB_SELECT_WITHOUT_PAYLOAD = jobSelectOf(undefined, { withoutPayload: true });
-
-/** `JOB_SELECT` with the payload, result and errors left unread. */
-const JOB_SELECT_WITHOUT_VALUES = jobSelectOf(undefined, { withoutValues: true });
-
-/** The select list a read of jobs uses: whole rows, all but the payload, or none of their values. */
-export const jobSelectFor = (read: JobRead) =>
-  read.withoutValues ? JOB_SELECT_WITHOUT_VALUES : read.withoutPayload ? JOB_SELECT_WITHOUT_PAYLOAD : JOB_SELECT;
+/** The select list a read of jobs uses: `JOB_SELECT`, with the values `read` leaves unread as `NULL`. */
+export const jobSelectFor = perRead((read) => jobSelectOf(undefined, read));
 
 /**
  * The columns and rows of an `INSERT … (columns) VALUES ?` of `jobs`: `JOB_COLUMNS` (`newJobValues`), and the

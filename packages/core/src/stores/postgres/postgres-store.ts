@@ -310,9 +310,7 @@ export class PostgresStore implements Store {
   }
 
   async getJob(id: string, read: JobRead = {}): Promise<JobRecord | null> {
-    const { getJob, getJobWithoutPayload, getJobWithoutValues } = this.sql;
-    const statement = read.withoutValues ? getJobWithoutValues : read.withoutPayload ? getJobWithoutPayload : getJob;
-    return this.one(this.client, statement, [id]);
+    return this.one(this.client, this.sql.getJob(read), [id]);
   }
 
   /** One statement, or a transaction when a key or an id is taken (see `insertFlow` in flows.ts). */

@@ -3,7 +3,7 @@ import type { ChildOutcome, JobRead, JobRecord, NewJob } from '../../engine/stor
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { CLAIMED_JOB_COLUMNS } from '../shared/claimed-columns.ts';
 import { engineState, type KeptState } from '../shared/not-started.ts';
-import { isUnread } from '../shared/unread-columns.ts';
+import { isUnread, perRead } from '../shared/unread-columns.ts';
 
 const OTHER_FIELDS = [
   'name',
@@ -46,15 +46,8 @@ const JOB_FIELDS = [...CLAIMED_JOB_COLUMNS, ...OTHER_FIELDS];
 /** The columns of a job, as every other statement returns them (the table is aliased `j`). */
 export const JOB_COLUMNS = selectList(JOB_FIELDS);
 
-/** `JOB_COLUMNS` with the payload left unread (`JobRead.withoutPayload`). */
-export const JOB_COLUMNS_WITHOUT_PAYLOAD = selectList(JOB_FIELDS, { withoutPayload: true });
-
-/** `JOB_COLUMNS` with the payload, result and errors left unread (`JobRead.withoutValues`). */
-export const JOB_COLUMNS_WITHOUT_VALUES = selectList(JOB_FIELDS, { withoutValues: true });
-
-/** The columns a read of jobs returns: all of them, all but the payload, or none of its values. */
-export const jobColumnsFor = (read: JobRead) =>
-  read.withoutValues ? JOB_COLUMNS_WITHOUT_VALUES : read.withoutPayload ? JOB_COLUMNS_WITHOUT_PAYLOAD : JOB_COLUMNS;
+/** The columns a read of jobs returns: `JOB_COLUMNS`, with the values `read` leaves unread as `NULL`. */
+export const jobColumnsFor = perRead((read) => selectList(JOB_FIELDS, read));
 
 /** A job error as jsonb holds it: its time as text. */
 type StoredJobError = Omit<JobError, 'at'> & { at: string };

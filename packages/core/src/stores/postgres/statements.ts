@@ -1,6 +1,7 @@
+import { perRead } from '../shared/unread-columns.ts';
 import { buildAdminStatements } from './admin-statements.ts';
 import { debounceJobSql, insertAndClaimJobSql, insertJobsSql } from './insert-statements.ts';
-import { JOB_COLUMNS, JOB_COLUMNS_WITHOUT_PAYLOAD, JOB_COLUMNS_WITHOUT_VALUES } from './records.ts';
+import { JOB_COLUMNS, jobColumnsFor } from './records.ts';
 import { readiedSql } from './sql/settle-parents.ts';
 import { NOT_STARTED_SQL, notStartedSql, orderKeySql } from './sql-fragments.ts';
 
@@ -154,10 +155,8 @@ RETURNING ${JOB_COLUMNS}`,
 
     ...buildAdminStatements(quotedSchema),
 
-    /** $1 id. */
-    getJob: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = $1`,
-    getJobWithoutPayload: `SELECT ${JOB_COLUMNS_WITHOUT_PAYLOAD} FROM ${jobs} AS j WHERE j.id = $1`,
-    getJobWithoutValues: `SELECT ${JOB_COLUMNS_WITHOUT_VALUES} FROM ${jobs} AS j WHERE j.id = $1`,
+    /** $1 id: the job, read as `read` says. */
+    getJob: perRead((read) => `SELECT ${jobColumnsFor(read)} FROM ${jobs} AS j WHERE j.id = $1`),
 
     /** $1 ids (text[]): the jobs holding them, for inserts that found ids taken. */
     selectByIds: `SELECT ${JOB_COLUMNS} FROM ${jobs} AS j WHERE j.id = ANY($1::text[])`,

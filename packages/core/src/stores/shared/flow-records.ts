@@ -1,6 +1,7 @@
 import type { JobRead, JobRecord, NewJob } from '../../engine/store.ts';
 import type { ChildFailurePolicy, JobError } from '../../jobs.ts';
 import { insertedRecord } from './inserted-record.ts';
+import { isUnread, VALUE_COLUMNS } from './unread-columns.ts';
 
 /**
  * The record a job of a flow has right after its insert (`FlowStore.insertFlow`, `waitForChildren`): what
@@ -70,7 +71,7 @@ export function failingChild<T extends EndedChild>(children: readonly T[]): T | 
   return children.find((child) => child.end !== 'completed' && child.onFailure === 'fail-parent');
 }
 
-/** The stored values whose size a child brings to a page's bytes (`ChildrenPageQuery`): its payload only when read. */
+/** The stored values whose size a child brings to a page's bytes (`ChildrenPageQuery`): those `read` reads. */
 export function childSizeColumns(read: JobRead): readonly string[] {
-  return read.withoutPayload ? ['result', 'error', 'errors'] : ['payload', 'result', 'error', 'errors'];
+  return VALUE_COLUMNS.filter((column) => !isUnread(column, read));
 }
