@@ -216,38 +216,56 @@ describe('statuses answered at once (limits.maxAnswerBytesInFlight)', () => {
     return (status.result as { blob: string }).blob.length;
   };
 
-  /** `token` reads the job's status `READS_PER_BATCH` times in one batch, on a connection it does not read. */
-  async function unreadStatusBatch(token: string) {
-    const input = Object.fromEntries(Array.from({ length: READS_PER_BATCH }, (_, i) => [i, { json: { id: jobId } }]));
-    const paths = Array.from({ length: READS_PER_BATCH }, () => 'jobs.get').join(',');
+  /**
+   * `token` reads the job's status `READS_PER_BATCH` times in one batch, on a connection it does not read; with
+   * `path` and `input`, that query instead.
+   */
+  async function unreadStatusBatch(token: string, path = 'jobs.get', input: unknown = { id: jobId }) {
+    const inputs = Object.fromEntries(Array.from({ length: READS_PER_BATCH }, (_, i) => [i, { json: input }]));
+    const paths = Array.from({ length: READS_PER_BATCH }, () => path).join(',');
     const unread = openSocket(server.url);
     await unread.connected;
     unread.socket.pause();
     unread.socket.write(
-      `GET /trpc/${paths}?batch=1&input=${encodeURIComponent(JSON.stringify(input))} HTTP/1.1\r\n` +
+      `GET /trpc/${paths}?batch=1&input=${encodeURIComponent(JSON.stringify(inputs))} HTTP/1.1\r\n` +
         `Host: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
     );
     return unread;
   }
 
-  it("holds a caller's status reads to its share while its answer is unread, and serves another caller's", async () => {
-    // Caller A reads the status three times in one batch, on a connection it does not read.
-    const unread = await unreadStatusBatch(READER_A);
-    await waitFor(async () => (await scraped('workq_answer_bytes')) > 20 * 1024 * 1024, "A's answer held");
+  /** The length of the job's result as `token` lists it through `admin.list`. */
+  const listedResultOf = async (token: string) => {
+    const page = await rawClient(server.url, token).admin.list.query({ name: 'imageConvert' });
+    return (page.jobs[0]?.result as { blob: string } | undefined)?.blob.length;
+  };
 
-    // A's next read waits for room; B's is answered beside it.
-    let aRead: number | undefined;
-    const aNext = resultOf(READER_A).then((length) => (aRead = length));
-    await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 1, "A's next read waiting");
+  it.each([
+    { reads: 'status reads', token: READER_A, path: 'jobs.get', input: () => ({ id: jobId }), read: resultOf },
+    {
+      reads: 'admin.list pages',
+      token: ROOT,
+      path: 'admin.list',
+      input: () => ({ name: 'imageConvert' }),
+      read: listedResultOf,
+    },
+  ])("holds a caller's $reads to its share while its answer is unread, and serves another caller's", async (reader) => {
+    // The caller reads the job three times in one batch, on a connection it does not read.
+    const unread = await unreadStatusBatch(reader.token, reader.path, reader.input());
+    await waitFor(async () => (await scraped('workq_answer_bytes')) > 20 * 1024 * 1024, "the caller's answer held");
+
+    // Its next read waits for room; another caller's is answered beside it.
+    let nextRead: number | undefined;
+    const next = reader.read(reader.token).then((length) => (nextRead = length));
+    await waitFor(async () => (await scraped('workq_answer_reads_waiting')) === 1, "the caller's next read waiting");
     expect(await resultOf(READER_B)).toBe(MAX_RESULT_BYTES - 1_000);
-    expect(aRead).toBeUndefined();
+    expect(nextRead).toBeUndefined();
 
-    // Once A reads its answer, its room comes back and its next read is answered.
+    // Once it reads its answer, its room comes back and its next read is answered.
     unread.socket.resume();
     await unread.closed;
     expect(unread.state.received).toMatch(/^HTTP\/1\.1 200 /);
-    await aNext;
-    expect(aRead).toBe(MAX_RESULT_BYTES - 1_000);
+    await next;
+    expect(nextRead).toBe(MAX_RESULT_BYTES - 1_000);
     await waitFor(async () => (await scraped('workq_answer_bytes')) === 0, 'every answer sent');
   });
 

@@ -80,8 +80,8 @@ export interface ServerLimits {
    * cannot exhaust the server's memory. One caller's requests hold at most
    * half of it (never less than one claim or page), so no caller that leaves
    * its answers unread can stop the others. Job statuses (`jobs.get`,
-   * `jobs.wait`, `GET /v1/job/:id`) count what their results, errors and
-   * children bring, once read. At least `maxClaimBytes` and
+   * `jobs.wait`, `GET /v1/job/:id`) and pages of `admin.list` count what
+   * their results, errors and children bring, once read. At least `maxClaimBytes` and
    * `maxChildrenPageBytes` (`VALIDATION` at start otherwise).
    * @defaultValue 268_435_456 (256 MiB), or the larger of those two when larger
    */

@@ -5,7 +5,10 @@ import { currentRequest } from '../request-context.ts';
 /** Room granted to one read: `bytes` of the budget, held by its request until it is answered. */
 export interface AnswerRoom {
   readonly bytes: number;
-  /** The read brought `bytes` (at most what was granted): the rest goes back to the budget now. */
+  /**
+   * The read brought `bytes`: what it did not bring of its grant goes back to the budget now, and what it brought
+   * past its grant is counted too, without waiting (it is read already).
+   */
   keep(bytes: number): void;
 }
 
@@ -153,7 +156,7 @@ export class AnswerBudget {
 
   /** Counts `bytes` the request already brought (a job handed over by an enqueue), without waiting. */
   add(request: object, owner: string | undefined, bytes: number, signal: AbortSignal): void {
-    this.take(this.holdOf(request, owner, signal), bytes);
+    this.count(this.holdOf(request, owner, signal), bytes);
   }
 
   /** Gives back all `request` holds, and counts nothing more for it: its answer is sent, or it ended without one. */
@@ -192,18 +195,25 @@ export class AnswerBudget {
 
   private take(hold: Hold, bytes: number): AnswerRoom {
     if (hold.closed) return { bytes, keep: () => undefined };
-    this.#held += bytes;
-    hold.bytes += bytes;
-    if (hold.owner !== undefined) this.#heldBy.set(hold.owner, (this.#heldBy.get(hold.owner) ?? 0) + bytes);
+    this.count(hold, bytes);
     let kept = bytes;
     return {
       bytes,
       keep: (brought) => {
-        const back = kept - Math.min(kept, Math.max(0, brought));
-        kept -= back;
-        this.give(hold, back);
+        const bytesBrought = Math.max(0, brought);
+        if (bytesBrought > kept) this.count(hold, bytesBrought - kept);
+        else this.give(hold, kept - bytesBrought);
+        kept = bytesBrought;
       },
     };
+  }
+
+  /** Counts `bytes` more held by `hold`; nothing once it is closed. */
+  private count(hold: Hold, bytes: number): void {
+    if (hold.closed || bytes <= 0) return;
+    this.#held += bytes;
+    hold.bytes += bytes;
+    if (hold.owner !== undefined) this.#heldBy.set(hold.owner, (this.#heldBy.get(hold.owner) ?? 0) + bytes);
   }
 
   private give(hold: Hold, bytes: number): void {
@@ -265,8 +275,8 @@ export async function inAnswer<T>(budget: AnswerBudget, read: (holder: AnswerHol
 
 /**
  * Reads up to `room.wantBytes` of stored values with room from `budget`, in `room.unitBytes` (the most one value
- * brings), and keeps what `bytesOf` says the read brought; the rest goes back at once. `read` is told the bytes
- * granted. For the current request (`inAnswer`), waiting for room as `AnswerBudget.reserve` does.
+ * brings), and keeps what `bytesOf` says the read brought (`AnswerRoom.keep`: the rest of its room goes back at
+ * once, and what it brought past it is counted too). `read` is told the bytes granted. For the current request (`inAnswer`), waiting for room as `AnswerBudget.reserve` does.
  */
 export async function readInRoom<T>(
   budget: AnswerBudget,

@@ -1,7 +1,7 @@
 import { isFinishedState, isWorkqError, type JobStatus, WorkqError } from '@workq/core';
-import { fromStoredValue, valueBytes } from '@workq/core/engine';
+import { fromStoredValue, type ListQuery, valueBytes } from '@workq/core/engine';
 import { type Principal, requireReadScope } from '../auth.ts';
-import { inAnswer } from './answer-budget.ts';
+import { readInRoom } from './answer-budget.ts';
 import { checkPayloads } from './payloads.ts';
 import type { ServerServices } from './services.ts';
 import { workersReading } from './workers.ts';
@@ -33,6 +33,9 @@ function statusBytes(status: JobStatus): number {
  */
 const STATUS_ROOM_BYTES = 1_024;
 
+/** The room a status's read takes before it is read: one status's fixed fields, in one unit. */
+const STATUS_ROOM = { wantBytes: STATUS_ROOM_BYTES, unitBytes: STATUS_ROOM_BYTES };
+
 /**
  * Job `id`'s status as an answer carries it (`jobs.get`, `jobs.wait`, `GET /v1/job/:id`), counted in the
  * server's `AnswerBudget` until the answer is sent: the read first takes room for a status's fixed fields
@@ -48,19 +51,31 @@ export function readStatus(
   signal: AbortSignal,
   keep: (status: JobStatus) => boolean = () => true,
 ): Promise<JobStatus> {
-  const budget = services.answerBudget;
-  return inAnswer(budget, async ({ request, owner }) => {
-    const room = await budget.reserve(request, owner, STATUS_ROOM_BYTES, STATUS_ROOM_BYTES, signal);
-    let bytes = 0;
-    try {
-      const status = await services.engine.get(id);
-      if (keep(status)) bytes = STATUS_ROOM_BYTES + statusBytes(status);
-      return status;
-    } finally {
-      room.keep(Math.min(bytes, room.bytes));
-      if (bytes > room.bytes) budget.add(request, owner, bytes - room.bytes, signal);
-    }
-  });
+  return readInRoom(
+    services.answerBudget,
+    signal,
+    STATUS_ROOM,
+    () => services.engine.get(id),
+    (status) => (keep(status) ? STATUS_ROOM_BYTES + statusBytes(status) : 0),
+  );
+}
+
+/**
+ * A page of jobs with their results (`admin.list`), counted in the server's `AnswerBudget` until the answer is
+ * sent, as statuses are (`readStatus`): an admin's unread pages of large results hold at most its share.
+ */
+export function listJobs(
+  services: ServerServices,
+  query: ListQuery,
+  signal: AbortSignal,
+): Promise<{ jobs: JobStatus[]; nextCursor: string | null }> {
+  return readInRoom(
+    services.answerBudget,
+    signal,
+    STATUS_ROOM,
+    () => services.engine.list(query),
+    (page) => page.jobs.reduce((bytes, status) => bytes + STATUS_ROOM_BYTES + statusBytes(status), 0),
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import { JOB_STATES, MAX_BATCH_SIZE } from '@workq/core';
 import { z } from 'zod';
+import { listJobs } from '../app/jobs.ts';
 import { presentWorkers } from '../app/workers.ts';
 import { jobListProcedures } from './admin-job-list.ts';
 import { jobProcedures } from './admin-jobs.ts';
@@ -21,9 +22,9 @@ export const adminRouter = router({
         cursor: storableText(0, 64).optional(),
       }),
     )
-    .query(({ ctx, input }) => {
+    .query(({ ctx, input, signal }) => {
       const { name, state, limit, cursor } = input;
-      return ctx.services.engine.list({ name, state, limit, cursor });
+      return listJobs(ctx.services, { name, state, limit, cursor }, signal ?? new AbortController().signal);
     }),
 
   /**
