@@ -187,9 +187,11 @@ await describeEachStore(IN_PROCESS_STORES, 'flows through the SDK over $label', 
       }
     })();
     try {
+      // The watcher is live once it has seen a probe: any probe, since one's event may come after the next is sent.
+      const probes = new Set<string>();
       await until(async () => {
-        const probe = await sdk.enqueue.renderPage({ page: -1 }, { delayMs: 3_600_000 });
-        return seen.some((event) => event.id === probe.id);
+        probes.add((await sdk.enqueue.renderPage({ page: -1 }, { delayMs: 3_600_000 })).id);
+        return seen.some((event) => probes.has(event.id));
       }, 15_000);
       const parent = await sdk.enqueue.buildReport(
         { reportId: 'watched' },
