@@ -88,4 +88,21 @@ export function registerClaimingTests(ctx: SuiteContext): void {
     expect(again?.id).toBe(job!.id);
     expect(again?.attempt).toBe(2);
   });
+
+  it('a claim hands each job its run time to the millisecond, as stored', async () => {
+    const name = ctx.jobName('run-times');
+    const { engine, store, clock } = ctx.engine();
+    // Milliseconds at both ends of a second and between, in the past (as a claimed job's always is).
+    const start = clock.now().getTime() - 86_400_000 - (clock.now().getTime() % 1_000);
+    const runAts = [0, 1, 499, 998, 999, 1_000, 1_001, 7_919, 59_999].map((ms) => new Date(start + ms));
+    const enqueued = await engine.enqueueMany(
+      runAts.map((runAt, n) => ({ name, version: 1, payload: { n }, options: { runAt } })),
+    );
+    const claimed = await engine.claim({ name, maxVersion: 1, limit: runAts.length, workerId: 'w1' });
+    const runAtOf = new Map(claimed.map((job) => [job.id, job.runAtMs]));
+    for (const [n, job] of enqueued.entries()) {
+      expect(runAtOf.get(job.id)).toBe(runAts[n]!.getTime());
+      expect((await store.getJob(job.id))?.runAt).toEqual(runAts[n]);
+    }
+  });
 }
