@@ -18,7 +18,7 @@ const ROOT = 'root-token-admin-rows-0123456';
 let double: MongoWireDouble;
 let client: MongoClient;
 let server: QueueServer;
-/** The projections of the `find` commands sent to the jobs collection since the last `clear`. */
+/** The projections of the `find` commands sent to the jobs collection since it was last emptied. */
 const jobFinds: (Document | undefined)[] = [];
 
 beforeAll(async () => {

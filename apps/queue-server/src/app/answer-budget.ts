@@ -276,7 +276,8 @@ export async function inAnswer<T>(budget: AnswerBudget, read: (holder: AnswerHol
 /**
  * Reads up to `room.wantBytes` of stored values with room from `budget`, in `room.unitBytes` (the most one value
  * brings), and keeps what `bytesOf` says the read brought (`AnswerRoom.keep`: the rest of its room goes back at
- * once, and what it brought past it is counted too). `read` is told the bytes granted. For the current request (`inAnswer`), waiting for room as `AnswerBudget.reserve` does.
+ * once, and what it brought past it is counted too). `read` is told the bytes granted. For the current request
+ * (`inAnswer`), waiting for room as `AnswerBudget.reserve` does.
  */
 export async function readInRoom<T>(
   budget: AnswerBudget,

@@ -22,16 +22,16 @@ export interface PayloadIssue {
   message: string;
 }
 
-/** What a status brings to an answer beyond its few fixed fields: its result, errors and children. */
-function statusBytes(status: JobStatus): number {
-  return valueBytes([status.result, status.errors, status.children]);
-}
-
 /**
  * What a status's read takes of the answer budget before it is read: about its fixed fields. Most statuses bring
  * no more; what one brings beyond (a result, errors, children) is counted once it is read.
  */
 const STATUS_ROOM_BYTES = 1_024;
+
+/** What a status brings to an answer: its few fixed fields, and its result, errors and children. */
+function statusBytes(status: JobStatus): number {
+  return STATUS_ROOM_BYTES + valueBytes([status.result, status.errors, status.children]);
+}
 
 /** The room a status's read takes before it is read: one status's fixed fields, in one unit. */
 const STATUS_ROOM = { wantBytes: STATUS_ROOM_BYTES, unitBytes: STATUS_ROOM_BYTES };
@@ -56,7 +56,7 @@ export function readStatus(
     signal,
     STATUS_ROOM,
     () => services.engine.get(id),
-    (status) => (keep(status) ? STATUS_ROOM_BYTES + statusBytes(status) : 0),
+    (status) => (keep(status) ? statusBytes(status) : 0),
   );
 }
 
@@ -74,7 +74,7 @@ export function listJobs(
     signal,
     STATUS_ROOM,
     () => services.engine.list(query),
-    (page) => page.jobs.reduce((bytes, status) => bytes + STATUS_ROOM_BYTES + statusBytes(status), 0),
+    (page) => page.jobs.reduce((bytes, status) => bytes + statusBytes(status), 0),
   );
 }
 
