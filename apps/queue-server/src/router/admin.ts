@@ -10,7 +10,7 @@ import { schemaProcedures } from './admin-schemas.ts';
 import { workerProcedures } from './admin-workers.ts';
 import { jobId, jobName, storableText } from './inputs.ts';
 import { adminProcedure } from './scoped.ts';
-import { router } from './trpc.ts';
+import { callSignal, router } from './trpc.ts';
 
 export const adminRouter = router({
   list: adminProcedure
@@ -24,7 +24,7 @@ export const adminRouter = router({
     )
     .query(({ ctx, input, signal }) => {
       const { name, state, limit, cursor } = input;
-      return listJobs(ctx.services, { name, state, limit, cursor }, signal ?? new AbortController().signal);
+      return listJobs(ctx.services, { name, state, limit, cursor }, callSignal(signal));
     }),
 
   /**

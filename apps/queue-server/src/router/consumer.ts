@@ -9,7 +9,7 @@ import { hasAnyScope, stopScopeOf } from '../auth.ts';
 import { completion, withPlainCompletions } from './completions.ts';
 import { childJob, enqueueOptions, jobId, jobName, lease, leaseLengthMs, storableText, version } from './inputs.ts';
 import { leaseProcedure, producesEach, scoped } from './scoped.ts';
-import { authedProcedure, router } from './trpc.ts';
+import { authedProcedure, callSignal, router } from './trpc.ts';
 
 export const consumerRouter = router({
   /**
@@ -47,7 +47,7 @@ export const consumerRouter = router({
     )
     .use(scoped('consume', (input) => input.name))
     .mutation(async ({ ctx, input, signal }) => {
-      const aborted = signal ?? new AbortController().signal;
+      const aborted = callSignal(signal);
       const answer = await claimJobs(
         ctx.services,
         {
@@ -144,7 +144,7 @@ export const consumerRouter = router({
     .mutation(({ ctx, input, signal }) =>
       extendLeases(ctx.services, input.items, input.workerId, {
         waitMs: input.waitMs,
-        signal: signal ?? new AbortController().signal,
+        signal: callSignal(signal),
         mayConsume: (name) => hasAnyScope(ctx.principal, ['consume'], name),
       }),
     ),
@@ -231,7 +231,7 @@ export const consumerRouter = router({
       const { id, leaseToken, afterId, limit } = input;
       // Each child is already as `jobs.children` sends one (`childEntry`): only what the handler reads.
       const place = { limit, ...(afterId ? { afterId } : {}) };
-      return heldChildrenPage(ctx.services, { id, leaseToken }, place, signal ?? new AbortController().signal);
+      return heldChildrenPage(ctx.services, { id, leaseToken }, place, callSignal(signal));
     }),
 
   /** Atomically ends the held job and enqueues `next` in its place (pipelines). */

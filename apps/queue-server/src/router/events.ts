@@ -7,7 +7,7 @@ import { STATUS_OF_ERROR, serverAtLimit } from '../errors.ts';
 import { withWireParts } from '../http/server-sent-events.ts';
 import { jobName, storableText } from './inputs.ts';
 import { scoped } from './scoped.ts';
-import { authedProcedure, router } from './trpc.ts';
+import { authedProcedure, callSignal, router } from './trpc.ts';
 
 /** Whether a token may see the events of job type `name`: it may produce or consume it (`admin` may all). */
 function mayWatch(principal: Principal, name: string): boolean {
@@ -92,7 +92,7 @@ export const eventsRouter = router({
       checkStreamCaps(ctx);
       // A signed token's stream ends when the token does: what it grants ends then.
       const expiry = principal.expiresAtMs === undefined ? undefined : abortAt(principal.expiresAtMs);
-      const ended = signal ?? new AbortController().signal;
+      const ended = callSignal(signal);
       const batches = ctx.services.events.subscribe({
         wants: watchFilter(principal, input.name),
         lastEventId: input.lastEventId,

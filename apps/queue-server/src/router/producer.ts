@@ -7,7 +7,7 @@ import { readStatus, waitForJob } from '../app/jobs.ts';
 import { requireReadScope } from '../auth.ts';
 import { childJob, enqueueOptions, jobId, jobName, perJobIds, version } from './inputs.ts';
 import { producesEach, readsJob, scoped } from './scoped.ts';
-import { authedProcedure, router } from './trpc.ts';
+import { authedProcedure, callSignal, router } from './trpc.ts';
 
 export const producerRouter = router({
   /**
@@ -55,7 +55,7 @@ export const producerRouter = router({
 
   /** A job's status, for a token that may produce or consume its type; read with room in the answer budget. */
   get: authedProcedure.input(z.object({ id: jobId })).query(async ({ ctx, input, signal }) => {
-    const job = await readStatus(ctx.services, input.id, signal ?? new AbortController().signal);
+    const job = await readStatus(ctx.services, input.id, callSignal(signal));
     requireReadScope(ctx.principal, job.name);
     return job;
   }),
@@ -77,7 +77,7 @@ export const producerRouter = router({
     .use(readsJob)
     .query(({ ctx, input, signal }) => {
       const place = { limit: input.limit, ...(input.afterId ? { afterId: input.afterId } : {}) };
-      return childrenPage(ctx.services, input.id, place, signal ?? new AbortController().signal);
+      return childrenPage(ctx.services, input.id, place, callSignal(signal));
     }),
 
   cancel: authedProcedure
@@ -93,7 +93,5 @@ export const producerRouter = router({
    */
   wait: authedProcedure
     .input(z.object({ id: jobId, timeoutMs: z.number().int().min(0) }))
-    .query(({ ctx, input, signal }) =>
-      waitForJob(ctx.services, ctx.principal, input, signal ?? new AbortController().signal),
-    ),
+    .query(({ ctx, input, signal }) => waitForJob(ctx.services, ctx.principal, input, callSignal(signal))),
 });

@@ -94,3 +94,11 @@ const auditAndMapErrors = t.middleware(async ({ ctx, path, type, getRawInput, ne
 export const router = t.router;
 export const publicProcedure = t.procedure.use(auditAndMapErrors);
 export const authedProcedure = publicProcedure.use(authenticate);
+
+/**
+ * A call's abort signal. A call made without one (a server-side caller) gets a signal of its own that never
+ * aborts: its own, so that what a long call adds to it (abort listeners) goes when the call does.
+ */
+export function callSignal(signal: AbortSignal | undefined): AbortSignal {
+  return signal ?? new AbortController().signal;
+}
