@@ -1,11 +1,4 @@
-import type {
-  Collection,
-  Db,
-  FindOneAndUpdateOptions,
-  MongoClient,
-  UpdateOptions,
-  WriteConcernSettings,
-} from 'mongodb';
+import type { Collection, Db, MongoClient, WriteConcernSettings } from 'mongodb';
 import type {
   ChildrenPageQuery,
   ChildState,
@@ -33,13 +26,12 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { NOT_STARTED, notStartedState } from '../shared/not-started.ts';
-import { type Abortable, withCallLimit } from './call-limit.ts';
+import { withCallLimit } from './call-limit.ts';
+import { cancelJob } from './cancel-job.ts';
 import { claimJobs } from './claim-jobs.ts';
 import { countJobs } from './count-jobs.ts';
 import { DatabaseClock } from './database-clock.ts';
 import { debounceJobs } from './debounce-jobs.ts';
-import { cancelInFlow, completeHeldChildren, endHeldChild, NOT_A_CHILD } from './end-children.ts';
 import { toWorkqError } from './errors.ts';
 import {
   claimJobsUnlessHeld,
@@ -51,24 +43,26 @@ import {
   updateQueueSettings,
 } from './flow-control.ts';
 import { pruneGroupTurns } from './group-turns.ts';
-import { DocumentsTooLarge, updateEachHeld } from './held-updates.ts';
+import {
+  completeHeldJobs,
+  extendHeldLease,
+  failHeldJob,
+  releaseHeldJobs,
+  snoozeHeldJob,
+  updateHeldJob,
+} from './held-jobs.ts';
 import type { CollectionNames } from './indexes.ts';
 import { insertFlow, listChildren, listChildStates, listHeldChildren, waitForChildren } from './insert-flow.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
-import { ENDED_LEASE, heldBy, typedLeaseToken } from './leases.ts';
+import { heldBy, typedLeaseToken } from './leases.ts';
 import { listJobs } from './list-jobs.ts';
 import { moveJob } from './move-job.ts';
 import type { ChangeStreamNotifier } from './notifier.ts';
-import { refuseOverfullJobs, refuseUnstorableResults } from './oversized-results.ts';
 import { promoteJob } from './promote-job.ts';
 import { pruneFinishedJobs } from './prune-jobs.ts';
 import {
-  appendedErrors,
-  cleanError,
   type JobDocument,
-  literal,
-  orderKeyExpression,
   projectionFor,
   type ScheduleDocument,
   type ScheduleRunDocument,
@@ -103,8 +97,6 @@ import type { FlowTarget } from './settle-parents.ts';
 export function durableWrites(wtimeoutMS: number): WriteConcernSettings {
   return { w: 'majority', journal: true, wtimeoutMS };
 }
-
-const LIVE_STATES = [...NOT_STARTED, 'waiting-children', 'active'] as const;
 
 /** What a `MongoStore` runs on; built by `createMongoStore`. */
 export interface MongoStoreParts {
@@ -214,117 +206,30 @@ export class MongoStore implements Store {
 
   completeJobs(items: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     return this.run('complete', async () => {
-      const at = await this.clock.at(now);
-      await refuseUnstorableResults(this.jobs, items, at, this.parts.callLimitMs);
-      try {
-        // The token stays, so a repeat of this ack is recognised (see `JobRecord.leaseToken`). Jobs without a
-        // parent only: a child completes with its parent's settling, in a transaction.
-        const ids = await updateEachHeld(
-          this.jobs,
-          items,
-          at,
-          (item) => ({
-            $set: {
-              leaseExpiresAt: null,
-              state: 'completed',
-              result: toJson(item.result),
-              finishedAt: at,
-              updatedAt: at,
-            },
-          }),
-          this.parts.callLimitMs,
-          NOT_A_CHILD,
-        );
-        if (ids.length === items.length) return ids;
-        const done = new Set(ids);
-        const rest = items.filter((item) => !done.has(item.id));
-        const children = rest.map((item) => ({
-          id: item.id,
-          leaseToken: item.leaseToken,
-          result: toJson(item.result),
-        }));
-        const completed = await completeHeldChildren(this.flowTarget, children, at);
-        this.announceReady(completed.ready);
-        return [...ids, ...completed.ids];
-      } catch (error) {
-        if (error instanceof DocumentsTooLarge)
-          return refuseOverfullJobs(this.jobs, error.leases, at, this.parts.callLimitMs);
-        throw error;
-      }
+      const { ids, ready } = await completeHeldJobs(this.flowTarget, items, await this.clock.at(now));
+      this.announceReady(ready);
+      return ids;
     });
   }
 
   releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
-    return this.run('release', async () => {
-      const at = await this.clock.at(now);
-      return updateEachHeld(
-        this.jobs,
-        leases,
-        at,
-        () => ({
-          $set: { ...ENDED_LEASE, state: 'waiting', workerId: null, updatedAt: at },
-          $inc: { attempts: -1 },
-        }),
-        this.parts.callLimitMs,
-      );
-    });
+    return this.run('release', async () => releaseHeldJobs(this.flowTarget, leases, await this.clock.at(now)));
   }
 
   failJob(lease: LeaseRef, outcome: { error: JobError; retryAt: Date | null }, now: Date): Promise<boolean> {
-    const error = literal(cleanError(outcome.error));
     return this.run('fail', async () => {
       const toDatabase = await this.clock.shift();
-      const at = toDatabase(now);
       const retryAt = outcome.retryAt === null ? null : toDatabase(outcome.retryAt);
-      const ending =
-        retryAt === null
-          ? { state: 'dead', finishedAt: at }
-          : {
-              state: notStartedState(retryAt, at),
-              runAt: retryAt,
-              orderKey: orderKeyExpression(retryAt),
-              workerId: null,
-            };
-      const filter = heldBy(lease, at);
-      if (!filter) return false;
-      const ended = { ...ENDED_LEASE, ...ending, error, errors: appendedErrors(error), updatedAt: at };
-      // A job going dead matches only without a parent: a child dies with its parent's settling.
-      const plain = retryAt === null ? { ...filter, ...NOT_A_CHILD } : filter;
-      const { matchedCount } = await this.call((signal) => {
-        const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateOne(plain, [{ $set: ended }], options);
-      });
-      if (matchedCount === 1 || retryAt !== null) return matchedCount === 1;
-      const died = { end: 'dead' as const, error: { ...outcome.error, at } };
-      const child = await endHeldChild(this.flowTarget, filter, ended, died, at);
-      this.announceReady(child.ready);
-      return child.held;
+      const { held, ready } = await failHeldJob(this.flowTarget, lease, { ...outcome, retryAt }, toDatabase(now));
+      this.announceReady(ready);
+      return held;
     });
   }
 
   snoozeJob(lease: LeaseRef, runAt: Date, now: Date): Promise<boolean> {
     return this.run('snooze', async () => {
       const toDatabase = await this.clock.shift();
-      const at = toDatabase(now);
-      const runsAt = toDatabase(runAt);
-      const filter = heldBy(lease, at);
-      if (!filter) return false;
-      const waiting = {
-        ...ENDED_LEASE,
-        state: notStartedState(runsAt, at),
-        runAt: runsAt,
-        orderKey: orderKeyExpression(runsAt),
-        attempts: { $subtract: ['$attempts', 1] },
-        workerId: null,
-        // It has started: it gives up its debounce key, and a later debounce of the key makes a new job.
-        debounceKey: null,
-        updatedAt: at,
-      };
-      const { matchedCount } = await this.call((signal) => {
-        const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateOne(filter, [{ $set: waiting }], options);
-      });
-      return matchedCount === 1;
+      return snoozeHeldJob(this.flowTarget, lease, toDatabase(runAt), toDatabase(now));
     });
   }
 
@@ -332,36 +237,18 @@ export class MongoStore implements Store {
     return this.run('extend', async () => {
       const toDatabase = await this.clock.shift();
       const at = toDatabase(now);
-      const filter = heldBy(lease, at);
-      if (!filter) return null;
-      const asked = toDatabase(leaseExpiresAt);
-      // No later than the attempt's deadline, when it has one.
-      const update = [
-        { $set: { leaseExpiresAt: { $min: [asked, { $ifNull: ['$attemptDeadline', asked] }] }, updatedAt: at } },
-      ];
-      const doc = await this.call((signal) => {
-        const options: Abortable<FindOneAndUpdateOptions> = {
-          projection: { _id: 0, leaseExpiresAt: 1 },
-          returnDocument: 'after',
-          signal,
-        };
-        return this.jobs.findOneAndUpdate(filter, update, options);
-      });
+      const stored = await extendHeldLease(this.flowTarget, lease, toDatabase(leaseExpiresAt), at);
       // The stored expiry, moved back from the database's time to the engine's.
-      const stored = doc?.leaseExpiresAt;
       return stored ? new Date(stored.getTime() - (at.getTime() - now.getTime())) : null;
     });
   }
 
   recordProgress(lease: LeaseRef, progress: number, now: Date): Promise<boolean> {
-    return this.updateHeld('progress', lease, now, () => ({ progress: Number(progress) }));
+    return this.updateHeld('progress', lease, now, { progress: Number(progress) });
   }
 
   updatePayload(lease: LeaseRef, change: { payload: unknown; version: number }, now: Date): Promise<boolean> {
-    return this.updateHeld('updatePayload', lease, now, () => ({
-      payload: toJson(change.payload),
-      version: change.version,
-    }));
+    return this.updateHeld('updatePayload', lease, now, { payload: toJson(change.payload), version: change.version });
   }
 
   /** One transaction (see `moveJob` in move-job.ts). */
@@ -385,26 +272,9 @@ export class MongoStore implements Store {
 
   cancelJob(id: string, now: Date) {
     return this.run('cancel', async () => {
-      const jobId = stringOrNull(id);
-      if (jobId === null) return null;
-      // Its name first, so the write is targeted (see `idsByName`).
-      const live = { _id: jobId, state: { $in: LIVE_STATES } };
-      const found = await this.call((signal) =>
-        this.jobs.findOne(live, { projection: { _id: 1, name: 1, parentId: 1, childCount: 1 }, signal }),
-      );
-      if (!found) return null;
-      const cancelled = { ...ENDED_LEASE, state: 'cancelled' as const, finishedAt: now, updatedAt: now };
-      if (typeof found.parentId === 'string' || (found.childCount ?? 0) > 0) {
-        // In a flow: with its descendants and its parent's settling, in one transaction.
-        const { job, ready } = await cancelInFlow(this.flowTarget, { ...live, name: found.name }, cancelled, now);
-        this.announceReady(ready);
-        return job;
-      }
-      const doc = await this.call((signal) => {
-        const options: Abortable<FindOneAndUpdateOptions> = { returnDocument: 'after', signal };
-        return this.jobs.findOneAndUpdate({ ...live, name: found.name }, { $set: cancelled }, options);
-      });
-      return doc ? toJobRecord(doc) : null;
+      const { job, ready } = await cancelJob(this.flowTarget, id, now);
+      this.announceReady(ready);
+      return job;
     });
   }
 
@@ -576,28 +446,9 @@ export class MongoStore implements Store {
     return { ...request, leaseToken: typedLeaseToken(request), now: await this.clock.at(request.now) };
   }
 
-  /**
-   * A fenced single-document update on the database's clock (see `DatabaseClock`); resolves to whether the
-   * lease held (the document matched).
-   */
-  private updateHeld(
-    operation: string,
-    lease: LeaseRef,
-    now: Date,
-    fields: (toDatabase: (date: Date) => Date) => Partial<JobDocument>,
-  ): Promise<boolean> {
-    return this.run(operation, async () => {
-      const toDatabase = await this.clock.shift();
-      const at = toDatabase(now);
-      const filter = heldBy(lease, at);
-      if (!filter) return false;
-      const update = { $set: { ...fields(toDatabase), updatedAt: at } };
-      const { matchedCount } = await this.call((signal) => {
-        const options: Abortable<UpdateOptions> = { signal };
-        return this.jobs.updateOne(filter, update, options);
-      });
-      return matchedCount === 1;
-    });
+  /** A fenced update of one held job's `fields`, on the database's clock; resolves to whether the lease held. */
+  private updateHeld(operation: string, lease: LeaseRef, now: Date, fields: Partial<JobDocument>): Promise<boolean> {
+    return this.run(operation, async () => updateHeldJob(this.flowTarget, lease, fields, await this.clock.at(now)));
   }
 
   /** One call to the server, abandoned after the store's call limit (see `withCallLimit`). */
