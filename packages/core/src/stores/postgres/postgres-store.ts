@@ -1,4 +1,3 @@
-import { newJobId } from '../../engine/ids.ts';
 import type {
   ChildrenPageQuery,
   ChildState,
@@ -33,7 +32,7 @@ import { timedOutError } from '../../engine/timed-out-error.ts';
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { handedRecord, insertedRecord, leaseExpiry } from '../shared/inserted-record.ts';
+import { handedRecord, insertedRecord } from '../shared/inserted-record.ts';
 import { ParentReadiness } from '../shared/parent-readiness.ts';
 import { completeAndClaimLimitedJobs, completeAndClaimStatement } from './complete-and-claim.ts';
 import type { SqlClient, SqlQueryable, SqlStatement } from './connection.ts';
@@ -55,12 +54,13 @@ import {
   readiedParents,
   waitForChildren,
 } from './flows.ts';
-import { debounceJobs, insertJobs, insertStatement } from './insert-jobs.ts';
+import { completeStatement, insertAndClaimStatement, warmUpStatements } from './hot-statements.ts';
+import { debounceJobs, insertJobs } from './insert-jobs.ts';
 import { createPgLeaderElection } from './leadership.ts';
 import { buildListJobs } from './list-jobs.ts';
 import { quoteSchema } from './migrations.ts';
 import { moveJob } from './move-job.ts';
-import { type JobRow, newJobValues, toJobRecord, toJsonText } from './records.ts';
+import { type JobRow, toJobRecord, toJsonText } from './records.ts';
 import {
   listSchemas,
   listWorkers,
@@ -207,7 +207,7 @@ export class PostgresStore implements Store {
     job: NewJob,
     claim: ClaimRequest,
   ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
-    const { text, params } = this.insertAndClaimStatement(job, claim);
+    const { text, params } = insertAndClaimStatement(this.sql, job, claim);
     let row: { state: StoredState } | undefined;
     try {
       [row] = await this.client.query<{ state: StoredState }>(text, params);
@@ -223,27 +223,13 @@ export class PostgresStore implements Store {
     return { job: handed, claimed: handed };
   }
 
-  private insertAndClaimStatement(job: NewJob, claim: ClaimRequest): SqlStatement {
-    const { now, minVersion, maxVersion, leaseToken, workerId } = claim;
-    const params = [...newJobValues(job), now, minVersion, maxVersion, leaseToken, workerId, leaseExpiry(job, claim)];
-    const text = job.idempotencyKey === null ? this.sql.insertAndClaimJob : this.sql.insertAndClaimKeyedJob;
-    return { text, params };
-  }
-
   async completeJobs(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): Promise<string[]> {
     if (jobs.length === 0) return [];
-    const { text, params } = this.completeStatement(jobs, now);
+    const { text, params } = completeStatement(this.sql, jobs, now);
     const rows = await this.client.query<{ id: string; readied: string | null }>(text, params);
     this.vacuums.noteChangedRows(rows.length);
     this.readiness.tell(readiedParents(rows));
     return rows.map((row) => row.id);
-  }
-
-  private completeStatement(jobs: readonly (LeaseRef & { result: unknown })[], now: Date): SqlStatement {
-    const ids = jobs.map((job) => job.id);
-    const tokens = jobs.map((job) => job.leaseToken);
-    const results = jobs.map((job) => toJsonText(job.result));
-    return { text: this.sql.completeJobs, params: [ids, tokens, results, now] };
   }
 
   async releaseJobs(leases: readonly LeaseRef[], now: Date): Promise<string[]> {
@@ -445,50 +431,9 @@ export class PostgresStore implements Store {
     return this.schedules.listScheduleRuns(keys);
   }
 
-  /**
-   * The enqueue, claim, complete and handoff statements, run once on a new
-   * connection (in a transaction that is rolled back), so the first jobs skip
-   * its parses and catalog loads. Only the handoff inserts (with and without
-   * an idempotency key) write rows: throwaway jobs with fresh ids and keys, so
-   * connections warming at once do not wait on each other's uncommitted key.
-   */
+  /** The statements of every job's way, run once on each new connection (see `warmUpStatements`). */
   warmUpStatements(): SqlStatement[] {
-    const epoch = new Date(0);
-    const throwaway: NewJob = {
-      id: newJobId(),
-      name: '',
-      version: 1,
-      payload: null,
-      priority: 0,
-      order: 'fifo',
-      runAt: epoch,
-      createdAt: epoch,
-      maxAttempts: 1,
-      backoff: { type: 'fixed', delayMs: 0 },
-      leaseMs: 1,
-      idempotencyKey: null,
-      idempotencyExpiresAt: null,
-      debounceKey: null,
-      replayOf: null,
-      traceContext: null,
-    };
-    const claimNothing: ClaimRequest = {
-      name: '',
-      minVersion: 0,
-      maxVersion: 0,
-      limit: 0,
-      leaseToken: '',
-      workerId: '',
-      leaseMs: null,
-      now: epoch,
-    };
-    return [
-      insertStatement(this.sql, []),
-      claimStatement(this.claimSql.unlessHeld, claimNothing),
-      this.completeStatement([], epoch),
-      this.insertAndClaimStatement(throwaway, claimNothing),
-      this.insertAndClaimStatement({ ...throwaway, id: newJobId(), idempotencyKey: newJobId() }, claimNothing),
-    ];
+    return warmUpStatements(this.sql, this.claimSql.unlessHeld);
   }
 
   close(): Promise<void> {
