@@ -6,13 +6,14 @@ import type { QueueApi } from './transport.ts';
  * One subscription to the server's job events, of one job type or of every type the token may see, read
  * without a catalog: each event as the server sent it (a result unparsed). It is not resumed: the iteration
  * returns when `signal` aborts, and fails with the server's `WorkqError` when the stream is refused or ends
- * with an error, or with `UNAVAILABLE` when the server ends it (as it does shutting down).
+ * with an error, or with `UNAVAILABLE` when the server ends it (as it does shutting down). Yields what arrived
+ * since its last step, as one array (`oneByOne` hands the events out).
  */
 export async function* watchEventsOnce(
   api: QueueApi,
   name: string | undefined,
   signal: AbortSignal | undefined,
-): AsyncGenerator<JobEvent | ResyncEvent> {
+): AsyncGenerator<(JobEvent | ResyncEvent)[], void> {
   const buffer: (JobEvent | ResyncEvent)[] = [];
   let outcome: WorkqError | 'ended' | undefined;
   let wake: (() => void) | undefined;
@@ -49,7 +50,7 @@ export async function* watchEventsOnce(
   try {
     while (!signal?.aborted) {
       if (buffer.length > 0) {
-        yield* buffer.splice(0);
+        yield buffer.splice(0);
         continue;
       }
       // Set by the subscription's callbacks, which the compiler does not follow.

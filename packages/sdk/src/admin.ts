@@ -3,6 +3,7 @@ import type { JobEvent, ResyncEvent } from '@workq/core';
 import type { CronEntry } from '@workq/core/engine';
 import type { AppRouter } from '@workq/queue-server/router';
 import { watchEventsOnce } from './admin-events.ts';
+import { oneByOne } from './one-by-one.ts';
 import type { Call, QueueApi } from './transport.ts';
 
 // Every admin type is the router's, inferred: the server declares each input and answer once.
@@ -144,7 +145,9 @@ export function createAdminApi({ api: queueApi, call }: { api: QueueApi; call: C
     job: (id) => call((api, signal) => api.admin.job.query({ id }, { signal })),
     cancel: (id) => call((api, signal) => api.jobs.cancel.mutate({ id }, { signal })),
     schemas: (name) => call((api, signal) => api.schemas.list.query(name ? { name } : undefined, { signal })),
-    events: (name, options = {}) => ({ [Symbol.asyncIterator]: () => watchEventsOnce(queueApi, name, options.signal) }),
+    events: (name, options = {}) => ({
+      [Symbol.asyncIterator]: () => oneByOne(watchEventsOnce(queueApi, name, options.signal)),
+    }),
     schedules: () => call((api, signal) => api.admin.schedules.query(undefined, { signal })),
     upsertSchedule: (schedule) => call((api, signal) => api.admin.upsertSchedule.mutate(schedule, { signal })),
     removeSchedule: (key) => call((api, signal) => api.admin.removeSchedule.mutate({ key }, { signal })),

@@ -34,23 +34,7 @@ function streamApi() {
 
 /** Once the current turn's continuations have run. */
 const turn = () => new Promise<void>((resolve) => nextTurn(resolve));
-const idOf = (step: IteratorResult<unknown>) => (step.value as { id: string }).id;
-
 describe('sdk.events', () => {
-  it('hands out every event once and in order to calls of next that overlap, across batches', async () => {
-    const { api, send } = streamApi();
-    const events = createEvents(jobs, api)('noop')[Symbol.asyncIterator]();
-    const waiting = [events.next(), events.next(), events.next()];
-    await turn();
-    send(['a', 'b']);
-    await turn();
-    send(['c', 'd']);
-    const later = events.next();
-    expect((await Promise.all(waiting)).map(idOf)).toEqual(['a', 'b', 'c']);
-    expect(idOf(await later)).toBe('d');
-    await events.return?.();
-  });
-
   it('ends its subscription when the loop leaves in the middle of a batch', async () => {
     const { api, send, stream } = streamApi();
     const seen: string[] = [];

@@ -12,6 +12,7 @@ import {
   WorkqError,
 } from '@workq/core';
 import { toWorkqError } from './errors.ts';
+import { oneByOne } from './one-by-one.ts';
 import { sleep } from './retry.ts';
 import type { QueueApi } from './transport.ts';
 
@@ -93,54 +94,6 @@ export function createEvents<C extends Catalog>(jobs: C, api: QueueApi): EventsF
     }
     return { [Symbol.asyncIterator]: () => oneByOne(watch(jobs, api, name, options)) };
   }) as EventsFn<C>;
-}
-
-/**
- * The events of `batches` one at a time. An event already received is handed out in a promise made resolved,
- * with no step of the generator: a busy queue's subscriber reads thousands a second, and a generator's `yield`
- * costs several promise turns per value where this costs one. Calls of `next` that overlap share one step of
- * the generator, so none skips what another received.
- */
-function oneByOne(batches: AsyncGenerator<unknown[], void>): AsyncIterator<unknown> {
-  let batch: unknown[] = [];
-  let next = 0;
-  let finished = false;
-  let stepping: Promise<void> | undefined;
-  const step = (): Promise<void> => {
-    stepping ??= batches.next().then(
-      (result) => {
-        stepping = undefined;
-        if (result.done) finished = true;
-        else {
-          batch = result.value;
-          next = 0;
-        }
-      },
-      (error: unknown) => {
-        stepping = undefined;
-        finished = true;
-        throw error;
-      },
-    );
-    return stepping;
-  };
-  const iterator: AsyncIterator<unknown> = {
-    next: () => {
-      if (next < batch.length) {
-        const value = batch[next];
-        next += 1;
-        return Promise.resolve({ value, done: false });
-      }
-      if (finished) return Promise.resolve({ value: undefined, done: true });
-      return step().then(() => iterator.next());
-    },
-    return: () => {
-      finished = true;
-      batch = [];
-      return batches.return().then(() => ({ value: undefined, done: true }));
-    },
-  };
-  return iterator;
 }
 
 /**
