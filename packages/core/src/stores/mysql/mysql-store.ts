@@ -5,6 +5,7 @@ import type {
   ClaimedRecord,
   ClaimRequest,
   ClosableNotifier,
+  Handoff,
   HeldChildrenPage,
   InsertOutcome,
   JobCount,
@@ -54,6 +55,7 @@ import { countJobs } from './sql/count-jobs.ts';
 import { debounceJob } from './sql/debounce-job.ts';
 import { extendLease } from './sql/extend-lease.ts';
 import { failHeldChild, failJob } from './sql/fail-job.ts';
+import { insertAndClaimJob } from './sql/insert-and-claim-job.ts';
 import { insertFlow, insertFlowAtOnce } from './sql/insert-flow.ts';
 import { insertJobs } from './sql/insert-jobs.ts';
 import { listChildren, listChildStates } from './sql/list-children.ts';
@@ -91,6 +93,11 @@ export class MysqlStore implements Store {
   readonly kind = 'mysql';
   readonly notifier: ClosableNotifier | undefined;
   readonly leadership: LeaderElection;
+  /** A job enqueued for a consumer already waiting is leased to it by its insert (sql/insert-and-claim-job.ts). */
+  readonly handoff: Handoff = {
+    insertAndClaimJob: (job, claim) =>
+      this.retry('insertAndClaimJob', () => insertAndClaimJob(this.pool, this.t, job, claim)),
+  };
   private readonly pool: Pool;
   private readonly t: Tables;
   private readonly target: string;

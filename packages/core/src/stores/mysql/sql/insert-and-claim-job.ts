@@ -1,0 +1,96 @@
+/**
+ * Insert and claim: `Handoff.insertAndClaimJob`, for a consumer already waiting. Two statements, each committed
+ * on its own: a plain read of whether the waiting claim could take a job already (one of its type and versions
+ * ready, or a delayed one due) or the type's settings hold its claims back (`heldBackSql`); then the insert of
+ * the job, leased to the claim as `leaseJobs` leases (active, its first attempt, the claim's token, worker and
+ * expiry, the attempt's deadline) when the job is due at the claim's time, within its versions, and nothing was
+ * found; otherwise waiting, as `insertJobs` inserts it. A job that became ready between the two statements was
+ * not ready when the read began, as a claim's own snapshot would not have seen it either.
+ *
+ * The insert is `insertJobs`' statement for one row: a taken id fails it (nothing inserted), a taken key makes
+ * it a no-op, which a keyed job's read of its key's holder tells. Either way it resolves to `null`, and the
+ * engine inserts the job as usual, which answers with the holder. Locks: the row it inserts.
+ */
+import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../../engine/store.ts';
+import { handedRecord, insertedRecord, leaseExpiry } from '../../shared/inserted-record.ts';
+import { CLAIM_INDEX } from '../baseline.ts';
+import { execute, type Queryable, selectRows } from '../connection.ts';
+import { isTakenJobId } from '../errors.ts';
+import { insertColumns, sqlDate } from '../records.ts';
+import type { Tables } from '../tables.ts';
+import { heldBackSql } from './lock-ready-jobs.ts';
+import { dueDelayedSql } from './promote-due-jobs.ts';
+
+export async function insertAndClaimJob(
+  db: Queryable,
+  t: Tables,
+  job: NewJob,
+  claim: ClaimRequest,
+): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
+  const handed = mayBeHanded(job, claim) && !(await claimFindsWork(db, t, claim));
+  const { columns, rows } = insertColumns([job]);
+  const [row] = rows;
+  if (row === undefined) return null;
+  if (handed) leaseRow(columns.split(', '), row, job, claim);
+  try {
+    await execute(
+      db,
+      `INSERT INTO ${t.jobs} (${columns}) VALUES ? ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`,
+      [[row]],
+    );
+  } catch (error) {
+    if (isTakenJobId(error)) return null;
+    throw error;
+  }
+  if (job.idempotencyKey !== null && !(await holdsItsKey(db, t, job))) return null;
+  if (!handed) return { job: insertedRecord(job), claimed: null };
+  const record = handedRecord(job, claim);
+  return { job: record, claimed: record };
+}
+
+/** Whether `claim` could take `job` at its time: due, within its versions, a plain job (no children waited for). */
+function mayBeHanded(job: NewJob, claim: ClaimRequest): boolean {
+  return (
+    job.runAt.getTime() <= claim.now.getTime() &&
+    job.version >= claim.minVersion &&
+    job.version <= claim.maxVersion &&
+    (job.pendingChildren ?? 0) === 0
+  );
+}
+
+/** Whether a job `claim` could take is ready or due already, or its type's settings hold its claims back. */
+async function claimFindsWork(db: Queryable, t: Tables, claim: ClaimRequest): Promise<boolean> {
+  const now = sqlDate(claim.now);
+  const [found] = await selectRows(
+    db,
+    `SELECT ${heldBackSql(t)} OR ${dueDelayedSql(t)} OR EXISTS (SELECT 1 FROM ${t.jobs} FORCE INDEX (${CLAIM_INDEX})
+      WHERE state = 'waiting' AND name = ? AND run_at <= ? AND version BETWEEN ? AND ?) AS busy`,
+    [claim.name, now, claim.name, now, claim.name, now, claim.minVersion, claim.maxVersion],
+  );
+  return Number(found?.busy) !== 0;
+}
+
+/** Sets `row` (values of `columns`, as `insertColumns` makes them) to what a claim's lease sets (`leaseJobs`). */
+function leaseRow(columns: readonly string[], row: unknown[], job: NewJob, claim: ClaimRequest): void {
+  const deadline = job.timeoutMs == null ? null : sqlDate(new Date(claim.now.getTime() + job.timeoutMs));
+  const leased: Record<string, unknown> = {
+    state: 'active',
+    attempts: 1,
+    lease_token: claim.leaseToken,
+    lease_expires_at: sqlDate(leaseExpiry(job, claim)),
+    worker_id: claim.workerId,
+    attempt_deadline: deadline,
+    delayed_until: null,
+    updated_at: sqlDate(claim.now),
+  };
+  for (const [column, value] of Object.entries(leased)) row[columns.indexOf(column)] = value;
+}
+
+/** Whether the job holding `job`'s key is `job`: the insert's no-op on a taken key reports as a row changed. */
+async function holdsItsKey(db: Queryable, t: Tables, job: NewJob): Promise<boolean> {
+  const [holder] = await selectRows(db, `SELECT id FROM ${t.jobs} WHERE name = ? AND idempotency_key = ?`, [
+    job.name,
+    job.idempotencyKey,
+  ]);
+  return holder?.id === job.id;
+}
