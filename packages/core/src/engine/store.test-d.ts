@@ -47,7 +47,7 @@ describe('the store contract', () => {
     expectTypeOf<PostgresStore['completeAndClaim']>().toEqualTypeOf<CompleteAndClaim>();
     expectTypeOf<MysqlStore['handoff']>().toEqualTypeOf<Handoff>();
     expectTypeOf<MysqlStore>().not.toHaveProperty('completeAndClaim');
-    expectTypeOf<MongoStore>().not.toHaveProperty('handoff');
+    expectTypeOf<MongoStore['handoff']>().toEqualTypeOf<Handoff>();
     expectTypeOf<MongoStore>().not.toHaveProperty('completeAndClaim');
     expectTypeOf<PostgresStore['leadership']>().toEqualTypeOf<LeaderElection>();
     expectTypeOf<MysqlStore['leadership']>().toEqualTypeOf<LeaderElection>();

@@ -159,6 +159,23 @@ function holdsBack(settings: QueueSettingsDocument): boolean {
   return paused === true || concurrency != null || rateLimit != null || groupConcurrency != null || groupOrder != null;
 }
 
+/** Whether a type's settings document holds its plain claims back at `now`: a pause, a limit, groups or a hold. */
+function holdsClaimsBack(settings: QueueSettingsDocument | null, now: Date): boolean {
+  return settings !== null && (holdsBack(settings) || Boolean(settings.grouped) || heldAt(settings, now));
+}
+
+/** Whether the settings of type `name` hold its plain claims back at `now` (see `holdsClaimsBack`): one read. */
+export async function claimsHeldBack(
+  c: Pick<FlowCollections, 'settings' | 'limitMs'>,
+  name: string,
+  now: Date,
+): Promise<boolean> {
+  const settings = (await withCallLimit(c.limitMs, (signal) =>
+    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
+  )) as QueueSettingsDocument | null;
+  return holdsClaimsBack(settings, now);
+}
+
 /**
  * See `FlowControlStore.claimJobsUnlessHeld`: the type's settings document is read (by `_id`) beside the
  * promotion of its due jobs, both before any job is leased; then `claimJobs` leases, unless the document holds
@@ -170,7 +187,7 @@ export async function claimJobsUnlessHeld(c: FlowCollections, request: ClaimRequ
     c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
   ) as Promise<QueueSettingsDocument | null>;
   const [settings] = await Promise.all([readSettings, promoteDueJobs(c.jobs, name, request.now, c.limitMs)]);
-  if (settings !== null && (holdsBack(settings) || settings.grouped || heldAt(settings, request.now))) return null;
+  if (holdsClaimsBack(settings, request.now)) return null;
   return claimReadyJobs(c.jobs, { ...request, name }, c.limitMs);
 }
 

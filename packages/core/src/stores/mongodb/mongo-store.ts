@@ -4,6 +4,7 @@ import type {
   ChildState,
   ClaimRequest,
   CountScope,
+  Handoff,
   HeldChildrenPage,
   InsertOutcome,
   JobCount,
@@ -52,6 +53,7 @@ import {
   updateHeldJob,
 } from './held-jobs.ts';
 import type { CollectionNames } from './indexes.ts';
+import { insertAndClaimJob } from './insert-and-claim-job.ts';
 import { insertFlow, listChildren, listChildStates, listHeldChildren, waitForChildren } from './insert-flow.ts';
 import { insertJobs } from './insert-jobs.ts';
 import { createMongoLeaderElection, type LeaderDocument } from './leadership.ts';
@@ -121,6 +123,11 @@ export class MongoStore implements Store {
   readonly kind = 'mongodb';
   readonly notifier?: ChangeStreamNotifier;
   readonly leadership: LeaderElection;
+  /** A job enqueued for a consumer already waiting is leased to it by its insert (insert-and-claim-job.ts). */
+  readonly handoff: Handoff = {
+    insertAndClaimJob: (job, claim) =>
+      this.run('insertAndClaimJob', async () => insertAndClaimJob(this.flow, job, await this.leaseRequest(claim))),
+  };
   private readonly jobs: Collection<JobDocument>;
   private readonly schemas: Collection<SchemaDocument>;
   private readonly workers: Collection<WorkerDocument>;

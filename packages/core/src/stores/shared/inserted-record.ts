@@ -66,6 +66,20 @@ export function handedRecord(job: NewJob, claim: ClaimRequest): JobRecord {
 }
 
 /**
+ * Whether `claim` could take `job` as it is inserted: due at the claim's time, within its versions, a plain job
+ * (no children waited for). A handoff leases it only then (see `Handoff.insertAndClaimJob`), and only when no
+ * job the claim could take is ready or due first.
+ */
+export function claimCouldTake(job: NewJob, claim: ClaimRequest): boolean {
+  return (
+    job.runAt.getTime() <= claim.now.getTime() &&
+    job.version >= claim.minVersion &&
+    job.version <= claim.maxVersion &&
+    (job.pendingChildren ?? 0) === 0
+  );
+}
+
+/**
  * When a lease taken by `claim` on `job` expires: after the claim's lease length, or the job's own, but no later
  * than the attempt's deadline (the claim's time + the job's `timeoutMs`), as every claim sets it.
  */

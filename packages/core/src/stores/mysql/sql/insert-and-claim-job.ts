@@ -12,7 +12,7 @@
  * engine inserts the job as usual, which answers with the holder. Locks: the row it inserts.
  */
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../../engine/store.ts';
-import { handedRecord, insertedRecord, leaseExpiry } from '../../shared/inserted-record.ts';
+import { claimCouldTake, handedRecord, insertedRecord, leaseExpiry } from '../../shared/inserted-record.ts';
 import { CLAIM_INDEX } from '../baseline.ts';
 import { execute, type Queryable, selectRows } from '../connection.ts';
 import { isTakenJobId } from '../errors.ts';
@@ -27,7 +27,7 @@ export async function insertAndClaimJob(
   job: NewJob,
   claim: ClaimRequest,
 ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
-  const handed = mayBeHanded(job, claim) && !(await claimFindsWork(db, t, claim));
+  const handed = claimCouldTake(job, claim) && !(await claimFindsWork(db, t, claim));
   const { columns, rows } = insertColumns([job]);
   const [row] = rows;
   if (row === undefined) return null;
@@ -46,16 +46,6 @@ export async function insertAndClaimJob(
   if (!handed) return { job: insertedRecord(job), claimed: null };
   const record = handedRecord(job, claim);
   return { job: record, claimed: record };
-}
-
-/** Whether `claim` could take `job` at its time: due, within its versions, a plain job (no children waited for). */
-function mayBeHanded(job: NewJob, claim: ClaimRequest): boolean {
-  return (
-    job.runAt.getTime() <= claim.now.getTime() &&
-    job.version >= claim.minVersion &&
-    job.version <= claim.maxVersion &&
-    (job.pendingChildren ?? 0) === 0
-  );
 }
 
 /** Whether a job `claim` could take is ready or due already, or its type's settings hold its claims back. */
