@@ -1,6 +1,6 @@
 import type { InsertOneOptions } from 'mongodb';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
-import { claimCouldTake } from '../shared/inserted-record.ts';
+import { claimCouldTake, leaseExpiry } from '../shared/inserted-record.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { versionsOf } from './claim-jobs.ts';
 import { isDuplicateKeyError } from './errors.ts';
@@ -28,14 +28,12 @@ export async function insertAndClaimJob(
   const handed = claimCouldTake(job, claim) && !(await claimFindsWork(c, claim));
   const doc = toJobDocument(job);
   if (handed) {
-    const leaseEnd = claim.now.getTime() + (claim.leaseMs ?? job.leaseMs);
-    const deadline = job.timeoutMs == null ? null : new Date(claim.now.getTime() + job.timeoutMs);
     doc.state = 'active';
     doc.attempts = 1;
     doc.leaseToken = String(claim.leaseToken);
     doc.workerId = String(claim.workerId);
-    doc.attemptDeadline = deadline;
-    doc.leaseExpiresAt = deadline === null ? new Date(leaseEnd) : new Date(Math.min(leaseEnd, deadline.getTime()));
+    doc.attemptDeadline = job.timeoutMs == null ? null : new Date(claim.now.getTime() + job.timeoutMs);
+    doc.leaseExpiresAt = leaseExpiry(job, claim);
     doc.updatedAt = claim.now;
   }
   try {
