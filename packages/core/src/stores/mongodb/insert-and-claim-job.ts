@@ -1,6 +1,6 @@
 import type { InsertOneOptions } from 'mongodb';
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../engine/store.ts';
-import { claimCouldTake, leaseExpiry } from '../shared/inserted-record.ts';
+import { claimCouldTake, handedRecord } from '../shared/inserted-record.ts';
 import { type Abortable, withCallLimit } from './call-limit.ts';
 import { versionsOf } from './claim-jobs.ts';
 import { isDuplicateKeyError } from './errors.ts';
@@ -25,16 +25,13 @@ export async function insertAndClaimJob(
   job: NewJob,
   claim: ClaimRequest,
 ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
-  const handed = claimCouldTake(job, claim) && !(await claimFindsWork(c, claim));
+  const handed = claimCouldTake(job, claim) && !(await claimFindsWork(c, claim)) ? handedRecord(job, claim) : null;
   const doc = toJobDocument(job);
   if (handed) {
-    doc.state = 'active';
-    doc.attempts = 1;
-    doc.leaseToken = String(claim.leaseToken);
-    doc.workerId = String(claim.workerId);
-    doc.attemptDeadline = job.timeoutMs == null ? null : new Date(claim.now.getTime() + job.timeoutMs);
-    doc.leaseExpiresAt = leaseExpiry(job, claim);
-    doc.updatedAt = claim.now;
+    // The lease's fields as a claim sets them (`leaseUpdate`): a job without a time limit gets a `null` deadline.
+    const { state, attempts, leaseToken, workerId, leaseExpiresAt, attemptDeadline, updatedAt } = handed;
+    Object.assign(doc, { state, attempts, leaseToken, workerId, leaseExpiresAt, updatedAt });
+    doc.attemptDeadline = attemptDeadline ?? null;
   }
   try {
     await withCallLimit(c.limitMs, (signal) => {

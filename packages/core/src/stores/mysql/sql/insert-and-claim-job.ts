@@ -12,11 +12,11 @@
  * engine inserts the job as usual, which answers with the holder. Locks: the row it inserts.
  */
 import type { ClaimedRecord, ClaimRequest, JobRecord, NewJob } from '../../../engine/store.ts';
-import { claimCouldTake, handedRecord, insertedRecord, leaseExpiry } from '../../shared/inserted-record.ts';
+import { claimCouldTake, handedRecord, insertedRecord } from '../../shared/inserted-record.ts';
 import { CLAIM_INDEX } from '../baseline.ts';
 import { execute, type Queryable, selectRows } from '../connection.ts';
 import { isTakenJobId } from '../errors.ts';
-import { insertColumns, sqlDate } from '../records.ts';
+import { insertColumns, JOB_COLUMNS, sqlDate } from '../records.ts';
 import type { Tables } from '../tables.ts';
 import { heldBackSql } from './lock-ready-jobs.ts';
 import { dueDelayedSql } from './promote-due-jobs.ts';
@@ -27,11 +27,11 @@ export async function insertAndClaimJob(
   job: NewJob,
   claim: ClaimRequest,
 ): Promise<{ job: JobRecord; claimed: ClaimedRecord | null } | null> {
-  const handed = claimCouldTake(job, claim) && !(await claimFindsWork(db, t, claim));
+  const handed = claimCouldTake(job, claim) && !(await claimFindsWork(db, t, claim)) ? handedRecord(job, claim) : null;
   const { columns, rows } = insertColumns([job]);
   const [row] = rows;
   if (row === undefined) return null;
-  if (handed) leaseRow(columns.split(', '), row, job, claim);
+  if (handed) leaseRow(row, handed);
   try {
     await execute(
       db,
@@ -43,9 +43,7 @@ export async function insertAndClaimJob(
     throw error;
   }
   if (job.idempotencyKey !== null && !(await holdsItsKey(db, t, job))) return null;
-  if (!handed) return { job: insertedRecord(job), claimed: null };
-  const record = handedRecord(job, claim);
-  return { job: record, claimed: record };
+  return handed ? { job: handed, claimed: handed } : { job: insertedRecord(job), claimed: null };
 }
 
 /** Whether a job `claim` could take is ready or due already, or its type's settings hold its claims back. */
@@ -60,20 +58,24 @@ async function claimFindsWork(db: Queryable, t: Tables, claim: ClaimRequest): Pr
   return Number(found?.busy) !== 0;
 }
 
-/** Sets `row` (values of `columns`, as `insertColumns` makes them) to what a claim's lease sets (`leaseJobs`). */
-function leaseRow(columns: readonly string[], row: unknown[], job: NewJob, claim: ClaimRequest): void {
-  const deadline = job.timeoutMs == null ? null : sqlDate(new Date(claim.now.getTime() + job.timeoutMs));
-  const leased: Record<string, unknown> = {
-    state: 'active',
-    attempts: 1,
-    lease_token: claim.leaseToken,
-    lease_expires_at: sqlDate(leaseExpiry(job, claim)),
-    worker_id: claim.workerId,
-    attempt_deadline: deadline,
+/**
+ * Sets `row` (an `insertColumns` row, whose values start in `JOB_COLUMNS` order) to the job as a claim leased it,
+ * `handed` (`handedRecord`), as `leaseJobs` sets it.
+ */
+function leaseRow(row: unknown[], handed: JobRecord): void {
+  const leased: Partial<Record<(typeof JOB_COLUMNS)[number], unknown>> = {
+    state: handed.state,
+    attempts: handed.attempts,
+    lease_token: handed.leaseToken,
+    lease_expires_at: handed.leaseExpiresAt ? sqlDate(handed.leaseExpiresAt) : null,
+    worker_id: handed.workerId,
+    attempt_deadline: handed.attemptDeadline ? sqlDate(handed.attemptDeadline) : null,
     delayed_until: null,
-    updated_at: sqlDate(claim.now),
+    updated_at: sqlDate(handed.updatedAt),
   };
-  for (const [column, value] of Object.entries(leased)) row[columns.indexOf(column)] = value;
+  for (const column of Object.keys(leased) as (typeof JOB_COLUMNS)[number][]) {
+    row[JOB_COLUMNS.indexOf(column)] = leased[column];
+  }
 }
 
 /** Whether the job holding `job`'s key is `job`: the insert's no-op on a taken key reports as a row changed. */
