@@ -19,7 +19,8 @@ import { type PostgresCatalog, readPostgresCatalog } from './support/postgres-ca
  * (`fixtures/postgres-schema-flows.json`, which also holds `complete_jobs` as flows changed it), the type's
  * hold (`fixtures/postgres-schema-holds.json`: the settings table and the two claims as it changed them), a
  * job's own retention (`SINCE_RETENTION`), and strict group order's column, index and claim
- * (`fixtures/postgres-schema-strict.json`). A fresh install
+ * (`fixtures/postgres-schema-strict.json`), and the completion that counts a flow's parents down from its own
+ * update (`fixtures/postgres-schema-count-down.json`). A fresh install
  * must make exactly that. A schema of an earlier build (`fixtures/postgres-{pre-release,release}-<version>.sql`,
  * a dump of it with its `migrations` rows; today only the last pre-release one) has no migration to this
  * version: a store refuses it, leaving it as it was.
@@ -149,6 +150,15 @@ const SINCE_STRICT = JSON.parse(readFileSync(new URL('postgres-schema-strict.jso
 const SINCE_TIME_LIMITS = JSON.parse(
   readFileSync(new URL('postgres-schema-time-limits.json', fixtures), 'utf8'),
 ) as Pick<PostgresCatalog, 'functions'>;
+/**
+ * What counting a completed child's parent down from the completion's own update changed (no schema version of its
+ * own: the functions' signatures held): `count_down_parents`, and `complete_jobs` and `settle_parents`, which call
+ * it, each as a whole.
+ */
+const SINCE_COUNT_DOWN = JSON.parse(readFileSync(new URL('postgres-schema-count-down.json', fixtures), 'utf8')) as Pick<
+  PostgresCatalog,
+  'functions'
+>;
 const TIME_LIMIT_COLUMNS = [column('timeout_ms', 'bigint'), column('attempt_deadline', 'timestamp with time zone')];
 const SWEEP_BEFORE_TIME_LIMITS = 'requeue_expired_leases(done_at timestamp with time zone, failure text)';
 const withoutSweepBefore = (functions: PostgresCatalog['functions']) =>
@@ -186,6 +196,7 @@ const EXPECTED: PostgresCatalog = {
       ...SINCE_STRICT.functions,
     }),
     ...SINCE_TIME_LIMITS.functions,
+    ...SINCE_COUNT_DOWN.functions,
   }),
 };
 const EARLIER_SCHEMAS = readdirSync(fixtures).filter((file) => /^postgres-(pre-)?release-\d+\.sql$/.test(file));

@@ -6,7 +6,7 @@ import { CLAIMABLE_JOB_IDS } from './sql/claimable-job-ids.ts';
 import { COMPLETE_JOBS } from './sql/complete-jobs.ts';
 import { CANCEL_JOB, FAIL_JOB, REQUEUE_EXPIRED_LEASES, RETRY_DEAD_JOBS } from './sql/end-jobs.ts';
 import { MS_AFTER, PRUNE_AT_SQL } from './sql/prune-at.ts';
-import { CANCEL_FLOW_DESCENDANTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/settle-parents.ts';
+import { CANCEL_FLOW_DESCENDANTS, COUNT_DOWN_PARENTS, REVIVE_PARENTS, SETTLE_PARENTS } from './sql/settle-parents.ts';
 
 /**
  * The jobs table. Each row is a job, kept as history once finished. Stored states: `delayed` (due later, outside
@@ -194,6 +194,7 @@ export const BASELINE: Migration = {
     CLAIM_JOBS,
     CLAIM_JOBS_UNLESS_HELD,
     CANCEL_FLOW_DESCENDANTS,
+    COUNT_DOWN_PARENTS,
     SETTLE_PARENTS,
     REVIVE_PARENTS,
     COMPLETE_JOBS,

@@ -19,13 +19,37 @@ export const READIED_SETTING = 'workq.readied_parents';
 export const readiedSql = `current_setting('${READIED_SETTING}', true)`;
 
 /**
+ * `count_down_parents(parents, counts, done_at)`: the parents `parents` (ids, in id order, each once) of children
+ * that have just ended without failing them, each counting `counts` (the same position) of its children down: a
+ * `waiting-children` parent at 0 becomes waiting (delayed while its run time is ahead), in its place. Locks the
+ * parents' rows in id order first, so that concurrent settles queue on a parent's row instead of deadlocking.
+ * Appends the names of the parents made ready to `READIED_SETTING` for the transaction. Returns nothing.
+ */
+export const COUNT_DOWN_PARENTS = `
+CREATE FUNCTION count_down_parents(parents text[], counts integer[], done_at timestamptz)
+RETURNS void LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $body$ DECLARE readied text[]; BEGIN
+  PERFORM 1 FROM jobs AS p WHERE p.id = ANY(parents) ORDER BY p.id FOR UPDATE;
+  WITH counted AS (
+    UPDATE jobs AS j SET pending_children = j.pending_children - e.n, updated_at = done_at,
+      state = CASE WHEN j.pending_children > e.n THEN 'waiting-children' ELSE ${notStartedSql('j.run_at', 'done_at')} END
+    FROM unnest(parents, counts) AS e(parent_id, n) WHERE j.id = e.parent_id AND j.state = 'waiting-children'
+    RETURNING j.name, j.state)
+  SELECT array_agg(c.name) INTO readied FROM counted AS c WHERE c.state = 'waiting';
+  IF readied IS NOT NULL THEN
+    PERFORM set_config('${READIED_SETTING}',
+      (coalesce(nullif(current_setting('${READIED_SETTING}', true), ''), '[]')::jsonb || to_jsonb(readied))::text, true);
+  END IF; END $body$`;
+
+/**
  * `settle_parents(ended, done_at)`: settles the parents of the jobs `ended` (ids of children that have just
  * ended in this transaction: completed, dead or cancelled), as `FlowStore` states. Per round: the parents of
  * `ended` are locked in id order (so concurrent settles queue on a parent's row instead of deadlocking), the
  * `waiting-children` ones that a child under `fail-parent` failed go dead (`CHILD_FAILED`, naming the first such
  * child) and their unfinished descendants are cancelled (`cancel_flow_descendants`); the others count their
- * ended children down, and those at 0 become waiting (delayed while their run time is ahead), in their place.
- * The parents that went dead are the next round's `ended`, until none is left.
+ * ended children down (`count_down_parents`). The parents that went dead are the next round's `ended`, until
+ * none is left. Completions, which fail no parent, count down without it (`complete_jobs`).
  *
  * Returns nothing; appends the names of the parents made ready to `READIED_SETTING` for the transaction.
  * Locks: the parents' rows, and the descendants it cancels.
@@ -34,7 +58,7 @@ export const SETTLE_PARENTS = `
 CREATE FUNCTION settle_parents(ended text[], done_at timestamptz)
 RETURNS void LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
-AS $body$ DECLARE failed text[]; readied text[]; BEGIN
+AS $body$ DECLARE failed text[]; parents text[]; counts integer[]; BEGIN
   WHILE cardinality(ended) > 0 LOOP
     PERFORM 1 FROM jobs AS p WHERE p.id IN (SELECT c.parent_id FROM jobs AS c WHERE c.id = ANY(ended))
       ORDER BY p.id FOR UPDATE;
@@ -51,20 +75,11 @@ AS $body$ DECLARE failed text[]; readied text[]; BEGIN
       FROM failing AS f WHERE j.id = f.parent_id AND j.state = 'waiting-children'
       RETURNING j.id)
     SELECT coalesce(array_agg(d.id), '{}') INTO failed FROM failed_parents AS d;
-    WITH ends AS (
-      SELECT c.parent_id, count(*)::int AS n FROM jobs AS c
+    SELECT array_agg(e.parent_id ORDER BY e.parent_id), array_agg(e.n ORDER BY e.parent_id) INTO parents, counts
+    FROM (SELECT c.parent_id, count(*)::int AS n FROM jobs AS c
       WHERE c.id = ANY(ended) AND c.parent_id IS NOT NULL AND NOT (c.parent_id = ANY(failed))
-      GROUP BY c.parent_id),
-    counted AS (
-      UPDATE jobs AS j SET pending_children = j.pending_children - e.n, updated_at = done_at,
-        state = CASE WHEN j.pending_children > e.n THEN 'waiting-children' ELSE ${notStartedSql('j.run_at', 'done_at')} END
-      FROM ends AS e WHERE j.id = e.parent_id AND j.state = 'waiting-children'
-      RETURNING j.name, j.state)
-    SELECT array_agg(c.name) INTO readied FROM counted AS c WHERE c.state = 'waiting';
-    IF readied IS NOT NULL THEN
-      PERFORM set_config('${READIED_SETTING}',
-        (coalesce(nullif(current_setting('${READIED_SETTING}', true), ''), '[]')::jsonb || to_jsonb(readied))::text, true);
-    END IF;
+      GROUP BY c.parent_id) AS e;
+    IF parents IS NOT NULL THEN PERFORM count_down_parents(parents, counts, done_at); END IF;
     IF cardinality(failed) > 0 THEN PERFORM cancel_flow_descendants(failed, done_at); END IF;
     ended := failed;
   END LOOP; END $body$`;
