@@ -1,6 +1,6 @@
 import { WorkqError } from '../errors.ts';
 import { isFinishedState, type JobStatus } from '../jobs.ts';
-import { refusedMove } from './admin-moves.ts';
+import { AdminMoves } from './admin-moves.ts';
 import { type ClaimedJob, type ClaimInput, type ClaimOutcome, Claims, claimRequest, toClaimedJob } from './claims.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { checkLimits, FlowControl, type LimitsChange, type QueueInfo } from './flow-control.ts';
@@ -19,7 +19,7 @@ import {
   type ReadyListener,
 } from './local-listeners.ts';
 import { batchSettings, buildNewJob, type EnqueueInput, type EnqueueResult } from './new-job.ts';
-import { checkIdempotencyKey, DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
+import { DEFAULT_HISTORY_RETENTION_MS, type ResolvedJobOptions } from './options.ts';
 import { visibleState } from './status.ts';
 import {
   type CountScope,
@@ -29,7 +29,6 @@ import {
   type Store,
   WORKER_REGISTRY_BOUNDS,
 } from './store.ts';
-import { fromStoredValue } from './stored-value.ts';
 
 export type { ClaimedJob, ClaimInput } from './claims.ts';
 export type { ListQuery } from './job-listing.ts';
@@ -77,6 +76,7 @@ export class Engine {
   private readonly events: JobEventEmitter;
   private readonly flowEnds: FlowEndNotices;
   private readonly leased: LeasedJobs;
+  private readonly moves: AdminMoves;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -107,6 +107,7 @@ export class Engine {
     );
     const { store, clock, flow, events, listeners, defaults } = this;
     this.flows = new Flows({ store, clock, flow, events, listeners, defaults });
+    this.moves = new AdminMoves({ store, clock, flow, flows: this.flows, events, listeners, defaults });
   }
 
   /** Called with a job name whenever jobs of it may have become ready in this process. */
@@ -374,107 +375,33 @@ export class Engine {
   }
 
   /** Re-enqueues dead jobs (by id, or all of one type) with fresh attempts. Resolves to how many. */
-  async retryDead(target: { name?: string; ids?: readonly string[] }): Promise<number> {
-    if (target.ids) checkBatch(target.ids.length, 'retryDead');
-    if (!target.name && !target.ids) throw new WorkqError('VALIDATION', 'retryDead needs a job name or ids.');
-    const count = await this.store.retryDeadJobs(target, this.clock.now());
-    if (count > 0 && target.name) this.listeners.emitReady(target.name);
-    if (count > 0 && target.ids) this.listeners.emitReady('*');
-    return count;
+  retryDead(target: { name?: string; ids?: readonly string[] }): Promise<number> {
+    return this.moves.retryDead(target);
   }
 
-  /**
-   * Runs a scheduled job now (`admin.promote`): a delayed job, or one waiting out a retry's backoff, becomes
-   * ready at once, keeping its id and attempts. Resolves to `false` when the job is not scheduled (it
-   * started, finished or is due already); `NOT_FOUND` when there is no such job.
-   */
-  async promote(id: string): Promise<boolean> {
-    const promoted = await this.store.promoteJob(id, this.clock.now());
-    if (promoted) {
-      this.listeners.emitReady(promoted.name);
-      return true;
-    }
-    if (!(await this.store.getJob(id, { withoutValues: true }))) {
-      throw new WorkqError('NOT_FOUND', `No job with id ${id} to run now.`);
-    }
-    return false;
+  /** Runs a scheduled job now (`admin.promote`); see `AdminMoves.promote`. */
+  promote(id: string): Promise<boolean> {
+    return this.moves.promote(id);
   }
 
-  /**
-   * Runs a finished job again in place (`admin.retry`), keeping its id: a dead job as `retryDead` retries it,
-   * or a completed job outside flows with its result and error cleared; either waits again, due now, with
-   * fresh attempts. Resolves to `false` when the job is live (waiting, scheduled or running: nothing to rerun);
-   * `CONFLICT` for a cancelled job or a completed one in a flow (see `refusedMove`); `NOT_FOUND` for no job.
-   */
-  async retry(id: string): Promise<boolean> {
-    const now = this.clock.now();
-    if ((await this.store.retryDeadJobs({ ids: [id] }, now)) > 0) {
-      this.listeners.emitReady('*');
-      return true;
-    }
-    const rerun = await this.store.rerunCompletedJob(id, now);
-    if (rerun) {
-      this.listeners.emitReady(rerun.name);
-      return true;
-    }
-    return refusedMove(await this.store.getJob(id, { withoutValues: true }), id, 'retry');
+  /** Runs a finished job again in place, keeping its id (`admin.retry`); see `AdminMoves.retry`. */
+  retry(id: string): Promise<boolean> {
+    return this.moves.retry(id);
   }
 
-  /**
-   * Puts a cancelled job that never started back to waiting (`admin.restore`), at its own run time: ready, or
-   * scheduled when that is still ahead. Resolves to `false` when the job is live; `CONFLICT` for a job
-   * cancelled after it started, one in a flow, or one that completed or died (see `refusedMove`);
-   * `NOT_FOUND` for no job.
-   */
-  async restore(id: string): Promise<boolean> {
-    const restored = await this.store.restoreCancelledJob(id, this.clock.now());
-    if (restored) {
-      this.listeners.emitReady(restored.name);
-      return true;
-    }
-    return refusedMove(await this.store.getJob(id, { withoutValues: true }), id, 'restore');
+  /** Puts a cancelled job that never started back to waiting (`admin.restore`); see `AdminMoves.restore`. */
+  restore(id: string): Promise<boolean> {
+    return this.moves.restore(id);
   }
 
-  /**
-   * Deletes the job of type `name` holding idempotency key `key` while it waits (ready or scheduled, a retry's
-   * backoff included) and is outside flows (`admin.removeByKey`); the key is free once it resolves. Resolves to
-   * `false` when no such job waits: none holds the key, or it is running, finished or in a flow.
-   */
-  async removeByKey(name: string, key: string): Promise<boolean> {
-    const checked = checkIdempotencyKey(key) as string;
-    return (await this.store.removeJobByKey(checkName(name), checked)) !== null;
+  /** Deletes the waiting job of `name` holding key `key` (`admin.removeByKey`); see `AdminMoves.removeByKey`. */
+  removeByKey(name: string, key: string): Promise<boolean> {
+    return this.moves.removeByKey(name, key);
   }
 
-  /**
-   * Enqueues a finished job again, as a new job with the same payload (a parent with its flow, see
-   * `Flows.replay`). Resolves to the new job's id.
-   */
-  async replay(id: string): Promise<EnqueueResult> {
-    const job = await this.store.getJob(id);
-    if (!job) throw new WorkqError('NOT_FOUND', `No job with id ${id} to replay.`);
-    if (!isFinishedState(job.state)) {
-      throw new WorkqError(
-        'CONFLICT',
-        `Job ${id} has not finished (state ${job.state}); only finished jobs can be replayed.`,
-      );
-    }
-    if ((job.childCount ?? 0) > 0) return this.flows.replay(job);
-    const now = this.clock.now();
-    const { priority, maxAttempts, backoff, leaseMs, order } = job;
-    const retention = { completedMs: job.retainCompletedMs ?? undefined, deadMs: job.retainDeadMs ?? undefined };
-    const timeoutMs = job.timeoutMs ?? undefined;
-    const input = { name: job.name, version: job.version, payload: fromStoredValue(job.payload) };
-    // The replay keeps the trace context of the job it replays: its processing links to the original producer.
-    const traceContext = job.traceContext ?? undefined;
-    const group = job.group || undefined;
-    const options = { priority, maxAttempts, backoff, leaseMs, timeoutMs, order, traceContext, group, retention };
-    const replay = this.newJob({ ...input, options }, now, id);
-    await this.flow.placeInGroups([replay]);
-    const [outcome] = await insertDistinct(this.store, [replay]);
-    if (!outcome) throw new WorkqError('UNAVAILABLE', 'The store returned no outcome for the replayed job.');
-    this.listeners.announce([outcome.job]);
-    this.events.enqueued([outcome.job], now);
-    return { id: outcome.job.id, created: true, state: visibleState(outcome.job, now) };
+  /** Enqueues a finished job again as a new job (`admin.replay`); see `AdminMoves.replay`. */
+  replay(id: string): Promise<EnqueueResult> {
+    return this.moves.replay(id);
   }
 
   /**
