@@ -51,8 +51,11 @@ export async function pinnedConnection(pool: Pool): Promise<PoolConnection> {
   return connection;
 }
 
-/** Runs `work` on `db` itself when it is a connection, else on a pinned connection of the pool, released after. */
-async function onPinned<T>(db: Queryable, work: (connection: PoolConnection) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on `db` itself when it is a connection, else on a pinned connection of the pool, released after:
+ * statements that follow one another (outside a transaction) take one checkout rather than one each.
+ */
+export async function onPinned<T>(db: Queryable, work: (connection: PoolConnection) => Promise<T>): Promise<T> {
   if (!('getConnection' in db)) return work(db);
   const connection = await pinnedConnection(db);
   try {

@@ -29,7 +29,7 @@ import type {
 import type { JobError } from '../../jobs.ts';
 import type { LeaderElection } from '../../roles/leadership.ts';
 import { storeClosed } from '../shared/closed-store.ts';
-import { inTransaction, selectRows } from './connection.ts';
+import { inTransaction, onPinned, selectRows } from './connection.ts';
 import { withDeadlockRetry } from './errors.ts';
 import { listQueueSettings, StrictOrderBroken, updateQueueSettings } from './flow-control.ts';
 import { selectJobsByIds } from './job-queries.ts';
@@ -93,10 +93,15 @@ export class MysqlStore implements Store {
   readonly kind = 'mysql';
   readonly notifier: ClosableNotifier | undefined;
   readonly leadership: LeaderElection;
-  /** A job enqueued for a consumer already waiting is leased to it by its insert (sql/insert-and-claim-job.ts). */
+  /**
+   * A job enqueued for a consumer already waiting is leased to it by its insert (sql/insert-and-claim-job.ts): its
+   * read and its insert on one connection.
+   */
   readonly handoff: Handoff = {
     insertAndClaimJob: (job, claim) =>
-      this.retry('insertAndClaimJob', () => insertAndClaimJob(this.pool, this.t, job, claim)),
+      this.retry('insertAndClaimJob', () =>
+        onPinned(this.pool, (connection) => insertAndClaimJob(connection, this.t, job, claim)),
+      ),
   };
   private readonly pool: Pool;
   private readonly t: Tables;
