@@ -29,7 +29,7 @@ export interface AdminMovesDeps {
 /**
  * An operator's moves on jobs that exist (`admin.*`): retry dead jobs, run a scheduled one now, rerun a finished
  * one in place, restore a cancelled one, remove a waiting one by its key, replay a finished one as a new job.
- * Each move is one atomic store step; a move that changed nothing says why (`refusedMove`).
+ * Each change a move makes is one atomic store step; a move that changed nothing says why (`refusedMove`).
  */
 export class AdminMoves {
   constructor(private readonly deps: AdminMovesDeps) {}
