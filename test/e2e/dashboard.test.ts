@@ -452,6 +452,26 @@ describe.skipIf(missingBrowser)('the dashboard at /ui, in Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
+  it('closes a dialog on an Escape pressed the moment it shows, before the page paints again', async () => {
+    const scheduled = await convert('escape-at-once.png', { delayMs: HOUR_MS });
+    const { context, page } = await signedIn(1280, 800);
+    try {
+      // No frames: whatever the dashboard leaves for after the next paint waits for its fallback timer instead.
+      await page.addInitScript(() => {
+        window.requestAnimationFrame = () => 0;
+      });
+      await page.goto(`${queue.url}/ui/jobs/${encodeURIComponent(scheduled.id)}`);
+      await page.waitForSelector('.job[data-state="scheduled"]');
+      await page.click('.job-head button:text-is("Cancel")');
+      await page.waitForSelector('[role="dialog"]');
+      await page.keyboard.press('Escape');
+      await page.waitForSelector('[role="dialog"]', { state: 'detached', timeout: 5_000 });
+      expect((await scheduled.status()).state).toBe('scheduled');
+    } finally {
+      await context.close();
+    }
+  });
+
   it('reads at a phone’s width, with nothing wider than the screen; dialogs close on Escape; a delayed job runs now', async () => {
     const wide = await convert(`wide-${'x'.repeat(400)}.png`, { delayMs: HOUR_MS });
     const { context, page } = await signedIn(390, 844);

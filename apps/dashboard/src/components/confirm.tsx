@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from '../api.ts';
 import { useLive } from '../live.ts';
 import { navigate } from '../router.tsx';
@@ -36,10 +36,12 @@ export function ConfirmDialog(props: { action: PendingAction | null; onClose: ()
     dialog.current?.querySelector<HTMLElement>('button')?.focus();
     return () => returnTo?.focus();
   }, [open]);
-  // Escape closes it wherever the focus went (a click on the backdrop, say), unless its action is running.
+  // Escape closes it wherever the focus went (a click on the backdrop, say), unless its action is running. The
+  // listener is added as the dialog is put in the page, not after the next frame as an effect would be: an Escape
+  // pressed as soon as the dialog shows would otherwise be lost.
   const closeRef = useRef(close);
   closeRef.current = busy ? () => {} : close;
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (!open) return;
     const onEscape = (event: KeyboardEvent) => {
       if (event.key !== 'Escape') return;
