@@ -164,16 +164,23 @@ function holdsClaimsBack(settings: QueueSettingsDocument | null, now: Date): boo
   return settings !== null && (holdsBack(settings) || Boolean(settings.grouped) || heldAt(settings, now));
 }
 
+/** The settings document of type `name` as a plain claim reads it (`SETTINGS_PROJECTION`), or null: one read. */
+function readClaimSettings(
+  c: Pick<FlowCollections, 'settings' | 'limitMs'>,
+  name: string,
+): Promise<QueueSettingsDocument | null> {
+  return withCallLimit(c.limitMs, (signal) =>
+    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
+  ) as Promise<QueueSettingsDocument | null>;
+}
+
 /** Whether the settings of type `name` hold its plain claims back at `now` (see `holdsClaimsBack`): one read. */
 export async function claimsHeldBack(
   c: Pick<FlowCollections, 'settings' | 'limitMs'>,
   name: string,
   now: Date,
 ): Promise<boolean> {
-  const settings = (await withCallLimit(c.limitMs, (signal) =>
-    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
-  )) as QueueSettingsDocument | null;
-  return holdsClaimsBack(settings, now);
+  return holdsClaimsBack(await readClaimSettings(c, name), now);
 }
 
 /**
@@ -183,10 +190,10 @@ export async function claimsHeldBack(
  */
 export async function claimJobsUnlessHeld(c: FlowCollections, request: ClaimRequest): Promise<JobRecord[] | null> {
   const name = String(request.name);
-  const readSettings = withCallLimit(c.limitMs, (signal) =>
-    c.settings.findOne({ _id: name }, { projection: SETTINGS_PROJECTION, signal }),
-  ) as Promise<QueueSettingsDocument | null>;
-  const [settings] = await Promise.all([readSettings, promoteDueJobs(c.jobs, name, request.now, c.limitMs)]);
+  const [settings] = await Promise.all([
+    readClaimSettings(c, name),
+    promoteDueJobs(c.jobs, name, request.now, c.limitMs),
+  ]);
   if (holdsClaimsBack(settings, request.now)) return null;
   return claimReadyJobs(c.jobs, { ...request, name }, c.limitMs);
 }
